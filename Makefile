@@ -1,0 +1,39 @@
+# The two commands of the Quickstart: `make plan` and `make test`. Everything else builds on them.
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV ?= .venv
+BIN := $(VENV)/bin
+STACK ?= dev
+STACK_FILE ?=
+PROGRAM ?=
+PYTEST_ARGS ?=
+
+# The stamp depends on every dependency file, so a changed range reinstalls and nothing else does.
+$(VENV)/.installed: pyproject.toml requirements.txt requirements-dev.txt requirements-triton.txt
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade "pip>=24,<27"
+	$(BIN)/python -m pip install --quiet -r requirements.txt -r requirements-dev.txt
+	$(BIN)/python -m pip install --quiet --no-deps -r requirements-triton.txt
+	@touch $@
+
+.PHONY: venv plan test lint bench serve-local clean
+venv: $(VENV)/.installed
+
+plan: venv
+	$(BIN)/inferctl plan --stack $(STACK) $(if $(STACK_FILE),--stack-file $(STACK_FILE)) $(if $(PROGRAM),--program $(PROGRAM))
+
+lint: venv
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+test: venv lint
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+bench: venv
+	$(BIN)/python -m bench
+
+serve-local: venv
+	$(BIN)/inferctl serve-local
+
+clean:
+	rm -rf build .pytest_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""Benchmarks (`make bench`): medians and side-by-side ratios, never timed assertions."""

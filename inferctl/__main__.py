@@ -1,0 +1,5 @@
+import sys
+
+from inferctl.cli import main
+
+sys.exit(main())

@@ -1,0 +1,38 @@
+"""Entry point: one sub-command per module; each module registers its parser and handler.
+
+Sub-command modules keep heavy imports (pulumi, boto3, tritonclient) inside their handlers so that
+``inferctl --help`` and unrelated commands start fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from inferctl.errors import CommandError
+
+# name -> module exposing ``register(subparsers)``; the module sets ``handler`` via set_defaults.
+COMMANDS: dict[str, str] = {
+    "plan": "inferctl.plan.command",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="inferctl", description=__doc__.splitlines()[0])
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for module_name in COMMANDS.values():
+        importlib.import_module(module_name).register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.handler(args) or 0)
+    except CommandError as err:
+        print(f"inferctl {args.command}: {err}", file=sys.stderr)
+        return err.exit_code
+    except KeyboardInterrupt:
+        return 130
