@@ -1,0 +1,16 @@
+"""The one error a component raises for bad Args: every problem at once, each naming its field."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+
+class ComponentArgsError(ValueError):
+    def __init__(self, component: str, problems: Iterable[str]) -> None:
+        self.problems = tuple(problems)
+        super().__init__(f"invalid {component} arguments: " + "; ".join(self.problems))
+
+
+def raise_if(component: str, problems: list[str]) -> None:
+    if problems:
+        raise ComponentArgsError(component, problems)

@@ -1,0 +1,128 @@
+"""KMS customer-managed keys, one per purpose: cluster secrets, storage and logs.
+
+Separate keys keep blast radius small: revoking the logs key never locks model storage. Rotation is
+always on; the deletion window is the only recovery from a mistaken deletion, so production uses
+AWS's maximum.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import pulumi
+import pulumi_aws as aws
+
+PURPOSES: tuple[str, ...] = ("cluster", "storage", "logs")
+DEFAULT_DELETION_WINDOW_DAYS = 30
+DEFAULT_ROTATION_PERIOD_DAYS = 365
+
+# Administration only: admins can manage and schedule deletion but never use key material.
+KEY_ADMIN_ACTIONS: tuple[str, ...] = (
+    "kms:Create*", "kms:Describe*", "kms:Enable*", "kms:List*", "kms:Put*", "kms:Update*",
+    "kms:Revoke*", "kms:Disable*", "kms:Get*", "kms:Delete*", "kms:TagResource", "kms:UntagResource",
+    "kms:ScheduleKeyDeletion", "kms:CancelKeyDeletion", "kms:RotateKeyOnDemand",
+)  # fmt: skip
+LOGS_SERVICE_ACTIONS: tuple[str, ...] = (
+    "kms:Encrypt*", "kms:Decrypt*", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:Describe*",
+)  # fmt: skip
+
+
+@dataclass(frozen=True, kw_only=True)
+class KeysArgs:
+    alias_prefix: str
+    """Required. Aliases are ``alias/<alias_prefix>/<purpose>``; use a per-stack prefix."""
+    account_id: str
+    """Required. The account whose root principal owns the keys (IAM policies then delegate)."""
+    partition: str = "aws"
+    """Default ``aws``. ARN partition (``aws``, ``aws-us-gov``, ``aws-cn``)."""
+    region: str
+    """Required. Region of the CloudWatch Logs service allowed to use the logs key."""
+    admin_role_arns: Sequence[str] = field(default_factory=tuple)
+    """Default none. Roles allowed to administer (not use) the keys."""
+    deletion_window_days: int = DEFAULT_DELETION_WINDOW_DAYS
+    """Default 30. 7-30 days between ScheduleKeyDeletion and the key being gone."""
+    rotation_period_days: int = DEFAULT_ROTATION_PERIOD_DAYS
+    """Default 365. Automatic rotation period, 90-2560 days."""
+    protect: bool = False
+    """Default ``False``. Protect and retain the keys (production): `pulumi destroy` must not remove them."""
+
+
+class Keys(pulumi.ComponentResource):
+    """The stack's customer-managed keys and their aliases."""
+
+    cluster_key_arn: pulumi.Output[str]
+    storage_key_arn: pulumi.Output[str]
+    logs_key_arn: pulumi.Output[str]
+
+    def __init__(self, name: str, args: KeysArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("inference:keys:Keys", name, None, opts)
+        self.keys: dict[str, aws.kms.Key] = {}
+        stateful = pulumi.ResourceOptions(parent=self, protect=args.protect, retain_on_delete=args.protect)
+        for purpose in PURPOSES:
+            key = aws.kms.Key(
+                f"{name}-{purpose}",
+                description=f"{args.alias_prefix} {purpose} encryption",
+                enable_key_rotation=True,
+                rotation_period_in_days=args.rotation_period_days,
+                deletion_window_in_days=args.deletion_window_days,
+                policy=json.dumps(key_policy(purpose, args)),
+                opts=stateful,
+            )
+            aws.kms.Alias(
+                f"{name}-{purpose}-alias",
+                name=f"alias/{args.alias_prefix}/{purpose}",
+                target_key_id=key.key_id,
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            self.keys[purpose] = key
+        self.cluster_key_arn = self.keys["cluster"].arn
+        self.storage_key_arn = self.keys["storage"].arn
+        self.logs_key_arn = self.keys["logs"].arn
+        self.register_outputs(
+            {
+                "cluster_key_arn": self.cluster_key_arn,
+                "storage_key_arn": self.storage_key_arn,
+                "logs_key_arn": self.logs_key_arn,
+            }
+        )
+
+
+def key_policy(purpose: str, args: KeysArgs) -> dict:
+    """The key policy for one purpose. Every principal is named: no ``"*"`` principals anywhere."""
+    root = f"arn:{args.partition}:iam::{args.account_id}:root"
+    statements: list[dict] = [
+        {
+            # Lets IAM policies in this account grant use of the key (AWS's default key policy).
+            "Sid": "EnableIamPolicies",
+            "Effect": "Allow",
+            "Principal": {"AWS": root},
+            "Action": "kms:*",
+            "Resource": "*",
+        }
+    ]
+    if args.admin_role_arns:
+        statements.append(
+            {
+                "Sid": "AllowKeyAdministration",
+                "Effect": "Allow",
+                "Principal": {"AWS": sorted(args.admin_role_arns)},
+                "Action": list(KEY_ADMIN_ACTIONS),
+                "Resource": "*",
+            }
+        )
+    if purpose == "logs":
+        log_groups = f"arn:{args.partition}:logs:{args.region}:{args.account_id}:log-group:*"
+        statements.append(
+            {
+                # Scoped by encryption context: only this account's log groups in this region.
+                "Sid": "AllowCloudWatchLogs",
+                "Effect": "Allow",
+                "Principal": {"Service": f"logs.{args.region}.amazonaws.com"},
+                "Action": list(LOGS_SERVICE_ACTIONS),
+                "Resource": "*",
+                "Condition": {"ArnLike": {"kms:EncryptionContext:aws:logs:arn": log_groups}},
+            }
+        )
+    return {"Version": "2012-10-17", "Id": f"{args.alias_prefix}-{purpose}", "Statement": statements}

@@ -1,0 +1,76 @@
+"""`inferctl plan`: the offline plan of a stack (exit 0 planned, 1 mandatory violations, 2 config or
+program error)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from inferctl.errors import CommandError
+
+DEFAULT_OUT = Path("build/plan")
+POLICY_CONFIG_DIR = Path(__file__).resolve().parents[2] / "policies" / "config"
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("plan", help="offline plan of a stack: resources, policies, manifests")
+    parser.add_argument("--stack", default="dev", help="stack name (default: dev)")
+    parser.add_argument("--stack-file", type=Path, help="alternative stack config file")
+    parser.add_argument("--program", type=Path, default=Path("."), help="directory holding Pulumi.yaml")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output directory (default build/plan)")
+    parser.add_argument(
+        "--policy-config", type=Path, help="policy pack config JSON (default policies/config/<stack>.json)"
+    )
+    parser.add_argument("--quiet", action="store_true", help="print only the summary line and violations")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    plan = make_plan(args.program, args.stack, stack_file=args.stack_file, policy_config=args.policy_config)
+    json_path, md_path = write_outputs(plan, args.out)
+    from inferctl.plan.report import policy_lines, tree
+
+    if args.quiet:
+        print(f"{args.stack}: {len(plan.run.resources)} resources; " + policy_lines(plan))
+    else:
+        print(tree(plan))
+    print(f"\nWrote {json_path} and {md_path}")
+    return 1 if plan.mandatory else 0
+
+
+def make_plan(program: Path, stack: str, *, stack_file: Path | None = None, policy_config: Path | None = None,
+              secret_values: dict[str, str] | None = None) -> Any:  # fmt: skip
+    """Run the program, evaluate the pack; the ``Plan`` the reports are made from."""
+    from inferctl.plan.engine import run_program
+    from inferctl.plan.policy_runner import evaluate
+    from inferctl.plan.report import Plan
+    from policies.pack import ENFORCEMENT_LEVEL, POLICIES
+
+    program_run = run_program(program, stack, stack_file=stack_file, secret_values=secret_values)
+    config = _policy_config(policy_config, stack)
+    violations = evaluate(program_run.resources, POLICIES, pack_level=ENFORCEMENT_LEVEL, config=config)
+    for line in program_run.logs:
+        print(line, file=sys.stderr)
+    return Plan(program_run, violations, [p.name for p in POLICIES])
+
+
+def write_outputs(plan: Any, out: Path) -> tuple[Path, Path]:
+    from inferctl.plan.manifests import write_manifests
+    from inferctl.plan.report import write
+
+    paths = write(plan, out)
+    write_manifests(plan.run.resources, out / plan.run.config.stack / "manifests")
+    return paths
+
+
+def _policy_config(path: Path | None, stack: str) -> dict[str, Any]:
+    candidate = path or POLICY_CONFIG_DIR / f"{stack}.json"
+    if path is None and not candidate.is_file():
+        return {}
+    try:
+        return json.loads(candidate.read_text())
+    except (OSError, json.JSONDecodeError) as err:
+        raise CommandError(f"policy config {candidate}: {err}", exit_code=2) from None

@@ -1,0 +1,139 @@
+"""Evaluates a CrossGuard pack on recorded resources the way the engine's analyzer does.
+
+Resource policies see each resource's inputs; stack policies see every resource with its parent,
+dependencies and property dependencies resolved to PolicyResource objects. Enforcement levels come
+from the policy, then the pack, then the stack's policy config file (``all`` or per policy), as in
+``pulumi preview --policy-pack-config``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pulumi_policy import (
+    EnforcementLevel,
+    Policy,
+    PolicyCustomTimeouts,
+    PolicyResource,
+    PolicyResourceOptions,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
+from pulumi_policy.deserialize import deserialize_properties
+from pulumi_policy.policy import _NotApplicableError
+from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
+
+from inferctl.plan.recorder import RecordedResource
+
+
+@dataclass(frozen=True)
+class Violation:
+    policy: str
+    level: str
+    urn: str | None
+    message: str
+
+    @property
+    def mandatory(self) -> bool:
+        return self.level == EnforcementLevel.MANDATORY.value
+
+
+def evaluate(
+    resources: Iterable[RecordedResource],
+    policies: Iterable[Policy],
+    *,
+    pack_level: EnforcementLevel = EnforcementLevel.ADVISORY,
+    config: Mapping[str, Any] | None = None,
+) -> list[Violation]:
+    config = dict(config or {})
+    custom = [r for r in resources if r.custom]
+    violations: list[Violation] = []
+    stack_view: list[PolicyResource] | None = None
+    for policy in policies:
+        level = _level(policy, pack_level, config)
+        if level == EnforcementLevel.DISABLED:
+            continue
+        policy_config = _policy_config(policy, config)
+
+        def report(message: str, urn: str | None = None, *, _p=policy, _l=level, _default: str | None = None) -> None:
+            violations.append(Violation(_p.name, _l.value, urn or _default, message))
+
+        if isinstance(policy, ResourceValidationPolicy):
+            for r in custom:
+                args = ResourceValidationArgs(r.type, _props(r.inputs), r.urn, r.name, _options(r), None, policy_config)
+                _call(policy.validate, args, lambda m, u=None, _r=r: report(m, _r.urn))
+        elif isinstance(policy, StackValidationPolicy):
+            stack_view = stack_view or _stack_view(custom)
+            _call(policy.validate, StackValidationArgs(stack_view, policy_config), report)
+    return violations
+
+
+def _call(validate: Any, args: Any, report: Any) -> None:
+    try:
+        result = validate(args, report)
+        if inspect.isawaitable(result):
+            asyncio.run(_await(result))
+    except (_NotApplicableError, UnknownValueError):
+        # The engine skips a policy that reads a value unknown during preview; so do we.
+        return
+
+
+async def _await(result: Any) -> Any:
+    return await result
+
+
+def _props(wire: Mapping[str, Any]) -> Any:
+    return unknown_checking_proxy(deserialize_properties(dict(wire)))
+
+
+def _options(r: RecordedResource) -> PolicyResourceOptions:
+    return PolicyResourceOptions(
+        protect=r.protect,
+        ignore_changes=list(r.ignore_changes),
+        delete_before_replace=None,
+        aliases=[],
+        custom_timeouts=PolicyCustomTimeouts(0, 0, 0),
+        additional_secret_outputs=list(r.additional_secret_outputs),
+        parent=r.parent,
+    )
+
+
+def _stack_view(resources: list[RecordedResource]) -> list[PolicyResource]:
+    views = {
+        r.urn: PolicyResource(r.type, _props({**r.inputs, **r.outputs}), r.urn, r.name, _options(r), None, None, [], {})
+        for r in resources
+    }
+    for r in resources:
+        view = views[r.urn]
+        view.parent = views.get(r.parent or "")
+        view.dependencies = [views[u] for u in r.dependencies if u in views]
+        view.property_dependencies = {
+            k: [views[u] for u in v if u in views] for k, v in r.property_dependencies.items()
+        }
+    return list(views.values())
+
+
+def _level(policy: Policy, pack_level: EnforcementLevel, config: Mapping[str, Any]) -> EnforcementLevel:
+    level = policy.enforcement_level or pack_level
+    for key in ("all", policy.name):
+        entry = config.get(key)
+        configured = entry if isinstance(entry, str) else (entry or {}).get("enforcementLevel")
+        if configured:
+            level = EnforcementLevel(configured)
+    return level
+
+
+def _policy_config(policy: Policy, config: Mapping[str, Any]) -> dict[str, Any]:
+    """Schema defaults overlaid with the stack's values, as the engine hands them to the policy."""
+    schema = policy.config_schema.properties if policy.config_schema else {}
+    values = {k: v["default"] for k, v in (schema or {}).items() if isinstance(v, Mapping) and "default" in v}
+    entry = config.get(policy.name)
+    if isinstance(entry, Mapping):
+        values.update({k: v for k, v in entry.items() if k != "enforcementLevel"})
+    return values

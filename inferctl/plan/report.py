@@ -1,0 +1,152 @@
+"""Renders a plan: the preview-like tree, ``build/plan/<stack>.json`` and the PR-comment Markdown."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from inferctl.plan.engine import ProgramRun
+from inferctl.plan.policy_runner import Violation
+from inferctl.plan.recorder import RecordedResource
+
+SECRET_SIG_KEY = "4dabf18193072939515e22adb298388d"
+SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
+SECRET_TEXT = "[secret]"
+
+
+@dataclass(frozen=True)
+class Plan:
+    run: ProgramRun
+    violations: list[Violation]
+    policies: list[str]
+
+    @property
+    def mandatory(self) -> list[Violation]:
+        return [v for v in self.violations if v.mandatory]
+
+
+def redact(value: Any) -> Any:
+    """Wire-form value with every secret replaced by ``[secret]``."""
+    if isinstance(value, dict):
+        if value.get(SECRET_SIG_KEY) == SECRET_SIG:
+            return SECRET_TEXT
+        return {k: redact(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact(v) for v in value]
+    return value
+
+
+def to_json(plan: Plan) -> dict[str, Any]:
+    run = plan.run
+    return {
+        "project": run.project.name,
+        "stack": run.config.stack,
+        "resources": [
+            {
+                "urn": r.urn,
+                "type": r.type,
+                "name": r.name,
+                "parent": r.parent,
+                "custom": r.custom,
+                "id": r.id,
+                "provider": r.provider,
+                "inputs": redact(r.inputs),
+                "dependencies": r.dependencies,
+                "propertyDependencies": r.property_dependencies,
+                "protect": r.protect,
+                "retainOnDelete": r.retain_on_delete,
+                "ignoreChanges": r.ignore_changes,
+            }
+            for r in run.resources
+        ],
+        "outputs": redact(run.outputs),
+        "summary": {
+            "resources": len(run.resources),
+            "byType": dict(sorted(Counter(r.type for r in run.resources).items())),
+            "planSeconds": round(run.seconds, 3),
+        },
+        "policies": {
+            "evaluated": plan.policies,
+            "violations": [
+                {"policy": v.policy, "level": v.level, "urn": v.urn, "message": v.message} for v in plan.violations
+            ],
+        },
+    }
+
+
+def write(plan: Plan, out_dir: Path) -> tuple[Path, Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stack = plan.run.config.stack
+    json_path, md_path = out_dir / f"{stack}.json", out_dir / f"{stack}.md"
+    json_path.write_text(json.dumps(to_json(plan), indent=2, sort_keys=False) + "\n")
+    md_path.write_text(markdown(plan))
+    return json_path, md_path
+
+
+def tree(plan: Plan) -> str:
+    run = plan.run
+    children: dict[str | None, list[RecordedResource]] = defaultdict(list)
+    for r in run.resources:
+        children[r.parent].append(r)
+    stack_name = f"{run.project.name}-{run.config.stack}"
+    lines = [f"Previewing stack {run.config.stack} of {run.project.name} (offline, mock engine)", ""]
+    lines.append(f" +   pulumi:pulumi:Stack  {stack_name}")
+
+    def walk(parent: str | None, prefix: str) -> None:
+        items = sorted(children.get(parent, []), key=lambda r: (r.custom, r.type, r.name))
+        for i, r in enumerate(items):
+            last = i == len(items) - 1
+            flags = "".join(f" [{f}]" for f, on in (("protect", r.protect), ("retain", r.retain_on_delete)) if on)
+            lines.append(f" +   {prefix}{'└─' if last else '├─'} {r.type}  {r.name}{flags}")
+            walk(r.urn, prefix + ("   " if last else "│  "))
+
+    walk(None, "")
+    counts = Counter(r.type for r in run.resources)
+    lines += ["", f"Resources: + {len(run.resources)} to create ({run.seconds:.2f} s)"]
+    lines += [f"    {n:4d}  {t}" for t, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+    lines += ["", policy_lines(plan)]
+    return "\n".join(lines)
+
+
+def policy_lines(plan: Plan) -> str:
+    if not plan.violations:
+        return f"Policies: {len(plan.policies)} evaluated, no violations."
+    lines = [f"Policies: {len(plan.policies)} evaluated, {len(plan.violations)} violation(s):"]
+    for v in plan.violations:
+        lines.append(f"  [{v.level}] {v.policy}: {v.message}" + (f"\n      {v.urn}" if v.urn else ""))
+    return "\n".join(lines)
+
+
+def markdown(plan: Plan) -> str:
+    run = plan.run
+    counts = Counter(r.type for r in run.resources)
+    status = "❌ blocked by mandatory policy violations" if plan.mandatory else "✅ no mandatory policy violations"
+    lines = [
+        f"### Offline plan: `{run.project.name}` / `{run.config.stack}`",
+        "",
+        f"{status} — {len(run.resources)} resources, {len(plan.policies)} policies.",
+        "",
+        "| resources | type |",
+        "|---:|---|",
+        *(f"| {n} | `{t}` |" for t, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))),
+    ]
+    protected = [r for r in run.resources if r.protect]
+    if protected:
+        lines += ["", f"Protected (and retained on delete) in this stack: {len(protected)}", ""]
+        lines += [f"- `{r.type}` {r.name}" + (" (retain)" if r.retain_on_delete else "") for r in protected]
+    if plan.violations:
+        lines += ["", "| level | policy | resource | message |", "|---|---|---|---|"]
+        lines += [f"| {v.level} | {v.policy} | {_short(v.urn)} | {v.message} |" for v in plan.violations]
+    return "\n".join(lines) + "\n"
+
+
+def _short(urn: str | None) -> str:
+    return f"`{urn.split('::')[-1]}`" if urn else "stack"
+
+
+def count_by_type(resources: Iterable[RecordedResource]) -> dict[str, int]:
+    return dict(Counter(r.type for r in resources))

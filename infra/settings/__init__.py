@@ -1,0 +1,142 @@
+"""The typed stack settings: one object built once from Pulumi config and validated before any resource.
+
+``load_settings`` takes plain values (what ``pulumi.Config`` returns, or what the offline tools read
+from the stack file) and either returns :class:`Settings` or raises :class:`SettingsError` listing
+every problem, each naming its key path as written in the stack file.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from components.regions import REGIONS, Region
+from infra.settings.access import AccessSettings
+from infra.settings.base import CheckContext, Problem, Section, SettingsError, describe, validation_problems
+from infra.settings.edge import EdgeSettings
+from infra.settings.keys import KeysSettings
+from infra.settings.network import NetworkSettings
+from infra.settings.tags import TagsSettings
+
+__all__ = ["SECTIONS", "Problem", "Settings", "SettingsError", "known_keys", "load_settings"]
+
+ENVIRONMENTS = ("development", "production")
+DEFAULT_ENVIRONMENT = "development"
+REGION_KEY = "aws:region"
+
+# Every namespaced object the program reads, in the order problems are reported.
+SECTIONS: tuple[type[Section], ...] = (TagsSettings, NetworkSettings, AccessSettings, EdgeSettings, KeysSettings)
+# Top-level keys holding one plain value.
+SCALAR_KEYS: tuple[str, ...] = ("environment",)
+# Keys that must be set with `pulumi config set --secret`; their values are never echoed.
+SECRET_KEYS: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything the program needs to know about one stack, validated."""
+
+    project: str
+    stack: str
+    environment: str
+    region: Region
+    tags: TagsSettings
+    network: NetworkSettings
+    access: AccessSettings
+    edge: EdgeSettings
+    keys: KeysSettings
+
+    @property
+    def production(self) -> bool:
+        return self.environment == "production"
+
+    @property
+    def default_tags(self) -> dict[str, str]:
+        """The tags every taggable AWS resource carries (applied by one stack-wide transform)."""
+        return {
+            **self.tags.extra,
+            "project": self.project,
+            "stack": self.stack,
+            "owner": self.tags.owner,
+            "cost-center": self.tags.cost_center,
+        }
+
+    @property
+    def name_prefix(self) -> str:
+        """Physical-name prefix: unique per project and stack, short enough for AWS name limits."""
+        return f"{self.project}-{self.stack}"[:40]
+
+
+def known_keys() -> tuple[str, ...]:
+    """Project-namespaced config keys the program reads (without the ``<project>:`` prefix)."""
+    return (*SCALAR_KEYS, *(s.key for s in SECTIONS), *SECRET_KEYS)
+
+
+def load_settings(
+    values: Mapping[str, Any],
+    *,
+    project: str,
+    stack: str,
+    region: str | None,
+    secret_keys: Iterable[str] = (),
+) -> Settings:
+    """Validate config ``values`` (project keys without namespace) and build the settings.
+
+    ``secret_keys`` names the keys that arrived as secrets (``secure:`` in the stack file).
+    """
+    problems: list[Problem] = []
+    problems += _unknown_keys(values)
+    environment = values.get("environment", DEFAULT_ENVIRONMENT)
+    if environment not in ENVIRONMENTS:
+        problems.append(
+            Problem("environment", f"got {describe(environment)}; expected one of {', '.join(ENVIRONMENTS)}")
+        )
+        environment = DEFAULT_ENVIRONMENT
+    region_info = _region(region, problems)
+    secret = set(secret_keys)
+    for key in SECRET_KEYS:
+        if key in values and key not in secret:
+            problems.append(
+                Problem(key, f"is set in plain text; set it with `pulumi config set --secret {key} <value>`")
+            )
+
+    parsed: dict[str, Section] = {}
+    for section in SECTIONS:
+        raw = values.get(section.key, {})
+        found = validation_problems(section, raw, section.key)
+        if found:
+            problems += found
+        else:
+            parsed[section.key] = section.model_validate(raw)
+    ctx = CheckContext(stack=stack, environment=environment, region=region_info, sections=parsed)
+    for section_value in parsed.values():
+        problems += section_value.problems(ctx)
+    if problems:
+        raise SettingsError(problems)
+    assert region_info is not None  # a missing or unknown region is a problem above
+    return Settings(project=project, stack=stack, environment=environment, region=region_info, **parsed)  # type: ignore[arg-type]
+
+
+def _unknown_keys(values: Mapping[str, Any]) -> list[Problem]:
+    known = known_keys()
+    out = []
+    for key in values:
+        if key not in known:
+            hint = difflib.get_close_matches(key, known, n=1)
+            did_you_mean = f" (did you mean '{hint[0]}'?)" if hint else ""
+            out.append(Problem(key, f"unknown key{did_you_mean}; allowed keys: {', '.join(sorted(known))}"))
+    return out
+
+
+def _region(region: str | None, problems: list[Problem]) -> Region | None:
+    if not region:
+        problems.append(Problem(REGION_KEY, "missing; set it with `pulumi config set aws:region <region>`"))
+        return None
+    if region not in REGIONS:
+        hint = difflib.get_close_matches(region, REGIONS, n=1)
+        did_you_mean = f" (did you mean '{hint[0]}'?)" if hint else ""
+        problems.append(Problem(REGION_KEY, f"unknown region {region!r}{did_you_mean}"))
+        return None
+    return REGIONS[region]

@@ -1,0 +1,25 @@
+"""``inference-platform:keys``: KMS customer-managed keys (cluster secrets, storage, logs)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pydantic import Field
+
+from infra.settings.base import Section
+
+# A short window in development keeps torn-down stacks cheap; production gets AWS's maximum (30 days)
+# so that a mistaken deletion can still be cancelled.
+DEFAULT_DELETION_WINDOW_DAYS = {"development": 7, "production": 30}
+
+
+class KeysSettings(Section):
+    key: ClassVar[str] = "keys"
+
+    deletion_window_days: int | None = Field(default=None, ge=7, le=30)
+    """Default 30 in production, 7 in development. AWS allows 7-30 days."""
+    rotation_period_days: int = Field(default=365, ge=90, le=2560)
+    """Default 365. Automatic key rotation period; AWS allows 90-2560 days."""
+
+    def deletion_window(self, environment: str) -> int:
+        return self.deletion_window_days or DEFAULT_DELETION_WINDOW_DAYS[environment]

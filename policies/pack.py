@@ -1,0 +1,12 @@
+"""The pack: its name, default enforcement and every rule, in one importable list."""
+
+from __future__ import annotations
+
+from pulumi_policy import EnforcementLevel, Policy
+
+from policies.rules import keys, network, tagging
+
+PACK_NAME = "inference-platform"
+ENFORCEMENT_LEVEL = EnforcementLevel.MANDATORY
+
+POLICIES: list[Policy] = [*network.POLICIES, *keys.POLICIES, *tagging.POLICIES]

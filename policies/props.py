@@ -1,0 +1,51 @@
+"""Reading resource properties the way policies need: camelCase engine names, dotted paths, and the
+provider's default where the program left a property unset (the engine shows only what was set)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+_MISSING = object()
+
+
+def get(props: Mapping[str, Any], path: str, default: Any = None) -> Any:
+    """``get(props, "scalingConfig.maxSize")``; list indices as numbers (``"ingress.0.cidrBlocks"``)."""
+    current: Any = props
+    for part in path.split("."):
+        if isinstance(current, Mapping):
+            current = current.get(part, _MISSING)
+        elif isinstance(current, (list, tuple)) and part.isdigit() and int(part) < len(current):
+            current = current[int(part)]
+        else:
+            return default
+        if current is _MISSING or current is None:
+            return default
+    return current
+
+
+def as_document(value: Any) -> dict[str, Any] | None:
+    """An IAM/KMS/S3 policy given as JSON text or as an object; None when absent or unreadable."""
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, str) and value.strip():
+        try:
+            doc = json.loads(value)
+        except json.JSONDecodeError:
+            return None
+        return doc if isinstance(doc, dict) else None
+    return None
+
+
+def statements(document: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    if not document:
+        return []
+    found = document.get("Statement", [])
+    return [found] if isinstance(found, dict) else [s for s in found if isinstance(s, dict)]
+
+
+def as_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return list(value) if isinstance(value, (list, tuple)) else [value]

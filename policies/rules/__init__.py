@@ -1,0 +1,1 @@
+"""Policy rules, one module per kind of resource they guard; each module exports ``POLICIES``."""
