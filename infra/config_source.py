@@ -6,25 +6,22 @@ This is the only module of the program that touches ``pulumi.Config``. A bad con
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pulumi
 from pulumi.runtime import config as runtime_config
 
-from infra.settings import SECTIONS, Settings, SettingsError, known_keys, load_settings
+from infra.settings import Settings, SettingsError, decode_value, known_keys, load_settings
 
 
 def read_settings() -> Settings:
     project, stack = pulumi.get_project(), pulumi.get_stack()
     cfg = pulumi.Config()
     values: dict[str, Any] = {}
-    section_keys = {s.key for s in SECTIONS}
     for key in _present_project_keys(project):
         raw = cfg.get(key)
-        if raw is None:
-            continue
-        values[key] = _decode(raw) if key in section_keys else raw
+        if raw is not None:
+            values[key] = decode_value(key, raw)
     secret_keys = [k for k in values if runtime_config.is_config_secret(f"{project}:{k}")]
     try:
         return load_settings(
@@ -40,11 +37,3 @@ def _present_project_keys(project: str) -> list[str]:
     present = set(runtime_config.CONFIG.get()) | set(runtime_config.get_config_env())
     keys = {k[len(prefix) :] for k in present if k.startswith(prefix)}
     return sorted(keys | set(known_keys()))
-
-
-def _decode(raw: str) -> Any:
-    """Objects reach the program as JSON text; a value that is not JSON is passed on for validation."""
-    try:
-        return json.loads(raw)
-    except json.JSONDecodeError:
-        return raw

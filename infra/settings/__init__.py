@@ -8,6 +8,7 @@ every problem, each naming its key path as written in the stack file.
 from __future__ import annotations
 
 import difflib
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +21,7 @@ from infra.settings.keys import KeysSettings
 from infra.settings.network import NetworkSettings
 from infra.settings.tags import TagsSettings
 
-__all__ = ["SECTIONS", "Problem", "Settings", "SettingsError", "known_keys", "load_settings"]
+__all__ = ["SECTIONS", "Problem", "Settings", "SettingsError", "decode_value", "known_keys", "load_settings"]
 
 ENVIRONMENTS = ("development", "production")
 DEFAULT_ENVIRONMENT = "development"
@@ -72,6 +73,16 @@ class Settings:
 def known_keys() -> tuple[str, ...]:
     """Project-namespaced config keys the program reads (without the ``<project>:`` prefix)."""
     return (*SCALAR_KEYS, *(s.key for s in SECTIONS), *SECRET_KEYS)
+
+
+def decode_value(key: str, raw: str) -> Any:
+    """Pulumi hands objects to programs as JSON text; a value that is not JSON goes on to validation."""
+    if key not in {s.key for s in SECTIONS}:
+        return raw
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError:
+        return raw
 
 
 def load_settings(

@@ -1,0 +1,31 @@
+"""A stack's validated settings read straight from its files, for tools that run outside Pulumi
+(``serve-local`` renders the dev stack's serving settings; tests read every stack)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from inferctl.errors import CommandError
+from inferctl.plan.project import load_project, load_stack_config
+from infra.settings import Settings, SettingsError, decode_value, load_settings
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def load(stack: str, *, program_dir: Path = REPO_ROOT, stack_file: Path | None = None) -> Settings:
+    project = load_project(program_dir)
+    config = load_stack_config(project, stack, stack_file)
+    prefix = f"{project.name}:"
+    values: dict[str, Any] = {
+        key[len(prefix) :]: decode_value(key[len(prefix) :], raw)
+        for key, raw in config.values.items()
+        if key.startswith(prefix)
+    }
+    secret = [k[len(prefix) :] for k in config.secret_keys if k.startswith(prefix)]
+    try:
+        return load_settings(
+            values, project=project.name, stack=stack, region=config.values.get("aws:region"), secret_keys=secret
+        )
+    except SettingsError as err:
+        raise CommandError(str(err), exit_code=2) from None
