@@ -1,0 +1,115 @@
+"""The stack's foundation: KMS keys, the VPC, security groups and interface endpoints."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_aws as aws
+
+from components.endpoints import InterfaceEndpoints, InterfaceEndpointsArgs
+from components.keys import Keys, KeysArgs
+from components.network import FlowLogsArgs, Network, NetworkArgs
+from components.security_groups import SecurityGroups, SecurityGroupsArgs
+from infra.settings import Settings
+
+
+@dataclass(frozen=True)
+class Foundation:
+    account_id: str
+    partition: str
+    zones: list[str]
+    cluster_name: str
+    keys: Keys
+    network: Network
+    security_groups: SecurityGroups
+
+
+def build_foundation(settings: Settings) -> Foundation:
+    account_id = aws.get_caller_identity().account_id
+    partition = aws.get_partition().partition
+    zones = availability_zones(settings)
+    cluster_name = settings.name_prefix
+
+    keys = Keys(
+        "keys",
+        KeysArgs(
+            alias_prefix=settings.name_prefix,
+            account_id=account_id,
+            partition=partition,
+            region=settings.region.name,
+            admin_role_arns=settings.access.admin_role_arns,
+            deletion_window_days=settings.keys.deletion_window(settings.environment),
+            rotation_period_days=settings.keys.rotation_period_days,
+            protect=settings.production,
+        ),
+    )
+    net = settings.network
+    network = Network(
+        "network",
+        NetworkArgs(
+            cidr=net.cidr,
+            availability_zones=zones,
+            region=settings.region.name,
+            cluster_name=cluster_name,
+            account_id=account_id,
+            nat_gateways=net.nat_gateways,
+            intra_subnets=net.intra_subnets,
+            subnet_prefixes=net.subnet_prefixes,
+            flow_logs=FlowLogsArgs(
+                kms_key_arn=keys.logs_key_arn,
+                retention_days=net.flow_logs.retention_days,
+                traffic_type=net.flow_logs.traffic_type,
+                max_aggregation_interval=net.flow_logs.max_aggregation_interval,
+            ),
+        ),
+    )
+    groups = SecurityGroups(
+        "security-groups",
+        SecurityGroupsArgs(
+            vpc_id=network.vpc_id,
+            vpc_cidr=net.cidr,
+            cluster_name=cluster_name,
+            allowed_ingress_cidrs=settings.edge.allowed_ingress_cidrs,
+            redirect_http=settings.edge.redirect_http,
+        ),
+    )
+    if net.interface_endpoints:
+        InterfaceEndpoints(
+            "endpoints",
+            InterfaceEndpointsArgs(
+                vpc_id=network.vpc_id,
+                region=settings.region.name,
+                subnet_ids=network.private_subnet_ids,
+                security_group_id=groups.endpoint_sg_id,
+                name_prefix=cluster_name,
+            ),
+        )
+
+    pulumi.export("region", settings.region.name)
+    pulumi.export("availabilityZones", zones)
+    pulumi.export("vpcId", network.vpc_id)
+    pulumi.export("privateSubnetIds", network.private_subnet_ids)
+    pulumi.export("publicSubnetIds", network.public_subnet_ids)
+    pulumi.export(
+        "keyArns", {"cluster": keys.cluster_key_arn, "storage": keys.storage_key_arn, "logs": keys.logs_key_arn}
+    )
+    pulumi.export("securityGroupIds", {"loadBalancer": groups.load_balancer_sg_id, "nodes": groups.node_sg_id})
+    return Foundation(account_id, partition, zones, cluster_name, keys, network, groups)
+
+
+def availability_zones(settings: Settings) -> list[str]:
+    """The zones to use, checked against what this account can use in the region right now."""
+    available = aws.get_availability_zones(
+        state="available", filters=[{"name": "opt-in-status", "values": ["opt-in-not-required"]}]
+    ).names
+    net = settings.network
+    wanted = list(net.availability_zones) if net.availability_zones else sorted(available)[: net.az_count]
+    missing = [z for z in wanted if z not in available]
+    if missing or len(wanted) < net.az_count:
+        raise pulumi.RunError(
+            f"network.azCount: {net.az_count} zones requested but {settings.region.name} offers this account "
+            f"{len(available)} ({', '.join(sorted(available))})"
+            + (f"; not available: {', '.join(missing)}" if missing else "")
+        )
+    return wanted
