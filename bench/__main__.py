@@ -6,7 +6,7 @@ import importlib
 import sys
 
 # name -> module exposing ``main(argv: list[str]) -> int``
-BENCHES: dict[str, str] = {}
+BENCHES: dict[str, str] = {"plan": "bench.plan"}
 
 
 def main(argv: list[str]) -> int:

@@ -108,7 +108,7 @@ class Network(pulumi.ComponentResource):
         )
         for zone, subnet in public.items():
             aws.ec2.RouteTableAssociation(
-                f"{name}-public-{zone}", subnet_id=subnet.id, route_table_id=public_rt.id, opts=child
+                f"{name}-public-{zone}-rta", subnet_id=subnet.id, route_table_id=public_rt.id, opts=child
             )
 
         nats = self._nat_gateways(name, args, public, igw, child)
@@ -130,7 +130,7 @@ class Network(pulumi.ComponentResource):
                     opts=child,
                 )
             aws.ec2.RouteTableAssociation(
-                f"{name}-private-{zone}", subnet_id=subnet.id, route_table_id=rt.id, opts=child
+                f"{name}-private-{zone}-rta", subnet_id=subnet.id, route_table_id=rt.id, opts=child
             )
             private_rts.append(rt)
         route_tables = list(private_rts)
@@ -140,7 +140,7 @@ class Network(pulumi.ComponentResource):
             )
             for zone, subnet in subnets["intra"].items():
                 aws.ec2.RouteTableAssociation(
-                    f"{name}-intra-{zone}", subnet_id=subnet.id, route_table_id=intra_rt.id, opts=child
+                    f"{name}-intra-{zone}-rta", subnet_id=subnet.id, route_table_id=intra_rt.id, opts=child
                 )
             route_tables.append(intra_rt)
         self.private_route_table_ids = [rt.id for rt in private_rts]

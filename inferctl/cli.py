@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -16,6 +17,7 @@ from inferctl.errors import CommandError
 # name -> module exposing ``register(subparsers)``; the module sets ``handler`` via set_defaults.
 COMMANDS: dict[str, str] = {
     "plan": "inferctl.plan.command",
+    "artifacts": "inferctl.artifacts.command",
 }
 
 
@@ -36,3 +38,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return err.exit_code
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader (e.g. `| head`) went away: not an error of ours, and no traceback.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0

@@ -4,7 +4,7 @@ provider's default where the program left a property unset (the engine shows onl
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 _MISSING = object()
@@ -16,7 +16,7 @@ def get(props: Mapping[str, Any], path: str, default: Any = None) -> Any:
     for part in path.split("."):
         if isinstance(current, Mapping):
             current = current.get(part, _MISSING)
-        elif isinstance(current, (list, tuple)) and part.isdigit() and int(part) < len(current):
+        elif _is_list(current) and part.isdigit() and int(part) < len(current):
             current = current[int(part)]
         else:
             return default
@@ -28,7 +28,7 @@ def get(props: Mapping[str, Any], path: str, default: Any = None) -> Any:
 def as_document(value: Any) -> dict[str, Any] | None:
     """An IAM/KMS/S3 policy given as JSON text or as an object; None when absent or unreadable."""
     if isinstance(value, Mapping):
-        return dict(value)
+        return _plain(value)
     if isinstance(value, str) and value.strip():
         try:
             doc = json.loads(value)
@@ -38,14 +38,27 @@ def as_document(value: Any) -> dict[str, Any] | None:
     return None
 
 
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if _is_list(value):
+        return [_plain(v) for v in value]
+    return value
+
+
 def statements(document: Mapping[str, Any] | None) -> list[dict[str, Any]]:
     if not document:
         return []
     found = document.get("Statement", [])
-    return [found] if isinstance(found, dict) else [s for s in found if isinstance(s, dict)]
+    return [dict(found)] if isinstance(found, Mapping) else [dict(s) for s in as_list(found) if isinstance(s, Mapping)]
 
 
 def as_list(value: Any) -> list[Any]:
     if value is None:
         return []
-    return list(value) if isinstance(value, (list, tuple)) else [value]
+    return list(value) if _is_list(value) else [value]
+
+
+def _is_list(value: Any) -> bool:
+    # The analyzer hands policies read-only Sequence/Mapping proxies, not lists and dicts.
+    return isinstance(value, Sequence) and not isinstance(value, (str, bytes))

@@ -14,7 +14,7 @@ import runpy
 import sys
 import time
 import traceback
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,11 @@ class ProgramError(CommandError):
     """The program stopped: a config problem it reported, or an error naming where it happened."""
 
     exit_code = CONFIG_ERROR
+
+    def __init__(self, message: str, registered: int = 0) -> None:
+        super().__init__(message)
+        self.registered = registered
+        """How many resources the program had registered when it stopped (0 for config errors)."""
 
 
 @dataclass
@@ -74,7 +79,37 @@ def run_program(
     return ProgramRun(project, config, resources, outputs, seconds, logs)
 
 
-def _run(project: Project, config: StackConfig, mocks: Any, monitor: Any, logs: list[str]) -> None:
+def run_function(
+    fn: Callable[[], Any],
+    *,
+    project: str = "test",
+    stack: str = "test",
+    region: str = "us-west-2",
+    config: Mapping[str, str] | None = None,
+    secret_keys: Sequence[str] = (),
+) -> ProgramRun:
+    """Run ``fn`` (which registers resources) under the recording mock engine, as components' unit
+    tests and other programs' tests need: same URNs, transforms, mocks and recording as a plan."""
+    proj = Project(name=project, root=Path.cwd(), main=Path.cwd(), stack_config_dir=Path.cwd(), declarations={})
+    values = {"aws:region": region, **(config or {})}
+    stack_config = StackConfig(stack=stack, file=Path("<inline>"), values=values, secret_keys=tuple(secret_keys))
+    mocks = PlanMocks(MockContext.for_region(region))
+    monitor = RecordingMonitor(mocks, project, stack)
+    logs: list[str] = []
+    started = time.perf_counter()
+    contextvars.copy_context().run(_run, proj, stack_config, mocks, monitor, logs, fn)
+    resources = sorted(monitor.recorded.values(), key=lambda r: r.urn)
+    return ProgramRun(proj, stack_config, resources, monitor.stack_outputs, time.perf_counter() - started, logs)
+
+
+def _run(
+    project: Project,
+    config: StackConfig,
+    mocks: Any,
+    monitor: Any,
+    logs: list[str],
+    fn: Callable[[], Any] | None = None,
+) -> None:
     pulumi.runtime.set_mocks(mocks, project=project.name, stack=config.stack, preview=True, monitor=monitor,
                              logger=_ListLogger(logs))  # fmt: skip
     runtime_settings.SETTINGS.root_directory = str(project.root)
@@ -82,17 +117,17 @@ def _run(project: Project, config: StackConfig, mocks: Any, monitor: Any, logs: 
     # set_mocks registers and finishes a root stack of its own; the host runs the program in a new one.
     runtime_settings.set_root_resource(None)  # type: ignore[arg-type]
     main = project.main
+    program = fn or (lambda: runpy.run_path(str(main), run_name="__main__"))
+    registered = lambda: len(getattr(monitor, "recorded", ()))  # noqa: E731
     with _program_environment(main):
         try:
-            _sync_await(run_in_stack(lambda: runpy.run_path(str(main), run_name="__main__")))
-        except pulumi.RunError as err:
-            raise ProgramError(str(err)) from None
-        except UnmockedInvokeError as err:
-            raise ProgramError(str(err)) from None
+            _sync_await(run_in_stack(program))
+        except (pulumi.RunError, UnmockedInvokeError) as err:
+            raise ProgramError(str(err), registered()) from None
         except SystemExit as err:
-            raise ProgramError(f"program exited with status {err.code}") from None
+            raise ProgramError(f"program exited with status {err.code}", registered()) from None
         except Exception as err:
-            raise ProgramError(_describe_failure(err, main)) from err
+            raise ProgramError(_describe_failure(err, main), registered()) from err
 
 
 @contextlib.contextmanager

@@ -92,19 +92,21 @@ def tree(plan: Plan) -> str:
     children: dict[str | None, list[RecordedResource]] = defaultdict(list)
     for r in run.resources:
         children[r.parent].append(r)
-    stack_name = f"{run.project.name}-{run.config.stack}"
-    lines = [f"Previewing stack {run.config.stack} of {run.project.name} (offline, mock engine)", ""]
-    lines.append(f" +   pulumi:pulumi:Stack  {stack_name}")
+    rows: list[tuple[str, str]] = [("pulumi:pulumi:Stack", f"{run.project.name}-{run.config.stack}")]
 
     def walk(parent: str | None, prefix: str) -> None:
         items = sorted(children.get(parent, []), key=lambda r: (r.custom, r.type, r.name))
         for i, r in enumerate(items):
             last = i == len(items) - 1
             flags = "".join(f" [{f}]" for f, on in (("protect", r.protect), ("retain", r.retain_on_delete)) if on)
-            lines.append(f" +   {prefix}{'└─' if last else '├─'} {r.type}  {r.name}{flags}")
+            rows.append((f"{prefix}{'└─' if last else '├─'} {r.type}", r.name + flags))
             walk(r.urn, prefix + ("   " if last else "│  "))
 
     walk(None, "")
+    width = max(len(t) for t, _ in rows) + 2
+    lines = [f"Previewing stack {run.config.stack} of {run.project.name} (offline, mock engine)", ""]
+    lines.append(f"     {'Type':<{width}}Name")
+    lines += [f" +   {t:<{width}}{n}" for t, n in rows]
     counts = Counter(r.type for r in run.resources)
     lines += ["", f"Resources: + {len(run.resources)} to create ({run.seconds:.2f} s)"]
     lines += [f"    {n:4d}  {t}" for t, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]

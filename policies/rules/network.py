@@ -27,7 +27,7 @@ def _world_ingress(resource: PolicyResource) -> Iterator[tuple[dict[str, Any], P
         if {get(props, "cidrIpv4"), get(props, "cidrIpv6")} & WORLD:
             yield dict(props), _dependency(resource, "securityGroupId")
     elif kind == "aws:ec2/securityGroupRule:SecurityGroupRule" and get(props, "type") == "ingress":
-        if set(as_list(get(props, "cidrBlocks"))) | set(as_list(get(props, "ipv6CidrBlocks"))) & WORLD:
+        if (set(as_list(get(props, "cidrBlocks"))) | set(as_list(get(props, "ipv6CidrBlocks")))) & WORLD:
             yield dict(props), _dependency(resource, "securityGroupId")
     elif kind == "aws:ec2/securityGroup:SecurityGroup":
         for rule in as_list(get(props, "ingress")):

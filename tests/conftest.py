@@ -1,0 +1,54 @@
+"""One mock engine for every test: the offline plan's recording engine (inferctl.plan.engine).
+
+``stack_plan(name)`` plans a shipped stack once per session; ``run_components(fn)`` runs component
+code under the same engine and returns what it registered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from inferctl.plan.engine import ProgramRun, run_function
+from inferctl.plan.recorder import RecordedResource
+
+REPO = Path(__file__).resolve().parents[1]
+STACKS = ("dev", "prod", "npu")
+
+
+@pytest.fixture(scope="session")
+def repo() -> Path:
+    return REPO
+
+
+@pytest.fixture(scope="session")
+def stack_plan() -> Callable[[str], Any]:
+    """Plan of a shipped stack (program run + policy results), computed once per session."""
+    from inferctl.plan.command import make_plan
+
+    cache: dict[str, Any] = {}
+
+    def get(stack: str) -> Any:
+        if stack not in cache:
+            cache[stack] = make_plan(REPO, stack)
+        return cache[stack]
+
+    return get
+
+
+@pytest.fixture
+def run_components() -> Callable[..., ProgramRun]:
+    return run_function
+
+
+def by_type(resources: list[RecordedResource], type_: str) -> list[RecordedResource]:
+    return [r for r in resources if r.type == type_]
+
+
+def one(resources: list[RecordedResource], name: str) -> RecordedResource:
+    found = [r for r in resources if r.name == name]
+    assert len(found) == 1, f"expected one resource named {name}, found {[r.urn for r in found]}"
+    return found[0]

@@ -1,0 +1,130 @@
+"""`inferctl plan` end to end: exit codes, messages naming the key, outputs written, other programs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from inferctl.cli import main
+from inferctl.plan.engine import ProgramError, run_program
+
+GOOD = {
+    "aws:region": "us-west-2",
+    "inference-platform:tags": {"owner": "team", "costCenter": "cc"},
+}
+
+
+def stack_file(tmp_path: Path, config: dict) -> Path:
+    path = tmp_path / "Pulumi.custom.yaml"
+    path.write_text(yaml.safe_dump({"config": config}))
+    return path
+
+
+def plan(repo, tmp_path, *args) -> int:
+    return main(["plan", "--program", str(repo), "--out", str(tmp_path / "out"), "--quiet", *args])
+
+
+def test_dev_plan_writes_json_and_markdown(repo, tmp_path, capsys):
+    assert plan(repo, tmp_path, "--stack", "dev") == 0
+    doc = json.loads((tmp_path / "out" / "dev.json").read_text())
+    assert {"project", "stack", "resources", "outputs", "policies"} <= set(doc)
+    assert doc["project"] == "inference-platform" and doc["stack"] == "dev"
+    first = doc["resources"][0]
+    assert {"urn", "type", "name", "parent", "custom", "inputs", "dependencies", "protect", "retainOnDelete"} <= set(
+        first
+    )
+    assert doc["policies"]["violations"] == []
+    assert doc["outputs"]["region"] == "us-west-2"
+    md = (tmp_path / "out" / "dev.md").read_text()
+    assert "Offline plan" in md and "no mandatory policy violations" in md
+    assert "dev: " in capsys.readouterr().out
+
+
+def test_the_tree_groups_resources_under_their_components(repo, tmp_path, capsys):
+    assert main(["plan", "--program", str(repo), "--out", str(tmp_path), "--stack", "dev"]) == 0
+    out = capsys.readouterr().out
+    assert "pulumi:pulumi:Stack" in out and "inference:network:Network" in out
+    assert "│  ├─ aws:ec2/subnet:Subnet" in out
+    assert "Resources: + " in out and "Policies: " in out
+
+
+@pytest.mark.parametrize(
+    ("config", "key"),
+    [
+        ({"inference-platform:network": {"cidr": "10.0.0.0/33"}}, "network.cidr"),
+        ({"inference-platform:network": {"cidr": "10.0.0.0/24", "azCount": 2}}, "network.cidr"),
+        ({"inference-platform:network": {"azCount": 9}}, "network.azCount"),
+        ({"inference-platform:network": {"azCount": 3}, "aws:region": "us-west-1"}, "network.azCount"),
+        ({"aws:region": "moon-1"}, "aws:region"),
+        ({"inference-platform:network": {"flowLogs": {"retentionDays": -1}}}, "network.flowLogs.retentionDays"),
+        ({"inference-platform:network": {"azCuont": 3}}, "network.azCuont"),
+        ({"inference-platform:tags": {"owner": "team"}}, "tags.costCenter"),
+    ],
+)
+def test_bad_config_exits_2_naming_the_key_and_registers_nothing(repo, tmp_path, capsys, config, key):
+    path = stack_file(tmp_path, {**GOOD, **config})
+    assert plan(repo, tmp_path, "--stack", "custom", "--stack-file", str(path)) == 2
+    err = capsys.readouterr().err
+    assert key in err and "Traceback" not in err
+    with pytest.raises(ProgramError) as raised:
+        run_program(repo, "custom", stack_file=path)
+    assert raised.value.registered == 0
+
+
+def test_an_undeclared_top_level_key_is_a_config_error(repo, tmp_path, capsys):
+    path = stack_file(tmp_path, {**GOOD, "inference-platform:netwrok": {"azCount": 2}})
+    assert plan(repo, tmp_path, "--stack", "custom", "--stack-file", str(path)) == 2
+    assert "inference-platform:netwrok" in capsys.readouterr().err
+
+
+def test_a_missing_stack_file_is_a_config_error(repo, tmp_path, capsys):
+    assert plan(repo, tmp_path, "--stack", "staging") == 2
+    assert "Pulumi.staging.yaml" in capsys.readouterr().err
+
+
+def test_another_program_is_checked_against_our_policies(repo, tmp_path, capsys):
+    program = repo / "tests" / "fixtures" / "insecure_program"
+    assert main(["plan", "--program", str(program), "--stack", "test", "--out", str(tmp_path), "--quiet"]) == 1
+    doc = json.loads((tmp_path / "test.json").read_text())
+    policies = {v["policy"] for v in doc["policies"]["violations"]}
+    assert {
+        "no-world-ingress",
+        "vpc-flow-logs",
+        "kms-key-rotation",
+        "kms-no-wildcard-principal",
+        "required-tags",
+    } <= policies
+    assert "mandatory" in capsys.readouterr().out
+
+
+def test_a_policy_config_can_lower_enforcement(repo, tmp_path):
+    program = repo / "tests" / "fixtures" / "insecure_program"
+    config = tmp_path / "advisory.json"
+    config.write_text(json.dumps({"all": "advisory"}))
+    args = ["plan", "--program", str(program), "--stack", "test", "--out", str(tmp_path), "--quiet"]
+    assert main([*args, "--policy-config", str(config)]) == 0
+
+
+def test_an_unmocked_data_source_is_named(tmp_path, capsys):
+    program = tmp_path / "prog"
+    (program / "app").mkdir(parents=True)
+    (program / "Pulumi.yaml").write_text("name: p\nruntime: python\nmain: app/\n")
+    (program / "Pulumi.s.yaml").write_text("config:\n  aws:region: us-west-2\n")
+    (program / "app" / "__main__.py").write_text("import pulumi_aws as aws\naws.ec2.get_vpc(default=True)\n")
+    assert main(["plan", "--program", str(program), "--stack", "s", "--out", str(tmp_path), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "aws:ec2/getVpc:getVpc" in err and "Traceback" not in err
+
+
+def test_a_program_bug_is_one_line_naming_where(tmp_path, capsys):
+    program = tmp_path / "prog"
+    (program / "app").mkdir(parents=True)
+    (program / "Pulumi.yaml").write_text("name: p\nruntime: python\nmain: app/\n")
+    (program / "Pulumi.s.yaml").write_text("config: {}\n")
+    (program / "app" / "__main__.py").write_text("x = {}\nx['missing']\n")
+    assert main(["plan", "--program", str(program), "--stack", "s", "--out", str(tmp_path), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "KeyError" in err and "app/__main__.py:2" in err and "Traceback" not in err

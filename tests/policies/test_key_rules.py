@@ -1,0 +1,47 @@
+"""kms-key-rotation and kms-no-wildcard-principal: a passing and failing fixture each."""
+
+from __future__ import annotations
+
+import json
+
+import pulumi_aws as aws
+
+from components.keys import Keys, KeysArgs
+
+
+def our_keys():
+    Keys("keys", KeysArgs(alias_prefix="p", account_id="123456789012", region="us-west-2"))
+
+
+def test_our_keys_pass_both_rules(violations):
+    assert violations(our_keys, "kms-key-rotation") == []
+    assert violations(our_keys, "kms-no-wildcard-principal") == []
+
+
+def test_a_key_without_rotation_fails_but_asymmetric_keys_are_exempt(violations):
+    def program():
+        aws.kms.Key("plain")
+        aws.kms.Key("signing", customer_master_key_spec="RSA_2048", key_usage="SIGN_VERIFY")
+
+    (found,) = violations(program, "kms-key-rotation")
+    assert found.urn.endswith("::plain")
+
+
+def test_wildcard_principals_fail_in_keys_and_key_policies(violations):
+    anyone = json.dumps(
+        {
+            "Statement": [
+                {"Sid": "Open", "Effect": "Allow", "Principal": {"AWS": ["*"]}, "Action": "kms:*", "Resource": "*"}
+            ]
+        }
+    )
+    deny_all = json.dumps({"Statement": [{"Effect": "Deny", "Principal": "*", "Action": "kms:*", "Resource": "*"}]})
+
+    def program():
+        aws.kms.Key("open", enable_key_rotation=True, policy=anyone)
+        aws.kms.KeyPolicy("open-policy", key_id="k", policy=anyone)
+        aws.kms.Key("deny", enable_key_rotation=True, policy=deny_all)
+
+    found = violations(program, "kms-no-wildcard-principal")
+    assert sorted(v.urn.split("::")[-1] for v in found) == ["open", "open-policy"]
+    assert "Open" in found[0].message

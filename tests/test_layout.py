@@ -1,0 +1,63 @@
+"""The contract with the real Pulumi CLI and Python host, checked without them."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tomllib
+
+import yaml
+
+
+def test_pulumi_yaml_is_what_the_cli_expects(repo):
+    project = yaml.safe_load((repo / "Pulumi.yaml").read_text())
+    assert project["name"] == "inference-platform"
+    assert project["runtime"] == {"name": "python", "options": {"toolchain": "pip", "virtualenv": ".venv"}}
+    assert project["main"] == "infra/" and project["stackConfigDir"] == "stacks"
+    for stack in ("dev", "prod", "npu"):
+        assert (repo / "stacks" / f"Pulumi.{stack}.yaml").is_file()
+
+
+def test_the_program_imports_components_as_the_real_host_runs_it(repo, tmp_path):
+    """The host puts only infra/ on sys.path: components must come from the installed package."""
+    code = "import sys; sys.path.insert(0, sys.argv[1]); import infra.program, components.network, policies.pack"
+    result = subprocess.run(
+        [sys.executable, "-I", "-c", code, str(repo / "infra")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    requirements = (repo / "requirements.txt").read_text().split()
+    assert "-e" in requirements and "." in requirements
+
+
+def test_main_stays_a_few_lines_and_importing_the_program_creates_nothing(repo, run_components):
+    main = (repo / "infra" / "__main__.py").read_text().strip().splitlines()
+    assert len([line for line in main if line.strip() and not line.startswith(('"""', "#"))]) <= 3
+    run = run_components(lambda: __import__("infra.program"))
+    assert run.resources == []
+
+
+def test_policy_pack_main_only_builds_the_pack(repo):
+    text = (repo / "policies" / "__main__.py").read_text()
+    assert "PolicyPack(" in text and "def " not in text
+    pack = yaml.safe_load((repo / "policies" / "PulumiPolicy.yaml").read_text())
+    assert pack["runtime"]["name"] == "python" and pack["runtime"]["options"]["virtualenv"] == "../.venv"
+
+
+def test_every_dependency_range_has_an_upper_bound(repo):
+    deps = tomllib.loads((repo / "pyproject.toml").read_text())["project"]["dependencies"]
+    dev = [
+        line for line in (repo / "requirements-dev.txt").read_text().splitlines() if line and not line.startswith("#")
+    ]
+    pinned = [
+        line
+        for line in (repo / "requirements-triton.txt").read_text().splitlines()
+        if line and not line.startswith("#")
+    ]
+    for requirement in [*deps, *dev]:
+        assert re.search(r"<\s*[\d.]+", requirement), f"{requirement} has no upper bound"
+    assert all("==" in line for line in pinned)
