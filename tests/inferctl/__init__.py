@@ -1,0 +1,1 @@
+"""Tests of the inferctl command-line tool, one package per sub-command."""
