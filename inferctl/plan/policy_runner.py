@@ -55,6 +55,8 @@ def evaluate(
     custom = [r for r in resources if r.custom]
     violations: list[Violation] = []
     stack_view: list[PolicyResource] | None = None
+    # Deserialized once: every resource policy reads the same (read-only) props.
+    inputs: list[tuple[RecordedResource, Any, PolicyResourceOptions]] | None = None
     for policy in policies:
         level = _level(policy, pack_level, config)
         if level == EnforcementLevel.DISABLED:
@@ -65,8 +67,9 @@ def evaluate(
             violations.append(Violation(_p.name, _l.value, urn or _default, message))
 
         if isinstance(policy, ResourceValidationPolicy):
-            for r in custom:
-                args = ResourceValidationArgs(r.type, _props(r.inputs), r.urn, r.name, _options(r), None, policy_config)
+            inputs = inputs or [(r, _props(r.inputs), _options(r)) for r in custom]
+            for r, props, options in inputs:
+                args = ResourceValidationArgs(r.type, props, r.urn, r.name, options, None, policy_config)
                 _call(policy.validate, args, lambda m, u=None, _r=r: report(m, _r.urn))
         elif isinstance(policy, StackValidationPolicy):
             stack_view = stack_view or _stack_view(custom)

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, RootModel, ValidationError
 from pydantic.alias_generators import to_camel
 
 if TYPE_CHECKING:
@@ -100,12 +100,12 @@ def _problem(model: type[BaseModel], prefix: str, error: Mapping[str, Any]) -> P
         return Problem(path, f"unknown key{did_you_mean}; allowed keys: {', '.join(allowed)}")
     if kind == "missing":
         return Problem(path, "missing; this key is required")
-    message = str(error["msg"])
-    for lead in ("Value error, ", "Input should be "):
-        if message.startswith(lead):
-            message = ("expected " if lead == "Input should be " else "") + message[len(lead) :]
-    if kind == "model_type" or kind == "dict_type":
+    if kind in ("model_type", "dict_type"):
         return Problem(path, f"got {describe(error.get('input'))}; expected an object with keys")
+    # pydantic's wording, reworded to "got X; expected Y" so every message reads alike.
+    message = str(error["msg"]).removeprefix("Value error, ")
+    if message.startswith("Input should be "):
+        message = "expected " + message.removeprefix("Input should be ")
     return Problem(path, f"got {describe(error.get('input'))}; {message}")
 
 
@@ -146,6 +146,8 @@ def _as_model(annotation: Any) -> type[BaseModel] | None:
 
 def _element(annotation: Any) -> Any:
     """The item type of ``list[T]``/``dict[str, T]`` (through ``| None``), else None."""
+    if isinstance(annotation, type) and issubclass(annotation, RootModel):  # a section that is a mapping
+        return _element(annotation.model_fields["root"].annotation)
     args = [a for a in getattr(annotation, "__args__", ()) if a is not type(None)]
     if len(args) == 1 and getattr(args[0], "__args__", None):
         return _element(args[0])
