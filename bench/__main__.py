@@ -6,7 +6,7 @@ import importlib
 import sys
 
 # name -> module exposing ``main(argv: list[str]) -> int``
-BENCHES: dict[str, str] = {"plan": "bench.plan"}
+BENCHES: dict[str, str] = {"plan": "bench.plan", "artifacts": "bench.artifacts"}
 
 
 def main(argv: list[str]) -> int:

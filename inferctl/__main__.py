@@ -1,5 +1,3 @@
-import sys
+from inferctl.cli import console
 
-from inferctl.cli import main
-
-sys.exit(main())
+console()

@@ -18,6 +18,10 @@ from inferctl.errors import CommandError
 COMMANDS: dict[str, str] = {
     "plan": "inferctl.plan.command",
     "artifacts": "inferctl.artifacts.command",
+    "serve-local": "inferctl.serving.serve_local",
+    "smoke": "inferctl.serving.smoke",
+    "serve": "inferctl.serving.serve",
+    "prepare": "inferctl.serving.prepare",
 }
 
 
@@ -42,3 +46,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The reader (e.g. `| head`) went away: not an error of ours, and no traceback.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+
+
+def console() -> None:
+    """The ``inferctl`` executable: exit without Python's interpreter teardown.
+
+    Tearing down pulumi-aws's and pulumi-kubernetes's thousands of modules takes about a second after
+    the work is done; every file we write is closed by then, so only the standard streams need a flush.
+    """
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

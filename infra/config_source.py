@@ -31,6 +31,11 @@ def read_settings() -> Settings:
         raise pulumi.RunError(str(err)) from None
 
 
+def secret_value(key: str) -> pulumi.Output[str] | None:
+    """A secret config value (one of ``SECRET_KEYS``, validated by :func:`read_settings`), kept secret."""
+    return pulumi.Config().get_secret(key)
+
+
 def _present_project_keys(project: str) -> list[str]:
     """Every project-namespaced key set for this stack, so typos are reported rather than ignored."""
     prefix = f"{project}:"

@@ -10,11 +10,15 @@ from __future__ import annotations
 import pulumi
 
 from components.tagging import default_tags_transform
+from infra.cluster import build_cluster
 from infra.config_source import read_settings
 from infra.foundation import build_foundation
+from infra.storage import build_storage
 
 
 def main() -> None:
     settings = read_settings()
     pulumi.runtime.register_resource_transform(default_tags_transform(settings.default_tags))
-    build_foundation(settings)
+    foundation = build_foundation(settings)
+    compute = build_cluster(settings, foundation)
+    build_storage(settings, foundation, compute)

@@ -4,9 +4,18 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, Policy
 
-from policies.rules import keys, network, tagging
+from policies.rules import eks, iam, keys, network, nodes, secrets, storage, tagging
 
 PACK_NAME = "inference-platform"
 ENFORCEMENT_LEVEL = EnforcementLevel.MANDATORY
 
-POLICIES: list[Policy] = [*network.POLICIES, *keys.POLICIES, *tagging.POLICIES]
+POLICIES: list[Policy] = [
+    *network.POLICIES,
+    *keys.POLICIES,
+    *tagging.POLICIES,
+    *storage.POLICIES,
+    *secrets.POLICIES,
+    *eks.POLICIES,
+    *nodes.POLICIES,
+    *iam.POLICIES,
+]

@@ -22,6 +22,17 @@ _NOT_OBJECTS = ("kubernetes:helm.sh/", "kubernetes:yaml", "pulumi:providers:")
 _PROVIDER_ONLY_KEYS = frozenset({"__inputs", "__meta"})
 
 
+def _integral(value: Any) -> Any:
+    """Protobuf carries every number as a float; Kubernetes int fields want ``8000``, not ``8000.0``."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _integral(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_integral(v) for v in value]
+    return value
+
+
 def is_object(resource: RecordedResource) -> bool:
     return resource.custom and resource.type.startswith("kubernetes:") and not resource.type.startswith(_NOT_OBJECTS)
 
@@ -30,7 +41,7 @@ def manifest(resource: RecordedResource) -> dict[str, Any]:
     group_version, kind = resource.type.split(":", 1)[1].rsplit(":", 1)
     group, _, version = group_version.rpartition("/")
     api_version = version if group in ("core", "") else f"{group}/{version}"
-    body = {k: v for k, v in redact(resource.inputs).items() if k not in _PROVIDER_ONLY_KEYS}
+    body = {k: v for k, v in _integral(redact(resource.inputs)).items() if k not in _PROVIDER_ONLY_KEYS}
     body.setdefault("apiVersion", api_version)
     body.setdefault("kind", kind)
     ordered = {"apiVersion": body.pop("apiVersion"), "kind": body.pop("kind")}

@@ -15,6 +15,8 @@ from typing import Any
 import pulumi
 
 from components.regions import REGIONS, Region
+from inferctl.plan import mocks_compute
+from inferctl.plan.mocks_storage import OUTPUTS as STORAGE_OUTPUTS
 
 OFFLINE_ACCOUNT_ID = "123456789012"
 DEFAULT_REGION = "us-east-1"
@@ -148,6 +150,9 @@ OUTPUTS: dict[str, Outputs] = {
     "aws:ec2/eip:Eip": _eip,
     "aws:ec2/vpc:Vpc": _vpc,
 }
+OUTPUTS.update(STORAGE_OUTPUTS)
+INVOKES.update(mocks_compute.INVOKES)
+OUTPUTS.update(mocks_compute.OUTPUTS)
 
 
 def _uuid(seed: str) -> str:

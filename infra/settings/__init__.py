@@ -13,12 +13,20 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic.alias_generators import to_snake
+
 from components.regions import REGIONS, Region
 from infra.settings.access import AccessSettings
 from infra.settings.base import CheckContext, Problem, Section, SettingsError, describe, validation_problems
+from infra.settings.cluster import ClusterSettings
 from infra.settings.edge import EdgeSettings
+from infra.settings.fsx import FsxSettings
 from infra.settings.keys import KeysSettings
 from infra.settings.network import NetworkSettings
+from infra.settings.node_pools import NodePoolsSettings
+from infra.settings.secrets import SecretsSettings
+from infra.settings.serving import ServingSettings
+from infra.settings.storage import StorageSettings
 from infra.settings.tags import TagsSettings
 
 __all__ = ["SECTIONS", "Problem", "Settings", "SettingsError", "decode_value", "known_keys", "load_settings"]
@@ -28,11 +36,23 @@ DEFAULT_ENVIRONMENT = "development"
 REGION_KEY = "aws:region"
 
 # Every namespaced object the program reads, in the order problems are reported.
-SECTIONS: tuple[type[Section], ...] = (TagsSettings, NetworkSettings, AccessSettings, EdgeSettings, KeysSettings)
+SECTIONS: tuple[type[Section], ...] = (
+    TagsSettings,
+    NetworkSettings,
+    AccessSettings,
+    EdgeSettings,
+    KeysSettings,
+    ClusterSettings,
+    NodePoolsSettings,
+    ServingSettings,
+    StorageSettings,
+    FsxSettings,
+    SecretsSettings,
+)
 # Top-level keys holding one plain value.
 SCALAR_KEYS: tuple[str, ...] = ("environment",)
 # Keys that must be set with `pulumi config set --secret`; their values are never echoed.
-SECRET_KEYS: tuple[str, ...] = ()
+SECRET_KEYS: tuple[str, ...] = ("ngcApiKey", "hfToken")
 
 
 @dataclass(frozen=True)
@@ -48,6 +68,12 @@ class Settings:
     access: AccessSettings
     edge: EdgeSettings
     keys: KeysSettings
+    cluster: ClusterSettings
+    node_pools: NodePoolsSettings
+    serving: ServingSettings
+    storage: StorageSettings
+    fsx: FsxSettings
+    secrets: SecretsSettings
 
     @property
     def production(self) -> bool:
@@ -127,7 +153,8 @@ def load_settings(
     if problems:
         raise SettingsError(problems)
     assert region_info is not None  # a missing or unknown region is a problem above
-    return Settings(project=project, stack=stack, environment=environment, region=region_info, **parsed)  # type: ignore[arg-type]
+    fields = {to_snake(key): value for key, value in parsed.items()}  # nodePools -> node_pools
+    return Settings(project=project, stack=stack, environment=environment, region=region_info, **fields)  # type: ignore[arg-type]
 
 
 def _unknown_keys(values: Mapping[str, Any]) -> list[Problem]:

@@ -1,0 +1,43 @@
+"""Helm charts the platform installs, each pinned to one chart version: pure data.
+
+A chart version is pinned (never "latest") so that a preview shows exactly what an update installs.
+
+Sources
+- Karpenter 1.14.1: aws/karpenter-provider-aws charts/karpenter/Chart.yaml at v1.14.1 (2026-08-21);
+  its compatibility matrix supports Kubernetes 1.30-1.36. CRDs come from the separate karpenter-crd
+  chart so that upgrades update them (Helm never upgrades a chart's crds/ directory).
+- NVIDIA GPU Operator v26.7.0: NVIDIA's Helm values reference (``helm show values
+  nvidia/gpu-operator --version=v26.7.0``), repository https://helm.ngc.nvidia.com/nvidia.
+- Neuron Helm chart 1.10.0: aws-neuron/neuron-helm-charts release 1.10.0 (2026-08-19); device plugin
+  and scheduler extension images follow the Neuron SDK of that release.
+- EFA device plugin v0.5.30: aws/eks-charts stable/aws-efa-k8s-device-plugin/Chart.yaml (2026-08-03).
+- neuron-monitor 1.10.0: the image AWS's Neuron operator documentation pins as node metrics exporter;
+  rendered here as a typed DaemonSet (AWS ships it as a manifest, aws-neuron-sdk
+  src/k8/k8s-neuron-monitor-daemonset.yml, not as a chart).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+
+@dataclass(frozen=True)
+class Chart:
+    chart: str
+    """Chart name in ``repository``, or a full ``oci://`` reference (then ``repository`` is None)."""
+    version: str
+    repository: str | None = None
+
+
+KARPENTER: Final = Chart("oci://public.ecr.aws/karpenter/karpenter", "1.14.1")
+KARPENTER_CRD: Final = Chart("oci://public.ecr.aws/karpenter/karpenter-crd", "1.14.1")
+GPU_OPERATOR: Final = Chart("gpu-operator", "v26.7.0", "https://helm.ngc.nvidia.com/nvidia")
+NEURON: Final = Chart("oci://public.ecr.aws/neuron/neuron-helm-chart", "1.10.0")
+EFA_DEVICE_PLUGIN: Final = Chart("aws-efa-k8s-device-plugin", "v0.5.30", "https://aws.github.io/eks-charts")
+
+NEURON_MONITOR_IMAGE: Final = "public.ecr.aws/neuron/neuron-monitor:1.10.0"
+
+KARPENTER_AMI_ALIAS: Final = "al2023@v20260911"
+"""EKS-optimized AL2023 release for Karpenter nodes: the newest for Kubernetes 1.36 on 2026-09-18.
+Karpenter's ``al2023`` alias picks the NVIDIA or Neuron variant of that release per instance type."""

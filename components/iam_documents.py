@@ -1,0 +1,281 @@
+"""IAM policy documents the cluster needs, as plain dicts: pure, so tests and policies read them.
+
+Every write permission names its resources or is bounded by a condition on this cluster's tags; the
+only ``"Resource": "*"`` statements are read-only discovery calls (Describe*, pricing), which AWS
+does not let you scope by resource.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+Document = dict[str, Any]
+
+# AWS managed policies, by name. The node role gets only what a kubelet needs; the CNI's
+# permissions go to the aws-node service account through Pod Identity instead (EKS best practices:
+# "Use IRSA/Pod Identity for the VPC CNI" - the node role then cannot reassign ENIs for any pod).
+EKS_CLUSTER_POLICY: Final = "AmazonEKSClusterPolicy"
+NODE_POLICIES: Final[tuple[str, ...]] = (
+    "AmazonEKSWorkerNodePolicy",
+    # Pull-only (ecr:GetAuthorizationToken, BatchGetImage, GetDownloadUrlForLayer): narrower than
+    # ReadOnly, which also lists and describes every repository; what EKS now documents for nodes.
+    "AmazonEC2ContainerRegistryPullOnly",
+    "AmazonSSMManagedInstanceCore",
+)
+CNI_POLICY: Final = "AmazonEKS_CNI_Policy"
+EBS_CSI_POLICY: Final = "AmazonEBSCSIDriverPolicy"
+
+
+def managed_policy_arn(partition: str, name: str) -> str:
+    return f"arn:{partition}:iam::aws:policy/{name}"
+
+
+def service_trust_policy(service: str, *, account_id: str | None = None, tag_session: bool = False) -> Document:
+    """Trust for an AWS service principal; ``account_id`` adds the confused-deputy guard."""
+    statement: Document = {
+        "Effect": "Allow",
+        "Principal": {"Service": service},
+        "Action": ["sts:AssumeRole", "sts:TagSession"] if tag_session else "sts:AssumeRole",
+    }
+    if account_id:
+        statement["Condition"] = {"StringEquals": {"aws:SourceAccount": account_id}}
+    return {"Version": "2012-10-17", "Statement": [statement]}
+
+
+def ebs_kms_policy(key_arn: str) -> Document:
+    """What the EBS CSI controller needs to create and attach volumes encrypted with a CMK (AWS EBS
+    CSI driver docs, "KMS key policy"): grants only for AWS resources, data keys for this key only."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "CreateGrantsForEbs",
+                "Effect": "Allow",
+                "Action": ["kms:CreateGrant", "kms:ListGrants", "kms:RevokeGrant"],
+                "Resource": key_arn,
+                "Condition": {"Bool": {"kms:GrantIsForAWSResource": "true"}},
+            },
+            {
+                "Sid": "UseKeyForVolumes",
+                "Effect": "Allow",
+                "Action": ["kms:Encrypt", "kms:Decrypt", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:DescribeKey"],
+                "Resource": key_arn,
+            },
+        ],
+    }
+
+
+def karpenter_controller_policy(
+    *, cluster_name: str, partition: str, region: str, account_id: str, node_role_arn: str, queue_arn: str
+) -> Document:
+    """The Karpenter v1 controller policy, statement for statement as Karpenter 1.14's getting-started
+    CloudFormation (website/content/en/v1.14/.../cloudformation.yaml), merged into one document.
+
+    Launch, tag and delete rights hold only for resources tagged ``kubernetes.io/cluster/<name>=owned``
+    with a ``karpenter.sh/nodepool`` tag, so the controller can never touch another cluster's nodes."""
+    ec2 = f"arn:{partition}:ec2:{region}"
+    iam = f"arn:{partition}:iam::{account_id}"
+    owned = {f"aws:ResourceTag/kubernetes.io/cluster/{cluster_name}": "owned"}
+    request_owned = {
+        f"aws:RequestTag/kubernetes.io/cluster/{cluster_name}": "owned",
+        "aws:RequestTag/eks:eks-cluster-name": cluster_name,
+    }
+    created = [
+        f"{ec2}:*:{kind}/*"
+        for kind in ("fleet", "instance", "volume", "network-interface", "launch-template", "spot-instances-request")
+    ]
+    cluster_arn = f"arn:{partition}:eks:{region}:{account_id}:cluster/{cluster_name}"
+    statements: list[Document] = [
+        {
+            "Sid": "AllowScopedEC2InstanceAccessActions",
+            "Effect": "Allow",
+            "Resource": [
+                f"{ec2}::image/*",
+                f"{ec2}::snapshot/*",
+                f"{ec2}:*:security-group/*",
+                f"{ec2}:*:subnet/*",
+                f"{ec2}:*:capacity-reservation/*",
+                f"{ec2}:*:placement-group/*",
+            ],
+            "Action": ["ec2:RunInstances", "ec2:CreateFleet"],
+        },
+        {
+            "Sid": "AllowScopedEC2LaunchTemplateAccessActions",
+            "Effect": "Allow",
+            "Resource": f"{ec2}:*:launch-template/*",
+            "Action": ["ec2:RunInstances", "ec2:CreateFleet"],
+            "Condition": {"StringEquals": owned, "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"}},
+        },
+        {
+            "Sid": "AllowScopedEC2InstanceActionsWithTags",
+            "Effect": "Allow",
+            "Resource": created,
+            "Action": ["ec2:RunInstances", "ec2:CreateFleet", "ec2:CreateLaunchTemplate"],
+            "Condition": {"StringEquals": request_owned, "StringLike": {"aws:RequestTag/karpenter.sh/nodepool": "*"}},
+        },
+        {
+            "Sid": "AllowScopedResourceCreationTagging",
+            "Effect": "Allow",
+            "Resource": created,
+            "Action": "ec2:CreateTags",
+            "Condition": {
+                "StringEquals": {
+                    **request_owned,
+                    "ec2:CreateAction": ["RunInstances", "CreateFleet", "CreateLaunchTemplate"],
+                },
+                "StringLike": {"aws:RequestTag/karpenter.sh/nodepool": "*"},
+            },
+        },
+        {
+            "Sid": "AllowScopedResourceTagging",
+            "Effect": "Allow",
+            "Resource": f"{ec2}:*:instance/*",
+            "Action": "ec2:CreateTags",
+            "Condition": {
+                "StringEquals": owned,
+                "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"},
+                "StringEqualsIfExists": {"aws:RequestTag/eks:eks-cluster-name": cluster_name},
+                "ForAllValues:StringEquals": {
+                    "aws:TagKeys": ["eks:eks-cluster-name", "karpenter.sh/nodeclaim", "Name"]
+                },
+            },
+        },
+        {
+            "Sid": "AllowScopedDeletion",
+            "Effect": "Allow",
+            "Resource": [f"{ec2}:*:instance/*", f"{ec2}:*:launch-template/*"],
+            "Action": ["ec2:TerminateInstances", "ec2:DeleteLaunchTemplate"],
+            "Condition": {"StringEquals": owned, "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"}},
+        },
+        {
+            "Sid": "AllowPassingInstanceRole",
+            "Effect": "Allow",
+            "Resource": node_role_arn,
+            "Action": "iam:PassRole",
+            "Condition": {"StringEquals": {"iam:PassedToService": ["ec2.amazonaws.com", "ec2.amazonaws.com.cn"]}},
+        },
+        {
+            "Sid": "AllowScopedInstanceProfileCreationActions",
+            "Effect": "Allow",
+            "Resource": f"{iam}:instance-profile/*",
+            "Action": ["iam:CreateInstanceProfile"],
+            "Condition": {
+                "StringEquals": {**request_owned, "aws:RequestTag/topology.kubernetes.io/region": region},
+                "StringLike": {"aws:RequestTag/karpenter.k8s.aws/ec2nodeclass": "*"},
+            },
+        },
+        {
+            "Sid": "AllowScopedInstanceProfileTagActions",
+            "Effect": "Allow",
+            "Resource": f"{iam}:instance-profile/*",
+            "Action": ["iam:TagInstanceProfile"],
+            "Condition": {
+                "StringEquals": {
+                    **owned,
+                    "aws:ResourceTag/topology.kubernetes.io/region": region,
+                    **request_owned,
+                    "aws:RequestTag/topology.kubernetes.io/region": region,
+                },
+                "StringLike": {
+                    "aws:ResourceTag/karpenter.k8s.aws/ec2nodeclass": "*",
+                    "aws:RequestTag/karpenter.k8s.aws/ec2nodeclass": "*",
+                },
+            },
+        },
+        {
+            "Sid": "AllowScopedInstanceProfileActions",
+            "Effect": "Allow",
+            "Resource": f"{iam}:instance-profile/*",
+            "Action": [
+                "iam:AddRoleToInstanceProfile",
+                "iam:RemoveRoleFromInstanceProfile",
+                "iam:DeleteInstanceProfile",
+            ],
+            "Condition": {
+                "StringEquals": {**owned, "aws:ResourceTag/topology.kubernetes.io/region": region},
+                "StringLike": {"aws:ResourceTag/karpenter.k8s.aws/ec2nodeclass": "*"},
+            },
+        },
+        {
+            "Sid": "AllowAPIServerEndpointDiscovery",
+            "Effect": "Allow",
+            "Resource": cluster_arn,
+            "Action": "eks:DescribeCluster",
+        },
+        {
+            "Sid": "AllowInterruptionQueueActions",
+            "Effect": "Allow",
+            "Resource": queue_arn,
+            "Action": ["sqs:DeleteMessage", "sqs:GetQueueUrl", "sqs:ReceiveMessage"],
+        },
+        {
+            "Sid": "AllowZonalShiftStatusReadOnly",
+            "Effect": "Allow",
+            "Resource": "*",
+            "Action": ["arc-zonal-shift:GetManagedResource"],
+            "Condition": {"StringEquals": {"arc-zonal-shift:ResourceIdentifier": cluster_arn}},
+        },
+        {
+            "Sid": "AllowRegionalReadActions",
+            "Effect": "Allow",
+            "Resource": "*",
+            "Action": [
+                "ec2:DescribeCapacityReservations",
+                "ec2:DescribeImages",
+                "ec2:DescribeInstances",
+                "ec2:DescribeInstanceStatus",
+                "ec2:DescribeInstanceTypeOfferings",
+                "ec2:DescribeInstanceTypes",
+                "ec2:DescribeLaunchTemplates",
+                "ec2:DescribePlacementGroups",
+                "ec2:DescribeSecurityGroups",
+                "ec2:DescribeSpotPriceHistory",
+                "ec2:DescribeSubnets",
+            ],
+            "Condition": {"StringEquals": {"aws:RequestedRegion": region}},
+        },
+        {
+            "Sid": "AllowSSMReadActions",
+            "Effect": "Allow",
+            "Resource": f"arn:{partition}:ssm:{region}::parameter/aws/service/*",
+            "Action": "ssm:GetParameter",
+        },
+        {"Sid": "AllowPricingReadActions", "Effect": "Allow", "Resource": "*", "Action": "pricing:GetProducts"},
+        {
+            "Sid": "AllowUnscopedInstanceProfileListAction",
+            "Effect": "Allow",
+            "Resource": "*",
+            "Action": "iam:ListInstanceProfiles",
+        },
+        {
+            "Sid": "AllowInstanceProfileReadActions",
+            "Effect": "Allow",
+            "Resource": f"{iam}:instance-profile/*",
+            "Action": "iam:GetInstanceProfile",
+        },
+    ]
+    return {"Version": "2012-10-17", "Statement": statements}
+
+
+def interruption_queue_policy(queue_arn: str) -> Document:
+    """EventBridge (and SQS itself) may send; nobody may use the queue without TLS (Karpenter CFN)."""
+    return {
+        "Version": "2012-10-17",
+        "Id": "EC2InterruptionPolicy",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"Service": ["events.amazonaws.com", "sqs.amazonaws.com"]},
+                "Action": "sqs:SendMessage",
+                "Resource": queue_arn,
+            },
+            {
+                "Sid": "DenyHTTP",
+                "Effect": "Deny",
+                "Principal": "*",
+                "Action": "sqs:*",
+                "Resource": queue_arn,
+                "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+            },
+        ],
+    }

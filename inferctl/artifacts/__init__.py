@@ -1,0 +1,72 @@
+"""Model-artifact pipeline: versions on S3 described by a manifest of SHA-256s, verified end to end.
+
+Stable Python API (the image entrypoint and the ``prepare`` job import these names)::
+
+    upload(src_dir: Path, uri: str, metadata: ModelMetadata, *, force=False, session=None,
+           progress=False, transfer=None) -> Manifest
+    verify(uri: str, *, session=None, deep=False, progress=False, transfer=None) -> VerifyReport
+    download(uri: str, dest: Path, *, session=None, progress=False, transfer=None) -> Manifest
+
+    ArtifactError      every failure, one line (subclass of inferctl.errors.CommandError; exit 1)
+    InvalidInputError  bad URI, metadata or settings (exit 2)
+    IntegrityError     data differs from the manifest; ``.mismatches`` lists each file (exit 3)
+    Manifest, ManifestFile, ModelMetadata, VerifyReport, Mismatch, TransferSettings
+
+``uri`` is ``s3://bucket/models/<name>/<version>/``. ``session`` is an optional ``boto3.Session``;
+without one the standard AWS chain applies (AWS_PROFILE, AWS_REGION, AWS_ENDPOINT_URL for
+S3-compatible stores, AWS_MAX_ATTEMPTS / AWS_RETRY_MODE). A version exists once its
+``manifest.json`` does, which ``upload`` writes last. ``download`` writes ``.complete`` (holding
+``Manifest.sha256``) into ``dest`` only after every file verified: load nothing without it.
+
+Names resolve lazily so that ``inferctl --help`` does not import boto3.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from inferctl.artifacts.downloader import download
+    from inferctl.artifacts.errors import ArtifactError, IntegrityError, InvalidInputError
+    from inferctl.artifacts.manifest import Manifest, ManifestFile
+    from inferctl.artifacts.metadata import ModelMetadata
+    from inferctl.artifacts.report import Mismatch, VerifyReport
+    from inferctl.artifacts.transfer import TransferSettings
+    from inferctl.artifacts.uploader import upload
+    from inferctl.artifacts.verifier import verify
+
+_EXPORTS = {
+    "upload": "inferctl.artifacts.uploader",
+    "verify": "inferctl.artifacts.verifier",
+    "download": "inferctl.artifacts.downloader",
+    "ArtifactError": "inferctl.artifacts.errors",
+    "IntegrityError": "inferctl.artifacts.errors",
+    "InvalidInputError": "inferctl.artifacts.errors",
+    "Manifest": "inferctl.artifacts.manifest",
+    "ManifestFile": "inferctl.artifacts.manifest",
+    "ModelMetadata": "inferctl.artifacts.metadata",
+    "Mismatch": "inferctl.artifacts.report",
+    "VerifyReport": "inferctl.artifacts.report",
+    "TransferSettings": "inferctl.artifacts.transfer",
+}
+__all__ = [
+    "ArtifactError",
+    "IntegrityError",
+    "InvalidInputError",
+    "Manifest",
+    "ManifestFile",
+    "Mismatch",
+    "ModelMetadata",
+    "TransferSettings",
+    "VerifyReport",
+    "download",
+    "upload",
+    "verify",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(_EXPORTS[name]), name)

@@ -1,0 +1,198 @@
+"""``download``: fetch a version into a directory that is marked complete only once all of it verified.
+
+Layout of the target directory:
+  <files of the manifest>    only ever verified content under these names
+  .inferctl-download/        staging: ``<id>.part`` files and the resume journal; removed at the end
+  manifest.json, .complete   written last; ``.complete`` holds the manifest's SHA-256
+
+A re-run after an interruption keeps every file already verified (the journal spares re-hashing
+it), promotes fully fetched ``.part`` files that hash right, and fetches the rest from scratch:
+s3transfer writes ranges in parallel, so a cut-off ``.part`` has holes, not a valid prefix.
+Files that are not in the manifest are left alone; one that is, but holds other bytes, is replaced.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import queue
+import shutil
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import boto3
+from boto3.s3.transfer import ProgressCallbackInvoker, create_transfer_manager
+from botocore.exceptions import ClientError
+from s3transfer.subscribers import BaseSubscriber
+
+from inferctl.artifacts import remote
+from inferctl.artifacts.checksums import hash_file
+from inferctl.artifacts.errors import ArtifactError
+from inferctl.artifacts.localfs import Journal, exclusive, fsync_path, promote, write_atomic
+from inferctl.artifacts.manifest import COMPLETE_MARKER, MANIFEST_NAME, STAGING_DIR, Manifest, ManifestFile
+from inferctl.artifacts.progress import Progress
+from inferctl.artifacts.report import Mismatch, integrity_error
+from inferctl.artifacts.s3client import S3_ERRORS, describe_error, make_client
+from inferctl.artifacts.transfer import TransferSettings
+from inferctl.artifacts.uri import ArtifactLocation, parse_uri
+
+_JOURNAL = "journal.json"
+
+
+def download(
+    uri: str,
+    dest: Path,
+    *,
+    session: boto3.Session | None = None,
+    progress: bool = False,
+    transfer: TransferSettings | None = None,
+) -> Manifest:
+    """Download and verify every file of ``uri`` into ``dest``; return the manifest.
+
+    Raises ``IntegrityError`` listing each file that is missing or does not match (the directory
+    then stays unmarked), ``ArtifactError`` for S3 or file-system failures.
+    """
+    loc = parse_uri(uri)
+    settings = transfer or TransferSettings()
+    client = make_client(session, settings)
+    manifest = remote.read_manifest(client, loc)
+    dest = Path(dest)
+    try:
+        dest.mkdir(parents=True, exist_ok=True)
+        with exclusive(dest):
+            if not is_complete(dest, manifest):
+                _download_into(client, loc, manifest, dest, settings, progress)
+    except OSError as err:
+        raise ArtifactError(f"cannot write into {dest}: {err.strerror} ({err.filename or dest})") from None
+    return manifest
+
+
+def is_complete(dest: Path, manifest: Manifest) -> bool:
+    """True when ``dest`` is marked complete for exactly this manifest and every file has its size."""
+    try:
+        if (dest / COMPLETE_MARKER).read_text().strip() != manifest.sha256:
+            return False
+        return all((dest / f.path).stat().st_size == f.size for f in manifest.files)
+    except OSError:
+        return False
+
+
+def _download_into(
+    client: Any, loc: ArtifactLocation, manifest: Manifest, dest: Path, settings: TransferSettings, progress: bool
+) -> None:
+    # Unmark first: from here until the end the directory must not look servable.
+    (dest / COMPLETE_MARKER).unlink(missing_ok=True)
+    (dest / MANIFEST_NAME).unlink(missing_ok=True)
+    staging = dest / STAGING_DIR
+    staging.mkdir(exist_ok=True)
+    journal = Journal(staging / _JOURNAL, manifest.sha256)
+    todo = _settle_local(dest, staging, manifest, journal)
+    mismatches = _fetch(client, loc, dest, staging, todo, journal, settings, progress)
+    if mismatches:
+        order = [f.path for f in manifest.files]
+        mismatches.sort(key=lambda m: order.index(m.path))
+        raise integrity_error(loc.uri, len(manifest.files), tuple(mismatches))
+    missing = [f.path for f in manifest.files if not journal.is_verified(f.path, dest / f.path, f.sha256)]
+    if missing:
+        raise ArtifactError(f"{dest / missing[0]} changed while the download ran: run the download again")
+    for directory in {(dest / f.path).parent for f in manifest.files}:
+        fsync_path(directory)
+    write_atomic(dest / MANIFEST_NAME, manifest.to_json(), staging / "manifest.tmp")
+    write_atomic(dest / COMPLETE_MARKER, f"{manifest.sha256}\n".encode(), staging / "marker.tmp")
+    shutil.rmtree(staging)
+
+
+def _settle_local(dest: Path, staging: Path, manifest: Manifest, journal: Journal) -> list[ManifestFile]:
+    """Keep what already verifies, drop what does not; return the files still to fetch."""
+    candidates: list[tuple[ManifestFile, Path]] = []
+    for entry in manifest.files:
+        final = dest / entry.path
+        if journal.is_verified(entry.path, final, entry.sha256):
+            continue
+        for path in (final, staging / _part_name(entry.path)):
+            if path.is_file() and path.stat().st_size == entry.size:
+                candidates.append((entry, path))
+    with ThreadPoolExecutor(max(1, min(4, os.cpu_count() or 1))) as pool:
+        digests = list(pool.map(lambda c: hash_file(c[1], None)[1], candidates))
+    for (entry, path), sha256 in zip(candidates, digests, strict=True):
+        final = dest / entry.path
+        if sha256 == entry.sha256 and not journal.is_verified(entry.path, final, entry.sha256):
+            if path != final:
+                promote(path, final)
+            journal.record(entry.path, final, sha256)
+    todo = []
+    for entry in manifest.files:
+        final = dest / entry.path
+        if not journal.is_verified(entry.path, final, entry.sha256):
+            # A wrong file under a final name (older version, torn copy) goes now, not after the fetch.
+            if final.is_file() or final.is_symlink():
+                final.unlink()
+            todo.append(entry)
+    for leftover in staging.iterdir():
+        if leftover.is_dir():
+            shutil.rmtree(leftover)
+        elif leftover.name != _JOURNAL:
+            leftover.unlink()
+    return todo
+
+
+def _fetch(
+    client: Any,
+    loc: ArtifactLocation,
+    dest: Path,
+    staging: Path,
+    todo: list[ManifestFile],
+    journal: Journal,
+    settings: TransferSettings,
+    progress: bool,
+) -> list[Mismatch]:
+    """Download into staging on the transfer manager's threads; hash and promote here as each lands."""
+    finished: queue.Queue = queue.Queue()
+    mismatches = []
+    with (
+        Progress("download", sum(f.size for f in todo), enabled=progress) as bar,
+        create_transfer_manager(client, settings.transfer_config()) as manager,
+    ):
+        for entry in sorted(todo, key=lambda f: -f.size):
+            subscribers = [ProgressCallbackInvoker(bar), _Finished(finished, entry)]
+            manager.download(loc.bucket, loc.key(entry.path), str(staging / _part_name(entry.path)), None, subscribers)
+        for _ in todo:
+            entry, future = finished.get()
+            part = staging / _part_name(entry.path)
+            try:
+                future.result()
+            except ClientError as err:
+                if err.response.get("Error", {}).get("Code") not in ("404", "NoSuchKey"):
+                    raise describe_error(err, bucket=loc.bucket, key=loc.key(entry.path)) from None
+                mismatches.append(Mismatch(entry.path, "missing", f"{entry.size} bytes", loc.object_uri(entry.path)))
+                continue
+            except S3_ERRORS as err:
+                raise describe_error(err, bucket=loc.bucket, key=loc.key(entry.path)) from None
+            size, sha256, _ = hash_file(part, None)
+            if size != entry.size or sha256 != entry.sha256:
+                part.unlink()
+                problem = "size" if size != entry.size else "sha256"
+                expected, actual = (
+                    (f"{entry.size} bytes", f"{size} bytes") if problem == "size" else (entry.sha256, sha256)
+                )
+                mismatches.append(Mismatch(entry.path, problem, expected, actual))
+                continue
+            promote(part, dest / entry.path)
+            journal.record(entry.path, dest / entry.path, sha256)
+    return mismatches
+
+
+class _Finished(BaseSubscriber):
+    """Hands each finished transfer (done or failed) to the thread that verifies it."""
+
+    def __init__(self, finished: queue.Queue, entry: ManifestFile) -> None:
+        self._finished = finished
+        self._entry = entry
+
+    def on_done(self, future: Any, **kwargs: Any) -> None:
+        self._finished.put((self._entry, future))
+
+
+def _part_name(rel: str) -> str:
+    return hashlib.sha256(rel.encode()).hexdigest()[:32] + ".part"

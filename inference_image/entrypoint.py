@@ -1,0 +1,207 @@
+"""The container entrypoint: verified artifacts in, a running tritonserver out — or one clear refusal.
+
+Order matters: nothing is rendered before both artifacts downloaded and verified against their
+manifests (``inferctl.artifacts.download`` marks a directory complete only then), and nothing is
+started before the engine's build metadata matches the settings and the accelerators this pod sees.
+The final step replaces this process with tritonserver (or mpirun), so the server is PID 1's
+successor and receives the pod's SIGTERM directly.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from inferctl.errors import CommandError
+from inference_image import accelerators
+from inference_image.defaults import MODELS_DIR, REPOSITORY_DIR
+from inference_image.repository import XGRAMMAR_TOKENIZER_INFO, render_repository
+from inference_image.runtime.tokenizer import TokenizerError, load_tokenizer
+from inference_image.server_args import Listen, ServerArgsError, check_api_key, command
+from inference_image.testing.cpu_llm.options import StandIn
+from infra.settings.serving import BACKEND_VENDORS, ServingSettings
+
+EXIT_CONFIG = 2
+
+
+@dataclass(frozen=True, kw_only=True)
+class EntrypointOptions:
+    engine_uri: str
+    tokenizer_uri: str
+    models_dir: Path = MODELS_DIR
+    """Engine goes to ``<models_dir>/engine``, tokenizer to ``<models_dir>/tokenizer``."""
+    repository_dir: Path = REPOSITORY_DIR
+    """Owned by the entrypoint: replaced on every start."""
+    tritonserver: str = "tritonserver"
+    backend_dir: Path | None = None
+    mpirun: str = "mpirun"
+    hosts: tuple[str, ...] = ()
+    listen: Listen = field(default_factory=Listen)
+    stand_in: StandIn | None = None
+    """TEST DOUBLE: serve the CPU stand-in in place of the LLM step (tests and local runs only)."""
+
+
+@dataclass(frozen=True)
+class Launch:
+    argv: list[str]
+    repository: Path
+    models: list[str]
+    engine_manifest: Any
+    tokenizer_manifest: Any
+
+
+def engine_files(backend: str, world_size: int) -> list[str]:
+    """Files without which an engine directory cannot be loaded."""
+    if backend == "neuron":
+        return ["neuron_config.json", "model.pt"]
+    return ["config.json", *(f"rank{rank}.engine" for rank in range(world_size))]
+
+
+def prepare_launch(
+    serving: ServingSettings,
+    options: EntrypointOptions,
+    *,
+    probe: Callable[[], accelerators.VisibleAccelerators] | None = None,
+    download: Callable[..., Any] | None = None,
+    environ: Mapping[str, str] = os.environ,
+) -> Launch:
+    """Everything up to the exec; raises CommandError (one line, exit code) at the first problem."""
+    if download is None:
+        from inferctl.artifacts import download
+    api_key = _api_key(serving, environ)
+    engine_dir = options.models_dir / "engine"
+    tokenizer_dir = options.models_dir / "tokenizer"
+    engine = _download(download, "engine", options.engine_uri, engine_dir)
+    tokenizer = _download(download, "tokenizer", options.tokenizer_uri, tokenizer_dir)
+    _check_metadata(serving, engine.metadata)
+    _check_files(serving, engine_dir, tokenizer_dir, stand_in=options.stand_in is not None)
+    try:
+        visible = (probe or accelerators.probe_for(serving.backend))()
+    except accelerators.ProbeError as err:
+        raise CommandError(f"cannot list this pod's accelerators: {err}", 1) from None
+    _check_placement(serving, engine.metadata, visible)
+    if options.repository_dir.exists():
+        shutil.rmtree(options.repository_dir)
+    models = render_repository(
+        serving, options.repository_dir, engine_dir=engine_dir, tokenizer_dir=tokenizer_dir, stand_in=options.stand_in
+    )
+    try:
+        argv = command(
+            serving,
+            tritonserver=options.tritonserver,
+            model_repository=options.repository_dir,
+            models=models,
+            listen=options.listen,
+            backend_dir=options.backend_dir,
+            api_key=api_key,
+            hosts=options.hosts,
+            mpirun=options.mpirun,
+        )
+    except ServerArgsError as err:
+        raise CommandError(str(err), EXIT_CONFIG) from None
+    return Launch(argv, options.repository_dir, models, engine, tokenizer)
+
+
+def exec_launch(launch: Launch, *, execvp: Callable[[str, list[str]], Any] = os.execvp) -> None:
+    """Replace this process with the server (never returns on success)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        execvp(launch.argv[0], launch.argv)
+    except OSError as err:
+        raise CommandError(f"cannot start {launch.argv[0]}: {err.strerror}", 1) from None
+
+
+def _api_key(serving: ServingSettings, environ: Mapping[str, str]) -> str | None:
+    auth = serving.auth
+    if not auth.enabled:
+        return None
+    if auth.key_env is not None:
+        key = environ.get(auth.key_env, "")
+        source = f"environment variable {auth.key_env}"
+    else:
+        assert auth.key_file is not None  # settings require exactly one source
+        source = auth.key_file
+        try:
+            key = Path(auth.key_file).read_text(encoding="utf-8")
+        except OSError as err:
+            raise CommandError(
+                f"serving.auth is enabled but the API key {source} cannot be read ({err.strerror}): "
+                "is the secrets CSI volume mounted?",
+                EXIT_CONFIG,
+            ) from None
+    try:
+        return check_api_key(key)
+    except ServerArgsError as err:
+        raise CommandError(f"{source}: {err}", EXIT_CONFIG) from None
+
+
+def _download(download: Callable[..., Any], what: str, uri: str, dest: Path) -> Any:
+    from inferctl.artifacts import ArtifactError, IntegrityError
+
+    try:
+        return download(uri, dest)
+    except IntegrityError as err:
+        files = "; ".join(str(m) for m in err.mismatches)
+        detail = f" [{files}]" if len(err.mismatches) > 1 else ""
+        raise CommandError(f"{what} artifact refused, nothing served: {err}{detail}", err.exit_code) from None
+    except ArtifactError as err:
+        raise CommandError(f"{what} artifact {uri}: {err}", err.exit_code) from None
+
+
+def _check_metadata(serving: ServingSettings, meta: Any) -> None:
+    problems = []
+    if meta.tensor_parallel_size != serving.tensor_parallel:
+        problems.append(
+            f"tensor parallel {meta.tensor_parallel_size} (serving.tensorParallel {serving.tensor_parallel})"
+        )
+    if meta.pipeline_parallel_size != serving.pipeline_parallel:
+        problems.append(
+            f"pipeline parallel {meta.pipeline_parallel_size} (serving.pipelineParallel {serving.pipeline_parallel})"
+        )
+    if meta.precision != serving.precision:
+        problems.append(f"precision {meta.precision} (serving.precision {serving.precision})")
+    vendor = BACKEND_VENDORS[serving.backend]
+    if not meta.accelerator.startswith(f"{vendor}-"):
+        problems.append(f"accelerator {meta.accelerator} (serving.backend {serving.backend} needs {vendor})")
+    if problems:
+        raise CommandError(
+            "the engine does not match the serving settings: built for " + ", ".join(problems), EXIT_CONFIG
+        )
+
+
+def _check_files(serving: ServingSettings, engine_dir: Path, tokenizer_dir: Path, *, stand_in: bool) -> None:
+    missing = [name for name in engine_files(serving.backend, serving.world_size) if not (engine_dir / name).is_file()]
+    if missing:
+        raise CommandError(
+            f"the engine artifact lacks {', '.join(missing)}: built for another backend or TP?", EXIT_CONFIG
+        )
+    try:
+        load_tokenizer(tokenizer_dir)
+    except TokenizerError as err:
+        raise CommandError(f"tokenizer artifact: {err}", EXIT_CONFIG) from None
+    guided = serving.guided_decoding.backend == "xgrammar" and serving.backend == "tensorrtllm" and not stand_in
+    if guided and not (tokenizer_dir / XGRAMMAR_TOKENIZER_INFO).is_file():
+        raise CommandError(
+            f"serving.guidedDecoding.backend is xgrammar but the tokenizer artifact lacks {XGRAMMAR_TOKENIZER_INFO} "
+            "(inferctl prepare writes it)",
+            EXIT_CONFIG,
+        )
+
+
+def _check_placement(serving: ServingSettings, meta: Any, visible: accelerators.VisibleAccelerators) -> None:
+    per_device = max(1, visible.units // visible.devices) if visible.devices else 1
+    problem = accelerators.placement_problem(
+        visible,
+        vendor=BACKEND_VENDORS[serving.backend],
+        architecture=meta.accelerator_arch,
+        ranks=serving.ranks_per_node,
+        units_per_device=per_device,
+    )
+    if problem:
+        raise CommandError(problem, EXIT_CONFIG)

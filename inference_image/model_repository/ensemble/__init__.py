@@ -1,0 +1,1 @@
+"""Template of the ``ensemble`` model: preprocessing -> LLM step -> postprocessing (NVIDIA's contract)."""

@@ -1,0 +1,1 @@
+"""The ``postprocessing`` model: token ids to text (Python backend)."""

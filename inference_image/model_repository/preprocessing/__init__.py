@@ -1,0 +1,1 @@
+"""The ``preprocessing`` model: text and word lists to token ids (Python backend)."""

@@ -1,0 +1,121 @@
+"""TEST DOUBLE: Triton Python model standing in for the TensorRT-LLM step on CPU.
+
+Same name, tensors and transaction policy as ``tensorrt_llm`` (model_repository/llm_io.pbtxt), so
+the production ensemble, preprocessing, postprocessing and BLS run against it unchanged. Requests
+run concurrently (one thread each, up to max_batch_size) like in-flight batching; each token waits
+``token_delay_ms`` (the first ``first_token_delay_ms``), and a cancelled request stops at once.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import triton_python_backend_utils as pb_utils
+
+from inference_image.runtime.generation import FinishReason, SequenceState
+from inference_image.runtime.llm_outputs import output_arrays
+from inference_image.runtime.llm_request import LLM_INPUTS, RequestError, parse_request
+from inference_image.runtime.params import ModelConfigError, Parameters
+from inference_image.runtime.tokenizer import load_tokenizer
+from inference_image.testing.cpu_llm.echo import body_tokens, echo, refusal
+
+# A TensorRT-LLM engine directory always holds its build config; the stand-in insists on it too, so a
+# partly downloaded engine fails the same way with the stand-in as with the real backend.
+ENGINE_CONFIG = "config.json"
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        config = json.loads(args["model_config"])
+        params = Parameters(config)
+        engine_dir = Path(params.text("gpt_model_path"))
+        if not (engine_dir / ENGINE_CONFIG).is_file():
+            raise ModelConfigError(f"engine directory {engine_dir} has no {ENGINE_CONFIG}")
+        self.tokenizer = load_tokenizer(params.text("tokenizer_dir"))
+        self.guided_backend = params.text("guided_decoding_backend", default="none")
+        self.exclude_default = params.flag("exclude_input_in_output", default=False)
+        self.max_beam_width = params.integer("max_beam_width", default=1, minimum=1)
+        self.first_delay = params.integer("first_token_delay_ms", default=0) / 1000
+        self.token_delay = params.integer("token_delay_ms", default=0) / 1000
+        self.decoupled = pb_utils.using_decoupled_model_transaction_policy(config)
+        self.pool = ThreadPoolExecutor(max_workers=max(1, int(config.get("max_batch_size", 1))))
+        self.stopping = threading.Event()
+
+    def execute(self, requests):
+        work = [(_tensors(r), r.get_response_sender() if self.decoupled else None) for r in requests]
+        if self.decoupled:
+            for tensors, sender in work:
+                self.pool.submit(self._stream, tensors, sender)
+            return None
+        futures = [self.pool.submit(self._complete, tensors) for tensors, _ in work]
+        return [f.result() for f in futures]
+
+    def finalize(self):
+        self.stopping.set()
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+    def _stream(self, tensors, sender):
+        try:
+            for response, final in self._run(tensors, cancelled=sender.is_cancelled):
+                flags = pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL if final else 0
+                if response is None:
+                    sender.send(flags=flags)
+                else:
+                    sender.send(response, flags=flags)
+        except Exception as err:  # any failure must still close the stream, or the client hangs
+            sender.send(_error(err), flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+
+    def _complete(self, tensors):
+        try:
+            responses = [r for r, _ in self._run(tensors, cancelled=lambda: False) if r is not None]
+            return responses[-1]
+        except Exception as err:
+            return _error(err)
+
+    def _run(self, tensors, *, cancelled):
+        """(response or None, final) pairs; None with final=True closes a stream with nothing new."""
+        request = parse_request(tensors)
+        reason = refusal(request, max_beam_width=self.max_beam_width, guided_backend=self.guided_backend)
+        if reason:
+            raise RequestError(reason)
+        if request.streaming and not self.decoupled:
+            raise RequestError("streaming needs the decoupled transaction policy (serving.streaming: true)")
+        state = SequenceState(request, exclude_input_default=self.exclude_default)
+        if request.stop:
+            yield _response(state.finish(FinishReason.STOPPED), state)
+            return
+        delay = self.first_delay
+        for token in echo(request, body_tokens(request, self.tokenizer)):
+            if self.stopping.wait(delay) or cancelled():
+                state.finish(FinishReason.CANCELLED)
+                yield None, True
+                return
+            delay = self.token_delay
+            chunk = state.push(token)
+            if chunk is not None:
+                yield _response(chunk, state)
+            if state.done:
+                return
+
+
+def _response(chunk, state):
+    if state.request.streaming and chunk.final and not chunk.tokens:
+        return None, True
+    tensors = [pb_utils.Tensor(name, array) for name, array in output_arrays(chunk, state).items()]
+    return pb_utils.InferenceResponse(output_tensors=tensors), chunk.final
+
+
+def _tensors(request):
+    found = {}
+    for name in LLM_INPUTS:
+        tensor = pb_utils.get_input_tensor_by_name(request, name)
+        found[name] = None if tensor is None else tensor.as_numpy()
+    return found
+
+
+def _error(err):
+    message = str(err) if isinstance(err, RequestError | ValueError) else f"{type(err).__name__}: {err}"
+    return pb_utils.InferenceResponse(output_tensors=[], error=pb_utils.TritonError(message))

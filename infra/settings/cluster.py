@@ -1,0 +1,126 @@
+"""``inference-platform:cluster``: the EKS control plane, its add-ons and the system node group."""
+
+from __future__ import annotations
+
+import datetime as dt
+import ipaddress
+from typing import ClassVar, Literal
+
+from pydantic import Field
+
+from components import catalog, eks_versions
+from infra.settings.base import CheckContext, Problem, Section
+from infra.settings.network import LOG_RETENTION_DAYS
+
+MAX_MANAGED_NODES = 450  # EKS quota: nodes per managed node group
+
+
+class SystemNodeGroupSettings(Section):
+    instance_types: list[str] = Field(default_factory=lambda: ["m7i.xlarge", "m6i.xlarge"], min_length=1)
+    """Default ``[m7i.xlarge, m6i.xlarge]``. General-purpose types (catalog vendor ``none``) for
+    controllers and add-ons; on-demand only."""
+    min_size: int = Field(default=2, ge=1)
+    """Default 2: CoreDNS and Karpenter run two replicas on separate nodes."""
+    max_size: int = Field(default=4, ge=1)
+    """Default 4."""
+    desired_size: int | None = None
+    """Default ``minSize``."""
+    disk_size_gib: int = Field(default=50, ge=20, le=16384)
+    """Default 50 GiB encrypted gp3 root volume."""
+
+
+class ClusterSettings(Section):
+    key: ClassVar[str] = "cluster"
+
+    kubernetes_version: str = eks_versions.DEFAULT_KUBERNETES_VERSION
+    """Default the newest version EKS offers (components.eks_versions). Must be offered on the day of
+    the plan; versions without pinned add-ons need ``addonVersions``."""
+    public_access_cidrs: list[str] = Field(default_factory=list)
+    """Default ``[]``: private API endpoint only (deploy from inside the VPC). IPv4 CIDRs that may
+    reach the public endpoint; ``0.0.0.0/0`` is refused in production."""
+    log_retention_days: int = 90
+    """Default 90. Control-plane log retention; one of CloudWatch Logs' fixed periods."""
+    provisioning: Literal["managed", "karpenter"] = "managed"
+    """Default ``managed``: one EKS managed node group per pool. ``karpenter`` installs Karpenter on the
+    system nodes and gives each pool a NodePool + EC2NodeClass instead."""
+    creator_admin: bool = True
+    """Default ``true``. Grant the identity running ``pulumi up`` cluster-admin through an access entry,
+    so the same update can install add-ons. Set false once ``access.adminRoleArns`` lists the deployer."""
+    support_type: Literal["STANDARD", "EXTENDED"] = "STANDARD"
+    """Default ``STANDARD``: upgrade at the end of standard support rather than pay for extended support."""
+    addon_versions: dict[str, str] = Field(default_factory=dict)
+    """Default ``{}``. Per add-on version overrides (``vpc-cni: v1.22.4-eksbuild.3``)."""
+    system_node_group: SystemNodeGroupSettings = Field(default_factory=SystemNodeGroupSettings)
+
+    def problems(self, ctx: CheckContext) -> list[Problem]:
+        out = [*self.version_problems(dt.date.today()), *self._endpoint_problems(ctx), *self._system_problems()]
+        if self.log_retention_days not in LOG_RETENTION_DAYS:
+            allowed = ", ".join(map(str, LOG_RETENTION_DAYS))
+            out.append(Problem("cluster.logRetentionDays", f"got {self.log_retention_days}; allowed: {allowed}"))
+        return out
+
+    def version_problems(self, today: dt.date) -> list[Problem]:
+        """The version checks against EKS's calendar as of ``today``."""
+        out = []
+        offered = eks_versions.offered_versions(today)
+        if self.kubernetes_version not in offered:
+            out.append(
+                Problem(
+                    "cluster.kubernetesVersion",
+                    f"got {self.kubernetes_version!r}; EKS offers {', '.join(offered)} on {today.isoformat()}",
+                )
+            )
+        for name, version in self.addon_versions.items():
+            path = f"cluster.addonVersions.{name}"
+            if name not in eks_versions.ADDONS:
+                out.append(Problem(path, f"unknown add-on; known: {', '.join(eks_versions.ADDONS)}"))
+            elif not eks_versions.ADDON_VERSION_PATTERN.match(version):
+                out.append(Problem(path, f"got {version!r}; expected an EKS add-on version such as v1.22.4-eksbuild.3"))
+        if not out:
+            try:
+                eks_versions.addon_versions(self.kubernetes_version, self.addon_versions)
+            except KeyError as err:
+                pinned = ", ".join(eks_versions.PINNED_ADDON_VERSIONS)
+                out.append(Problem("cluster.addonVersions", f"{err.args[0]}; pinned versions exist for {pinned}"))
+        return out
+
+    def _endpoint_problems(self, ctx: CheckContext) -> list[Problem]:
+        out = []
+        for i, cidr in enumerate(self.public_access_cidrs):
+            path = f"cluster.publicAccessCidrs[{i}]"
+            try:
+                network = ipaddress.IPv4Network(cidr, strict=True)
+            except ValueError as err:
+                out.append(Problem(path, f"got {cidr!r}; expected an IPv4 CIDR ({err})"))
+                continue
+            if network.prefixlen == 0 and ctx.production:
+                out.append(
+                    Problem(path, "0.0.0.0/0 opens the Kubernetes API to the world; production allows named CIDRs only")
+                )
+        if len(set(self.public_access_cidrs)) != len(self.public_access_cidrs):
+            out.append(Problem("cluster.publicAccessCidrs", "lists a CIDR twice"))
+        return out
+
+    def _system_problems(self) -> list[Problem]:
+        group, out = self.system_node_group, []
+        prefix = "cluster.systemNodeGroup"
+        for i, name in enumerate(group.instance_types):
+            try:
+                found = catalog.instance(name)
+            except catalog.CatalogError as err:
+                out.append(Problem(f"{prefix}.instanceTypes[{i}]", str(err)))
+                continue
+            if found.is_accelerated:
+                out.append(
+                    Problem(
+                        f"{prefix}.instanceTypes[{i}]", f"{name} has accelerators; system nodes are general purpose"
+                    )
+                )
+        desired = group.min_size if group.desired_size is None else group.desired_size
+        if group.min_size > group.max_size:
+            out.append(Problem(f"{prefix}.minSize", f"{group.min_size} is larger than maxSize {group.max_size}"))
+        elif not group.min_size <= desired <= group.max_size:
+            out.append(Problem(f"{prefix}.desiredSize", f"{desired} is outside [{group.min_size}, {group.max_size}]"))
+        if group.max_size > MAX_MANAGED_NODES:
+            out.append(Problem(f"{prefix}.maxSize", f"{group.max_size} exceeds EKS's {MAX_MANAGED_NODES} per group"))
+        return out

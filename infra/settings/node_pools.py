@@ -1,0 +1,241 @@
+"""``inference-platform:nodePools``: accelerator pools, keyed by pool name.
+
+Pools are data: the npu stack swaps a spec, not a module. The key is the pool's stable name (node
+group, NodePool and label ``node-pool``), so reordering pools never replaces one. Every check that
+would otherwise fail at AWS, minutes into an update, is made here and reported by key path.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import ClassVar, Literal
+
+from pydantic import ConfigDict, Field, RootModel
+
+from components import catalog
+from components.pool_profile import (
+    DEFAULT_CONSOLIDATE_AFTER,
+    DEFAULT_DISK_SIZE_GIB,
+    DEFAULT_DISRUPTION_BUDGET,
+    DEFAULT_EXPIRE_AFTER,
+    DEFAULT_TERMINATION_GRACE_PERIOD,
+    RESERVED_LABELS,
+)
+from infra.settings.base import CheckContext, Problem, Section
+
+MAX_MANAGED_NODES = 450
+# <= 22 characters: node groups are named "<project>-<stack>-<pool>" (prefix <= 40) and EKS allows 63.
+_POOL_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,20}[a-z0-9])?$")
+_RESERVATION_ID = re.compile(r"^cr-[0-9a-f]{17}$")
+_DURATION = re.compile(r"^(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$")
+_BUDGET = re.compile(r"^((100|[0-9]{1,2})%|\d+)$")
+_LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+
+
+class NodePoolSettings(Section):
+    instance_types: list[str] = Field(min_length=1)
+    """Required. Catalogued types of one vendor and one accelerator model (``[g6.xlarge, g6.2xlarge]``)."""
+    capacity_types: list[Literal["on-demand", "spot", "capacity-block", "reservation"]] = Field(
+        default_factory=lambda: ["on-demand"], min_length=1
+    )
+    """Default ``[on-demand]``. ``reservation`` (ODCR) and ``capacity-block`` need ``reservationIds``;
+    spot never mixes with capacity-block. Managed node groups take exactly one; Karpenter prefers
+    reserved capacity, then the others in price order."""
+    reservation_ids: list[str] = Field(default_factory=list)
+    """Default ``[]``. Capacity reservation ids (``cr-`` + 17 hex digits); managed node groups take one."""
+    min_size: int = Field(default=0, ge=0)
+    """Default 0 (scale to zero)."""
+    max_size: int = Field(default=1, ge=1)
+    """Default 1. Also the pool's accelerator limit: maxSize x accelerators per node."""
+    desired_size: int | None = Field(default=None, ge=0)
+    """Default ``minSize``. Ignored after creation (the autoscaler owns it)."""
+    disk_size_gib: int = Field(default=DEFAULT_DISK_SIZE_GIB, ge=20, le=16384)
+    """Default 200 GiB encrypted gp3 (Triton + TensorRT-LLM images are ~20 GB)."""
+    availability_zones: list[str] | None = None
+    """Default every cluster zone (EFA pools: the first). Zones of the cluster the pool may use."""
+    efa: bool | None = None
+    """Default: on for types built for it (p4d, p5, p5en, p6-b200, trn1.32xlarge). ``true`` attaches EFA
+    to other EFA-capable types; refused for types without EFA."""
+    ami_family: Literal["al2023", "bottlerocket"] = "al2023"
+    """Default ``al2023``. ``bottlerocket`` for NVIDIA pools on managed node groups."""
+    labels: dict[str, str] = Field(default_factory=dict)
+    """Default ``{}``. Extra node labels; the platform's own (node-role, accelerator, ...) are reserved."""
+    expire_after: str = DEFAULT_EXPIRE_AFTER
+    """Default ``720h``. Karpenter: replace nodes older than this (``Never`` to keep them)."""
+    termination_grace_period: str = DEFAULT_TERMINATION_GRACE_PERIOD
+    """Default ``1h``. Karpenter: how long a draining node waits for pods before it is forced."""
+    consolidate_after: str = DEFAULT_CONSOLIDATE_AFTER
+    """Default ``10m``. Karpenter: how long a node stays empty before it is removed."""
+    disruption_budget: str = DEFAULT_DISRUPTION_BUDGET
+    """Default ``10%``. Karpenter: nodes (count or percent) that may be disrupted at once."""
+
+
+class NodePoolsSettings(RootModel[dict[str, NodePoolSettings]]):
+    """The pools of the stack; an empty mapping means a cluster with system nodes only."""
+
+    model_config = ConfigDict(frozen=True)
+    key: ClassVar[str] = "nodePools"
+    root: dict[str, NodePoolSettings] = Field(default_factory=dict)
+
+    def instance_types(self, pool: str) -> list[str] | None:
+        """The pool's instance types, or None when there is no such pool (serving settings ask).
+
+        A stack without any pool (a cluster with system nodes only) answers ``[]``: there is no
+        accelerator to check a model against, which is not a mistake in the serving settings."""
+        if not self.root:
+            return []
+        found = self.root.get(pool)
+        return list(found.instance_types) if found is not None else None
+
+    def problems(self, ctx: CheckContext) -> list[Problem]:
+        cluster = ctx.sections.get("cluster")
+        karpenter = getattr(cluster, "provisioning", "managed") == "karpenter"
+        zones = _cluster_zones(ctx)
+        out: list[Problem] = []
+        for name, pool in self.root.items():
+            out += _pool_problems(name, pool, karpenter=karpenter, zones=zones)
+        return out
+
+
+def _pool_problems(name: str, pool: NodePoolSettings, *, karpenter: bool, zones: list[str] | None) -> list[Problem]:
+    at = f"nodePools.{name}"
+    out: list[Problem] = []
+    if not _POOL_NAME.match(name):
+        out.append(Problem(at, "pool names are 1-22 lowercase letters, digits and '-' (they name node groups)"))
+    types = _known_types(at, pool, out)
+    if types and len(types) == len(pool.instance_types):
+        out += _vendor_problems(at, pool, types)
+    desired = pool.min_size if pool.desired_size is None else pool.desired_size
+    if pool.min_size > pool.max_size:
+        out.append(Problem(f"{at}.minSize", f"{pool.min_size} is larger than maxSize {pool.max_size}"))
+    elif not pool.min_size <= desired <= pool.max_size:
+        out.append(
+            Problem(f"{at}.desiredSize", f"{desired} is outside [minSize {pool.min_size}, maxSize {pool.max_size}]")
+        )
+    if not karpenter and pool.max_size > MAX_MANAGED_NODES:
+        out.append(
+            Problem(f"{at}.maxSize", f"{pool.max_size} exceeds EKS's {MAX_MANAGED_NODES} nodes per managed node group")
+        )
+    out += _capacity_problems(at, pool, karpenter)
+    out += _zone_problems(at, pool, types, zones)
+    if pool.ami_family == "bottlerocket":
+        if karpenter:
+            out.append(Problem(f"{at}.amiFamily", "Karpenter pools use the pinned AL2023 release; use al2023"))
+        elif types and any(catalog.AMI_BOTTLEROCKET_NVIDIA not in t.ami_types for t in types):
+            out.append(
+                Problem(f"{at}.amiFamily", "bottlerocket is offered for NVIDIA g5/g6/g6e/p4d/p5/p5en types only")
+            )
+    for key, value in pool.labels.items():
+        if key in RESERVED_LABELS:
+            out.append(Problem(f"{at}.labels.{key}", "set by the platform from the catalog; choose another key"))
+        elif not _LABEL_KEY.match(key) or not catalog.is_label_value(value):
+            out.append(Problem(f"{at}.labels.{key}", f"{key}={value!r} is not a valid Kubernetes label"))
+    for field, value in (("expireAfter", pool.expire_after), ("terminationGracePeriod", pool.termination_grace_period),
+                         ("consolidateAfter", pool.consolidate_after)):  # fmt: skip
+        if not _DURATION.match(value) and not (field == "expireAfter" and value == "Never"):
+            out.append(Problem(f"{at}.{field}", f"got {value!r}; expected a duration such as 720h or 10m"))
+    if not _BUDGET.match(pool.disruption_budget):
+        out.append(Problem(f"{at}.disruptionBudget", f"got {pool.disruption_budget!r}; expected a count or 0-100%"))
+    return out
+
+
+def _known_types(at: str, pool: NodePoolSettings, out: list[Problem]) -> list[catalog.InstanceType]:
+    found = []
+    for i, name in enumerate(pool.instance_types):
+        try:
+            found.append(catalog.instance(name))
+        except catalog.CatalogError as err:
+            out.append(Problem(f"{at}.instanceTypes[{i}]", str(err)))
+    if len(set(pool.instance_types)) != len(pool.instance_types):
+        out.append(Problem(f"{at}.instanceTypes", "lists a type twice"))
+    return found
+
+
+def _vendor_problems(at: str, pool: NodePoolSettings, types: list[catalog.InstanceType]) -> list[Problem]:
+    out = []
+    vendors = sorted({t.vendor for t in types})
+    models = sorted({t.accelerator_model or "none" for t in types})
+    if len(vendors) > 1:
+        detail = ", ".join(f"{t.name}={t.vendor}" for t in types)
+        out.append(
+            Problem(f"{at}.instanceTypes", f"mixes vendors ({detail}); one AMI, taint and device plugin per pool")
+        )
+    elif vendors == [catalog.VENDOR_NONE]:
+        out.append(
+            Problem(f"{at}.instanceTypes", "has no accelerators; general-purpose nodes are cluster.systemNodeGroup")
+        )
+    elif len(models) > 1:
+        out.append(
+            Problem(
+                f"{at}.instanceTypes", f"mixes accelerators ({', '.join(models)}); label accelerator-model must hold"
+            )
+        )
+    if pool.efa:
+        without = [t.name for t in types if not t.efa_capable]
+        if without:
+            out.append(Problem(f"{at}.efa", f"EFA requested but {', '.join(without)}: no EFA interface"))
+    return out
+
+
+def _capacity_problems(at: str, pool: NodePoolSettings, karpenter: bool) -> list[Problem]:
+    out = []
+    kinds = pool.capacity_types
+    if len(set(kinds)) != len(kinds):
+        out.append(Problem(f"{at}.capacityTypes", "lists a capacity type twice"))
+    if "spot" in kinds and "capacity-block" in kinds:
+        out.append(
+            Problem(f"{at}.capacityTypes", "spot cannot be combined with capacity-block (a prepaid, fixed-term block)")
+        )
+    if not karpenter and len(set(kinds)) > 1:
+        out.append(
+            Problem(
+                f"{at}.capacityTypes",
+                "a managed node group takes one capacity type; use cluster.provisioning: karpenter for fallbacks",
+            )
+        )
+    reserved = [k for k in kinds if k in ("reservation", "capacity-block")]
+    if reserved and not pool.reservation_ids:
+        out.append(
+            Problem(
+                f"{at}.reservationIds", f"capacity type {reserved[0]} needs the id of its capacity reservation (cr-...)"
+            )
+        )
+    if pool.reservation_ids and not reserved:
+        out.append(Problem(f"{at}.reservationIds", "given without capacity type reservation or capacity-block"))
+    if not karpenter and len(pool.reservation_ids) > 1:
+        out.append(
+            Problem(f"{at}.reservationIds", "a managed node group targets one reservation; use Karpenter for more")
+        )
+    for i, rid in enumerate(pool.reservation_ids):
+        if not _RESERVATION_ID.match(rid):
+            out.append(Problem(f"{at}.reservationIds[{i}]", f"got {rid!r}; expected cr- followed by 17 hex digits"))
+    return out
+
+
+def _zone_problems(
+    at: str, pool: NodePoolSettings, types: list[catalog.InstanceType], zones: list[str] | None
+) -> list[Problem]:
+    out = []
+    wanted = pool.availability_zones
+    if wanted is None:
+        return out
+    if not wanted:
+        out.append(Problem(f"{at}.availabilityZones", "is empty; omit it to use every cluster zone"))
+    for i, zone in enumerate(wanted):
+        if zones is not None and zone not in zones:
+            out.append(
+                Problem(f"{at}.availabilityZones[{i}]", f"got {zone!r}; the cluster's zones are {', '.join(zones)}")
+            )
+    efa = pool.efa if pool.efa is not None else bool(types) and all(t.efa_by_default for t in types)
+    if efa and len(wanted) > 1:
+        out.append(Problem(f"{at}.availabilityZones", "an EFA pool lives in one zone (cluster placement group)"))
+    return out
+
+
+def _cluster_zones(ctx: CheckContext) -> list[str] | None:
+    """The zones the foundation will use, as far as settings can know them."""
+    network = ctx.sections.get("network")
+    if network is None or ctx.region is None:
+        return None
+    explicit = getattr(network, "availability_zones", None)
+    return list(explicit) if explicit else sorted(ctx.region.zones)[: network.az_count]  # type: ignore[attr-defined]

@@ -1,0 +1,462 @@
+"""``inference-platform:serving``: what the inference pods serve and how Triton + TensorRT-LLM serve it.
+
+The model repository renderer, the engine builder (``prepare``), the image entrypoint and ``smoke``
+all read this one section. Checks that need the serving accelerator (precision support, TP x PP per
+node, memory fit) are plain functions of an EC2 instance-type name, ``accelerator_problems``, so the
+node-pool section can run them for its pools; here they run when a ``nodePools`` section exposing
+``instance_types(pool)`` is present (see ``NodePoolLookup``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import ClassVar, Literal, Protocol, runtime_checkable
+
+from pydantic import Field, field_validator
+
+from components import catalog, models
+from components.catalog import CatalogError
+from components.models import ModelArchitecture, UnknownModelError
+from infra.settings.base import CheckContext, Problem, Section
+
+DEFAULT_MODEL = "Llama-3.1-8B"
+DEFAULT_NODE_POOL = "inference"
+DEFAULT_MAX_BATCH_SIZE = 64
+DEFAULT_MAX_INPUT_LEN = 4096
+DEFAULT_MAX_SEQ_LEN = 8192
+DEFAULT_MAX_NUM_TOKENS = 8192
+DEFAULT_KV_FREE_FRACTION = models.KV_CACHE_FREE_MEMORY_FRACTION
+DEFAULT_API_KEY_HEADER = "x-api-key"
+# Where the Secrets Store CSI driver mounts the API key (the rollout mounts the secret here).
+DEFAULT_API_KEY_FILE = "/mnt/secrets/inference/api-key"
+# Every Triton API group except health: kubelet probes and load-balancer health checks carry no key.
+DEFAULT_RESTRICTED_APIS = (
+    "inference",
+    "metadata",
+    "model-config",
+    "model-repository",
+    "shared-memory",
+    "statistics",
+    "trace",
+    "logging",
+)
+# The groups tritonserver accepts in --http-restricted-api / --grpc-restricted-protocol (2.51 --help).
+TRITON_API_GROUPS = (*DEFAULT_RESTRICTED_APIS, "health")
+
+Backend = Literal["tensorrtllm", "neuron"]
+BACKEND_VENDORS: dict[str, str] = {"tensorrtllm": catalog.VENDOR_NVIDIA, "neuron": catalog.VENDOR_NEURON}
+KvDtype = Literal["auto", "fp16", "bf16", "fp8", "int8"]
+
+# HTTP/2 and HTTP/1.1 both accept a lower-case token; gRPC metadata keys must be lower case.
+_HEADER = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
+_S3_URI = re.compile(r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/[^\s]+$")
+
+
+@runtime_checkable
+class NodePoolLookup(Protocol):
+    """What the ``nodePools`` section must offer for the accelerator checks to run in settings."""
+
+    def instance_types(self, pool: str) -> Sequence[str] | None:
+        """EC2 instance types of ``pool`` (every one must run the model), or None if no such pool."""
+        ...
+
+
+class CustomArchitecture(Section):
+    """A model the catalog (components/models.py) does not know, described by its shape."""
+
+    layers: int = Field(gt=0)
+    """Required. Transformer layers."""
+    hidden_size: int = Field(gt=0)
+    """Required. Model (embedding) width."""
+    attention_heads: int = Field(gt=0)
+    """Required. Query heads."""
+    params_total: float = Field(gt=0)
+    """Required. Parameters, all experts included (8.03e9 for Llama-3.1-8B)."""
+    params_active: float | None = Field(default=None, gt=0)
+    """Default: all parameters (dense). Parameters one token uses (MoE)."""
+    attention: Literal["gqa", "mla"] = "gqa"
+    """Default ``gqa``. ``mla`` needs kvLoraRank and ropeHeadDim; ``gqa`` needs kvHeads and headDim."""
+    kv_heads: int = Field(default=0, ge=0)
+    """Default 0. KV heads (GQA)."""
+    head_dim: int = Field(default=0, ge=0)
+    """Default 0. Per-head width (GQA)."""
+    kv_lora_rank: int = Field(default=0, ge=0)
+    """Default 0. Compressed KV width (MLA)."""
+    rope_head_dim: int = Field(default=0, ge=0)
+    """Default 0. Decoupled RoPE width (MLA)."""
+    routed_experts: int = Field(default=0, ge=0)
+    """Default 0 (dense). Routed experts per MoE layer."""
+    active_experts: int = Field(default=0, ge=0)
+    """Default 0. Routed experts per token."""
+    shared_experts: int = Field(default=0, ge=0)
+    """Default 0. Always-active experts."""
+    vocab_size: int = Field(default=0, ge=0)
+    """Default 0 (unknown: every parameter counts as quantizable body)."""
+    tied_embeddings: bool = False
+    """Default ``false``."""
+
+    def to_architecture(self, name: str) -> ModelArchitecture:
+        """The sizing model; raises ValueError naming every inconsistency."""
+        return ModelArchitecture(name=name, source="serving.architecture", **self.model_dump())
+
+
+class BatchingSettings(Section):
+    scheduler_policy: Literal["max_utilization", "guaranteed_no_evict"] = "guaranteed_no_evict"
+    """Default ``guaranteed_no_evict`` (a started request is never paused). ``max_utilization`` packs more
+    requests per iteration and may pause some when the KV cache runs out."""
+    max_queue_delay_microseconds: int = Field(default=0, ge=0, le=1_000_000)
+    """Default 0. How long Triton holds a request to batch it with others (0-1,000,000 us)."""
+    max_queue_size: int = Field(default=0, ge=0)
+    """Default 0 (unbounded). Requests queued beyond this are rejected at once instead of waiting."""
+
+
+class KvCacheSettings(Section):
+    free_gpu_mem_fraction: float = Field(default=DEFAULT_KV_FREE_FRACTION, gt=0, lt=1)
+    """Default 0.9. Share of the accelerator memory left after weights that the paged KV cache takes."""
+    enable_reuse: bool = True
+    """Default ``true``. Reuse KV blocks of shared prompt prefixes (system prompts)."""
+    enable_chunked_context: bool = True
+    """Default ``true``. Split long prefills into maxNumTokens chunks interleaved with decode steps."""
+    dtype: KvDtype = "auto"
+    """Default ``auto`` (the activation dtype, fp16). ``fp8`` halves the cache (sm89+ only); ``int8``."""
+    max_tokens: int | None = Field(default=None, gt=0)
+    """Default: no cap beyond freeGpuMemFraction. Upper bound on KV-cache tokens."""
+
+    def resolved_dtype(self) -> str:
+        return models.DEFAULT_KV_DTYPE if self.dtype == "auto" else self.dtype
+
+
+class SpeculativeSettings(Section):
+    mode: Literal["none", "medusa", "eagle"] = "none"
+    """Default ``none``. ``medusa``/``eagle`` need a checkpoint with those heads; both are built into
+    the target engine (a separate draft model is not supported)."""
+    draft_length: int | None = Field(default=None, ge=1, le=64)
+    """Required with a mode, 1-64. Draft tokens verified per step (the engine's max_draft_len)."""
+
+
+class GuidedDecodingSettings(Section):
+    backend: Literal["none", "xgrammar"] = "none"
+    """Default ``none``. ``xgrammar`` enables json / json_schema / regex / ebnf_grammar guides
+    (request inputs guided_decoding_guide_type and guided_decoding_guide)."""
+
+
+class InstanceSettings(Section):
+    preprocessing: int = Field(default=4, ge=1, le=64)
+    """Default 4. Tokenizer instances (CPU)."""
+    postprocessing: int = Field(default=4, ge=1, le=64)
+    """Default 4. Detokenizer instances (CPU)."""
+    bls: int = Field(default=4, ge=1, le=256)
+    """Default 4. tensorrt_llm_bls instances: each holds one request at a time."""
+
+
+class TokenizerSettings(Section):
+    add_special_tokens: bool = True
+    """Default ``true``. Prepend the tokenizer's BOS (Llama 3: <|begin_of_text|>)."""
+    skip_special_tokens: bool = True
+    """Default ``true``. Drop special tokens from text_output."""
+
+
+class ServerSettings(Section):
+    model_control_mode: Literal["none", "explicit"] = "none"
+    """Default ``none`` (load the whole repository at start). ``explicit`` loads the five models by name
+    and enables the load/unload API, which auth must then protect (model-repository)."""
+    metrics_interval_ms: int = Field(default=1000, ge=100, le=60_000)
+    """Default 1000. Prometheus metrics refresh period."""
+    model_load_thread_count: int = Field(default=2, ge=1, le=32)
+    """Default 2."""
+    exit_timeout_seconds: int = Field(default=30, ge=0, le=3600)
+    """Default 30. How long tritonserver waits for in-flight requests on SIGTERM (keep it below the
+    pod's terminationGracePeriodSeconds)."""
+    log_verbose: int = Field(default=0, ge=0, le=3)
+    """Default 0."""
+
+
+class AuthSettings(Section):
+    enabled: bool = False
+    """Default ``false``; production requires ``true``. Reject requests without the API key header."""
+    header: str = DEFAULT_API_KEY_HEADER
+    """Default ``x-api-key``. Lower-case header name carrying the key (HTTP header and gRPC metadata)."""
+    key_file: str | None = DEFAULT_API_KEY_FILE
+    """Default ``/mnt/secrets/inference/api-key``: the file the secrets CSI driver mounts. The key is
+    never written in a manifest or stack file."""
+    key_env: str | None = None
+    """Default unset. Environment variable holding the key instead of keyFile (a CSI-synced Secret)."""
+    restricted_apis: list[str] = Field(default_factory=lambda: list(DEFAULT_RESTRICTED_APIS))
+    """Default: every API group except ``health``. Allowed: inference, metadata, model-config,
+    model-repository, shared-memory, statistics, trace, logging, health."""
+
+    @field_validator("header")
+    @classmethod
+    def _header(cls, header: str) -> str:
+        if not _HEADER.match(header):
+            raise ValueError("expected a lower-case header name of letters, digits and '-'")
+        return header
+
+    @field_validator("restricted_apis")
+    @classmethod
+    def _apis(cls, apis: list[str]) -> list[str]:
+        unknown = [a for a in apis if a not in TRITON_API_GROUPS]
+        if unknown or not apis or len(set(apis)) != len(apis):
+            raise ValueError(f"expected distinct API groups from {', '.join(TRITON_API_GROUPS)}")
+        return apis
+
+
+class SloSettings(Section):
+    ttft_p50_ms: float = Field(default=500, gt=0)
+    """Default 500. Median time to first token, measured by ``inferctl smoke``."""
+    ttft_p95_ms: float = Field(default=2000, gt=0)
+    """Default 2000. 95th-percentile time to first token."""
+    itl_p50_ms: float = Field(default=50, gt=0)
+    """Default 50. Median inter-token latency."""
+    min_output_tokens_per_second: float = Field(default=20, gt=0)
+    """Default 20. Median per-request output rate (tokens after the first / decode time)."""
+
+
+class ArtifactSettings(Section):
+    engine_uri: str | None = None
+    """Default unset (the rollout passes it). ``s3://<bucket>/<prefix>/`` of the built engine version."""
+    tokenizer_uri: str | None = None
+    """Default unset. ``s3://...`` of the tokenizer version (tokenizer.json, its configs)."""
+
+    @field_validator("engine_uri", "tokenizer_uri")
+    @classmethod
+    def _uri(cls, uri: str | None) -> str | None:
+        if uri is not None and not _S3_URI.match(uri):
+            raise ValueError("expected s3://<bucket>/<prefix>/")
+        return uri
+
+
+class ServingSettings(Section):
+    key: ClassVar[str] = "serving"
+
+    node_pool: str = DEFAULT_NODE_POOL
+    """Default ``inference``. Name of the node pool (nodePools section) whose nodes serve the model."""
+    backend: Backend = "tensorrtllm"
+    """Default ``tensorrtllm`` (NVIDIA GPUs). ``neuron`` serves on AWS Inferentia2/Trainium through the
+    neuron_llm Python model; the pool's accelerators must match."""
+    model: str = DEFAULT_MODEL
+    """Default ``Llama-3.1-8B``. A name from components/models.py, or any name with ``architecture``."""
+    architecture: CustomArchitecture | None = None
+    """Default unset. Shape of a model the catalog does not know (required for such a model)."""
+    checkpoint: str | None = None
+    """Default unset. Hugging Face model id or local/s3 path of the weights ``prepare`` builds from."""
+    precision: Literal[catalog.PRECISIONS] = catalog.BF16  # type: ignore[valid-type]
+    """Default ``bf16``. One of fp32, fp16, bf16, fp8, fp4, int8, int8_weight_only, int4_awq,
+    int4_weight_only; the pool's accelerator must run it (fp8 needs sm89+, fp4 sm100)."""
+    tensor_parallel: int = Field(default=1, ge=1, le=64)
+    """Default 1. Ranks each layer is split over (GPUs, or NeuronCores on Neuron)."""
+    pipeline_parallel: int = Field(default=1, ge=1, le=16)
+    """Default 1. Pipeline stages."""
+    nodes: int = Field(default=1, ge=1, le=16)
+    """Default 1 (single node). Nodes one replica spans (multi-node: a LeaderWorkerSet of this size);
+    tensorParallel x pipelineParallel must divide evenly over them."""
+    max_batch_size: int = Field(default=DEFAULT_MAX_BATCH_SIZE, ge=1, le=4096)
+    """Default 64. Sequences in flight per replica (engine build and Triton max_batch_size)."""
+    max_input_len: int = Field(default=DEFAULT_MAX_INPUT_LEN, ge=1)
+    """Default 4096. Longest prompt in tokens."""
+    max_seq_len: int = Field(default=DEFAULT_MAX_SEQ_LEN, ge=2)
+    """Default 8192. Longest prompt + output in tokens; above maxInputLen."""
+    max_num_tokens: int = Field(default=DEFAULT_MAX_NUM_TOKENS, ge=1)
+    """Default 8192. Tokens one engine iteration processes (prefill chunk + decodes)."""
+    max_beam_width: int = Field(default=1, ge=1, le=8)
+    """Default 1 (sampling). Beam search width the engine is built for."""
+    batching: BatchingSettings = Field(default_factory=BatchingSettings)
+    kv_cache: KvCacheSettings = Field(default_factory=KvCacheSettings)
+    streaming: bool = True
+    """Default ``true``: decoupled models, /generate_stream and gRPC streaming (TTFT is measurable)."""
+    exclude_input_in_output: bool = True
+    """Default ``true``: text_output holds only the completion."""
+    speculative: SpeculativeSettings = Field(default_factory=SpeculativeSettings)
+    guided_decoding: GuidedDecodingSettings = Field(default_factory=GuidedDecodingSettings)
+    instances: InstanceSettings = Field(default_factory=InstanceSettings)
+    tokenizer: TokenizerSettings = Field(default_factory=TokenizerSettings)
+    server: ServerSettings = Field(default_factory=ServerSettings)
+    auth: AuthSettings = Field(default_factory=AuthSettings)
+    slo: SloSettings = Field(default_factory=SloSettings)
+    artifacts: ArtifactSettings = Field(default_factory=ArtifactSettings)
+
+    @property
+    def world_size(self) -> int:
+        """MPI ranks of one replica (TP x PP)."""
+        return self.tensor_parallel * self.pipeline_parallel
+
+    @property
+    def ranks_per_node(self) -> int:
+        return self.world_size // self.nodes
+
+    @property
+    def llm_model_name(self) -> str:
+        """The repository's LLM step: NVIDIA's name on GPUs, ``neuron_llm`` on Neuron."""
+        return "neuron_llm" if self.backend == "neuron" else "tensorrt_llm"
+
+    def resolved_architecture(self) -> ModelArchitecture:
+        """The sizing model: the custom block if given, else the catalog entry (raises if unknown)."""
+        if self.architecture is not None:
+            return self.architecture.to_architecture(self.model)
+        return models.architecture(self.model)
+
+    def problems(self, ctx: CheckContext) -> list[Problem]:
+        out = self.shape_problems()
+        if ctx.production and not self.auth.enabled:
+            out.append(Problem("serving.auth.enabled", "production serves a public API: set true"))
+        pools = ctx.sections.get("nodePools")
+        if isinstance(pools, NodePoolLookup) and not out:
+            types = pools.instance_types(self.node_pool)
+            if types is None:
+                out.append(Problem("serving.nodePool", f"no node pool named {self.node_pool!r} in nodePools"))
+            else:
+                for instance_type in types:
+                    out += accelerator_problems(self, instance_type)
+        return out
+
+    def shape_problems(self) -> list[Problem]:
+        """Everything checkable without knowing the accelerator."""
+        out: list[Problem] = []
+        arch = self._architecture_problem(out)
+        if arch is not None:
+            problem = arch.tp_problem(self.tensor_parallel)
+            if problem:
+                out.append(Problem("serving.tensorParallel", f"got {self.tensor_parallel}; {arch.name}: {problem}"))
+        if self.world_size % self.nodes:
+            out.append(
+                Problem(
+                    "serving.nodes",
+                    f"got {self.nodes}; tensorParallel x pipelineParallel = {self.world_size} ranks "
+                    "must split evenly over the nodes",
+                )
+            )
+        if self.max_input_len >= self.max_seq_len:
+            out.append(
+                Problem(
+                    "serving.maxInputLen",
+                    f"got {self.max_input_len}; must be below maxSeqLen ({self.max_seq_len}) to leave room for output",
+                )
+            )
+        if not self.kv_cache.enable_chunked_context and self.max_num_tokens < self.max_input_len:
+            out.append(
+                Problem(
+                    "serving.maxNumTokens",
+                    f"got {self.max_num_tokens}; without kvCache.enableChunkedContext a whole prompt "
+                    f"(maxInputLen {self.max_input_len}) must fit one iteration",
+                )
+            )
+        if self.speculative.mode != "none" and self.speculative.draft_length is None:
+            out.append(
+                Problem("serving.speculative.draftLength", f"missing; required with mode {self.speculative.mode}")
+            )
+        if self.speculative.mode == "none" and self.speculative.draft_length is not None:
+            out.append(Problem("serving.speculative.draftLength", "set without a speculative mode"))
+        if self.speculative.mode != "none" and self.max_beam_width > 1:
+            out.append(Problem("serving.maxBeamWidth", "speculative decoding runs with beam width 1 only"))
+        if self.backend == "neuron":
+            out += self._neuron_problems()
+        if self.slo.ttft_p95_ms < self.slo.ttft_p50_ms:
+            out.append(
+                Problem(
+                    "serving.slo.ttftP95Ms", f"got {self.slo.ttft_p95_ms}; below ttftP50Ms ({self.slo.ttft_p50_ms})"
+                )
+            )
+        if self.auth.enabled and (self.auth.key_file is None) == (self.auth.key_env is None):
+            out.append(Problem("serving.auth", "set exactly one of keyFile and keyEnv"))
+        explicit = self.server.model_control_mode == "explicit"
+        if self.auth.enabled and explicit and "model-repository" not in self.auth.restricted_apis:
+            out.append(
+                Problem(
+                    "serving.auth.restrictedApis",
+                    "explicit model control opens the load/unload API: restrict model-repository",
+                )
+            )
+        return out
+
+    def _architecture_problem(self, out: list[Problem]) -> ModelArchitecture | None:
+        try:
+            return self.resolved_architecture()
+        except UnknownModelError as err:
+            out.append(Problem("serving.model", f"{err}; or describe it under serving.architecture"))
+        except ValueError as err:
+            out.append(Problem("serving.architecture", str(err)))
+        return None
+
+    def _neuron_problems(self) -> list[Problem]:
+        out = []
+        if self.speculative.mode != "none":
+            out.append(Problem("serving.speculative.mode", f"{self.speculative.mode} is not available on Neuron"))
+        if self.guided_decoding.backend != "none":
+            out.append(Problem("serving.guidedDecoding.backend", "xgrammar is not available on Neuron"))
+        if self.max_beam_width > 1:
+            out.append(Problem("serving.maxBeamWidth", "beam search is not available on Neuron"))
+        if self.nodes > 1:
+            out.append(Problem("serving.nodes", "the Neuron path serves from one node"))
+        return out
+
+
+def accelerator_problems(serving: ServingSettings, instance_type: str) -> list[Problem]:
+    """Why ``instance_type`` cannot serve ``serving`` (empty when it can).
+
+    Checks: an accelerator of the backend's vendor; the precision and KV-cache dtype on it; TP x PP
+    within the node's GPUs/NeuronCores (times ``nodes``); the weights and at least one maxSeqLen
+    sequence of KV cache in each unit's memory. Problems name the serving keys to change.
+    """
+    try:
+        node = catalog.instance(instance_type)
+    except CatalogError as err:
+        return [Problem("serving.nodePool", str(err))]
+    accel = node.accelerator
+    vendor = BACKEND_VENDORS[serving.backend]
+    if accel is None or node.vendor != vendor:
+        return [
+            Problem(
+                "serving.backend",
+                f"{serving.backend} needs {vendor} accelerators; {node.name} has {node.accelerator_model or 'none'}",
+            )
+        ]
+    where = f"{node.name} ({accel.model}, {accel.architecture})"
+    out = []
+    for key, dtype in (
+        ("serving.precision", serving.precision),
+        ("serving.kvCache.dtype", serving.kv_cache.resolved_dtype()),
+    ):
+        if not catalog.supports_precision(node, dtype):
+            out.append(Problem(key, f"{dtype} does not run on {where}; it runs {', '.join(sorted(node.precisions))}"))
+    per_node = node.max_tensor_parallel
+    unit = "NeuronCores" if node.vendor == catalog.VENDOR_NEURON else "GPUs"
+    if serving.ranks_per_node > per_node:
+        hint = "" if serving.nodes > 1 else " and no multi-node set (serving.nodes: 1)"
+        out.append(
+            Problem(
+                "serving.tensorParallel",
+                f"tensorParallel x pipelineParallel = {serving.world_size} ranks over {serving.nodes} node(s) needs "
+                f"{serving.ranks_per_node} {unit} per node; {node.name} has {per_node}{hint}",
+            )
+        )
+    if not out:
+        out += _memory_problems(serving, node)
+    return out
+
+
+def _memory_problems(serving: ServingSettings, node: catalog.InstanceType) -> list[Problem]:
+    accel = node.accelerator
+    assert accel is not None  # accelerator_problems checked it
+    try:
+        arch = serving.resolved_architecture()
+    except (UnknownModelError, ValueError):
+        return []  # reported by shape_problems
+    units = serving.world_size
+    unit_memory = accel.memory_bytes / accel.tensor_parallel_units
+    weights = models.weight_bytes(arch, serving.precision) / units
+    kv_per_token = models.kv_bytes_per_token(arch, serving.kv_cache.resolved_dtype()) / (
+        arch.kv_shards(serving.tensor_parallel) * serving.pipeline_parallel
+    )
+    kv_space = (unit_memory - weights) * serving.kv_cache.free_gpu_mem_fraction
+    tokens = int(kv_space // kv_per_token) if kv_space > 0 else 0
+    if tokens >= serving.max_seq_len:
+        return []
+    return [
+        Problem(
+            "serving.tensorParallel",
+            f"{arch.name} at {serving.precision} over {units} unit(s) of {node.name}: {weights / 1e9:.1f} GB of "
+            f"weights per unit leave KV cache for {tokens} tokens, less than one maxSeqLen sequence "
+            f"({serving.max_seq_len}); raise tensorParallel/pipelineParallel or lower the precision",
+        )
+    ]

@@ -1,0 +1,78 @@
+"""IAM rule: no ``"Action": "*"`` anywhere, and no write action on ``"Resource": "*"``.
+
+Only read-only verbs (Describe, Get, List...) may apply to every resource: AWS offers no resource
+scoping for many of them. Anything else on ``"*"`` (including ``NotResource``) must name its
+resources or be written as a condition-scoped statement on resource ARNs. Key policies are KMS's
+own rule (kms-no-wildcard-principal); trust policies carry no resources.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
+
+from policies.props import as_document, as_list, get, statements
+
+POLICY_TYPES = frozenset(
+    {
+        "aws:iam/policy:Policy",
+        "aws:iam/rolePolicy:RolePolicy",
+        "aws:iam/userPolicy:UserPolicy",
+        "aws:iam/groupPolicy:GroupPolicy",
+    }
+)
+ROLE = "aws:iam/role:Role"
+READ_VERBS = ("Describe", "Get", "List", "BatchGet", "Search", "View", "Lookup", "Query", "Scan", "Select")
+
+
+def is_read_only(action: str) -> bool:
+    """``ec2:DescribeImages`` and ``ec2:Describe*`` are reads; ``s3:*`` and ``ec2:Create*`` are not."""
+    if ":" not in action:
+        return False
+    verb = action.split(":", 1)[1]
+    return verb not in ("", "*") and verb.startswith(READ_VERBS)
+
+
+def problems(document: dict[str, Any] | None) -> list[str]:
+    out = []
+    for i, statement in enumerate(statements(document)):
+        if statement.get("Effect") != "Allow":
+            continue
+        sid = str(statement.get("Sid", f"#{i}"))
+        actions = [str(a) for a in as_list(statement.get("Action"))]
+        if "NotAction" in statement:
+            out.append(f"statement {sid} allows NotAction (everything but a list)")
+        if any(a in ("*", "*:*") for a in actions):
+            out.append(f"statement {sid} allows Action '*'")
+            continue
+        everything = "NotResource" in statement or "*" in as_list(statement.get("Resource"))
+        writes = [a for a in actions if not is_read_only(a)]
+        if everything and writes:
+            out.append(f"statement {sid} allows {', '.join(writes)} on every resource ('*')")
+    return out
+
+
+def _documents(args: ResourceValidationArgs) -> Iterator[dict[str, Any] | None]:
+    if args.resource_type in POLICY_TYPES:
+        yield as_document(get(args.props, "policy"))
+    elif args.resource_type == ROLE:
+        for inline in as_list(get(args.props, "inlinePolicies")):
+            yield as_document(get(inline, "policy"))
+
+
+def _no_wildcards(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    for document in _documents(args):
+        for problem in problems(document):
+            report(problem)
+
+
+POLICIES = [
+    ResourceValidationPolicy(
+        name="iam-no-wildcard-write",
+        description="IAM policies never allow Action '*' nor write actions on Resource '*'.",
+        validate=_no_wildcards,
+        enforcement_level=EnforcementLevel.MANDATORY,
+    ),
+]

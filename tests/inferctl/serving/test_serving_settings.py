@@ -1,0 +1,218 @@
+"""The ``serving`` settings section: stack values, every problem named by key, accelerator checks."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+import yaml
+
+from components import models
+from inferctl import stack_settings
+from inferctl.errors import CommandError
+from inferctl.stack_settings import REPO_ROOT as REPO
+from infra.settings import SettingsError, load_settings
+from infra.settings.base import CheckContext, validation_problems
+from infra.settings.serving import NodePoolLookup, ServingSettings, accelerator_problems
+
+BASE = {"tags": {"owner": "team", "costCenter": "cc"}}
+
+
+def _load(serving: dict[str, Any], *, environment: str = "development") -> Any:
+    return load_settings(
+        {**BASE, "environment": environment, "serving": serving}, project="p", stack="s", region="us-east-1"
+    )
+
+
+def _problems(serving: dict[str, Any], **kwargs: Any) -> list[str]:
+    with pytest.raises(SettingsError) as err:
+        _load(serving, **kwargs)
+    return [str(p) for p in err.value.problems]
+
+
+def test_every_stack_has_a_valid_serving_section():
+    dev, prod, npu = (stack_settings.load(s).serving for s in ("dev", "prod", "npu"))
+    assert (dev.model, dev.precision, dev.tensor_parallel, dev.backend) == ("Llama-3.1-8B", "fp8", 1, "tensorrtllm")
+    assert (prod.model, prod.precision, prod.tensor_parallel) == ("Llama-3.1-70B", "fp8", 4)
+    assert (npu.backend, npu.precision, npu.tensor_parallel, npu.llm_model_name) == ("neuron", "bf16", 8, "neuron_llm")
+    assert prod.auth.enabled and npu.auth.enabled and not dev.auth.enabled
+
+
+@pytest.mark.parametrize(
+    ("stack", "pools"),
+    [
+        ("dev", ["g6.xlarge", "g6.2xlarge"]),
+        ("prod", ["p5.48xlarge", "p5en.48xlarge"]),
+        ("npu", ["inf2.24xlarge", "inf2.48xlarge"]),
+    ],
+)
+def test_each_stack_fits_its_intended_accelerators(stack, pools):
+    serving = stack_settings.load(stack).serving
+    for instance_type in pools:
+        assert accelerator_problems(serving, instance_type) == [], instance_type
+
+
+def test_prod_tensor_parallel_is_the_smallest_that_leaves_kv_cache_room():
+    prod = stack_settings.load("prod").serving
+    smallest = models.min_tensor_parallel(
+        prod.model, prod.precision, "p5.48xlarge", 0.3, 8192, prod.max_batch_size, prod.kv_cache.dtype
+    )
+    assert prod.tensor_parallel == smallest == 4
+
+
+def test_defaults_are_what_the_docstrings_say():
+    serving = ServingSettings()
+    assert (serving.model, serving.precision, serving.max_batch_size, serving.streaming) == (
+        "Llama-3.1-8B",
+        "bf16",
+        64,
+        True,
+    )
+    assert serving.kv_cache.free_gpu_mem_fraction == 0.9 and serving.batching.scheduler_policy == "guaranteed_no_evict"
+    assert serving.server.model_control_mode == "none" and serving.auth.header == "x-api-key"
+    assert "health" not in serving.auth.restricted_apis
+
+
+def test_unknown_keys_and_bad_values_are_named_by_their_stack_file_path():
+    problems = _problems(
+        {"maxBatchSize": 0, "kvCache": {"freeGpuMemFraction": 1.5, "enableReus": True}, "precison": "fp8"}
+    )
+    assert any(p.startswith("serving.maxBatchSize:") for p in problems)
+    assert any(p.startswith("serving.kvCache.freeGpuMemFraction:") for p in problems)
+    assert any("serving.kvCache.enableReus: unknown key (did you mean 'enableReuse'?)" in p for p in problems)
+    assert any("serving.precison: unknown key (did you mean 'precision'?)" in p for p in problems)
+    assert any(
+        p.startswith("serving.precision:")
+        for p in [str(x) for x in validation_problems(ServingSettings, {"precision": "fp6"}, "serving")]
+    )
+
+
+def test_every_semantic_problem_is_reported_at_once():
+    problems = _problems(
+        {
+            "model": "Llama-3.1-8B",
+            "tensorParallel": 3,
+            "maxInputLen": 9000,
+            "maxSeqLen": 8192,
+            "speculative": {"mode": "medusa"},
+            "slo": {"ttftP50Ms": 900, "ttftP95Ms": 100},
+            "auth": {"enabled": True, "keyFile": None},
+        }
+    )
+    assert "serving.tensorParallel: got 3; Llama-3.1-8B: 32 attention heads do not divide by TP 3" in problems
+    assert any(p.startswith("serving.maxInputLen: got 9000") for p in problems)
+    assert "serving.speculative.draftLength: missing; required with mode medusa" in problems
+    assert any(p.startswith("serving.slo.ttftP95Ms") for p in problems)
+    assert "serving.auth: set exactly one of keyFile and keyEnv" in problems
+
+
+def test_an_unknown_model_needs_its_architecture():
+    problems = _problems({"model": "Acme-13B"})
+    assert any(
+        p.startswith("serving.model: unknown model 'Acme-13B'") and "serving.architecture" in p for p in problems
+    )
+    custom = {
+        "model": "Acme-13B",
+        "architecture": {
+            "layers": 40,
+            "hiddenSize": 5120,
+            "attentionHeads": 40,
+            "kvHeads": 8,
+            "headDim": 128,
+            "paramsTotal": 13e9,
+            "vocabSize": 32000,
+        },
+    }
+    settings = _load(custom)
+    assert settings.serving.resolved_architecture().layers == 40
+    broken = {**custom, "architecture": {**custom["architecture"], "kvHeads": 7}}
+    assert any(p.startswith("serving.architecture:") and "multiple of kv_heads" in p for p in _problems(broken))
+
+
+def test_production_requires_api_keys():
+    assert "serving.auth.enabled: production serves a public API: set true" in _problems({}, environment="production")
+
+
+def test_neuron_refuses_what_its_serving_path_lacks():
+    problems = _problems(
+        {
+            "backend": "neuron",
+            "guidedDecoding": {"backend": "xgrammar"},
+            "speculative": {"mode": "eagle", "draftLength": 3},
+        }
+    )
+    assert "serving.guidedDecoding.backend: xgrammar is not available on Neuron" in problems
+    assert "serving.speculative.mode: eagle is not available on Neuron" in problems
+
+
+@pytest.mark.parametrize(
+    ("serving", "instance_type", "expected"),
+    [
+        ({"precision": "fp8"}, "g5.xlarge", "serving.precision: fp8 does not run on g5.xlarge (a10g, sm86)"),
+        ({"precision": "bf16", "kvCache": {"dtype": "fp8"}}, "g5.12xlarge", "serving.kvCache.dtype: fp8 does not run"),
+        ({"tensorParallel": 8}, "g6.12xlarge", "needs 8 GPUs per node; g6.12xlarge has 4 and no multi-node set"),
+        ({"tensorParallel": 4, "pipelineParallel": 2}, "g6.12xlarge", "= 8 ranks over 1 node(s)"),
+        ({"model": "Llama-3.1-70B", "precision": "bf16"}, "g6e.xlarge", "less than one maxSeqLen sequence"),
+        ({"backend": "neuron"}, "g6.xlarge", "serving.backend: neuron needs neuron accelerators"),
+        (
+            {"backend": "neuron", "precision": "fp8"},
+            "inf2.xlarge",
+            "serving.precision: fp8 does not run on inf2.xlarge",
+        ),
+    ],
+)
+def test_accelerator_checks_name_the_serving_key(serving, instance_type, expected):
+    settings = ServingSettings.model_validate(serving)
+    assert any(expected in str(p) for p in accelerator_problems(settings, instance_type)), [
+        str(p) for p in accelerator_problems(settings, instance_type)
+    ]
+
+
+def test_multi_node_spreads_ranks_over_nodes():
+    settings = ServingSettings.model_validate(
+        {"model": "Llama-3.1-405B", "precision": "fp8", "tensorParallel": 8, "pipelineParallel": 2, "nodes": 2}
+    )
+    assert accelerator_problems(settings, "p5.48xlarge") == []
+    uneven = _problems({"tensorParallel": 8, "pipelineParallel": 1, "nodes": 3})
+    assert any(p.startswith("serving.nodes: got 3") for p in uneven)
+
+
+class _Pools:
+    """What the node-pool section must offer (infra.settings.serving.NodePoolLookup)."""
+
+    key = "nodePools"
+
+    def __init__(self, pools: dict[str, Sequence[str]]) -> None:
+        self.pools = pools
+
+    def instance_types(self, pool: str) -> Sequence[str] | None:
+        return self.pools.get(pool)
+
+
+def test_with_a_node_pool_section_the_accelerator_checks_run_in_settings():
+    def ctx(pools: dict[str, Sequence[str]]) -> CheckContext:
+        return CheckContext(stack="s", environment="development", region=None, sections={"nodePools": _Pools(pools)})
+
+    serving = ServingSettings.model_validate({"precision": "fp8", "nodePool": "gpu"})
+    assert serving.problems(ctx({"gpu": ["g6.xlarge", "g6e.xlarge"]})) == []
+    problems = [str(p) for p in serving.problems(ctx({"gpu": ["g6.xlarge", "g5.xlarge"]}))]
+    assert problems and all("g5.xlarge" in p for p in problems)
+    assert [str(p) for p in serving.problems(ctx({"other": ["g6.xlarge"]}))] == [
+        "serving.nodePool: no node pool named 'gpu' in nodePools"
+    ]
+
+
+def test_the_stacks_node_pools_feed_the_accelerator_checks(tmp_path):
+    """Section 5's bad input through the real loader: FP8 on an A10G pool is refused, naming the key."""
+    settings = stack_settings.load("dev")
+    assert isinstance(settings.node_pools, NodePoolLookup)
+    assert settings.node_pools.instance_types(settings.serving.node_pool) == ["g6.xlarge", "g6.2xlarge"]
+    stack = yaml.safe_load((REPO / "stacks" / "Pulumi.dev.yaml").read_text())
+    stack["config"]["inference-platform:nodePools"]["inference"]["instanceTypes"] = ["g5.xlarge"]
+    stack_file = tmp_path / "Pulumi.dev.yaml"
+    stack_file.write_text(yaml.safe_dump(stack))
+    with pytest.raises(CommandError) as err:
+        stack_settings.load("dev", stack_file=stack_file)
+    assert err.value.exit_code == 2
+    assert "serving.precision: fp8 does not run on g5.xlarge (a10g, sm86)" in str(err.value)

@@ -1,0 +1,46 @@
+"""Fixtures: every stack's serving settings and the test tokenizer (a real tokenizer.json)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from inferctl import stack_settings
+from inference_image.runtime.tokenizer import Tokenizer, load_tokenizer
+from inference_image.testing.assets import write_tokenizer
+from infra.settings.serving import ServingSettings
+
+STACKS = ("dev", "prod", "npu")
+
+
+@pytest.fixture(scope="session")
+def serving() -> dict[str, ServingSettings]:
+    return {stack: stack_settings.load(stack).serving for stack in STACKS}
+
+
+@pytest.fixture(scope="session")
+def tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_tokenizer(tmp_path_factory.mktemp("tokenizer"))
+
+
+@pytest.fixture(scope="session")
+def tokenizer(tokenizer_dir: Path) -> Tokenizer:
+    return load_tokenizer(tokenizer_dir)
+
+
+@pytest.fixture
+def aws_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Fake credentials and empty AWS config files: nothing can reach real AWS."""
+    import os
+
+    for name in list(os.environ):
+        if name.startswith("AWS_"):
+            monkeypatch.delenv(name)
+    empty = tmp_path_factory.mktemp("aws-home")
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(empty / "config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(empty / "credentials"))
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")

@@ -1,0 +1,225 @@
+"""Storage and secrets in every shipped stack, as `make plan` runs them; and the secret-leak test: a
+secret injected through config (and the generated API keys) appear nowhere in plain text."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from inferctl.plan.command import make_plan
+from inferctl.plan.engine import ProgramError
+from inferctl.plan.manifests import write_manifests
+from inferctl.plan.report import SECRET_SIG, SECRET_SIG_KEY, to_json
+from inferctl.stack_settings import load as load_stack_settings
+from infra.cluster import build_cluster
+from infra.foundation import build_foundation
+from infra.storage import INFERENCE, MODEL_SYNC, build_storage
+from tests.conftest import STACKS, by_type, one
+
+PRODUCTION = {"dev": False, "prod": True, "npu": True}
+STATEFUL = (
+    "aws:s3/bucket:Bucket",
+    "aws:secretsmanager/secret:Secret",
+    "aws:fsx/lustreFileSystem:LustreFileSystem",
+    "aws:kms/key:Key",
+)
+NGC_KEY = "nvapi-KNOWN-4242-leak-canary"
+HF_TOKEN = "hf_KNOWNleakCanary0042"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_stateful_resources_are_protected_and_retained_exactly_in_production(stack_plan, stack):
+    resources = stack_plan(stack).run.resources
+    stateful = [r for r in resources if r.type in STATEFUL]
+    assert len(by_type(resources, "aws:s3/bucket:Bucket")) == 2
+    assert len(by_type(resources, "aws:secretsmanager/secret:Secret")) >= 2
+    for r in stateful:
+        assert r.protect is PRODUCTION[stack] and r.retain_on_delete is PRODUCTION[stack], r.urn
+    for r in resources:
+        if r.type.startswith("aws:s3/bucket") or r.type == "aws:secretsmanager/secretVersion:SecretVersion":
+            assert r.retain_on_delete is PRODUCTION[stack], r.urn
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_only_development_buckets_may_be_force_destroyed(stack_plan, stack):
+    buckets = by_type(stack_plan(stack).run.resources, "aws:s3/bucket:Bucket")
+    assert all(b.inputs["forceDestroy"] is (stack == "dev") for b in buckets)
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_fsx_cache_and_its_volume_exist_in_production_only(stack_plan, stack):
+    resources = stack_plan(stack).run.resources
+    file_systems = by_type(resources, "aws:fsx/lustreFileSystem:LustreFileSystem")
+    volumes = by_type(resources, "kubernetes:core/v1:PersistentVolume")
+    assert len(file_systems) == len(volumes) == (1 if PRODUCTION[stack] else 0)
+    if file_systems:
+        (link,) = by_type(resources, "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation")
+        bucket = one(resources, "model-store-models").outputs["bucket"]
+        assert link.inputs["dataRepositoryPath"] == f"s3://{bucket}/models/"
+        zone_a = [
+            s
+            for s in by_type(resources, "aws:ec2/subnet:Subnet")
+            if s.inputs["tags"]["tier"] == "private" and s.inputs["availabilityZone"].endswith("a")
+        ]
+        assert file_systems[0].property_dependencies["subnetIds"] == [zone_a[0].urn]
+        fsx = stack_plan(stack).run.outputs["modelCache"]
+        assert fsx["fileSystemId"] == file_systems[0].id
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_workloads_get_their_roles_drivers_and_secret_classes(stack_plan, stack):
+    resources = stack_plan(stack).run.resources
+    bindings = {
+        (r.inputs["namespace"], r.inputs["serviceAccount"])
+        for r in by_type(resources, "aws:eks/podIdentityAssociation:PodIdentityAssociation")
+    }
+    assert {(INFERENCE.namespace, INFERENCE.name), (MODEL_SYNC.namespace, MODEL_SYNC.name)} <= bindings
+    charts = {r.inputs["chart"]: r.inputs["version"] for r in by_type(resources, "kubernetes:helm.sh/v3:Release")}
+    assert charts["secrets-store-csi-driver"] == "1.6.0"
+    assert charts["secrets-store-csi-driver-provider-aws"] == "3.1.1"
+    assert ("aws-fsx-csi-driver" in charts) is PRODUCTION[stack]
+    classes = by_type(resources, "kubernetes:secrets-store.csi.x-k8s.io/v1:SecretProviderClass")
+    # Shipped stacks set no NGC key or HF token, so only the inference servers get secrets (API keys).
+    assert [c.inputs["metadata"]["namespace"] for c in classes] == [INFERENCE.namespace]
+    objects = yaml.safe_load(classes[0].inputs["spec"]["parameters"]["objects"])
+    assert [o["objectAlias"] for o in objects] == ["api-key", "api-key-2"]
+
+
+def test_cluster_objects_use_the_clusters_one_provider(stack_plan):
+    resources = stack_plan("prod").run.resources
+    (provider,) = by_type(resources, "pulumi:providers:kubernetes")
+    prefixes = ("workload-", "secrets-store-csi", "fsx-csi", "inference-secrets")
+    mine = [r for r in resources if r.type.startswith("kubernetes:") and r.name.startswith(prefixes)]
+    assert len(mine) >= 10
+    assert {r.provider for r in mine} == {provider.urn}
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_stack_outputs_name_the_storage_without_any_secret_value(stack_plan, stack):
+    outputs = stack_plan(stack).run.outputs
+    assert outputs["modelStore"]["modelPrefix"] == "models/"
+    assert set(outputs["modelAccessRoleArns"]) == {"reader", "writer"}
+    assert all(arn.startswith("arn:aws:secretsmanager:") for arn in outputs["secretArns"].values())
+
+
+# --- the secret-leak test ---------------------------------------------------------------------------
+
+
+def _without_secrets(value):
+    """Wire-form value with every secret-marked subtree removed: what is stored or shown in clear."""
+    if isinstance(value, dict):
+        if value.get(SECRET_SIG_KEY) == SECRET_SIG:
+            return None
+        return {k: _without_secrets(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_secrets(v) for v in value]
+    return value
+
+
+@pytest.fixture(scope="module")
+def leak_plan(tmp_path_factory, repo):
+    """The prod stack with a known NGC key and HF token set as `secure:` config values."""
+    tmp = tmp_path_factory.mktemp("leak")
+    doc = copy.deepcopy(yaml.safe_load((repo / "stacks" / "Pulumi.prod.yaml").read_text()))
+    doc["config"]["inference-platform:ngcApiKey"] = {"secure": "v1:ciphertext-from-pulumi-config-set-secret"}
+    doc["config"]["inference-platform:hfToken"] = {"secure": "v1:another-ciphertext"}
+    stack_file = tmp / "Pulumi.prod.yaml"
+    stack_file.write_text(yaml.safe_dump(doc))
+    plan = make_plan(repo, "prod", stack_file=stack_file, secret_values={"ngcApiKey": NGC_KEY, "hfToken": HF_TOKEN})
+    manifests = write_manifests(plan.run.resources, tmp / "manifests")
+    return plan, manifests
+
+
+def _known_secrets(plan) -> list[str]:
+    keys = [r.outputs["result"] for r in by_type(plan.run.resources, "random:index/randomPassword:RandomPassword")]
+    assert len(keys) == 2 and all(len(k) == 48 for k in keys)
+    return [NGC_KEY, HF_TOKEN, *keys]
+
+
+def test_injected_secrets_reach_secrets_manager_as_secrets(leak_plan):
+    plan, _ = leak_plan
+    versions = {r.name: r for r in by_type(plan.run.resources, "aws:secretsmanager/secretVersion:SecretVersion")}
+    assert versions["secrets-ngc-api-key-value"].inputs["secretString"] == {
+        SECRET_SIG_KEY: SECRET_SIG,
+        "value": NGC_KEY,
+    }
+    assert versions["secrets-hf-token-value"].inputs["secretString"]["value"] == HF_TOKEN
+    sync = by_type(plan.run.resources, "kubernetes:secrets-store.csi.x-k8s.io/v1:SecretProviderClass")
+    files = {
+        c.inputs["metadata"]["namespace"]: [
+            o["objectAlias"] for o in yaml.safe_load(c.inputs["spec"]["parameters"]["objects"])
+        ]
+        for c in sync
+    }
+    assert files == {"inference": ["api-key", "api-key-2"], "model-sync": ["hf-token", "ngc-api-key"]}
+
+
+def test_no_secret_appears_in_the_plan_json(leak_plan):
+    plan, _ = leak_plan
+    text = json.dumps(to_json(plan))
+    for secret in _known_secrets(plan):
+        assert secret not in text
+    assert "[secret]" in text
+
+
+def test_no_secret_appears_in_any_input_not_marked_secret_or_in_stack_outputs(leak_plan):
+    plan, _ = leak_plan
+    secrets = _known_secrets(plan)
+    for r in plan.run.resources:
+        clear = json.dumps(_without_secrets(r.inputs))
+        assert not [s for s in secrets if s in clear], r.urn
+    clear_outputs = json.dumps(_without_secrets(plan.run.outputs))
+    assert not [s for s in secrets if s in clear_outputs]
+
+
+def test_no_secret_appears_in_a_rendered_manifest(leak_plan):
+    plan, manifests = leak_plan
+    assert len(manifests) >= 8
+    secrets = _known_secrets(plan)
+    for path in manifests:
+        text = Path(path).read_text()
+        assert not [s for s in secrets if s in text], path
+
+
+def test_the_leak_plan_passes_every_policy(leak_plan):
+    plan, _ = leak_plan
+    assert plan.violations == []
+
+
+# --- what build_storage hands the workloads' rollouts ----------------------------------------------
+
+
+def _build(settings, *, storage=True):
+    found = {}
+
+    def program():
+        foundation = build_foundation(settings)
+        compute = build_cluster(settings, foundation)
+        if storage:
+            found["storage"] = build_storage(settings, foundation, compute)
+
+    return program, found
+
+
+def test_rollouts_get_the_model_claim_the_secret_classes_and_the_roles(run_components):
+    program, found = _build(load_stack_settings("prod"))
+    run_components(program, region="us-east-1")
+    storage = found["storage"]
+    assert storage.model_claim == "models" and storage.secret_classes == {INFERENCE: "triton-secrets"}
+    assert storage.cache is not None and storage.store.model_prefix == "models/"
+    assert (storage.inference, storage.model_sync) == (INFERENCE, MODEL_SYNC)
+
+
+def test_a_cache_zone_the_network_does_not_have_stops_before_any_storage_resource(run_components):
+    settings = load_stack_settings("prod")
+    settings = dataclasses.replace(settings, fsx=settings.fsx.model_copy(update={"availability_zone": "us-east-1f"}))
+    before_storage = len(run_components(_build(settings, storage=False)[0], region="us-east-1").resources)
+    with pytest.raises(ProgramError, match=re.escape("fsx.availabilityZone: 'us-east-1f'")) as err:
+        run_components(_build(settings)[0], region="us-east-1")
+    assert err.value.registered == before_storage

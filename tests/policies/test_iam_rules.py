@@ -1,0 +1,57 @@
+"""iam-no-wildcard-write: passing and failing fixtures."""
+
+from __future__ import annotations
+
+import json
+
+import pulumi_aws as aws
+import pytest
+
+from policies.rules.iam import is_read_only, problems
+
+
+def doc(*statements):
+    return {"Version": "2012-10-17", "Statement": list(statements)}
+
+
+@pytest.mark.parametrize(
+    ("action", "read"),
+    [("ec2:DescribeImages", True), ("ec2:Describe*", True), ("s3:GetObject", True), ("pricing:GetProducts", True),
+     ("s3:*", False), ("ec2:Create*", False), ("ec2:RunInstances", False), ("*", False), ("iam:PassRole", False)],
+)  # fmt: skip
+def test_read_only_actions(action, read):
+    assert is_read_only(action) is read
+
+
+def test_documents():
+    assert problems(doc({"Effect": "Allow", "Action": "ec2:Describe*", "Resource": "*"})) == []
+    assert problems(doc({"Effect": "Allow", "Action": "s3:PutObject", "Resource": "arn:aws:s3:::b/*"})) == []
+    assert problems(doc({"Effect": "Deny", "Action": "*", "Resource": "*"})) == []
+    assert problems(doc({"Effect": "Allow", "Action": "*", "Resource": "arn:aws:s3:::b"})) == [
+        "statement #0 allows Action '*'"
+    ]
+    assert "on every resource" in problems(doc({"Sid": "W", "Effect": "Allow", "Action": ["ec2:TerminateInstances"],
+                                                "Resource": "*"}))[0]  # fmt: skip
+    assert "NotAction" in problems(doc({"Effect": "Allow", "NotAction": "iam:*", "Resource": "*"}))[0]
+    assert problems(doc({"Effect": "Allow", "Action": "s3:DeleteObject", "NotResource": "arn:aws:s3:::keep/*"}))
+
+
+def test_scoped_policies_pass_and_wildcards_fail_in_every_policy_kind(violations):
+    scoped = json.dumps(
+        doc({"Effect": "Allow", "Action": "sqs:ReceiveMessage", "Resource": "arn:aws:sqs:us-west-2:1:q"})
+    )
+    admin = json.dumps(doc({"Effect": "Allow", "Action": "*", "Resource": "*"}))
+    writes = json.dumps(doc({"Effect": "Allow", "Action": "s3:*", "Resource": "*"}))
+
+    def good():
+        role = aws.iam.Role("r", assume_role_policy="{}")
+        aws.iam.RolePolicy("ok", role=role.id, policy=scoped)
+
+    def bad():
+        role = aws.iam.Role("inline", assume_role_policy="{}", inline_policies=[{"name": "w", "policy": writes}])
+        aws.iam.RolePolicy("admin", role=role.id, policy=admin)
+        aws.iam.Policy("managed", policy=writes)
+
+    assert violations(good, "iam-no-wildcard-write") == []
+    found = violations(bad, "iam-no-wildcard-write")
+    assert sorted(v.urn.rsplit("::", 1)[1] for v in found) == ["admin", "inline", "managed"]
