@@ -41,17 +41,8 @@ _names = itertools.count()
 
 
 @pytest.fixture(autouse=True)
-def aws_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
-    for name in list(os.environ):
-        if name.startswith("AWS_"):
-            monkeypatch.delenv(name)
-    empty = tmp_path_factory.mktemp("aws-home")
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(empty / "config"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(empty / "credentials"))
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    monkeypatch.setenv("AWS_REGION", "us-east-1")
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+def _isolated_aws(aws_env: None) -> None:
+    """Every artifacts test runs with fake credentials (tests/conftest.py ``aws_env``)."""
 
 
 @pytest.fixture(autouse=True)
