@@ -148,7 +148,8 @@ def test_the_entrypoint_serves_verified_artifacts_and_smoke_passes(pod):
         with pytest.raises(SmokeFailure, match="expecting header 'x-api-key'"):
             run_smoke(SmokeConfig(**{**config.__dict__, "headers": {}}), SmokeReport())
         process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=60) == 0  # the exec'd tritonserver itself drains and exits
+        code = process.wait(timeout=60)  # the exec'd tritonserver itself drains and exits
+        assert code == 0, f"exit status {code}; end of the server log:\n{log.read_text()[-4000:]}"
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
