@@ -13,6 +13,7 @@ from components.tagging import default_tags_transform
 from infra.cluster import build_cluster
 from infra.config_source import read_settings
 from infra.foundation import build_foundation
+from infra.inference import build_inference
 from infra.storage import build_storage
 
 
@@ -21,4 +22,5 @@ def main() -> None:
     pulumi.runtime.register_resource_transform(default_tags_transform(settings.default_tags))
     foundation = build_foundation(settings)
     compute = build_cluster(settings, foundation)
-    build_storage(settings, foundation, compute)
+    storage = build_storage(settings, foundation, compute)
+    build_inference(settings, foundation, compute, storage)

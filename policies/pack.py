@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, Policy
 
-from policies.rules import eks, iam, keys, network, nodes, secrets, storage, tagging
+from policies.rules import eks, iam, keys, network, nodes, secrets, storage, tagging, workloads
 
 PACK_NAME = "inference-platform"
 ENFORCEMENT_LEVEL = EnforcementLevel.MANDATORY
@@ -18,4 +18,5 @@ POLICIES: list[Policy] = [
     *eks.POLICIES,
     *nodes.POLICIES,
     *iam.POLICIES,
+    *workloads.POLICIES,
 ]

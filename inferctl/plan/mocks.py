@@ -16,6 +16,7 @@ import pulumi
 
 from components.regions import REGIONS, Region
 from inferctl.plan import mocks_compute
+from inferctl.plan.mocks_inference import OUTPUTS as INFERENCE_OUTPUTS
 from inferctl.plan.mocks_storage import OUTPUTS as STORAGE_OUTPUTS
 
 OFFLINE_ACCOUNT_ID = "123456789012"
@@ -153,6 +154,7 @@ OUTPUTS: dict[str, Outputs] = {
 OUTPUTS.update(STORAGE_OUTPUTS)
 INVOKES.update(mocks_compute.INVOKES)
 OUTPUTS.update(mocks_compute.OUTPUTS)
+OUTPUTS.update(INFERENCE_OUTPUTS)
 
 
 def _uuid(seed: str) -> str:

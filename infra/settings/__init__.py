@@ -21,6 +21,7 @@ from infra.settings.base import CheckContext, Problem, Section, SettingsError, d
 from infra.settings.cluster import ClusterSettings
 from infra.settings.edge import EdgeSettings
 from infra.settings.fsx import FsxSettings
+from infra.settings.inference import InferenceSettings
 from infra.settings.keys import KeysSettings
 from infra.settings.network import NetworkSettings
 from infra.settings.node_pools import NodePoolsSettings
@@ -48,6 +49,7 @@ SECTIONS: tuple[type[Section], ...] = (
     StorageSettings,
     FsxSettings,
     SecretsSettings,
+    InferenceSettings,
 )
 # Top-level keys holding one plain value.
 SCALAR_KEYS: tuple[str, ...] = ("environment",)
@@ -74,6 +76,7 @@ class Settings:
     storage: StorageSettings
     fsx: FsxSettings
     secrets: SecretsSettings
+    inference: InferenceSettings
 
     @property
     def production(self) -> bool:

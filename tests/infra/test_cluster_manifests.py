@@ -22,7 +22,8 @@ CUSTOM_REQUIRED = {
         "spec.securityGroupSelectorTerms",
     ),
 }
-CUSTOM_GROUPS = ("karpenter.sh/", "karpenter.k8s.aws/", "secrets-store.csi.x-k8s.io/")
+CUSTOM_GROUPS = ("karpenter.sh/", "karpenter.k8s.aws/", "secrets-store.csi.x-k8s.io/",
+                 "monitoring.coreos.com/", "leaderworkerset.x-k8s.io/")  # fmt: skip
 
 
 def dig(doc, path):

@@ -1,0 +1,191 @@
+"""The stack's inference rollout: the image repository, the controllers the rollout needs and the
+Triton service on the serving pool.
+
+The repository exists whenever the stack does (the first image is pushed to it before any rollout);
+the workload exists once ``inference.image`` names an image and the stack has the serving pool. Everything
+Kubernetes goes through the cluster's one provider and into the namespace, service account, secret
+class and model-cache claim the storage area created.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from dataclasses import dataclass
+
+import pulumi
+
+from components import catalog, inference_placement
+from components.accelerator_software import NEURON_SCHEDULER_NAME
+from components.cidr import carve
+from components.image_repository import ImageRepository, ImageRepositoryArgs
+from components.inference_pod import Drain, ModelSource, Placement, Probes, Resources, SecretMount
+from components.inference_service import Exposure, InferenceService, InferenceServiceArgs
+from components.pool_profile import LABEL_NODE_ROLE, LABEL_POOL, ROLE_SYSTEM, PoolProfile
+from components.serving_controllers import ServingControllers, ServingControllersArgs
+from infra.cluster import Compute
+from infra.foundation import Foundation
+from infra.settings import Settings
+from infra.storage import Storage
+
+
+@dataclass(frozen=True)
+class Inference:
+    repository: ImageRepository
+    service: InferenceService | None
+
+
+def build_inference(settings: Settings, foundation: Foundation, compute: Compute, storage: Storage) -> Inference:
+    cfg, serving = settings.inference, settings.serving
+    repository = ImageRepository(
+        "image-repository",
+        ImageRepositoryArgs(
+            name=f"{settings.name_prefix}/{cfg.image.repository}".lower(),
+            kms_key_arn=foundation.keys.storage_key_arn,
+            keep_images=cfg.ecr.keep_images,
+            untagged_expire_days=cfg.ecr.untagged_expire_days,
+            scan_on_push=cfg.ecr.scan_on_push,
+            force_delete=not settings.production,
+            protect=settings.production,
+        ),
+    )
+    pulumi.export("imageRepository", {"name": repository.repository_name, "url": repository.repository_url})
+    pool = compute.pools.get(serving.node_pool)
+    if not cfg.has_image or pool is None:
+        reason = "inference.image names no image yet" if pool is not None else f"no node pool {serving.node_pool!r}"
+        pulumi.log.info(f"inference: no rollout ({reason}); the image repository is ready for pushes")
+        return Inference(repository, None)
+
+    monitoring = cfg.monitoring
+    controllers = None
+    if serving.nodes > 1 or (monitoring.service_monitor and monitoring.install_crds):
+        controllers = ServingControllers(
+            "serving-controllers",
+            ServingControllersArgs(
+                k8s_provider=compute.provider,
+                leader_worker_set=serving.nodes > 1,
+                prometheus_crds=monitoring.service_monitor and monitoring.install_crds,
+                system_node_selector={LABEL_NODE_ROLE: ROLE_SYSTEM},
+            ),
+        )
+    image = (
+        pulumi.Output.concat(repository.repository_url, "@", cfg.image.digest)
+        if cfg.image.digest
+        else pulumi.Output.concat(repository.repository_url, ":", cfg.image.tag or "")
+    )
+    probes, drain = cfg.probes, cfg.termination
+    service = InferenceService(
+        "inference",
+        InferenceServiceArgs(
+            k8s_provider=compute.provider,
+            namespace=storage.inference.namespace,
+            service_account=storage.inference.name,
+            image=image,
+            image_version=cfg.image.tag or (cfg.image.digest or "")[7:19],
+            serving_config=json.dumps(
+                serving.model_dump(mode="json", by_alias=True, exclude_none=True), indent=2, sort_keys=True
+            ),
+            model=_model_source(settings, storage),
+            placement=_placement(settings, pool),
+            resources=Resources(cpu=cfg.resources.cpu, memory_gib=cfg.resources.memory_gib),
+            init_resources=Resources(cpu=cfg.init_resources.cpu, memory_gib=cfg.init_resources.memory_gib),
+            region=settings.region.name,
+            shared_memory_gib=cfg.shared_memory_gib,
+            scratch_gib=cfg.scratch_gib,
+            replicas=cfg.replicas,
+            nodes=serving.nodes,
+            max_surge=cfg.rollout.max_surge,
+            max_unavailable=cfg.rollout.max_unavailable,
+            pdb_max_unavailable=cfg.pdb.max_unavailable,
+            probes=Probes(
+                startup_seconds=probes.startup_seconds,
+                period_seconds=probes.period_seconds,
+                timeout_seconds=probes.timeout_seconds,
+                readiness_failures=probes.readiness_failures,
+                liveness_failures=probes.liveness_failures,
+            ),
+            drain=Drain(pre_stop_seconds=drain.pre_stop_seconds, grace_period_seconds=drain.grace_period_seconds),
+            secrets=_secrets(settings, storage),
+            neuron=serving.backend == "neuron",
+            run_as_user=cfg.run_as_user,
+            exposure=Exposure(
+                load_balancer_cidrs=_load_balancer_cidrs(settings, foundation),
+                monitoring_namespace=monitoring.namespace,
+                service_monitor=monitoring.service_monitor,
+                scrape_interval=monitoring.scrape_interval,
+            ),
+            depends_on=list(controllers.releases.values()) if controllers else [],
+        ),
+    )
+    pulumi.export(
+        "inference",
+        {
+            "namespace": storage.inference.namespace,
+            "workload": f"{service.workload_kind}/{service.workload_name}",
+            "service": service.service_name,
+            "image": image,
+            "replicas": cfg.replicas,
+            "nodePool": serving.node_pool,
+            "zones": list(pool.zones),
+        },
+    )
+    return Inference(repository, service)
+
+
+def _model_source(settings: Settings, storage: Storage) -> ModelSource:
+    model = settings.inference.model
+    engine, tokenizer = model.engine or "", model.tokenizer or ""
+    bucket, prefix = storage.store.bucket_name, settings.storage.model_prefix
+    uris = {
+        "engine_uri": pulumi.Output.concat("s3://", bucket, "/", prefix, engine),
+        "tokenizer_uri": pulumi.Output.concat("s3://", bucket, "/", prefix, tokenizer),
+    }
+    if settings.inference.model_source(settings.fsx.enabled) == "download":
+        return ModelSource(kind="download", volume_gib=model.volume_gib, **uris)
+    if storage.model_claim is None:
+        raise pulumi.RunError("inference.model.source: fsx needs the model-cache claim (fsx.enabled and a cluster)")
+    # The cache mirrors the bucket's model prefix at fsx.fileSystemPath.
+    root = settings.fsx.file_system_path
+    return ModelSource(
+        kind="fsx",
+        volume_gib=model.volume_gib,
+        claim_name=storage.model_claim,
+        engine_path=f"{root}/{engine}",
+        tokenizer_path=f"{root}/{tokenizer}",
+        **uris,
+    )
+
+
+def _placement(settings: Settings, pool: PoolProfile) -> Placement:
+    serving, spread = settings.serving, settings.inference.topology_spread
+    fit = inference_placement.pool_fit(pool.spec.instance_types, serving.ranks_per_node)
+    return Placement(
+        pool=pool.labels[LABEL_POOL],
+        taints=pool.taints,
+        resource_name=pool.resource_name or catalog.RESOURCE_NVIDIA_GPU,
+        accelerators=fit.accelerators,
+        efa=inference_placement.efa_per_pod(pool.efa_interfaces, pool.accelerators_per_node, fit.accelerators),
+        zones=spread.zones,
+        hosts=spread.hosts,
+        scheduler_name=NEURON_SCHEDULER_NAME if pool.vendor == catalog.VENDOR_NEURON else None,
+    )
+
+
+def _secrets(settings: Settings, storage: Storage) -> SecretMount | None:
+    auth = settings.serving.auth
+    if not auth.enabled or auth.key_file is None:
+        return None
+    class_name = storage.secret_classes.get(storage.inference)
+    if class_name is None:
+        raise pulumi.RunError("serving.auth.enabled: the storage area delivered no API-key secret class to mount")
+    return SecretMount(class_name=class_name, mount_dir=posixpath.dirname(auth.key_file))
+
+
+def _load_balancer_cidrs(settings: Settings, foundation: Foundation) -> list[str]:
+    """The configured CIDRs, or the stack's public subnets (where its internet-facing LBs live)."""
+    configured = settings.inference.network_policy.load_balancer_cidrs
+    if configured is not None:
+        return list(configured)
+    net = settings.network
+    plans = carve(net.cidr, len(foundation.zones), net.subnet_prefixes)
+    return [plan.cidr for plan in plans if plan.tier == "public"]

@@ -1,0 +1,166 @@
+"""The inference rollout of every shipped stack, as `make plan` builds it: dev serves Llama-3.1-8B FP8
+on one L4 from S3, prod Llama-3.1-70B FP8 at TP 4 on H100 from FSx by digest, npu the Neuron image on
+Inferentia2; all through the cluster's provider, into the storage area's namespace and account."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from components import catalog, models
+from inferctl.plan.engine import run_program
+from inferctl.stack_settings import load as load_stack
+from tests.conftest import STACKS, by_type, one
+
+DEPLOYMENT = "kubernetes:apps/v1:Deployment"
+ECR = "aws:ecr/repository:Repository"
+RELEASE = "kubernetes:helm.sh/v3:Release"
+MY_POLICIES = ("workloads-hardened-containers", "workloads-resources-set", "workloads-no-host-access",
+               "workloads-images-from-project-ecr", "inference-namespaces-network-policy", "ecr-immutable-scanned")  # fmt: skip
+
+
+def server(resources):
+    (deployment,) = by_type(resources, DEPLOYMENT)
+    spec = deployment.inputs["spec"]
+    (container,) = spec["template"]["spec"]["containers"]
+    return deployment, spec, container
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_stack_rolls_out_one_deployment_into_the_storage_namespace(stack_plan, stack):
+    plan = stack_plan(stack)
+    resources = plan.run.resources
+    deployment, spec, _ = server(resources)
+    assert deployment.inputs["metadata"]["namespace"] == "inference"
+    pod = spec["template"]["spec"]
+    assert pod["serviceAccountName"] == "triton"  # the storage area's account, bound to the read-only role
+    # Reused, not duplicated: one namespace, one service account named triton.
+    names = [r.inputs["metadata"]["name"] for r in by_type(resources, "kubernetes:core/v1:Namespace")]
+    assert names.count("inference") == 1
+    accounts = [r for r in by_type(resources, "kubernetes:core/v1:ServiceAccount")
+                if r.inputs["metadata"]["name"] == "triton"]  # fmt: skip
+    assert len(accounts) == 1
+    (k8s_provider,) = by_type(resources, "pulumi:providers:kubernetes")
+    mine = [r for r in resources if r.custom and r.parent and "InferenceService::inference" in r.parent]
+    assert len(mine) >= 6 and all(r.provider == k8s_provider.urn for r in mine)
+    assert [v for v in plan.violations if v.policy in MY_POLICIES] == []
+    outputs = plan.run.outputs
+    assert outputs["inference"]["workload"] == "Deployment/triton" and outputs["imageRepository"]["url"]
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_image_comes_from_the_stacks_immutable_ecr_repository(stack_plan, stack):
+    resources = stack_plan(stack).run.resources
+    (repo,) = by_type(resources, ECR)
+    settings = load_stack(stack)
+    assert repo.inputs["name"] == f"inference-platform-{stack}/{settings.inference.image.repository}"
+    assert repo.inputs["imageTagMutability"] == "IMMUTABLE"
+    assert repo.inputs["encryptionConfigurations"][0]["kmsKey"] == one(resources, "keys-storage").outputs["arn"]
+    _, _, container = server(resources)
+    url = repo.outputs["repositoryUrl"]
+    expected = f"{url}@{settings.inference.image.digest}" if settings.production else f"{url}:2026.11.2"
+    assert container["image"] == expected
+    assert repo.protect == settings.production
+
+
+def test_dev_serves_llama_8b_fp8_on_one_l4_downloaded_by_init_containers(stack_plan):
+    settings = load_stack("dev")
+    assert (settings.serving.model, settings.serving.precision, settings.serving.tensor_parallel) == (
+        "Llama-3.1-8B", "fp8", 1
+    )  # fmt: skip
+    assert {catalog.instance(t).accelerator_model for t in settings.node_pools.root["inference"].instance_types} == {
+        "l4"
+    }
+    _, spec, container = server(stack_plan("dev").run.resources)
+    limits = container["resources"]["limits"]
+    assert limits["nvidia.com/gpu"] == "1" and "vpc.amazonaws.com/efa" not in limits
+    init = spec["template"]["spec"]["initContainers"]
+    assert [c["name"] for c in init] == ["fetch-engine", "fetch-tokenizer"]
+    assert init[0]["command"][:3] == ["inferctl", "artifacts", "download"]
+    assert init[0]["command"][3].startswith("s3://inference-platform-dev-models-")
+    assert init[0]["command"][3].endswith("/models/llama-3.1-8b-instruct/fp8-tp1-sm89/2026-11-30/")
+    assert not [v for v in spec["template"]["spec"]["volumes"] if "persistentVolumeClaim" in v]
+    assert not [m for m in container["volumeMounts"] if m["name"] == "api-keys"]  # dev runs without auth
+
+
+def test_prod_serves_llama_70b_fp8_at_tp4_on_h100_with_efa_from_fsx_in_three_replicas(stack_plan):
+    settings = load_stack("prod")
+    serving = settings.serving
+    assert (serving.model, serving.precision, serving.tensor_parallel) == ("Llama-3.1-70B", "fp8", 4)
+    # TP 4 is the smallest TP on p5 that keeps half of every GPU free for KV cache at 128 x 8K tokens.
+    assert models.min_tensor_parallel("Llama-3.1-70B", "fp8", "p5.48xlarge", 0.5, 8192, 128, "fp8") == 4
+    resources = stack_plan("prod").run.resources
+    _, spec, container = server(resources)
+    assert spec["replicas"] == 3 >= 2 and spec["strategy"]["rollingUpdate"]["maxUnavailable"] == 0
+    limits = container["resources"]["limits"]
+    assert limits["nvidia.com/gpu"] == "4" and limits["vpc.amazonaws.com/efa"] == "16"
+    assert container["resources"]["requests"] == limits
+    pod = spec["template"]["spec"]
+    zone = next(c for c in pod["topologySpreadConstraints"] if c["topologyKey"] == "topology.kubernetes.io/zone")
+    assert zone["whenUnsatisfiable"] == "DoNotSchedule"
+    assert [c["name"] for c in pod["initContainers"]] == ["stage-engine", "stage-tokenizer"]
+    claim = next(v for v in pod["volumes"] if v["name"] == "model-cache")["persistentVolumeClaim"]
+    assert claim == {"claimName": "models", "readOnly": True}  # the storage area's FSx claim
+    keys = next(v for v in pod["volumes"] if v["name"] == "api-keys")["csi"]["volumeAttributes"]
+    assert keys == {"secretProviderClass": "triton-secrets"}
+    assert {"name": "api-keys", "mountPath": "/mnt/secrets/inference", "readOnly": True} in container["volumeMounts"]
+    assert settings.serving.auth.key_file == "/mnt/secrets/inference/api-key"
+
+
+def test_npu_serves_the_neuron_image_on_inferentia2_devices_with_the_neuron_scheduler(stack_plan):
+    resources = stack_plan("npu").run.resources
+    _, spec, container = server(resources)
+    assert "/inference-platform-npu/inference-neuron@sha256:" in container["image"]
+    assert container["resources"]["limits"]["aws.amazon.com/neuron"] == "4"  # TP 8 = 8 NeuronCores
+    pod = spec["template"]["spec"]
+    assert pod["schedulerName"] == "my-scheduler"
+    assert pod["tolerations"] == [{"key": "aws.amazon.com/neuron", "operator": "Exists", "effect": "NoSchedule"}]
+    assert any(e["name"] == "NEURON_COMPILE_CACHE_URL" for e in container["env"])
+    assert spec["replicas"] == 2
+    assert "nvidia.com/gpu" not in str(container["resources"])
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_network_policy_admits_exactly_the_public_subnets_and_monitoring(stack_plan, stack):
+    resources = stack_plan(stack).run.resources
+    public = sorted(
+        s.inputs["cidrBlock"]
+        for s in by_type(resources, "aws:ec2/subnet:Subnet")
+        if s.name.startswith("network-public")
+    )
+    policy = one(resources, "inference-network-policy").inputs["spec"]
+    assert sorted(b["ipBlock"]["cidr"] for b in policy["ingress"][0]["from"]) == public
+    assert policy["ingress"][1]["from"][0]["namespaceSelector"]["matchLabels"] == {
+        "kubernetes.io/metadata.name": "monitoring"
+    }
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_service_monitor_waits_for_the_pinned_prometheus_crds_and_no_lws_controller_is_installed(stack_plan, stack):
+    resources = stack_plan(stack).run.resources
+    crds = one(resources, "serving-controllers-prometheus-crds")
+    assert (crds.inputs["chart"], crds.inputs["version"]) == ("prometheus-operator-crds", "31.0.1")
+    assert crds.urn in one(resources, "inference-service-monitor").dependencies
+    assert not [r for r in by_type(resources, RELEASE) if r.inputs["chart"].endswith("/lws")]  # no multi-node stack
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_drain_covers_prestop_and_tritons_exit_timeout(stack_plan, stack):
+    settings = load_stack(stack)
+    _, spec, container = server(stack_plan(stack).run.resources)
+    pre_stop = container["lifecycle"]["preStop"]["sleep"]["seconds"]
+    grace = spec["template"]["spec"]["terminationGracePeriodSeconds"]
+    assert grace >= pre_stop + settings.serving.server.exit_timeout_seconds
+    startup = container["startupProbe"]
+    assert startup["periodSeconds"] * startup["failureThreshold"] >= settings.inference.probes.startup_seconds
+
+
+def test_a_stack_without_an_image_has_the_repository_only(tmp_path, repo):
+    doc = yaml.safe_load((repo / "stacks" / "Pulumi.dev.yaml").read_text())
+    doc["config"]["inference-platform:inference"] = {"replicas": 1}
+    stack_file = tmp_path / "Pulumi.dev-bootstrap.yaml"
+    stack_file.write_text(yaml.safe_dump(doc))
+    run = run_program(repo, "dev", stack_file=stack_file)
+    assert len(by_type(run.resources, ECR)) == 1
+    assert not [r for r in run.resources if "InferenceService" in r.type or r.type == DEPLOYMENT]
+    assert any("no rollout" in line and "image repository is ready" in line for line in run.logs)

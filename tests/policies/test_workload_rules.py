@@ -1,0 +1,220 @@
+"""workloads-hardened-containers, workloads-resources-set, workloads-no-host-access,
+workloads-images-from-project-ecr, inference-namespaces-network-policy, ecr-immutable-scanned:
+passing and failing fixtures, on the rollout's own objects and on hand-made bad ones."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+
+from components.accelerator_software import neuron_monitor_spec
+from components.image_repository import ImageRepository, ImageRepositoryArgs
+from components.inference_pod import Placement
+from components.inference_service import InferenceService
+from tests.components.test_fsx_csi import provider
+from tests.components.test_inference_service import service_args
+
+KEY = "arn:aws:kms:us-west-2:123456789012:key/k"
+DIGEST = "sha256:" + "b" * 64
+LABELS = {"app": "x"}
+
+
+def rollout(image_suffix=f"@{DIGEST}", nodes=1):
+    """The real rollout with its image in the stack's repository."""
+
+    def program():
+        repo = ImageRepository("images", ImageRepositoryArgs(name="p-s/inference", kms_key_arn=KEY))
+        k8s.core.v1.Namespace("ns", metadata={"name": "inference"})
+        args = service_args(provider(), image=repo.repository_url.apply(lambda url: url + image_suffix), nodes=nodes)
+        if nodes > 1:
+            args = dataclasses.replace(args, placement=Placement(pool="p", accelerators=8))
+        InferenceService("svc", args)
+
+    return program
+
+
+def deployment(name="bad", namespace="inference", container=None, **pod):
+    base = {"name": "c", "image": "nginx:1.27",
+            "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}},
+            "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}}  # fmt: skip
+    return k8s.apps.v1.Deployment(
+        name,
+        metadata={"name": name, "namespace": namespace},
+        spec={
+            "selector": {"matchLabels": LABELS},
+            "template": {
+                "metadata": {"labels": LABELS},
+                "spec": {"containers": [{**base, **(container or {})}], **pod},
+            },
+        },
+    )
+
+
+def messages(found):
+    return sorted(v.message for v in found)
+
+
+# --- workloads-hardened-containers -----------------------------------------------------------------
+
+
+def test_the_rollout_and_the_exempt_neuron_monitor_are_hardened(violations):
+    assert violations(rollout(), "workloads-hardened-containers") == []
+    assert violations(rollout(nodes=2), "workloads-hardened-containers") == []
+
+    def monitor():
+        k8s.apps.v1.DaemonSet("nm", metadata={"name": "neuron-monitor", "namespace": "kube-system"},
+                              spec=neuron_monitor_spec())  # fmt: skip
+
+    assert violations(monitor, "workloads-hardened-containers") == []
+    # The exemption is the only reason it passes: without it, AWS's privileged monitor is reported.
+    found = violations(monitor, "workloads-hardened-containers", {"privilegedExemptions": []})
+    assert any("privileged" in m for m in messages(found))
+
+
+def test_privileged_escalating_or_capable_containers_fail(violations):
+    def program():
+        deployment("priv", container={"securityContext": {"privileged": True, "allowPrivilegeEscalation": False,
+                                                          "capabilities": {"drop": ["ALL"]}}})  # fmt: skip
+        deployment("escalate", container={"securityContext": {"capabilities": {"drop": ["ALL"]}}})
+        deployment("caps", container={"securityContext": {"allowPrivilegeEscalation": False,
+                                                          "capabilities": {"drop": ["NET_RAW"], "add": ["SYS_ADMIN"]}}})  # fmt: skip
+        # An exemption names one container of one workload: the same name elsewhere is not exempt.
+        deployment("neuron-monitor", namespace="inference", container={"securityContext": {"privileged": True}})
+
+    found = violations(program, "workloads-hardened-containers")
+    by_name = {}
+    for v in found:
+        by_name.setdefault(v.urn.rsplit("::", 1)[1], []).append(v.message)
+    assert by_name["priv"] == ["spec.template.spec.containers/c: privileged"]
+    assert by_name["escalate"] == ["spec.template.spec.containers/c: allowPrivilegeEscalation is not false"]
+    assert sorted(by_name["caps"]) == [
+        "spec.template.spec.containers/c: adds capabilities SYS_ADMIN",
+        "spec.template.spec.containers/c: capabilities.drop does not include ALL",
+    ]
+    assert len(by_name["neuron-monitor"]) == 3
+
+
+# --- workloads-resources-set ------------------------------------------------------------------------
+
+
+def test_the_rollout_sets_requests_and_limits_everywhere(violations):
+    assert violations(rollout(), "workloads-resources-set") == []
+    assert violations(rollout(nodes=2), "workloads-resources-set") == []
+
+
+def test_containers_without_requests_or_limits_fail(violations):
+    def program():
+        deployment("open", container={"resources": {"requests": {"cpu": "1"}}})
+        deployment("init", initContainers=[{"name": "i", "image": "busybox"}])
+
+    found = messages(violations(program, "workloads-resources-set"))
+    assert found == [
+        "spec.template.spec.containers/c: no requests.memory, limits.cpu, limits.memory",
+        "spec.template.spec.initContainers/i: no requests.cpu, requests.memory, limits.cpu, limits.memory",
+    ]
+
+
+# --- workloads-no-host-access -----------------------------------------------------------------------
+
+
+def test_the_rollout_touches_nothing_of_the_host(violations):
+    assert violations(rollout(), "workloads-no-host-access") == []
+
+
+def test_host_paths_network_and_ports_fail_unless_the_workload_is_a_named_device_plugin(violations):
+    def program():
+        deployment("host", hostNetwork=True, hostPID=True,
+                   volumes=[{"name": "sock", "hostPath": {"path": "/var/lib/kubelet/device-plugins"}}],
+                   container={"ports": [{"containerPort": 80, "hostPort": 80}]})  # fmt: skip
+
+    found = messages(violations(program, "workloads-no-host-access"))
+    assert found == [
+        "spec.template.spec.containers/c: hostPort 80",
+        "spec.template.spec: hostNetwork",
+        "spec.template.spec: hostPID",
+        "spec.template.spec: volume sock is a hostPath",
+    ]
+
+    def plugin():
+        k8s.apps.v1.DaemonSet(
+            "plugin",
+            metadata={"name": "neuron-device-plugin", "namespace": "kube-system"},
+            spec={"selector": {"matchLabels": LABELS}, "template": {"metadata": {"labels": LABELS}, "spec": {
+                "containers": [{"name": "p", "image": "i"}],
+                "volumes": [{"name": "sock", "hostPath": {"path": "/var/lib/kubelet/device-plugins"}}]}}},
+        )  # fmt: skip
+
+    assert violations(plugin, "workloads-no-host-access") == []
+    assert len(violations(plugin, "workloads-no-host-access", {"hostAccessExemptions": []})) == 1
+
+
+# --- workloads-images-from-project-ecr --------------------------------------------------------------
+
+
+def test_the_rollout_runs_the_stack_image_by_digest(violations):
+    assert violations(rollout(), "workloads-images-from-project-ecr") == []
+    assert violations(rollout(nodes=2), "workloads-images-from-project-ecr") == []
+    # A tag is fine where the stack does not require digests (dev).
+    config = {"namespaces": ["inference"], "requireDigest": False}
+    assert violations(rollout(":2026.11.2"), "workloads-images-from-project-ecr", config) == []
+
+
+def test_foreign_images_and_tags_where_digests_are_required_fail(violations):
+    found = messages(violations(rollout(":2026.11.2"), "workloads-images-from-project-ecr"))
+    assert found and all("is not referenced by digest" in m for m in found)
+    assert len(found) == 3  # two init containers and the server
+
+    def foreign():
+        ImageRepository("images", ImageRepositoryArgs(name="p-s/inference", kms_key_arn=KEY))
+        deployment("public", container={"image": f"nvcr.io/nvidia/tritonserver@{DIGEST}"})
+        deployment("elsewhere", namespace="tools")  # outside the inference namespaces: not judged
+
+    (found,) = violations(foreign, "workloads-images-from-project-ecr")
+    assert "nvcr.io/nvidia/tritonserver" in found.message and "not from this stack's ECR" in found.message
+
+
+# --- inference-namespaces-network-policy -------------------------------------------------------------
+
+
+def test_the_rollout_brings_its_network_policy(violations):
+    assert violations(rollout(), "inference-namespaces-network-policy") == []
+
+
+def test_inference_namespaces_without_an_ingress_policy_fail(violations):
+    def program():
+        k8s.core.v1.Namespace("ns", metadata={"name": "inference"})
+        deployment("gpu", namespace="batch",
+                   container={"resources": {"limits": {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "1"}}})  # fmt: skip
+        k8s.networking.v1.NetworkPolicy("egress-only", metadata={"name": "e", "namespace": "batch"},
+                                        spec={"podSelector": {}, "policyTypes": ["Egress"]})  # fmt: skip
+
+    found = messages(violations(program, "inference-namespaces-network-policy"))
+    assert found == [
+        "inference namespace 'batch' has no NetworkPolicy limiting ingress",
+        "inference namespace 'inference' has no NetworkPolicy limiting ingress",
+    ]
+
+
+# --- ecr-immutable-scanned --------------------------------------------------------------------------
+
+
+def test_our_repository_is_immutable_and_scanned(violations):
+    def program():
+        ImageRepository("images", ImageRepositoryArgs(name="p-s/inference", kms_key_arn=KEY))
+
+    assert violations(program, "ecr-immutable-scanned") == []
+
+
+def test_ecr_defaults_are_mutable_and_unscanned(violations):
+    def program():
+        aws.ecr.Repository("default")
+        aws.ecr.Repository("unscanned", image_tag_mutability="IMMUTABLE")
+
+    found = violations(program, "ecr-immutable-scanned")
+    assert sorted((v.urn.rsplit("::", 1)[1], v.message.split(":")[0]) for v in found) == [
+        ("default", "image tags are MUTABLE"),
+        ("default", "scan on push is off"),
+        ("unscanned", "scan on push is off"),
+    ]
