@@ -308,9 +308,10 @@ class InstanceType:
     efa_interfaces: int
     """Most EFA interfaces the type takes (0: no EFA)."""
     efa_by_default: bool
-    """Built for multi-node collectives (p4d, p5, p5en, p6-b200, trn1.32xlarge): pools get EFA, a cluster
-    placement group and one AZ unless told otherwise. g5/g6/g6e from 8xlarge also take EFA, but pinning
-    a small-model pool to one AZ costs availability, so they get it only when a pool asks."""
+    """Built for multi-node collectives (p4d, p5, p5en, p6-b200, trn1.32xlarge): pools get EFA unless told
+    otherwise, and with it a node group and cluster placement group per zone (the first zone unless
+    more are listed). g5/g6/g6e from 8xlarge also take EFA, but splitting a small-model pool into zonal
+    groups buys nothing it needs, so they get it only when a pool asks."""
     price_per_hour_usd: float
     """us-east-1 on-demand, dated ``PRICE_DATE`` (``PRICE_SOURCE``)."""
     ami_types: tuple[str, ...]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Final
 
 import pulumi
 import pulumi_aws as aws
@@ -21,6 +22,11 @@ from components.errors import raise_if
 from components.pod_identity import PodIdentityRole, PodIdentityRoleArgs
 
 DEFAULT_STORAGE_CLASS = "gp3"
+VPC_CNI_NETWORK_POLICY: Final[dict[str, str]] = {"enableNetworkPolicy": "true"}
+"""vpc-cni configuration that turns on its network policy agent: without it the API accepts
+NetworkPolicies and nothing enforces them. Key and string value as the add-on's configuration schema
+has them (top-level ``enableNetworkPolicy: "false"`` in amazon-vpc-cni-k8s charts/aws-vpc-cni/values.yaml
+at v1.22.4, the version pinned for Kubernetes 1.36)."""
 
 
 @dataclass(frozen=True, kw_only=True)

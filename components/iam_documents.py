@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from components.autoscaler_tags import ownership_key
+
 Document = dict[str, Any]
 
 # AWS managed policies, by name. The node role gets only what a kubelet needs; the CNI's
@@ -255,6 +257,49 @@ def karpenter_controller_policy(
         },
     ]
     return {"Version": "2012-10-17", "Statement": statements}
+
+
+def cluster_autoscaler_policy(*, cluster_name: str, partition: str, region: str, account_id: str) -> Document:
+    """The Cluster Autoscaler's policy (its AWS README, "Full Cluster Autoscaler Features Policy"), with
+    the write half scoped as that README recommends: scaling and terminating only Auto Scaling groups
+    tagged ``k8s.io/cluster-autoscaler/<cluster>=owned`` (components.autoscaler_tags), so it can never
+    resize another cluster's nodes. Only Describe calls, which AWS cannot scope, run on ``*``;
+    ``eks:DescribeNodegroup`` (labels and taints of a managed group at zero) names this cluster's groups.
+    ``ec2:GetInstanceTypesFromInstanceRequirements`` is left out: the groups list explicit instance types."""
+    asg = f"arn:{partition}:autoscaling:{region}:{account_id}:autoScalingGroup:*:autoScalingGroupName/*"
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "DescribeScalingTargets",
+                "Effect": "Allow",
+                "Resource": "*",
+                "Action": [
+                    "autoscaling:DescribeAutoScalingGroups",
+                    "autoscaling:DescribeAutoScalingInstances",
+                    "autoscaling:DescribeLaunchConfigurations",
+                    "autoscaling:DescribeScalingActivities",
+                    "ec2:DescribeImages",
+                    "ec2:DescribeInstanceTypes",
+                    "ec2:DescribeLaunchTemplateVersions",
+                ],
+                "Condition": {"StringEquals": {"aws:RequestedRegion": region}},
+            },
+            {
+                "Sid": "DescribeThisClustersNodeGroups",
+                "Effect": "Allow",
+                "Resource": f"arn:{partition}:eks:{region}:{account_id}:nodegroup/{cluster_name}/*/*",
+                "Action": "eks:DescribeNodegroup",
+            },
+            {
+                "Sid": "ScaleThisClustersGroups",
+                "Effect": "Allow",
+                "Resource": asg,
+                "Action": ["autoscaling:SetDesiredCapacity", "autoscaling:TerminateInstanceInAutoScalingGroup"],
+                "Condition": {"StringEquals": {f"aws:ResourceTag/{ownership_key(cluster_name)}": "owned"}},
+            },
+        ],
+    }
 
 
 def interruption_queue_policy(queue_arn: str) -> Document:

@@ -83,6 +83,15 @@ class PoolFit:
     node: Allocatable
 
 
+def replica_slots(fit: PoolFit, *, max_size: int, shards: int, nodes_per_replica: int = 1) -> int:
+    """Replicas a pool holds at its maximum: per shard (an EFA pool's zonal node group, each up to
+    ``max_size`` nodes), whole replicas only, because a multi-node replica stays inside one shard's
+    placement group; then over every shard."""
+    if min(max_size, shards, nodes_per_replica) < 1:
+        raise ValueError(f"max_size={max_size}, shards={shards}, nodes_per_replica={nodes_per_replica} must be >= 1")
+    return shards * (fit.pods_per_node * max_size // nodes_per_replica)
+
+
 def pool_fit(instance_types: Iterable[str], ranks_per_node: int) -> PoolFit:
     """Devices per pod and pods per node on the pool's tightest type (raises CatalogError, ValueError)."""
     types = [catalog.instance(t) for t in instance_types]

@@ -114,7 +114,10 @@ class Placement:
     efa: int = 0
     """``vpc.amazonaws.com/efa`` interfaces (0: none)."""
     zones: Spread = "required"
-    """Default ``required`` (DoNotSchedule): at most one replica more in any zone than in another."""
+    """Default ``required`` (DoNotSchedule): at most one replica more in any zone than in another.
+    Required rather than preferred: ScheduleAnyway only scores, so pods fill whichever zone has free
+    accelerators first and the autoscaler never adds a node for the emptier zone; DoNotSchedule keeps
+    a pending pod for that zone, which the pool's zonal node groups (and Karpenter) can then grow."""
     hosts: Spread = "preferred"
     """Default ``preferred`` (ScheduleAnyway): spread over nodes where possible."""
     scheduler_name: str | None = None
@@ -415,6 +418,10 @@ def _spread(key: str, mode: Spread, selector: Mapping[str, str], label_keys: Seq
         "topologyKey": key,
         "whenUnsatisfiable": _WHEN[mode],
         "labelSelector": {"matchLabels": dict(selector)},
+        # Count only nodes the pod may use: a lost zone's nodes (tainted unreachable) and cordoned ones
+        # drop out, so replicas evicted from it reschedule into the surviving zone instead of pending
+        # to keep a skew against pods that are gone.
+        "nodeTaintsPolicy": "Honor",
     }
     if label_keys:
         # Count only pods of the same revision, so a rollout's surge pod does not skew the old ones.

@@ -116,6 +116,9 @@ class InferenceServiceArgs:
     """Default ``triton``. Kubernetes name of the workload, Service and friends."""
     depends_on: Sequence[pulumi.Resource] = field(default_factory=tuple)
     """Default none. What custom resources need first (the LeaderWorkerSet and Prometheus CRD releases)."""
+    namespace_resources: Sequence[pulumi.Resource] = field(default_factory=tuple)
+    """Default none. The namespace and service account (components.workload_namespace): every object of
+    the rollout waits for them, so ordering is explicit rather than left to API retries."""
 
 
 class InferenceService(pulumi.ComponentResource):
@@ -127,7 +130,9 @@ class InferenceService(pulumi.ComponentResource):
     def __init__(self, name: str, args: InferenceServiceArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         _validate(args)
         super().__init__("inference:serving:InferenceService", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self, provider=args.k8s_provider)
+        child = pulumi.ResourceOptions(
+            parent=self, provider=args.k8s_provider, depends_on=list(args.namespace_resources)
+        )
         after_crds = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=list(args.depends_on)))
         app, ns = args.app_name, args.namespace
         selector = {"app.kubernetes.io/name": app, "app.kubernetes.io/instance": name}

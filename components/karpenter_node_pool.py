@@ -1,5 +1,5 @@
-"""One pool provisioned by Karpenter: an EC2NodeClass and a NodePool (karpenter.sh/v1), plus a cluster
-placement group for EFA pools.
+"""One pool provisioned by Karpenter: an EC2NodeClass and a NodePool (karpenter.sh/v1) per shard, plus
+a cluster placement group per shard of an EFA pool.
 
 The same PoolProfile as a managed node group, expressed as Karpenter requirements: exact instance
 types (with family and size, which Karpenter's scheduling simulation uses), capacity types including
@@ -9,6 +9,11 @@ pool's total accelerators, and a disruption policy suited to GPUs: only empty no
 after ``expireAfter`` and get a long ``terminationGracePeriod`` to drain streams (ai-on-eks NodePools).
 EFA interfaces come from Karpenter itself: it attaches as many as the pods on a node request
 (``vpc.amazonaws.com/efa``).
+
+An EFA pool has one shard per zone (components.pool_profile): an EC2NodeClass selects one placement
+group, and a cluster placement group lives in one zone, so each zone gets its own class, group and
+NodePool, named ``<pool>-<zone suffix>`` and limited to the per-zone maximum. Every shard carries the
+pool's labels, so pods select the pool, not a shard.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import pulumi_kubernetes as k8s
 from components import charts
 from components.errors import raise_if
 from components.node_pool import IMDS_HOP_LIMIT, ROOT_DEVICE
-from components.pool_profile import PoolProfile
+from components.pool_profile import PoolProfile, PoolShard
 
 NODEPOOL_API = "karpenter.sh/v1"
 NODECLASS_API = "karpenter.k8s.aws/v1"
@@ -51,43 +56,50 @@ class KarpenterNodePoolArgs:
 
 
 class KarpenterNodePool(pulumi.ComponentResource):
-    node_pool_name: str
-    node_class_name: str
-    placement_group_name: pulumi.Output[str] | None
+    node_pool_names: list[str]
+    """The NodePools (and EC2NodeClasses, named alike), one per shard."""
+    placement_group_names: dict[str, pulumi.Output[str]]
+    """By shard name; empty for a pool without EFA."""
 
     def __init__(self, name: str, args: KarpenterNodePoolArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         _validate(args)
         super().__init__("inference:compute:KarpenterNodePool", name, None, opts)
-        pool = args.pool
-        self.node_pool_name = self.node_class_name = pool.name
-        self.placement_group_name = None
-        if pool.efa:
+        self.node_pool_names = [shard.name for shard in args.pool.shards]
+        self.placement_group_names = {}
+        for shard in args.pool.shards:
+            self._shard(name, args, shard)
+        self.register_outputs(
+            {"node_pool_names": self.node_pool_names, "placement_group_names": self.placement_group_names}
+        )
+
+    def _shard(self, name: str, args: KarpenterNodePoolArgs, shard: PoolShard) -> None:
+        # Zonal shards are keyed by zone: adding a zone adds resources and replaces none.
+        key = f"{name}-{shard.zone}" if shard.zone else name
+        placement = None
+        if args.pool.efa:
             group = aws.ec2.PlacementGroup(
-                f"{name}-placement",
-                name=f"{args.cluster_name}-{pool.name}",
+                f"{key}-placement",
+                name=f"{args.cluster_name}-{shard.name}",
                 strategy="cluster",
                 opts=pulumi.ResourceOptions(parent=self),
             )
-            self.placement_group_name = group.name
+            placement = self.placement_group_names[shard.name] = group.name
         k8s_child = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(args.depends_on))
         node_class = k8s.apiextensions.CustomResource(
-            f"{name}-nodeclass",
+            f"{key}-nodeclass",
             api_version=NODECLASS_API,
             kind="EC2NodeClass",
-            metadata={"name": pool.name},
-            spec=node_class_spec(args, self.placement_group_name),
+            metadata={"name": shard.name},
+            spec=node_class_spec(args, placement),
             opts=k8s_child,
         )
         k8s.apiextensions.CustomResource(
-            f"{name}-nodepool",
+            f"{key}-nodepool",
             api_version=NODEPOOL_API,
             kind="NodePool",
-            metadata={"name": pool.name},
-            spec=node_pool_spec(pool),
+            metadata={"name": shard.name},
+            spec=node_pool_spec(args.pool, shard),
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[node_class]),
-        )
-        self.register_outputs(
-            {"node_pool_name": self.node_pool_name, "placement_group_name": self.placement_group_name}
         )
 
 
@@ -126,7 +138,7 @@ def node_class_spec(args: KarpenterNodePoolArgs, placement_group: pulumi.Input[s
     return spec
 
 
-def node_pool_spec(pool: PoolProfile) -> dict[str, Any]:
+def node_pool_spec(pool: PoolProfile, shard: PoolShard) -> dict[str, Any]:
     spec = pool.spec
     requirements = [
         {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": sorted(spec.instance_types)},
@@ -141,20 +153,20 @@ def node_pool_spec(pool: PoolProfile) -> dict[str, Any]:
             "values": sorted({t.split(".", 1)[1] for t in spec.instance_types}),
         },
         {"key": "karpenter.sh/capacity-type", "operator": "In", "values": pool.karpenter_capacity_types},
-        {"key": "topology.kubernetes.io/zone", "operator": "In", "values": list(pool.zones)},
+        {"key": "topology.kubernetes.io/zone", "operator": "In", "values": list(shard.zones)},
     ]
     return {
         "template": {
             "metadata": {"labels": dict(pool.labels)},
             "spec": {
-                "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": pool.name},
+                "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": shard.name},
                 "requirements": requirements,
                 "taints": [{"key": t.key, "value": t.value, "effect": t.effect} for t in pool.taints],
                 "expireAfter": spec.expire_after,
                 "terminationGracePeriod": spec.termination_grace_period,
             },
         },
-        "limits": {pool.resource_name: str(pool.total_accelerators)} if pool.resource_name else {},
+        "limits": {pool.resource_name: str(pool.shard_accelerators)} if pool.resource_name else {},
         "disruption": {
             "consolidationPolicy": "WhenEmpty",
             "consolidateAfter": spec.consolidate_after,

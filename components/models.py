@@ -341,8 +341,11 @@ def replica_memory(
     instance: str | InstanceType,
     tp: int,
     kv_dtype: str = DEFAULT_KV_DTYPE,
+    kv_free_fraction: float = KV_CACHE_FREE_MEMORY_FRACTION,
 ) -> ReplicaMemory:
-    """Memory layout of one replica at tensor parallelism ``tp`` on one node of ``instance``."""
+    """Memory layout of one replica at tensor parallelism ``tp`` on one node of ``instance``;
+    ``kv_free_fraction`` is the share of memory left after weights the KV cache takes (TensorRT-LLM's
+    ``kv_cache_free_gpu_mem_fraction``)."""
     arch, node = _check_placement(model, precision, instance, tp, kv_dtype)
     accel = node.accelerator
     assert accel is not None  # _check_placement refuses nodes without accelerators
@@ -352,7 +355,7 @@ def replica_memory(
         tp=tp,
         unit_memory_bytes=unit_memory,
         weight_bytes_per_unit=weights,
-        kv_space_bytes_per_unit=(unit_memory - weights) * KV_CACHE_FREE_MEMORY_FRACTION,
+        kv_space_bytes_per_unit=(unit_memory - weights) * kv_free_fraction,
         kv_bytes_per_token_per_unit=kv_bytes_per_token(arch, kv_dtype) / arch.kv_shards(tp),
     )
 
@@ -365,29 +368,33 @@ def min_tensor_parallel(
     context_tokens: int,
     batch: int,
     kv_dtype: str = DEFAULT_KV_DTYPE,
+    kv_free_fraction: float = KV_CACHE_FREE_MEMORY_FRACTION,
 ) -> int:
     """Smallest power-of-two TP on one node that holds the weights, ``batch x context_tokens`` of KV
-    cache and leaves at least ``kv_headroom_fraction`` of each unit's memory for KV cache.
+    cache and leaves at least ``kv_headroom_fraction`` of each unit's memory for KV cache, with the KV
+    cache taking ``kv_free_fraction`` of what the weights leave.
 
     Raises SizingError naming the shortfall when no TP up to the node's GPUs/NeuronCores fits.
     """
     if not 0 <= kv_headroom_fraction < 1:
         raise SizingError(f"kv_headroom_fraction must be in [0, 1), got {kv_headroom_fraction}")
+    if not 0 < kv_free_fraction <= 1:
+        raise SizingError(f"kv_free_fraction must be in (0, 1], got {kv_free_fraction}")
     _check_positive(context_tokens=context_tokens, batch=batch)
     arch, node = _check_placement(model, precision, instance, 1, kv_dtype)
     tokens = batch * context_tokens
     candidates = [tp for tp in _powers_of_two(node.max_tensor_parallel) if arch.tp_problem(tp) is None]
     for tp in candidates:
-        if replica_memory(arch, precision, node, tp, kv_dtype).fits(kv_headroom_fraction, tokens):
+        if replica_memory(arch, precision, node, tp, kv_dtype, kv_free_fraction).fits(kv_headroom_fraction, tokens):
             return tp
-    largest = replica_memory(arch, precision, node, candidates[-1], kv_dtype)
+    largest = replica_memory(arch, precision, node, candidates[-1], kv_dtype, kv_free_fraction)
     need = (
         largest.weight_bytes_per_unit
         + max(
             kv_headroom_fraction * largest.unit_memory_bytes,
             tokens * largest.kv_bytes_per_token_per_unit,
         )
-        / KV_CACHE_FREE_MEMORY_FRACTION
+        / kv_free_fraction
     )
     raise SizingError(
         f"{arch.name} at {precision} does not fit one {node.name} node: at TP {largest.tp} each unit needs "

@@ -5,10 +5,16 @@ scheduled correctly (AMI type, labels, taint, accelerator resource, EFA interfac
 from the catalog here, once, so managed node groups, Karpenter NodePools, device-plugin selectors and
 policies all agree. Conventions follow awslabs ai-on-eks (labels ``accelerator``/``accelerator-model``,
 taints ``nvidia.com/gpu=true:NoSchedule`` and ``aws.amazon.com/neuron=true:NoSchedule``).
+
+A pool is provisioned as one or more shards. A cluster placement group lives in one zone, so an EFA
+pool becomes one shard per zone, each with its own placement group and the pool's sizes (min, max,
+desired apply per zone); every other pool is one shard spanning its zones. Shards share the pool's
+labels, so a pod selecting ``node-pool=<name>`` lands on any of them, and a zone spread can use them.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal
@@ -56,6 +62,8 @@ DEFAULT_TERMINATION_GRACE_PERIOD: Final = "1h"
 """Long enough for a GPU pod to drain in-flight streams before Karpenter forces the node away."""
 DEFAULT_CONSOLIDATE_AFTER: Final = "10m"
 DEFAULT_DISRUPTION_BUDGET: Final = "10%"
+# An AZ name is its region plus a suffix: us-east-1a, or us-west-2-lax-1a for a Local Zone.
+_REGION_PREFIX: Final = re.compile(r"^[a-z]{2}(-gov)?-[a-z]+-\d+-?")
 
 
 @dataclass(frozen=True)
@@ -82,11 +90,14 @@ class PoolSpec:
     capacity_types: tuple[str, ...] = ("on-demand",)
     reservation_ids: tuple[str, ...] = ()
     min_size: int = 0
+    """Per shard: per zone for EFA pools, for the whole pool otherwise."""
     max_size: int = 1
+    """Per shard, like min_size."""
     desired_size: int | None = None
     disk_size_gib: int = DEFAULT_DISK_SIZE_GIB
     zones: tuple[str, ...] = ()
-    """Zones the pool may use; empty: every zone of the cluster (EFA pools: the first one)."""
+    """Zones the pool may use; empty: every zone of the cluster (EFA pools: the first one). An EFA pool
+    gets one shard per zone."""
     efa: bool | None = None
     """None: EFA when every type is built for it (catalog ``efa_by_default``)."""
     ami_family: str = "al2023"
@@ -95,6 +106,18 @@ class PoolSpec:
     termination_grace_period: str = DEFAULT_TERMINATION_GRACE_PERIOD
     consolidate_after: str = DEFAULT_CONSOLIDATE_AFTER
     disruption_budget: str = DEFAULT_DISRUPTION_BUDGET
+
+
+@dataclass(frozen=True)
+class PoolShard:
+    """One node group (or Karpenter NodePool) of a pool."""
+
+    zone: str | None
+    """The zone of a zonal shard (an EFA pool's); None for the one shard spanning the pool's zones."""
+    name: str
+    """Physical name fragment: ``<pool>`` or ``<pool>-<zone suffix>`` (``inference-a``)."""
+    zones: tuple[str, ...]
+    """Zones the shard's nodes use (its one zone, for a zonal shard)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -111,6 +134,9 @@ class PoolProfile:
     accelerators_per_node: int
     efa_interfaces: int
     zones: tuple[str, ...]
+    shards: tuple[PoolShard, ...]
+    template_accelerators: int
+    """Accelerators of the pool's smallest type: what an autoscaler may assume a new node brings."""
 
     @property
     def name(self) -> str:
@@ -121,9 +147,19 @@ class PoolProfile:
         return self.efa_interfaces > 0
 
     @property
-    def total_accelerators(self) -> int:
-        """Accelerators at the pool's maximum size: what budgets and Karpenter limits count."""
+    def max_nodes(self) -> int:
+        """Nodes at the pool's maximum: maxSize per shard, times its shards (zones for EFA pools)."""
+        return self.spec.max_size * len(self.shards)
+
+    @property
+    def shard_accelerators(self) -> int:
+        """Accelerators of one shard at its maximum size: a Karpenter NodePool's limit."""
         return self.accelerators_per_node * self.spec.max_size
+
+    @property
+    def total_accelerators(self) -> int:
+        """Accelerators at the pool's maximum size over every shard: what budgets count."""
+        return self.accelerators_per_node * self.max_nodes
 
     @property
     def desired_size(self) -> int:
@@ -160,10 +196,7 @@ def profile(spec: PoolSpec, cluster_zones: Sequence[str]) -> PoolProfile:
     if efa and interfaces == 0:
         without = [t.name for t in types if not t.efa_capable]
         raise ValueError(f"pool {spec.name}: EFA requested but {', '.join(without)} has no EFA")
-    zones = tuple(spec.zones) or tuple(cluster_zones)
-    if interfaces:
-        # A cluster placement group lives in one zone; so must every node of an EFA pool.
-        zones = zones[:1]
+    zones = pool_zones(spec.zones, cluster_zones, zonal=interfaces > 0)
     labels = {LABEL_NODE_ROLE: spec.role, LABEL_POOL: spec.name}
     if vendor != catalog.VENDOR_NONE:
         labels[LABEL_ACCELERATOR] = vendor
@@ -184,7 +217,30 @@ def profile(spec: PoolSpec, cluster_zones: Sequence[str]) -> PoolProfile:
         accelerators_per_node=max(t.accelerator_count for t in types),
         efa_interfaces=interfaces,
         zones=zones,
+        shards=shards(spec.name, zones, zonal=interfaces > 0),
+        template_accelerators=min(t.accelerator_count for t in types),
     )
+
+
+def pool_zones(listed: Sequence[str], cluster_zones: Sequence[str], *, zonal: bool) -> tuple[str, ...]:
+    """The zones a pool uses: those it lists, else every cluster zone; a zonal (EFA) pool that lists
+    none takes the first only, because each zone multiplies its nodes and p5-class nodes are costly."""
+    if listed:
+        return tuple(listed)
+    return tuple(cluster_zones[:1]) if zonal else tuple(cluster_zones)
+
+
+def shards(pool: str, zones: Sequence[str], *, zonal: bool) -> tuple[PoolShard, ...]:
+    """One shard per zone for a zonal (EFA) pool, named by zone so adding a zone replaces nothing;
+    otherwise one shard named like the pool spanning every zone."""
+    if not zonal:
+        return (PoolShard(zone=None, name=pool, zones=tuple(zones)),)
+    return tuple(PoolShard(zone=z, name=f"{pool}-{zone_suffix(z)}", zones=(z,)) for z in zones)
+
+
+def zone_suffix(zone: str) -> str:
+    """What names a zone within its region: ``a`` for us-east-1a, ``lax-1a`` for us-west-2-lax-1a."""
+    return _REGION_PREFIX.sub("", zone) or zone
 
 
 def ami_type(vendor: str, family: str) -> str:

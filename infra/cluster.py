@@ -1,8 +1,9 @@
 """The stack's cluster: EKS control plane, add-ons, system nodes, accelerator pools, device software.
 
-Order matters and is explicit: control plane -> node role -> network add-ons (CNI, kube-proxy, pod
-identity agent) -> system node group -> workload add-ons (CoreDNS, EBS CSI + gp3 StorageClass) ->
-Karpenter (when the stack provisions with it) -> accelerator pools -> device plugins.
+Order matters and is explicit: control plane -> node role -> network add-ons (CNI with network policy
+enforcement, kube-proxy, pod identity agent) -> system node group -> workload add-ons (CoreDNS, EBS CSI
++ gp3 StorageClass) -> Karpenter, or the cluster autoscaler when pools are managed node groups ->
+accelerator pools -> device plugins.
 """
 
 from __future__ import annotations
@@ -17,7 +18,14 @@ import pulumi_kubernetes as k8s
 from components import catalog, eks_versions
 from components.accelerator_software import AcceleratorSoftware, AcceleratorSoftwareArgs
 from components.cluster import Cluster, ClusterArgs
-from components.cluster_addons import AddonIdentity, AddonSpec, ClusterAddons, ClusterAddonsArgs
+from components.cluster_addons import (
+    VPC_CNI_NETWORK_POLICY,
+    AddonIdentity,
+    AddonSpec,
+    ClusterAddons,
+    ClusterAddonsArgs,
+)
+from components.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
 from components.iam_documents import CNI_POLICY, EBS_CSI_POLICY, ebs_kms_policy
 from components.karpenter import Karpenter, KarpenterArgs
 from components.karpenter_node_pool import KarpenterNodePool, KarpenterNodePoolArgs
@@ -44,6 +52,8 @@ class Compute:
     node_security_group_id: pulumi.Output[str]
     storage_class_name: str | None
     karpenter: Karpenter | None
+    autoscaler: ClusterAutoscaler | None
+    """The cluster autoscaler of the managed node groups (None with Karpenter or without pools)."""
 
 
 def build_cluster(settings: Settings, foundation: Foundation) -> Compute:
@@ -83,6 +93,7 @@ def build_cluster(settings: Settings, foundation: Foundation) -> Compute:
                     name=eks_versions.ADDON_VPC_CNI,
                     version=versions[eks_versions.ADDON_VPC_CNI],
                     identity=AddonIdentity(service_account="aws-node", managed_policies=[CNI_POLICY]),
+                    configuration_values=json.dumps(VPC_CNI_NETWORK_POLICY),
                 ),
                 AddonSpec(name=eks_versions.ADDON_KUBE_PROXY, version=versions[eks_versions.ADDON_KUBE_PROXY]),
             ],
@@ -91,6 +102,12 @@ def build_cluster(settings: Settings, foundation: Foundation) -> Compute:
     node_groups_sgs = [cluster.cluster_security_group_id, foundation.security_groups.node_sg_id]
     zones = list(foundation.zones)
     instance_tags = settings.default_tags
+    pools = {
+        pool_name: profile(_pool_spec(pool_name, pool), zones) for pool_name, pool in settings.node_pools.root.items()
+    }
+    managed = cfg.provisioning == "managed"
+    # The cluster autoscaler runs for managed pools; then it also sizes the system group, so tag it too.
+    autoscaled = name if managed and pools else None
     system = NodePool(
         "pool-system",
         NodePoolArgs(
@@ -102,6 +119,7 @@ def build_cluster(settings: Settings, foundation: Foundation) -> Compute:
             subnet_ids_by_zone=net.private_subnet_ids_by_zone,
             security_group_ids=node_groups_sgs,
             instance_tags=instance_tags,
+            autoscaler_cluster_name=autoscaled,
         ),
         opts=pulumi.ResourceOptions(depends_on=[network_addons]),
     )
@@ -128,11 +146,8 @@ def build_cluster(settings: Settings, foundation: Foundation) -> Compute:
         ),
     )
 
-    pools = {
-        pool_name: profile(_pool_spec(pool_name, pool), zones) for pool_name, pool in settings.node_pools.root.items()
-    }
-    karpenter = None
-    if cfg.provisioning == "karpenter":
+    karpenter, autoscaler = None, None
+    if not managed:
         karpenter = Karpenter(
             "karpenter",
             KarpenterArgs(
@@ -163,6 +178,21 @@ def build_cluster(settings: Settings, foundation: Foundation) -> Compute:
                 ),
             )
     else:
+        if autoscaled is not None:
+            autoscaler = ClusterAutoscaler(
+                "cluster-autoscaler",
+                ClusterAutoscalerArgs(
+                    cluster_name=name,
+                    cluster=cluster.cluster_name,
+                    kubernetes_version=cfg.kubernetes_version,
+                    region=region,
+                    account_id=foundation.account_id,
+                    partition=partition,
+                    provider=cluster.provider,
+                    node_selector={LABEL_NODE_ROLE: ROLE_SYSTEM},
+                    depends_on=[workload_addons],
+                ),
+            )
         for pool_name, pool in pools.items():
             NodePool(
                 f"pool-{pool_name}",
@@ -175,6 +205,7 @@ def build_cluster(settings: Settings, foundation: Foundation) -> Compute:
                     subnet_ids_by_zone=net.private_subnet_ids_by_zone,
                     security_group_ids=node_groups_sgs,
                     instance_tags=instance_tags,
+                    autoscaler_cluster_name=autoscaled,
                 ),
                 opts=pulumi.ResourceOptions(depends_on=[network_addons]),
             )
@@ -196,7 +227,11 @@ def build_cluster(settings: Settings, foundation: Foundation) -> Compute:
     pulumi.export("clusterEndpoint", cluster.endpoint)
     pulumi.export("kubeconfig", cluster.kubeconfig)
     pulumi.export(
-        "nodePools", {n: {"labels": p.labels, "zones": list(p.zones), "efa": p.efa} for n, p in pools.items()}
+        "nodePools",
+        {
+            n: {"labels": p.labels, "zones": list(p.zones), "efa": p.efa, "shards": [s.name for s in p.shards]}
+            for n, p in pools.items()
+        },
     )
     return Compute(
         cluster=cluster,
@@ -207,6 +242,7 @@ def build_cluster(settings: Settings, foundation: Foundation) -> Compute:
         node_security_group_id=foundation.security_groups.node_sg_id,
         storage_class_name=workload_addons.storage_class_name,
         karpenter=karpenter,
+        autoscaler=autoscaler,
     )
 
 

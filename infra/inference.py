@@ -73,6 +73,11 @@ def build_inference(settings: Settings, foundation: Foundation, compute: Compute
         if cfg.image.digest
         else pulumi.Output.concat(repository.repository_url, ":", cfg.image.tag or "")
     )
+    namespace = storage.namespaces.get(storage.inference)
+    if namespace is None:
+        raise pulumi.RunError(
+            "inference: the storage area made no inference namespace (it was built without a cluster)"
+        )
     probes, drain = cfg.probes, cfg.termination
     service = InferenceService(
         "inference",
@@ -115,6 +120,7 @@ def build_inference(settings: Settings, foundation: Foundation, compute: Compute
                 scrape_interval=monitoring.scrape_interval,
             ),
             depends_on=list(controllers.releases.values()) if controllers else [],
+            namespace_resources=[namespace],
         ),
     )
     pulumi.export(

@@ -52,6 +52,9 @@ class Storage:
     """The read-only model-cache PersistentVolumeClaim in the inference namespace (with FSx and a cluster)."""
     secret_classes: dict[ServiceAccount, str] = field(default_factory=dict)
     """SecretProviderClass name per workload that has secrets to mount (with a cluster)."""
+    namespaces: dict[ServiceAccount, WorkloadNamespace] = field(default_factory=dict)
+    """Each workload's namespace and service account (with a cluster): what its rollout depends on, so
+    the plan orders them explicitly instead of relying on the Kubernetes API's retries."""
 
 
 def build_storage(settings: Settings, foundation: Foundation, cluster: ClusterHandle | None = None) -> Storage:
@@ -130,9 +133,9 @@ def build_storage(settings: Settings, foundation: Foundation, cluster: ClusterHa
                 protect=settings.production,
             ),
         )
-    claim, classes = None, {}
+    claim, classes, namespaces = None, {}, {}
     if cluster is not None:
-        claim, classes = _deliver(settings, keys.storage_key_arn, access, secrets, cache, cluster)
+        claim, classes, namespaces = _deliver(settings, keys.storage_key_arn, access, secrets, cache, cluster)
 
     pulumi.export(
         "modelStore",
@@ -145,7 +148,7 @@ def build_storage(settings: Settings, foundation: Foundation, cluster: ClusterHa
             "modelCache",
             {"fileSystemId": cache.file_system_id, "dnsName": cache.dns_name, "mountName": cache.mount_name},
         )
-    return Storage(store, access, secrets, cache, INFERENCE, MODEL_SYNC, claim, classes)
+    return Storage(store, access, secrets, cache, INFERENCE, MODEL_SYNC, claim, classes, namespaces)
 
 
 def _deliver(
@@ -155,7 +158,7 @@ def _deliver(
     secrets: Secrets,
     cache: ModelCache | None,
     cluster: ClusterHandle,
-) -> tuple[str | None, dict[ServiceAccount, str]]:
+) -> tuple[str | None, dict[ServiceAccount, str], dict[ServiceAccount, WorkloadNamespace]]:
     """Kubernetes side: workload namespaces, the CSI drivers, the read-only model volume and the
     secret mounts of each workload."""
     k8s = cluster.provider
@@ -193,7 +196,7 @@ def _deliver(
         )
         classes[account] = delivery.class_name
     if cache is None:
-        return None, classes
+        return None, classes, namespaces
     volume = FsxCsi(
         "fsx-csi",
         FsxCsiArgs(
@@ -206,7 +209,7 @@ def _deliver(
         ),
         opts=pulumi.ResourceOptions(depends_on=[namespaces[INFERENCE]]),
     )
-    return volume.claim_name, classes
+    return volume.claim_name, classes, namespaces
 
 
 def _cache_subnet(settings: Settings, foundation: Foundation) -> pulumi.Output[str]:

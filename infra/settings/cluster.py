@@ -41,8 +41,10 @@ class ClusterSettings(Section):
     log_retention_days: int = 90
     """Default 90. Control-plane log retention; one of CloudWatch Logs' fixed periods."""
     provisioning: Literal["managed", "karpenter"] = "managed"
-    """Default ``managed``: one EKS managed node group per pool. ``karpenter`` installs Karpenter on the
-    system nodes and gives each pool a NodePool + EC2NodeClass instead."""
+    """Default ``managed``: one EKS managed node group per pool (per zone for an EFA pool), sized by the
+    Kubernetes Cluster Autoscaler, which the stack installs on the system nodes when it has pools.
+    ``karpenter`` installs Karpenter instead and gives each pool (each zone of an EFA pool) a NodePool
+    + EC2NodeClass."""
     creator_admin: bool = True
     """Default ``true``. Grant the identity running ``pulumi up`` cluster-admin through an access entry,
     so the same update can install add-ons. Set false once ``access.adminRoleArns`` lists the deployer."""

@@ -22,7 +22,10 @@ class FsxSettings(Section):
     per_unit_storage_throughput: int = 250
     """Default 250. MB/s per TiB of storage; PERSISTENT_2 offers 125, 250, 500 or 1000."""
     availability_zone: str | None = None
-    """Default: the stack's first zone. PERSISTENT_2 lives in one zone; put it where the GPUs are."""
+    """Default: the stack's first zone. PERSISTENT_2 lives in one zone; put it where the GPUs are. Pods
+    of a pool spanning zones (prod's EFA pool has a node group per zone) stage engines from the other
+    zones across AZs: slower, and billed as inter-AZ traffic per pod start; serving itself never
+    reads FSx once the engine is on the node."""
     file_system_path: str = "/models"
     """Default ``/models``. Where the model prefix of the bucket appears inside the file system."""
     auto_import_events: list[Literal["NEW", "CHANGED", "DELETED"]] = Field(

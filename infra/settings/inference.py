@@ -18,7 +18,7 @@ from pydantic import Field, field_validator
 
 from components import catalog, inference_placement, models
 from infra.settings.base import CheckContext, Problem, Section
-from infra.settings.node_pools import NodePoolSettings
+from infra.settings.node_pools import NodePoolSettings, cluster_zones
 from infra.settings.serving import ServingSettings
 
 DEFAULT_REPOSITORY = "inference"
@@ -153,7 +153,9 @@ class TerminationSettings(Section):
 
 class TopologySpreadSettings(Section):
     zones: Literal["required", "preferred"] = "required"
-    """Default ``required`` (DoNotSchedule): replicas differ by at most one per zone of the pool."""
+    """Default ``required`` (DoNotSchedule): replicas differ by at most one per zone of the pool, so
+    they really spread (a preferred spread only scores, and pods fill the zone with free capacity).
+    Zones whose nodes are tainted unreachable stop counting, so a lost zone's replicas move."""
     hosts: Literal["required", "preferred"] = "preferred"
     """Default ``preferred`` (ScheduleAnyway): pods spread over nodes where they can."""
 
@@ -314,14 +316,20 @@ class InferenceSettings(Section):
         if fit.pods_per_node < 1:
             return out  # serving.tensorParallel names a world too large for the node
         out += self._node_problems(serving, pool, fit)
-        slots = fit.pods_per_node * pool.max_size // serving.nodes
+        zones = cluster_zones(ctx) or []
+        shards = pool.shard_count(zones)
+        slots = inference_placement.replica_slots(
+            fit, max_size=pool.max_size, shards=shards, nodes_per_replica=serving.nodes
+        )
         at = f"serving.nodePool {serving.node_pool!r}"
+        per_zone = f" per zone x {shards} zones" if shards > 1 else ""
+        multi = f" / {serving.nodes} nodes each" if serving.nodes > 1 else ""
         if self.replicas > slots:
             out.append(
                 Problem(
                     "inference.replicas",
-                    f"got {self.replicas}; {at} holds {slots} at its maxSize ({pool.max_size} nodes x "
-                    f"{fit.pods_per_node} per node{f' / {serving.nodes} nodes each' if serving.nodes > 1 else ''})",
+                    f"got {self.replicas}; {at} holds {slots} at its maxSize ({pool.max_size} nodes{per_zone} x "
+                    f"{fit.pods_per_node} per node{multi})",
                 )
             )
         elif self.replicas + self.rollout.max_surge > slots and self.replicas > 0:
@@ -329,7 +337,17 @@ class InferenceSettings(Section):
                 Problem(
                     "inference.rollout.maxSurge",
                     f"got {self.rollout.max_surge}; {self.replicas} replicas + the surge exceed the {slots} "
-                    f"{at} holds at maxSize: the update would wait for capacity that never comes",
+                    f"{at} holds at maxSize ({pool.max_size} nodes{per_zone}): the update would wait for capacity "
+                    "that never comes",
+                )
+            )
+        pool_zones = pool.zones(zones)
+        if ctx.production and self.replicas >= 2 and zones and len(pool_zones) < 2:
+            out.append(
+                Problem(
+                    f"nodePools.{serving.node_pool}.availabilityZones",
+                    f"got {', '.join(pool_zones)}; production serves its {self.replicas} replicas from at least two "
+                    "zones (an EFA pool gets one node group per zone listed)",
                 )
             )
         return out

@@ -3,16 +3,23 @@
 Pools are data: the npu stack swaps a spec, not a module. The key is the pool's stable name (node
 group, NodePool and label ``node-pool``), so reordering pools never replaces one. Every check that
 would otherwise fail at AWS, minutes into an update, is made here and reported by key path.
+
+An EFA pool is provisioned per zone (components.pool_profile): one node group (or Karpenter NodePool)
+with its own cluster placement group in each zone it lists, named ``<pool>-<zone suffix>``; its sizes
+apply to each zone, so it holds zones x maxSize nodes. Every other pool is one group over its zones
+and its sizes are totals. ``max_nodes`` is the count everything else (the rollout's capacity checks,
+the accelerator budget) uses.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import ClassVar, Literal
 
 from pydantic import ConfigDict, Field, RootModel
 
-from components import catalog
+from components import catalog, charts
 from components.pool_profile import (
     DEFAULT_CONSOLIDATE_AFTER,
     DEFAULT_DISK_SIZE_GIB,
@@ -20,11 +27,14 @@ from components.pool_profile import (
     DEFAULT_EXPIRE_AFTER,
     DEFAULT_TERMINATION_GRACE_PERIOD,
     RESERVED_LABELS,
+    pool_zones,
+    shards,
 )
 from infra.settings.base import CheckContext, Problem, Section
 
 MAX_MANAGED_NODES = 450
 # <= 22 characters: node groups are named "<project>-<stack>-<pool>" (prefix <= 40) and EKS allows 63.
+MAX_GROUP_NAME = 22
 _POOL_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,20}[a-z0-9])?$")
 _RESERVATION_ID = re.compile(r"^cr-[0-9a-f]{17}$")
 _DURATION = re.compile(r"^(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$")
@@ -44,18 +54,45 @@ class NodePoolSettings(Section):
     reservation_ids: list[str] = Field(default_factory=list)
     """Default ``[]``. Capacity reservation ids (``cr-`` + 17 hex digits); managed node groups take one."""
     min_size: int = Field(default=0, ge=0)
-    """Default 0 (scale to zero)."""
+    """Default 0 (scale to zero). Per zone for an EFA pool (one node group per zone), else for the pool."""
     max_size: int = Field(default=1, ge=1)
-    """Default 1. Also the pool's accelerator limit: maxSize x accelerators per node."""
+    """Default 1. Per zone for an EFA pool, else for the pool: the pool holds maxSize x zones (EFA) or
+    maxSize nodes, and that times accelerators per node is what budgets and Karpenter limits count."""
     desired_size: int | None = Field(default=None, ge=0)
-    """Default ``minSize``. Ignored after creation (the autoscaler owns it)."""
+    """Default ``minSize``; per zone for an EFA pool. Ignored after creation (the cluster autoscaler, or
+    Karpenter, owns it)."""
     disk_size_gib: int = Field(default=DEFAULT_DISK_SIZE_GIB, ge=20, le=16384)
     """Default 200 GiB encrypted gp3 (Triton + TensorRT-LLM images are ~20 GB)."""
     availability_zones: list[str] | None = None
-    """Default every cluster zone (EFA pools: the first). Zones of the cluster the pool may use."""
+    """Default every cluster zone; for an EFA pool the first only (each zone adds maxSize nodes). Zones
+    of the cluster the pool may use. An EFA pool gets one node group, placement group and (Karpenter)
+    NodePool per zone listed, named ``<pool>-<zone suffix>`` (pool name + suffix within 22 characters)."""
     efa: bool | None = None
     """Default: on for types built for it (p4d, p5, p5en, p6-b200, trn1.32xlarge). ``true`` attaches EFA
-    to other EFA-capable types; refused for types without EFA."""
+    to other EFA-capable types; refused for types without EFA. EFA pools are provisioned per zone."""
+
+    def efa_enabled(self) -> bool:
+        """Whether the pool gets EFA (and so one shard per zone); False while its types are unknown."""
+        if self.efa is not None:
+            return self.efa
+        try:
+            types = [catalog.instance(t) for t in self.instance_types]
+        except catalog.CatalogError:
+            return False
+        return all(t.efa_by_default for t in types)
+
+    def zones(self, cluster_zones: Sequence[str]) -> tuple[str, ...]:
+        """The zones the pool's nodes use (components.pool_profile.pool_zones)."""
+        return pool_zones(self.availability_zones or (), cluster_zones, zonal=self.efa_enabled())
+
+    def shard_count(self, cluster_zones: Sequence[str]) -> int:
+        """Node groups (NodePools) of the pool: one per zone for EFA (at least one), else one."""
+        return max(1, len(self.zones(cluster_zones))) if self.efa_enabled() else 1
+
+    def max_nodes(self, cluster_zones: Sequence[str]) -> int:
+        """Nodes at the pool's maximum over every zone: what capacity checks and budgets count."""
+        return self.max_size * self.shard_count(cluster_zones)
+
     ami_family: Literal["al2023", "bottlerocket"] = "al2023"
     """Default ``al2023``. ``bottlerocket`` for NVIDIA pools on managed node groups."""
     labels: dict[str, str] = Field(default_factory=dict)
@@ -90,10 +127,19 @@ class NodePoolsSettings(RootModel[dict[str, NodePoolSettings]]):
     def problems(self, ctx: CheckContext) -> list[Problem]:
         cluster = ctx.sections.get("cluster")
         karpenter = getattr(cluster, "provisioning", "managed") == "karpenter"
-        zones = _cluster_zones(ctx)
+        zones = cluster_zones(ctx)
         out: list[Problem] = []
         for name, pool in self.root.items():
             out += _pool_problems(name, pool, karpenter=karpenter, zones=zones)
+        version = getattr(cluster, "kubernetes_version", None)
+        if self.root and not karpenter and version is not None and version not in charts.CLUSTER_AUTOSCALER_TAGS:
+            out.append(
+                Problem(
+                    "cluster.kubernetesVersion",
+                    f"got {version!r}; managed node pools are scaled by the cluster autoscaler, pinned for "
+                    f"{', '.join(charts.CLUSTER_AUTOSCALER_TAGS)} (components/charts.py)",
+                )
+            )
         return out
 
 
@@ -117,7 +163,7 @@ def _pool_problems(name: str, pool: NodePoolSettings, *, karpenter: bool, zones:
             Problem(f"{at}.maxSize", f"{pool.max_size} exceeds EKS's {MAX_MANAGED_NODES} nodes per managed node group")
         )
     out += _capacity_problems(at, pool, karpenter)
-    out += _zone_problems(at, pool, types, zones)
+    out += _zone_problems(name, pool, zones)
     if pool.ami_family == "bottlerocket":
         if karpenter:
             out.append(Problem(f"{at}.amiFamily", "Karpenter pools use the pinned AL2023 release; use al2023"))
@@ -212,27 +258,32 @@ def _capacity_problems(at: str, pool: NodePoolSettings, karpenter: bool) -> list
     return out
 
 
-def _zone_problems(
-    at: str, pool: NodePoolSettings, types: list[catalog.InstanceType], zones: list[str] | None
-) -> list[Problem]:
+def _zone_problems(name: str, pool: NodePoolSettings, zones: list[str] | None) -> list[Problem]:
+    at = f"nodePools.{name}.availabilityZones"
     out = []
     wanted = pool.availability_zones
-    if wanted is None:
-        return out
-    if not wanted:
-        out.append(Problem(f"{at}.availabilityZones", "is empty; omit it to use every cluster zone"))
-    for i, zone in enumerate(wanted):
+    if wanted is not None and not wanted:
+        out.append(Problem(at, "is empty; omit it to use every cluster zone"))
+    for i, zone in enumerate(wanted or ()):
         if zones is not None and zone not in zones:
+            out.append(Problem(f"{at}[{i}]", f"got {zone!r}; the cluster's zones are {', '.join(zones)}"))
+    if wanted and len(set(wanted)) != len(wanted):
+        out.append(Problem(at, "lists a zone twice"))
+    if pool.efa_enabled():
+        groups = shards(name, pool.zones(zones or ()), zonal=True)
+        too_long = [g.name for g in groups if len(g.name) > MAX_GROUP_NAME]
+        if too_long:
             out.append(
-                Problem(f"{at}.availabilityZones[{i}]", f"got {zone!r}; the cluster's zones are {', '.join(zones)}")
+                Problem(
+                    f"nodePools.{name}",
+                    f"an EFA pool has a node group per zone ({', '.join(too_long)}); keep '<pool>-<zone suffix>' "
+                    f"within {MAX_GROUP_NAME} characters",
+                )
             )
-    efa = pool.efa if pool.efa is not None else bool(types) and all(t.efa_by_default for t in types)
-    if efa and len(wanted) > 1:
-        out.append(Problem(f"{at}.availabilityZones", "an EFA pool lives in one zone (cluster placement group)"))
     return out
 
 
-def _cluster_zones(ctx: CheckContext) -> list[str] | None:
+def cluster_zones(ctx: CheckContext) -> list[str] | None:
     """The zones the foundation will use, as far as settings can know them."""
     network = ctx.sections.get("network")
     if network is None or ctx.region is None:

@@ -436,6 +436,13 @@ def accelerator_problems(serving: ServingSettings, instance_type: str) -> list[P
 
 
 def _memory_problems(serving: ServingSettings, node: catalog.InstanceType) -> list[Problem]:
+    """The weights and ``maxBatchSize x maxSeqLen`` tokens of KV cache on each tensor-parallel unit.
+
+    The engine admits maxBatchSize sequences of up to maxSeqLen tokens, and the default scheduler
+    (guaranteed_no_evict) admits a request only with KV blocks for its whole length, so a cache smaller
+    than the full batch at full length silently caps concurrency below maxBatchSize (or, under
+    max_utilization, pauses requests mid-stream). ``models.min_tensor_parallel`` with the configured
+    values names the TP that would hold it."""
     accel = node.accelerator
     assert accel is not None  # accelerator_problems checked it
     try:
@@ -443,20 +450,65 @@ def _memory_problems(serving: ServingSettings, node: catalog.InstanceType) -> li
     except (UnknownModelError, ValueError):
         return []  # reported by shape_problems
     units = serving.world_size
+    kv_dtype = serving.kv_cache.resolved_dtype()
+    fraction = serving.kv_cache.free_gpu_mem_fraction
     unit_memory = accel.memory_bytes / accel.tensor_parallel_units
     weights = models.weight_bytes(arch, serving.precision) / units
-    kv_per_token = models.kv_bytes_per_token(arch, serving.kv_cache.resolved_dtype()) / (
+    kv_per_token = models.kv_bytes_per_token(arch, kv_dtype) / (
         arch.kv_shards(serving.tensor_parallel) * serving.pipeline_parallel
     )
-    kv_space = (unit_memory - weights) * serving.kv_cache.free_gpu_mem_fraction
+    kv_space = (unit_memory - weights) * fraction
     tokens = int(kv_space // kv_per_token) if kv_space > 0 else 0
-    if tokens >= serving.max_seq_len:
-        return []
-    return [
-        Problem(
-            "serving.tensorParallel",
-            f"{arch.name} at {serving.precision} over {units} unit(s) of {node.name}: {weights / 1e9:.1f} GB of "
-            f"weights per unit leave KV cache for {tokens} tokens, less than one maxSeqLen sequence "
-            f"({serving.max_seq_len}); raise tensorParallel/pipelineParallel or lower the precision",
+    if tokens < serving.max_seq_len:
+        return [
+            Problem(
+                "serving.tensorParallel",
+                f"{arch.name} at {serving.precision} over {units} unit(s) of {node.name}: {weights / 1e9:.1f} GB of "
+                f"weights per unit leave KV cache for {tokens} tokens, less than one maxSeqLen sequence "
+                f"({serving.max_seq_len}); raise tensorParallel/pipelineParallel or lower the precision",
+            )
+        ]
+    needed = serving.max_batch_size * serving.max_seq_len
+    out = []
+    if tokens < needed:
+        fits = tokens // serving.max_seq_len
+        out.append(
+            Problem(
+                "serving.tensorParallel",
+                f"got {serving.tensor_parallel}; {arch.name} {serving.precision} with {kv_dtype} KV cache over "
+                f"{units} unit(s) of {node.name} leaves each {(kv_space / 1e9):.1f} GB of KV cache "
+                f"(freeGpuMemFraction {fraction:g}): {tokens:,} tokens, but maxBatchSize {serving.max_batch_size} x "
+                f"maxSeqLen {serving.max_seq_len} = {needed:,} need {needed * kv_per_token / 1e9:.1f} GB; "
+                f"{_tp_hint(serving, arch, node)}, or lower maxBatchSize to {fits} or less",
+            )
         )
-    ]
+    cap = serving.kv_cache.max_tokens
+    if cap is not None and cap < needed:
+        out.append(
+            Problem(
+                "serving.kvCache.maxTokens",
+                f"got {cap}; below maxBatchSize {serving.max_batch_size} x maxSeqLen {serving.max_seq_len} = "
+                f"{needed}: the cache would admit fewer sequences than the engine is built for",
+            )
+        )
+    return out
+
+
+def _tp_hint(serving: ServingSettings, arch: ModelArchitecture, node: catalog.InstanceType) -> str:
+    """What single-node TP holds the configured batch (models.min_tensor_parallel), or that none does."""
+    if serving.pipeline_parallel > 1 or serving.nodes > 1:
+        return "raise tensorParallel x pipelineParallel"
+    try:
+        tp = models.min_tensor_parallel(
+            arch,
+            serving.precision,
+            node,
+            0.0,
+            serving.max_seq_len,
+            serving.max_batch_size,
+            serving.kv_cache.resolved_dtype(),
+            kv_free_fraction=serving.kv_cache.free_gpu_mem_fraction,
+        )
+    except models.SizingError:
+        return f"no tensorParallel on one {node.name} holds it"
+    return f"tensorParallel {tp} holds it on {node.name}"

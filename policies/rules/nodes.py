@@ -1,6 +1,9 @@
 """Node rules: IMDSv2 and encrypted volumes on every launch template (and Karpenter EC2NodeClass),
 instance types within the stack's allow-list, accelerators within the stack's budget.
 
+The budget sums every node group and NodePool: an EFA pool is one per zone, each sized per zone, so
+its zones x maxSize nodes are counted without knowing about pools at all.
+
 Karpenter objects are judged by what Karpenter does with absent fields: an EC2NodeClass without
 metadataOptions gets ``httpTokens: required``, and its default block devices are encrypted.
 """
@@ -174,7 +177,8 @@ POLICIES = [
     ),
     StackValidationPolicy(
         name="accelerator-budget",
-        description="Max nodes x accelerators per node, summed over pools, stays within the stack's budget.",
+        description="Max nodes x accelerators per node, summed over every node group and NodePool (an EFA pool "
+        "has one per zone), stays within the stack's budget.",
         validate=_budget,
         enforcement_level=EnforcementLevel.MANDATORY,
         config_schema=PolicyConfigSchema(properties={"maxAccelerators": {"type": "integer", "default": 0}}),

@@ -1,7 +1,7 @@
 """Workload rules on the typed Kubernetes objects of a stack (Helm releases are opaque here): hardened
 containers, requests and limits, no host access, images from the project's ECR (by digest where the
-stack says so), a NetworkPolicy in every inference namespace, and ECR repositories that are
-immutable and scanned.
+stack says so), a NetworkPolicy in every inference namespace that the cluster's network plugin
+enforces, and ECR repositories that are immutable and scanned.
 
 Exemptions are named exactly, ``<Kind>/<namespace>/<name>[/<container>]``, in each policy's config:
 - privileged: AWS's neuron-monitor DaemonSet must be privileged to read the Neuron devices (its
@@ -12,6 +12,7 @@ Exemptions are named exactly, ``<Kind>/<namespace>/<name>[/<container>]``, in ea
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -43,6 +44,9 @@ POD_SPEC_PATHS: dict[str, tuple[str, ...]] = {
     ),
 }
 NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
+EKS_CLUSTER = "aws:eks/cluster:Cluster"
+EKS_ADDON = "aws:eks/addon:Addon"
+VPC_CNI = "vpc-cni"
 NAMESPACE = "kubernetes:core/v1:Namespace"
 ECR_REPOSITORY = "aws:ecr/repository:Repository"
 CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
@@ -172,6 +176,37 @@ def _network_policies(args: StackValidationArgs, report: ReportViolation) -> Non
     }
     for namespace in sorted(inference - covered):
         report(f"inference namespace {namespace!r} has no NetworkPolicy limiting ingress")
+    if inference and args.get_config().get("requireVpcCniEnforcement", True):
+        _vpc_cni_enforcement(args, report)
+
+
+def _vpc_cni_enforcement(args: StackValidationArgs, report: ReportViolation) -> None:
+    """The policies above are only words unless the network plugin enforces them: on EKS the VPC CNI
+    add-on does so once its configuration sets ``enableNetworkPolicy`` (off by default)."""
+    if not any(r.resource_type == EKS_CLUSTER for r in args.resources):
+        return  # objects for a cluster this stack does not make: its plugin is judged where it is made
+    addons = [r for r in args.resources if r.resource_type == EKS_ADDON and get(r.props, "addonName") == VPC_CNI]
+    if not addons:
+        report("the stack's EKS cluster has no vpc-cni add-on: nothing enforces its NetworkPolicies")
+    for addon in addons:
+        value = _configuration(get(addon.props, "configurationValues")).get("enableNetworkPolicy")
+        if str(value).lower() != "true":
+            report(
+                f'{addon.name}: vpc-cni configurationValues do not set enableNetworkPolicy "true": '
+                "NetworkPolicies are accepted but not enforced",
+                addon.urn,
+            )
+
+
+def _configuration(raw: Any) -> dict[str, Any]:
+    """An add-on's configuration JSON (the engine passes it as text); empty when absent or not an object."""
+    if isinstance(raw, Mapping):
+        return dict(raw)
+    try:
+        found = json.loads(raw) if raw else {}
+    except (TypeError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}
 
 
 def _limits_ingress(props: Mapping[str, Any]) -> bool:
@@ -237,10 +272,26 @@ POLICIES = [
     ),
     StackValidationPolicy(
         name="inference-namespaces-network-policy",
-        description="Every inference namespace (named, or running accelerator pods) has an ingress NetworkPolicy.",
+        description="Every inference namespace (named, or running accelerator pods) has an ingress NetworkPolicy, "
+        "and the stack's EKS cluster enforces NetworkPolicies (vpc-cni enableNetworkPolicy).",
         validate=_network_policies,
         enforcement_level=EnforcementLevel.MANDATORY,
-        config_schema=_names("namespaces", INFERENCE_NAMESPACES, "namespaces that serve inference"),
+        config_schema=PolicyConfigSchema(
+            properties={
+                "namespaces": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "default": INFERENCE_NAMESPACES,
+                    "description": "namespaces that serve inference",
+                },
+                "requireVpcCniEnforcement": {
+                    "type": "boolean",
+                    "default": True,
+                    "description": "require the vpc-cni add-on to enforce NetworkPolicies (false only for a "
+                    "cluster whose policies another plugin enforces)",
+                },
+            }
+        ),
     ),
     ResourceValidationPolicy(
         name="ecr-immutable-scanned",

@@ -12,6 +12,7 @@ from components.inference_placement import (
     efa_per_pod,
     pods_per_node,
     pool_fit,
+    replica_slots,
     smallest,
 )
 
@@ -63,6 +64,17 @@ def test_pool_fit_per_stack_pool():
     npu = pool_fit(["inf2.24xlarge", "inf2.48xlarge"], 8)
     assert (npu.accelerators, npu.pods_per_node, npu.node.instance_type) == (4, 1, "inf2.24xlarge")
     assert pool_fit(["g6.xlarge"], 2).pods_per_node == 0
+
+
+def test_replica_slots_count_every_zonal_group_and_keep_multi_node_replicas_inside_one():
+    p5 = pool_fit(["p5.48xlarge"], 4)  # two TP-4 pods per node
+    assert replica_slots(p5, max_size=2, shards=2) == 8  # prod: 2 nodes per zone x 2 zones x 2 pods
+    assert replica_slots(p5, max_size=2, shards=1) == 4
+    whole = pool_fit(["p5.48xlarge"], 8)
+    # A 2-node replica needs both nodes in one zone's placement group: 3 nodes per zone hold one each.
+    assert replica_slots(whole, max_size=3, shards=2, nodes_per_replica=2) == 2
+    with pytest.raises(ValueError, match="shards=0"):
+        replica_slots(p5, max_size=2, shards=0)
 
 
 def test_pool_fit_refuses_general_purpose_types():

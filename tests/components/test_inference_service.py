@@ -62,6 +62,19 @@ def test_a_single_node_model_is_a_deployment_that_surges_and_waits_for_model_loa
     assert not by_type(resources, "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet")
 
 
+def test_every_object_waits_for_the_namespace_resources_it_is_given(run_components):
+    def program():
+        namespace = k8s.core.v1.Namespace("ns", metadata={"name": "inference"})
+        account = k8s.core.v1.ServiceAccount("sa", metadata={"name": "triton", "namespace": "inference"})
+        InferenceService("svc", service_args(provider(), namespace_resources=[namespace, account]))
+
+    resources = run_components(program).resources
+    wanted = {one(resources, "ns").urn, one(resources, "sa").urn}
+    mine = [r for r in resources if r.parent and r.parent.endswith("::svc")]
+    assert len(mine) >= 5 and all(wanted <= set(r.dependencies) for r in mine)
+    assert not one(run(run_components), "svc-deployment").dependencies  # nothing given, nothing waited for
+
+
 def test_settings_configmap_is_immutable_and_named_by_its_content(run_components):
     first = by_type(run(run_components), "kubernetes:core/v1:ConfigMap")
     changed = by_type(

@@ -1,4 +1,5 @@
-"""Karpenter pools: EC2NodeClass + NodePool from the same profile as managed node groups."""
+"""Karpenter pools: EC2NodeClass + NodePool from the same profile as managed node groups; an EFA pool gets
+one of each, and its own placement group, per zone."""
 
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ def crs(run_components, *types, **spec):
         )  # fmt: skip
 
     resources = run_components(program).resources
-    return resources, one(resources, "pool-nodeclass"), one(resources, "pool-nodepool")
+    key = f"pool-{pool.shards[0].zone}" if pool.shards[0].zone else "pool"
+    return resources, one(resources, f"{key}-nodeclass"), one(resources, f"{key}-nodepool")
 
 
 def test_node_class_hardening_and_discovery(run_components):
@@ -75,12 +77,33 @@ def test_reserved_capacity_and_efa_placement(run_components):
     spec = node_class.inputs["spec"]
     assert spec["capacityReservationSelectorTerms"] == [{"id": i} for i in ids]
     (pg,) = by_type(resources, "aws:ec2/placementGroup:PlacementGroup")
-    assert pg.inputs["strategy"] == "cluster" and spec["placementGroupSelector"] == {"name": "demo-gpu"}
+    assert pg.inputs["strategy"] == "cluster" and spec["placementGroupSelector"] == {"name": "demo-gpu-a"}
+    assert node_class.inputs["metadata"]["name"] == node_pool.inputs["metadata"]["name"] == "gpu-a"
     requirements = {r["key"]: r["values"] for r in node_pool.inputs["spec"]["template"]["spec"]["requirements"]}
     assert requirements["karpenter.sh/capacity-type"] == ["on-demand", "reserved"]
     assert requirements["topology.kubernetes.io/zone"] == ["us-west-2a"]
     assert node_pool.inputs["spec"]["limits"] == {"aws.amazon.com/neuron": "32"}
     assert node_class.urn in node_pool.dependencies
+
+
+def test_an_efa_pool_over_two_zones_gets_a_class_pool_and_placement_group_per_zone(run_components):
+    resources, _, _ = crs(run_components, "p5.48xlarge", zones=ZONES, max_size=2)
+    classes = {
+        c.inputs["metadata"]["name"]: c for c in by_type(resources, "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass")
+    }
+    pools = {p.inputs["metadata"]["name"]: p for p in by_type(resources, "kubernetes:karpenter.sh/v1:NodePool")}
+    assert set(classes) == set(pools) == {"gpu-a", "gpu-b"}
+    for zone in ZONES:
+        name = f"gpu-{zone[-1]}"
+        spec = pools[name].inputs["spec"]
+        requirements = {r["key"]: r["values"] for r in spec["template"]["spec"]["requirements"]}
+        assert requirements["topology.kubernetes.io/zone"] == [zone]
+        assert spec["template"]["spec"]["nodeClassRef"]["name"] == name
+        assert spec["template"]["metadata"]["labels"]["node-pool"] == "gpu"
+        assert spec["limits"] == {"nvidia.com/gpu": "16"}  # per zone: 2 nodes x 8
+        pg = one(resources, f"pool-{zone}-placement")
+        assert classes[name].inputs["spec"]["placementGroupSelector"] == {"name": f"demo-{name}"}
+        assert pg.inputs["name"] == f"demo-{name}" and classes[name].urn in pools[name].dependencies
 
 
 def test_bottlerocket_is_refused_for_karpenter_pools():

@@ -279,6 +279,18 @@ def test_replica_memory_capacity() -> None:
     assert deepseek.kv_bytes_per_token_per_unit == models.kv_bytes_per_token("DeepSeek-V3")
 
 
+def test_the_kv_free_fraction_is_the_engines_setting() -> None:
+    """TensorRT-LLM's kv_cache_free_gpu_mem_fraction: less of it, less cache, a larger TP."""
+    half = models.replica_memory("Llama-3.1-70B", "fp8", "p5.48xlarge", 4, "fp8", kv_free_fraction=0.45)
+    full = models.replica_memory("Llama-3.1-70B", "fp8", "p5.48xlarge", 4, "fp8")
+    assert half.kv_space_bytes_per_unit == pytest.approx(full.kv_space_bytes_per_unit / 2)
+    shape = ("Llama-3.1-70B", "fp8", "p5.48xlarge", 0.0, 16384, 64, "fp8")
+    assert models.min_tensor_parallel(*shape) == 4
+    assert models.min_tensor_parallel(*shape, kv_free_fraction=0.6) == 8
+    with pytest.raises(SizingError, match="kv_free_fraction"):
+        models.min_tensor_parallel(*shape, kv_free_fraction=0)
+
+
 def test_decode_floor_is_the_reference_formula_for_a_plain_dense_model() -> None:
     plain = _custom(params_total=7e9, layers=32, hidden_size=4096, attention_heads=32, kv_heads=8, head_dim=128)
     h100 = catalog.accelerator("h100")

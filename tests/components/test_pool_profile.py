@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from components import catalog
-from components.pool_profile import PoolSpec, Taint, ami_type, profile
+from components.pool_profile import PoolShard, PoolSpec, Taint, ami_type, profile, zone_suffix
 
 ZONES = ("us-east-1a", "us-east-1b", "us-east-1c")
 ACCELERATED = [t for t in catalog.known_instance_types() if catalog.instance(t).is_accelerated]
@@ -47,9 +47,35 @@ def test_efa_can_be_turned_off_or_asked_for_where_the_type_has_it():
         profile(spec("g6e.xlarge", efa=True), ZONES)
 
 
-def test_pinned_zones_are_kept_and_an_efa_pool_keeps_the_first():
+def test_pinned_zones_are_kept_and_an_efa_pool_defaults_to_the_first():
     assert profile(spec("g6.xlarge", zones=("us-east-1c",)), ZONES).zones == ("us-east-1c",)
-    assert profile(spec("p5.48xlarge", zones=("us-east-1b", "us-east-1c")), ZONES).zones == ("us-east-1b",)
+    assert profile(spec("p5.48xlarge"), ZONES).zones == ("us-east-1a",)
+    assert profile(spec("p5.48xlarge", zones=("us-east-1b", "us-east-1c")), ZONES).zones == ("us-east-1b", "us-east-1c")
+
+
+def test_an_efa_pool_is_one_shard_per_zone_and_its_sizes_count_per_zone():
+    p = profile(spec("p5.48xlarge", zones=("us-east-1a", "us-east-1b"), min_size=1, max_size=2), ZONES)
+    assert p.shards == (
+        PoolShard(zone="us-east-1a", name="p-a", zones=("us-east-1a",)),
+        PoolShard(zone="us-east-1b", name="p-b", zones=("us-east-1b",)),
+    )
+    assert (p.max_nodes, p.shard_accelerators, p.total_accelerators) == (4, 16, 32)
+    spanning = profile(spec("g6.xlarge", max_size=3), ZONES)
+    assert spanning.shards == (PoolShard(zone=None, name="p", zones=ZONES),)
+    assert (spanning.max_nodes, spanning.total_accelerators) == (3, 3)
+
+
+@pytest.mark.parametrize(
+    ("zone", "suffix"),
+    [("us-east-1a", "a"), ("ap-southeast-2c", "c"), ("us-gov-west-1b", "b"), ("us-west-2-lax-1a", "lax-1a")],
+)
+def test_zone_suffixes_name_a_zone_within_its_region(zone, suffix):
+    assert zone_suffix(zone) == suffix
+
+
+def test_the_autoscaler_template_assumes_the_smallest_type():
+    p = profile(spec("inf2.24xlarge", "inf2.48xlarge"), ZONES)
+    assert (p.template_accelerators, p.accelerators_per_node) == (6, 12)
 
 
 @pytest.mark.parametrize(
@@ -93,4 +119,5 @@ def test_any_accelerated_type_yields_a_consistent_profile(name, max_size):
         p.labels["accelerator-model"]
     )
     assert p.efa == t.efa_by_default and (len(p.zones) == 1 if p.efa else p.zones == ZONES)
+    assert len(p.shards) == 1 and p.max_nodes == max_size
     assert p.taints[0].key == t.resource_name

@@ -50,7 +50,7 @@ def test_prod_builds_tp4_on_h100_and_the_trtllm_build_route_checks_the_checkpoin
     assert plan.llm_api_arguments()["tensor_parallel_size"] == 4
     argv = plan.trtllm_build_argv(Path("/ckpt"), Path("/work/engine"))
     assert argv[:3] == ["trtllm-build", "--checkpoint_dir=/ckpt", "--output_dir=/work/engine"]
-    for flag in ("--max_batch_size=128", "--max_seq_len=16384", "--kv_cache_type=paged", "--workers=4"):
+    for flag in ("--max_batch_size=64", "--max_seq_len=16384", "--kv_cache_type=paged", "--workers=4"):
         assert flag in argv
     assert "--use_paged_context_fmha=enable" in argv and "--use_fp8_context_fmha=enable" in argv
     good = {

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from components import catalog, models
+from components import catalog, inference_placement, models
 from inferctl.plan.engine import run_program
 from inferctl.stack_settings import load as load_stack
 from tests.conftest import STACKS, by_type, one
@@ -87,8 +87,11 @@ def test_prod_serves_llama_70b_fp8_at_tp4_on_h100_with_efa_from_fsx_in_three_rep
     settings = load_stack("prod")
     serving = settings.serving
     assert (serving.model, serving.precision, serving.tensor_parallel) == ("Llama-3.1-70B", "fp8", 4)
-    # TP 4 is the smallest TP on p5 that keeps half of every GPU free for KV cache at 128 x 8K tokens.
-    assert models.min_tensor_parallel("Llama-3.1-70B", "fp8", "p5.48xlarge", 0.5, 8192, 128, "fp8") == 4
+    # TP 4 holds the configured batch at full length; twice that batch would need TP 8 on p5.
+    shape = ("Llama-3.1-70B", "fp8", "p5.48xlarge", 0.0, serving.max_seq_len)
+    assert (serving.max_batch_size, serving.max_seq_len) == (64, 16384)
+    assert models.min_tensor_parallel(*shape, serving.max_batch_size, "fp8") == 4
+    assert models.min_tensor_parallel(*shape, 2 * serving.max_batch_size, "fp8") == 8
     resources = stack_plan("prod").run.resources
     _, spec, container = server(resources)
     assert spec["replicas"] == 3 >= 2 and spec["strategy"]["rollingUpdate"]["maxUnavailable"] == 0
@@ -97,7 +100,8 @@ def test_prod_serves_llama_70b_fp8_at_tp4_on_h100_with_efa_from_fsx_in_three_rep
     assert container["resources"]["requests"] == limits
     pod = spec["template"]["spec"]
     zone = next(c for c in pod["topologySpreadConstraints"] if c["topologyKey"] == "topology.kubernetes.io/zone")
-    assert zone["whenUnsatisfiable"] == "DoNotSchedule"
+    assert zone["whenUnsatisfiable"] == "DoNotSchedule" and zone["maxSkew"] == 1
+    assert stack_plan("prod").run.outputs["inference"]["zones"] == ["us-east-1a", "us-east-1b"]  # 2 + 1 replicas
     assert [c["name"] for c in pod["initContainers"]] == ["stage-engine", "stage-tokenizer"]
     claim = next(v for v in pod["volumes"] if v["name"] == "model-cache")["persistentVolumeClaim"]
     assert claim == {"claimName": "models", "readOnly": True}  # the storage area's FSx claim
@@ -105,6 +109,22 @@ def test_prod_serves_llama_70b_fp8_at_tp4_on_h100_with_efa_from_fsx_in_three_rep
     assert keys == {"secretProviderClass": "triton-secrets"}
     assert {"name": "api-keys", "mountPath": "/mnt/secrets/inference", "readOnly": True} in container["volumeMounts"]
     assert settings.serving.auth.key_file == "/mnt/secrets/inference/api-key"
+
+
+@pytest.mark.parametrize("stack", ["prod", "npu"])
+def test_a_managed_pools_minimum_holds_the_replicas_and_its_maximum_the_surge(stack_plan, stack):
+    """Managed node groups start at minSize and the cluster autoscaler grows them to maxSize: the replicas
+    must run without waiting for it, and a rollout's surge must fit at the maximum (zones x per zone)."""
+    settings = load_stack(stack)
+    pool = settings.node_pools.root[settings.serving.node_pool]
+    zones = stack_plan(stack).run.outputs["nodePools"][settings.serving.node_pool]["zones"]
+    fit = inference_placement.pool_fit(pool.instance_types, settings.serving.ranks_per_node)
+    shards = pool.shard_count(zones)
+    at_min = inference_placement.replica_slots(fit, max_size=pool.min_size, shards=shards)
+    at_max = inference_placement.replica_slots(fit, max_size=pool.max_size, shards=shards)
+    replicas = settings.inference.replicas
+    assert at_min >= replicas and at_max >= replicas + settings.inference.rollout.max_surge
+    assert len(zones) >= 2  # production replicas run in two zones or more
 
 
 def test_npu_serves_the_neuron_image_on_inferentia2_devices_with_the_neuron_scheduler(stack_plan):

@@ -12,15 +12,19 @@ import yaml
 from inferctl.cli import main
 from inferctl.plan.engine import ProgramError, run_program
 from infra.settings import SettingsError, load_settings
+from infra.settings.base import CheckContext
 from infra.settings.cluster import ClusterSettings
+from infra.settings.node_pools import NodePoolsSettings
 from tests.conftest import REPO
 
 TAGS = {"owner": "team", "costCenter": "cc-1"}
 GPU = {"instanceTypes": ["g6.xlarge"], "maxSize": 2}
+# What one L4 holds with room for its whole batch (the dev stack's serving shape).
+SERVING = {"precision": "fp8", "maxBatchSize": 16, "kvCache": {"dtype": "fp8"}}
 
 
 def problems(values, region="us-east-1", environment="development"):
-    values = {"nodePools": {"inference": GPU}, **values}  # the serving section's default pool
+    values = {"nodePools": {"inference": GPU}, "serving": SERVING, **values}  # the serving section's default pool
     with pytest.raises(SettingsError) as err:
         load_settings({"tags": TAGS, "environment": environment, **values}, project="p", stack="s", region=region)
     return {p.path: p.message for p in err.value.problems}
@@ -56,6 +60,12 @@ BAD_INPUTS = [
      "nodePools.inference.capacityTypes", "spot cannot be combined with capacity-block"),
     ("prod", {"cluster": lambda c: {**c, "publicAccessCidrs": ["0.0.0.0/0"]}}, "cluster.publicAccessCidrs[0]", "production"),
     ("dev", {"cluster": lambda c: {**c, "kubernetesVersion": "1.27"}}, "cluster.kubernetesVersion", "EKS offers"),
+    ("dev", {"nodePools": pool(availabilityZones=["us-west-2a", "us-west-2a"])}, "nodePools.inference.availabilityZones",
+     "lists a zone twice"),
+    ("prod", {"nodePools": lambda p: {**p, "a-twenty-one-char-efa": {"instanceTypes": ["p5.48xlarge"]}}},
+     "nodePools.a-twenty-one-char-efa", "a-twenty-one-char-efa-a"),
+    ("prod", {"nodePools": pool(availabilityZones=None)}, "nodePools.inference.availabilityZones",
+     "at least two zones"),
 ]  # fmt: skip
 
 
@@ -72,8 +82,22 @@ def test_each_bad_input_exits_2_naming_its_key_before_any_resource(tmp_path, cap
     assert raised.value.registered == 0
 
 
+def test_a_version_without_a_pinned_cluster_autoscaler_exits_2_for_a_managed_stack(tmp_path, capsys):
+    file = stack_file(tmp_path, "npu", cluster=lambda c: {**c, "kubernetesVersion": "1.31"})
+    code = main(["plan", "--stack", "npu", "--stack-file", str(file), "--out", str(tmp_path / "out"), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and any(
+        "- cluster.kubernetesVersion:" in line and "scaled by the cluster autoscaler, pinned for" in line
+        for line in err.splitlines()
+    ), err
+    with pytest.raises(ProgramError) as raised:
+        run_program(REPO, "npu", stack_file=file)
+    assert raised.value.registered == 0
+
+
 def test_zero_zero_zero_zero_is_fine_outside_production():
-    values = {"tags": TAGS, "cluster": {"publicAccessCidrs": ["0.0.0.0/0"]}, "nodePools": {"inference": GPU}}
+    values = {"tags": TAGS, "cluster": {"publicAccessCidrs": ["0.0.0.0/0"]}, "nodePools": {"inference": GPU},
+              "serving": SERVING}  # fmt: skip
     settings = load_settings(values, project="p", stack="s", region="us-east-1")
     assert settings.cluster.public_access_cidrs == ["0.0.0.0/0"]
 
@@ -126,6 +150,8 @@ def test_node_pool_problems_by_key():
                     "reservationIds": ["cr-0123456789abcdef0", "cr-0123456789abcdef1"],
                 },
                 "zones": {"instanceTypes": ["p5.48xlarge"], "availabilityZones": ["us-east-1a", "us-east-1f"]},
+                "twice": {**GPU, "availabilityZones": ["us-east-1a", "us-east-1a"]},
+                "a-twenty-one-char-efa": {"instanceTypes": ["p5.48xlarge"], "availabilityZones": ["us-east-1a"]},
                 "labels": {**GPU, "labels": {"accelerator": "x", "team": "a b"}},
                 "karp": {**GPU, "expireAfter": "30 days", "disruptionBudget": "150%", "amiFamily": "bottlerocket"},
                 "neuronbr": {"instanceTypes": ["inf2.xlarge"], "amiFamily": "bottlerocket"},
@@ -141,7 +167,9 @@ def test_node_pool_problems_by_key():
     assert "17 hex digits" in found["nodePools.reserved.reservationIds[0]"]
     assert "targets one reservation" in found["nodePools.odcrs.reservationIds"]
     assert "cluster's zones are us-east-1a, us-east-1b" in found["nodePools.zones.availabilityZones[1]"]
-    assert "one zone" in found["nodePools.zones.availabilityZones"]
+    assert "nodePools.zones.availabilityZones" not in found  # an EFA pool may list several zones
+    assert "lists a zone twice" in found["nodePools.twice.availabilityZones"]
+    assert "a-twenty-one-char-efa-a" in found["nodePools.a-twenty-one-char-efa"]
     assert "set by the platform" in found["nodePools.labels.labels.accelerator"]
     assert "not a valid Kubernetes label" in found["nodePools.labels.labels.team"]
     assert "duration" in found["nodePools.karp.expireAfter"] and "0-100%" in found["nodePools.karp.disruptionBudget"]
@@ -156,7 +184,8 @@ def test_karpenter_allows_fallbacks_several_reservations_and_refuses_bottlerocke
     values = {"cluster": {"provisioning": "karpenter"}}
     pools = {"inference": GPU, "p": {"instanceTypes": ["p5.48xlarge"], "capacityTypes": ["reservation", "on-demand"],
                    "reservationIds": ["cr-0123456789abcdef0", "cr-0123456789abcdef1"], "maxSize": 500}}  # fmt: skip
-    settings = load_settings({"tags": TAGS, **values, "nodePools": pools}, project="p", stack="s", region="us-east-1")
+    settings = load_settings({"tags": TAGS, **values, "nodePools": pools, "serving": SERVING}, project="p", stack="s",
+                             region="us-east-1")  # fmt: skip
     assert settings.node_pools.root["p"].max_size == 500
     found = problems({**values, "nodePools": {"inference": GPU, "g": {**GPU, "amiFamily": "bottlerocket"}}})
     assert "pinned AL2023" in found["nodePools.g.amiFamily"]
@@ -171,6 +200,21 @@ def test_every_problem_is_reported_at_once():
         environment="production",
     )
     assert {"cluster.kubernetesVersion", "nodePools.a.instanceTypes[0]", "nodePools.a.minSize"} <= set(found)
+
+
+def test_managed_pools_need_a_cluster_autoscaler_pinned_for_the_kubernetes_version():
+    pools = NodePoolsSettings.model_validate({"inference": GPU})
+
+    def found(**cluster):
+        ctx = CheckContext(stack="s", environment="development", region=None,
+                           sections={"cluster": ClusterSettings(**cluster)})  # fmt: skip
+        return {p.path: p.message for p in pools.problems(ctx)}
+
+    assert "pinned for 1.36, 1.35" in found(kubernetes_version="1.37")["cluster.kubernetesVersion"]
+    assert found(kubernetes_version="1.37", provisioning="karpenter") == {}  # Karpenter sizes its own pools
+    assert found(kubernetes_version="1.36") == {}
+    assert NodePoolsSettings.model_validate({}).problems(CheckContext(stack="s", environment="development",
+        region=None, sections={"cluster": ClusterSettings(kubernetes_version="1.37")})) == []  # fmt: skip
 
 
 def test_serving_finds_its_pool_through_the_node_pools_section():

@@ -130,6 +130,21 @@ def test_production_needs_a_digest_two_replicas_and_scanning():
     assert "production scans" in found["inference.ecr.scanOnPush"]
 
 
+def test_an_efa_pools_capacity_counts_every_zone_and_production_needs_two():
+    section = copy.deepcopy(stack_values("prod")["inference"])
+    assert load({"inference": {**section, "replicas": 7}}, "prod").inference.replicas == 7  # 7 + 1 surge = 2 x 2 x 2
+    found = problems({"inference": {**section, "replicas": 8}}, "prod")
+    assert "exceed the 8" in found["inference.rollout.maxSurge"]
+    pools = copy.deepcopy(stack_values("prod")["nodePools"])
+    pools["inference"]["availabilityZones"] = ["us-east-1b"]
+    found = problems({"nodePools": pools}, "prod")
+    assert (
+        "got us-east-1b; production serves its 3 replicas from at least two zones"
+        in found["nodePools.inference.availabilityZones"]
+    )
+    assert set(found) == {"nodePools.inference.availabilityZones"}  # one zone's 2 nodes hold 3 + 1 surge
+
+
 def test_without_an_image_or_a_pool_nothing_is_rolled_out_and_nothing_checked():
     bare = load({"inference": {"replicas": 50, "resources": {"cpu": 400}}}).inference
     assert not bare.has_image and bare.replicas == 50
@@ -183,6 +198,24 @@ BAD_INPUTS = {
     ),
     "tag-without-digest-in-prod": ("prod", _prod_image_without_digest(), "inference.image.digest", "by digest"),
     "unknown-model": ("dev", {"serving": {"model": "Mystery-13B"}}, "serving.model", "serving.architecture"),
+    "batch-over-the-kv-cache": (
+        "prod",
+        {"serving": {"maxBatchSize": 128}},
+        "serving.tensorParallel",
+        "tensorParallel 8 holds it on p5.48xlarge",
+    ),
+    "kv-cap-below-the-batch": (
+        "dev",
+        {"serving": {"kvCache": {"dtype": "fp8", "maxTokens": 65536}}},
+        "serving.kvCache.maxTokens",
+        "below maxBatchSize 16 x maxSeqLen 8192 = 131072",
+    ),
+    "replicas-over-both-zones": (
+        "prod",
+        {"inference": {"replicas": 9}},
+        "inference.replicas",
+        "holds 8 at its maxSize (2 nodes per zone x 2 zones x 2 per node)",
+    ),
     "no-surge-no-unavailable": (
         "dev",
         {"inference": inference(rollout={"maxSurge": 0, "maxUnavailable": 0})},

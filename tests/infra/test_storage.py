@@ -214,6 +214,22 @@ def test_rollouts_get_the_model_claim_the_secret_classes_and_the_roles(run_compo
     assert storage.model_claim == "models" and storage.secret_classes == {INFERENCE: "triton-secrets"}
     assert storage.cache is not None and storage.store.model_prefix == "models/"
     assert (storage.inference, storage.model_sync) == (INFERENCE, MODEL_SYNC)
+    assert {account: ns.namespace for account, ns in storage.namespaces.items()} == {
+        INFERENCE: "inference",
+        MODEL_SYNC: "model-sync",
+    }
+    assert storage.namespaces[INFERENCE].service_accounts == ["triton"]
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_inference_object_waits_for_the_namespace_and_its_service_account(stack_plan, stack):
+    resources = stack_plan(stack).run.resources
+    namespace = one(resources, "workload-inference-namespace")
+    account = one(resources, "workload-inference-triton")
+    rollout = [r for r in resources if r.custom and r.parent and "InferenceService::inference" in r.parent]
+    assert len(rollout) >= 6
+    for resource in rollout:
+        assert {namespace.urn, account.urn} <= set(resource.dependencies), resource.urn
 
 
 def test_a_cache_zone_the_network_does_not_have_stops_before_any_storage_resource(run_components):

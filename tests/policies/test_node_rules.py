@@ -11,25 +11,27 @@ from components.node_pool import NodePool, NodePoolArgs
 from components.pool_profile import PoolSpec, profile
 
 ZONES = ("us-west-2a",)
+SUBNETS = {"us-west-2a": "s-a", "us-west-2b": "s-b"}
 
 
-def managed_pool(*types, max_size=2):
+def managed_pool(*types, max_size=2, zones=()):
     def program():
         NodePool(
             "pool",
             NodePoolArgs(cluster_name="c", name_prefix="c", kubernetes_version="1.36", node_role_arn="r",
-                         pool=profile(PoolSpec(name="gpu", instance_types=types, max_size=max_size), ZONES),
-                         subnet_ids_by_zone={"us-west-2a": "s"}, security_group_ids=["sg"]),
+                         pool=profile(PoolSpec(name="gpu", instance_types=types, max_size=max_size, zones=zones), ZONES),
+                         subnet_ids_by_zone=SUBNETS, security_group_ids=["sg"]),
         )  # fmt: skip
 
     return program
 
 
-def karpenter_pool(*types, max_size=2):
+def karpenter_pool(*types, max_size=2, zones=()):
     def program():
         KarpenterNodePool(
             "pool",
-            KarpenterNodePoolArgs(pool=profile(PoolSpec(name="gpu", instance_types=types, max_size=max_size), ZONES),
+            KarpenterNodePoolArgs(pool=profile(PoolSpec(name="gpu", instance_types=types, max_size=max_size,
+                                                        zones=zones), ZONES),
                                   cluster_name="c", node_role_name="n", cluster_security_group_id="sg",
                                   provider=k8s.Provider("k8s", kubeconfig="{}")),
         )  # fmt: skip
@@ -91,6 +93,15 @@ def test_accelerators_over_budget_fail_and_within_pass(violations):
     (found,) = violations(two_pools, "accelerator-budget", {"maxAccelerators": 40})
     assert "44 accelerators" in found.message and "budget of 40" in found.message
     assert violations(two_pools, "accelerator-budget")  # no budget configured: none allowed
+
+
+def test_an_efa_pool_counts_every_zone(violations):
+    two_zones = ("us-west-2a", "us-west-2b")
+    for program in (managed_pool("p5.48xlarge", zones=two_zones), karpenter_pool("p5.48xlarge", zones=two_zones)):
+        assert violations(program, "accelerator-budget", {"maxAccelerators": 32}) == []  # 2 zones x 2 nodes x 8
+        (found,) = violations(program, "accelerator-budget", {"maxAccelerators": 31})
+        assert "32 accelerators" in found.message
+        assert "us-west-2a" in found.message and "us-west-2b" in found.message  # one part per zone
 
 
 def test_a_karpenter_gpu_pool_without_limits_is_unbounded(violations):

@@ -5,6 +5,7 @@ passing and failing fixtures, on the rollout's own objects and on hand-made bad 
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
@@ -195,6 +196,39 @@ def test_inference_namespaces_without_an_ingress_policy_fail(violations):
         "inference namespace 'batch' has no NetworkPolicy limiting ingress",
         "inference namespace 'inference' has no NetworkPolicy limiting ingress",
     ]
+
+
+def cluster_with_cni(configuration=None):
+    """An EKS cluster and its vpc-cni add-on configured with ``configuration`` (None: no add-on)."""
+    aws.eks.Cluster("eks", role_arn="arn:aws:iam::123456789012:role/eks", vpc_config={"subnet_ids": ["s-1", "s-2"]})
+    if configuration is not None:
+        aws.eks.Addon("cni", cluster_name="c", addon_name="vpc-cni", configuration_values=json.dumps(configuration))
+
+
+def test_the_rollout_on_a_cluster_whose_vpc_cni_enforces_policies_passes(violations):
+    def program():
+        cluster_with_cni({"enableNetworkPolicy": "true"})
+        rollout()()
+
+    assert violations(program, "inference-namespaces-network-policy") == []
+
+
+def test_policies_nobody_enforces_fail(violations):
+    def unconfigured():
+        cluster_with_cni({"env": {"ENABLE_PREFIX_DELEGATION": "true"}})
+        rollout()()
+
+    (found,) = violations(unconfigured, "inference-namespaces-network-policy")
+    assert "enableNetworkPolicy" in found.message and found.urn.endswith("::cni")
+
+    def without_addon():
+        cluster_with_cni(None)
+        rollout()()
+
+    (found,) = violations(without_addon, "inference-namespaces-network-policy")
+    assert "no vpc-cni add-on" in found.message
+    config = {"requireVpcCniEnforcement": False}
+    assert violations(without_addon, "inference-namespaces-network-policy", config) == []
 
 
 # --- ecr-immutable-scanned --------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
-from components import models
+from components import catalog, models
 from inferctl import stack_settings
 from inferctl.errors import CommandError
 from inferctl.stack_settings import REPO_ROOT as REPO
@@ -194,7 +194,9 @@ def test_with_a_node_pool_section_the_accelerator_checks_run_in_settings():
     def ctx(pools: dict[str, Sequence[str]]) -> CheckContext:
         return CheckContext(stack="s", environment="development", region=None, sections={"nodePools": _Pools(pools)})
 
-    serving = ServingSettings.model_validate({"precision": "fp8", "nodePool": "gpu"})
+    serving = ServingSettings.model_validate(
+        {"precision": "fp8", "nodePool": "gpu", "maxBatchSize": 16, "kvCache": {"dtype": "fp8"}}
+    )
     assert serving.problems(ctx({"gpu": ["g6.xlarge", "g6e.xlarge"]})) == []
     problems = [str(p) for p in serving.problems(ctx({"gpu": ["g6.xlarge", "g5.xlarge"]}))]
     assert problems and all("g5.xlarge" in p for p in problems)
@@ -216,3 +218,59 @@ def test_the_stacks_node_pools_feed_the_accelerator_checks(tmp_path):
         stack_settings.load("dev", stack_file=stack_file)
     assert err.value.exit_code == 2
     assert "serving.precision: fp8 does not run on g5.xlarge (a10g, sm86)" in str(err.value)
+
+
+# --- KV-cache room for the whole batch at full length ---------------------------------------------------
+
+PROD_SHAPE = {"model": "Llama-3.1-70B", "precision": "fp8", "tensorParallel": 4, "maxInputLen": 8192,
+              "maxSeqLen": 16384, "kvCache": {"dtype": "fp8"}}  # fmt: skip
+
+
+def _kv_problems(serving: dict[str, Any], instance_type: str) -> list[str]:
+    settings = ServingSettings.model_validate(serving)
+    return [str(p) for p in accelerator_problems(settings, instance_type) if "KV cache" in p.message]
+
+
+def test_tp_4_on_h100_holds_64_full_sequences_of_70b_but_not_128():
+    assert _kv_problems({**PROD_SHAPE, "maxBatchSize": 64}, "p5.48xlarge") == []
+    (problem,) = _kv_problems({**PROD_SHAPE, "maxBatchSize": 128}, "p5.48xlarge")
+    assert problem.startswith("serving.tensorParallel: got 4;")
+    assert "1,358,452 tokens" in problem and "128 x maxSeqLen 16384 = 2,097,152 need 85.9 GB" in problem
+    assert "tensorParallel 8 holds it on p5.48xlarge" in problem and "lower maxBatchSize to 82" in problem
+    assert _kv_problems({**PROD_SHAPE, "maxBatchSize": 128}, "p5en.48xlarge") == []  # 141 GB per H200
+
+
+def test_the_configured_free_fraction_counts_and_multi_node_shapes_get_a_general_hint():
+    tight = {**PROD_SHAPE, "maxBatchSize": 64, "kvCache": {"dtype": "fp8", "freeGpuMemFraction": 0.6}}
+    (problem,) = _kv_problems(tight, "p5.48xlarge")
+    assert "freeGpuMemFraction 0.6" in problem and "tensorParallel 8 holds it" in problem
+    pipelined = {**PROD_SHAPE, "tensorParallel": 2, "pipelineParallel": 2, "maxBatchSize": 128}
+    (problem,) = _kv_problems(pipelined, "p5.48xlarge")
+    assert "raise tensorParallel x pipelineParallel" in problem
+
+
+@pytest.mark.parametrize("model", ["Llama-3.1-8B", "Llama-3.1-70B"])
+@pytest.mark.parametrize("instance_type", ["p5.48xlarge", "g6e.12xlarge"])
+@pytest.mark.parametrize(("batch", "seq"), [(8, 4096), (64, 8192), (128, 16384), (256, 16384)])
+def test_the_check_agrees_with_min_tensor_parallel(model, instance_type, batch, seq):
+    """A power-of-two TP passes exactly when it is at least what models.min_tensor_parallel asks for."""
+    try:
+        needed = models.min_tensor_parallel(model, "fp8", instance_type, 0.0, seq, batch, "fp8")
+    except models.SizingError:
+        needed = None
+    units = catalog.instance(instance_type).max_tensor_parallel
+    for tp in (t for t in (1, 2, 4, 8) if t <= units):
+        serving = {"model": model, "precision": "fp8", "tensorParallel": tp, "maxBatchSize": batch,
+                   "maxInputLen": seq // 2, "maxSeqLen": seq, "kvCache": {"dtype": "fp8"}}  # fmt: skip
+        fits = not [p for p in accelerator_problems(ServingSettings.model_validate(serving), instance_type)
+                    if p.path == "serving.tensorParallel"]  # fmt: skip
+        assert fits == (needed is not None and tp >= needed), (tp, needed)
+
+
+def test_a_kv_token_cap_below_the_batch_is_named():
+    capped = {**PROD_SHAPE, "maxBatchSize": 64, "kvCache": {"dtype": "fp8", "maxTokens": 500_000}}
+    problems = [str(p) for p in accelerator_problems(ServingSettings.model_validate(capped), "p5.48xlarge")]
+    assert problems == [
+        "serving.kvCache.maxTokens: got 500000; below maxBatchSize 64 x maxSeqLen 16384 = 1048576: the cache "
+        "would admit fewer sequences than the engine is built for"
+    ]
