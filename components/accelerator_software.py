@@ -177,9 +177,7 @@ def _release(
     return k8s.helm.v3.Release(
         name,
         name=release_name,
-        chart=chart.chart,
-        version=chart.version,
-        repository_opts={"repo": chart.repository} if chart.repository else None,
+        **chart.release_source(),
         namespace=namespace,
         create_namespace=create_ns,
         values=values,

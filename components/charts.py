@@ -25,7 +25,7 @@ Sources
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,11 @@ class Chart:
     """Chart name in ``repository``, or a full ``oci://`` reference (then ``repository`` is None)."""
     version: str
     repository: str | None = None
+
+    def release_source(self) -> dict[str, Any]:
+        """Where ``kubernetes.helm.v3.Release`` fetches this chart from, as its keyword arguments."""
+        repository = {"repository_opts": {"repo": self.repository}} if self.repository else {}
+        return {"chart": self.chart, "version": self.version, **repository}
 
 
 KARPENTER: Final = Chart("oci://public.ecr.aws/karpenter/karpenter", "1.14.1")

@@ -95,9 +95,7 @@ class ClusterAutoscaler(pulumi.ComponentResource):
         self.release = k8s.helm.v3.Release(
             f"{name}-chart",
             name="cluster-autoscaler",
-            chart=charts.CLUSTER_AUTOSCALER.chart,
-            version=charts.CLUSTER_AUTOSCALER.version,
-            repository_opts={"repo": charts.CLUSTER_AUTOSCALER.repository},
+            **charts.CLUSTER_AUTOSCALER.release_source(),
             namespace=NAMESPACE,
             values=release_values(args),
             # Credentials come through the association: it must exist before the first pod starts.

@@ -64,11 +64,7 @@ class FsxCsi(pulumi.ComponentResource):
                 k8s.helm.v3.Release(
                     f"{name}-driver",
                     name="aws-fsx-csi-driver",
-                    chart=args.chart.chart,
-                    version=args.chart.version,
-                    repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=args.chart.repository)
-                    if args.chart.repository
-                    else None,
+                    **args.chart.release_source(),
                     namespace=DRIVER_NAMESPACE,
                     values={
                         "nodeComponentOnly": True,

@@ -139,16 +139,14 @@ class Karpenter(pulumi.ComponentResource):
         crds = k8s.helm.v3.Release(
             f"{name}-crd",
             name="karpenter-crd",
-            chart=charts.KARPENTER_CRD.chart,
-            version=charts.KARPENTER_CRD.version,
+            **charts.KARPENTER_CRD.release_source(),
             namespace=NAMESPACE,
             opts=k8s_child,
         )
         self.release = k8s.helm.v3.Release(
             f"{name}-chart",
             name="karpenter",
-            chart=charts.KARPENTER.chart,
-            version=charts.KARPENTER.version,
+            **charts.KARPENTER.release_source(),
             namespace=NAMESPACE,
             skip_crds=True,
             values={

@@ -84,9 +84,7 @@ def _release(
     return k8s.helm.v3.Release(
         resource_name,
         name=release_name,
-        chart=chart.chart,
-        version=chart.version,
-        repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.repository) if chart.repository else None,
+        **chart.release_source(),
         namespace=DRIVER_NAMESPACE,
         values=values,
         opts=opts,

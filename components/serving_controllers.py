@@ -86,9 +86,7 @@ def _release(
     return k8s.helm.v3.Release(
         name,
         name=release_name,
-        chart=chart.chart,
-        version=chart.version,
-        repository_opts={"repo": chart.repository} if chart.repository else None,
+        **chart.release_source(),
         namespace=namespace,
         create_namespace=namespace != CRDS_NAMESPACE,
         values=values,
