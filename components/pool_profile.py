@@ -22,7 +22,6 @@ from typing import Final, Literal
 from components import catalog
 
 CapacityType = Literal["on-demand", "spot", "capacity-block", "reservation"]
-CAPACITY_TYPES: Final[tuple[str, ...]] = ("on-demand", "spot", "capacity-block", "reservation")
 RESERVED_CAPACITY: Final = frozenset({"capacity-block", "reservation"})
 AmiFamily = Literal["al2023", "bottlerocket"]
 

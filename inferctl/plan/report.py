@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -148,7 +147,3 @@ def markdown(plan: Plan) -> str:
 
 def _short(urn: str | None) -> str:
     return f"`{urn.split('::')[-1]}`" if urn else "stack"
-
-
-def count_by_type(resources: Iterable[RecordedResource]) -> dict[str, int]:
-    return dict(Counter(r.type for r in resources))

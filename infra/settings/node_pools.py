@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import ClassVar, Literal
+from typing import ClassVar
 
 from pydantic import ConfigDict, Field, RootModel
 
@@ -27,6 +27,8 @@ from components.pool_profile import (
     DEFAULT_EXPIRE_AFTER,
     DEFAULT_TERMINATION_GRACE_PERIOD,
     RESERVED_LABELS,
+    AmiFamily,
+    CapacityType,
     pool_zones,
     shards,
 )
@@ -45,9 +47,7 @@ _LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([
 class NodePoolSettings(Section):
     instance_types: list[str] = Field(min_length=1)
     """Required. Catalogued types of one vendor and one accelerator model (``[g6.xlarge, g6.2xlarge]``)."""
-    capacity_types: list[Literal["on-demand", "spot", "capacity-block", "reservation"]] = Field(
-        default_factory=lambda: ["on-demand"], min_length=1
-    )
+    capacity_types: list[CapacityType] = Field(default_factory=lambda: ["on-demand"], min_length=1)
     """Default ``[on-demand]``. ``reservation`` (ODCR) and ``capacity-block`` need ``reservationIds``;
     spot never mixes with capacity-block. Managed node groups take exactly one; Karpenter prefers
     reserved capacity, then the others in price order."""
@@ -93,7 +93,7 @@ class NodePoolSettings(Section):
         """Nodes at the pool's maximum over every zone: what capacity checks and budgets count."""
         return self.max_size * self.shard_count(cluster_zones)
 
-    ami_family: Literal["al2023", "bottlerocket"] = "al2023"
+    ami_family: AmiFamily = "al2023"
     """Default ``al2023``. ``bottlerocket`` for NVIDIA pools on managed node groups."""
     labels: dict[str, str] = Field(default_factory=dict)
     """Default ``{}``. Extra node labels; the platform's own (node-role, accelerator, ...) are reserved."""
