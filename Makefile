@@ -16,8 +16,20 @@ $(VENV)/.installed: pyproject.toml requirements.txt requirements-dev.txt require
 	$(BIN)/python -m pip install --quiet --no-deps -r requirements-triton.txt
 	@touch $@
 
-.PHONY: venv plan test lint bench serve-local clean
+# Debian/Ubuntu packages the live tests run for real (Prometheus + promtool, Redis). Installed with apt where it
+# exists; elsewhere the tests that need them skip, saying how to install them (and fail instead when CI=true).
+APT_PACKAGES := prometheus redis-server
+
+.PHONY: venv system-deps plan test lint bench serve-local clean
 venv: $(VENV)/.installed
+
+system-deps:
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if ! command -v apt-get >/dev/null; then echo "system-deps: not Debian/Ubuntu; install$$missing yourself"; exit 0; fi; \
+	sudo=""; [ "$$(id -u)" = 0 ] || sudo="sudo"; \
+	echo "system-deps: apt-get install$$missing"; \
+	$$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends $$missing >/dev/null
 
 plan: venv
 	$(BIN)/inferctl plan --stack $(STACK) $(if $(STACK_FILE),--stack-file $(STACK_FILE)) $(if $(PROGRAM),--program $(PROGRAM))
@@ -26,7 +38,7 @@ lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-test: venv lint
+test: venv system-deps lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 bench: venv
