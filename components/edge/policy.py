@@ -1,0 +1,96 @@
+"""What the gateway enforces in front of Triton, as plain data: clients, tiers, timeouts, protection.
+
+Both renderings read this one object: the Gateway API / Envoy Gateway objects the cluster applies
+(``gateway_api``) and the Envoy bootstrap that proves the same behaviour on a developer machine
+(``inferctl.serving.edge_envoy``). No Pulumi, no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+DEFAULT_API_KEY_HEADER = "x-api-key"
+DEFAULT_CLIENT_ID_HEADER = "x-client-id"
+DEFAULT_IDLE_TIMEOUT_SECONDS = 600
+DEFAULT_MAX_CONNECTIONS = 1024
+DEFAULT_MAX_PENDING_REQUESTS = 64
+DEFAULT_MAX_PARALLEL_REQUESTS = 256
+DEFAULT_RETRIES = 2
+# Retried only when no byte reached Triton: a generation is not idempotent (it costs GPU time and a
+# retried stream would repeat tokens the client already has).
+RETRY_ON = ("connect-failure", "reset-before-request")
+# Seconds a client is told to wait when the gateway sheds load (circuit breaker open).
+OVERLOAD_RETRY_AFTER_SECONDS = 1
+# Passive health checking: a replica that fails this many requests in a row rests for a while.
+OUTLIER_CONSECUTIVE_5XX = 5
+OUTLIER_INTERVAL_SECONDS = 10
+OUTLIER_BASE_EJECTION_SECONDS = 30
+OUTLIER_MAX_EJECTION_PERCENT = 50
+
+
+@dataclass(frozen=True, kw_only=True)
+class Tier:
+    """A service level: how many requests a client of this tier may start per minute."""
+
+    name: str
+    requests_per_minute: int
+    """Required, > 0. Requests one client may start per minute (a token bucket refilled each minute)."""
+    concurrent_streams: int
+    """Required, > 0. Streams one client of the tier is promised at once; the gateway's parallel-request
+    budget (circuit breaker) is sized from the sum over clients, see ``EdgePolicy.parallel_requests``."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Client:
+    """One API consumer: its id (forwarded upstream, the rate-limit bucket) and its tier."""
+
+    client_id: str
+    tier: Tier
+
+
+@dataclass(frozen=True, kw_only=True)
+class CircuitBreaker:
+    """Upper bounds on what the gateway holds open towards Triton; beyond them it answers 503 at once."""
+
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+    """Default 1024. Connections to all Triton replicas together."""
+    max_pending_requests: int = DEFAULT_MAX_PENDING_REQUESTS
+    """Default 64. Requests waiting for a connection; more get 503 instead of a growing queue."""
+    max_parallel_requests: int | None = None
+    """Default: the sum of the clients' concurrent streams (at least 1). Requests in flight to Triton."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class EdgePolicy:
+    clients: tuple[Client, ...]
+    """Empty only when authentication is off (then nobody is rate limited per client)."""
+    auth_enabled: bool = True
+    """Default ``true``. Reject requests without a known API key (401)."""
+    api_key_header: str = DEFAULT_API_KEY_HEADER
+    """Default ``x-api-key``. Where clients put the key (HTTP header and gRPC metadata)."""
+    client_id_header: str = DEFAULT_CLIENT_ID_HEADER
+    """Default ``x-client-id``. Where the gateway tells Triton (and the rate limiter) who called."""
+    idle_timeout_seconds: int = DEFAULT_IDLE_TIMEOUT_SECONDS
+    """Default 600, the ALB idle timeout: a stream may be silent this long (a long prefill)."""
+    circuit_breaker: CircuitBreaker = field(default_factory=CircuitBreaker)
+    retries: int = DEFAULT_RETRIES
+    """Default 2. Retries, only on connect failure or reset before the request was sent."""
+
+    @property
+    def tiers(self) -> tuple[Tier, ...]:
+        """The tiers in use, each once, in the order clients name them."""
+        seen: dict[str, Tier] = {}
+        for client in self.clients:
+            seen.setdefault(client.tier.name, client.tier)
+        return tuple(seen.values())
+
+    @property
+    def parallel_requests(self) -> int:
+        explicit = self.circuit_breaker.max_parallel_requests
+        if explicit is not None:
+            return explicit
+        return max(1, sum(c.tier.concurrent_streams for c in self.clients))
+
+    def limits(self) -> dict[str, int]:
+        """Requests per minute per client id: what both renderings must enforce."""
+        return {c.client_id: c.tier.requests_per_minute for c in self.clients}
