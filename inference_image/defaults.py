@@ -1,18 +1,29 @@
-"""The image's fixed serving contract and paths (import-free, so CLI parsers can use them cheaply)."""
+"""The image's side of the serving contract, re-exported so image code keeps one short import path."""
 
-from pathlib import Path
+from components.catalog.serving_contract import (
+    GRPC_PORT,
+    GRPC_RESTRICTED_HEADER_PREFIX,
+    HTTP_PORT,
+    LIVE_PATH,
+    LOOPBACK,
+    METRICS_PATH,
+    METRICS_PORT,
+    MODELS_DIR,
+    POD_ADDRESS,
+    READY_PATH,
+    REPOSITORY_DIR,
+)
 
-HTTP_PORT = 8000
-GRPC_PORT = 8001
-METRICS_PORT = 8002
-POD_ADDRESS = "0.0.0.0"
-LOOPBACK = "127.0.0.1"
-LIVE_PATH = "/v2/health/live"
-READY_PATH = "/v2/health/ready"
-METRICS_PATH = "/metrics"
-# tritonserver checks a --grpc-restricted-protocol header under this prefix (HTTP: the bare name).
-GRPC_RESTRICTED_HEADER_PREFIX = "triton-grpc-protocol-"
-MODELS_DIR = Path("/models")
-"""Engine in ``<MODELS_DIR>/engine``, tokenizer in ``<MODELS_DIR>/tokenizer``."""
-REPOSITORY_DIR = Path("/tmp/inferctl/model_repository")
-"""Rendered model repository; owned by the entrypoint and replaced on every start."""
+__all__ = [
+    "GRPC_PORT",
+    "GRPC_RESTRICTED_HEADER_PREFIX",
+    "HTTP_PORT",
+    "LIVE_PATH",
+    "LOOPBACK",
+    "METRICS_PATH",
+    "METRICS_PORT",
+    "MODELS_DIR",
+    "POD_ADDRESS",
+    "READY_PATH",
+    "REPOSITORY_DIR",
+]

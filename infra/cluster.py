@@ -15,23 +15,24 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from components import catalog, eks_versions
-from components.accelerator_software import AcceleratorSoftware, AcceleratorSoftwareArgs
-from components.cluster import Cluster, ClusterArgs
-from components.cluster_addons import (
+from components import catalog
+from components.catalog import eks_versions
+from components.cluster.addons import (
     VPC_CNI_NETWORK_POLICY,
     AddonIdentity,
     AddonSpec,
     ClusterAddons,
     ClusterAddonsArgs,
 )
-from components.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
-from components.iam_documents import CNI_POLICY, EBS_CSI_POLICY, ebs_kms_policy
-from components.karpenter import Karpenter, KarpenterArgs
-from components.karpenter_node_pool import KarpenterNodePool, KarpenterNodePoolArgs
-from components.node_pool import NodePool, NodePoolArgs
-from components.node_role import NodeRole, NodeRoleArgs
-from components.pool_profile import LABEL_NODE_ROLE, ROLE_SYSTEM, PoolProfile, PoolSpec, profile
+from components.cluster.eks_cluster import Cluster, ClusterArgs
+from components.compute.accelerator_software import AcceleratorSoftware, AcceleratorSoftwareArgs
+from components.compute.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
+from components.compute.karpenter import Karpenter, KarpenterArgs
+from components.compute.karpenter_node_pool import KarpenterNodePool, KarpenterNodePoolArgs
+from components.compute.node_pool import NodePool, NodePoolArgs
+from components.compute.pool_profile import LABEL_NODE_ROLE, ROLE_SYSTEM, PoolProfile, PoolSpec, profile
+from components.identity.iam_documents import CNI_POLICY, EBS_CSI_POLICY, ebs_kms_policy
+from components.identity.node_role import NodeRole, NodeRoleArgs
 from infra.foundation import Foundation
 from infra.settings import Settings
 from infra.settings.node_pools import NodePoolSettings
@@ -57,182 +58,29 @@ class Compute:
 
 
 def build_cluster(settings: Settings, foundation: Foundation) -> Compute:
-    cfg, region, partition = settings.cluster, settings.region.name, foundation.partition
-    name = foundation.cluster_name
-    net, keys = foundation.network, foundation.keys
-    versions = eks_versions.addon_versions(cfg.kubernetes_version, cfg.addon_versions)
-    cluster = Cluster(
-        "cluster",
-        ClusterArgs(
-            cluster_name=name,
-            kubernetes_version=cfg.kubernetes_version,
-            subnet_ids=net.intra_subnet_ids or net.private_subnet_ids,
-            secrets_key_arn=keys.cluster_key_arn,
-            logs_key_arn=keys.logs_key_arn,
-            region=region,
-            partition=partition,
-            log_retention_days=cfg.log_retention_days,
-            public_access_cidrs=cfg.public_access_cidrs,
-            admin_principal_arns=_admins(settings),
-            read_only_principal_arns=settings.access.read_only_role_arns,
-            support_type=cfg.support_type,
-            # Not data, but an outage if deleted: EKS refuses DeleteCluster and Pulumi refuses to plan it.
-            deletion_protection=settings.production,
-            protect=settings.production,
-        ),
-    )
-    node_role = NodeRole("nodes", NodeRoleArgs(cluster_name=name, partition=partition))
-    network_addons = ClusterAddons(
-        "addons-network",
-        ClusterAddonsArgs(
-            cluster_name=cluster.cluster_name,
-            partition=partition,
-            addons=[
-                AddonSpec(name=eks_versions.ADDON_POD_IDENTITY, version=versions[eks_versions.ADDON_POD_IDENTITY]),
-                AddonSpec(
-                    name=eks_versions.ADDON_VPC_CNI,
-                    version=versions[eks_versions.ADDON_VPC_CNI],
-                    identity=AddonIdentity(service_account="aws-node", managed_policies=[CNI_POLICY]),
-                    configuration_values=json.dumps(VPC_CNI_NETWORK_POLICY),
-                ),
-                AddonSpec(name=eks_versions.ADDON_KUBE_PROXY, version=versions[eks_versions.ADDON_KUBE_PROXY]),
-            ],
-        ),
-    )
-    node_groups_sgs = [cluster.cluster_security_group_id, foundation.security_groups.node_sg_id]
-    zones = list(foundation.zones)
-    instance_tags = settings.default_tags
+    cluster = _control_plane(settings, foundation)
+    node_role = NodeRole("nodes", NodeRoleArgs(cluster_name=foundation.cluster_name, partition=foundation.partition))
+    network_addons = _network_addons(settings, foundation, cluster)
     pools = {
-        pool_name: profile(_pool_spec(pool_name, pool), zones) for pool_name, pool in settings.node_pools.root.items()
+        pool_name: profile(_pool_spec(pool_name, pool), list(foundation.zones))
+        for pool_name, pool in settings.node_pools.root.items()
     }
-    managed = cfg.provisioning == "managed"
+    managed = settings.cluster.provisioning == "managed"
     # The cluster autoscaler runs for managed pools; then it also sizes the system group, so tag it too.
-    autoscaled = name if managed and pools else None
-    system = NodePool(
-        "pool-system",
-        NodePoolArgs(
-            cluster_name=cluster.cluster_name,
-            name_prefix=name,
-            kubernetes_version=cfg.kubernetes_version,
-            node_role_arn=node_role.role_arn,
-            pool=profile(_system_spec(settings), zones),
-            subnet_ids_by_zone=net.private_subnet_ids_by_zone,
-            security_group_ids=node_groups_sgs,
-            instance_tags=instance_tags,
-            autoscaler_cluster_name=autoscaled,
-        ),
-        opts=pulumi.ResourceOptions(depends_on=[network_addons]),
-    )
-    workload_addons = ClusterAddons(
-        "addons-workload",
-        ClusterAddonsArgs(
-            cluster_name=cluster.cluster_name,
-            partition=partition,
-            addons=[
-                AddonSpec(name=eks_versions.ADDON_COREDNS, version=versions[eks_versions.ADDON_COREDNS]),
-                AddonSpec(
-                    name=eks_versions.ADDON_EBS_CSI,
-                    version=versions[eks_versions.ADDON_EBS_CSI],
-                    identity=AddonIdentity(
-                        service_account="ebs-csi-controller-sa",
-                        managed_policies=[EBS_CSI_POLICY],
-                        inline_policy=keys.storage_key_arn.apply(lambda arn: json.dumps(ebs_kms_policy(arn))),
-                    ),
-                ),
-            ],
-            storage_class_key_arn=keys.storage_key_arn,
-            provider=cluster.provider,
-            depends_on=[system],
-        ),
-    )
-
+    autoscaled = foundation.cluster_name if managed and pools else None
+    nodes = _NodeGroups(settings, foundation, cluster, node_role, autoscaled)
+    system = nodes.add("pool-system", profile(_system_spec(settings), list(foundation.zones)), network_addons)
+    workload_addons = _workload_addons(settings, foundation, cluster, system)
     karpenter, autoscaler = None, None
-    if not managed:
-        karpenter = Karpenter(
-            "karpenter",
-            KarpenterArgs(
-                cluster_name=name,
-                cluster=cluster.cluster_name,
-                cluster_endpoint=cluster.endpoint,
-                node_role_arn=node_role.role_arn,
-                region=region,
-                account_id=foundation.account_id,
-                partition=partition,
-                provider=cluster.provider,
-                node_selector={LABEL_NODE_ROLE: ROLE_SYSTEM},
-                replicas=min(2, cfg.system_node_group.min_size),
-            ),
-            opts=pulumi.ResourceOptions(depends_on=[workload_addons]),
-        )
+    if managed:
+        autoscaler = _cluster_autoscaler(settings, foundation, cluster, workload_addons) if autoscaled else None
         for pool_name, pool in pools.items():
-            KarpenterNodePool(
-                f"pool-{pool_name}",
-                KarpenterNodePoolArgs(
-                    pool=pool,
-                    cluster_name=name,
-                    node_role_name=node_role.role_name,
-                    cluster_security_group_id=cluster.cluster_security_group_id,
-                    provider=cluster.provider,
-                    depends_on=[karpenter.release],
-                    instance_tags=instance_tags,
-                ),
-            )
+            nodes.add(f"pool-{pool_name}", pool, network_addons)
     else:
-        if autoscaled is not None:
-            autoscaler = ClusterAutoscaler(
-                "cluster-autoscaler",
-                ClusterAutoscalerArgs(
-                    cluster_name=name,
-                    cluster=cluster.cluster_name,
-                    kubernetes_version=cfg.kubernetes_version,
-                    region=region,
-                    account_id=foundation.account_id,
-                    partition=partition,
-                    provider=cluster.provider,
-                    node_selector={LABEL_NODE_ROLE: ROLE_SYSTEM},
-                    depends_on=[workload_addons],
-                ),
-            )
-        for pool_name, pool in pools.items():
-            NodePool(
-                f"pool-{pool_name}",
-                NodePoolArgs(
-                    cluster_name=cluster.cluster_name,
-                    name_prefix=name,
-                    kubernetes_version=cfg.kubernetes_version,
-                    node_role_arn=node_role.role_arn,
-                    pool=pool,
-                    subnet_ids_by_zone=net.private_subnet_ids_by_zone,
-                    security_group_ids=node_groups_sgs,
-                    instance_tags=instance_tags,
-                    autoscaler_cluster_name=autoscaled,
-                ),
-                opts=pulumi.ResourceOptions(depends_on=[network_addons]),
-            )
-    vendors = {p.vendor for p in pools.values()}
+        karpenter = _karpenter(settings, foundation, cluster, node_role, workload_addons, pools)
     if pools:
-        AcceleratorSoftware(
-            "accelerators",
-            AcceleratorSoftwareArgs(
-                provider=cluster.provider,
-                nvidia=catalog.VENDOR_NVIDIA in vendors,
-                neuron=catalog.VENDOR_NEURON in vendors,
-                efa=any(p.efa for p in pools.values()),
-                system_node_selector={LABEL_NODE_ROLE: ROLE_SYSTEM},
-            ),
-            opts=pulumi.ResourceOptions(depends_on=[workload_addons]),
-        )
-
-    pulumi.export("clusterName", cluster.cluster_name)
-    pulumi.export("clusterEndpoint", cluster.endpoint)
-    pulumi.export("kubeconfig", cluster.kubeconfig)
-    pulumi.export(
-        "nodePools",
-        {
-            n: {"labels": p.labels, "zones": list(p.zones), "efa": p.efa, "shards": [s.name for s in p.shards]}
-            for n, p in pools.items()
-        },
-    )
+        _device_software(cluster, pools, workload_addons)
+    _export(cluster, pools)
     return Compute(
         cluster=cluster,
         cluster_name=cluster.cluster_name,
@@ -243,6 +91,197 @@ def build_cluster(settings: Settings, foundation: Foundation) -> Compute:
         storage_class_name=workload_addons.storage_class_name,
         karpenter=karpenter,
         autoscaler=autoscaler,
+    )
+
+
+def _control_plane(settings: Settings, foundation: Foundation) -> Cluster:
+    cfg, net, keys = settings.cluster, foundation.network, foundation.keys
+    return Cluster(
+        "cluster",
+        ClusterArgs(
+            cluster_name=foundation.cluster_name,
+            kubernetes_version=cfg.kubernetes_version,
+            subnet_ids=net.intra_subnet_ids or net.private_subnet_ids,
+            secrets_key_arn=keys.cluster_key_arn,
+            logs_key_arn=keys.logs_key_arn,
+            region=settings.region.name,
+            partition=foundation.partition,
+            log_retention_days=cfg.log_retention_days,
+            public_access_cidrs=cfg.public_access_cidrs,
+            admin_principal_arns=_admins(settings),
+            read_only_principal_arns=settings.access.read_only_role_arns,
+            support_type=cfg.support_type,
+            # Not data, but an outage if deleted: EKS refuses DeleteCluster and Pulumi refuses to plan it.
+            deletion_protection=settings.production,
+            protect=settings.production,
+        ),
+    )
+
+
+def _addon(name: str, versions: dict[str, str], **kwargs: object) -> AddonSpec:
+    return AddonSpec(name=name, version=versions[name], **kwargs)  # type: ignore[arg-type]
+
+
+def _network_addons(settings: Settings, foundation: Foundation, cluster: Cluster) -> ClusterAddons:
+    """What nodes need before they can join: pod identity, the CNI (enforcing NetworkPolicies), kube-proxy."""
+    versions = eks_versions.addon_versions(settings.cluster.kubernetes_version, settings.cluster.addon_versions)
+    cni = AddonIdentity(service_account="aws-node", managed_policies=[CNI_POLICY])
+    return ClusterAddons(
+        "addons-network",
+        ClusterAddonsArgs(
+            cluster_name=cluster.cluster_name,
+            partition=foundation.partition,
+            addons=[
+                _addon(eks_versions.ADDON_POD_IDENTITY, versions),
+                _addon(
+                    eks_versions.ADDON_VPC_CNI,
+                    versions,
+                    identity=cni,
+                    configuration_values=json.dumps(VPC_CNI_NETWORK_POLICY),
+                ),
+                _addon(eks_versions.ADDON_KUBE_PROXY, versions),
+            ],
+        ),
+    )
+
+
+def _workload_addons(settings: Settings, foundation: Foundation, cluster: Cluster, system: NodePool) -> ClusterAddons:
+    """What needs running nodes: CoreDNS, and the EBS CSI driver with a CMK-encrypted gp3 StorageClass."""
+    versions = eks_versions.addon_versions(settings.cluster.kubernetes_version, settings.cluster.addon_versions)
+    storage_key_arn = foundation.keys.storage_key_arn
+    ebs = AddonIdentity(
+        service_account="ebs-csi-controller-sa",
+        managed_policies=[EBS_CSI_POLICY],
+        inline_policy=storage_key_arn.apply(lambda arn: json.dumps(ebs_kms_policy(arn))),
+    )
+    return ClusterAddons(
+        "addons-workload",
+        ClusterAddonsArgs(
+            cluster_name=cluster.cluster_name,
+            partition=foundation.partition,
+            addons=[
+                _addon(eks_versions.ADDON_COREDNS, versions),
+                _addon(eks_versions.ADDON_EBS_CSI, versions, identity=ebs),
+            ],
+            storage_class_key_arn=storage_key_arn,
+            provider=cluster.provider,
+            depends_on=[system],
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class _NodeGroups:
+    """Managed node groups share everything but their pool: subnets, security groups, role and tags."""
+
+    settings: Settings
+    foundation: Foundation
+    cluster: Cluster
+    node_role: NodeRole
+    autoscaled: str | None
+
+    def add(self, name: str, pool: PoolProfile, after: pulumi.Resource) -> NodePool:
+        return NodePool(
+            name,
+            NodePoolArgs(
+                cluster_name=self.cluster.cluster_name,
+                name_prefix=self.foundation.cluster_name,
+                kubernetes_version=self.settings.cluster.kubernetes_version,
+                node_role_arn=self.node_role.role_arn,
+                pool=pool,
+                subnet_ids_by_zone=self.foundation.network.private_subnet_ids_by_zone,
+                security_group_ids=[self.cluster.cluster_security_group_id, self.foundation.security_groups.node_sg_id],
+                instance_tags=self.settings.default_tags,
+                autoscaler_cluster_name=self.autoscaled,
+            ),
+            opts=pulumi.ResourceOptions(depends_on=[after]),
+        )
+
+
+def _cluster_autoscaler(
+    settings: Settings, foundation: Foundation, cluster: Cluster, after: pulumi.Resource
+) -> ClusterAutoscaler:
+    return ClusterAutoscaler(
+        "cluster-autoscaler",
+        ClusterAutoscalerArgs(
+            cluster_name=foundation.cluster_name,
+            cluster=cluster.cluster_name,
+            kubernetes_version=settings.cluster.kubernetes_version,
+            region=settings.region.name,
+            account_id=foundation.account_id,
+            partition=foundation.partition,
+            provider=cluster.provider,
+            node_selector={LABEL_NODE_ROLE: ROLE_SYSTEM},
+            depends_on=[after],
+        ),
+    )
+
+
+def _karpenter(
+    settings: Settings,
+    foundation: Foundation,
+    cluster: Cluster,
+    node_role: NodeRole,
+    after: pulumi.Resource,
+    pools: dict[str, PoolProfile],
+) -> Karpenter:
+    karpenter = Karpenter(
+        "karpenter",
+        KarpenterArgs(
+            cluster_name=foundation.cluster_name,
+            cluster=cluster.cluster_name,
+            cluster_endpoint=cluster.endpoint,
+            node_role_arn=node_role.role_arn,
+            region=settings.region.name,
+            account_id=foundation.account_id,
+            partition=foundation.partition,
+            provider=cluster.provider,
+            node_selector={LABEL_NODE_ROLE: ROLE_SYSTEM},
+            replicas=min(2, settings.cluster.system_node_group.min_size),
+        ),
+        opts=pulumi.ResourceOptions(depends_on=[after]),
+    )
+    for pool_name, pool in pools.items():
+        KarpenterNodePool(
+            f"pool-{pool_name}",
+            KarpenterNodePoolArgs(
+                pool=pool,
+                cluster_name=foundation.cluster_name,
+                node_role_name=node_role.role_name,
+                cluster_security_group_id=cluster.cluster_security_group_id,
+                provider=cluster.provider,
+                depends_on=[karpenter.release],
+                instance_tags=settings.default_tags,
+            ),
+        )
+    return karpenter
+
+
+def _device_software(cluster: Cluster, pools: dict[str, PoolProfile], after: pulumi.Resource) -> AcceleratorSoftware:
+    vendors = {p.vendor for p in pools.values()}
+    return AcceleratorSoftware(
+        "accelerators",
+        AcceleratorSoftwareArgs(
+            provider=cluster.provider,
+            nvidia=catalog.VENDOR_NVIDIA in vendors,
+            neuron=catalog.VENDOR_NEURON in vendors,
+            efa=any(p.efa for p in pools.values()),
+            system_node_selector={LABEL_NODE_ROLE: ROLE_SYSTEM},
+        ),
+        opts=pulumi.ResourceOptions(depends_on=[after]),
+    )
+
+
+def _export(cluster: Cluster, pools: dict[str, PoolProfile]) -> None:
+    pulumi.export("clusterName", cluster.cluster_name)
+    pulumi.export("clusterEndpoint", cluster.endpoint)
+    pulumi.export("kubeconfig", cluster.kubeconfig)
+    pulumi.export(
+        "nodePools",
+        {
+            n: {"labels": p.labels, "zones": list(p.zones), "efa": p.efa, "shards": [s.name for s in p.shards]}
+            for n, p in pools.items()
+        },
     )
 
 

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
-from components.endpoints import InterfaceEndpoints, InterfaceEndpointsArgs
-from components.keys import Keys, KeysArgs
-from components.network import FlowLogsArgs, Network, NetworkArgs
-from components.security_groups import SecurityGroups, SecurityGroupsArgs
+from components.keys.kms import Keys, KeysArgs
+from components.network.endpoints import InterfaceEndpoints, InterfaceEndpointsArgs
+from components.network.security_groups import SecurityGroups, SecurityGroupsArgs
+from components.network.vpc import FlowLogsArgs, Network, NetworkArgs
 from infra.settings import Settings
 
 

@@ -15,14 +15,15 @@ from dataclasses import dataclass
 
 import pulumi
 
-from components import catalog, inference_placement
-from components.accelerator_software import NEURON_SCHEDULER_NAME
-from components.cidr import carve
-from components.image_repository import ImageRepository, ImageRepositoryArgs
-from components.inference_pod import Drain, ModelSource, Placement, Probes, Resources, SecretMount
-from components.inference_service import Exposure, InferenceService, InferenceServiceArgs
-from components.pool_profile import LABEL_NODE_ROLE, LABEL_POOL, ROLE_SYSTEM, PoolProfile
-from components.serving_controllers import ServingControllers, ServingControllersArgs
+from components import catalog
+from components.compute.accelerator_software import NEURON_SCHEDULER_NAME
+from components.compute.pool_profile import LABEL_NODE_ROLE, LABEL_POOL, ROLE_SYSTEM, PoolProfile
+from components.network.cidr import carve
+from components.serving import placement as inference_placement
+from components.serving.controllers import ServingControllers, ServingControllersArgs
+from components.serving.image_repository import ImageRepository, ImageRepositoryArgs
+from components.serving.inference_service import Exposure, InferenceService, InferenceServiceArgs
+from components.serving.pod import Drain, ModelSource, Placement, Probes, Resources, SecretMount
 from infra.cluster import Compute
 from infra.foundation import Foundation
 from infra.settings import Settings

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pulumi
 
-from components.tagging import default_tags_transform
+from components.common.tagging import default_tags_transform
 from infra.cluster import build_cluster
 from infra.config_source import read_settings
 from infra.foundation import build_foundation

@@ -12,14 +12,14 @@ from typing import Protocol
 
 import pulumi
 
-from components.fsx_csi import FsxCsi, FsxCsiArgs
-from components.model_access import ModelAccess, ModelAccessArgs, ServiceAccount
-from components.model_cache import ModelCache, ModelCacheArgs
-from components.model_store import LifecycleArgs, ModelStore, ModelStoreArgs
-from components.secret_delivery import SecretDelivery, SecretDeliveryArgs
-from components.secrets import HF_TOKEN, NGC_API_KEY, Secrets, SecretsArgs
-from components.secrets_store_csi import SecretsStoreCsi, SecretsStoreCsiArgs
-from components.workload_namespace import WorkloadNamespace, WorkloadNamespaceArgs
+from components.secrets.delivery import SecretDelivery, SecretDeliveryArgs
+from components.secrets.secrets_manager import HF_TOKEN, NGC_API_KEY, Secrets, SecretsArgs
+from components.secrets.secrets_store_csi import SecretsStoreCsi, SecretsStoreCsiArgs
+from components.serving.workload_namespace import WorkloadNamespace, WorkloadNamespaceArgs
+from components.storage.fsx_csi import FsxCsi, FsxCsiArgs
+from components.storage.model_access import ModelAccess, ModelAccessArgs, ServiceAccount
+from components.storage.model_cache import ModelCache, ModelCacheArgs
+from components.storage.model_store import LifecycleArgs, ModelStore, ModelStoreArgs
 from infra.config_source import secret_value
 from infra.foundation import Foundation
 from infra.settings import Settings

@@ -28,10 +28,10 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from inferctl.artifacts.downloader import download
-    from inferctl.artifacts.errors import ArtifactError, IntegrityError, InvalidInputError
+    from inferctl.artifacts.errors import ArtifactError, IntegrityError, InvalidInputError, Mismatch
     from inferctl.artifacts.manifest import Manifest, ManifestFile
     from inferctl.artifacts.metadata import ModelMetadata
-    from inferctl.artifacts.report import Mismatch, VerifyReport
+    from inferctl.artifacts.report import VerifyReport
     from inferctl.artifacts.transfer import TransferSettings
     from inferctl.artifacts.uploader import upload
     from inferctl.artifacts.verifier import verify
@@ -46,7 +46,7 @@ _EXPORTS = {
     "Manifest": "inferctl.artifacts.manifest",
     "ManifestFile": "inferctl.artifacts.manifest",
     "ModelMetadata": "inferctl.artifacts.metadata",
-    "Mismatch": "inferctl.artifacts.report",
+    "Mismatch": "inferctl.artifacts.errors",
     "VerifyReport": "inferctl.artifacts.report",
     "TransferSettings": "inferctl.artifacts.transfer",
 }

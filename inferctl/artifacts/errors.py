@@ -6,16 +6,29 @@ Exit codes: 1 the store or the file system failed (retrying may help), 2 the inp
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import Literal
 
 from inferctl.errors import CommandError
-
-if TYPE_CHECKING:
-    from inferctl.artifacts.report import Mismatch
 
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
 EXIT_INTEGRITY = 3
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    """A file that is not what the manifest says; ``str()`` is the line shown to the user."""
+
+    path: str
+    problem: Literal["missing", "size", "sha256"]
+    expected: str
+    actual: str
+
+    def __str__(self) -> str:
+        if self.problem == "missing":
+            return f"{self.path}: missing (expected {self.expected}, found no object at {self.actual})"
+        return f"{self.path}: {self.problem} expected {self.expected}, actual {self.actual}"
 
 
 class ArtifactError(CommandError):

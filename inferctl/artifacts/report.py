@@ -3,25 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
-from inferctl.artifacts.errors import IntegrityError
+from inferctl.artifacts.errors import IntegrityError, Mismatch
 from inferctl.artifacts.manifest import Manifest
-
-
-@dataclass(frozen=True)
-class Mismatch:
-    """A file that is not what the manifest says; ``str()`` is the line shown to the user."""
-
-    path: str
-    problem: Literal["missing", "size", "sha256"]
-    expected: str
-    actual: str
-
-    def __str__(self) -> str:
-        if self.problem == "missing":
-            return f"{self.path}: missing (expected {self.expected}, found no object at {self.actual})"
-        return f"{self.path}: {self.problem} expected {self.expected}, actual {self.actual}"
 
 
 @dataclass(frozen=True)

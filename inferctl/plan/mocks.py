@@ -7,47 +7,25 @@ would make the program fail far from the cause.
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import pulumi
 
-from components.regions import REGIONS, Region
 from inferctl.plan import mocks_compute
+from inferctl.plan.mock_context import (
+    Invoke,
+    MockContext,
+    Outputs,
+    digest,
+)
 from inferctl.plan.mocks_inference import OUTPUTS as INFERENCE_OUTPUTS
 from inferctl.plan.mocks_storage import OUTPUTS as STORAGE_OUTPUTS
-
-OFFLINE_ACCOUNT_ID = "123456789012"
-DEFAULT_REGION = "us-east-1"
 
 
 class UnmockedInvokeError(Exception):
     def __init__(self, token: str) -> None:
         super().__init__(f"data source {token} has no offline answer; add one to inferctl/plan/mocks.py INVOKES")
         self.token = token
-
-
-@dataclass(frozen=True)
-class MockContext:
-    region: Region
-    account_id: str = OFFLINE_ACCOUNT_ID
-
-    @property
-    def partition(self) -> str:
-        return self.region.partition
-
-    @classmethod
-    def for_region(cls, name: str | None) -> MockContext:
-        return cls(REGIONS.get(name or DEFAULT_REGION, REGIONS[DEFAULT_REGION]))
-
-
-def digest(*parts: str, length: int = 17) -> str:
-    return hashlib.sha256("/".join(parts).encode()).hexdigest()[:length]
-
-
-Invoke = Callable[[dict[str, Any], MockContext], dict[str, Any]]
 
 
 def _caller_identity(_: dict[str, Any], ctx: MockContext) -> dict[str, Any]:
@@ -84,7 +62,6 @@ INVOKES: dict[str, Invoke] = {
 }
 
 # Resource-specific outputs AWS computes: (name, inputs, ctx, physical id) -> extra outputs.
-Outputs = Callable[[str, dict[str, Any], MockContext, str], dict[str, Any]]
 
 # EC2-style id prefixes make ids in plans and test failures readable.
 _ID_PREFIXES = {

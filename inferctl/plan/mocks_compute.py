@@ -8,11 +8,9 @@ from __future__ import annotations
 import base64
 import hashlib
 import textwrap
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    # Type names only: mocks.py imports this module to merge its tables, so a runtime import would be circular.
-    from inferctl.plan.mocks import Invoke, MockContext, Outputs
+from inferctl.plan.mock_context import Invoke, MockContext, Outputs
 
 
 def _digest(*parts: str, length: int = 17) -> str:

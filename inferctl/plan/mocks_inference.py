@@ -3,11 +3,9 @@ its lifecycle policy, deterministically, in ECR's formats."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    # Type names only: mocks.py imports this module to merge OUTPUTS, so a runtime import would be circular.
-    from inferctl.plan.mocks import MockContext, Outputs
+from inferctl.plan.mock_context import MockContext, Outputs
 
 
 def _repository(name: str, inputs: dict[str, Any], ctx: MockContext, _: str) -> dict[str, Any]:

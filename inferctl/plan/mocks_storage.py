@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import hashlib
 import string
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    # Type names only: mocks.py imports this module to merge OUTPUTS, so a runtime import would be circular.
-    from inferctl.plan.mocks import MockContext, Outputs
+from inferctl.plan.mock_context import MockContext, Outputs
 
 SECRET_SIG_KEY = "4dabf18193072939515e22adb298388d"
 SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic.alias_generators import to_snake
 
-from components.regions import REGIONS, Region
+from components.catalog.regions import REGIONS, Region
 from infra.settings.access import AccessSettings
 from infra.settings.base import CheckContext, Problem, Section, SettingsError, describe, validation_problems
 from infra.settings.cluster import ClusterSettings

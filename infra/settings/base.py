@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, RootModel, ValidationError
 from pydantic.alias_generators import to_camel
 
 if TYPE_CHECKING:
-    from components.regions import Region
+    from components.catalog.regions import Region
 
 
 @dataclass(frozen=True)

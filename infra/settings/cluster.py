@@ -8,7 +8,8 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from components import catalog, eks_versions
+from components import catalog
+from components.catalog import eks_versions
 from infra.settings.base import CheckContext, Problem, Section
 from infra.settings.network import LOG_RETENTION_DAYS
 
@@ -33,7 +34,7 @@ class ClusterSettings(Section):
     key: ClassVar[str] = "cluster"
 
     kubernetes_version: str = eks_versions.DEFAULT_KUBERNETES_VERSION
-    """Default the newest version EKS offers (components.eks_versions). Must be offered on the day of
+    """Default the newest version EKS offers (components.catalog.eks_versions). Must be offered on the day of
     the plan; versions without pinned add-ons need ``addonVersions``."""
     public_access_cidrs: list[str] = Field(default_factory=list)
     """Default ``[]``: private API endpoint only (deploy from inside the VPC). IPv4 CIDRs that may

@@ -6,7 +6,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator
 
-from components.lustre import capacity_problem, throughput_problem
+from components.storage.lustre import capacity_problem, throughput_problem
 from infra.settings.base import CheckContext, Problem, Section
 
 DEPLOYMENT_TYPE = "PERSISTENT_2"

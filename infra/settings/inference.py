@@ -16,7 +16,9 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator
 
-from components import catalog, inference_placement, models
+from components import catalog
+from components.catalog import models
+from components.serving import placement as inference_placement
 from infra.settings.base import CheckContext, Problem, Section
 from infra.settings.node_pools import NodePoolSettings, cluster_zones
 from infra.settings.serving import ServingSettings

@@ -7,7 +7,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator
 
-from components.cidr import MAX_ZONES, CarveError, carve
+from components.network.cidr import MAX_ZONES, CarveError, carve
 from infra.settings.base import CheckContext, Problem, Section
 
 # CloudWatch Logs accepts only these retention periods (PutRetentionPolicy).

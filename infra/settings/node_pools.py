@@ -4,7 +4,7 @@ Pools are data: the npu stack swaps a spec, not a module. The key is the pool's 
 group, NodePool and label ``node-pool``), so reordering pools never replaces one. Every check that
 would otherwise fail at AWS, minutes into an update, is made here and reported by key path.
 
-An EFA pool is provisioned per zone (components.pool_profile): one node group (or Karpenter NodePool)
+An EFA pool is provisioned per zone (components.compute.pool_profile): one node group (or Karpenter NodePool)
 with its own cluster placement group in each zone it lists, named ``<pool>-<zone suffix>``; its sizes
 apply to each zone, so it holds zones x maxSize nodes. Every other pool is one group over its zones
 and its sizes are totals. ``max_nodes`` is the count everything else (the rollout's capacity checks,
@@ -19,8 +19,9 @@ from typing import ClassVar
 
 from pydantic import ConfigDict, Field, RootModel
 
-from components import catalog, charts
-from components.pool_profile import (
+from components import catalog
+from components.catalog import charts
+from components.compute.pool_profile import (
     DEFAULT_CONSOLIDATE_AFTER,
     DEFAULT_DISK_SIZE_GIB,
     DEFAULT_DISRUPTION_BUDGET,
@@ -82,7 +83,7 @@ class NodePoolSettings(Section):
         return all(t.efa_by_default for t in types)
 
     def zones(self, cluster_zones: Sequence[str]) -> tuple[str, ...]:
-        """The zones the pool's nodes use (components.pool_profile.pool_zones)."""
+        """The zones the pool's nodes use (components.compute.pool_profile.pool_zones)."""
         return pool_zones(self.availability_zones or (), cluster_zones, zonal=self.efa_enabled())
 
     def shard_count(self, cluster_zones: Sequence[str]) -> int:
@@ -137,7 +138,7 @@ class NodePoolsSettings(RootModel[dict[str, NodePoolSettings]]):
                 Problem(
                     "cluster.kubernetesVersion",
                     f"got {version!r}; managed node pools are scaled by the cluster autoscaler, pinned for "
-                    f"{', '.join(charts.CLUSTER_AUTOSCALER_TAGS)} (components/charts.py)",
+                    f"{', '.join(charts.CLUSTER_AUTOSCALER_TAGS)} (components/catalog/charts.py)",
                 )
             )
         return out

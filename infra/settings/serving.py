@@ -15,9 +15,9 @@ from typing import ClassVar, Literal, Protocol, runtime_checkable
 
 from pydantic import Field, field_validator
 
-from components import catalog, models
-from components.catalog import CatalogError
-from components.models import ModelArchitecture, UnknownModelError
+from components import catalog
+from components.catalog import CatalogError, models
+from components.catalog.models import ModelArchitecture, UnknownModelError
 from infra.settings.base import CheckContext, Problem, Section
 
 DEFAULT_MODEL = "Llama-3.1-8B"
@@ -63,7 +63,7 @@ class NodePoolLookup(Protocol):
 
 
 class CustomArchitecture(Section):
-    """A model the catalog (components/models.py) does not know, described by its shape."""
+    """A model the catalog (components/catalog/models.py) does not know, described by its shape."""
 
     layers: int = Field(gt=0)
     """Required. Transformer layers."""
@@ -236,7 +236,7 @@ class ServingSettings(Section):
     """Default ``tensorrtllm`` (NVIDIA GPUs). ``neuron`` serves on AWS Inferentia2/Trainium through the
     neuron_llm Python model; the pool's accelerators must match."""
     model: str = DEFAULT_MODEL
-    """Default ``Llama-3.1-8B``. A name from components/models.py, or any name with ``architecture``."""
+    """Default ``Llama-3.1-8B``. A name from components/catalog/models.py, or any name with ``architecture``."""
     architecture: CustomArchitecture | None = None
     """Default unset. Shape of a model the catalog does not know (required for such a model)."""
     checkpoint: str | None = None

@@ -13,7 +13,7 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from components.security_groups import ROLE_LOAD_BALANCER, ROLE_TAG
+from components.network.security_groups import ROLE_LOAD_BALANCER, ROLE_TAG
 from policies.props import as_list, get
 
 WORLD = frozenset({"0.0.0.0/0", "::/0"})

@@ -10,7 +10,7 @@ from pulumi_policy import (
     ResourceValidationPolicy,
 )
 
-from components.tagging import is_taggable
+from components.common.tagging import is_taggable
 from policies.props import get
 
 REQUIRED_TAGS = ("project", "stack", "owner", "cost-center")

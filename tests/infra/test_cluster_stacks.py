@@ -8,7 +8,9 @@ import json
 
 import pytest
 
-from components import autoscaler_tags, catalog, charts
+from components import catalog
+from components.catalog import charts
+from components.compute import autoscaler_tags
 from inferctl.stack_settings import load as load_stack
 from policies.rules.nodes import NODE_POOL, accelerators
 from tests.conftest import STACKS, by_type, one

@@ -7,7 +7,9 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from components import catalog, inference_placement, models
+from components import catalog
+from components.catalog import models
+from components.serving import placement as inference_placement
 from inferctl.plan.engine import run_program
 from inferctl.stack_settings import load as load_stack
 from tests.conftest import STACKS, by_type, one

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from components.tagging import is_taggable
+from components.common.tagging import is_taggable
 from policies.rules.tagging import REQUIRED_TAGS
 from tests.conftest import STACKS, by_type
 

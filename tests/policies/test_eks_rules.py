@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pulumi_aws as aws
 
-from components.cluster import Cluster, ClusterArgs
+from components.cluster.eks_cluster import Cluster, ClusterArgs
 
 
 def our_cluster(**kw):

@@ -6,7 +6,7 @@ import json
 
 import pulumi_aws as aws
 
-from components.keys import Keys, KeysArgs
+from components.keys.kms import Keys, KeysArgs
 
 
 def our_keys():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pulumi_aws as aws
 
-from components.security_groups import SecurityGroups, SecurityGroupsArgs
+from components.network.security_groups import SecurityGroups, SecurityGroupsArgs
 
 
 def lb_and_nodes():

@@ -7,7 +7,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 import pytest
 
-from components.secrets import Secrets, SecretsArgs
+from components.secrets.secrets_manager import Secrets, SecretsArgs
 from policies.rules.secrets import secret_literals
 
 KEY = "arn:aws:kms:us-west-2:123456789012:key/storage"

@@ -10,12 +10,12 @@ import json
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from components.accelerator_software import neuron_monitor_spec
-from components.image_repository import ImageRepository, ImageRepositoryArgs
-from components.inference_pod import Placement
-from components.inference_service import InferenceService
-from tests.components.test_fsx_csi import provider
-from tests.components.test_inference_service import service_args
+from components.compute.accelerator_software import neuron_monitor_spec
+from components.serving.image_repository import ImageRepository, ImageRepositoryArgs
+from components.serving.inference_service import InferenceService
+from components.serving.pod import Placement
+from tests.components.serving.test_inference_service import service_args
+from tests.components.storage.test_fsx_csi import provider
 
 KEY = "arn:aws:kms:us-west-2:123456789012:key/k"
 DIGEST = "sha256:" + "b" * 64

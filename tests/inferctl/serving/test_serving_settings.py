@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 import yaml
 
-from components import catalog, models
+from components import catalog
+from components.catalog import models
 from inferctl import stack_settings
 from inferctl.errors import CommandError
 from inferctl.stack_settings import REPO_ROOT as REPO

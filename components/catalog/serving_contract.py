@@ -1,0 +1,22 @@
+"""The serving contract: what the rollout (components.serving) and the image (inference_image) must agree on.
+
+Ports, health and metrics paths, header names and mount paths. Both sides import this one module, so
+neither imports the other; it stays import-free so CLI parsers can use it cheaply.
+"""
+
+from pathlib import Path
+
+HTTP_PORT = 8000
+GRPC_PORT = 8001
+METRICS_PORT = 8002
+POD_ADDRESS = "0.0.0.0"
+LOOPBACK = "127.0.0.1"
+LIVE_PATH = "/v2/health/live"
+READY_PATH = "/v2/health/ready"
+METRICS_PATH = "/metrics"
+# tritonserver checks a --grpc-restricted-protocol header under this prefix (HTTP: the bare name).
+GRPC_RESTRICTED_HEADER_PREFIX = "triton-grpc-protocol-"
+MODELS_DIR = Path("/models")
+"""Engine in ``<MODELS_DIR>/engine``, tokenizer in ``<MODELS_DIR>/tokenizer``."""
+REPOSITORY_DIR = Path("/tmp/inferctl/model_repository")
+"""Rendered model repository; owned by the entrypoint and replaced on every start."""

@@ -1,0 +1,226 @@
+"""The managed node groups of one pool, with their launch templates (and placement groups for EFA).
+
+The launch template carries what EKS's default one does not: IMDSv2 required with hop limit 1 (pods
+use Pod Identity, so nothing in a pod's network namespace needs the node's credentials; EKS best
+practices, "Restrict access to the instance profile"), an encrypted gp3 root volume sized per pool,
+the stack's tags on instances, volumes and network interfaces (the stack's tag transform only reaches
+the template itself), capacity reservations, and for EFA pools every EFA interface the instance type
+takes plus a cluster placement group.
+
+A pool is one node group per shard (components.compute.pool_profile): an EFA pool has one per zone, each
+pinned to its zone with its own placement group (a cluster placement group cannot span zones), so its
+nodes can serve from several zones; other pools are one group across their zones. With
+``autoscaler_cluster_name`` each group's Auto Scaling group is tagged for the cluster autoscaler
+(components.compute.autoscaler_tags): EKS does not copy a node group's own tags to its ASG, where the
+autoscaler reads them, so the tags go on the ASG itself (as terraform-aws-eks does).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import pulumi
+import pulumi_aws as aws
+
+from components.common.errors import raise_if
+from components.compute import autoscaler_tags
+from components.compute.pool_profile import PoolProfile, PoolShard
+
+IMDS_HOP_LIMIT = 1
+ROOT_DEVICE = "/dev/xvda"
+BOTTLEROCKET_DATA_DEVICE = "/dev/xvdb"
+BOTTLEROCKET_ROOT_GIB = 4
+MAX_MANAGED_NODES = 450
+"""EKS quota "nodes per managed node group"."""
+MAX_NODE_GROUP_NAME = 63
+"""EKS CreateNodegroup: ``nodegroupName`` is at most 63 characters."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class NodePoolArgs:
+    cluster_name: pulumi.Input[str]
+    """Required. The cluster the nodes join."""
+    name_prefix: str
+    """Required. Physical-name prefix (node group ``<prefix>-<shard>``: ``<prefix>-<pool>``, or
+    ``<prefix>-<pool>-<zone suffix>`` for an EFA pool's zonal groups)."""
+    kubernetes_version: str
+    """Required. The nodes' kubelet version: the cluster's (managed node groups follow it on update)."""
+    node_role_arn: pulumi.Input[str]
+    """Required. IAM role of the nodes (components.node_role)."""
+    pool: PoolProfile
+    """Required. The pool, as derived from the catalog (components.compute.pool_profile); its sizes apply to
+    each of its node groups."""
+    subnet_ids_by_zone: Mapping[str, pulumi.Input[str]]
+    """Required. Private subnet per zone; the pool uses those of ``pool.zones``."""
+    security_group_ids: Sequence[pulumi.Input[str]]
+    """Required. The cluster security group (control plane <-> nodes) and the node security group,
+    whose self-referencing all-traffic rule NCCL and EFA need."""
+    instance_tags: Mapping[str, str] = field(default_factory=dict)
+    """Default none. Tags for instances, volumes and network interfaces (the stack's default tags)."""
+    autoscaler_cluster_name: str | None = None
+    """Default none: no autoscaler tags (a stack without the cluster autoscaler). The physical cluster
+    name: tag every group's ASG for the cluster autoscaler's auto-discovery and scale-from-zero
+    templates."""
+
+
+class NodePool(pulumi.ComponentResource):
+    node_group_names: dict[str, pulumi.Output[str]]
+    """By shard name (``inference``, or ``inference-a`` for an EFA pool's zone a)."""
+    node_group_arns: dict[str, pulumi.Output[str]]
+    launch_template_ids: dict[str, pulumi.Output[str]]
+    placement_group_names: dict[str, pulumi.Output[str]]
+    """By shard name; empty for a pool without EFA."""
+
+    def __init__(self, name: str, args: NodePoolArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        _validate(args)
+        super().__init__("inference:compute:NodePool", name, None, opts)
+        self.node_group_names, self.node_group_arns = {}, {}
+        self.launch_template_ids, self.placement_group_names = {}, {}
+        for shard in args.pool.shards:
+            self._shard(name, args, shard)
+        self.register_outputs(
+            {
+                "node_group_names": self.node_group_names,
+                "node_group_arns": self.node_group_arns,
+                "launch_template_ids": self.launch_template_ids,
+                "placement_group_names": self.placement_group_names,
+            }
+        )
+
+    def _shard(self, name: str, args: NodePoolArgs, shard: PoolShard) -> None:
+        # Zonal shards are keyed by zone: adding a zone adds resources and replaces none.
+        key = f"{name}-{shard.zone}" if shard.zone else name
+        child = pulumi.ResourceOptions(parent=self)
+        pool, spec = args.pool, args.pool.spec
+        physical = f"{args.name_prefix}-{shard.name}"
+        placement = None
+        if pool.efa:
+            group = aws.ec2.PlacementGroup(
+                f"{key}-placement", name=physical, strategy="cluster", tags={"Name": physical}, opts=child
+            )
+            self.placement_group_names[shard.name] = group.name
+            placement = {"group_name": group.name}
+        template = aws.ec2.LaunchTemplate(
+            f"{key}-lt",
+            name=physical,
+            description=f"Nodes of pool {spec.name}" + (f" in {shard.zone}" if shard.zone else ""),
+            update_default_version=True,
+            metadata_options={
+                "http_endpoint": "enabled",
+                "http_tokens": "required",
+                "http_put_response_hop_limit": IMDS_HOP_LIMIT,
+                "instance_metadata_tags": "disabled",
+            },
+            block_device_mappings=_block_devices(pool),
+            # With explicit interfaces the groups go on each interface; EC2 refuses both forms at once.
+            network_interfaces=_efa_interfaces(pool.efa_interfaces, args.security_group_ids) or None,
+            vpc_security_group_ids=None if pool.efa else list(args.security_group_ids),
+            placement=placement,
+            capacity_reservation_specification=_reservation(pool),
+            instance_market_options={"market_type": "capacity-block"} if pool.capacity_block else None,
+            tag_specifications=[
+                {"resource_type": kind, "tags": {**args.instance_tags, "Name": physical}}
+                for kind in ("instance", "volume", "network-interface")
+            ],
+            tags={"Name": physical},
+            opts=child,
+        )
+        group = aws.eks.NodeGroup(
+            f"{key}-ng",
+            cluster_name=args.cluster_name,
+            node_group_name=physical,
+            node_role_arn=args.node_role_arn,
+            version=args.kubernetes_version,
+            subnet_ids=[args.subnet_ids_by_zone[z] for z in shard.zones],
+            instance_types=list(spec.instance_types),
+            ami_type=pool.ami_type,
+            capacity_type=pool.managed_capacity_type,
+            scaling_config={"min_size": spec.min_size, "max_size": spec.max_size, "desired_size": pool.desired_size},
+            # One node at a time: an accelerator node is a large share of a pool's capacity.
+            update_config={"max_unavailable": 1},
+            labels=dict(pool.labels),
+            taints=[{"key": t.key, "value": t.value, "effect": t.managed_effect} for t in pool.taints],
+            launch_template={"id": template.id, "version": template.latest_version.apply(str)},
+            tags={"Name": physical},
+            # The cluster autoscaler (or an operator, without one) owns the desired size once the group exists.
+            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["scalingConfig.desiredSize"]),
+        )
+        if args.autoscaler_cluster_name is not None:
+            asg_name = group.resources.apply(lambda found: found[0].autoscaling_groups[0].name)
+            tags = {
+                **autoscaler_tags.discovery_tags(args.autoscaler_cluster_name),
+                **autoscaler_tags.node_template_tags(pool),
+            }
+            for tag_key, value in tags.items():
+                aws.autoscaling.Tag(
+                    f"{key}-asg-{autoscaler_tags.tag_slug(tag_key)}",
+                    autoscaling_group_name=asg_name,
+                    # The template describes nodes to the autoscaler; instances need none of it.
+                    tag={"key": tag_key, "value": value, "propagate_at_launch": False},
+                    opts=child,
+                )
+        self.node_group_names[shard.name] = group.node_group_name
+        self.node_group_arns[shard.name] = group.arn
+        self.launch_template_ids[shard.name] = template.id
+
+
+def _block_devices(pool: PoolProfile) -> list[dict]:
+    def ebs(device: str, size: int) -> dict:
+        return {
+            "device_name": device,
+            "ebs": {"volume_size": size, "volume_type": "gp3", "encrypted": "true", "delete_on_termination": "true"},
+        }
+
+    if pool.spec.ami_family == "bottlerocket":
+        # Bottlerocket keeps the OS on a small root volume and images/containers on the data volume.
+        return [ebs(ROOT_DEVICE, BOTTLEROCKET_ROOT_GIB), ebs(BOTTLEROCKET_DATA_DEVICE, pool.spec.disk_size_gib)]
+    return [ebs(ROOT_DEVICE, pool.spec.disk_size_gib)]
+
+
+def _efa_interfaces(count: int, security_group_ids: Sequence[pulumi.Input[str]]) -> list[dict]:
+    """One EFA interface per network card; card 0 is the primary (device 0), the others device 1, as
+    Karpenter and eksctl lay them out (karpenter-provider-aws pkg/providers/launchtemplate)."""
+    return [
+        {
+            "network_card_index": i,
+            "device_index": 0 if i == 0 else 1,
+            "interface_type": "efa",
+            "security_groups": list(security_group_ids),
+            "delete_on_termination": "true",
+        }
+        for i in range(count)
+    ]
+
+
+def _reservation(pool: PoolProfile) -> dict | None:
+    ids = pool.spec.reservation_ids
+    if not ids:
+        return None
+    # A launch template targets one reservation; more ids need Karpenter (capacityReservationSelectorTerms).
+    return {"capacity_reservation_target": {"capacity_reservation_id": ids[0]}}
+
+
+def _validate(args: NodePoolArgs) -> None:
+    pool, spec = args.pool, args.pool.spec
+    problems = []
+    if not 0 <= spec.min_size <= pool.desired_size <= spec.max_size:
+        problems.append(f"sizes: need 0 <= min {spec.min_size} <= desired {pool.desired_size} <= max {spec.max_size}")
+    if spec.max_size > MAX_MANAGED_NODES:
+        problems.append(f"max_size: {spec.max_size} exceeds EKS's {MAX_MANAGED_NODES} nodes per managed node group")
+    if len(spec.capacity_types) != 1:
+        problems.append(
+            f"capacity_types: a managed node group takes one capacity type, got {list(spec.capacity_types)}"
+        )
+    if pool.reserved and len(spec.reservation_ids) != 1:
+        problems.append("reservation_ids: a managed node group targets exactly one capacity reservation")
+    missing = [z for z in pool.zones if z not in args.subnet_ids_by_zone]
+    if missing or not pool.zones:
+        problems.append(f"zones: no private subnet for {missing or 'any zone'}")
+    for shard in pool.shards:
+        physical = f"{args.name_prefix}-{shard.name}"
+        if len(physical) > MAX_NODE_GROUP_NAME:
+            problems.append(f"name: node group {physical!r} is longer than EKS's {MAX_NODE_GROUP_NAME} characters")
+    if not args.security_group_ids:
+        problems.append("security_group_ids: at least the cluster security group is required")
+    raise_if("NodePool", problems)

@@ -1,0 +1,22 @@
+"""The inference rollout: the image repository, the workload namespace, the serving controllers
+(LeaderWorkerSet), and the inference service with its pods, multi-node launch and placement.
+
+This module is the area's public surface; the modules beside it hold the pieces and private helpers.
+"""
+
+from components.serving.controllers import ServingControllers, ServingControllersArgs
+from components.serving.image_repository import ImageRepository, ImageRepositoryArgs
+from components.serving.inference_service import Exposure, InferenceService, InferenceServiceArgs
+from components.serving.workload_namespace import WorkloadNamespace, WorkloadNamespaceArgs
+
+__all__ = [
+    "Exposure",
+    "ImageRepository",
+    "ImageRepositoryArgs",
+    "InferenceService",
+    "InferenceServiceArgs",
+    "ServingControllers",
+    "ServingControllersArgs",
+    "WorkloadNamespace",
+    "WorkloadNamespaceArgs",
+]

@@ -1,0 +1,23 @@
+"""Model storage: the S3 model and log buckets, the FSx for Lustre cache and its CSI driver, and the
+read-only / read-write model access roles.
+
+This module is the area's public surface; the modules beside it hold the pieces and private helpers.
+"""
+
+from components.storage.fsx_csi import FsxCsi, FsxCsiArgs
+from components.storage.model_access import ModelAccess, ModelAccessArgs, ServiceAccount
+from components.storage.model_cache import ModelCache, ModelCacheArgs
+from components.storage.model_store import LifecycleArgs, ModelStore, ModelStoreArgs
+
+__all__ = [
+    "FsxCsi",
+    "FsxCsiArgs",
+    "LifecycleArgs",
+    "ModelAccess",
+    "ModelAccessArgs",
+    "ModelCache",
+    "ModelCacheArgs",
+    "ModelStore",
+    "ModelStoreArgs",
+    "ServiceAccount",
+]

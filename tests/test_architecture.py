@@ -1,0 +1,157 @@
+"""The house rules of docs/architecture.md, checked: rooms by area, one-way dependencies, no import circles."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import subprocess
+import sys
+from pathlib import Path
+
+import pulumi
+import pytest
+
+from tests.conftest import REPO
+
+PACKAGES = ("components", "infra", "inferctl", "inference_image", "policies", "bench")
+# Who may import whom: each package may import only itself, the modules under the prefixes listed and
+# third-party code. The image renders from the stack's typed serving settings and fetches its engine with
+# the artifact library, so it names exactly those two; nothing imports inference_image but inferctl.
+ALLOWED = {
+    "components.catalog": (),
+    "components": ("components.catalog",),
+    "infra": ("components",),
+    "policies": ("components",),
+    "inference_image": ("components.catalog", "infra.settings", "inferctl.artifacts", "inferctl.errors"),
+    "inferctl": ("infra", "components", "policies", "inference_image"),
+    "bench": ("inferctl", "infra", "components", "policies", "inference_image"),
+}
+AREAS = sorted(p.name for p in (REPO / "components").iterdir() if (p / "__init__.py").is_file())
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_module_name(p): p for pkg in PACKAGES for p in (REPO / pkg).rglob("*.py")}
+
+
+def _resolve(name: str) -> str | None:
+    parts = name.split(".")
+    while parts and ".".join(parts) not in MODULES:
+        parts.pop()
+    return ".".join(parts) or None
+
+
+def _imports(module: str) -> set[str]:
+    """Every first-party module ``module`` imports, at any depth of its code (TYPE_CHECKING included: a
+    circle of type names is still a circle). A package's ``__init__`` that Python runs on the way to a
+    submodule is not counted: that is how packages work, not a dependency the code chose."""
+    path = MODULES[module]
+    is_package = path.name == "__init__.py"
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(filter(None, (_resolve(alias.name) for alias in node.names)))
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = module.split(".") if is_package else module.split(".")[:-1]
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join([*anchor, base] if base else anchor)
+            for alias in node.names:
+                target = f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else _resolve(base)
+                if target:
+                    found.add(target)
+    found.discard(module)
+    return found
+
+
+GRAPH = {module: _imports(module) for module in MODULES}
+
+
+def _owner(module: str) -> str:
+    return "components.catalog" if module.startswith("components.catalog") else module.split(".")[0]
+
+
+def _cycles() -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in GRAPH:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(GRAPH[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(GRAPH[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_no_module_sits_directly_in_components_but_its_init():
+    loose = sorted(p.name for p in (REPO / "components").glob("*.py") if p.name != "__init__.py")
+    assert loose == [], f"move these into an area package: {loose}"
+
+
+def test_there_are_no_import_circles():
+    assert _cycles() == []
+
+
+@pytest.mark.parametrize("module", sorted(GRAPH))
+def test_dependencies_flow_one_way(module):
+    owner = _owner(module)
+    allowed = (owner, *ALLOWED[owner])
+    wrong = sorted(t for t in GRAPH[module] if not any(t == p or t.startswith(f"{p}.") for p in allowed))
+    assert wrong == [], f"{module} ({owner}) may import only {sorted(allowed)}; it imports {wrong}"
+
+
+def test_the_catalog_never_loads_pulumi():
+    catalog = sorted(m for m in MODULES if m.startswith("components.catalog"))
+    code = "import importlib, sys\nfor m in sys.argv[1:]: importlib.import_module(m)\n"
+    code += "loaded = sorted(m for m in sys.modules if m.split('.')[0].startswith('pulumi'))\nprint(loaded)\n"
+    result = subprocess.run(
+        [sys.executable, "-c", code, *catalog], cwd=REPO, capture_output=True, text=True, timeout=120, check=True
+    )
+    assert result.stdout.strip() == "[]", f"importing the catalog loaded {result.stdout.strip()}"
+
+
+@pytest.mark.parametrize("area", [a for a in AREAS if a != "catalog"])
+def test_each_area_exports_its_components_and_their_args(area):
+    package = importlib.import_module(f"components.{area}")
+    public = set(getattr(package, "__all__", ()))
+    for module in sorted(m for m in MODULES if m.startswith(f"components.{area}.")):
+        for name, obj in vars(importlib.import_module(module)).items():
+            if inspect.isclass(obj) and obj.__module__ == module and issubclass(obj, pulumi.ComponentResource):
+                assert name in public, f"components.{area} does not export {name} ({module})"
+                if hasattr(sys.modules[module], f"{name}Args"):
+                    assert f"{name}Args" in public, f"components.{area} does not export {name}Args"
