@@ -1,0 +1,1 @@
+"""Observability: metrics pipeline, recording rules and alerts, dashboards (``inference:observability``)."""

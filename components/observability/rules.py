@@ -1,0 +1,404 @@
+"""Recording rules and alerts as code: the PrometheusRule groups of one inference workload.
+
+Pure: :func:`rule_groups` returns the ``spec.groups`` of a ``monitoring.coreos.com/v1`` PrometheusRule
+(the same shape as a Prometheus rules file, which :func:`rules_file` gives for ``promtool``). Every
+alert carries ``severity`` (``critical`` pages, ``warning`` tickets) and a ``runbook_url`` pointing at
+its section of ``docs/runbooks.md``; thresholds are :class:`AlertThresholds`, filled from the stack's
+SLOs and probe budgets by the program.
+
+Sources: NVIDIA's Triton autoscaling tutorial for ``triton:queue_compute:ratio``; DCGM's XID field is a
+gauge of the LAST XID (so the alert fires on a change, not on a non-zero value that stays forever);
+kube-state-metrics and Envoy metric names as their projects publish them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from components.observability import promql as q
+from components.observability.promql import Scope
+
+Vendor = Literal["nvidia", "neuron"]
+DEFAULT_RUNBOOK_BASE = "docs/runbooks.md"
+SEVERITIES = ("critical", "warning")
+
+
+@dataclass(frozen=True, kw_only=True)
+class AlertThresholds:
+    """What counts as bad; the program derives most of these from the stack's settings."""
+
+    ttft_p95_seconds: float = 2.0
+    """Default 2.0 (serving.slo.ttftP95Ms / 1000). p95 time to first token above this, for 10 min, warns."""
+    itl_seconds: float = 0.1
+    """Default 0.1. Inter-token latency SLO (p95). No backend publishes an inter-token histogram, so
+    the alert compares the MEAN decode time per token with it: when the mean is above, p95 is too."""
+    utilisation_floor: float = 0.7
+    """Default 0.7. Accelerator utilisation below this for ``waste_for`` while the workload runs
+    above its minimum replicas is waste (the reference design asks for >= 70%)."""
+    waste_for: str = "30m"
+    """Default ``30m``."""
+    kv_cache_ratio: float = 0.95
+    """Default 0.95. KV-cache blocks in use per replica above this for 5 min warns (evictions follow)."""
+    waiting_per_replica: float = 8.0
+    """Default 8. Waiting requests per replica above this for 10 min: the autoscaler is not keeping up."""
+    queue_seconds: float = 1.0
+    """Default 1.0. Mean time a request waits in Triton's queue above this for 10 min warns."""
+    not_ready_for: str = "35m"
+    """Default ``35m``: longer than the startup probe's budget (inference.probes.startupSeconds), so a
+    model load in progress never pages."""
+    edge_5xx_ratio: float = 0.05
+    """Default 0.05. Share of edge requests answered 5xx above this for 10 min pages."""
+    edge_429_ratio: float = 0.2
+    """Default 0.2. Share of edge requests rate-limited (429) above this for 15 min warns."""
+
+    def problems(self) -> list[str]:
+        out = []
+        for name in ("ttft_p95_seconds", "itl_seconds", "waiting_per_replica", "queue_seconds"):
+            if getattr(self, name) <= 0:
+                out.append(f"{name}={getattr(self, name)} must be > 0")
+        for name in ("utilisation_floor", "kv_cache_ratio", "edge_5xx_ratio", "edge_429_ratio"):
+            if not 0 < getattr(self, name) <= 1:
+                out.append(f"{name}={getattr(self, name)} must be in (0, 1]")
+        return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class RuleSet:
+    """Everything the rules of one workload depend on."""
+
+    scope: Scope
+    """Required. Whose series the rules read."""
+    vendor: Vendor = "nvidia"
+    """Default ``nvidia``: DCGM alerts; ``neuron``: neuron-monitor alerts."""
+    hpa: str | None = None
+    """Default unset (no waste alert). The HorizontalPodAutoscaler KEDA made (``keda-hpa-<ScaledObject>``)."""
+    expect_serving: bool = True
+    """Default ``true``: the workload's minimum replicas is above 0, so a missing target is an outage."""
+    edge_clusters: str | None = None
+    """Default unset (no edge alerts). Regex of the Envoy clusters in front of the workload
+    (Envoy Gateway names them ``httproute/<namespace>/<route>/rule/<n>``)."""
+    thresholds: AlertThresholds = field(default_factory=AlertThresholds)
+    runbook_base: str = DEFAULT_RUNBOOK_BASE
+    """Default ``docs/runbooks.md``. Each alert's ``runbook_url`` is ``<base>#<alert name, lower case>``."""
+
+
+class RuleError(ValueError):
+    pass
+
+
+def rule_groups(rules: RuleSet) -> list[dict[str, Any]]:
+    """The PrometheusRule ``spec.groups``: recording rules first, then the alerts by area."""
+    problems = rules.thresholds.problems()
+    if rules.vendor not in ("nvidia", "neuron"):
+        problems.append(f"vendor={rules.vendor!r} must be nvidia or neuron")
+    if problems:
+        raise RuleError("invalid alert settings: " + "; ".join(problems))
+    name = f"{rules.scope.namespace}-{rules.scope.job}"
+    groups = [
+        {"name": f"{name}.recording", "interval": "15s", "rules": recording_rules(rules.scope)},
+        {"name": f"{name}.serving", "rules": _serving_alerts(rules)},
+        {"name": f"{name}.pods", "rules": _pod_alerts(rules)},
+        {"name": f"{name}.accelerators", "rules": _accelerator_alerts(rules)},
+        {"name": f"{name}.nodes", "rules": _node_alerts(rules)},
+    ]
+    if rules.edge_clusters:
+        groups.append({"name": f"{name}.edge", "rules": _edge_alerts(rules)})
+    return [g for g in groups if g["rules"]]
+
+
+def rules_file(groups: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """A Prometheus rules file (what ``promtool check rules`` reads) holding ``groups``."""
+    return {"groups": list(groups)}
+
+
+def alert_names(groups: Sequence[dict[str, Any]]) -> list[str]:
+    return [r["alert"] for g in groups for r in g["rules"] if "alert" in r]
+
+
+def recording_rules(scope: Scope) -> list[dict[str, Any]]:
+    sel = scope.selector()
+    llm = scope.selector(model=scope.llm_model)
+    entry = scope.selector(model=f"=~{scope.entry_model}")
+    by = "namespace, job, model"
+    rules = [
+        # NVIDIA's rule, verbatim but for the workload's selector: per model and pod, no aggregation.
+        {
+            "record": q.QUEUE_COMPUTE_RATIO,
+            "expr": f"rate({q.QUEUE_DURATION_US}{sel}[1m]) / clamp_min(rate({q.COMPUTE_INFER_DURATION_US}{sel}[1m]), 1)",
+        },
+        {
+            "record": q.REQUESTS_IN_FLIGHT,
+            "expr": f"sum by (namespace, job) ({scope.request_metrics}{scope.selector(model=scope.llm_model, request_type='=~active|waiting')})",
+        },
+        {
+            "record": q.TTFT_P95_SECONDS,
+            "expr": f"histogram_quantile(0.95, sum by ({by}, le) (rate({q.FIRST_RESPONSE_HISTOGRAM_MS}_bucket{entry}[5m]))) / 1000",
+        },
+        {
+            "record": q.QUEUE_SECONDS_PER_REQUEST,
+            "expr": (
+                f"sum by ({by}) (rate({q.QUEUE_DURATION_US}{sel}[5m]))"
+                f" / clamp_min(sum by ({by}) (rate({q.REQUEST_SUCCESS}{sel}[5m])), 1e-9) / 1e6"
+            ),
+        },
+        {"record": q.INTER_TOKEN_SECONDS, "expr": q.mean_inter_token_seconds(scope, "5m")},
+        {
+            "record": q.OUTPUT_TOKENS_PER_SECOND,
+            "expr": f"sum by (namespace, job) (rate({q.LLM_OUTPUT_TOKENS}_sum{llm}[5m]))",
+        },
+    ]
+    if scope.has_kv_cache_metrics:
+        rules.append(
+            {
+                "record": q.KV_CACHE_UTILISATION,
+                "expr": (
+                    f"sum by (namespace, job, pod) ({q.TRT_LLM_KV_CACHE}{scope.selector(model=scope.llm_model, kv_cache_block_type='used')})"
+                    f" / clamp_min(sum by (namespace, job, pod) ({q.TRT_LLM_KV_CACHE}{scope.selector(model=scope.llm_model, kv_cache_block_type='max')}), 1)"
+                ),
+            }
+        )
+    return rules
+
+
+def _alert(
+    name: str, expr: str, *, for_: str, severity: str, summary: str, description: str, runbook_base: str
+) -> dict[str, Any]:
+    assert severity in SEVERITIES, severity
+    return {
+        "alert": name,
+        "expr": expr,
+        "for": for_,
+        "labels": {"severity": severity},
+        "annotations": {
+            "summary": summary,
+            "description": description,
+            "runbook_url": f"{runbook_base}#{name.lower()}",
+        },
+    }
+
+
+def _serving_alerts(rules: RuleSet) -> list[dict[str, Any]]:
+    s, t, rb = rules.scope, rules.thresholds, rules.runbook_base
+    out = []
+    if rules.expect_serving:
+        out.append(
+            _alert(
+                "TritonTargetAbsent",
+                f"absent({q.UP}{s.selector()} == 1)",
+                for_="5m",
+                severity="critical",
+                summary=f"No Triton target of {s.namespace}/{s.job} is up",
+                description="Prometheus scrapes no healthy Triton metrics endpoint: the service is down or unmonitored.",
+                runbook_base=rb,
+            )
+        )
+    out += [
+        _alert(
+            "InferenceRequestsWaiting",
+            f"sum by (namespace, job) ({s.request_metrics}{s.selector(model=s.llm_model, request_type='waiting')})"
+            f" / clamp_min(count by (namespace, job) ({s.request_metrics}{s.selector(model=s.llm_model, request_type='max')}), 1)"
+            f" > {t.waiting_per_replica:g}",
+            for_="10m",
+            severity="warning",
+            summary="Requests wait for a batch slot",
+            description=f"More than {t.waiting_per_replica:g} waiting requests per replica for 10 minutes "
+            "({{ $value | humanize }}): scaling is not keeping up or is at its maximum.",
+            runbook_base=rb,
+        ),
+        _alert(
+            "InferenceQueueTimeHigh",
+            f"{q.QUEUE_SECONDS_PER_REQUEST}{s.selector()} > {t.queue_seconds:g}",
+            for_="10m",
+            severity="warning",
+            summary="Requests queue in Triton",
+            description=f"Model {{{{ $labels.model }}}} keeps requests {{{{ $value | humanizeDuration }}}} in its "
+            f"queue on average (threshold {t.queue_seconds:g} s).",
+            runbook_base=rb,
+        ),
+        _alert(
+            "TimeToFirstTokenP95AboveSlo",
+            f"{q.TTFT_P95_SECONDS}{s.selector()} > {t.ttft_p95_seconds:g}",
+            for_="10m",
+            severity="warning",
+            summary="p95 time to first token above the SLO",
+            description=f"p95 TTFT of {{{{ $labels.model }}}} is {{{{ $value | humanizeDuration }}}} "
+            f"(SLO {t.ttft_p95_seconds:g} s).",
+            runbook_base=rb,
+        ),
+        _alert(
+            "InterTokenLatencyAboveSlo",
+            f"{q.INTER_TOKEN_SECONDS}{s.selector()} > {t.itl_seconds:g}",
+            for_="10m",
+            severity="warning",
+            summary="Inter-token latency above the SLO",
+            description=f"Mean decode time per token is {{{{ $value | humanizeDuration }}}}, above the p95 SLO "
+            f"of {t.itl_seconds:g} s (so p95 is above it too).",
+            runbook_base=rb,
+        ),
+    ]
+    if s.has_kv_cache_metrics:
+        out.append(
+            _alert(
+                "KvCacheNearlyFull",
+                f"{q.KV_CACHE_UTILISATION}{s.selector()} > {t.kv_cache_ratio:g}",
+                for_="5m",
+                severity="warning",
+                summary="KV cache nearly full",
+                description=f"Pod {{{{ $labels.pod }}}} uses {{{{ $value | humanizePercentage }}}} of its KV-cache "
+                f"blocks (threshold {t.kv_cache_ratio:.0%}): requests will be paused or evicted.",
+                runbook_base=rb,
+            )
+        )
+    return out
+
+
+def _pod_alerts(rules: RuleSet) -> list[dict[str, Any]]:
+    s, t, rb = rules.scope, rules.thresholds, rules.runbook_base
+    pod_labels = {"namespace": s.namespace, "pod": f"=~{s.job}-.*"}
+    pods = q.selector(pod_labels)
+    oom = q.selector({**pod_labels, "reason": "OOMKilled"})
+    crash = q.selector({**pod_labels, "reason": "CrashLoopBackOff"})
+    not_ready = q.selector({**pod_labels, "condition": "false"})
+    return [
+        _alert(
+            "InferenceContainerOOMKilled",
+            f"(increase({q.CONTAINER_RESTARTS}{pods}[10m]) > 0)"
+            f" and on (namespace, pod, container) ({q.CONTAINER_LAST_TERMINATED}{oom} == 1)",
+            for_="0m",
+            severity="critical",
+            summary="An inference container was OOM-killed",
+            description="Container {{ $labels.container }} of {{ $labels.pod }} restarted after running out of "
+            "memory: raise inference.resources.memoryGib or lower the batch / KV-cache settings.",
+            runbook_base=rb,
+        ),
+        _alert(
+            "InferencePodCrashLooping",
+            f"max_over_time({q.CONTAINER_WAITING}{crash}[5m]) >= 1 or increase({q.CONTAINER_RESTARTS}{pods}[30m]) >= 3",
+            for_="15m",
+            severity="warning",
+            summary="An inference pod restarts in a loop",
+            description="{{ $labels.pod }} keeps restarting (CrashLoopBackOff or 3+ restarts in 30 min).",
+            runbook_base=rb,
+        ),
+        _alert(
+            "InferencePodNotReady",
+            f"sum by (namespace, pod) ({q.POD_READY}{not_ready}) > 0",
+            for_=t.not_ready_for,
+            severity="warning",
+            summary="An inference pod stays not ready",
+            description=f"{{{{ $labels.pod }}}} has not been ready for {t.not_ready_for}, longer than a model load.",
+            runbook_base=rb,
+        ),
+    ]
+
+
+def _accelerator_alerts(rules: RuleSet) -> list[dict[str, Any]]:
+    t, rb = rules.thresholds, rules.runbook_base
+    out = []
+    if rules.vendor == "nvidia":
+        utilisation = f"avg({q.GPU_UTIL}) / 100"
+        xid = q.GPU_XID_LAST
+        out.append(
+            _alert(
+                "GpuXidError",
+                # The gauge keeps the last XID: a change (or a new non-zero series) is a new error.
+                f"{xid} and (changes({xid}[10m]) > 0) or ({xid} > 0 unless {xid} offset 10m)",
+                for_="0m",
+                severity="critical",
+                summary="GPU reported an XID error",
+                description="GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported XID {{ $value }} "
+                "(48, 63, 64, 74, 79, 94, 95 mean the GPU or node must be drained).",
+                runbook_base=rb,
+            )
+        )
+    else:
+        utilisation = f"avg({q.NEURONCORE_UTIL_RATIO})"
+        mem, sram = q.NEURON_ECC_UNCORRECTED
+        out.append(
+            _alert(
+                "NeuronUncorrectedEccError",
+                f"changes({mem}[10m]) > 0 or changes({sram}[10m]) > 0",
+                for_="0m",
+                severity="critical",
+                summary="Neuron device reported uncorrected ECC errors",
+                description="Neuron device {{ $labels.neuron_device_index }} on {{ $labels.instance_id }} "
+                "counted new uncorrected ECC events: drain the node.",
+                runbook_base=rb,
+            )
+        )
+    if rules.hpa is not None:
+        hpa = q.selector({"namespace": rules.scope.namespace, "horizontalpodautoscaler": rules.hpa})
+        out.append(
+            _alert(
+                "AcceleratorsUnderutilised",
+                f"({utilisation} < {t.utilisation_floor:g})"
+                f" and on () ({q.HPA_CURRENT}{hpa} > on (namespace, horizontalpodautoscaler) {q.HPA_MIN}{hpa})",
+                for_=t.waste_for,
+                severity="warning",
+                summary="Accelerators idle while scaled above the minimum",
+                description=f"Accelerator utilisation {{{{ $value | humanizePercentage }}}} stayed below "
+                f"{t.utilisation_floor:.0%} for {t.waste_for} with more replicas than the minimum: scale-down is "
+                "stuck or the scaling target is too low.",
+                runbook_base=rb,
+            )
+        )
+    return out
+
+
+def _node_alerts(rules: RuleSet) -> list[dict[str, Any]]:
+    rb = rules.runbook_base
+    return [
+        _alert(
+            "AcceleratorNodeNotReady",
+            f'({q.NODE_READY}{{condition="Ready",status!="true"}} == 1)'
+            f' and on (node) {q.NODE_LABELS}{{label_accelerator=~"nvidia|neuron"}}',
+            for_="5m",
+            severity="critical",
+            summary="An accelerator node is not Ready",
+            description="Node {{ $labels.node }} (accelerator pool) has not been Ready for 5 minutes.",
+            runbook_base=rb,
+        ),
+        _alert(
+            "NodeProvisioningFailing",
+            f'sum(increase({q.KARPENTER_LAUNCH_FAILURES}{{method="Create"}}[15m])) > 0'
+            f" or sum(increase({q.CLUSTER_AUTOSCALER_FAILED_SCALE_UPS}[15m])) > 0",
+            for_="15m",
+            severity="warning",
+            summary="Nodes cannot be provisioned",
+            description="Karpenter or the Cluster Autoscaler keeps failing to launch nodes (capacity, quota or "
+            "reservation): pending pods wait.",
+            runbook_base=rb,
+        ),
+    ]
+
+
+def _edge_alerts(rules: RuleSet) -> list[dict[str, Any]]:
+    t, rb = rules.thresholds, rules.runbook_base
+    clusters = q.selector({"envoy_cluster_name": f"=~{rules.edge_clusters}"})
+    five = q.selector({"envoy_cluster_name": f"=~{rules.edge_clusters}", "envoy_response_code_class": "5"})
+    total = f"sum(rate({q.ENVOY_UPSTREAM_RQ_TOTAL}{clusters}[5m]))"
+    limited = f"sum(rate({q.ENVOY_RATELIMIT_OVER_LIMIT}{clusters}[5m]))"
+    return [
+        _alert(
+            "Edge5xxRateHigh",
+            f"sum(rate({q.ENVOY_UPSTREAM_RQ_XX}{five}[5m])) / clamp_min({total}, 1e-9) > {t.edge_5xx_ratio:g}",
+            for_="10m",
+            severity="critical",
+            summary="The edge answers 5xx",
+            description=f"{{{{ $value | humanizePercentage }}}} of inference requests fail with 5xx "
+            f"(threshold {t.edge_5xx_ratio:.0%}).",
+            runbook_base=rb,
+        ),
+        _alert(
+            "Edge429RateHigh",
+            f"{limited} / clamp_min({total} + {limited}, 1e-9) > {t.edge_429_ratio:g}",
+            for_="15m",
+            severity="warning",
+            summary="Many requests are rate-limited",
+            description=f"{{{{ $value | humanizePercentage }}}} of inference requests are refused with 429 "
+            f"(threshold {t.edge_429_ratio:.0%}): a client exceeds its limit or limits are too low.",
+            runbook_base=rb,
+        ),
+    ]
