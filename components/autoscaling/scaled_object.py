@@ -1,0 +1,259 @@
+"""KEDA ScaledObject of one inference workload, as plain typed data, and the replica arithmetic it implies.
+
+Pure (no Pulumi): :func:`scaled_object_spec` is the ``spec`` of a ``keda.sh/v1alpha1`` ScaledObject;
+:func:`desired_replicas` is what the HPA KEDA creates will ask for at an instant, from the trigger
+values, so tests and the live Prometheus check can evaluate the exact same queries and formula.
+
+Signals (never accelerator utilisation: a GPU is "100% busy" at any batch size, NVIDIA's autoscaling
+tutorial and Google's GKE guidance both scale LLM servers on queue or batch size instead):
+- ``requests`` (default): requests the LLM step holds, active in the batch + waiting for a slot,
+  summed over replicas, against a per-replica target (TensorRT-LLM's ``nv_trt_llm_request_metrics``;
+  ``neuron_llm_request_metrics`` on Neuron).
+- ``queueRatio``: NVIDIA's ``triton:queue_compute:ratio`` summed over replicas, target 1 per replica.
+- ``kv`` (second trigger, TensorRT-LLM only): KV-cache blocks in use over one replica's blocks, i.e.
+  how many replicas' worth of KV cache is busy, against a utilisation target (0.85).
+Every trigger is an ``AverageValue`` of "replica-equivalents", so desired = ceil(total / target) =
+ceil(current x per-replica value / target), the HPA formula.
+
+The night schedule: ``minReplicaCount`` is the NIGHT floor; a cron trigger named ``day`` marks the day
+window, and ``advanced.scalingModifiers`` folds the triggers into one metric that is clamped to the day
+bounds in the day and to the night bounds at night. The cron trigger alone could only raise the floor
+(the HPA takes the max over metrics), never lower the ceiling; the formula does both. The cron
+trigger's ``desiredReplicas`` is only a day flag there (2, above the 0 or 1 an inactive cron reports).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from components.autoscaling.schedule import NightSchedule, ReplicaBounds, replica_bounds
+from components.observability import promql as q
+from components.observability.promql import Scope
+
+Signal = Literal["requests", "queueRatio"]
+DAY_FLAG = 2
+"""desiredReplicas of the ``day`` cron trigger: KEDA reports it in the window, 1 (or 0) outside."""
+HPA_TOLERANCE = 0.1
+"""The HPA controller's default tolerance: no change while |ratio - 1| <= 10%."""
+DEFAULT_TARGET_REQUESTS = 48.0
+DEFAULT_KV_TARGET = 0.85
+DEFAULT_QUEUE_RATIO_TARGET = 1.0
+"""NVIDIA's tutorial: AverageValue 1000m of triton:queue_compute:ratio."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Behaviour:
+    """HPA ``behavior``: up fast, down slowly."""
+
+    scale_up_stabilization_seconds: int = 0
+    """Default 0: act on the first high reading."""
+    scale_up_percent: int = 100
+    """Default 100: at most double per period..."""
+    scale_up_pods: int = 4
+    """Default 4: ...or add 4 pods, whichever is more."""
+    scale_up_period_seconds: int = 60
+    scale_down_stabilization_seconds: int = 3600
+    """Default 3600: the highest recommendation of the last hour wins. Must exceed a model load
+    (inference.probes.startupSeconds), or a dip would drop a replica that takes minutes to come back."""
+    scale_down_pods: int = 1
+    """Default 1 pod..."""
+    scale_down_period_seconds: int = 600
+    """Default 600: ...per 10 minutes."""
+
+    def spec(self) -> dict[str, Any]:
+        return {
+            "scaleUp": {
+                "stabilizationWindowSeconds": self.scale_up_stabilization_seconds,
+                "selectPolicy": "Max",
+                "policies": [
+                    {"type": "Percent", "value": self.scale_up_percent, "periodSeconds": self.scale_up_period_seconds},
+                    {"type": "Pods", "value": self.scale_up_pods, "periodSeconds": self.scale_up_period_seconds},
+                ],
+            },
+            "scaleDown": {
+                "stabilizationWindowSeconds": self.scale_down_stabilization_seconds,
+                "selectPolicy": "Min",
+                "policies": [
+                    {"type": "Pods", "value": self.scale_down_pods, "periodSeconds": self.scale_down_period_seconds}
+                ],
+            },
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScaleTarget:
+    name: str
+    """Required. The Deployment or LeaderWorkerSet."""
+    kind: Literal["Deployment", "LeaderWorkerSet"] = "Deployment"
+    """Default ``Deployment``. A LeaderWorkerSet scales whole groups through its scale subresource."""
+
+    @property
+    def api_version(self) -> str:
+        return "apps/v1" if self.kind == "Deployment" else "leaderworkerset.x-k8s.io/v1"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScalingPolicy:
+    scope: Scope
+    """Required. Whose series the triggers read."""
+    prometheus_url: str
+    """Required. Prometheus KEDA queries (the in-cluster service URL)."""
+    min_replicas: int = 1
+    """Default 1. The DAY floor (the night floor is ceil(min x fraction))."""
+    max_replicas: int = 2
+    """Default 2. The DAY ceiling."""
+    signal: Signal = "requests"
+    """Default ``requests``; ``queueRatio`` for NVIDIA's queue/compute ratio."""
+    target_requests_per_replica: float = DEFAULT_TARGET_REQUESTS
+    """Default 48 (0.75 x the default max batch of 64): in-flight requests one replica should hold."""
+    kv_cache_target: float | None = DEFAULT_KV_TARGET
+    """Default 0.85. KV-cache utilisation per replica to aim at; ``None`` drops the trigger (Neuron)."""
+    queue_ratio_target: float = DEFAULT_QUEUE_RATIO_TARGET
+    polling_interval_seconds: int = 15
+    """Default 15. How often KEDA evaluates the queries."""
+    behaviour: Behaviour = field(default_factory=Behaviour)
+    night: NightSchedule | None = field(default_factory=NightSchedule)
+    """Default: 22:00-06:00 UTC at half the day bounds. ``None``: the same bounds all day."""
+
+    def problems(self) -> list[str]:
+        out = []
+        if self.min_replicas < 0 or self.max_replicas < 1 or self.min_replicas > self.max_replicas:
+            out.append(
+                f"min_replicas={self.min_replicas}, max_replicas={self.max_replicas}: need 0 <= min <= max, max >= 1"
+            )
+        for name in ("target_requests_per_replica", "queue_ratio_target"):
+            if getattr(self, name) <= 0:
+                out.append(f"{name}={getattr(self, name)} must be > 0")
+        if self.kv_cache_target is not None and not 0 < self.kv_cache_target <= 1:
+            out.append(f"kv_cache_target={self.kv_cache_target} must be in (0, 1]")
+        if self.kv_cache_target is not None and not self.scope.has_kv_cache_metrics:
+            out.append(f"kv_cache_target: the {self.scope.backend} backend publishes no KV-cache metrics")
+        if self.night is not None:
+            out += [f"night.{f}: {m}" for f, m in self.night.problems()]
+        return out
+
+
+@dataclass(frozen=True)
+class Trigger:
+    name: str
+    query: str
+    target: float
+    """Per-replica AverageValue target of the query."""
+
+
+class ScalingError(ValueError):
+    pass
+
+
+def triggers(policy: ScalingPolicy) -> list[Trigger]:
+    """The Prometheus triggers, in the order KEDA lists them."""
+    scope = policy.scope
+    if policy.signal == "queueRatio":
+        out = [Trigger("queue", q.queue_compute_ratio(scope), policy.queue_ratio_target)]
+    else:
+        out = [Trigger("requests", q.requests_in_flight(scope), policy.target_requests_per_replica)]
+    if policy.kv_cache_target is not None:
+        out.append(Trigger("kv", kv_replica_equivalents(scope), policy.kv_cache_target))
+    return out
+
+
+def kv_replica_equivalents(scope: Scope) -> str:
+    """KV-cache blocks in use over one replica's blocks: replicas' worth of busy KV cache."""
+    used = f"sum({q.TRT_LLM_KV_CACHE}{scope.selector(model=scope.llm_model, kv_cache_block_type='used')})"
+    per_replica = f"avg({q.TRT_LLM_KV_CACHE}{scope.selector(model=scope.llm_model, kv_cache_block_type='max')})"
+    return f"{used} / clamp_min({per_replica}, 1)"
+
+
+def formula(policy: ScalingPolicy) -> str | None:
+    """``advanced.scalingModifiers.formula`` (expr-lang), or None without a night schedule."""
+    if policy.night is None:
+        return None
+    demand = ", ".join(f"{t.name} / {_number(t.target)}" for t in triggers(policy))
+    wanted = f"max({demand})" if len(triggers(policy)) > 1 else demand
+    night = policy.night
+    night_floor = night.night_value(policy.min_replicas)
+    night_ceiling = night.night_value(policy.max_replicas) if night.lower_ceiling else policy.max_replicas
+    day = f"min(max({wanted}, {policy.min_replicas}), {policy.max_replicas})"
+    dark = f"min(max({wanted}, {night_floor}), {max(night_floor, night_ceiling)})"
+    return f"day >= {DAY_FLAG} ? {day} : {dark}"
+
+
+def scaled_object_spec(policy: ScalingPolicy, target: ScaleTarget) -> dict[str, Any]:
+    """The ScaledObject ``spec`` (KEDA creates ``keda-hpa-<name>`` from it)."""
+    problems = policy.problems()
+    if problems:
+        raise ScalingError("invalid scaling policy: " + "; ".join(problems))
+    trigger_specs: list[dict[str, Any]] = [
+        {
+            "type": "prometheus",
+            "name": t.name,
+            "metricType": "AverageValue",
+            "metadata": {
+                "serverAddress": policy.prometheus_url,
+                "query": t.query,
+                "threshold": _number(t.target),
+                "activationThreshold": "0",
+            },
+        }
+        for t in triggers(policy)
+    ]
+    bounds_floor = policy.min_replicas
+    advanced: dict[str, Any] = {"horizontalPodAutoscalerConfig": {"behavior": policy.behaviour.spec()}}
+    night = policy.night
+    if night is not None:
+        start, end = night.day_cron
+        trigger_specs.append(
+            {
+                "type": "cron",
+                "name": "day",
+                "metadata": {"timezone": night.timezone, "start": start, "end": end, "desiredReplicas": str(DAY_FLAG)},
+            }
+        )
+        advanced["scalingModifiers"] = {
+            "formula": formula(policy),
+            "target": "1",
+            "activationTarget": "0",
+            "metricType": "AverageValue",
+        }
+        bounds_floor = night.night_value(policy.min_replicas)
+    return {
+        "scaleTargetRef": {"apiVersion": target.api_version, "kind": target.kind, "name": target.name},
+        "pollingInterval": policy.polling_interval_seconds,
+        "minReplicaCount": bounds_floor,
+        "maxReplicaCount": policy.max_replicas,
+        "advanced": advanced,
+        "triggers": trigger_specs,
+    }
+
+
+def bounds(policy: ScalingPolicy, instant: datetime) -> ReplicaBounds:
+    return replica_bounds(policy.min_replicas, policy.max_replicas, policy.night, instant)
+
+
+def hpa_desired(current: int, value: float, target: float, tolerance: float = HPA_TOLERANCE) -> int:
+    """The HPA's recommendation for one AverageValue metric: ceil(current x per-replica value / target).
+
+    ``value`` is the per-replica average (the metric's total / current); within the tolerance the
+    current count stands."""
+    if current <= 0:
+        return math.ceil(value / target) if value > 0 else 0
+    ratio = value / target
+    if abs(ratio - 1) <= tolerance:
+        return current
+    return math.ceil(current * ratio)
+
+
+def desired_replicas(policy: ScalingPolicy, values: Mapping[str, float], current: int, instant: datetime) -> int:
+    """What the HPA recommends at ``instant`` for trigger totals ``values`` (by trigger name), before its
+    behaviour's rate limits and stabilisation: the max over triggers, clamped to the bounds in force."""
+    wanted = max(hpa_desired(current, values[t.name] / max(current, 1), t.target) for t in triggers(policy))
+    limit = bounds(policy, instant)
+    return min(max(wanted, limit.floor), limit.ceiling)
+
+
+def _number(value: float) -> str:
+    return f"{value:g}"
