@@ -2,7 +2,8 @@
 
 The service accounts must exist under the names Pod Identity associations bind (an association is by
 name only), so they are created with the namespace rather than left to each rollout. Pod Security
-Admission enforces the ``baseline`` profile and warns/audits against ``restricted``.
+Admission enforces, warns and audits the ``restricted`` profile: every platform pod meets it, and the
+policy pack checks each pod template against its namespace's level before admission would refuse it.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import pulumi_kubernetes as k8s
 from components.common.errors import raise_if
 
 POD_SECURITY_LEVELS = ("privileged", "baseline", "restricted")
+DEFAULT_ENFORCE = "restricted"
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
@@ -28,8 +30,9 @@ class WorkloadNamespaceArgs:
     """Required. Namespace name (a DNS label)."""
     service_accounts: Sequence[str] = field(default_factory=tuple)
     """Default none. Service accounts to create in the namespace."""
-    enforce: str = "baseline"
-    """Default ``baseline``. Pod Security Admission level enforced (privileged, baseline, restricted)."""
+    enforce: str = DEFAULT_ENFORCE
+    """Default ``restricted``. Pod Security Admission level enforced (privileged, baseline, restricted); a
+    lower level is for a workload that cannot meet restricted, and the policy pack asks for an exemption."""
     labels: Mapping[str, str] = field(default_factory=dict)
     """Default none. Extra namespace labels."""
 

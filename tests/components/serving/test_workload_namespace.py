@@ -24,7 +24,7 @@ def test_namespace_and_service_accounts(run_components):
     resources = run_components(program).resources
     namespace = one(resources, "w-namespace")
     labels = namespace.inputs["metadata"]["labels"]
-    assert labels["pod-security.kubernetes.io/enforce"] == "baseline"
+    assert labels["pod-security.kubernetes.io/enforce"] == "restricted"
     assert labels["pod-security.kubernetes.io/warn"] == "restricted"
     account = one(resources, "w-triton")
     assert account.inputs["metadata"] == {
