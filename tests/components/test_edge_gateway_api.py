@@ -1,0 +1,176 @@
+"""The Gateway API / Envoy Gateway objects rendered from the edge policy: required fields of each custom
+resource, every inference route under an API-key policy, and agreement with the local Envoy bootstrap
+(the stand-in for Envoy Gateway's translation) on clients, limits and timeouts."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from components.edge.gateway_api import GatewayTarget, gateway_summary, render_gateway_objects
+from inferctl.serving.edge_envoy import Listener, Upstream, bootstrap_summary, render_bootstrap
+from inferctl.serving.local_edge import envoy_binary, generate_keys
+from infra.settings import load_settings
+
+TAGS = {"owner": "team", "costCenter": "cc-1"}
+TARGET = GatewayTarget(
+    namespace="inference",
+    name="inference-edge",
+    service="triton",
+    http_port=8000,
+    grpc_port=8001,
+    credentials_secret="inference-api-keys",
+    hostname="api.dev.example.com",
+)
+EDGES = {
+    "defaults": {},
+    "tiers": {
+        "idleTimeoutSeconds": 900,
+        "auth": {"clients": {"batch": {"tier": "bulk"}, "chat": {"tier": "interactive"}, "eval": {"tier": "bulk"}}},
+        "rateLimits": {
+            "tiers": {
+                "interactive": {"requestsPerMinute": 120, "concurrentStreams": 8},
+                "bulk": {"requestsPerMinute": 30, "concurrentStreams": 2},
+            }
+        },
+        "circuitBreaker": {"maxConnections": 64, "maxPendingRequests": 4},
+    },
+    "explicit-parallel": {"circuitBreaker": {"maxParallelRequests": 40}},
+    "auth-off": {"auth": {"enabled": False}},
+}
+# Required fields of each custom resource (Gateway API v1 and Envoy Gateway v1alpha1 CRD schemas).
+REQUIRED = {
+    "Gateway": [("spec", "gatewayClassName"), ("spec", "listeners")],
+    "HTTPRoute": [("spec", "parentRefs"), ("spec", "rules")],
+    "GRPCRoute": [("spec", "parentRefs"), ("spec", "rules")],
+    "SecurityPolicy": [("spec", "targetRefs"), ("spec", "apiKeyAuth", "credentialRefs"), ("spec", "apiKeyAuth")],
+    "BackendTrafficPolicy": [("spec", "targetRefs")],
+    "ClientTrafficPolicy": [("spec", "targetRefs")],
+}
+LISTENER_FIELDS = ("name", "port", "protocol")
+BACKEND_REF_FIELDS = ("name", "port")
+
+
+def policy(edge):
+    return load_settings({"tags": TAGS, "edge": edge}, project="p", stack="s", region="us-west-2").edge.policy()
+
+
+def bootstrap(pol, tmp: Path = Path("/nonexistent")):
+    return render_bootstrap(
+        pol,
+        keys=generate_keys(pol),
+        listener=Listener(
+            address="127.0.0.1",
+            port=8443,
+            certificate=tmp / "server.pem",
+            private_key=tmp / "server.key",
+            admin_port=9901,
+            access_log=tmp / "access.log",
+        ),
+        upstream=Upstream(address="127.0.0.1", http_port=8000, grpc_port=8001),
+    )
+
+
+@pytest.mark.parametrize("case", sorted(EDGES))
+def test_both_renderings_agree_on_clients_limits_and_timeouts(case):
+    pol = policy(EDGES[case])
+    gateway = gateway_summary(render_gateway_objects(pol, TARGET))
+    envoy = bootstrap_summary(bootstrap(pol))
+    assert gateway == envoy
+    assert envoy["requests_per_minute"] == pol.limits()
+    assert envoy["stream_idle_timeout"] == f"{pol.idle_timeout_seconds}s"
+    assert envoy["route_timeouts"] == ["0s"]  # no whole-request clock (Envoy's default is 15 s)
+    assert envoy["retry_on"] == ["connect-failure,reset-before-request"]
+
+
+def test_tiers_give_each_client_its_tier_limit_and_size_the_parallel_budget():
+    summary = gateway_summary(render_gateway_objects(policy(EDGES["tiers"]), TARGET))
+    assert summary["requests_per_minute"] == {"batch": 30, "chat": 120, "eval": 30}
+    assert summary["max_parallel_requests"] == 2 + 8 + 2
+    assert summary["stream_idle_timeout"] == "900s" and summary["max_pending_requests"] == 4
+
+
+@pytest.mark.parametrize("case", sorted(EDGES))
+def test_custom_resources_have_their_required_fields(case):
+    objects = render_gateway_objects(policy(EDGES[case]), TARGET)
+    for obj in objects:
+        assert obj["apiVersion"] and obj["metadata"]["name"] and obj["metadata"]["namespace"] == "inference"
+        for path in REQUIRED[obj["kind"]]:
+            node = obj
+            for part in path:
+                assert part in node, f"{obj['kind']} {obj['metadata']['name']}: {'.'.join(path)} missing"
+                node = node[part]
+            assert node not in (None, [], {}, ""), f"{obj['kind']}: {'.'.join(path)} empty"
+        for ref in obj["spec"].get("targetRefs", []):
+            assert set(ref) == {"group", "kind", "name"}
+    gateway = next(o for o in objects if o["kind"] == "Gateway")
+    for listener in gateway["spec"]["listeners"]:
+        assert all(listener.get(f) for f in LISTENER_FIELDS)
+    for route in (o for o in objects if o["kind"].endswith("Route")):
+        for rule in route["spec"]["rules"]:
+            assert all(all(ref.get(f) for f in BACKEND_REF_FIELDS) for ref in rule["backendRefs"])
+
+
+def test_every_inference_route_has_an_api_key_policy_and_never_the_key_in_a_manifest():
+    pol = policy({})
+    objects = render_gateway_objects(pol, TARGET)
+    routes = {(o["kind"], o["metadata"]["name"]) for o in objects if o["kind"] in ("HTTPRoute", "GRPCRoute")}
+    security = next(o for o in objects if o["kind"] == "SecurityPolicy")["spec"]
+    assert {(r["kind"], r["name"]) for r in security["targetRefs"]} == routes
+    assert security["apiKeyAuth"]["sanitize"] is True
+    assert security["apiKeyAuth"]["credentialRefs"] == [{"group": "", "kind": "Secret", "name": "inference-api-keys"}]
+    keys = generate_keys(pol)
+    assert not any(key in json.dumps(objects) for key in keys.values())
+
+
+def test_without_auth_there_is_no_security_policy_and_no_per_client_limit():
+    objects = render_gateway_objects(policy(EDGES["auth-off"]), TARGET)
+    kinds = [o["kind"] for o in objects]
+    assert "SecurityPolicy" not in kinds
+    assert "rateLimit" not in next(o for o in objects if o["kind"] == "BackendTrafficPolicy")["spec"]
+
+
+def test_the_real_envoy_accepts_the_rendered_bootstrap(tmp_path):
+    from inferctl.serving.edge_tls import write_local_certificates
+
+    certs = write_local_certificates(tmp_path / "tls")
+    for case in sorted(EDGES):
+        config = bootstrap(policy(EDGES[case]), tmp_path)
+        listener = config["static_resources"]["listeners"][0]
+        tls = listener["filter_chains"][0]["transport_socket"]["typed_config"]["common_tls_context"]
+        tls["tls_certificates"] = [
+            {
+                "certificate_chain": {"filename": str(certs.certificate)},
+                "private_key": {"filename": str(certs.private_key)},
+            }
+        ]
+        path = tmp_path / f"{case}.json"
+        path.write_text(json.dumps(config))
+        result = subprocess.run(
+            [str(envoy_binary()), "--mode", "validate", "-c", str(path), "--disable-hot-restart"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert result.returncode == 0 and "OK" in result.stdout, (case, result.stdout[-2000:], result.stderr[-2000:])
+
+
+def test_a_client_without_a_key_is_refused():
+    pol = policy({})
+    with pytest.raises(ValueError, match="no API key for client"):
+        render_bootstrap(
+            pol,
+            keys={},
+            listener=Listener(
+                address="127.0.0.1",
+                port=1,
+                certificate=Path("c"),
+                private_key=Path("k"),
+                admin_port=2,
+                access_log=Path("a"),
+            ),
+            upstream=Upstream(address="127.0.0.1", http_port=3, grpc_port=4),
+        )
