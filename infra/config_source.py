@@ -32,7 +32,10 @@ def read_settings() -> Settings:
 
 
 def secret_value(key: str) -> pulumi.Output[str] | None:
-    """A secret config value (one of ``SECRET_KEYS``, validated by :func:`read_settings`), kept secret."""
+    """A secret config value (one of ``SECRET_KEYS``, validated by :func:`read_settings`), kept secret;
+    ``None`` when unset (Pulumi.yaml's empty default means unset)."""
+    if not runtime_config.get_config(f"{pulumi.get_project()}:{key}"):
+        return None
     return pulumi.Config().get_secret(key)
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from inferctl.errors import CommandError
+from inferctl.plan.project_config import declaration_problems, stack_problems
 
 CONFIG_ERROR = 2
 
@@ -74,9 +75,13 @@ def load_project(program_dir: Path) -> Project:
         main = main.parent if main.name == "__main__.py" else main
     if not (main / "__main__.py").is_file() and not main.is_file():
         raise ConfigError(f"{path}: main {doc.get('main', '.')!r} has no __main__.py")
-    declarations = {}
-    for key, decl in (doc.get("config") or {}).items():
-        declarations[key] = decl if isinstance(decl, dict) else {"default": decl}
+    raw_config = doc.get("config") or {}
+    if not isinstance(raw_config, dict):
+        raise ConfigError(f"{path}: 'config' must map keys to declarations")
+    declarations = {str(key): _declaration(name, str(key), decl) for key, decl in raw_config.items()}
+    problems = declaration_problems(name, declarations)
+    if problems:
+        raise ConfigError(f"{path}: " + "; ".join(problems))
     return Project(
         name=name,
         root=root,
@@ -95,12 +100,17 @@ def load_stack_config(
     path = (stack_file or project.stack_file(stack)).resolve()
     if not path.is_file():
         raise ConfigError(f"stack file {path} not found (expected Pulumi.{stack}.yaml in {project.stack_config_dir})")
-    doc = _read_yaml(path)
+    doc = _read_yaml(path, allow_empty=True)
     config = doc.get("config") or {}
     if not isinstance(config, dict):
         raise ConfigError(f"{path}: 'config' must be a mapping")
     _check_declared(project, config, path)
     injected = {project.qualify(k): v for k, v in (secret_values or {}).items()}
+    # What the CLI refuses before the program starts: required keys left unset, values not of their type.
+    qualified_config = {project.qualify(str(k)): v for k, v in config.items()}
+    problems = stack_problems(project.name, stack, project.declarations, qualified_config, injected)
+    if problems:
+        raise ConfigError(f"{path}: " + "; ".join(problems))
 
     values: dict[str, str] = {}
     secrets: dict[str, str] = {}
@@ -119,6 +129,15 @@ def load_stack_config(
             if attr in decl:
                 values[qualified] = _as_config_string(decl[attr])
     return StackConfig(stack=stack, file=path, values=values, secret_keys=tuple(sorted(secrets)), secret_values=secrets)
+
+
+def _declaration(project: str, key: str, decl: Any) -> dict[str, Any]:
+    """A declaration, with the CLI's shorthand expanded: ``key: <scalar or list>`` is a default for a key
+    of the project's namespace and a ``value`` for any other (``aws:region: us-west-2``); a mapping is a
+    declaration."""
+    if isinstance(decl, dict):
+        return decl
+    return {"default" if ":" not in key or key.startswith(f"{project}:") else "value": decl}
 
 
 def _check_declared(project: Project, config: Mapping[str, Any], path: Path) -> None:
@@ -164,11 +183,14 @@ def _as_config_string(value: Any) -> str:
     return str(value)
 
 
-def _read_yaml(path: Path) -> dict[str, Any]:
+def _read_yaml(path: Path, *, allow_empty: bool = False) -> dict[str, Any]:
+    """``allow_empty``: an empty stack file is a stack with no config (``pulumi stack init`` writes none)."""
     try:
         doc = yaml.safe_load(path.read_text())
     except (OSError, yaml.YAMLError) as err:
         raise ConfigError(f"cannot read {path}: {err}") from None
+    if doc is None and allow_empty:
+        return {}
     if not isinstance(doc, dict):
         raise ConfigError(f"{path}: expected a mapping at the top level")
     return doc

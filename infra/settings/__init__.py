@@ -29,6 +29,7 @@ from infra.settings.secrets import SecretsSettings
 from infra.settings.serving import ServingSettings
 from infra.settings.storage import StorageSettings
 from infra.settings.tags import TagsSettings
+from infra.settings.verification import VerificationSettings
 
 __all__ = ["SECTIONS", "Problem", "Settings", "SettingsError", "decode_value", "known_keys", "load_settings"]
 
@@ -50,6 +51,7 @@ SECTIONS: tuple[type[Section], ...] = (
     FsxSettings,
     SecretsSettings,
     InferenceSettings,
+    VerificationSettings,
 )
 # Top-level keys holding one plain value.
 SCALAR_KEYS: tuple[str, ...] = ("environment",)
@@ -77,6 +79,7 @@ class Settings:
     fsx: FsxSettings
     secrets: SecretsSettings
     inference: InferenceSettings
+    verification: VerificationSettings
 
     @property
     def production(self) -> bool:
@@ -137,7 +140,8 @@ def load_settings(
     region_info = _region(region, problems)
     secret = set(secret_keys)
     for key in SECRET_KEYS:
-        if key in values and key not in secret:
+        # "" is Pulumi.yaml's default for these optional keys: unset (a declared key without one is required).
+        if values.get(key, "") != "" and key not in secret:
             problems.append(
                 Problem(key, f"is set in plain text; set it with `pulumi config set --secret {key} <value>`")
             )

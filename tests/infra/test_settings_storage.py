@@ -185,3 +185,9 @@ def test_secret_keys_given_with_secure_pass(tmp_path, repo):
     run = run_program(repo, "dev", stack_file=stack_file, secret_values={"ngcApiKey": "n", "hfToken": "h"})
     names = {r.name for r in run.resources if r.type == "aws:secretsmanager/secret:Secret"}
     assert {"secrets-ngc-api-key", "secrets-hf-token"} <= names
+
+
+def test_the_empty_default_of_an_optional_secret_means_unset():
+    """Pulumi.yaml gives ngcApiKey and hfToken the default "" so the CLI accepts stacks without them."""
+    assert load({"ngcApiKey": "", "hfToken": ""}).secrets is not None
+    assert "ngcApiKey" in problems({"ngcApiKey": "x"})

@@ -239,3 +239,9 @@ def test_a_cache_zone_the_network_does_not_have_stops_before_any_storage_resourc
     with pytest.raises(ProgramError, match=re.escape("fsx.availabilityZone: 'us-east-1f'")) as err:
         run_components(_build(settings)[0], region="us-east-1")
     assert err.value.registered == before_storage
+
+
+def test_unset_optional_secrets_create_nothing(stack_plan):
+    """Pulumi.yaml's empty default for ngcApiKey and hfToken means unset: no secret, no plain-text error."""
+    names = {r.name for r in by_type(stack_plan("prod").run.resources, "aws:secretsmanager/secret:Secret")}
+    assert names and not {n for n in names if "ngc" in n or "hf-token" in n}
