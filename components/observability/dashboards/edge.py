@@ -1,0 +1,104 @@
+"""The edge: requests, 401, 429 and 5xx through Envoy Gateway, per route and per client.
+
+Envoy's own statistics (``envoy_cluster_*``, ``envoy_http_*``) count per route cluster and listener;
+Envoy has no per-client statistic, so the per-client panels read the global rate-limit service's
+counters (``ratelimit_service_rate_limit_*``, one descriptor per client id, label ``key2``). A
+rejected API key has no client id by definition: 401s are counted per listener.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from components.observability import promql as q
+from components.observability.dashboards.panels import RATE, dashboard, label_variable, series, single
+
+UID = "inference-edge"
+ROUTE = 'envoy_cluster_name=~"$route"'
+HITS = "ratelimit_service_rate_limit_total_hits"
+OVER = "ratelimit_service_rate_limit_over_limit"
+
+
+def build() -> Any:
+    total = f"sum(rate({q.ENVOY_UPSTREAM_RQ_TOTAL}{{{ROUTE}}}[{RATE}]))"
+    return (
+        dashboard(
+            UID,
+            "Inference: edge",
+            "Envoy Gateway in front of the inference service: traffic, auth "
+            "failures, rate limits and errors per route and client.",
+            ["edge"],
+        )
+        .with_variable(
+            label_variable(
+                "route", "envoy_cluster_name", q.ENVOY_UPSTREAM_RQ_TOTAL, depends='envoy_cluster_name=~"httproute/.*"'
+            )
+        )
+        .with_panel(single("Requests/s", total, unit="reqps"))
+        .with_panel(
+            single(
+                "5xx share",
+                f'sum(rate({q.ENVOY_UPSTREAM_RQ_XX}{{{ROUTE},envoy_response_code_class="5"}}[{RATE}])) '
+                f"/ clamp_min({total}, 1e-9)",
+                unit="percentunit",
+            )
+        )
+        .with_panel(single("429/s", f"sum(rate({q.ENVOY_RATELIMIT_OVER_LIMIT}{{{ROUTE}}}[{RATE}]))", unit="reqps"))
+        .with_panel(
+            single(
+                "401/s",
+                f'sum(rate({q.ENVOY_UPSTREAM_RQ}{{{ROUTE},envoy_response_code="401"}}[{RATE}])) or '
+                f'sum(rate({q.ENVOY_DOWNSTREAM_RQ_XX}{{envoy_response_code_class="4"}}[{RATE}]))',
+                unit="reqps",
+            )
+        )
+        .with_panel(
+            series(
+                "Requests by route and class",
+                [
+                    (
+                        f"sum by (envoy_cluster_name, envoy_response_code_class) "
+                        f"(rate({q.ENVOY_UPSTREAM_RQ_XX}{{{ROUTE}}}[{RATE}]))",
+                        "{{envoy_response_code_class}}xx {{envoy_cluster_name}}",
+                    )
+                ],
+                unit="reqps",
+            )
+        )
+        .with_panel(
+            series(
+                "Requests, 401, 429 and 5xx per client",
+                [
+                    (f"sum by (key2) (rate({HITS}[{RATE}]))", "requests {{key2}}"),
+                    (f"sum by (key2) (rate({OVER}[{RATE}]))", "429 {{key2}}"),
+                    (
+                        f"sum by (envoy_http_conn_manager_prefix) (rate({q.ENVOY_DOWNSTREAM_RQ_XX}"
+                        f'{{envoy_response_code_class="4"}}[{RATE}]))',
+                        "4xx (401: no client) {{envoy_http_conn_manager_prefix}}",
+                    ),
+                    (
+                        f"sum by (envoy_cluster_name) (rate({q.ENVOY_UPSTREAM_RQ_XX}{{{ROUTE},"
+                        f'envoy_response_code_class="5"}}[{RATE}]))',
+                        "5xx {{envoy_cluster_name}}",
+                    ),
+                ],
+                unit="reqps",
+                description="Per client: the rate-limit service's descriptors (one per client id). Envoy has no "
+                "per-client counters, so 4xx and 5xx are per listener and route.",
+            )
+        )
+        .with_panel(
+            series(
+                "Upstream time p95 by route",
+                [
+                    (
+                        f"histogram_quantile(0.95, sum by (envoy_cluster_name, le) "
+                        f"(rate(envoy_cluster_upstream_rq_time_bucket{{{ROUTE}}}[{RATE}]))) / 1000",
+                        "{{envoy_cluster_name}}",
+                    )
+                ],
+                unit="s",
+            )
+        )
+        .build()
+    )
