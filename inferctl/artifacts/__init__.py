@@ -4,8 +4,10 @@ Stable Python API (the image entrypoint and the ``prepare`` job import these nam
 
     upload(src_dir: Path, uri: str, metadata: ModelMetadata, *, force=False, session=None,
            progress=False, transfer=None) -> Manifest
-    verify(uri: str, *, session=None, deep=False, progress=False, transfer=None) -> VerifyReport
-    download(uri: str, dest: Path, *, session=None, progress=False, transfer=None) -> Manifest
+    verify(uri: str, *, session=None, deep=False, progress=False, transfer=None,
+           expected_manifest_sha256=None) -> VerifyReport
+    download(uri: str, dest: Path, *, session=None, progress=False, transfer=None, deep=False,
+             expected_manifest_sha256=None) -> Manifest
 
     ArtifactError      every failure, one line (subclass of inferctl.errors.CommandError; exit 1)
     InvalidInputError  bad URI, metadata or settings (exit 2)
@@ -16,7 +18,10 @@ Stable Python API (the image entrypoint and the ``prepare`` job import these nam
 without one the standard AWS chain applies (AWS_PROFILE, AWS_REGION, AWS_ENDPOINT_URL for
 S3-compatible stores, AWS_MAX_ATTEMPTS / AWS_RETRY_MODE). A version exists once its
 ``manifest.json`` does, which ``upload`` writes last. ``download`` writes ``.complete`` (holding
-``Manifest.sha256``) into ``dest`` only after every file verified: load nothing without it.
+``Manifest.sha256``) into ``dest`` only after every file verified: load nothing without it. A
+re-run checks each file against the identity recorded when it verified, and hashes it again if
+anything changed (``deep`` hashes all). ``expected_manifest_sha256`` pins the version: a manifest
+swapped with its files, or with an entry removed, is self-consistent and only a pin tells it apart.
 
 Names resolve lazily so that ``inferctl --help`` does not import boto3.
 """

@@ -48,14 +48,30 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     check = actions.add_parser("verify", help="check every object of a version against its manifest")
     check.add_argument("uri", metavar="URI", help=_URI_HELP)
     check.add_argument("--deep", action="store_true", help="read and hash every object, even when S3 holds a checksum")
+    _pin_flag(check)
     _transfer_flags(check)
     check.set_defaults(handler=_verify)
 
     down = actions.add_parser("download", help="fetch and verify a version into DIR, then mark it complete")
     down.add_argument("uri", metavar="URI", help=_URI_HELP)
     down.add_argument("dest", metavar="DIR", type=Path)
+    down.add_argument(
+        "--deep",
+        action="store_true",
+        help="hash every local file again, even those whose recorded size, mtime, ctime and inode are unchanged",
+    )
+    _pin_flag(down)
     _transfer_flags(down)
     down.set_defaults(handler=_download)
+
+
+def _pin_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--manifest-sha256",
+        metavar="HEX",
+        help="refuse the version unless its manifest has this SHA-256 (the one upload printed; stacks pin it "
+        "in serving.artifacts.engineManifestSha256 / tokenizerManifestSha256)",
+    )
 
 
 def _transfer_flags(parser: argparse.ArgumentParser) -> None:
@@ -80,7 +96,7 @@ def _upload(args: argparse.Namespace) -> int:
     )
     print(
         f"uploaded {len(manifest.files)} files ({_size(manifest.total_size)}) to {args.uri}; "
-        f"manifest sha256 {manifest.sha256}"
+        f"manifest sha256 {manifest.sha256} (pin it in the stack's serving.artifacts)"
     )
     return 0
 
@@ -88,7 +104,13 @@ def _upload(args: argparse.Namespace) -> int:
 def _verify(args: argparse.Namespace) -> int:
     from inferctl.artifacts.verifier import verify
 
-    report = verify(args.uri, deep=args.deep, progress=_progress(args), transfer=_settings(args))
+    report = verify(
+        args.uri,
+        deep=args.deep,
+        progress=_progress(args),
+        transfer=_settings(args),
+        expected_manifest_sha256=args.manifest_sha256,
+    )
     _raise_listing(report.raise_for_mismatches)
     print(
         f"verified {len(report.manifest.files)} files ({_size(report.manifest.total_size)}) of {report.uri}: "
@@ -100,7 +122,16 @@ def _verify(args: argparse.Namespace) -> int:
 def _download(args: argparse.Namespace) -> int:
     from inferctl.artifacts.downloader import download
 
-    manifest = _raise_listing(lambda: download(args.uri, args.dest, progress=_progress(args), transfer=_settings(args)))
+    manifest = _raise_listing(
+        lambda: download(
+            args.uri,
+            args.dest,
+            progress=_progress(args),
+            transfer=_settings(args),
+            deep=args.deep,
+            expected_manifest_sha256=args.manifest_sha256,
+        )
+    )
     print(
         f"{args.dest} holds the verified {len(manifest.files)} files ({_size(manifest.total_size)}) of "
         f"{args.uri}; marked complete (manifest sha256 {manifest.sha256})"

@@ -2,13 +2,19 @@
 
 Layout of the target directory:
   <files of the manifest>    only ever verified content under these names
-  .inferctl-download/        staging: ``<id>.part`` files and the resume journal; removed at the end
+  .inferctl-download/        staging: ``<id>.part`` files and the journal of verified files; at the
+                             end only the journal stays (the record the next run checks against)
   manifest.json, .complete   written last; ``.complete`` holds the manifest's SHA-256
 
 A re-run after an interruption keeps every file already verified (the journal spares re-hashing
 it), promotes fully fetched ``.part`` files that hash right, and fetches the rest from scratch:
 s3transfer writes ranges in parallel, so a cut-off ``.part`` has holes, not a valid prefix.
 Files that are not in the manifest are left alone; one that is, but holds other bytes, is replaced.
+
+A re-run over a complete directory trusts neither the marker nor the sizes: every file must still
+be the very file that hashed right (size, mtime, ctime, inode in the journal), else it is hashed
+again and refetched if wrong. ``deep`` hashes every file whatever the journal says (media faults
+leave a file's identity unchanged).
 """
 
 from __future__ import annotations
@@ -47,46 +53,62 @@ def download(
     session: boto3.Session | None = None,
     progress: bool = False,
     transfer: TransferSettings | None = None,
+    deep: bool = False,
+    expected_manifest_sha256: str | None = None,
 ) -> Manifest:
     """Download and verify every file of ``uri`` into ``dest``; return the manifest.
 
-    Raises ``IntegrityError`` listing each file that is missing or does not match (the directory
-    then stays unmarked), ``ArtifactError`` for S3 or file-system failures.
+    ``expected_manifest_sha256`` pins the version: any other manifest is refused before anything is
+    written. ``deep`` re-hashes every local file instead of trusting the journal's file identities.
+    Raises ``IntegrityError`` for another manifest than the pinned one or listing each file that is
+    missing or does not match (the directory then stays unmarked), ``ArtifactError`` for S3 or
+    file-system failures.
     """
     loc = parse_uri(uri)
+    pin = remote.check_pin(expected_manifest_sha256)
     settings = transfer or TransferSettings()
     client = make_client(session, settings)
-    manifest = remote.read_manifest(client, loc)
+    manifest = remote.read_manifest(client, loc, pin)
     dest = Path(dest)
     try:
         dest.mkdir(parents=True, exist_ok=True)
         with exclusive(dest):
-            if not is_complete(dest, manifest):
-                _download_into(client, loc, manifest, dest, settings, progress)
+            if deep or not is_complete(dest, manifest):
+                _download_into(client, loc, manifest, dest, settings, progress, deep=deep)
     except OSError as err:
         raise ArtifactError(f"cannot write into {dest}: {err.strerror} ({err.filename or dest})") from None
     return manifest
 
 
 def is_complete(dest: Path, manifest: Manifest) -> bool:
-    """True when ``dest`` is marked complete for exactly this manifest and every file has its size."""
+    """True when ``dest`` is marked complete for exactly this manifest and every file is still the
+    one that hashed right (its identity in the journal): a file rewritten since, even to the same
+    size, or restored to its old mtime, fails this and is hashed again."""
     try:
         if (dest / COMPLETE_MARKER).read_text().strip() != manifest.sha256:
             return False
-        return all((dest / f.path).stat().st_size == f.size for f in manifest.files)
     except OSError:
         return False
+    journal = Journal(dest / STAGING_DIR / _JOURNAL, manifest.sha256)
+    return all(journal.is_verified(f.path, dest / f.path, f.sha256) for f in manifest.files)
 
 
 def _download_into(
-    client: Any, loc: ArtifactLocation, manifest: Manifest, dest: Path, settings: TransferSettings, progress: bool
+    client: Any,
+    loc: ArtifactLocation,
+    manifest: Manifest,
+    dest: Path,
+    settings: TransferSettings,
+    progress: bool,
+    *,
+    deep: bool,
 ) -> None:
     # Unmark first: from here until the end the directory must not look servable.
     (dest / COMPLETE_MARKER).unlink(missing_ok=True)
     (dest / MANIFEST_NAME).unlink(missing_ok=True)
     staging = dest / STAGING_DIR
     staging.mkdir(exist_ok=True)
-    journal = Journal(staging / _JOURNAL, manifest.sha256)
+    journal = Journal(staging / _JOURNAL, manifest.sha256, trust=not deep)
     todo = _settle_local(dest, staging, manifest, journal)
     mismatches = _fetch(client, loc, dest, staging, todo, journal, settings, progress)
     if mismatches:
@@ -100,7 +122,7 @@ def _download_into(
         fsync_path(directory)
     write_atomic(dest / MANIFEST_NAME, manifest.to_json(), staging / "manifest.tmp")
     write_atomic(dest / COMPLETE_MARKER, f"{manifest.sha256}\n".encode(), staging / "marker.tmp")
-    shutil.rmtree(staging)
+    _clear_staging(staging)  # the journal stays: it is the record a re-run checks every file against
 
 
 def _settle_local(dest: Path, staging: Path, manifest: Manifest, journal: Journal) -> list[ManifestFile]:
@@ -129,12 +151,17 @@ def _settle_local(dest: Path, staging: Path, manifest: Manifest, journal: Journa
             if final.is_file() or final.is_symlink():
                 final.unlink()
             todo.append(entry)
+    _clear_staging(staging)
+    return todo
+
+
+def _clear_staging(staging: Path) -> None:
+    """Everything in staging but the journal."""
     for leftover in staging.iterdir():
         if leftover.is_dir():
             shutil.rmtree(leftover)
         elif leftover.name != _JOURNAL:
             leftover.unlink()
-    return todo
 
 
 def _fetch(

@@ -21,13 +21,15 @@ class Mismatch:
     """A file that is not what the manifest says; ``str()`` is the line shown to the user."""
 
     path: str
-    problem: Literal["missing", "size", "sha256"]
+    problem: Literal["missing", "size", "sha256", "unlisted"]
     expected: str
     actual: str
 
     def __str__(self) -> str:
         if self.problem == "missing":
             return f"{self.path}: missing (expected {self.expected}, found no object at {self.actual})"
+        if self.problem == "unlisted":
+            return f"{self.path}: not in the manifest, yet stored at {self.actual}"
         return f"{self.path}: {self.problem} expected {self.expected}, actual {self.actual}"
 
 

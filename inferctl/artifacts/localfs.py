@@ -52,15 +52,22 @@ def write_atomic(target: Path, data: bytes, scratch: Path) -> None:
 
 
 class Journal:
-    """Files already verified by an earlier run for the same manifest: (size, mtime_ns, sha256).
+    """Files verified for one manifest, each with the identity of the file that hashed right.
 
-    It only saves re-hashing: a file whose size or mtime changed since is hashed again.
+    The identity is (size, mtime_ns, ctime_ns, inode, device): a write changes mtime and ctime, a
+    replacement the inode, and ``os.utime`` can restore mtime but never ctime. A file whose identity
+    still matches is the file that was hashed, so a re-run need not read it again; any change means
+    it is hashed again. It survives a finished download (kept in the staging directory), so a re-run
+    over a complete directory checks every file this way instead of trusting the marker and sizes.
+    Silent media corruption keeps the identity: ``download(deep=True)`` hashes everything.
     """
 
-    def __init__(self, path: Path, manifest_sha256: str) -> None:
+    def __init__(self, path: Path, manifest_sha256: str, *, trust: bool = True) -> None:
         self._path = path
         self._manifest = manifest_sha256
         self._files: dict[str, list] = {}
+        if not trust:
+            return
         with contextlib.suppress(OSError, ValueError, TypeError, KeyError):
             data = json.loads(path.read_text())
             if data["manifest_sha256"] == manifest_sha256:
@@ -71,14 +78,17 @@ class Journal:
         if record is None:
             return False
         try:
-            st = path.stat()
+            return record == [*_identity(path), sha256]
         except OSError:
             return False
-        return record == [st.st_size, st.st_mtime_ns, sha256]
 
     def record(self, rel: str, path: Path, sha256: str) -> None:
-        st = path.stat()
-        self._files[rel] = [st.st_size, st.st_mtime_ns, sha256]
+        self._files[rel] = [*_identity(path), sha256]
         scratch = self._path.with_name(self._path.name + ".tmp")
         scratch.write_text(json.dumps({"manifest_sha256": self._manifest, "files": self._files}))
         os.replace(scratch, self._path)
+
+
+def _identity(path: Path) -> list[int]:
+    st = path.stat()
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]

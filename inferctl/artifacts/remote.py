@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import base64
+import re
 from typing import Any
 
 from botocore.exceptions import ClientError
 
 from inferctl.artifacts.checksums import b64_to_hex
-from inferctl.artifacts.errors import ArtifactError
-from inferctl.artifacts.manifest import Manifest, ManifestFile
+from inferctl.artifacts.errors import ArtifactError, IntegrityError, InvalidInputError
+from inferctl.artifacts.manifest import MANIFEST_NAME, Manifest, ManifestFile
 from inferctl.artifacts.report import Mismatch
 from inferctl.artifacts.s3client import S3_ERRORS, describe_error
 from inferctl.artifacts.uri import ArtifactLocation
 
 _NOT_FOUND = {"404", "NoSuchKey", "NotFound"}
+_SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 
 
 def read_manifest_bytes(client: Any, loc: ArtifactLocation) -> bytes | None:
@@ -32,14 +34,46 @@ def read_manifest_bytes(client: Any, loc: ArtifactLocation) -> bytes | None:
         raise describe_error(err, bucket=loc.bucket, key=loc.manifest_key) from None
 
 
-def read_manifest(client: Any, loc: ArtifactLocation) -> Manifest:
+def read_manifest(client: Any, loc: ArtifactLocation, expected_sha256: str | None = None) -> Manifest:
+    """The version's manifest; with ``expected_sha256`` (a pin) any other manifest is an
+    ``IntegrityError``: a manifest swapped together with its files, or one with an entry removed, is
+    self-consistent, and only a pin kept outside the bucket tells it from the published one."""
     data = read_manifest_bytes(client, loc)
     if data is None:
         raise ArtifactError(
             f"no manifest at s3://{loc.bucket}/{loc.manifest_key}: not a published version "
             "(wrong URI, or its upload never finished)"
         )
-    return Manifest.from_json(data, source=f"s3://{loc.bucket}/{loc.manifest_key}")
+    manifest = Manifest.from_json(data, source=f"s3://{loc.bucket}/{loc.manifest_key}")
+    if expected_sha256 is not None and manifest.sha256 != expected_sha256:
+        raise IntegrityError(
+            f"manifest s3://{loc.bucket}/{loc.manifest_key} has sha256 {manifest.sha256}, not the pinned "
+            f"{expected_sha256}: refusing it (replaced or edited after publication, or the pin is stale)"
+        )
+    return manifest
+
+
+def check_pin(expected_sha256: str | None) -> str | None:
+    """The pin in canonical form (lower-case hex), or ``InvalidInputError``."""
+    if expected_sha256 is None:
+        return None
+    pin = expected_sha256.strip().lower()
+    if not _SHA256_RE.match(pin):
+        raise InvalidInputError(f"manifest sha256 pin {expected_sha256!r} is not 64 hex digits")
+    return pin
+
+
+def unlisted_keys(client: Any, loc: ArtifactLocation, manifest: Manifest) -> list[str]:
+    """Objects under the version prefix that the manifest does not list (nor is the manifest):
+    something wrote into a published version, or a replaced version left files behind."""
+    listed = {f.path for f in manifest.files} | {MANIFEST_NAME}
+    extra = []
+    try:
+        for page in client.get_paginator("list_objects_v2").paginate(Bucket=loc.bucket, Prefix=loc.prefix):
+            extra += [c["Key"][len(loc.prefix) :] for c in page.get("Contents", [])]
+    except S3_ERRORS as err:
+        raise describe_error(err, bucket=loc.bucket) from None  # ListBucket is granted on the bucket ARN
+    return sorted(rel for rel in extra if rel not in listed)
 
 
 def head_object(client: Any, loc: ArtifactLocation, path: str) -> dict[str, Any] | None:

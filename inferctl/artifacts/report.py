@@ -10,7 +10,7 @@ from inferctl.artifacts.manifest import Manifest
 
 @dataclass(frozen=True)
 class VerifyReport:
-    """Outcome of ``verify``: ``ok`` when every manifest file matched."""
+    """Outcome of ``verify``: ``ok`` when every manifest file matched and nothing else is stored."""
 
     uri: str
     manifest: Manifest
@@ -19,19 +19,30 @@ class VerifyReport:
     """Files proven by the SHA-256 checksum S3 stored at upload (no data read)."""
     by_download: int
     """Files read back and hashed (no usable stored checksum, or ``deep``)."""
+    unlisted: tuple[Mismatch, ...] = ()
+    """Objects under the version prefix that the manifest does not list (problem ``unlisted``):
+    a published version is immutable, so anything beside its files was written in afterwards."""
 
     @property
     def ok(self) -> bool:
-        return not self.mismatches
+        return not self.mismatches and not self.unlisted
 
     def raise_for_mismatches(self) -> None:
-        if self.mismatches:
-            raise integrity_error(self.uri, len(self.manifest.files), self.mismatches)
+        if not self.ok:
+            raise integrity_error(self.uri, len(self.manifest.files), self.mismatches, self.unlisted)
 
 
-def integrity_error(uri: str, total: int, mismatches: tuple[Mismatch, ...]) -> IntegrityError:
+def integrity_error(
+    uri: str, total: int, mismatches: tuple[Mismatch, ...], unlisted: tuple[Mismatch, ...] = ()
+) -> IntegrityError:
     """One summary line; it names the file itself when there is only one (else see ``mismatches``)."""
-    summary = f"{len(mismatches)} of {total} files of {uri} do not match the manifest"
-    if len(mismatches) == 1:
-        summary += f": {mismatches[0]}"
-    return IntegrityError(summary, mismatches)
+    parts = []
+    if mismatches:
+        parts.append(f"{len(mismatches)} of {total} files of {uri} do not match the manifest")
+    if unlisted:
+        parts.append(f"{len(unlisted)} object{'s' if len(unlisted) != 1 else ''} under {uri} not in the manifest")
+    found = (*mismatches, *unlisted)
+    summary = "; ".join(parts)
+    if len(found) == 1:
+        summary += f": {found[0]}"
+    return IntegrityError(summary, found)

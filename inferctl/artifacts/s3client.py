@@ -36,6 +36,7 @@ _IAM_ACTIONS = {
     "CompleteMultipartUpload": "s3:PutObject",
     "AbortMultipartUpload": "s3:AbortMultipartUpload",
     "DeleteObject": "s3:DeleteObject",
+    "ListObjectsV2": "s3:ListBucket",
 }
 _DENIED = {"AccessDenied", "403", "Forbidden", "AllAccessDisabled"}
 _CREDENTIALS = {"InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "InvalidToken", "TokenRefreshRequired"}

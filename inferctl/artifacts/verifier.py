@@ -31,14 +31,22 @@ def verify(
     deep: bool = False,
     progress: bool = False,
     transfer: TransferSettings | None = None,
+    expected_manifest_sha256: str | None = None,
 ) -> VerifyReport:
-    """Check size and SHA-256 of every manifest file. S3's stored SHA-256 settles a file when it
-    can; otherwise (or with ``deep``) the object is streamed and hashed. Mismatches are returned in
-    the report, not raised; a missing manifest or an S3 failure raises ``ArtifactError``."""
+    """Check size and SHA-256 of every manifest file, and that nothing else lies under the version
+    prefix. S3's stored SHA-256 settles a file when it can; otherwise (or with ``deep``) the object is
+    streamed and hashed. Mismatches and unlisted objects are returned in the report, not raised; a
+    missing manifest, one other than ``expected_manifest_sha256`` (``IntegrityError``) or an S3
+    failure raises ``ArtifactError``."""
     loc = parse_uri(uri)
+    pin = remote.check_pin(expected_manifest_sha256)
     settings = transfer or TransferSettings()
     client = make_client(session, settings)
-    manifest = remote.read_manifest(client, loc)
+    manifest = remote.read_manifest(client, loc, pin)
+    unlisted = tuple(
+        Mismatch(rel, "unlisted", "no object (not in the manifest)", loc.object_uri(rel))
+        for rel in remote.unlisted_keys(client, loc, manifest)
+    )
     with ThreadPoolExecutor(settings.max_concurrency) as pool:
         heads = list(pool.map(lambda f: remote.head_object(client, loc, f.path), manifest.files))
     mismatches: dict[str, Mismatch] = {}
@@ -60,6 +68,7 @@ def verify(
         uri=loc.uri,
         manifest=manifest,
         mismatches=ordered,
+        unlisted=unlisted,
         by_s3_checksum=by_checksum,
         by_download=len(to_hash),
     )

@@ -69,7 +69,10 @@ def test_rerun_fetches_only_what_the_interrupted_run_did_not_verify(
     download(store.uri(), dest, session=store.session, transfer=SERIAL)
     assert _fetched(rerun) == set(FILES) - kept - waiting
     assert all((dest / rel).read_bytes() == data for rel, data in FILES.items())
-    assert (dest / ".complete").exists() and not (dest / ".inferctl-download").exists()
+    # Staging keeps only the journal: the record of what verified, which a re-run checks against.
+    assert (dest / ".complete").exists() and [p.name for p in (dest / ".inferctl-download").iterdir()] == [
+        "journal.json"
+    ]
 
 
 def test_a_file_cut_off_mid_way_is_fetched_again_whole(published: Store, tmp_path: Path, faults) -> None:
