@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, Policy
 
-from policies.rules import eks, iam, keys, network, nodes, pod_security, secrets, storage, tagging, workloads
+from policies.rules import eks, iam, jobs, keys, network, nodes, pod_security, secrets, storage, tagging, workloads
 
 PACK_NAME = "inference-platform"
 ENFORCEMENT_LEVEL = EnforcementLevel.MANDATORY
@@ -20,4 +20,5 @@ POLICIES: list[Policy] = [
     *iam.POLICIES,
     *workloads.POLICIES,
     *pod_security.POLICIES,
+    *jobs.POLICIES,
 ]

@@ -213,6 +213,26 @@ class SloSettings(Section):
     """Default 20. Median per-request output rate (tokens after the first / decode time)."""
 
 
+class BuildSettings(Section):
+    enabled: bool = False
+    """Default ``false``. Render the engine-build Job (``inferctl prepare`` on the serving pool, publishing
+    ``inference.model.engine``/``tokenizer`` with the read-write model role). Needs ``checkpoint``."""
+    backoff_limit: int = Field(default=1, ge=0, le=10)
+    """Default 1. Retries of a failed build."""
+    active_deadline_seconds: int = Field(default=14_400, ge=600, le=604_800)
+    """Default 14400 (4 h). The build is killed after this long."""
+    ttl_seconds_after_finished: int = Field(default=86_400, ge=0, le=2_592_000)
+    """Default 86400. The finished Job and its logs are deleted after this long."""
+    work_gib: int = Field(default=500, ge=10, le=16_384)
+    """Default 500. Node-disk scratch for the checkpoint and the build (a 70B checkpoint is ~140 GB)."""
+    cpu: float | None = Field(default=None, gt=0, le=512)
+    """Default unset: inference.resources.cpu. CPU cores of the build container."""
+    memory_gib: float | None = Field(default=None, gt=0, le=4096)
+    """Default unset: inference.resources.memoryGib. Host memory of the build container."""
+    force: bool = False
+    """Default ``false``. Replace an existing published version instead of refusing to overwrite it."""
+
+
 class ArtifactSettings(Section):
     engine_uri: str | None = None
     """Default unset (the rollout passes it). ``s3://<bucket>/<prefix>/`` of the built engine version."""
@@ -275,6 +295,7 @@ class ServingSettings(Section):
     auth: AuthSettings = Field(default_factory=AuthSettings)
     slo: SloSettings = Field(default_factory=SloSettings)
     artifacts: ArtifactSettings = Field(default_factory=ArtifactSettings)
+    build: BuildSettings = Field(default_factory=BuildSettings)
 
     @property
     def world_size(self) -> int:
@@ -300,6 +321,16 @@ class ServingSettings(Section):
         out = self.shape_problems()
         if ctx.production and not self.auth.enabled:
             out.append(Problem("serving.auth.enabled", "production serves a public API: set true"))
+        if self.build.enabled and self.checkpoint is None:
+            out.append(Problem("serving.checkpoint", "missing; serving.build.enabled builds from it (an HF id or s3://)"))
+        if self.build.enabled and self.nodes > 1:
+            out.append(
+                Problem(
+                    "serving.build.enabled",
+                    f"true with nodes {self.nodes}: the Job builds on one node; build a multi-node engine with "
+                    "`inferctl prepare --trtllm-checkpoint` and publish it, then set false",
+                )
+            )
         pools = ctx.sections.get("nodePools")
         if isinstance(pools, NodePoolLookup) and not out:
             types = pools.instance_types(self.node_pool)

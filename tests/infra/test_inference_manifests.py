@@ -64,7 +64,15 @@ def multi_node_plan(tmp_path_factory):
     doc = yaml.safe_load((REPO / "stacks" / "Pulumi.prod.yaml").read_text())
     config = copy.deepcopy(doc["config"])
     config["inference-platform:serving"].update(
-        {"model": "Llama-3.1-405B", "tensorParallel": 8, "pipelineParallel": 2, "nodes": 2, "maxBatchSize": 64}
+        # The engine-build Job builds on one node: a multi-node engine is built and published by hand.
+        {
+            "model": "Llama-3.1-405B",
+            "tensorParallel": 8,
+            "pipelineParallel": 2,
+            "nodes": 2,
+            "maxBatchSize": 64,
+            "build": {"enabled": False},
+        }
     )
     rollout = config["inference-platform:inference"]
     rollout.update({"replicas": 2, "rollout": {"maxSurge": 0, "maxUnavailable": 1}})

@@ -186,3 +186,17 @@ def test_a_stack_without_an_image_has_the_repository_only(tmp_path, repo):
     assert len(by_type(run.resources, ECR)) == 1
     assert not [r for r in run.resources if "InferenceService" in r.type or r.type == DEPLOYMENT]
     assert any("no rollout" in line and "image repository is ready" in line for line in run.logs)
+
+
+def test_prod_builds_its_engine_on_the_serving_pool_with_the_writer_role(stack_plan):
+    resources = stack_plan("prod").run.resources
+    (job,) = by_type(resources, "kubernetes:batch/v1:Job")
+    assert job.inputs["metadata"]["namespace"] == "model-sync"
+    pod = job.inputs["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == "model-sync"  # the storage area's read-write role
+    command = pod["containers"][0]["command"]
+    assert command[command.index("--instance-type") + 1] == "p5.48xlarge"
+    (_, _, server_container) = server(resources)
+    assert pod["containers"][0]["image"] == server_container["image"]
+    assert pod["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "4"
+    assert not by_type(stack_plan("dev").run.resources, "kubernetes:batch/v1:Job")
