@@ -1,0 +1,477 @@
+"""Capacity planning: from tokens/day and a latency SLO to replicas, GPUs, nodes, pool sizes and money.
+
+Pure Python, no Pulumi. Builds on ``latency.predict`` (the calibrated per-replica model) and the prices.
+
+Conventions, each stated once here:
+- ``tokens_per_day`` counts input + output tokens (how providers report daily volume, e.g. the reference
+  design's 150 T/day, REFERENCE §7); the output share is ``osl / (isl + osl)``.
+- The day has ``night_hours`` (default 8) of night traffic at ``night_fraction`` of the day's level; the
+  daily peak is ``peak_factor`` x the daily average (default 1.23, DeepSeek's fleet peak over its daily
+  mean, REFERENCE §7). Replicas follow the load between the night floor and the peak.
+- A replica runs at the best batch meeting the SLO (``latency.predict``, server scenario); that rate is
+  its capacity, and the autoscaler keeps each replica at ``scaling_target`` of it. Expected utilisation
+  is served tokens over the capacity of the replicas running (load against SLO capacity, not SM
+  occupancy).
+- Money: on-demand from ``prices``; ``spot`` prices every replica at the spot factor; ``reserved``
+  reserves the night floor around the clock and buys the rest on demand.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Final
+
+from components.catalog import instances as catalog
+from components.catalog import latency, models, prices
+from components.catalog.instances import CatalogError, InstanceType
+from components.catalog.latency import Prediction, Replica, Slo, Workload
+from components.catalog.models import SizingError
+
+SECONDS_PER_DAY: Final = 86_400
+DAYS_PER_MONTH: Final = prices.HOURS_PER_MONTH / 24
+DEFAULT_PEAK_FACTOR: Final = 1.23
+DEFAULT_NIGHT_FRACTION: Final = 0.5
+DEFAULT_NIGHT_HOURS: Final = 8
+# EKS quotas: 30 managed node groups per cluster x 450 nodes each; clusters of several thousand nodes
+# need control-plane scaling. 1,000 GPU nodes per cluster is a conservative planning default.
+DEFAULT_MAX_NODES_PER_CLUSTER: Final = 1000
+# Replicas are added when each carries this share of its SLO-meeting rate: a new replica needs minutes
+# to load its model (REFERENCE §9), so the running ones must absorb growth meanwhile.
+DEFAULT_SCALING_TARGET: Final = 0.8
+
+
+class PlanningError(SizingError):
+    """Bad planning input; ``field`` names the input (the CLI maps it to a flag, settings to a key)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+@dataclass(frozen=True, kw_only=True)
+class Demand:
+    """What a plan must carry."""
+
+    tokens_per_day: float
+    isl: int
+    osl: int
+    slo: Slo
+    peak_factor: float = DEFAULT_PEAK_FACTOR
+    night_fraction: float = DEFAULT_NIGHT_FRACTION
+    night_hours: float = DEFAULT_NIGHT_HOURS
+
+    def __post_init__(self) -> None:
+        checks = [
+            ("tokens_per_day", self.tokens_per_day > 0, f"must be > 0, got {self.tokens_per_day:g}"),
+            ("isl", self.isl > 0, f"must be > 0, got {self.isl}"),
+            ("osl", self.osl > 0, f"must be > 0, got {self.osl}"),
+            ("peak_factor", self.peak_factor >= 1, f"must be >= 1, got {self.peak_factor:g}"),
+            ("night_fraction", 0 < self.night_fraction <= 1, f"must be in (0, 1], got {self.night_fraction:g}"),
+            ("night_hours", 0 <= self.night_hours < 24, f"must be in [0, 24), got {self.night_hours:g}"),
+        ]
+        for name, ok, message in checks:
+            if not ok:
+                raise PlanningError(name, message)
+
+    @property
+    def workload(self) -> Workload:
+        return Workload(isl=self.isl, osl=self.osl)
+
+    @property
+    def output_share(self) -> float:
+        return self.osl / (self.isl + self.osl)
+
+    @property
+    def average_output_tps(self) -> float:
+        return self.tokens_per_day * self.output_share / SECONDS_PER_DAY
+
+    @property
+    def day_output_tps(self) -> float:
+        """Daytime level: the average rescaled so night hours run at ``night_fraction`` of it."""
+        day_hours = 24 - self.night_hours
+        return self.average_output_tps * 24 / (day_hours + self.night_fraction * self.night_hours)
+
+    @property
+    def night_output_tps(self) -> float:
+        return self.day_output_tps * self.night_fraction
+
+    @property
+    def peak_output_tps(self) -> float:
+        return max(self.average_output_tps * self.peak_factor, self.day_output_tps)
+
+
+@dataclass(frozen=True)
+class Option:
+    """One way to serve: a replica layout, its SLO-meeting rate and its price."""
+
+    replica: Replica
+    prediction: Prediction
+    node_hour_usd: float
+
+    @property
+    def point(self) -> latency.Point:
+        assert self.prediction.best is not None
+        return self.prediction.best
+
+    @property
+    def tokens_per_s_per_replica(self) -> float:
+        return self.point.tokens_per_s_per_replica
+
+    @property
+    def accelerators_per_replica(self) -> float:
+        return self.replica.accelerators
+
+    @property
+    def replicas_per_node(self) -> int:
+        return max(1, math.floor(self.replica.node.max_tensor_parallel / self.replica.tp))
+
+    @property
+    def replica_hour_usd(self) -> float:
+        return self.node_hour_usd * self.replica.nodes / self.replicas_per_node
+
+    @property
+    def usd_per_million_output_tokens(self) -> float:
+        """At full SLO-meeting load, on demand."""
+        return self.replica_hour_usd / (self.tokens_per_s_per_replica * 3600) * 1e6
+
+    @property
+    def label(self) -> str:
+        return f"{self.replica.node.name} TP{self.replica.tp}"
+
+
+def instances_for(accelerator_or_instance: str) -> tuple[InstanceType, ...]:
+    """The node types to consider: the named instance type, or every catalogued type with that chip."""
+    name = accelerator_or_instance.strip()
+    if name in catalog.CATALOG:
+        return (catalog.instance(name),)
+    chips = {c.model for c in catalog.ACCELERATORS}
+    if name.lower() not in chips:
+        raise PlanningError(
+            "accelerator",
+            f"unknown accelerator {name!r}: use a chip ({', '.join(sorted(chips))}) or an instance type "
+            f"({', '.join(t for t in catalog.known_instance_types() if catalog.CATALOG[t].is_accelerated)})",
+        )
+    return tuple(t for t in catalog.CATALOG.values() if t.accelerator_model == name.lower())
+
+
+def options(
+    model: str | models.ModelArchitecture,
+    precision: str,
+    accelerator_or_instance: str,
+    workload: Workload,
+    slo: Slo | None,
+    *,
+    region: str = prices.BASE_REGION,
+    kv_dtype: str = catalog.FP8,
+    scenario: latency.Scenario = "server",
+) -> tuple[list[Option], list[Prediction]]:
+    """(options meeting the SLO, predictions that do not) over every node type and TP that fits."""
+    met: list[Option] = []
+    missed: list[Prediction] = []
+    fits = False
+    problems: list[str] = []
+    for node in instances_for(accelerator_or_instance):
+        try:
+            layouts = latency.tp_options(model, precision, node, kv_dtype=kv_dtype)
+        except (SizingError, CatalogError) as err:
+            problems.append(str(err))
+            continue
+        price = prices.instance_hour(node.name, region)
+        for r in layouts:
+            try:
+                p = latency.predict(r, workload, scenario=scenario, slo=slo)
+            except SizingError as err:
+                problems.append(str(err))
+                continue
+            fits = True
+            if p.met and price is not None:
+                met.append(Option(r, p, price))
+            elif not p.met:
+                missed.append(p)
+    if not fits:
+        arch = models.architecture(model)
+        detail = f" ({problems[0]})" if problems else ""
+        raise PlanningError(
+            "model",
+            f"{arch.name} at {precision} does not fit any TP on {accelerator_or_instance} "
+            f"with room for one {workload.isl}+{workload.osl}-token sequence{detail}",
+        )
+    met.sort(key=lambda o: o.usd_per_million_output_tokens)
+    return met, missed
+
+
+def best_option(
+    model: str | models.ModelArchitecture,
+    precision: str,
+    accelerator_or_instance: str,
+    workload: Workload,
+    slo: Slo | None,
+    *,
+    region: str = prices.BASE_REGION,
+    kv_dtype: str = catalog.FP8,
+    scenario: latency.Scenario = "server",
+    tp: int | None = None,
+) -> Option:
+    """The cheapest layout per output token that meets the SLO; PlanningError('slo') with the best
+    achievable latency when none does."""
+    met, missed = options(model, precision, accelerator_or_instance, workload, slo, region=region,
+                          kv_dtype=kv_dtype, scenario=scenario)  # fmt: skip
+    if tp is not None:
+        met = [o for o in met if o.replica.tp == tp]
+        missed = [p for p in missed if p.replica.tp == tp]
+    if met:
+        return met[0]
+    if not missed:
+        raise PlanningError("tp", f"TP {tp} is not a layout that fits on {accelerator_or_instance}")
+    assert slo is not None
+    nearest = min(missed, key=lambda p: max(p.closest.ttft_ms / slo.ttft_ms, p.closest.itl_ms / slo.itl_ms))
+    ttft = min(p.sweep[0].ttft_ms for p in missed)
+    itl = min(p.sweep[0].itl_ms for p in missed)
+    raise PlanningError(
+        "slo",
+        f"no batch meets TTFT <= {slo.ttft_ms:g} ms and ITL <= {slo.itl_ms:g} ms on {accelerator_or_instance}: "
+        f"the best achievable is TTFT {ttft:.0f} ms and ITL {itl:.1f} ms at batch 1 (closest: "
+        f"{nearest.replica.node.name} TP{nearest.replica.tp} batch {nearest.closest.batch}, TTFT "
+        f"{nearest.closest.ttft_ms:.0f} ms, ITL {nearest.closest.itl_ms:.1f} ms)",
+    )
+
+
+@dataclass(frozen=True)
+class Level:
+    """Replicas, accelerators and nodes for one load level."""
+
+    name: str
+    output_tps: float
+    replicas: int
+    accelerators: float
+    nodes: int
+
+
+@dataclass(frozen=True)
+class Money:
+    on_demand: float
+    spot: float
+    reserved: float
+
+
+@dataclass(frozen=True)
+class Plan:
+    demand: Demand
+    option: Option
+    region: str
+    peak: Level
+    day: Level
+    night: Level
+    hpa_min: int
+    hpa_max: int
+    pool_min_nodes: int
+    pool_max_nodes: int
+    expected_utilisation: float
+    monthly_usd: Money
+    usd_per_million_output: Money
+    usd_per_million_total: Money
+    price_per_million_output: float | None = None
+    spot_factor: float = prices.DEFAULT_SPOT_FACTOR
+    reserved_factor: float = prices.DEFAULT_RESERVED_FACTOR
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def gross_margin(self) -> Money | None:
+        """(price - cost) / price for each purchase mix, at ``price_per_million_output``."""
+        p = self.price_per_million_output
+        if p is None:
+            return None
+        c = self.usd_per_million_output
+        return Money((p - c.on_demand) / p, (p - c.spot) / p, (p - c.reserved) / p)
+
+
+def _level(name: str, tps: float, option: Option, target: float, floor: int = 1) -> Level:
+    replicas = max(floor, math.ceil(tps / (option.tokens_per_s_per_replica * target)))
+    return Level(
+        name=name,
+        output_tps=tps,
+        replicas=replicas,
+        accelerators=replicas * option.accelerators_per_replica,
+        nodes=nodes_for(replicas, option),
+    )
+
+
+def nodes_for(replicas: int, option: Option) -> int:
+    if option.replica.nodes > 1:
+        return replicas * option.replica.nodes
+    return math.ceil(replicas / option.replicas_per_node)
+
+
+def plan(
+    demand: Demand,
+    option: Option,
+    *,
+    region: str = prices.BASE_REGION,
+    price_per_million_output: float | None = None,
+    spot_factor: float = prices.DEFAULT_SPOT_FACTOR,
+    reserved_factor: float = prices.DEFAULT_RESERVED_FACTOR,
+    surge_replicas: int = 1,
+    scaling_target: float = DEFAULT_SCALING_TARGET,
+) -> Plan:
+    """Replicas, bounds, utilisation and money for ``demand`` served by ``option``."""
+    if not 0 < spot_factor <= 1:
+        raise PlanningError("spot_factor", f"must be in (0, 1], got {spot_factor:g}")
+    if not 0 < reserved_factor <= 1:
+        raise PlanningError("reserved_factor", f"must be in (0, 1], got {reserved_factor:g}")
+    if price_per_million_output is not None and price_per_million_output <= 0:
+        raise PlanningError("price_per_million_output", f"must be > 0, got {price_per_million_output:g}")
+    if not 0 < scaling_target <= 1:
+        raise PlanningError("scaling_target", f"must be in (0, 1], got {scaling_target:g}")
+    prices.region_pricing(region)
+    peak = _level("peak", demand.peak_output_tps, option, scaling_target)
+    day = _level("day floor", demand.day_output_tps, option, scaling_target)
+    night = _level("night floor", demand.night_output_tps, option, scaling_target)
+    hpa_min, hpa_max = night.replicas, peak.replicas
+    pool_min = night.nodes
+    pool_max = nodes_for(peak.replicas + surge_replicas, option)
+
+    day_hours = 24 - demand.night_hours
+    replica_hours_per_day = day.replicas * day_hours + night.replicas * demand.night_hours
+    # The peak sits inside the day: replicas above the day floor run for the peak's share of the day.
+    peak_hours = day_hours * max(0.0, 1 - 1 / demand.peak_factor) if demand.peak_factor > 1 else 0.0
+    replica_hours_per_day += (peak.replicas - day.replicas) * peak_hours
+    capacity_tokens = replica_hours_per_day * 3600 * option.tokens_per_s_per_replica
+    served = demand.average_output_tps * SECONDS_PER_DAY
+    utilisation = min(1.0, served / capacity_tokens)
+
+    hour = option.replica_hour_usd
+    on_demand = replica_hours_per_day * DAYS_PER_MONTH * hour
+    spot = on_demand * spot_factor
+    floor_hours = night.replicas * 24 * DAYS_PER_MONTH
+    reserved = floor_hours * hour * reserved_factor + (replica_hours_per_day * DAYS_PER_MONTH - floor_hours) * hour
+    monthly = Money(on_demand, spot, reserved)
+    out_m = served * DAYS_PER_MONTH / 1e6
+    total_m = demand.tokens_per_day * DAYS_PER_MONTH / 1e6
+    return Plan(
+        demand=demand,
+        option=option,
+        region=region,
+        peak=peak,
+        day=day,
+        night=night,
+        hpa_min=hpa_min,
+        hpa_max=hpa_max,
+        pool_min_nodes=pool_min,
+        pool_max_nodes=pool_max,
+        expected_utilisation=utilisation,
+        monthly_usd=monthly,
+        usd_per_million_output=Money(on_demand / out_m, spot / out_m, reserved / out_m),
+        usd_per_million_total=Money(on_demand / total_m, spot / total_m, reserved / total_m),
+        price_per_million_output=price_per_million_output,
+        spot_factor=spot_factor,
+        reserved_factor=reserved_factor,
+    )
+
+
+def compare(
+    model: str | models.ModelArchitecture,
+    precision: str,
+    workload: Workload,
+    slo: Slo,
+    *,
+    region: str = prices.BASE_REGION,
+    kv_dtype: str = catalog.FP8,
+) -> list[tuple[str, Option | None, str]]:
+    """Every accelerator ranked by $/M output tokens at the SLO: (chip, best option or None, why not)."""
+    rows: list[tuple[str, Option | None, str]] = []
+    for chip in catalog.ACCELERATORS:
+        if precision not in chip.precisions or kv_dtype not in chip.precisions:
+            rows.append((chip.model, None, f"{precision} weights / {kv_dtype} KV cache do not run on {chip.model}"))
+            continue
+        try:
+            rows.append((chip.model, best_option(model, precision, chip.model, workload, slo, region=region,
+                                                 kv_dtype=kv_dtype), ""))  # fmt: skip
+        except PlanningError as err:
+            rows.append((chip.model, None, str(err)))
+    rows.sort(key=lambda r: (r[1] is None, r[1].usd_per_million_output_tokens if r[1] else 0.0))
+    return rows
+
+
+# --- Fleet ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ClusterStack:
+    name: str
+    region: str
+    nodes: int
+    accelerators: int
+    replicas: int
+
+
+@dataclass(frozen=True)
+class Fleet:
+    plan: Plan
+    clusters: tuple[ClusterStack, ...]
+    accelerators_needed: int
+    """At the peak, without failure headroom."""
+    accelerators_provisioned: int
+    """With every cluster sized so the others carry the peak when one is lost."""
+
+
+def fleet(
+    plan_: Plan,
+    quotas: dict[str, int],
+    *,
+    max_nodes_per_cluster: int = DEFAULT_MAX_NODES_PER_CLUSTER,
+    name_prefix: str = "serve",
+) -> Fleet:
+    """Split the peak over clusters in regions with GPU ``quotas`` so losing any one cluster keeps the
+    SLO: N clusters each carry ``peak / (N - 1)``. The smallest N that fits the node limit and quotas."""
+    if not quotas:
+        raise PlanningError("region_quota", "give at least one region with its accelerator quota")
+    for region, quota in quotas.items():
+        prices.region_pricing(region)
+        if quota <= 0:
+            raise PlanningError("region_quota", f"{region}: quota must be > 0, got {quota}")
+    if max_nodes_per_cluster <= 0:
+        raise PlanningError("max_nodes_per_cluster", f"must be > 0, got {max_nodes_per_cluster}")
+    option = plan_.option
+    per_node = option.replica.node.accelerator_count
+    peak_replicas = plan_.peak.replicas
+    needed = math.ceil(peak_replicas * option.accelerators_per_replica)
+    replicas_per_cluster_cap = max_nodes_per_cluster * option.replicas_per_node // max(option.replica.nodes, 1)
+    if replicas_per_cluster_cap < 1:
+        raise PlanningError("max_nodes_per_cluster", f"one replica needs {option.replica.nodes} nodes")
+    total_quota = sum(quotas.values())
+    for n in range(2, 100_000):
+        per_cluster = math.ceil(peak_replicas / (n - 1))
+        if per_cluster > replicas_per_cluster_cap:
+            continue
+        cluster_gpus = nodes_for(per_cluster, option) * per_node
+        if n * cluster_gpus > total_quota:
+            break
+        placed = _place(n, cluster_gpus, quotas)
+        if placed is None:
+            continue
+        clusters = []
+        for region, count in placed.items():
+            for i in range(count):
+                clusters.append(ClusterStack(name=f"{name_prefix}-{region}-{i + 1}", region=region,
+                                             nodes=nodes_for(per_cluster, option), accelerators=cluster_gpus,
+                                             replicas=per_cluster))  # fmt: skip
+        return Fleet(plan_, tuple(clusters), needed, sum(c.accelerators for c in clusters))
+    raise PlanningError(
+        "region_quota",
+        f"quotas of {total_quota} accelerators cannot hold {needed} at the peak plus one cluster of headroom "
+        f"(at most {max_nodes_per_cluster} nodes per cluster); raise quotas or add regions",
+    )
+
+
+def _place(n: int, cluster_gpus: int, quotas: dict[str, int]) -> dict[str, int] | None:
+    """Spread ``n`` clusters over regions within quota, round-robin by remaining quota."""
+    left = dict(quotas)
+    placed = dict.fromkeys(quotas, 0)
+    for _ in range(n):
+        region = max(left, key=lambda r: (left[r], -placed[r]))
+        if left[region] < cluster_gpus:
+            return None
+        left[region] -= cluster_gpus
+        placed[region] += 1
+    return {r: c for r, c in placed.items() if c}

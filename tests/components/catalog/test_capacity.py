@@ -1,0 +1,111 @@
+"""The planner: demand shape, option search, replica levels, bounds, money, comparison and fleets, and
+every bad input naming its field."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from components.catalog import capacity, prices
+from components.catalog.capacity import Demand, PlanningError
+from components.catalog.latency import Slo, Workload
+
+SLO = Slo(ttft_ms=400, itl_ms=40)
+W = Workload(isl=1000, osl=1000)
+
+
+def _demand(**kw) -> Demand:
+    return Demand(**({"tokens_per_day": 1e12, "isl": 1000, "osl": 1000, "slo": SLO} | kw))
+
+
+def test_demand_levels_average_back_to_the_daily_volume():
+    d = _demand(night_fraction=0.4, night_hours=8)
+    daily = d.day_output_tps * 16 * 3600 + d.night_output_tps * 8 * 3600
+    assert daily == pytest.approx(1e12 * d.output_share)
+    assert d.peak_output_tps >= d.day_output_tps > d.average_output_tps > d.night_output_tps
+
+
+@pytest.mark.parametrize(
+    ("field", "kw"),
+    [
+        ("tokens_per_day", {"tokens_per_day": 0}),
+        ("tokens_per_day", {"tokens_per_day": -5}),
+        ("night_fraction", {"night_fraction": 0}),
+        ("night_fraction", {"night_fraction": 1.5}),
+        ("peak_factor", {"peak_factor": 0.9}),
+        ("isl", {"isl": 0}),
+    ],
+)
+def test_bad_demand_names_its_field(field, kw):
+    with pytest.raises(PlanningError) as err:
+        _demand(**kw)
+    assert err.value.field == field
+
+
+def test_best_option_meets_the_slo_and_is_the_cheapest():
+    met, _ = capacity.options("Llama-3.1-70B", "fp8", "h100", W, SLO)
+    best = capacity.best_option("Llama-3.1-70B", "fp8", "h100", W, SLO)
+    assert best.point.ttft_ms <= SLO.ttft_ms and best.point.itl_ms <= SLO.itl_ms
+    assert best.usd_per_million_output_tokens == min(o.usd_per_million_output_tokens for o in met)
+    # $/M from first principles: the replica's share of the node's hour over its tokens in an hour.
+    per_hour = 55.04 * best.replica.tp / 8
+    assert best.usd_per_million_output_tokens == pytest.approx(per_hour / (best.tokens_per_s_per_replica * 3.6e-3))
+
+
+def test_unknown_accelerator_unmeetable_slo_and_model_that_does_not_fit():
+    with pytest.raises(PlanningError) as err:
+        capacity.best_option("Llama-3.1-70B", "fp8", "h300", W, SLO)
+    assert err.value.field == "accelerator" and "h100" in str(err.value)
+    with pytest.raises(PlanningError) as err:
+        capacity.best_option("Llama-3.1-70B", "fp8", "h100", W, Slo(ttft_ms=5, itl_ms=2))
+    assert err.value.field == "slo" and "best achievable" in str(err.value)
+    with pytest.raises(PlanningError) as err:
+        capacity.best_option("Llama-3.1-405B", "fp8", "g6e.xlarge", W, SLO)
+    assert err.value.field == "model"
+
+
+def test_plan_levels_bounds_utilisation_and_money():
+    d = _demand()
+    option = capacity.best_option("Llama-3.1-70B", "fp8", "h100", W, SLO)
+    p = capacity.plan(d, option, price_per_million_output=2.0)
+    rate = option.tokens_per_s_per_replica * capacity.DEFAULT_SCALING_TARGET
+    assert p.peak.replicas == math.ceil(d.peak_output_tps / rate)
+    assert p.night.replicas <= p.day.replicas <= p.peak.replicas
+    assert (p.hpa_min, p.hpa_max) == (p.night.replicas, p.peak.replicas)
+    assert p.pool_min_nodes == p.night.nodes and p.pool_max_nodes >= p.peak.nodes
+    assert 0.6 < p.expected_utilisation <= capacity.DEFAULT_SCALING_TARGET + 0.01
+    assert p.monthly_usd.spot < p.monthly_usd.reserved < p.monthly_usd.on_demand
+    assert p.usd_per_million_total.on_demand == pytest.approx(p.usd_per_million_output.on_demand * d.output_share)
+    margin = p.gross_margin
+    assert margin is not None and margin.on_demand == pytest.approx((2.0 - p.usd_per_million_output.on_demand) / 2.0)
+
+
+def test_plan_refuses_a_region_without_prices():
+    option = capacity.best_option("Llama-3.1-8B", "fp8", "l4", W, Slo(ttft_ms=2000, itl_ms=60))
+    with pytest.raises(prices.PriceError, match="eu-west-1"):
+        capacity.plan(_demand(tokens_per_day=1e9), option, region="eu-west-1")
+
+
+def test_compare_ranks_by_cost_and_explains_the_rest():
+    rows = capacity.compare("Llama-3.1-70B", "fp8", W, SLO)
+    priced = [o.usd_per_million_output_tokens for _, o, _ in rows if o]
+    assert priced == sorted(priced) and len(priced) >= 3
+    assert all(why for _, o, why in rows if o is None)
+
+
+def test_fleet_keeps_the_slo_when_one_cluster_is_lost():
+    d = _demand(tokens_per_day=150e12)
+    option = capacity.best_option("Llama-3.1-70B", "fp8", "b200", W, SLO)
+    p = capacity.plan(d, option)
+    quotas = {"us-east-1": 120_000, "us-east-2": 120_000, "us-west-2": 120_000}
+    f = capacity.fleet(p, quotas, max_nodes_per_cluster=1000)
+    assert len(f.clusters) >= 2
+    for lost in f.clusters:
+        assert sum(c.replicas for c in f.clusters if c is not lost) >= p.peak.replicas
+    for region, quota in quotas.items():
+        assert sum(c.accelerators for c in f.clusters if c.region == region) <= quota
+    assert all(c.nodes <= 1000 for c in f.clusters)
+    with pytest.raises(PlanningError) as err:
+        capacity.fleet(p, {"us-east-1": 100})
+    assert err.value.field == "region_quota"
