@@ -73,6 +73,10 @@ def rank0_args(
         f"--metrics-port={listen.metrics_port}",
         "--allow-metrics=true",
         f"--metrics-interval-ms={server.metrics_interval_ms}",
+        # Time-to-first-response histograms (nv_inference_first_response_histogram_ms): p95 TTFT for the
+        # SLO alert and the serving dashboard. The CPU wheel's Triton 2.51 accepts the flag but publishes
+        # no histogram (seen on serve-local); the alert and dashboard need the image's newer Triton.
+        "--metrics-config=histogram_latencies=true",
         "--strict-readiness=true",
         "--disable-auto-complete-config",
         f"--model-control-mode={server.model_control_mode}",

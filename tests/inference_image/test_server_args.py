@@ -25,6 +25,7 @@ def test_dev_runs_one_server_on_the_contract_ports(serving):
         "--strict-readiness=true",
         "--allow-metrics=true",
         "--metrics-interval-ms=1000",
+        "--metrics-config=histogram_latencies=true",
         "--model-control-mode=none",
         "--exit-timeout-secs=30",
     ):
