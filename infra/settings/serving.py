@@ -322,7 +322,9 @@ class ServingSettings(Section):
         if ctx.production and not self.auth.enabled:
             out.append(Problem("serving.auth.enabled", "production serves a public API: set true"))
         if self.build.enabled and self.checkpoint is None:
-            out.append(Problem("serving.checkpoint", "missing; serving.build.enabled builds from it (an HF id or s3://)"))
+            out.append(
+                Problem("serving.checkpoint", "missing; serving.build.enabled builds from it (an HF id or s3://)")
+            )
         if self.build.enabled and self.nodes > 1:
             out.append(
                 Problem(
@@ -419,6 +421,15 @@ class ServingSettings(Section):
             out.append(Problem("serving.maxBeamWidth", "beam search is not available on Neuron"))
         if self.nodes > 1:
             out.append(Problem("serving.nodes", "the Neuron path serves from one node"))
+        # The Neuron path batches statically (inference_image/runtime/neuron_engine.py): settings that only
+        # mean something to TensorRT-LLM's in-flight batcher would promise behaviour it does not have.
+        static = "the Neuron path batches statically (no in-flight batching; README, Neuron serving)"
+        if self.batching.scheduler_policy != "guaranteed_no_evict":
+            out.append(Problem("serving.batching.schedulerPolicy", f"{self.batching.scheduler_policy}: {static}"))
+        if self.kv_cache.enable_reuse:
+            out.append(Problem("serving.kvCache.enableReuse", f"true: no KV-cache reuse across requests; {static}"))
+        if self.kv_cache.enable_chunked_context:
+            out.append(Problem("serving.kvCache.enableChunkedContext", f"true: no chunked prefill; {static}"))
         return out
 
 

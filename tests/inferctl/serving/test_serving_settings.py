@@ -147,6 +147,16 @@ def test_neuron_refuses_what_its_serving_path_lacks():
     assert "serving.speculative.mode: eagle is not available on Neuron" in problems
 
 
+def test_neuron_refuses_settings_that_assume_in_flight_batching():
+    problems = _problems({"backend": "neuron", "batching": {"schedulerPolicy": "max_utilization"}})
+    static = "the Neuron path batches statically"
+    assert any(p.startswith("serving.batching.schedulerPolicy: max_utilization") and static in p for p in problems)
+    # The GPU defaults (KV reuse, chunked prefill) are refused on Neuron: the npu stack turns them off.
+    assert any(p.startswith("serving.kvCache.enableReuse: true") for p in problems)
+    assert any(p.startswith("serving.kvCache.enableChunkedContext: true") for p in problems)
+    _load({"backend": "neuron", "kvCache": {"enableReuse": False, "enableChunkedContext": False}})
+
+
 @pytest.mark.parametrize(
     ("serving", "instance_type", "expected"),
     [
