@@ -194,6 +194,7 @@ class _NodeGroups:
                 instance_tags=self.settings.default_tags,
                 autoscaler_cluster_name=self.autoscaled,
             ),
+                volume_kms_key_arn=self.foundation.keys.storage_key_arn,
             opts=pulumi.ResourceOptions(depends_on=[after]),
         )
 
@@ -240,6 +241,7 @@ def _karpenter(
             replicas=min(2, settings.cluster.system_node_group.min_size),
         ),
         opts=pulumi.ResourceOptions(depends_on=[after]),
+            volume_kms_key_arn=foundation.keys.storage_key_arn,
     )
     for pool_name, pool in pools.items():
         KarpenterNodePool(
@@ -254,6 +256,7 @@ def _karpenter(
                 instance_tags=settings.default_tags,
             ),
         )
+                volume_kms_key_arn=foundation.keys.storage_key_arn,
     return karpenter
 
 

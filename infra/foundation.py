@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
-from components.keys.kms import Keys, KeysArgs
+from components.keys.kms import Keys, KeysArgs, autoscaling_service_role_arn
 from components.network.endpoints import InterfaceEndpoints, InterfaceEndpointsArgs
 from components.network.security_groups import SecurityGroups, SecurityGroupsArgs
 from components.network.vpc import FlowLogsArgs, Network, NetworkArgs
@@ -39,6 +39,8 @@ def build_foundation(settings: Settings) -> Foundation:
             partition=partition,
             region=settings.region.name,
             admin_role_arns=settings.access.admin_role_arns,
+            # Managed node groups launch through Auto Scaling with root volumes on the storage key.
+            volume_service_role_arns=[autoscaling_service_role_arn(partition, account_id)],
             deletion_window_days=settings.keys.deletion_window(settings.environment),
             rotation_period_days=settings.keys.rotation_period_days,
             protect=settings.production,
@@ -74,7 +76,8 @@ def build_foundation(settings: Settings) -> Foundation:
             redirect_http=settings.edge.redirect_http,
         ),
     )
-    if net.interface_endpoints:
+    services = net.endpoint_services(karpenter=settings.cluster.provisioning == "karpenter", fsx=settings.fsx.enabled)
+    if services:
         InterfaceEndpoints(
             "endpoints",
             InterfaceEndpointsArgs(
@@ -82,6 +85,7 @@ def build_foundation(settings: Settings) -> Foundation:
                 region=settings.region.name,
                 subnet_ids=network.private_subnet_ids,
                 security_group_id=groups.endpoint_sg_id,
+                services=services,
                 name_prefix=cluster_name,
             ),
         )

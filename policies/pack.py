@@ -4,7 +4,21 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, Policy
 
-from policies.rules import eks, iam, jobs, keys, network, nodes, pod_security, secrets, storage, tagging, workloads
+from policies.rules import (
+    eks,
+    endpoints,
+    iam,
+    jobs,
+    keys,
+    network,
+    nodes,
+    pod_security,
+    secrets,
+    storage,
+    tagging,
+    volumes,
+    workloads,
+)
 
 PACK_NAME = "inference-platform"
 ENFORCEMENT_LEVEL = EnforcementLevel.MANDATORY
@@ -21,4 +35,6 @@ POLICIES: list[Policy] = [
     *workloads.POLICIES,
     *pod_security.POLICIES,
     *jobs.POLICIES,
+    *volumes.POLICIES,
+    *endpoints.POLICIES,
 ]

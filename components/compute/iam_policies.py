@@ -12,7 +12,14 @@ from components.identity.iam_documents import Document
 
 
 def karpenter_controller_policy(
-    *, cluster_name: str, partition: str, region: str, account_id: str, node_role_arn: str, queue_arn: str
+    *,
+    cluster_name: str,
+    partition: str,
+    region: str,
+    account_id: str,
+    node_role_arn: str,
+    queue_arn: str,
+    volume_key_arn: str | None = None,
 ) -> Document:
     """The Karpenter v1 controller policy, statement for statement as Karpenter 1.14's getting-started
     CloudFormation (website/content/en/v1.14/.../cloudformation.yaml), merged into one document.
@@ -200,7 +207,32 @@ def karpenter_controller_policy(
             "Action": "iam:GetInstanceProfile",
         },
     ]
+    if volume_key_arn is not None:
+        statements += _volume_key_statements(volume_key_arn, region)
     return {"Version": "2012-10-17", "Statement": statements}
+
+
+def _volume_key_statements(key_arn: str, region: str) -> list[Document]:
+    """EC2 Fleet launches with the caller's credentials, so the controller itself must be allowed to have
+    EC2 encrypt new volumes with the customer-managed key (EBS user guide, "Permissions for IAM users"
+    for encrypted volumes): only through EC2 in this region, grants only for AWS resources."""
+    via_ec2 = {"kms:ViaService": f"ec2.{region}.amazonaws.com"}
+    return [
+        {
+            "Sid": "AllowVolumeKeyUseThroughEC2",
+            "Effect": "Allow",
+            "Resource": key_arn,
+            "Action": ["kms:Decrypt", "kms:DescribeKey", "kms:GenerateDataKeyWithoutPlaintext", "kms:ReEncrypt*"],
+            "Condition": {"StringEquals": via_ec2},
+        },
+        {
+            "Sid": "AllowVolumeKeyGrantsThroughEC2",
+            "Effect": "Allow",
+            "Resource": key_arn,
+            "Action": "kms:CreateGrant",
+            "Condition": {"StringEquals": via_ec2, "Bool": {"kms:GrantIsForAWSResource": "true"}},
+        },
+    ]
 
 
 def cluster_autoscaler_policy(*, cluster_name: str, partition: str, region: str, account_id: str) -> Document:

@@ -50,7 +50,9 @@ class KarpenterArgs:
     cluster_endpoint: pulumi.Input[str]
     """Required. API server endpoint (saves Karpenter a DescribeCluster at start)."""
     node_role_arn: pulumi.Input[str]
-    """Required. Role of the nodes Karpenter launches (it creates their instance profiles)."""
+    """Required. Role of the nodes Karpenter launches (it creates their instance profiles); a role of their
+    own, never a managed node group's: EKS creates that role's access entry itself and refuses a second
+    (409 ResourceInUseException; policy ``eks-one-access-entry-per-principal``)."""
     region: str
     """Required."""
     account_id: str
@@ -63,6 +65,9 @@ class KarpenterArgs:
     """Default ``node-role=system``: the controller never runs on capacity it manages."""
     replicas: int = 2
     """Default 2 (leader election; one per system node)."""
+    volume_kms_key_arn: pulumi.Input[str] | None = None
+    """Default none. The customer-managed key of node volumes (the EC2NodeClasses' ``kmsKeyID``): the
+    controller launches through EC2 Fleet with its own role, so it gets the grants EBS needs on it."""
 
 
 class Karpenter(pulumi.ComponentResource):
@@ -103,7 +108,7 @@ class Karpenter(pulumi.ComponentResource):
                 target_id="KarpenterInterruptionQueue",
                 opts=child,
             )
-        policy = pulumi.Output.all(args.node_role_arn, queue.arn).apply(
+        policy = pulumi.Output.all(args.node_role_arn, queue.arn, args.volume_kms_key_arn).apply(
             lambda values: json.dumps(
                 karpenter_controller_policy(
                     cluster_name=args.cluster_name,
@@ -112,6 +117,7 @@ class Karpenter(pulumi.ComponentResource):
                     account_id=args.account_id,
                     node_role_arn=values[0],
                     queue_arn=values[1],
+                    volume_key_arn=values[2],
                 )
             )
         )

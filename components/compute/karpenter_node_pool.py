@@ -51,6 +51,9 @@ class KarpenterNodePoolArgs:
     """Required in practice: the Karpenter release (its CRDs and webhook must exist first)."""
     instance_tags: Mapping[str, str] = field(default_factory=dict)
     """Default none. Tags Karpenter puts on instances, volumes and interfaces it creates."""
+    volume_kms_key_arn: pulumi.Input[str] | None = None
+    """Default none: the account's default EBS key. The customer-managed key of the root volume; Karpenter
+    launches through EC2 Fleet with its own role, which needs grants on this key (components.compute.karpenter)."""
     ami_alias: str = charts.KARPENTER_AMI_ALIAS
     """Default the pinned AL2023 release (``al2023@vYYYYMMDD``); never ``@latest`` in a plan."""
 
@@ -126,6 +129,7 @@ def node_class_spec(args: KarpenterNodePoolArgs, placement_group: pulumi.Input[s
                     "volumeType": "gp3",
                     "encrypted": True,
                     "deleteOnTermination": True,
+                    **({"kmsKeyID": args.volume_kms_key_arn} if args.volume_kms_key_arn is not None else {}),
                 },
             }
         ],

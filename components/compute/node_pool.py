@@ -58,6 +58,9 @@ class NodePoolArgs:
     whose self-referencing all-traffic rule NCCL and EFA need."""
     instance_tags: Mapping[str, str] = field(default_factory=dict)
     """Default none. Tags for instances, volumes and network interfaces (the stack's default tags)."""
+    volume_kms_key_arn: pulumi.Input[str] | None = None
+    """Default none: the account's default EBS key. The customer-managed key of every EBS volume; its key
+    policy must let EC2 Auto Scaling's service-linked role use it (components.keys.kms)."""
     autoscaler_cluster_name: str | None = None
     """Default none: no autoscaler tags (a stack without the cluster autoscaler). The physical cluster
     name: tag every group's ASG for the cluster autoscaler's auto-discovery and scale-from-zero
@@ -112,7 +115,7 @@ class NodePool(pulumi.ComponentResource):
                 "http_put_response_hop_limit": IMDS_HOP_LIMIT,
                 "instance_metadata_tags": "disabled",
             },
-            block_device_mappings=_block_devices(pool),
+            block_device_mappings=_block_devices(pool, args.volume_kms_key_arn),
             # With explicit interfaces the groups go on each interface; EC2 refuses both forms at once.
             network_interfaces=_efa_interfaces(pool.efa_interfaces, args.security_group_ids) or None,
             vpc_security_group_ids=None if pool.efa else list(args.security_group_ids),
@@ -165,12 +168,12 @@ class NodePool(pulumi.ComponentResource):
         self.launch_template_ids[shard.name] = template.id
 
 
-def _block_devices(pool: PoolProfile) -> list[dict]:
+def _block_devices(pool: PoolProfile, kms_key_arn: pulumi.Input[str] | None) -> list[dict]:
     def ebs(device: str, size: int) -> dict:
-        return {
-            "device_name": device,
-            "ebs": {"volume_size": size, "volume_type": "gp3", "encrypted": "true", "delete_on_termination": "true"},
-        }
+        volume = {"volume_size": size, "volume_type": "gp3", "encrypted": "true", "delete_on_termination": "true"}
+        if kms_key_arn is not None:
+            volume["kms_key_id"] = kms_key_arn
+        return {"device_name": device, "ebs": volume}
 
     if pool.spec.ami_family == "bottlerocket":
         # Bottlerocket keeps the OS on a small root volume and images/containers on the data volume.

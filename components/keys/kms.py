@@ -27,6 +27,11 @@ KEY_ADMIN_ACTIONS: tuple[str, ...] = (
 LOGS_SERVICE_ACTIONS: tuple[str, ...] = (
     "kms:Encrypt*", "kms:Decrypt*", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:Describe*",
 )  # fmt: skip
+# What a service-linked role needs to launch instances whose EBS volumes use the key (EC2 Auto Scaling
+# user guide, "Required AWS KMS key policy for use with encrypted volumes").
+VOLUME_SERVICE_ACTIONS: tuple[str, ...] = (
+    "kms:Encrypt", "kms:Decrypt", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:DescribeKey",
+)  # fmt: skip
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,6 +46,11 @@ class KeysArgs:
     """Required. Region of the CloudWatch Logs service allowed to use the logs key."""
     admin_role_arns: Sequence[str] = field(default_factory=tuple)
     """Default none. Roles allowed to administer (not use) the keys."""
+    volume_service_role_arns: Sequence[str] = field(default_factory=tuple)
+    """Default none. Service-linked roles that launch instances with volumes encrypted by the storage key:
+    EC2 Auto Scaling's ``AWSServiceRoleForAutoScaling`` for managed node groups. A service-linked role
+    takes no IAM policy, so only the key policy can let it use the key; KMS refuses a key policy naming
+    a role that does not exist yet."""
     deletion_window_days: int = DEFAULT_DELETION_WINDOW_DAYS
     """Default 30. 7-30 days between ScheduleKeyDeletion and the key being gone."""
     rotation_period_days: int = DEFAULT_ROTATION_PERIOD_DAYS
@@ -89,6 +99,13 @@ class Keys(pulumi.ComponentResource):
         )
 
 
+def autoscaling_service_role_arn(partition: str, account_id: str) -> str:
+    """EC2 Auto Scaling's default service-linked role, which launches managed node groups' instances.
+    AWS creates it with an account's first Auto Scaling group; a new account creates it once with
+    ``aws iam create-service-linked-role --aws-service-name autoscaling.amazonaws.com``."""
+    return f"arn:{partition}:iam::{account_id}:role/aws-service-role/autoscaling.amazonaws.com/AWSServiceRoleForAutoScaling"
+
+
 def key_policy(purpose: str, args: KeysArgs) -> dict:
     """The key policy for one purpose. Every principal is named: no ``"*"`` principals anywhere."""
     root = f"arn:{args.partition}:iam::{args.account_id}:root"
@@ -112,6 +129,26 @@ def key_policy(purpose: str, args: KeysArgs) -> dict:
                 "Resource": "*",
             }
         )
+    if purpose == "storage" and args.volume_service_role_arns:
+        roles = sorted(args.volume_service_role_arns)
+        statements += [
+            {
+                "Sid": "AllowServiceLinkedRoleUseForVolumes",
+                "Effect": "Allow",
+                "Principal": {"AWS": roles},
+                "Action": list(VOLUME_SERVICE_ACTIONS),
+                "Resource": "*",
+            },
+            {
+                # Grants only for AWS resources: the role can hand EBS the key for a volume, nothing else.
+                "Sid": "AllowServiceLinkedRoleGrantsForVolumes",
+                "Effect": "Allow",
+                "Principal": {"AWS": roles},
+                "Action": "kms:CreateGrant",
+                "Resource": "*",
+                "Condition": {"Bool": {"kms:GrantIsForAWSResource": "true"}},
+            },
+        ]
     if purpose == "logs":
         log_groups = f"arn:{args.partition}:logs:{args.region}:{args.account_id}:log-group:*"
         statements.append(

@@ -1,7 +1,7 @@
-"""Interface VPC endpoints, so nodes reach ECR, STS, CloudWatch Logs and EC2 without NAT.
+"""Interface VPC endpoints, so nodes and controllers reach AWS APIs without NAT.
 
-Optional: each endpoint costs per hour per zone, so development stacks usually do without; a VPC
-with ``natGateways: none`` cannot.
+Optional: each endpoint costs per hour per zone (components.network.endpoint_services), so development
+stacks usually do without; a VPC with ``natGateways: none`` cannot.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components.common.errors import raise_if
+from components.network.endpoint_services import KNOWN_SERVICES
 
 # What an EKS node needs to boot and pull images in a private subnet (EKS private-cluster guide).
 DEFAULT_SERVICES: tuple[str, ...] = ("ecr.api", "ecr.dkr", "sts", "logs", "ec2")
@@ -41,6 +42,7 @@ class InterfaceEndpoints(pulumi.ComponentResource):
         raise_if(
             "InterfaceEndpoints",
             ([] if args.subnet_ids else ["subnet_ids: at least one subnet is required"])
+            + [f"services: {s!r} is not a known endpoint service" for s in args.services if s not in KNOWN_SERVICES]
             + (
                 [f"services: {list(args.services)} repeats a service"]
                 if len(set(args.services)) != len(args.services)

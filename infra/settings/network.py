@@ -7,6 +7,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator
 
+from components.network import endpoint_services
 from components.network.cidr import MAX_ZONES, CarveError, carve
 from infra.settings.base import CheckContext, Problem, Section
 
@@ -48,7 +49,14 @@ class NetworkSettings(Section):
     intra_subnets: bool = False
     """Default ``false``. Extra subnets without any internet route, for EKS control-plane ENIs."""
     interface_endpoints: bool = False
-    """Default ``false``. ECR api/dkr, STS, CloudWatch Logs and EC2 interface endpoints."""
+    """Default ``false``. Interface endpoints for the services the cluster calls (see
+    ``interfaceEndpointServices``): each costs ~$0.01 per hour per zone (~$7.30 a month per zone) plus
+    $0.01 per GB, so development stacks usually do without."""
+    interface_endpoint_services: list[str] | None = None
+    """Default: every service the cluster calls (components.network.endpoint_services.required_services:
+    EC2, ECR api/dkr, STS, Logs, EKS Pod Identity, Secrets Manager, KMS, Elastic Load Balancing, plus
+    SQS, SSM and EKS with Karpenter or Auto Scaling without it, and FSx with the FSx cache). An explicit
+    list replaces it; names from ``KNOWN_SERVICES`` only. Needs ``interfaceEndpoints: true``."""
     private_subnet_prefix: int = Field(default=19, ge=16, le=28)
     """Default 19 (8,192 addresses: VPC CNI gives every pod a VPC address)."""
     public_subnet_prefix: int = Field(default=24, ge=16, le=28)
@@ -69,6 +77,15 @@ class NetworkSettings(Section):
         if not any(vpc.subnet_of(r) for r in _PRIVATE_RANGES):
             raise ValueError("expected a block inside 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16 or 100.64.0.0/10")
         return cidr
+
+    def endpoint_services(self, *, karpenter: bool, fsx: bool) -> tuple[str, ...]:
+        """The interface endpoints to create: none unless enabled, else the explicit list or every
+        service the cluster calls."""
+        if not self.interface_endpoints:
+            return ()
+        if self.interface_endpoint_services is not None:
+            return tuple(self.interface_endpoint_services)
+        return endpoint_services.required_services(karpenter=karpenter, fsx=fsx)
 
     @property
     def subnet_prefixes(self) -> dict[str, int]:
@@ -101,6 +118,7 @@ class NetworkSettings(Section):
                         "network.availabilityZones", f"got {zones}; expected {self.az_count} distinct zones (azCount)"
                     )
                 )
+        out += self._endpoint_problems(ctx)
         if self.nat_gateways == "none" and not self.interface_endpoints:
             out.append(
                 Problem(
@@ -108,6 +126,37 @@ class NetworkSettings(Section):
                     "'none' leaves nodes without a route to ECR/STS; set interfaceEndpoints: true",
                 )
             )
+        return out
+
+    def _endpoint_problems(self, ctx: CheckContext) -> list[Problem]:
+        services = self.interface_endpoint_services
+        if services is None:
+            return []
+        at = "network.interfaceEndpointServices"
+        out = [
+            Problem(f"{at}[{i}]", f"got {name!r}; allowed: {', '.join(sorted(endpoint_services.KNOWN_SERVICES))}")
+            for i, name in enumerate(services)
+            if name not in endpoint_services.KNOWN_SERVICES
+        ]
+        repeated = sorted({s for s in services if services.count(s) > 1})
+        if repeated:
+            out.append(Problem(at, f"got {services}; {', '.join(repeated)} repeated"))
+        if not self.interface_endpoints:
+            out.append(Problem(at, f"got {services}; has no effect without interfaceEndpoints: true"))
+        elif self.nat_gateways == "none":
+            cluster, fsx = ctx.sections.get("cluster"), ctx.sections.get("fsx")
+            needed = endpoint_services.required_services(
+                karpenter=getattr(cluster, "provisioning", "managed") == "karpenter",
+                fsx=bool(getattr(fsx, "enabled", False)),
+            )
+            missing = [s for s in needed if s not in services]
+            if missing:
+                out.append(
+                    Problem(
+                        at,
+                        f"got {services}; with natGateways: none the cluster has no other path to {', '.join(missing)}",
+                    )
+                )
         return out
 
     def _cidr_problems(self) -> list[Problem]:

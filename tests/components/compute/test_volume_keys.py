@@ -1,0 +1,69 @@
+"""Node volumes on the stack's CMK (issue 9 §4): the managed groups' launch templates and Karpenter's
+EC2NodeClasses name the key, and whoever launches the instances may use it (Auto Scaling's
+service-linked role through the key policy, the Karpenter controller through its own policy)."""
+
+from __future__ import annotations
+
+import pulumi_kubernetes as k8s
+
+from components.compute.iam_policies import karpenter_controller_policy
+from components.compute.karpenter_node_pool import KarpenterNodePool, KarpenterNodePoolArgs
+from components.compute.node_pool import NodePool, NodePoolArgs
+from components.compute.pool_profile import PoolSpec, profile
+from components.keys.kms import KeysArgs, autoscaling_service_role_arn, key_policy
+from tests.conftest import one
+
+KEY = "arn:aws:kms:us-west-2:123456789012:key/volumes"
+ZONES = ("us-west-2a", "us-west-2b")
+
+
+def test_launch_template_volumes_name_the_key(run_components):
+    pool = profile(PoolSpec(name="gpu", instance_types=("g6.xlarge",), ami_family="bottlerocket"), ZONES)
+    args = NodePoolArgs(cluster_name="demo", name_prefix="demo", kubernetes_version="1.36",
+                        node_role_arn="arn:aws:iam::123456789012:role/nodes", pool=pool,
+                        subnet_ids_by_zone={z: f"subnet-{z}" for z in ZONES}, security_group_ids=["sg"],
+                        volume_kms_key_arn=KEY)  # fmt: skip
+    lt = one(run_components(lambda: NodePool("pool", args)).resources, "pool-lt").inputs
+    assert [m["ebs"]["kmsKeyId"] for m in lt["blockDeviceMappings"]] == [KEY, KEY]
+
+
+def test_node_class_root_volume_names_the_key(run_components):
+    pool = profile(PoolSpec(name="gpu", instance_types=("g6.xlarge",)), ZONES)
+
+    def program():
+        provider = k8s.Provider("k8s", kubeconfig="{}")
+        KarpenterNodePool("pool", KarpenterNodePoolArgs(pool=pool, cluster_name="demo", node_role_name="nodes",
+                                                        cluster_security_group_id="sg", provider=provider,
+                                                        volume_kms_key_arn=KEY))  # fmt: skip
+
+    node_class = one(run_components(program).resources, "pool-nodeclass").inputs
+    assert node_class["spec"]["blockDeviceMappings"][0]["ebs"]["kmsKeyID"] == KEY
+
+
+def test_storage_key_policy_lets_auto_scaling_launch_encrypted_volumes():
+    role = autoscaling_service_role_arn("aws", "123456789012")
+    assert role.endswith(":role/aws-service-role/autoscaling.amazonaws.com/AWSServiceRoleForAutoScaling")
+    args = KeysArgs(alias_prefix="p", account_id="123456789012", region="us-west-2", volume_service_role_arns=[role])
+    statements = {s["Sid"]: s for s in key_policy("storage", args)["Statement"]}
+    use, grant = statements["AllowServiceLinkedRoleUseForVolumes"], statements["AllowServiceLinkedRoleGrantsForVolumes"]
+    assert use["Principal"] == grant["Principal"] == {"AWS": [role]}
+    assert {"kms:Encrypt", "kms:Decrypt", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:DescribeKey"} == set(
+        use["Action"]
+    )
+    assert grant["Action"] == "kms:CreateGrant"
+    assert grant["Condition"] == {"Bool": {"kms:GrantIsForAWSResource": "true"}}
+    # Only the storage key: the role has no business with cluster secrets or logs.
+    for purpose in ("cluster", "logs"):
+        assert "AllowServiceLinkedRoleUseForVolumes" not in str(key_policy(purpose, args))
+
+
+def test_karpenter_controller_may_have_ec2_use_the_volume_key_and_nothing_else():
+    common = dict(cluster_name="demo", partition="aws", region="us-west-2", account_id="123456789012",
+                  node_role_arn="arn:aws:iam::123456789012:role/nodes", queue_arn="arn:aws:sqs:us-west-2:1:q")  # fmt: skip
+    assert "kms:" not in str(karpenter_controller_policy(**common))
+    statements = [s for s in karpenter_controller_policy(**common, volume_key_arn=KEY)["Statement"]
+                  if "Volume" in s["Sid"]]  # fmt: skip
+    assert {s["Resource"] for s in statements} == {KEY}
+    assert all(s["Condition"]["StringEquals"] == {"kms:ViaService": "ec2.us-west-2.amazonaws.com"} for s in statements)
+    grant = next(s for s in statements if s["Action"] == "kms:CreateGrant")
+    assert grant["Condition"]["Bool"] == {"kms:GrantIsForAWSResource": "true"}
