@@ -76,8 +76,9 @@ def prepare_launch(
     api_key = _api_key(serving, environ)
     engine_dir = options.models_dir / "engine"
     tokenizer_dir = options.models_dir / "tokenizer"
-    engine = _download(download, "engine", options.engine_uri, engine_dir)
-    tokenizer = _download(download, "tokenizer", options.tokenizer_uri, tokenizer_dir)
+    pins = serving.artifacts
+    engine = _download(download, "engine", options.engine_uri, engine_dir, pins.engine_manifest_sha256)
+    tokenizer = _download(download, "tokenizer", options.tokenizer_uri, tokenizer_dir, pins.tokenizer_manifest_sha256)
     _check_metadata(serving, engine.metadata)
     _check_files(serving, engine_dir, tokenizer_dir, stand_in=options.stand_in is not None)
     try:
@@ -141,15 +142,17 @@ def _api_key(serving: ServingSettings, environ: Mapping[str, str]) -> str | None
         raise CommandError(f"{source}: {err}", EXIT_CONFIG) from None
 
 
-def _download(download: Callable[..., Any], what: str, uri: str, dest: Path) -> Any:
+def _download(download: Callable[..., Any], what: str, uri: str, dest: Path, pin: str | None) -> Any:
+    """The verified artifact; ``pin`` (serving.artifacts.<what>ManifestSha256) refuses any other manifest."""
     from inferctl.artifacts import ArtifactError, IntegrityError
 
     try:
-        return download(uri, dest)
+        return download(uri, dest, expected_manifest_sha256=pin)
     except IntegrityError as err:
         files = "; ".join(str(m) for m in err.mismatches)
         detail = f" [{files}]" if len(err.mismatches) > 1 else ""
-        raise CommandError(f"{what} artifact refused, nothing served: {err}{detail}", err.exit_code) from None
+        pinned = f" (pinned by serving.artifacts.{what}ManifestSha256)" if pin and not err.mismatches else ""
+        raise CommandError(f"{what} artifact refused, nothing served: {err}{detail}{pinned}", err.exit_code) from None
     except ArtifactError as err:
         raise CommandError(f"{what} artifact {uri}: {err}", err.exit_code) from None
 

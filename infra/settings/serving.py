@@ -51,6 +51,7 @@ KvDtype = Literal["auto", "fp16", "bf16", "fp8", "int8"]
 # HTTP/2 and HTTP/1.1 both accept a lower-case token; gRPC metadata keys must be lower case.
 _HEADER = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 _S3_URI = re.compile(r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/[^\s]+$")
+_SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")
 
 
 @runtime_checkable
@@ -238,6 +239,13 @@ class ArtifactSettings(Section):
     """Default unset (the rollout passes it). ``s3://<bucket>/<prefix>/`` of the built engine version."""
     tokenizer_uri: str | None = None
     """Default unset. ``s3://...`` of the tokenizer version (tokenizer.json, its configs)."""
+    engine_manifest_sha256: str | None = None
+    """Default unset; required in production. SHA-256 (64 hex digits) of the engine version's manifest,
+    as ``inferctl artifacts upload``/``prepare`` printed it. The server refuses any other manifest: a
+    manifest replaced together with its files, or with an entry removed, is self-consistent in the
+    bucket, and only a pin kept in the stack tells it from the published one."""
+    tokenizer_manifest_sha256: str | None = None
+    """Default unset; required in production. SHA-256 of the tokenizer version's manifest."""
 
     @field_validator("engine_uri", "tokenizer_uri")
     @classmethod
@@ -245,6 +253,13 @@ class ArtifactSettings(Section):
         if uri is not None and not _S3_URI.match(uri):
             raise ValueError("expected s3://<bucket>/<prefix>/")
         return uri
+
+    @field_validator("engine_manifest_sha256", "tokenizer_manifest_sha256")
+    @classmethod
+    def _sha256(cls, digest: str | None) -> str | None:
+        if digest is not None and not _SHA256_HEX.match(digest):
+            raise ValueError("expected the manifest's SHA-256 as 64 lower-case hex digits (no sha256: prefix)")
+        return digest
 
 
 class ServingSettings(Section):
@@ -321,6 +336,20 @@ class ServingSettings(Section):
         out = self.shape_problems()
         if ctx.production and not self.auth.enabled:
             out.append(Problem("serving.auth.enabled", "production serves a public API: set true"))
+        if ctx.production:
+            pins = (
+                ("engineManifestSha256", self.artifacts.engine_manifest_sha256),
+                ("tokenizerManifestSha256", self.artifacts.tokenizer_manifest_sha256),
+            )
+            for key, pin in pins:
+                if pin is None:
+                    out.append(
+                        Problem(
+                            f"serving.artifacts.{key}",
+                            "missing; production serves only the pinned version: set the manifest SHA-256 "
+                            "`inferctl artifacts upload` (or prepare) printed for it",
+                        )
+                    )
         if self.build.enabled and self.checkpoint is None:
             out.append(
                 Problem("serving.checkpoint", "missing; serving.build.enabled builds from it (an HF id or s3://)")

@@ -114,6 +114,27 @@ def test_a_corrupted_artifact_is_refused_by_name_and_nothing_is_rendered(store, 
     assert not (store / "models" / "engine" / ".complete").exists()
 
 
+def test_only_the_pinned_manifests_are_served(store, serving):
+    """serving.artifacts pins each manifest's SHA-256: a self-consistent replacement is refused."""
+    first = prepare_launch(serving["dev"], _options(store), probe=lambda: L4)
+    artifacts = serving["dev"].artifacts.model_copy(
+        update={
+            "engine_manifest_sha256": first.engine_manifest.sha256,
+            "tokenizer_manifest_sha256": first.tokenizer_manifest.sha256,
+        }
+    )
+    pinned = serving["dev"].model_copy(update={"artifacts": artifacts})
+    assert prepare_launch(pinned, _options(store), probe=lambda: L4).engine_manifest == first.engine_manifest
+    shutil.rmtree(store / "repository")
+    # Another published version (the plain tokenizer) is a valid artifact, but not the pinned one.
+    with pytest.raises(CommandError) as err:
+        prepare_launch(pinned, _options(store, tokenizer_uri=PLAIN_TOKENIZER_URI), probe=lambda: L4)
+    assert err.value.exit_code == 3
+    assert f"not the pinned {first.tokenizer_manifest.sha256}" in str(err.value)
+    assert "serving.artifacts.tokenizerManifestSha256" in str(err.value)
+    assert not (store / "repository").exists()
+
+
 @pytest.mark.parametrize(
     ("visible", "message"),
     [
