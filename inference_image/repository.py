@@ -10,23 +10,30 @@ once complete: it is written beside it and renamed into place, so Triton never s
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from inference_image.model_repository import nvidia_keys
 from inference_image.render import Fragment, ParameterBlocks, RenderError, Value, render
-from inference_image.testing.cpu_llm.options import StandIn
+from inference_image.speculative import speculative_parameters
+from inference_image.testing.cpu_llm.options import STAND_IN_FILE, StandIn
 from infra.settings.serving import ServingSettings
 
 VERSION_DIR = "1"
 TEMPLATE_FILE = "config.pbtxt.tmpl"
 CODE_FILE = "model.py"
 XGRAMMAR_TOKENIZER_INFO = "xgrammar_tokenizer_info.json"
+# NVIDIA's template hard-codes this path (tensorrtllm_backend r25.05 tensorrt_llm/config.pbtxt).
+EXECUTOR_WORKER_PATH = "/opt/tritonserver/backends/tensorrtllm/trtllmExecutorWorker"
 _TEMPLATES = "inference_image.model_repository"
 _STAND_IN = "inference_image.testing.cpu_llm"
+_BACKEND_LINE = re.compile(r'^backend: "[a-z_]+"$', re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -37,6 +44,12 @@ class ModelPlan:
     package: str
     """Package holding ``config.pbtxt.tmpl`` (and ``model.py`` for Python models)."""
     values: dict[str, Value]
+    code_package: str | None = None
+    """TEST DOUBLE only: take ``model.py`` from this package instead (the CPU stand-in)."""
+    backend: str | None = None
+    """TEST DOUBLE only: the one line swapped in the rendered config (``backend: "python"``)."""
+    extra_files: tuple[tuple[str, str], ...] = ()
+    """(file name, text) written into the version directory beside the model code."""
 
     @property
     def source(self) -> str:
@@ -46,8 +59,17 @@ class ModelPlan:
         return _read(self.package, TEMPLATE_FILE)
 
     def code(self) -> str | None:
-        path = resources.files(self.package) / CODE_FILE
+        path = resources.files(self.code_package or self.package) / CODE_FILE
         return path.read_text(encoding="utf-8") if path.is_file() else None
+
+    def finish(self, text: str) -> str:
+        """The rendered config with the stand-in's backend line swapped in (exactly one line)."""
+        if self.backend is None:
+            return text
+        swapped, count = _BACKEND_LINE.subn(f'backend: "{self.backend}"', text)
+        if count != 1:
+            raise RenderError([f"{self.source}: expected one backend line to swap, found {count}"])
+        return swapped
 
 
 def plan_repository(
@@ -69,10 +91,15 @@ def plan_repository(
             {
                 "max_batch_size": batch,
                 **queue,
-                "tokenizer_dir": str(tokenizer_dir),
-                "add_special_tokens": serving.tokenizer.add_special_tokens,
-                "max_input_len": serving.max_input_len,
-                "max_seq_len": serving.max_seq_len,
+                "parameters": model_parameters(
+                    "preprocessing",
+                    {
+                        "tokenizer_dir": str(tokenizer_dir),
+                        "add_special_tokens": serving.tokenizer.add_special_tokens,
+                        "max_input_len": serving.max_input_len,
+                        "max_seq_len": serving.max_seq_len,
+                    },
+                ),
                 "instance_count": serving.instances.preprocessing,
             },
         ),
@@ -82,8 +109,10 @@ def plan_repository(
             f"{_TEMPLATES}.postprocessing",
             {
                 "max_batch_size": batch,
-                "tokenizer_dir": str(tokenizer_dir),
-                "skip_special_tokens": serving.tokenizer.skip_special_tokens,
+                "parameters": model_parameters(
+                    "postprocessing",
+                    {"tokenizer_dir": str(tokenizer_dir), "skip_special_tokens": serving.tokenizer.skip_special_tokens},
+                ),
                 "instance_count": serving.instances.postprocessing,
             },
         ),
@@ -99,9 +128,16 @@ def plan_repository(
                 "max_batch_size": batch,
                 "decoupled": serving.streaming,
                 "client_io": client_io,
-                "llm_model_name": llm,
-                "tokenizer_dir": str(tokenizer_dir),
-                "skip_special_tokens": serving.tokenizer.skip_special_tokens,
+                "parameters": model_parameters(
+                    "tensorrt_llm_bls",
+                    {
+                        # Our BLS always detokenizes the accumulated stream (incrementally).
+                        "accumulate_tokens": True,
+                        "tensorrt_llm_model_name": llm,
+                        "tokenizer_dir": str(tokenizer_dir),
+                        "skip_special_tokens": serving.tokenizer.skip_special_tokens,
+                    },
+                ),
                 "instance_count": serving.instances.bls,
             },
         ),
@@ -115,7 +151,7 @@ def render_configs(plans: list[ModelPlan]) -> dict[str, str]:
     rendered: dict[str, str] = {}
     for plan in plans:
         try:
-            rendered[plan.name] = render(plan.template(), plan.values, source=plan.source)
+            rendered[plan.name] = plan.finish(render(plan.template(), plan.values, source=plan.source))
         except RenderError as err:
             problems += err.problems
     if problems:
@@ -146,6 +182,8 @@ def render_repository(
             code = plan.code()
             if code is not None:
                 (model_dir / VERSION_DIR / CODE_FILE).write_text(code, encoding="utf-8")
+            for file_name, text in plan.extra_files:
+                (model_dir / VERSION_DIR / file_name).write_text(text, encoding="utf-8")
         os.rename(staging, destination)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
@@ -167,44 +205,48 @@ def _llm_plan(
         "decoupled": serving.streaming,
         **queue,
         "llm_io": llm_io,
-        "engine_dir": str(engine_dir),
-        "exclude_input_in_output": serving.exclude_input_in_output,
     }
-    if stand_in is not None:
-        return ModelPlan(
-            serving.llm_model_name,
-            _STAND_IN,
-            {
-                **common,
-                "model_name": serving.llm_model_name,
-                "tokenizer_dir": str(tokenizer_dir),
-                "guided_decoding_backend": serving.guided_decoding.backend,
-                "max_beam_width": serving.max_beam_width,
-                "first_token_delay_ms": stand_in.first_token_delay_ms,
-                "token_delay_ms": stand_in.token_delay_ms,
-            },
-        )
     if serving.backend == "neuron":
+        neuron = {
+            **common,
+            "engine_dir": str(engine_dir),
+            "exclude_input_in_output": serving.exclude_input_in_output,
+        }
+        if stand_in is not None:
+            # The Neuron step is our own Python model; its stand-in keeps a config of its own.
+            return ModelPlan(
+                serving.llm_model_name,
+                _STAND_IN,
+                {
+                    **neuron,
+                    "model_name": serving.llm_model_name,
+                    "tokenizer_dir": str(tokenizer_dir),
+                    "guided_decoding_backend": serving.guided_decoding.backend,
+                    "max_beam_width": serving.max_beam_width,
+                    "first_token_delay_ms": stand_in.first_token_delay_ms,
+                    "token_delay_ms": stand_in.token_delay_ms,
+                },
+            )
         return ModelPlan(
             "neuron_llm",
             f"{_TEMPLATES}.neuron_llm",
-            {**common, "tensor_parallel": serving.tensor_parallel, "max_seq_len": serving.max_seq_len},
+            {**neuron, "tensor_parallel": serving.tensor_parallel, "max_seq_len": serving.max_seq_len},
         )
+    values: dict[str, Value] = {
+        **common,
+        "parameters": model_parameters("tensorrt_llm", trtllm_parameters(serving, engine_dir, tokenizer_dir)),
+    }
+    if stand_in is None:
+        return ModelPlan("tensorrt_llm", f"{_TEMPLATES}.tensorrt_llm", values)
+    # TEST DOUBLE: the production config, only its backend line swapped; the stand-in reads and checks
+    # the C++ backend's parameters (inference_image.testing.cpu_llm.trtllm_parameters).
     return ModelPlan(
         "tensorrt_llm",
         f"{_TEMPLATES}.tensorrt_llm",
-        {
-            **common,
-            "max_beam_width": serving.max_beam_width,
-            "batch_scheduler_policy": serving.batching.scheduler_policy,
-            "kv_cache_free_gpu_mem_fraction": serving.kv_cache.free_gpu_mem_fraction,
-            "enable_kv_cache_reuse": serving.kv_cache.enable_reuse,
-            "enable_chunked_context": serving.kv_cache.enable_chunked_context,
-            "decoding_mode": decoding_mode(serving),
-            "participant_ids": ",".join(str(rank) for rank in range(serving.world_size)),
-            "num_nodes": serving.nodes,
-            "optional_parameters": ParameterBlocks(tuple(optional_trtllm_parameters(serving, tokenizer_dir).items())),
-        },
+        values,
+        code_package=_STAND_IN,
+        backend="python",
+        extra_files=((STAND_IN_FILE, json.dumps(stand_in.as_dict(), indent=2) + "\n"),),
     )
 
 
@@ -215,20 +257,53 @@ def decoding_mode(serving: ServingSettings) -> str:
     return "beam_search" if serving.max_beam_width > 1 else "top_k_top_p"
 
 
-def optional_trtllm_parameters(serving: ServingSettings, tokenizer_dir: Path) -> dict[str, str | int]:
-    """Parameters that are set only when the settings ask for them (absent = TensorRT-LLM's default)."""
-    params: dict[str, str | int] = {}
+def trtllm_parameters(
+    serving: ServingSettings, engine_dir: Path, tokenizer_dir: Path
+) -> dict[str, str | int | float | bool]:
+    """The ``tensorrt_llm`` parameters the settings decide; every other key of NVIDIA's list renders empty
+    (empty is "unset" for the C++ backend: its numeric and boolean reads fall back to their defaults)."""
+    params: dict[str, str | int | float | bool] = {
+        "max_beam_width": serving.max_beam_width,
+        "FORCE_CPU_ONLY_INPUT_TENSORS": "no",
+        "gpt_model_type": "inflight_fused_batching",
+        "gpt_model_path": str(engine_dir),
+        "batch_scheduler_policy": serving.batching.scheduler_policy,
+        "kv_cache_free_gpu_mem_fraction": serving.kv_cache.free_gpu_mem_fraction,
+        "exclude_input_in_output": serving.exclude_input_in_output,
+        "cancellation_check_period_ms": 100,
+        "stats_check_period_ms": 100,
+        "enable_kv_cache_reuse": serving.kv_cache.enable_reuse,
+        "normalize_log_probs": True,
+        "enable_chunked_context": serving.kv_cache.enable_chunked_context,
+        "participant_ids": ",".join(str(rank) for rank in range(serving.world_size)),
+        "num_nodes": serving.nodes,
+        "decoding_mode": decoding_mode(serving),
+        "executor_worker_path": EXECUTOR_WORKER_PATH,
+        # The C++ guided-decoding path ignores tokenizer_dir (it logs so); the CPU stand-in and
+        # NVIDIA's Python backend read it, so it is always the tokenizer.
+        "tokenizer_dir": str(tokenizer_dir),
+        **speculative_parameters(serving),
+    }
     if serving.nodes == 1:
         # Leader mode on one node: rank r drives local GPU r. Across nodes each rank picks its local
-        # device itself, so the list is left to TensorRT-LLM there.
+        # device itself, so the list stays empty there.
         params["gpu_device_ids"] = ",".join(str(gpu) for gpu in range(serving.world_size))
     if serving.kv_cache.max_tokens is not None:
         params["max_tokens_in_paged_kv_cache"] = serving.kv_cache.max_tokens
     if serving.guided_decoding.backend != "none":
         params["guided_decoding_backend"] = serving.guided_decoding.backend
-        params["tokenizer_dir"] = str(tokenizer_dir)
         params["xgrammar_tokenizer_info_path"] = str(tokenizer_dir / XGRAMMAR_TOKENIZER_INFO)
     return params
+
+
+def model_parameters(model: str, values: dict[str, str | int | float | bool]) -> ParameterBlocks:
+    """Every key NVIDIA's template of ``model`` has (its order), then ours, empty where ``values`` has
+    none; a key in neither list is refused, so a misspelt key cannot render."""
+    keys = (*nvidia_keys.KEYS[model], *nvidia_keys.OUR_KEYS[model])
+    unknown = sorted(set(values) - set(keys))
+    if unknown:
+        raise RenderError([f"{model}: parameters {', '.join(unknown)} are not keys of NVIDIA's r25.05 template"])
+    return ParameterBlocks(tuple((key, values.get(key, "")) for key in keys))
 
 
 def _read(package: str, name: str) -> str:

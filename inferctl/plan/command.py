@@ -59,10 +59,12 @@ def make_plan(program: Path, stack: str, *, stack_file: Path | None = None, poli
 
 def write_outputs(plan: Any, out: Path) -> tuple[Path, Path]:
     from inferctl.plan.manifests import write_manifests
+    from inferctl.plan.model_repository import write_model_repository
     from inferctl.plan.report import write
 
     paths = write(plan, out)
     write_manifests(plan.run.resources, out / plan.run.config.stack / "manifests")
+    write_model_repository(plan.run.resources, out / plan.run.config.stack / "model-repository")
     return paths
 
 

@@ -44,3 +44,10 @@ class Parameters:
         if number < minimum:
             raise ModelConfigError(f"model {self.model}: parameter {key!r} must be >= {minimum}, got {number}")
         return number
+
+    def unsupported(self, *keys: str, why: str) -> None:
+        """Refuse a non-empty value for any of ``keys``: NVIDIA's template has them, this model does not
+        implement what they switch on (checked rather than silently ignored)."""
+        found = [f"{key}={self.raw[key]!r}" for key in keys if self.raw.get(key, "") != ""]
+        if found:
+            raise ModelConfigError(f"model {self.model}: {', '.join(found)} not supported: {why}")

@@ -16,7 +16,7 @@ from typing import ClassVar, Literal, Protocol, runtime_checkable
 from pydantic import Field, field_validator
 
 from components import catalog
-from components.catalog import CatalogError, models
+from components.catalog import CatalogError, models, speculative
 from components.catalog.models import ModelArchitecture, UnknownModelError
 from infra.settings.base import CheckContext, Problem, Section
 
@@ -134,6 +134,10 @@ class SpeculativeSettings(Section):
     the target engine (a separate draft model is not supported)."""
     draft_length: int | None = Field(default=None, ge=1, le=64)
     """Required with a mode, 1-64. Draft tokens verified per step (the engine's max_draft_len)."""
+    choices: list[list[int]] | None = None
+    """Default unset (TensorRT-LLM's default tree, mc_sim_7b_63). The tree of draft paths verified per
+    step, e.g. ``[[0], [0, 0], [1]]``: every path's parent listed, at most draftLength paths. Rendered
+    as the tensorrt_llm model's ``medusa_choices``/``eagle_choices``."""
 
 
 class GuidedDecodingSettings(Section):
@@ -409,8 +413,7 @@ class ServingSettings(Section):
             )
         if self.speculative.mode == "none" and self.speculative.draft_length is not None:
             out.append(Problem("serving.speculative.draftLength", "set without a speculative mode"))
-        if self.speculative.mode != "none" and self.max_beam_width > 1:
-            out.append(Problem("serving.maxBeamWidth", "speculative decoding runs with beam width 1 only"))
+        out += self._speculative_problems()
         if self.backend == "neuron":
             out += self._neuron_problems()
         if self.slo.ttft_p95_ms < self.slo.ttft_p50_ms:
@@ -439,6 +442,26 @@ class ServingSettings(Section):
         except ValueError as err:
             out.append(Problem("serving.architecture", str(err)))
         return None
+
+    def _speculative_problems(self) -> list[Problem]:
+        spec = self.speculative
+        out = [
+            Problem(found.key, f"{found.message} with speculative.mode {spec.mode} (source: {found.source})")
+            for found in speculative.unsupported(
+                mode=spec.mode,
+                pipeline_parallel=self.pipeline_parallel,
+                max_beam_width=self.max_beam_width,
+                enable_chunked_context=self.kv_cache.enable_chunked_context,
+            )
+        ]
+        if spec.choices is not None and spec.mode == "none":
+            out.append(Problem("serving.speculative.choices", "set without a speculative mode"))
+        elif spec.choices is not None:
+            out += [
+                Problem("serving.speculative.choices", f"got {spec.choices}; {problem}")
+                for problem in speculative.choices_problems(spec.choices, spec.draft_length)
+            ]
+        return out
 
     def _neuron_problems(self) -> list[Problem]:
         out = []

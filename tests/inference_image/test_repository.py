@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from importlib import resources
 from pathlib import Path
 
@@ -9,8 +10,9 @@ import pytest
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2
 
+from inference_image.model_repository import nvidia_keys
 from inference_image.render import RenderError
-from inference_image.repository import plan_repository, render_configs, render_repository
+from inference_image.repository import model_parameters, plan_repository, render_configs, render_repository
 from inference_image.testing.cpu_llm.options import StandIn
 from infra.settings.serving import ServingSettings
 
@@ -80,7 +82,8 @@ def test_tensorrt_llm_parameters_come_from_the_settings(serving, tmp_path):
     assert params["decoding_mode"] == "top_k_top_p"
     assert params["guided_decoding_backend"] == "xgrammar"
     assert params["xgrammar_tokenizer_info_path"] == str(TOKENIZER / "xgrammar_tokenizer_info.json")
-    assert "max_tokens_in_paged_kv_cache" not in params
+    assert params["max_tokens_in_paged_kv_cache"] == ""  # empty = the backend's default (no cap)
+    assert params["executor_worker_path"] == "/opt/tritonserver/backends/tensorrtllm/trtllmExecutorWorker"
     batching = config.dynamic_batching
     assert batching.max_queue_delay_microseconds == 100
     assert batching.default_queue_policy.max_queue_size == 512
@@ -92,16 +95,66 @@ def test_optional_parameters_follow_the_settings(serving, tmp_path):
             "nodes": 2,
             "tensor_parallel": 2,
             "kv_cache": serving["dev"].kv_cache.model_copy(update={"max_tokens": 100_000}),
-            "speculative": serving["dev"].speculative.model_copy(update={"mode": "medusa", "draft_length": 4}),
+            "speculative": serving["dev"].speculative.model_copy(
+                update={"mode": "medusa", "draft_length": 4, "choices": [[0], [0, 0], [1], [0, 1]]}
+            ),
             "guided_decoding": serving["dev"].guided_decoding.model_copy(update={"backend": "none"}),
         }
     )
     params = _params(_render(settings, tmp_path)["tensorrt_llm"])
     assert params["max_tokens_in_paged_kv_cache"] == "100000"
     assert params["decoding_mode"] == "medusa"
+    assert params["medusa_choices"] == "{0}, {0, 0}, {1}, {0, 1}" and params["eagle_choices"] == ""
     assert params["num_nodes"] == "2" and params["participant_ids"] == "0,1"
-    assert "gpu_device_ids" not in params  # across nodes every rank picks its local GPU
-    assert "guided_decoding_backend" not in params and "xgrammar_tokenizer_info_path" not in params
+    assert params["gpu_device_ids"] == ""  # across nodes every rank picks its local GPU
+    # Guided decoding off: the keys are still there (the C++ backend reads them with no fallback), empty.
+    assert params["guided_decoding_backend"] == "" and params["xgrammar_tokenizer_info_path"] == ""
+    assert params["tokenizer_dir"] == str(TOKENIZER)
+
+
+@pytest.mark.parametrize("stack", STACKS)
+@pytest.mark.parametrize("stand_in", [None, StandIn()], ids=["production", "stand-in"])
+def test_every_config_carries_every_key_of_nvidias_template(serving, tmp_path, stack, stand_in):
+    """Against the recorded r25.05 key lists: all of NVIDIA's keys, ours only where declared."""
+    for name, config in _render(serving[stack], tmp_path, stand_in).items():
+        if name not in nvidia_keys.KEYS:
+            continue  # neuron_llm is our own model
+        expected = [*nvidia_keys.KEYS[name], *nvidia_keys.OUR_KEYS[name]]
+        assert sorted(_params(config)) == sorted(expected), name
+        assert len(expected) == len(set(expected)), name
+
+
+def test_the_key_lists_name_their_source():
+    assert nvidia_keys.SOURCE["branch"] == "r25.05"
+    assert len(nvidia_keys.SOURCE["commit"]) == 40
+    assert len(nvidia_keys.TENSORRT_LLM) == 45 and "enable_trt_overlap" not in nvidia_keys.TENSORRT_LLM
+    for keys in (*nvidia_keys.KEYS.values(), *nvidia_keys.OUR_KEYS.values()):
+        assert all(isinstance(key, str) and key for key in keys)
+
+
+def test_a_key_outside_nvidias_list_cannot_render():
+    with pytest.raises(RenderError, match="guided_decoding_backnd"):
+        model_parameters("tensorrt_llm", {"guided_decoding_backnd": "xgrammar"})
+
+
+def test_the_stand_in_loads_the_production_config_with_only_the_backend_swapped(serving, tmp_path):
+    for stack in ("dev", "prod"):
+        real = (tmp_path / stack / "real").joinpath
+        _render(serving[stack], tmp_path / stack / "real")
+        _render(serving[stack], tmp_path / stack / "stand-in", StandIn(first_token_delay_ms=7, token_delay_ms=3))
+        stand_in = (tmp_path / stack / "stand-in" / "repo" / "tensorrt_llm").joinpath
+        production_lines = (
+            (tmp_path / stack / "real" / "repo" / "tensorrt_llm" / "config.pbtxt").read_text().splitlines()
+        )
+        stand_in_lines = stand_in("config.pbtxt").read_text().splitlines()
+        changed = [(a, b) for a, b in zip(production_lines, stand_in_lines, strict=True) if a != b]
+        assert changed == [('backend: "tensorrtllm"', 'backend: "python"')], stack
+        assert json.loads(stand_in("1", "stand_in.json").read_text()) == {
+            "first_token_delay_ms": 7,
+            "token_delay_ms": 3,
+        }
+        assert "TEST DOUBLE" in stand_in("1", "model.py").read_text()
+        assert not real("repo", "tensorrt_llm", "1", "model.py").exists()
 
 
 def test_the_ensemble_wires_every_step_to_real_tensors(serving, tmp_path):

@@ -22,6 +22,8 @@ class TritonPythonModel:
         self.add_special_tokens = params.flag("add_special_tokens", default=True)
         self.max_input_len = params.integer("max_input_len", minimum=1)
         self.max_seq_len = params.integer("max_seq_len", minimum=2)
+        # NVIDIA's multimodal keys (their gpt_model_path serves the multimodal path only).
+        params.unsupported("multimodal_model_path", "max_num_images", "gpt_model_path", why="text-only preprocessing")
 
     def execute(self, requests):
         responses = []

@@ -14,7 +14,7 @@ import numpy as np
 import triton_python_backend_utils as pb_utils
 
 from inference_image.runtime.detokenize import IncrementalText
-from inference_image.runtime.params import Parameters
+from inference_image.runtime.params import ModelConfigError, Parameters
 from inference_image.runtime.tokenizer import load_tokenizer
 
 # client input -> preprocessing input
@@ -88,6 +88,14 @@ class TritonPythonModel:
         self.llm = params.text("tensorrt_llm_model_name")
         self.tokenizer = load_tokenizer(params.text("tokenizer_dir"))
         self.skip_special_tokens = params.flag("skip_special_tokens", default=True)
+        if not params.flag("accumulate_tokens", default=True):
+            raise ModelConfigError(
+                f"model {params.model}: accumulate_tokens false is not supported: this BLS "
+                "always detokenizes the accumulated stream (so characters never split)"
+            )
+        params.unsupported(
+            "tensorrt_llm_draft_model_name", "multimodal_encoders_name", why="no draft model or multimodal encoders"
+        )
         self.decoupled = pb_utils.using_decoupled_model_transaction_policy(config)
 
     def execute(self, requests):

@@ -1,7 +1,9 @@
 """TEST DOUBLE: Triton Python model standing in for the TensorRT-LLM step on CPU.
 
-Same name, tensors and transaction policy as ``tensorrt_llm`` (model_repository/llm_io.pbtxt), so
-the production ensemble, preprocessing, postprocessing and BLS run against it unchanged. Requests
+It loads the production-rendered ``tensorrt_llm/config.pbtxt`` with only the backend line swapped to
+``python``, and reads and checks every C++-only parameter (``trtllm_parameters``), so a missing or
+misspelt parameter fails the load here as it would (or would silently misbehave) on a GPU. The
+production ensemble, preprocessing, postprocessing and BLS run against it unchanged. Requests
 run concurrently (one thread each, up to max_batch_size) like in-flight batching; each token waits
 ``token_delay_ms`` (the first ``first_token_delay_ms``), and a cancelled request stops at once.
 """
@@ -20,7 +22,10 @@ from inference_image.runtime.llm_outputs import output_arrays
 from inference_image.runtime.llm_request import LLM_INPUTS, RequestError, parse_request
 from inference_image.runtime.params import ModelConfigError, Parameters
 from inference_image.runtime.tokenizer import load_tokenizer
+from inference_image.testing.cpu_llm import trtllm_parameters
 from inference_image.testing.cpu_llm.echo import body_tokens, echo, refusal
+from inference_image.testing.cpu_llm.metrics import StandInMetrics
+from inference_image.testing.cpu_llm.options import STAND_IN_FILE
 
 # A TensorRT-LLM engine directory always holds its build config; the stand-in insists on it too, so a
 # partly downloaded engine fails the same way with the stand-in as with the real backend.
@@ -31,21 +36,41 @@ class TritonPythonModel:
     def initialize(self, args):
         config = json.loads(args["model_config"])
         params = Parameters(config)
-        engine_dir = Path(params.text("gpt_model_path"))
+        if "gpt_model_type" in params.raw:
+            # The production tensorrt_llm config: every C++ parameter is read and checked.
+            production = trtllm_parameters.read(params.model, params.raw)
+            engine_dir, tokenizer_dir = production.engine_dir, production.tokenizer_dir
+            self.guided_backend = production.guided_decoding_backend
+            self.exclude_default = production.exclude_input_in_output
+            self.max_beam_width = production.max_beam_width
+            delays = _stand_in_delays(Path(args["model_repository"]) / args["model_version"] / STAND_IN_FILE)
+        else:
+            # The Neuron step's stand-in renders its own config (config.pbtxt.tmpl here).
+            engine_dir = Path(params.text("gpt_model_path"))
+            tokenizer_dir = Path(params.text("tokenizer_dir"))
+            self.guided_backend = params.text("guided_decoding_backend", default="none")
+            self.exclude_default = params.flag("exclude_input_in_output", default=False)
+            self.max_beam_width = params.integer("max_beam_width", default=1, minimum=1)
+            delays = {key: params.integer(key, default=0) for key in ("first_token_delay_ms", "token_delay_ms")}
         if not (engine_dir / ENGINE_CONFIG).is_file():
             raise ModelConfigError(f"engine directory {engine_dir} has no {ENGINE_CONFIG}")
-        self.tokenizer = load_tokenizer(params.text("tokenizer_dir"))
-        self.guided_backend = params.text("guided_decoding_backend", default="none")
-        self.exclude_default = params.flag("exclude_input_in_output", default=False)
-        self.max_beam_width = params.integer("max_beam_width", default=1, minimum=1)
-        self.first_delay = params.integer("first_token_delay_ms", default=0) / 1000
-        self.token_delay = params.integer("token_delay_ms", default=0) / 1000
+        self.tokenizer = load_tokenizer(str(tokenizer_dir))
+        self.first_delay = delays["first_token_delay_ms"] / 1000
+        self.token_delay = delays["token_delay_ms"] / 1000
         self.decoupled = pb_utils.using_decoupled_model_transaction_policy(config)
         self.pool = ThreadPoolExecutor(max_workers=max(1, int(config.get("max_batch_size", 1))))
         self.stopping = threading.Event()
+        self.metrics = StandInMetrics(
+            pb_utils,
+            model=args["model_name"],
+            version=args["model_version"],
+            max_batch_size=max(1, int(config.get("max_batch_size", 1))),
+        )
 
     def execute(self, requests):
         work = [(_tensors(r), r.get_response_sender() if self.decoupled else None) for r in requests]
+        for _ in work:
+            self.metrics.queued()
         if self.decoupled:
             for tensors, sender in work:
                 self.pool.submit(self._stream, tensors, sender)
@@ -77,7 +102,15 @@ class TritonPythonModel:
 
     def _run(self, tensors, *, cancelled):
         """(response or None, final) pairs; None with final=True closes a stream with nothing new."""
+        key = self.metrics.start()
+        try:
+            yield from self._generate(tensors, cancelled=cancelled, key=key)
+        finally:
+            self.metrics.finish(key)
+
+    def _generate(self, tensors, *, cancelled, key):
         request = parse_request(tensors)
+        self.metrics.prompt(key, len(request.input_ids))
         reason = refusal(request, max_beam_width=self.max_beam_width, guided_backend=self.guided_backend)
         if reason:
             raise RequestError(reason)
@@ -94,6 +127,7 @@ class TritonPythonModel:
                 yield None, True
                 return
             delay = self.token_delay
+            self.metrics.token(key)
             chunk = state.push(token)
             if chunk is not None:
                 yield _response(chunk, state)
@@ -114,6 +148,14 @@ def _tensors(request):
         tensor = pb_utils.get_input_tensor_by_name(request, name)
         found[name] = None if tensor is None else tensor.as_numpy()
     return found
+
+
+def _stand_in_delays(path):
+    try:
+        delays = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise ModelConfigError(f"stand-in settings {path}: {err}") from None
+    return {key: int(delays[key]) for key in ("first_token_delay_ms", "token_delay_ms")}
 
 
 def _error(err):
