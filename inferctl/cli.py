@@ -22,6 +22,8 @@ COMMANDS: dict[str, str] = {
     "smoke": "inferctl.serving.smoke",
     "serve": "inferctl.serving.serve",
     "prepare": "inferctl.serving.prepare",
+    "loadtest": "inferctl.loadtest.command",
+    "verify": "inferctl.verify.command",
 }
 
 

@@ -1,0 +1,1 @@
+"""Load tests on Locust (master/worker): LLM-aware users, load shapes, per-request records, reports."""

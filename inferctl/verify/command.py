@@ -1,0 +1,319 @@
+"""``inferctl verify``: after a rollout, check an endpoint against the stack's SLOs under load.
+
+In order: the smoke checks through the given URL (health, metadata, a deterministic prompt, schema-
+valid structured output); a short Locust load ramping up to the planned concurrency (per replica x
+replicas), judged at that concurrency on TTFT p50/p95, ITL p50/p95, tokens/s, error rate and goodput;
+the serving logs (a local log file, or pods through the Kubernetes API); GPU utilisation from
+Prometheus when it answers. Prints a one-screen verdict, writes <out>/verify.json, requests.jsonl and
+latency.png.
+
+Exit status: 0 every check passed, 1 a check or SLO failed, 2 bad input (the message names the flag).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+DEFAULT_OUT = Path("build/verify")
+SMOKE_REQUESTS = 3
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "verify",
+        help=__doc__.splitlines()[0].split(": ", 1)[1],
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--stack", required=True, help="stack whose settings (SLOs, concurrency, auth) apply")
+    parser.add_argument("--stack-file", type=Path, help="read the stack's config from this file (as plan does)")
+    parser.add_argument("--url", required=True, help="endpoint, https://<api> (http only outside production)")
+    parser.add_argument("--api-key", help="API key (prefer --api-key-file or $INFERCTL_API_KEY: argv is visible)")
+    parser.add_argument("--api-key-file", type=Path, help="a key, or a JSON {client: key} file (see --client)")
+    parser.add_argument("--client", help="which client's key to take from a JSON key file")
+    parser.add_argument("--ca-file", type=Path, help="CA bundle that signs the endpoint's certificate")
+    parser.add_argument("--protocol", choices=("triton", "openai"), default="triton")
+    parser.add_argument("--model", default="ensemble", help="Triton model or OpenAI model name (default ensemble)")
+    parser.add_argument("--concurrency", type=int, help="requests in flight per replica (default: the stack's)")
+    parser.add_argument("--replicas", type=int, help="serving replicas behind the URL (default inference.replicas)")
+    parser.add_argument("--rate", type=float, help="offer Poisson arrivals at this many requests/s instead of a ramp")
+    parser.add_argument("--duration", type=float, help="seconds of load (default verification.durationSeconds)")
+    parser.add_argument("--max-requests", type=int, help="stop after this many (default verification.maxRequests)")
+    parser.add_argument("--workers", type=int, default=0, help="Locust worker processes (default 0: one process)")
+    parser.add_argument("--timeout", type=float, help="seconds per request (default verification's)")
+    parser.add_argument("--log-file", type=Path, help="local server log to check for ERROR/OOM lines")
+    parser.add_argument("--log-from-start", action="store_true", help="check the whole log file, not only this run")
+    parser.add_argument("--namespace", help="check the serving pods in this namespace through the Kubernetes API")
+    parser.add_argument("--selector", default="app.kubernetes.io/name=inference", help="label selector of the pods")
+    parser.add_argument("--prometheus-url", help="Prometheus base URL (default verification.prometheusUrl)")
+    parser.add_argument("--out", type=Path, help=f"report directory (default {DEFAULT_OUT}/<stack>)")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from inferctl import stack_settings
+    from inferctl.verify.verdict import Verdict
+
+    settings = stack_settings.load(args.stack, stack_file=args.stack_file)
+    plan = build_plan(args, settings)
+    out = args.out or DEFAULT_OUT / args.stack
+    out.mkdir(parents=True, exist_ok=True)
+    print(
+        f"verify {args.url} (stack {args.stack}): {plan['concurrency_per_replica']} in flight per replica x "
+        f"{plan['replicas']} replica(s), {plan['config'].duration_s:g} s, at most {plan['config'].max_requests} "
+        "requests",
+        flush=True,
+    )
+    verdict = Verdict()
+    report: dict[str, Any] = {"stack": args.stack, "url": args.url, "started": time.time()}
+    log_offset = _log_offset(args)
+
+    smoke_ok = _smoke(args, settings, plan, verdict, report)
+    if smoke_ok:
+        _load(settings, plan, out, verdict, report)
+    else:
+        verdict.add("load", False, "skipped: the smoke checks failed")
+    _logs(args, log_offset, verdict, report)
+    _gpu(args, settings, report, verdict)
+
+    report["verdict"] = verdict.to_dict()
+    (out / "verify.json").write_text(json.dumps(report, indent=2, default=str), encoding="utf-8")
+    print("\n".join(verdict.lines()))
+    print(f"report {out / 'verify.json'}" + (f", chart {report['chart']}" if report.get("chart") else ""))
+    return verdict.exit_code
+
+
+def build_plan(args: argparse.Namespace, settings: Any) -> dict[str, Any]:
+    """The load to offer, from flags over the stack's settings; bad input exits 2 naming each flag."""
+    from inferctl.errors import CommandError
+    from inferctl.loadtest.config import LoadConfig, Shape, SizeDistribution
+    from inferctl.serving.smoke import _api_key
+
+    verification = settings.verification
+    problems: list[str] = []
+    per_replica = (
+        args.concurrency
+        if args.concurrency is not None
+        else (verification.concurrency_per_replica or settings.serving.max_batch_size)
+    )
+    replicas = args.replicas if args.replicas is not None else settings.inference.replicas
+    if per_replica <= 0:
+        problems.append(f"--concurrency: got {per_replica}; expected > 0")
+    if replicas <= 0:
+        problems.append(f"--replicas: got {replicas}; expected > 0")
+    if args.rate is not None and not args.rate > 0:
+        problems.append(f"--rate: got {args.rate:g}; expected > 0 requests/s")
+    if args.workers < 0:
+        problems.append(f"--workers: got {args.workers}; expected >= 0")
+    total = max(1, per_replica) * max(1, replicas)
+    duration = args.duration if args.duration is not None else float(verification.duration_seconds)
+    if args.rate is not None:
+        shape = Shape(kind="rate", rate=args.rate, concurrency=total)
+    else:
+        steps = ramp_steps(total)
+        shape = Shape(kind="ramp", steps=steps, step_seconds=max(duration, 1e-3) / len(steps))
+    guided = settings.serving.guided_decoding.backend != "none"
+    key = _api_key(args)
+    edge = args.url.startswith("https://")
+    config = LoadConfig(
+        url=args.url,
+        protocol=args.protocol,
+        model=args.model,
+        api_key_header=settings.edge.auth.header if edge else settings.serving.auth.header,
+        ca_file=str(args.ca_file) if args.ca_file else None,
+        shape=shape,
+        isl=SizeDistribution(mean=verification.isl.mean, spread=verification.isl.spread),
+        osl=SizeDistribution(mean=verification.osl.mean, spread=verification.osl.spread),
+        structured_share=verification.structured_share if guided else 0.0,
+        max_requests=args.max_requests if args.max_requests is not None else verification.max_requests,
+        duration_s=duration,
+        timeout_s=args.timeout if args.timeout is not None else verification.request_timeout_seconds,
+        workers=max(0, args.workers),
+    )
+    problems += [
+        p
+        for p in config.problems(max_duration_s=verification.max_duration_seconds, require_tls=settings.production)
+        if not p.startswith(("--concurrency", "--rate", "--workers", "--steps"))
+    ]
+    if problems:
+        raise CommandError("bad input:\n  " + "\n  ".join(problems), exit_code=2)
+    if key is None and (settings.serving.auth.enabled or settings.production):
+        key = secrets_manager_key(settings)
+    return {"config": config, "api_key": key, "concurrency_per_replica": per_replica, "replicas": replicas}
+
+
+def ramp_steps(total: int) -> tuple[int, ...]:
+    """A quarter, half, and all of the planned concurrency (distinct, increasing)."""
+    return tuple(sorted({max(1, math.ceil(total / 4)), max(1, math.ceil(total / 2)), total}))
+
+
+def secrets_manager_key(settings: Any) -> str:
+    """The first inference API key from Secrets Manager (``<project>-<stack>/inference/api-key-1-...``)."""
+    from inferctl.errors import CommandError
+
+    prefix = f"{settings.name_prefix}/inference/api-key-1-"
+    try:
+        import boto3
+
+        client = boto3.client("secretsmanager", region_name=settings.region.name)
+        found = client.list_secrets(Filters=[{"Key": "name", "Values": [prefix]}]).get("SecretList", [])
+        if not found:
+            raise CommandError(f"no secret named {prefix}* in Secrets Manager: pass --api-key-file", exit_code=2)
+        return str(client.get_secret_value(SecretId=found[0]["ARN"])["SecretString"])
+    except CommandError:
+        raise
+    except Exception as err:  # botocore's errors (credentials, network, access) all end the same way
+        raise CommandError(
+            f"no API key given and Secrets Manager failed ({type(err).__name__}: {err}): pass --api-key-file",
+            exit_code=2,
+        ) from None
+
+
+def _smoke(args: argparse.Namespace, settings: Any, plan: dict[str, Any], verdict: Any, report: dict) -> bool:
+    from inferctl.serving.smoke import SmokeConfig, SmokeReport, run_smoke
+    from inferctl.serving.smoke_http import SmokeFailure
+
+    config = plan["config"]
+    if args.protocol == "openai":
+        verdict.add("smoke", None, "skipped: the smoke checks speak Triton's HTTP API (--protocol openai)")
+        return True
+    serving = settings.serving
+    headers = {config.api_key_header: plan["api_key"]} if plan["api_key"] else {}
+    smoke = SmokeConfig(
+        url=args.url,
+        grpc_url=None,
+        headers=headers,
+        models=["ensemble", "preprocessing", "postprocessing", serving.llm_model_name, "tensorrt_llm_bls"],
+        slo=serving.slo,
+        guided=serving.guided_decoding.backend != "none",
+        ca_file=config.ca_file,
+        requests=SMOKE_REQUESTS,
+        timeout=config.timeout_s,
+    )
+    smoke_report = SmokeReport()
+    try:
+        run_smoke(smoke, smoke_report)
+    except SmokeFailure as err:
+        verdict.add("smoke", False, str(err)[:200])
+        report["smoke"] = {"checks": smoke_report.checks, "failure": str(err)}
+        return False
+    structured = next((c for c in smoke_report.checks if c.startswith("structured output")), "")
+    verdict.add("smoke", True, f"{len(smoke_report.checks)} checks; {structured[:60]}")
+    report["smoke"] = {"checks": smoke_report.checks, "unloaded_slo_notes": smoke_report.slo_misses}
+    return True
+
+
+def _load(settings: Any, plan: dict[str, Any], out: Path, verdict: Any, report: dict) -> None:
+    from inferctl.loadtest import records as rec
+    from inferctl.loadtest.chart import latency_chart
+    from inferctl.loadtest.runner import run as run_load
+    from inferctl.verify.verdict import Limits, judge_load
+
+    config = plan["config"]
+    slo, vslo = settings.serving.slo, settings.verification.slo
+    goodput_slo = rec.Slo(ttft_ms=vslo.goodput_ttft_ms, itl_ms=vslo.goodput_itl_ms)
+    result = run_load(config, out, api_key=plan["api_key"])
+    levels = rec.by_load(result.records, goodput_slo) if result.records else {}
+    planned = max(config.shape.levels())
+    final = levels.get(planned)
+    if final is None and levels:
+        # The planned step never ran (e.g. every request failed early): judge what did run.
+        final = levels[max(levels)]
+    limits = Limits(
+        ttft_p50_ms=slo.ttft_p50_ms,
+        ttft_p95_ms=slo.ttft_p95_ms,
+        itl_p50_ms=slo.itl_p50_ms,
+        itl_p95_ms=vslo.itl_p95_ms,
+        min_output_tokens_per_s=slo.min_output_tokens_per_second,
+        min_goodput=vslo.min_goodput,
+        max_error_rate=vslo.max_error_rate,
+        goodput_ttft_ms=vslo.goodput_ttft_ms,
+        goodput_itl_ms=vslo.goodput_itl_ms,
+    )
+    if result.timed_out:
+        verdict.add("load bounds", False, f"the load generator overran its wall-time bound ({result.wall_s:.0f} s)")
+    judge_load(verdict, final, limits, replicas=plan["replicas"])
+    report["load"] = {
+        "config": json.loads(config.to_json()),
+        "replicas": plan["replicas"],
+        "wall_s": result.wall_s,
+        "exit_codes": result.exit_codes,
+        "records": str(result.records_path),
+        "at_planned_concurrency": final.to_dict() if final else None,
+        "overall": rec.summarize(result.records, goodput_slo).to_dict() if result.records else None,
+        "by_load": {str(k): v.to_dict() for k, v in levels.items()},
+        "knee": rec.saturation_knee(levels),
+    }
+    report["window"] = {"start": min((r.start for r in result.records), default=None), "end": time.time()}
+    if levels:
+        chart = latency_chart(
+            levels,
+            out / "latency.png",
+            load_label="requests/s offered" if config.shape.kind == "rate" else "requests in flight (all replicas)",
+            title=f"{report['url']} ({config.protocol}, {len(result.records)} requests)",
+            ttft_slo_ms=slo.ttft_p95_ms,
+            itl_slo_ms=vslo.itl_p95_ms,
+        )
+        report["chart"] = str(chart)
+
+
+def _log_offset(args: argparse.Namespace) -> int:
+    if args.log_file is None or args.log_from_start:
+        return 0
+    try:
+        return args.log_file.stat().st_size
+    except OSError:
+        return 0
+
+
+def _logs(args: argparse.Namespace, offset: int, verdict: Any, report: dict) -> None:
+    from inferctl.verify import logs
+
+    if args.namespace:
+        try:
+            api = logs.kubernetes_api()
+        except Exception as err:  # no kubeconfig / service account: say so, do not pass silently
+            verdict.add("logs", False, f"cannot reach the Kubernetes API: {err}")
+            return
+        found = logs.check_pods(api, args.namespace, args.selector)
+    elif args.log_file is not None:
+        found = logs.check_log_file(args.log_file, offset=offset)
+    else:
+        verdict.add("logs", None, "not checked (give --log-file, or --namespace in the cluster)")
+        return
+    report["logs"] = found.to_dict()
+    if not found.checked:
+        verdict.add("logs", False, "; ".join(found.notes)[:200])
+    elif found.problems:
+        verdict.add("logs", False, f"{len(found.problems)} problem(s): {found.problems[0][:150]}")
+    else:
+        verdict.add("logs", True, f"no ERROR/OOM in {found.source} ({'; '.join(found.notes)})")
+
+
+def _gpu(args: argparse.Namespace, settings: Any, report: dict, verdict: Any) -> None:
+    from inferctl.verify.prometheus import gpu_utilization
+
+    url = args.prometheus_url or settings.verification.prometheus_url
+    if not url:
+        verdict.add("GPU utilisation", None, "not measured (no --prometheus-url / verification.prometheusUrl)")
+        return
+    window = report.get("window") or {}
+    start, end = window.get("start"), window.get("end") or time.time()
+    seconds = int(end - start) if start else int(settings.verification.duration_seconds)
+    found = gpu_utilization(url, window_s=max(1, seconds), at=end)
+    report["gpu"] = found.to_dict()
+    minimum = settings.verification.slo.min_gpu_utilization
+    if found.value is None:
+        verdict.add("GPU utilisation", None, f"not measured: {found.note}"[:200])
+    else:
+        ok = found.value >= minimum
+        verdict.add(
+            "GPU utilisation",
+            ok,
+            f"{found.value:.0%} {'>=' if ok else '<'} {minimum:.0%} (verification.slo.minGpuUtilization)",
+        )

@@ -1,0 +1,86 @@
+"""``inference-platform:verification``: what ``inferctl verify`` loads a rollout with and what it must meet.
+
+The latency SLOs themselves (TTFT p50/p95, ITL p50, per-request output rate) stay in ``serving.slo``;
+this section adds what only a load test measures: ITL p95, goodput (the share of requests meeting both
+per-request limits), the error rate, GPU utilisation, and the load's own size and bounds.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pydantic import Field
+
+from infra.settings.base import CheckContext, Problem, Section
+
+DEFAULT_DURATION_SECONDS = 60
+DEFAULT_MAX_DURATION_SECONDS = 600
+DEFAULT_MAX_REQUESTS = 2000
+
+
+class SizeSettings(Section):
+    mean: int = Field(ge=1)
+    """Required. Mean tokens."""
+    spread: int = Field(default=0, ge=0)
+    """Default 0. Standard deviation in tokens (draws are clipped to mean + 3 x spread)."""
+
+
+class VerificationSloSettings(Section):
+    itl_p95_ms: float = Field(default=100, gt=0)
+    """Default 100. 95th-percentile inter-token latency (per request: decode time / (tokens - 1))."""
+    goodput_ttft_ms: float = Field(default=2000, gt=0)
+    """Default 2000. A good request's own TTFT is at most this."""
+    goodput_itl_ms: float = Field(default=100, gt=0)
+    """Default 100. A good request's own inter-token latency is at most this."""
+    min_goodput: float = Field(default=0.9, ge=0, le=1)
+    """Default 0.9. Share of all requests (failed ones count as bad) that must be good."""
+    max_error_rate: float = Field(default=0.01, ge=0, le=1)
+    """Default 0.01. Share of requests allowed to fail."""
+    min_gpu_utilization: float = Field(default=0.7, ge=0, le=1)
+    """Default 0.7. Mean DCGM_FI_DEV_GPU_UTIL during the load (0-1); checked when Prometheus answers."""
+
+
+class VerificationSettings(Section):
+    key: ClassVar[str] = "verification"
+
+    enabled: bool = False
+    """Default ``false``. Run ``inferctl verify`` as a Job after each rollout (the deploy fails with it)."""
+    concurrency_per_replica: int | None = Field(default=None, ge=1)
+    """Default: serving.maxBatchSize. Requests in flight per serving replica at the last load step."""
+    duration_seconds: int = Field(default=DEFAULT_DURATION_SECONDS, ge=1)
+    """Default 60. Seconds of load (split over the ramp steps up to the planned concurrency)."""
+    max_duration_seconds: int = Field(default=DEFAULT_MAX_DURATION_SECONDS, ge=1)
+    """Default 600. Ceiling on any verify run's --duration."""
+    max_requests: int = Field(default=DEFAULT_MAX_REQUESTS, ge=1)
+    """Default 2000. The load stops after this many requests even if time remains."""
+    request_timeout_seconds: float = Field(default=60, gt=0, le=3600)
+    """Default 60. A request without progress for this long counts as failed."""
+    isl: SizeSettings = Field(default_factory=lambda: SizeSettings(mean=512, spread=128))
+    """Default mean 512, spread 128. Prompt tokens."""
+    osl: SizeSettings = Field(default_factory=lambda: SizeSettings(mean=128, spread=32))
+    """Default mean 128, spread 32. Output tokens."""
+    structured_share: float = Field(default=0.1, ge=0, le=1)
+    """Default 0.1. Share of requests asking for schema-valid JSON (only when guided decoding is on)."""
+    prometheus_url: str | None = None
+    """Default unset (no GPU check). Prometheus HTTP API base, e.g. http://prometheus.monitoring:9090."""
+    slo: VerificationSloSettings = Field(default_factory=VerificationSloSettings)
+
+    def problems(self, ctx: CheckContext) -> list[Problem]:
+        out = []
+        if self.duration_seconds > self.max_duration_seconds:
+            out.append(
+                Problem(
+                    "verification.durationSeconds",
+                    f"got {self.duration_seconds}; above maxDurationSeconds ({self.max_duration_seconds})",
+                )
+            )
+        serving = ctx.sections.get("serving")
+        max_input = getattr(serving, "max_input_len", None)
+        if max_input is not None and self.isl.mean + 3 * self.isl.spread > max_input:
+            out.append(
+                Problem(
+                    "verification.isl",
+                    f"mean {self.isl.mean} + 3 x spread {self.isl.spread} exceeds serving.maxInputLen ({max_input})",
+                )
+            )
+        return out
