@@ -77,7 +77,7 @@ def build_cluster(settings: Settings, foundation: Foundation) -> Compute:
         for pool_name, pool in pools.items():
             nodes.add(f"pool-{pool_name}", pool, network_addons)
     else:
-        karpenter = _karpenter(settings, foundation, cluster, node_role, workload_addons, pools)
+        karpenter = _karpenter(settings, foundation, cluster, workload_addons, pools)
     if pools:
         _device_software(cluster, pools, workload_addons)
     _export(cluster, pools)
@@ -108,6 +108,8 @@ def _control_plane(settings: Settings, foundation: Foundation) -> Cluster:
             partition=foundation.partition,
             log_retention_days=cfg.log_retention_days,
             public_access_cidrs=cfg.public_access_cidrs,
+            private_access_cidrs=cfg.private_access.cidrs,
+            private_access_security_group_ids=cfg.private_access.security_group_ids,
             admin_principal_arns=_admins(settings),
             read_only_principal_arns=settings.access.read_only_role_arns,
             support_type=cfg.support_type,
@@ -192,9 +194,9 @@ class _NodeGroups:
                 subnet_ids_by_zone=self.foundation.network.private_subnet_ids_by_zone,
                 security_group_ids=[self.cluster.cluster_security_group_id, self.foundation.security_groups.node_sg_id],
                 instance_tags=self.settings.default_tags,
+                volume_kms_key_arn=self.foundation.keys.storage_key_arn,
                 autoscaler_cluster_name=self.autoscaled,
             ),
-                volume_kms_key_arn=self.foundation.keys.storage_key_arn,
             opts=pulumi.ResourceOptions(depends_on=[after]),
         )
 
@@ -222,10 +224,15 @@ def _karpenter(
     settings: Settings,
     foundation: Foundation,
     cluster: Cluster,
-    node_role: NodeRole,
     after: pulumi.Resource,
     pools: dict[str, PoolProfile],
 ) -> Karpenter:
+    # Karpenter's nodes get a role of their own: EKS creates the EC2_LINUX access entry of the system
+    # node group's role itself, and a second entry for that role fails with 409 ResourceInUseException.
+    node_role = NodeRole(
+        "karpenter-nodes",
+        NodeRoleArgs(cluster_name=foundation.cluster_name, partition=foundation.partition, purpose="Karpenter nodes"),
+    )
     karpenter = Karpenter(
         "karpenter",
         KarpenterArgs(
@@ -239,9 +246,9 @@ def _karpenter(
             provider=cluster.provider,
             node_selector={LABEL_NODE_ROLE: ROLE_SYSTEM},
             replicas=min(2, settings.cluster.system_node_group.min_size),
+            volume_kms_key_arn=foundation.keys.storage_key_arn,
         ),
         opts=pulumi.ResourceOptions(depends_on=[after]),
-            volume_kms_key_arn=foundation.keys.storage_key_arn,
     )
     for pool_name, pool in pools.items():
         KarpenterNodePool(
@@ -254,9 +261,9 @@ def _karpenter(
                 provider=cluster.provider,
                 depends_on=[karpenter.release],
                 instance_tags=settings.default_tags,
+                volume_kms_key_arn=foundation.keys.storage_key_arn,
             ),
         )
-                volume_kms_key_arn=foundation.keys.storage_key_arn,
     return karpenter
 
 

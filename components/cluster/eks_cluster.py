@@ -10,6 +10,7 @@ by hand).
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import re
 from collections.abc import Sequence
@@ -51,6 +52,11 @@ class ClusterArgs:
     public_access_cidrs: Sequence[str] = field(default_factory=tuple)
     """Default none: the API endpoint is private only. Non-empty turns the public endpoint on for exactly
     these CIDRs (never 0.0.0.0/0 in production: settings refuse it)."""
+    private_access_cidrs: Sequence[str] = field(default_factory=tuple)
+    """Default none. IPv4 CIDRs (VPN, peered network, CI runners) admitted on TCP 443 to the cluster
+    security group, so a deployer outside the VPC can reach the private endpoint."""
+    private_access_security_group_ids: Sequence[str] = field(default_factory=tuple)
+    """Default none. Security groups whose members are admitted on TCP 443 to the cluster security group."""
     admin_principal_arns: Sequence[str] = field(default_factory=tuple)
     """Default none. IAM roles/users granted cluster-admin (``AmazonEKSClusterAdminPolicy``)."""
     read_only_principal_arns: Sequence[str] = field(default_factory=tuple)
@@ -130,17 +136,19 @@ class Cluster(pulumi.ComponentResource):
         self.endpoint = cluster.endpoint
         self.certificate_authority = cluster.certificate_authority.apply(lambda ca: ca.data)
         self.cluster_security_group_id = cluster.vpc_config.apply(lambda vpc: vpc.cluster_security_group_id)
+        api_access = self._api_access(name, args)
         self.kubeconfig = pulumi.Output.secret(
             pulumi.Output.json_dumps(
                 kubeconfig_document(cluster.name, cluster.endpoint, self.certificate_authority, args.region)
             )
         )
-        # Access entries first: the provider's identity must be authorised before the first object.
+        # Access entries and the deployer's network path first: the provider's identity must be authorised
+        # and able to reach the endpoint before the first object.
         self.provider = k8s.Provider(
             f"{name}-k8s",
             kubeconfig=self.kubeconfig,
             enable_server_side_apply=True,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=entries),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[*entries, *api_access]),
         )
         self.register_outputs(
             {
@@ -151,6 +159,30 @@ class Cluster(pulumi.ComponentResource):
                 "kubeconfig": self.kubeconfig,
             }
         )
+
+    def _api_access(self, name: str, args: ClusterArgs) -> list[pulumi.Resource]:
+        """One HTTPS rule on the cluster security group per source that may reach the private endpoint."""
+        sources: list[tuple[str, str, dict[str, str]]] = [
+            (_cidr_key(cidr), f"Kubernetes API (HTTPS) from {cidr}", {"cidr_ipv4": cidr})
+            for cidr in args.private_access_cidrs
+        ]
+        sources += [
+            (group, f"Kubernetes API (HTTPS) from members of {group}", {"referenced_security_group_id": group})
+            for group in args.private_access_security_group_ids
+        ]
+        return [
+            aws.vpc.SecurityGroupIngressRule(
+                f"{name}-api-from-{key}",
+                security_group_id=self.cluster_security_group_id,
+                description=description,
+                ip_protocol="tcp",
+                from_port=443,
+                to_port=443,
+                **source,
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            for key, description, source in sources
+        ]
 
     def _access_entries(self, name: str, args: ClusterArgs, cluster: aws.eks.Cluster) -> list[pulumi.Resource]:
         grants = [(arn, ADMIN_POLICY, "admin") for arn in args.admin_principal_arns]
@@ -184,6 +216,11 @@ def principal_key(arn: str) -> str:
     if not match:
         raise ValueError(f"{arn!r} is not an IAM role or user ARN")
     return f"{match.group(1)}-{match.group(2)}".lower()
+
+
+def _cidr_key(cidr: str) -> str:
+    """A stable resource-name fragment for a CIDR (``10.0.0.0/8`` -> ``10-0-0-0-8``)."""
+    return cidr.replace(".", "-").replace("/", "-")
 
 
 def kubeconfig_document(
@@ -234,6 +271,15 @@ def _validate(args: ClusterArgs) -> None:
     for arn in principals:
         if not _ROLE_ARN.match(arn):
             problems.append(f"principal {arn!r} is not an IAM role or user ARN")
+    for cidr in args.private_access_cidrs:
+        try:
+            if ipaddress.IPv4Network(cidr, strict=True).prefixlen == 0:
+                problems.append(f"private_access_cidrs: {cidr} would admit everyone to the API")
+        except ValueError as err:
+            problems.append(f"private_access_cidrs: {cidr!r} is not an IPv4 CIDR ({err})")
+    for group in args.private_access_security_group_ids:
+        if not re.match(r"^sg-(?:[0-9a-f]{8}|[0-9a-f]{17})$", group):
+            problems.append(f"private_access_security_group_ids: {group!r} is not a security group id")
     if len(set(principals)) != len(principals):
         problems.append("admin_principal_arns/read_only_principal_arns: a principal is listed twice")
     raise_if("Cluster", problems)

@@ -1,4 +1,5 @@
-"""The IAM role every node of the cluster runs as (managed node groups and Karpenter nodes alike).
+"""The IAM role nodes of the cluster run as: one for managed node groups, one for Karpenter's nodes (EKS
+allows one access entry per principal and makes its own for a managed node group's role).
 
 Only what a kubelet needs: join the cluster, pull images, be reachable through SSM Session Manager
 instead of SSH. No CNI permissions (the VPC CNI gets them through Pod Identity) and nothing for
@@ -22,6 +23,9 @@ class NodeRoleArgs:
     """Required. Used in the role's description."""
     partition: str = "aws"
     """Default ``aws``."""
+    purpose: str = "EKS nodes"
+    """Default ``EKS nodes``. What the role's description says the role is for (a Karpenter stack has two:
+    one per access entry, since EKS allows one entry per principal)."""
 
 
 class NodeRole(pulumi.ComponentResource):
@@ -33,7 +37,7 @@ class NodeRole(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         role = aws.iam.Role(
             f"{name}-role",
-            description=f"EKS nodes of {args.cluster_name}",
+            description=f"{args.purpose} of {args.cluster_name}",
             assume_role_policy=json.dumps(service_trust_policy("ec2.amazonaws.com")),
             opts=child,
         )

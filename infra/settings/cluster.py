@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import ipaddress
+import re
 from typing import ClassVar, Literal
 
 from pydantic import Field
@@ -14,6 +15,7 @@ from infra.settings.base import CheckContext, Problem, Section
 from infra.settings.network import LOG_RETENTION_DAYS
 
 MAX_MANAGED_NODES = 450  # EKS quota: nodes per managed node group
+SECURITY_GROUP_ID = re.compile(r"^sg-(?:[0-9a-f]{8}|[0-9a-f]{17})$")
 
 
 class SystemNodeGroupSettings(Section):
@@ -30,6 +32,17 @@ class SystemNodeGroupSettings(Section):
     """Default 50 GiB encrypted gp3 root volume."""
 
 
+class PrivateAccessSettings(Section):
+    """Who may reach the private API endpoint from outside the cluster (the deployer's path)."""
+
+    cidrs: list[str] = Field(default_factory=list)
+    """Default ``[]``. IPv4 CIDRs (a VPN, a peered network, a CI runner subnet) admitted on TCP 443 to the
+    cluster security group; the network must also route to the VPC and resolve the endpoint's name."""
+    security_group_ids: list[str] = Field(default_factory=list)
+    """Default ``[]``. Security groups (``sg-...``; in this VPC or a peered one) whose members are admitted
+    on TCP 443 to the cluster security group, e.g. a CI runner's group."""
+
+
 class ClusterSettings(Section):
     key: ClassVar[str] = "cluster"
 
@@ -39,6 +52,10 @@ class ClusterSettings(Section):
     public_access_cidrs: list[str] = Field(default_factory=list)
     """Default ``[]``: private API endpoint only (deploy from inside the VPC). IPv4 CIDRs that may
     reach the public endpoint; ``0.0.0.0/0`` is refused in production."""
+    private_access: PrivateAccessSettings = Field(default_factory=PrivateAccessSettings)
+    """Default none. How the deployer reaches the private endpoint: ``pulumi up`` installs Helm charts
+    and Kubernetes objects through it, so a stack with a private-only endpoint needs ``cidrs`` or
+    ``securityGroupIds`` here (or ``publicAccessCidrs``); production refuses a stack with neither."""
     log_retention_days: int = 90
     """Default 90. Control-plane log retention; one of CloudWatch Logs' fixed periods."""
     provisioning: Literal["managed", "karpenter"] = "managed"
@@ -102,6 +119,38 @@ class ClusterSettings(Section):
                 )
         if len(set(self.public_access_cidrs)) != len(self.public_access_cidrs):
             out.append(Problem("cluster.publicAccessCidrs", "lists a CIDR twice"))
+        return out + self._private_access_problems(ctx)
+
+    def _private_access_problems(self, ctx: CheckContext) -> list[Problem]:
+        access, out = self.private_access, []
+        for i, cidr in enumerate(access.cidrs):
+            path = f"cluster.privateAccess.cidrs[{i}]"
+            try:
+                network = ipaddress.IPv4Network(cidr, strict=True)
+            except ValueError as err:
+                out.append(Problem(path, f"got {cidr!r}; expected an IPv4 CIDR ({err})"))
+                continue
+            if network.prefixlen == 0:
+                out.append(Problem(path, "0.0.0.0/0 admits everyone to the API; name the VPN, peer or runner CIDRs"))
+        for i, group in enumerate(access.security_group_ids):
+            if not SECURITY_GROUP_ID.match(group):
+                out.append(
+                    Problem(f"cluster.privateAccess.securityGroupIds[{i}]", f"got {group!r}; expected sg-<8 or 17 hex>")
+                )
+        for key, values in (("cidrs", access.cidrs), ("securityGroupIds", access.security_group_ids)):
+            if len(set(values)) != len(values):
+                out.append(Problem(f"cluster.privateAccess.{key}", "lists an entry twice"))
+        if ctx.production and not self.public_access_cidrs and not access.cidrs and not access.security_group_ids:
+            out.append(
+                Problem(
+                    "cluster.privateAccess",
+                    "the API endpoint is private (no publicAccessCidrs) and nothing outside the cluster may reach "
+                    "it, yet `pulumi up` installs Helm charts and Kubernetes objects through it: set "
+                    "cluster.privateAccess.cidrs (VPN, peered network or CI runner CIDRs) or "
+                    "cluster.privateAccess.securityGroupIds (a runner's security group), or "
+                    "cluster.publicAccessCidrs (named runner CIDRs)",
+                )
+            )
         return out
 
     def _system_problems(self) -> list[Problem]:

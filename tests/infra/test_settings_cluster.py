@@ -66,6 +66,14 @@ BAD_INPUTS = [
      "nodePools.a-twenty-one-char-efa", "a-twenty-one-char-efa-a"),
     ("prod", {"nodePools": pool(availabilityZones=None)}, "nodePools.inference.availabilityZones",
      "at least two zones"),
+    # A private-only endpoint with no path for the deployer: `pulumi up` would hang on the first object.
+    ("prod", {"cluster": lambda c: {**c, "privateAccess": {"cidrs": []}}}, "cluster.privateAccess",
+     "set cluster.privateAccess.cidrs"),
+    ("npu", {"cluster": lambda c: {}}, "cluster.privateAccess", "or cluster.publicAccessCidrs"),
+    ("prod", {"cluster": lambda c: {**c, "privateAccess": {"cidrs": ["0.0.0.0/0"]}}}, "cluster.privateAccess.cidrs[0]",
+     "admits everyone"),
+    ("prod", {"cluster": lambda c: {**c, "privateAccess": {"securityGroupIds": ["runners"]}}},
+     "cluster.privateAccess.securityGroupIds[0]", "expected sg-"),
 ]  # fmt: skip
 
 
@@ -220,3 +228,11 @@ def test_managed_pools_need_a_cluster_autoscaler_pinned_for_the_kubernetes_versi
 def test_serving_finds_its_pool_through_the_node_pools_section():
     found = problems({"nodePools": {"other": GPU}})
     assert "no node pool named 'inference'" in found["serving.nodePool"]
+
+
+def test_a_public_endpoint_for_named_runners_is_an_access_path_too():
+    values = {"tags": TAGS, "cluster": {"publicAccessCidrs": ["198.51.100.0/24"]}, "nodePools": {"inference": GPU},
+              "serving": SERVING, "environment": "production"}  # fmt: skip
+    with pytest.raises(SettingsError) as err:
+        load_settings(values, project="p", stack="s", region="us-east-1")
+    assert "cluster.privateAccess" not in {p.path for p in err.value.problems}

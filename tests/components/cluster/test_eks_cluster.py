@@ -129,3 +129,26 @@ def test_bad_arguments_are_reported_together():
         )
     text = str(err.value)
     assert all(w in text for w in ("-bad", "two zones", "FOREVER", "'root'", "listed twice"))
+
+
+def test_each_private_access_source_gets_one_https_rule_on_the_cluster_security_group(run_components):
+    resources = cluster(run_components, private_access_cidrs=["10.255.0.0/24"],
+                        private_access_security_group_ids=["sg-0123456789abcdef0"])  # fmt: skip
+    rules = {r.name: r for r in by_type(resources, "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule")}
+    assert set(rules) == {"cluster-api-from-10-255-0-0-24", "cluster-api-from-sg-0123456789abcdef0"}
+    eks = one(resources, "cluster-eks")
+    for rule in rules.values():
+        assert (rule.inputs["ipProtocol"], rule.inputs["fromPort"], rule.inputs["toPort"]) == ("tcp", 443, 443)
+        assert rule.property_dependencies["securityGroupId"] == [eks.urn] and rule.inputs["description"]
+    assert rules["cluster-api-from-10-255-0-0-24"].inputs["cidrIpv4"] == "10.255.0.0/24"
+    provider = one(resources, "cluster-k8s")
+    assert {r.urn for r in rules.values()} <= set(provider.dependencies)
+
+
+def test_private_access_sources_are_validated():
+    args = dict(cluster_name="demo", kubernetes_version="1.36", subnet_ids=["subnet-a", "subnet-b"],
+                secrets_key_arn="k", logs_key_arn="k", region="us-west-2")  # fmt: skip
+    with pytest.raises(ComponentArgsError) as err:
+        Cluster("c", ClusterArgs(**args, private_access_cidrs=["0.0.0.0/0", "10.1.0.0/33"],
+                                 private_access_security_group_ids=["runners"]))  # fmt: skip
+    assert "admit everyone" in str(err.value) and "10.1.0.0/33" in str(err.value) and "'runners'" in str(err.value)
