@@ -25,13 +25,13 @@ from pulumi_policy import (
 from policies.props import as_list, get
 
 CLUSTER = "aws:eks/cluster:Cluster"
-WORLD = frozenset({"0.0.0.0/0", "::/0"})
 ACCESS_ENTRY = "aws:eks/accessEntry:AccessEntry"
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 ROLE = "aws:iam/role:Role"
 INGRESS_RULE = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
 SG_RULE = "aws:ec2/securityGroupRule:SecurityGroupRule"
 API_PORT = 443
+WORLD = frozenset({"0.0.0.0/0", "::/0"})
 LOG_TYPES = ("api", "audit", "authenticator", "controllerManager", "scheduler")
 
 
@@ -63,10 +63,6 @@ def _logging(args: ResourceValidationArgs, report: ReportViolation) -> None:
         report(f"control-plane log types off: {', '.join(missing)}")
 
 
-POLICIES = [
-    ResourceValidationPolicy(
-        name="eks-endpoint-not-public",
-        description="The EKS API endpoint is private, or public only for named CIDRs (never 0.0.0.0/0).",
 def _private_only(cluster: PolicyResource) -> bool:
     return get(cluster.props, "vpcConfig.endpointPublicAccess", True) is False
 
@@ -177,6 +173,10 @@ def _cluster_key(resource: PolicyResource) -> str:
     return name if isinstance(name, str) and name else ",".join(sorted(deps))
 
 
+POLICIES = [
+    ResourceValidationPolicy(
+        name="eks-endpoint-not-public",
+        description="The EKS API endpoint is private, or public only for named CIDRs (never 0.0.0.0/0).",
         validate=_public_endpoint,
         enforcement_level=EnforcementLevel.MANDATORY,
     ),
@@ -195,7 +195,6 @@ def _cluster_key(resource: PolicyResource) -> str:
             properties={"requiredLogTypes": {"type": "array", "items": {"type": "string"}, "default": list(LOG_TYPES)}}
         ),
     ),
-]
     StackValidationPolicy(
         name="eks-api-reachable",
         description="A stack that installs Kubernetes objects through a private-only EKS endpoint admits its "
@@ -210,3 +209,4 @@ def _cluster_key(resource: PolicyResource) -> str:
         validate=_one_entry_per_principal,
         enforcement_level=EnforcementLevel.MANDATORY,
     ),
+]
