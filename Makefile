@@ -31,8 +31,14 @@ system-deps:
 	echo "system-deps: apt-get install$$missing"; \
 	$$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends $$missing >/dev/null
 
+# GNU make reports any failed recipe as exit 2, so `make plan` cannot tell violations (1) from a bad config
+# (2): the recipe says which, and scripts call `$(BIN)/inferctl plan` for the exit code (README).
 plan: venv
-	$(BIN)/inferctl plan --stack $(STACK) $(if $(STACK_FILE),--stack-file $(STACK_FILE)) $(if $(PROGRAM),--program $(PROGRAM))
+	@$(BIN)/inferctl plan --stack $(STACK) $(if $(STACK_FILE),--stack-file $(STACK_FILE)) $(if $(PROGRAM),--program $(PROGRAM)); \
+	rc=$$?; case $$rc in \
+	  1) echo "make plan: mandatory policy violations (inferctl plan exit 1; make reports 2)" >&2;; \
+	  2) echo "make plan: configuration or program error (inferctl plan exit 2)" >&2;; \
+	esac; exit $$rc
 
 lint: venv
 	$(BIN)/ruff check .

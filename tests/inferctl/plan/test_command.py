@@ -128,3 +128,19 @@ def test_a_program_bug_is_one_line_naming_where(tmp_path, capsys):
     assert main(["plan", "--program", str(program), "--stack", "s", "--out", str(tmp_path), "--quiet"]) == 2
     err = capsys.readouterr().err
     assert "KeyError" in err and "app/__main__.py:2" in err and "Traceback" not in err
+
+
+def test_make_plan_says_which_failure_make_reports_as_2(repo, tmp_path):
+    """GNU make turns inferctl's exit 1 (violations) into 2: the recipe names the real outcome, and
+    scripts that need it call `inferctl plan` (README)."""
+    import shutil
+    import subprocess
+
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    program = repo / "tests" / "fixtures" / "insecure_program"
+    # -o: treat the venv stamp as up to date (no reinstall from a test).
+    args = ["make", "-s", "-o", ".venv/.installed", "plan", f"PROGRAM={program}", "STACK=test"]
+    made = subprocess.run(args, cwd=repo, capture_output=True, text=True, timeout=300)
+    assert made.returncode == 2 and "mandatory policy violations (inferctl plan exit 1" in made.stderr
+    assert main(["plan", "--program", str(program), "--stack", "test", "--out", str(tmp_path), "--quiet"]) == 1
