@@ -24,6 +24,8 @@ COMMANDS: dict[str, str] = {
     "prepare": "inferctl.serving.prepare",
     "loadtest": "inferctl.loadtest.command",
     "verify": "inferctl.verify.command",
+    "capacity": "inferctl.capacity.command",
+    "cost": "inferctl.cost.command",
 }
 
 

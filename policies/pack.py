@@ -5,6 +5,7 @@ from __future__ import annotations
 from pulumi_policy import EnforcementLevel, Policy
 
 from policies.rules import (
+    cost,
     eks,
     endpoints,
     iam,
@@ -37,4 +38,5 @@ POLICIES: list[Policy] = [
     *jobs.POLICIES,
     *volumes.POLICIES,
     *endpoints.POLICIES,
+    *cost.POLICIES,
 ]

@@ -1,0 +1,316 @@
+"""`inferctl capacity throughput|plan|fleet`: the planner on the command line (exit 2 on bad input, naming
+the flag)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from inferctl.errors import CommandError
+
+# PlanningError.field -> the flag that sets it.
+FLAGS: dict[str, str] = {
+    "tokens_per_day": "--tokens-per-day",
+    "isl": "--isl",
+    "osl": "--osl",
+    "peak_factor": "--peak-factor",
+    "night_fraction": "--night-fraction",
+    "night_hours": "--night-hours",
+    "accelerator": "--accelerator",
+    "model": "--model",
+    "tp": "--tp",
+    "slo": "--slo-ttft-ms/--slo-itl-ms",
+    "price_per_million_output": "--price-per-m-tokens",
+    "spot_factor": "--spot-factor",
+    "reserved_factor": "--reserved-factor",
+    "scaling_target": "--scaling-target",
+    "region_quota": "--region-quota",
+    "max_nodes_per_cluster": "--max-nodes-per-cluster",
+    "region": "--region",
+}
+_SUFFIX = {"": 1, "K": 1e3, "M": 1e6, "G": 1e9, "B": 1e9, "T": 1e12, "P": 1e15}
+
+
+def tokens(text: str) -> float:
+    """``1e12``, ``150T``, ``500G``/``500B``, ``2.5M``: a token count."""
+    match = re.fullmatch(r"\s*([0-9.eE+-]+)\s*([KMGBTP]?)\s*", text.upper())
+    if not match:
+        raise argparse.ArgumentTypeError(f"not a token count: {text!r} (e.g. 1e12, 150T, 500G)")
+    try:
+        return float(match.group(1)) * _SUFFIX[match.group(2)]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a token count: {text!r} (e.g. 1e12, 150T, 500G)") from None
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("capacity", help="plan GPUs, replicas and cost from tokens/day and an SLO")
+    sub = parser.add_subparsers(dest="capacity_command", required=True, metavar="SUBCOMMAND")
+
+    t = sub.add_parser("throughput", help="output tokens/s of one replica at the best batch meeting the SLO")
+    _model_flags(t)
+    t.add_argument("--accelerator", required=True, help="chip (h100, h200, b200, l40s, ...) or instance type")
+    t.add_argument("--tp", type=int, required=True, help="tensor-parallel degree")
+    t.add_argument("--isl", type=int, required=True, help="input tokens per request")
+    t.add_argument("--osl", type=int, required=True, help="output tokens per request")
+    t.add_argument("--scenario", choices=("offline", "server"), default="server")
+    t.add_argument("--ttft-ms", type=float, help="time-to-first-token target (server scenario)")
+    t.add_argument("--itl-ms", type=float, help="inter-token latency target (server scenario)")
+    t.add_argument("--json", action="store_true", help="print one JSON object")
+    t.add_argument("--plot", type=Path, metavar="FILE.png", help="draw tokens/s per GPU vs batch with the SLO")
+    t.set_defaults(handler=run_throughput)
+
+    p = sub.add_parser("plan", help="replicas, GPUs, pool sizes and cost for a daily token volume")
+    _model_flags(p)
+    _demand_flags(p)
+    group = p.add_mutually_exclusive_group(required=True)
+    group.add_argument("--accelerator", help="chip or instance type to plan on")
+    group.add_argument("--compare", action="store_true", help="rank every accelerator by $/M tokens at the SLO")
+    p.add_argument("--price-per-m-tokens", type=float, help="selling price per million output tokens (margin)")
+    p.add_argument("--spot-factor", type=float, default=None, help="spot price / on-demand (default 0.45)")
+    p.add_argument("--reserved-factor", type=float, default=None, help="reserved price / on-demand (default 0.65)")
+    p.add_argument("--region", default="us-east-1", help="price table region (default us-east-1)")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--plot", type=Path, metavar="FILE.png", help="draw throughput vs batch and cost vs tokens/day")
+    p.set_defaults(handler=run_plan)
+
+    f = sub.add_parser("fleet", help="split a daily volume over clusters and regions with failure headroom")
+    _model_flags(f)
+    _demand_flags(f)
+    f.add_argument("--accelerator", required=True)
+    f.add_argument("--region-quota", action="append", required=True, metavar="REGION=GPUS",
+                   help="a region and its accelerator quota; repeat per region")  # fmt: skip
+    f.add_argument("--max-nodes-per-cluster", type=int, default=None, help="default 1000")
+    f.add_argument("--json", action="store_true")
+    f.set_defaults(handler=run_fleet)
+
+
+def _model_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", required=True, help="catalogued model (Llama-3.1-70B, ...)")
+    p.add_argument("--precision", default="fp8", help="weight precision (default fp8)")
+    p.add_argument("--kv-dtype", default="fp8", help="KV-cache dtype (default fp8)")
+
+
+def _demand_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tokens-per-day", type=tokens, required=True, help="input + output tokens per day (1e12, 150T)")
+    p.add_argument("--isl", type=int, required=True)
+    p.add_argument("--osl", type=int, required=True)
+    p.add_argument("--slo-ttft-ms", type=float, required=True)
+    p.add_argument("--slo-itl-ms", type=float, required=True)
+    p.add_argument("--peak-factor", type=float, default=None, help="peak / daily average (default 1.23)")
+    p.add_argument("--night-fraction", type=float, default=None, help="night load / day load, in (0, 1]")
+    p.add_argument("--night-hours", type=float, default=None, help="hours of night load per day (default 8)")
+
+
+def _bad(err: Exception, fallback: str) -> CommandError:
+    from components.catalog.capacity import PlanningError
+    from components.catalog.prices import PriceError
+
+    if isinstance(err, PlanningError):
+        flag = FLAGS.get(err.field, err.field)
+    elif isinstance(err, PriceError):
+        flag = "--region"
+    else:
+        flag = fallback
+    return CommandError(f"{flag}: {err}", exit_code=2)
+
+
+def _slo(ttft: float | None, itl: float | None, flags: str) -> Any:
+    from components.catalog.latency import Slo
+
+    if ttft is None or itl is None:
+        return None
+    try:
+        return Slo(ttft_ms=ttft, itl_ms=itl)
+    except ValueError as err:
+        raise CommandError(f"{flags}: {err}", exit_code=2) from None
+
+
+def _demand(args: argparse.Namespace) -> Any:
+    from components.catalog import capacity
+
+    slo = _slo(args.slo_ttft_ms, args.slo_itl_ms, "--slo-ttft-ms/--slo-itl-ms")
+    optional = {
+        k: getattr(args, k) for k in ("peak_factor", "night_fraction", "night_hours") if getattr(args, k) is not None
+    }
+    try:
+        return capacity.Demand(tokens_per_day=args.tokens_per_day, isl=args.isl, osl=args.osl, slo=slo, **optional)
+    except ValueError as err:
+        raise _bad(err, "--tokens-per-day") from None
+
+
+def run_throughput(args: argparse.Namespace) -> int:
+    from components.catalog import capacity, latency
+    from components.catalog.models import SizingError
+
+    if args.scenario == "server" and (args.ttft_ms is None) != (args.itl_ms is None):
+        raise CommandError("--ttft-ms/--itl-ms: give both targets or neither", exit_code=2)
+    slo = _slo(args.ttft_ms, args.itl_ms, "--ttft-ms/--itl-ms") if args.scenario == "server" else None
+    try:
+        workload = latency.Workload(isl=args.isl, osl=args.osl)
+        replica = _replica_for(args.model, args.precision, args.accelerator, args.tp, args.kv_dtype)
+        prediction = latency.predict(replica, workload, scenario=args.scenario, slo=slo)
+    except capacity.PlanningError as err:
+        raise _bad(err, "--accelerator") from None
+    except (SizingError, LookupError) as err:
+        raise CommandError(f"--model/--precision/--tp: {err}", exit_code=2) from None
+    if not prediction.met:
+        c = prediction.closest
+        first = prediction.sweep[0]
+        raise CommandError(
+            f"--ttft-ms/--itl-ms: no batch meets TTFT <= {args.ttft_ms:g} ms and ITL <= {args.itl_ms:g} ms on "
+            f"{replica.node.name} TP{replica.tp}; the best achievable is TTFT {first.ttft_ms:.0f} ms and ITL "
+            f"{first.itl_ms:.1f} ms at batch 1 (closest: batch {c.batch}, TTFT {c.ttft_ms:.0f} ms, ITL "
+            f"{c.itl_ms:.1f} ms)",
+            exit_code=2,
+        )
+    out = throughput_json(prediction)
+    if args.plot:
+        from inferctl.capacity.plots import throughput_plot
+
+        throughput_plot([prediction], args.plot)
+        out["plot"] = str(args.plot)
+    if args.json:
+        print(json.dumps(out, indent=2))
+    else:
+        print(throughput_text(out))
+    return 0
+
+
+def _replica_for(model: str, precision: str, accelerator: str, tp: int, kv_dtype: str) -> Any:
+    """The cheapest node type of the chip (per accelerator-hour) on which ``tp`` is a valid layout."""
+    from components.catalog import capacity, latency
+    from components.catalog.models import SizingError
+
+    problems = []
+    candidates = sorted(capacity.instances_for(accelerator), key=lambda t: t.price_per_accelerator_hour_usd or 0)
+    for node in candidates:
+        if tp > node.max_tensor_parallel and node.max_tensor_parallel < 8:
+            continue
+        try:
+            return latency.replica(model, precision, node, tp, kv_dtype)
+        except (SizingError, LookupError) as err:
+            problems.append(f"{node.name}: {err}")
+    raise capacity.PlanningError(
+        "model", f"{model} at {precision} does not fit TP {tp} on {accelerator}: " + ("; ".join(problems) or "no node")
+    )
+
+
+def throughput_json(prediction: Any) -> dict[str, Any]:
+    best = prediction.best
+    r = prediction.replica
+    return {
+        "model": r.model.name,
+        "precision": r.precision,
+        "kv_dtype": r.kv_dtype,
+        "instance_type": r.node.name,
+        "accelerator": r.node.accelerator_model,
+        "tp": r.tp,
+        "nodes_per_replica": r.nodes,
+        "isl": prediction.workload.isl,
+        "osl": prediction.workload.osl,
+        "scenario": prediction.scenario,
+        "slo": {"ttft_ms": prediction.slo.ttft_ms, "itl_ms": prediction.slo.itl_ms} if prediction.slo else None,
+        "tokens_per_s_per_accelerator": round(best.tokens_per_s_per_accelerator, 1),
+        "tokens_per_s_per_replica": round(best.tokens_per_s_per_replica, 1),
+        "batch": best.batch,
+        "ttft_ms": round(best.ttft_ms, 1),
+        "itl_ms": round(best.itl_ms, 2),
+        "decode_bound": best.decode_bound,
+        "max_batch": prediction.max_batch,
+        "kv_capacity_tokens": prediction.kv_capacity_tokens,
+    }
+
+
+def throughput_text(o: dict[str, Any]) -> str:
+    slo = f"TTFT <= {o['slo']['ttft_ms']:g} ms, ITL <= {o['slo']['itl_ms']:g} ms" if o["slo"] else "no latency SLO"
+    lines = [
+        f"{o['model']} {o['precision']} (KV {o['kv_dtype']}) on {o['instance_type']} TP{o['tp']}, "
+        f"{o['isl']}/{o['osl']} tokens, {o['scenario']} ({slo})",
+        f"  output tokens/s per accelerator: {o['tokens_per_s_per_accelerator']:,.0f}",
+        f"  output tokens/s per replica:     {o['tokens_per_s_per_replica']:,.0f}",
+        f"  batch {o['batch']} of at most {o['max_batch']} (KV cache {o['kv_capacity_tokens']:,} tokens); decode "
+        f"{o['decode_bound']}-bound",
+        f"  predicted TTFT {o['ttft_ms']:,.0f} ms, ITL {o['itl_ms']:.1f} ms",
+    ]
+    if o.get("plot"):
+        lines.append(f"  plot: {o['plot']}")
+    return "\n".join(lines)
+
+
+def _plan_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        k: v
+        for k, v in (
+            ("price_per_million_output", args.price_per_m_tokens),
+            ("spot_factor", args.spot_factor),
+            ("reserved_factor", args.reserved_factor),
+        )
+        if v is not None
+    }
+
+
+def run_plan(args: argparse.Namespace) -> int:
+    from components.catalog import capacity
+    from components.catalog.models import SizingError
+    from inferctl.capacity.render import compare_json, compare_text, plan_json, plan_text
+
+    demand = _demand(args)
+    try:
+        if args.compare:
+            rows = capacity.compare(args.model, args.precision, demand.workload, demand.slo, region=args.region,
+                                    kv_dtype=args.kv_dtype)  # fmt: skip
+            plans = [(chip, capacity.plan(demand, o, region=args.region, **_plan_kwargs(args)) if o else None, why)
+                     for chip, o, why in rows]  # fmt: skip
+            if not any(p for _, p, _ in plans):
+                reasons = "; ".join(f"{c}: {w}" for c, _, w in plans)
+                raise CommandError(f"--slo-ttft-ms/--slo-itl-ms: no accelerator meets the SLO ({reasons})", 2)
+            out: dict[str, Any] = compare_json(plans)
+            text = compare_text(plans)
+        else:
+            option = capacity.best_option(args.model, args.precision, args.accelerator, demand.workload, demand.slo,
+                                          region=args.region, kv_dtype=args.kv_dtype)  # fmt: skip
+            p = capacity.plan(demand, option, region=args.region, **_plan_kwargs(args))
+            plans = [(option.replica.node.accelerator_model, p, "")]
+            out = plan_json(p)
+            text = plan_text(p)
+    except CommandError:
+        raise
+    except (SizingError, LookupError) as err:
+        raise _bad(err, "--model") from None
+    if args.plot:
+        from inferctl.capacity.plots import plan_plot
+
+        plan_plot([p for _, p, _ in plans if p], args.plot)
+        out["plot"] = str(args.plot)
+        text += f"\nplot: {args.plot}"
+    print(json.dumps(out, indent=2) if args.json else text)
+    return 0
+
+
+def run_fleet(args: argparse.Namespace) -> int:
+    from components.catalog import capacity
+    from components.catalog.models import SizingError
+    from inferctl.capacity.render import fleet_json, fleet_text
+
+    demand = _demand(args)
+    quotas: dict[str, int] = {}
+    for item in args.region_quota:
+        region, _, count = item.partition("=")
+        try:
+            quotas[region.strip()] = int(count)
+        except ValueError:
+            raise CommandError(f"--region-quota: expected REGION=GPUS, got {item!r}", exit_code=2) from None
+    try:
+        first = next(iter(quotas))
+        option = capacity.best_option(args.model, args.precision, args.accelerator, demand.workload, demand.slo,
+                                      region=first, kv_dtype=args.kv_dtype)  # fmt: skip
+        p = capacity.plan(demand, option, region=first)
+        limits = {} if args.max_nodes_per_cluster is None else {"max_nodes_per_cluster": args.max_nodes_per_cluster}
+        result = capacity.fleet(p, quotas, **limits)
+    except (SizingError, LookupError) as err:
+        raise _bad(err, "--region-quota") from None
+    print(json.dumps(fleet_json(result), indent=2) if args.json else fleet_text(result))
+    return 0

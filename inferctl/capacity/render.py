@@ -1,0 +1,141 @@
+"""Text and JSON views of plans, comparisons and fleets (every money figure labelled with its basis)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from components.catalog.capacity import Fleet, Plan
+
+
+def _money(m: Any) -> dict[str, float]:
+    return {k: round(v, 4) for k, v in asdict(m).items()}
+
+
+def plan_json(p: Plan) -> dict[str, Any]:
+    o = p.option
+    d = p.demand
+    margin = p.gross_margin
+    return {
+        "model": o.replica.model.name,
+        "precision": o.replica.precision,
+        "accelerator": o.replica.node.accelerator_model,
+        "instance_type": o.replica.node.name,
+        "tp": o.replica.tp,
+        "region": p.region,
+        "demand": {
+            "tokens_per_day": d.tokens_per_day,
+            "tokens_counted": "input + output",
+            "isl": d.isl,
+            "osl": d.osl,
+            "slo": {"ttft_ms": d.slo.ttft_ms, "itl_ms": d.slo.itl_ms},
+            "peak_factor": d.peak_factor,
+            "night_fraction": d.night_fraction,
+            "night_hours": d.night_hours,
+            "output_tokens_per_s": {"average": round(d.average_output_tps, 1), "peak": round(d.peak_output_tps, 1)},
+        },
+        "replica": {
+            "batch": o.point.batch,
+            "ttft_ms": round(o.point.ttft_ms, 1),
+            "itl_ms": round(o.point.itl_ms, 2),
+            "tokens_per_s_per_replica": round(o.tokens_per_s_per_replica, 1),
+            "tokens_per_s_per_accelerator": round(o.point.tokens_per_s_per_accelerator, 1),
+            "accelerators": o.accelerators_per_replica,
+            "replicas_per_node": o.replicas_per_node,
+        },
+        "levels": {
+            lvl.name.replace(" ", "_"): {"replicas": lvl.replicas, "accelerators": lvl.accelerators, "nodes": lvl.nodes}
+            for lvl in (p.peak, p.day, p.night)
+        },
+        "hpa": {"minReplicas": p.hpa_min, "maxReplicas": p.hpa_max},
+        "pool": {"minSize": p.pool_min_nodes, "maxSize": p.pool_max_nodes},
+        "expected_utilisation": round(p.expected_utilisation, 3),
+        "monthly_usd": _money(p.monthly_usd),
+        "usd_per_million_output_tokens": _money(p.usd_per_million_output),
+        "usd_per_million_total_tokens": _money(p.usd_per_million_total),
+        "price_per_million_output_tokens": p.price_per_million_output,
+        "gross_margin": _money(margin) if margin else None,
+        "factors": {"spot": p.spot_factor, "reserved": p.reserved_factor},
+    }
+
+
+def plan_text(p: Plan) -> str:
+    j = plan_json(p)
+    r = j["replica"]
+    d = j["demand"]
+    lines = [
+        f"{j['model']} {j['precision']} on {j['instance_type']} TP{j['tp']} ({j['region']}), "
+        f"{d['tokens_per_day']:.3g} tokens/day (input + output), {d['isl']}/{d['osl']}, "
+        f"SLO TTFT {d['slo']['ttft_ms']:g} ms / ITL {d['slo']['itl_ms']:g} ms",
+        f"  replica: batch {r['batch']}, TTFT {r['ttft_ms']:.0f} ms, ITL {r['itl_ms']:.1f} ms, "
+        f"{r['tokens_per_s_per_replica']:,.0f} output tokens/s ({r['tokens_per_s_per_accelerator']:,.0f} per GPU)",
+        "  level          replicas   accelerators   nodes",
+    ]
+    for name, lvl in j["levels"].items():
+        lines.append(f"  {name:<14}{lvl['replicas']:>9}{lvl['accelerators']:>15,.0f}{lvl['nodes']:>8}")
+    lines += [
+        f"  HPA minReplicas {j['hpa']['minReplicas']}, maxReplicas {j['hpa']['maxReplicas']}; "
+        f"pool minSize {j['pool']['minSize']}, maxSize {j['pool']['maxSize']} (peak + one surge replica)",
+        f"  expected average utilisation (load / SLO capacity): {j['expected_utilisation']:.0%}",
+        "  monthly cost:          on-demand {on_demand:>14,.0f}   spot {spot:>14,.0f}   reserved floor {reserved:>14,.0f} USD"
+        .format(**j["monthly_usd"]),
+        "  $ per M output tokens: on-demand {on_demand:>14.3f}   spot {spot:>14.3f}   reserved floor {reserved:>14.3f}"
+        .format(**j["usd_per_million_output_tokens"]),
+        "  $ per M total tokens:  on-demand {on_demand:>14.3f}   spot {spot:>14.3f}   reserved floor {reserved:>14.3f}"
+        .format(**j["usd_per_million_total_tokens"]),
+    ]  # fmt: skip
+    if j["gross_margin"]:
+        m = j["gross_margin"]
+        lines.append(
+            f"  gross margin at ${j['price_per_million_output_tokens']:g}/M output tokens: on-demand "
+            f"{m['on_demand']:.0%}, spot {m['spot']:.0%}, reserved floor {m['reserved']:.0%}"
+        )
+    return "\n".join(lines)
+
+
+def compare_json(plans: list[tuple[str, Plan | None, str]]) -> dict[str, Any]:
+    return {
+        "ranking": [
+            {"accelerator": chip, "plan": plan_json(p)} if p else {"accelerator": chip, "unavailable": why}
+            for chip, p, why in plans
+        ]
+    }
+
+
+def compare_text(plans: list[tuple[str, Plan | None, str]]) -> str:
+    lines = [
+        "rank  accelerator   layout               $/M output (on-demand)  GPUs at peak   monthly on-demand USD",
+    ]
+    rank = 0
+    for chip, p, why in plans:
+        if p is None:
+            lines.append(f"   -  {chip:<13} {why}")
+            continue
+        rank += 1
+        layout = f"{p.option.replica.node.name} TP{p.option.replica.tp}"
+        lines.append(
+            f"{rank:>4}  {chip:<13} {layout:<20} {p.usd_per_million_output.on_demand:>22.3f}"
+            f"{p.peak.accelerators:>14,.0f}{p.monthly_usd.on_demand:>24,.0f}"
+        )
+    return "\n".join(lines)
+
+
+def fleet_json(f: Fleet) -> dict[str, Any]:
+    return {
+        "plan": plan_json(f.plan),
+        "accelerators_needed_at_peak": f.accelerators_needed,
+        "accelerators_provisioned": f.accelerators_provisioned,
+        "clusters": [asdict(c) for c in f.clusters],
+    }
+
+
+def fleet_text(f: Fleet) -> str:
+    p = f.plan
+    lines = [
+        f"{p.option.replica.model.name} on {p.option.replica.node.name} TP{p.option.replica.tp}: "
+        f"{f.accelerators_needed:,} accelerators at the peak, {f.accelerators_provisioned:,} provisioned in "
+        f"{len(f.clusters)} clusters (any one can be lost and the rest carry the peak)",
+        "  stack                          region        nodes   accelerators   replicas",
+    ]
+    lines += [f"  {c.name:<30} {c.region:<12}{c.nodes:>7}{c.accelerators:>15,}{c.replicas:>11,}" for c in f.clusters]
+    return "\n".join(lines)

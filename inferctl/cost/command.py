@@ -1,0 +1,54 @@
+"""`inferctl cost build/plan/<stack>.json [--against base.json] [--json]` (exit 2 on a bad plan file or a
+region the price table lacks)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from inferctl.errors import CommandError
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser("cost", help="monthly cost of a plan per resource and area, and its delta")
+    p.add_argument("plan", type=Path, help="plan JSON written by `inferctl plan` (build/plan/<stack>.json)")
+    p.add_argument("--against", type=Path, help="base plan JSON to compare with")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=run)
+
+
+def load_plan(path: Path, flag: str) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as err:
+        raise CommandError(f"{flag}: cannot read plan {path}: {err}", exit_code=2) from None
+    if not isinstance(data, dict) or "resources" not in data:
+        raise CommandError(f"{flag}: {path} is not a plan written by `inferctl plan`", exit_code=2)
+    return data
+
+
+def estimate_plan(data: dict[str, Any], flag: str) -> Any:
+    from components.catalog import costing
+    from components.catalog.prices import PriceError
+
+    try:
+        return costing.estimate(data["resources"], region=costing.plan_region(data), outputs=data.get("outputs"))
+    except PriceError as err:
+        raise CommandError(f"{flag}: {err}", exit_code=2) from None
+
+
+def run(args: argparse.Namespace) -> int:
+    from inferctl.cost.render import delta_json, estimate_json, text
+
+    head = estimate_plan(load_plan(args.plan, "plan"), "plan")
+    base = estimate_plan(load_plan(args.against, "--against"), "--against") if args.against else None
+    if args.json:
+        out = estimate_json(head)
+        if base is not None:
+            out["against"] = delta_json(head, base)
+        print(json.dumps(out, indent=2))
+    else:
+        print(text(head, base))
+    return 0
