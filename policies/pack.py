@@ -5,15 +5,16 @@ from __future__ import annotations
 from pulumi_policy import EnforcementLevel, Policy
 
 from policies.rules import (
-    cost,
     eks,
     endpoints,
     iam,
+    iam_exposure,
     jobs,
     keys,
     network,
     nodes,
     pod_security,
+    retention,
     secrets,
     storage,
     tagging,
@@ -38,5 +39,6 @@ POLICIES: list[Policy] = [
     *jobs.POLICIES,
     *volumes.POLICIES,
     *endpoints.POLICIES,
-    *cost.POLICIES,
+    *retention.POLICIES,
+    *iam_exposure.POLICIES,
 ]

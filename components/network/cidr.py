@@ -10,11 +10,29 @@ from __future__ import annotations
 
 import ipaddress
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 TIERS: tuple[str, ...] = ("private", "public", "intra")
 MAX_ZONES = 6  # the most AZs any AWS region offers (us-east-1)
+
+
+def covered_world(cidrs: Iterable[str]) -> list[str]:
+    """The whole address spaces (``0.0.0.0/0``, ``::/0``) that ``cidrs`` cover together, e.g. through
+    ``0.0.0.0/1`` + ``128.0.0.0/1``; unreadable entries are ignored (their own check reports them)."""
+    by_version: dict[int, list[ipaddress.IPv4Network | ipaddress.IPv6Network]] = {4: [], 6: []}
+    for cidr in cidrs:
+        try:
+            network = ipaddress.ip_network(str(cidr).strip(), strict=False)
+        except ValueError:
+            continue
+        by_version[network.version].append(network)
+    return [
+        str(collapsed[0])
+        for networks in by_version.values()
+        if networks and len(collapsed := list(ipaddress.collapse_addresses(networks))) == 1
+        if collapsed[0].prefixlen == 0
+    ]
 
 
 class CarveError(ValueError):

@@ -11,6 +11,7 @@ from pydantic import Field
 
 from components import catalog
 from components.catalog import eks_versions
+from components.network.cidr import covered_world
 from infra.settings.base import CheckContext, Problem, Section
 from infra.settings.network import LOG_RETENTION_DAYS
 
@@ -119,6 +120,14 @@ class ClusterSettings(Section):
                 )
         if len(set(self.public_access_cidrs)) != len(self.public_access_cidrs):
             out.append(Problem("cluster.publicAccessCidrs", "lists a CIDR twice"))
+        if ctx.production and "0.0.0.0/0" not in self.public_access_cidrs and covered_world(self.public_access_cidrs):
+            out.append(
+                Problem(
+                    "cluster.publicAccessCidrs",
+                    f"got {self.public_access_cidrs}; together they cover 0.0.0.0/0 and open the Kubernetes API to "
+                    "the world; production allows named CIDRs only",
+                )
+            )
         return out + self._private_access_problems(ctx)
 
     def _private_access_problems(self, ctx: CheckContext) -> list[Problem]:

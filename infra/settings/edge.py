@@ -24,6 +24,7 @@ from components.edge.policy import (
     EdgePolicy,
     Tier,
 )
+from components.network.cidr import covered_world
 from infra.settings.base import CheckContext, Problem, Section, describe
 
 DEFAULT_TLS_POLICY = "ELBSecurityPolicy-TLS13-1-2-Res-2021-06"
@@ -165,6 +166,15 @@ class EdgeSettings(Section):
                 ipaddress.IPv4Network(cidr, strict=True)
             except ValueError as err:
                 out.append(Problem(f"edge.allowedIngressCidrs[{i}]", f"got {cidr!r}; expected an IPv4 CIDR ({err})"))
+        covered = covered_world(self.allowed_ingress_cidrs)
+        if covered and "0.0.0.0/0" not in self.allowed_ingress_cidrs:
+            out.append(
+                Problem(
+                    "edge.allowedIngressCidrs",
+                    f"got {self.allowed_ingress_cidrs}; together they cover {covered[0]}: write 0.0.0.0/0 if the load "
+                    "balancer is meant to be public, else name the client ranges",
+                )
+            )
         out += self._hostname_problems(ctx)
         if not _TLS13_POLICY.match(self.tls_policy):
             out.append(

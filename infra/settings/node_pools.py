@@ -36,6 +36,10 @@ from components.compute.pool_profile import (
 from infra.settings.base import CheckContext, Problem, Section
 
 MAX_MANAGED_NODES = 450
+MAX_CLUSTER_NODES = 5000
+"""Kubernetes' tested limit for one cluster ("Considerations for large clusters": no more than 5,000
+nodes); EKS's own scalability guidance builds on the same figure. Karpenter pools have no per-group
+quota, so this bounds each pool's maxSize x zones and every pool together (with the system group)."""
 # <= 22 characters: node groups are named "<project>-<stack>-<pool>" (prefix <= 40) and EKS allows 63.
 MAX_GROUP_NAME = 22
 _POOL_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,20}[a-z0-9])?$")
@@ -132,6 +136,7 @@ class NodePoolsSettings(RootModel[dict[str, NodePoolSettings]]):
         out: list[Problem] = []
         for name, pool in self.root.items():
             out += _pool_problems(name, pool, karpenter=karpenter, zones=zones)
+        out += _cluster_size_problems(self.root, cluster, zones)
         version = getattr(cluster, "kubernetes_version", None)
         if self.root and not karpenter and version is not None and version not in charts.CLUSTER_AUTOSCALER_TAGS:
             out.append(
@@ -281,6 +286,38 @@ def _zone_problems(name: str, pool: NodePoolSettings, zones: list[str] | None) -
                     f"within {MAX_GROUP_NAME} characters",
                 )
             )
+    return out
+
+
+def _cluster_size_problems(
+    pools: dict[str, NodePoolSettings], cluster: object, zones: list[str] | None
+) -> list[Problem]:
+    """Every pool's nodes at its maximum, and all of them with the system group, within one cluster's
+    limit. For an EFA pool maxSize counts per zone, so its bound is the limit over its zones."""
+    out: list[Problem] = []
+    total = getattr(getattr(cluster, "system_node_group", None), "max_size", 0) or 0
+    for name, pool in pools.items():
+        shards = pool.shard_count(zones or ())
+        nodes = pool.max_size * shards
+        total += nodes
+        if nodes > MAX_CLUSTER_NODES:
+            bound = MAX_CLUSTER_NODES // shards
+            per_zone = f" per zone over {shards} zones" if shards > 1 else ""
+            out.append(
+                Problem(
+                    f"nodePools.{name}.maxSize",
+                    f"got {pool.max_size}{per_zone}: {nodes} nodes, over the {MAX_CLUSTER_NODES} nodes one Kubernetes "
+                    f"cluster supports; at most {bound}",
+                )
+            )
+    if total > MAX_CLUSTER_NODES and not out:
+        out.append(
+            Problem(
+                "nodePools",
+                f"the pools and the system group can grow to {total} nodes together, over the {MAX_CLUSTER_NODES} "
+                "nodes one Kubernetes cluster supports; lower the pools' maxSize",
+            )
+        )
     return out
 
 

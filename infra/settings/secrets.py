@@ -10,7 +10,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from infra.settings.base import Section
+from infra.settings.base import CheckContext, Problem, Section
 
 # A mistaken deletion stays recoverable for AWS's maximum in production; development tears down quickly.
 DEFAULT_RECOVERY_WINDOW_DAYS = {"development": 7, "production": 30}
@@ -32,7 +32,20 @@ class SecretsSettings(Section):
 
     api_keys: ApiKeySettings = Field(default_factory=ApiKeySettings)
     recovery_window_days: int | None = Field(default=None, ge=7, le=30)
-    """Default 30 in production, 7 in development. Days a deleted secret can still be restored (AWS: 7-30)."""
+    """Default 30 in production, 7 in development. Days a deleted secret can still be restored (AWS: 7-30);
+    production stacks take 30 only."""
 
     def recovery_window(self, environment: str) -> int:
         return self.recovery_window_days or DEFAULT_RECOVERY_WINDOW_DAYS[environment]
+
+    def problems(self, ctx: CheckContext) -> list[Problem]:
+        wanted = DEFAULT_RECOVERY_WINDOW_DAYS["production"]
+        if ctx.production and self.recovery_window_days is not None and self.recovery_window_days < wanted:
+            return [
+                Problem(
+                    "secrets.recoveryWindowDays",
+                    f"got {self.recovery_window_days}; production secrets stay recoverable for AWS's maximum of "
+                    f"{wanted} days (omit the key or set {wanted})",
+                )
+            ]
+        return []

@@ -22,6 +22,7 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
+from components.network.cidr import covered_world
 from policies.props import as_list, get
 
 CLUSTER = "aws:eks/cluster:Cluster"
@@ -41,8 +42,11 @@ def _public_endpoint(args: ResourceValidationArgs, report: ReportViolation) -> N
     if get(args.props, "vpcConfig.endpointPublicAccess", True) is False:
         return
     cidrs = set(as_list(get(args.props, "vpcConfig.publicAccessCidrs"))) or {"0.0.0.0/0"}
-    if cidrs & WORLD:
-        report("the public API endpoint is open to 0.0.0.0/0; turn it off or list the CIDRs that need it")
+    if cidrs & WORLD or covered_world(cidrs):
+        report(
+            f"the public API endpoint is open to 0.0.0.0/0 ({', '.join(sorted(cidrs))}); turn it off or list the "
+            "CIDRs that need it"
+        )
 
 
 def _secrets_encryption(args: ResourceValidationArgs, report: ReportViolation) -> None:

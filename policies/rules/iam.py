@@ -1,4 +1,5 @@
-"""IAM rule: no ``"Action": "*"`` anywhere, and no write action on ``"Resource": "*"``.
+"""IAM rule: no ``"Action": "*"`` anywhere, and no write action on ``"Resource": "*"`` in any spelling
+(``arn:aws:s3:::*``, ``arn:aws:s3:::*/*``, ``arn:aws:*:*:*:*``: see is_wildcard_resource).
 
 Only read-only verbs (Describe, Get, List...) may apply to every resource: AWS offers no resource
 scoping for many of them. Anything else on ``"*"`` (including ``NotResource``) must name its
@@ -35,6 +36,20 @@ def is_read_only(action: str) -> bool:
     return verb not in ("", "*") and verb.startswith(READ_VERBS)
 
 
+def is_wildcard_resource(resource: str) -> bool:
+    """``*`` in any spelling: an ARN whose service, or whose resource part, is nothing but wildcards and
+    separators (``arn:aws:s3:::*``, ``arn:aws:s3:::*/*``, ``arn:aws:*:*:*:*``). A resource type with a
+    wildcard id (``arn:aws:ec2:*:*:instance/*``) or a named prefix (``arn:aws:s3:::models-*``) is scoped."""
+    text = resource.strip()
+    if text.strip("*") == "":
+        return True
+    parts = text.split(":", 5)
+    if parts[0] != "arn" or len(parts) < 6:
+        return "*" in text and text.startswith("arn:")
+    service, rest = parts[2], parts[5]
+    return "*" in service or rest.strip("*?/:") == ""
+
+
 def problems(document: dict[str, Any] | None) -> list[str]:
     out = []
     for i, statement in enumerate(statements(document)):
@@ -47,7 +62,9 @@ def problems(document: dict[str, Any] | None) -> list[str]:
         if any(a in ("*", "*:*") for a in actions):
             out.append(f"statement {sid} allows Action '*'")
             continue
-        everything = "NotResource" in statement or "*" in as_list(statement.get("Resource"))
+        everything = "NotResource" in statement or any(
+            is_wildcard_resource(str(r)) for r in as_list(statement.get("Resource"))
+        )
         writes = [a for a in actions if not is_read_only(a)]
         if everything and writes:
             out.append(f"statement {sid} allows {', '.join(writes)} on every resource ('*')")

@@ -45,3 +45,59 @@ def test_bad_endpoint_services_name_the_key(network, path, words):
     found = problems({"network": network})
     assert path in found, found
     assert all(w in found[path] for w in words), found[path]
+
+
+KARPENTER = {"provisioning": "karpenter"}
+PROD = {"environment": "production", "cluster": {"privateAccess": {"cidrs": ["10.255.0.0/24"]}}}
+
+
+@pytest.mark.parametrize(
+    ("values", "path", "words"),
+    [
+        # Production deletion windows: the 30 days Pulumi.yaml promises, not AWS's minimum.
+        ({**PROD, "keys": {"deletionWindowDays": 7}}, "keys.deletionWindowDays", ["got 7", "30"]),
+        ({**PROD, "secrets": {"recoveryWindowDays": 29}}, "secrets.recoveryWindowDays", ["got 29", "30"]),
+        # CIDR sets covering the internet are the internet.
+        ({"environment": "production", "cluster": {"publicAccessCidrs": ["0.0.0.0/1", "128.0.0.0/1"]}},
+         "cluster.publicAccessCidrs", ["cover 0.0.0.0/0"]),
+        ({"edge": {"allowedIngressCidrs": ["0.0.0.0/1", "128.0.0.0/1"]}}, "edge.allowedIngressCidrs",
+         ["cover 0.0.0.0/0", "write 0.0.0.0/0"]),
+        # Karpenter pools have no per-group quota: one cluster's node limit bounds them.
+        ({"cluster": KARPENTER, "nodePools": {"gpu": {"instanceTypes": ["g6.xlarge"], "maxSize": 1_000_000}}},
+         "nodePools.gpu.maxSize", ["got 1000000", "5000 nodes", "at most 5000"]),
+        ({"cluster": KARPENTER, "nodePools": {"p5": {"instanceTypes": ["p5.48xlarge"], "maxSize": 2000,
+                                                      "availabilityZones": ["us-east-1a", "us-east-1b", "us-east-1c"]}}},
+         "nodePools.p5.maxSize", ["per zone over 3 zones", "at most 1666"]),
+        ({"cluster": KARPENTER, "nodePools": {"a": {"instanceTypes": ["g6.xlarge"], "maxSize": 3000},
+                                              "b": {"instanceTypes": ["g6e.xlarge"], "maxSize": 3000}}},
+         "nodePools", ["6004 nodes", "system group"]),
+    ],
+)  # fmt: skip
+def test_hardened_settings_name_the_key(values, path, words):
+    found = problems(values)
+    assert path in found, found
+    assert all(w in found[path] for w in words), found[path]
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        {**PROD, "keys": {"deletionWindowDays": 30}, "secrets": {"recoveryWindowDays": 30}},
+        {"keys": {"deletionWindowDays": 7}, "secrets": {"recoveryWindowDays": 7}},
+        {"cluster": {"publicAccessCidrs": ["0.0.0.0/1", "198.51.100.0/24"]}},
+        {"edge": {"allowedIngressCidrs": ["0.0.0.0/0"]}},
+        {"cluster": KARPENTER, "nodePools": {"inference": {"instanceTypes": ["g6.xlarge"], "maxSize": 4000}}},
+    ],
+)
+def test_the_allowed_side_of_each_bound_passes(values):
+    found = {p.path for p in load_settings_problems(values)}
+    hardened = ("keys.", "secrets.", "cluster.publicAccessCidrs", "edge.allowedIngressCidrs", "nodePools")
+    assert not [p for p in found if p.startswith(hardened)], found
+
+
+def load_settings_problems(values):
+    try:
+        load(values)
+    except SettingsError as err:
+        return err.problems
+    return ()
