@@ -5,6 +5,7 @@ from __future__ import annotations
 from pulumi_policy import EnforcementLevel, Policy
 
 from policies.rules import (
+    cost,
     eks,
     endpoints,
     iam,
@@ -41,4 +42,5 @@ POLICIES: list[Policy] = [
     *endpoints.POLICIES,
     *retention.POLICIES,
     *iam_exposure.POLICIES,
+    *cost.POLICIES,
 ]
