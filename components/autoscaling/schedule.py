@@ -32,6 +32,9 @@ class NightSchedule:
     """Default 0.5, in (0, 1]. Night bounds = ceil(day bounds x fraction)."""
     lower_ceiling: bool = True
     """Default ``true``: the ceiling drops at night too, not only the floor."""
+    keep_at_least: int = 0
+    """Default 0. The night never goes below this many replicas (nor above the day value): production
+    keeps 2 for availability."""
 
     def problems(self) -> list[tuple[str, str]]:
         """(field, message) pairs; empty when the schedule is usable."""
@@ -40,6 +43,8 @@ class NightSchedule:
             ZoneInfo(self.timezone)
         except (ZoneInfoNotFoundError, ValueError):
             out.append(("timezone", f"got {self.timezone!r}; expected an IANA timezone such as UTC or Europe/Paris"))
+        if self.keep_at_least < 0:
+            out.append(("keep_at_least", f"got {self.keep_at_least}; expected 0 or more"))
         if not 0 < self.fraction <= 1:
             out.append(("fraction", f"got {self.fraction}; expected a fraction in (0, 1]"))
         if self.start == self.end:
@@ -56,7 +61,8 @@ class NightSchedule:
 
     def night_value(self, day: int) -> int:
         """A day bound scaled for the night; never 0 when the day has replicas (service stays up)."""
-        return math.ceil(day * self.fraction) if day > 0 else 0
+        scaled = math.ceil(day * self.fraction) if day > 0 else 0
+        return max(scaled, min(day, self.keep_at_least))
 
     @property
     def day_cron(self) -> tuple[str, str]:

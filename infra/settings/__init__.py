@@ -17,6 +17,7 @@ from pydantic.alias_generators import to_snake
 
 from components.catalog.regions import REGIONS, Region
 from infra.settings.access import AccessSettings
+from infra.settings.autoscaling import AutoscalingSettings
 from infra.settings.base import CheckContext, Problem, Section, SettingsError, describe, validation_problems
 from infra.settings.cluster import ClusterSettings
 from infra.settings.edge import EdgeSettings
@@ -51,6 +52,7 @@ SECTIONS: tuple[type[Section], ...] = (
     FsxSettings,
     SecretsSettings,
     InferenceSettings,
+    AutoscalingSettings,
     VerificationSettings,
 )
 # Top-level keys holding one plain value.
@@ -79,6 +81,7 @@ class Settings:
     fsx: FsxSettings
     secrets: SecretsSettings
     inference: InferenceSettings
+    autoscaling: AutoscalingSettings
     verification: VerificationSettings
 
     @property
