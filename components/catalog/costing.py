@@ -35,6 +35,10 @@ KARPENTER_POOL: Final = "kubernetes:karpenter.sh/v1:NodePool"
 NODE_CLASS: Final = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
 LAUNCH_TEMPLATE: Final = "aws:ec2/launchTemplate:LaunchTemplate"
 POOL_LABEL: Final = "node-pool"
+INGRESS: Final = "kubernetes:networking.k8s.io/v1:Ingress"
+INGRESS_CLASS: Final = "kubernetes:networking.k8s.io/v1:IngressClass"
+INGRESS_CLASS_PARAMS: Final = "kubernetes:elbv2.k8s.aws/v1beta1:IngressClassParams"
+ALB_CONTROLLER: Final = "ingress.k8s.aws/alb"
 ACCELERATOR_RESOURCES: Final = (catalog.RESOURCE_NVIDIA_GPU, catalog.RESOURCE_NEURON_DEVICE)
 WORKLOAD_KINDS: Final = ("kubernetes:apps/v1:Deployment", "kubernetes:apps/v1:StatefulSet",
                          "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet")  # fmt: skip
@@ -84,6 +88,8 @@ FREE: Final[dict[str, str]] = {
     "aws:sqs/queuePolicy:QueuePolicy": "no charge",
     "aws:sqs/queue:Queue": "first 1M requests a month are free; interruption events are far fewer",
     "aws:acm/certificate:Certificate": "public ACM certificates are free",
+    "aws:elasticache/subnetGroup:SubnetGroup": "no charge",
+    "aws:elasticache/parameterGroup:ParameterGroup": "no charge",
     "aws:acm/certificateValidation:CertificateValidation": "no charge",
     "aws:route53/record:Record": "no charge beyond queries (not estimated)",
     "aws:wafv2/webAclAssociation:WebAclAssociation": "no charge",
@@ -215,7 +221,6 @@ def estimate(
     *,
     region: str,
     usage: Usage | None = None,
-    outputs: Mapping[str, Any] | None = None,
 ) -> Estimate:
     """Price every custom resource; PriceError when the table lacks ``region``."""
     prices.region_pricing(region)
@@ -257,6 +262,7 @@ class _Context:
         self.by_id = {r.get("id"): r for r in resources if r.get("id")}
         self.node_classes = {_get(r, "inputs.metadata.name"): r for r in resources if r.get("type") == NODE_CLASS}
         self.demand = _pool_demand(resources)
+        self.alb_ingresses = _alb_groups(resources)
         # A zonal pool is one node group per zone, all labelled with the pool: they share its demand.
         self.shards: dict[str, int] = defaultdict(int)
         for r in resources:
@@ -337,6 +343,15 @@ class _Context:
             return self.fixed(r, "Route 53", s(prices.ROUTE53_ZONE_MONTH), "$0.50 per hosted zone")
         if t in ("aws:elasticache/replicationGroup:ReplicationGroup", "aws:elasticache/cluster:Cluster"):
             return self._elasticache(r, inputs)
+        if t == INGRESS and r.get("urn") in self.alb_ingresses:
+            group, first = self.alb_ingresses[str(r.get("urn"))]
+            if not first:
+                return self.line(r, "load balancers", "free", 0, 0, 0, f"shares the ALB of group {group}")
+            lcu = self.usage.alb_lcu
+            m = s(prices.ALB_HOUR) * H + s(prices.ALB_LCU_HOUR) * lcu * H
+            return self.fixed(r, "load balancers", m,
+                              f"ALB of group {group} (AWS Load Balancer Controller): {H} h x $0.0225 + {lcu:g} LCU "
+                              "(assumed) x $0.008/h")  # fmt: skip
         if t in FREE:
             return self.line(r, "free", "free", 0, 0, 0, FREE[t])
         for prefix, why in FREE_PREFIXES.items():
@@ -438,6 +453,32 @@ class _Context:
         if not hi:
             return self.line(r, "EC2", "unknown", None, None, None, "Karpenter pool without a node limit: no maximum")
         return self._ec2_line(r, pool, types, 0, 0, hi, spot, disk or 20)
+
+
+def _alb_groups(resources: list[Mapping[str, Any]]) -> dict[str, tuple[str, bool]]:
+    """Ingresses the AWS Load Balancer Controller turns into ALBs: urn -> (group, first of its group).
+    One ALB serves a group (``group.name`` of the class parameters or the annotation); an Ingress
+    without a group gets its own."""
+    params = {_get(r, "inputs.metadata.name"): _get(r, "inputs.spec.group.name") for r in resources
+              if r.get("type") == INGRESS_CLASS_PARAMS}  # fmt: skip
+    classes = {}
+    for r in resources:
+        if r.get("type") == INGRESS_CLASS and _get(r, "inputs.spec.controller") == ALB_CONTROLLER:
+            classes[_get(r, "inputs.metadata.name")] = params.get(_get(r, "inputs.spec.parameters.name"))
+    seen: set[str] = set()
+    out: dict[str, tuple[str, bool]] = {}
+    for r in resources:
+        if r.get("type") != INGRESS:
+            continue
+        meta = _get(r, "inputs.metadata", {}) or {}
+        cls = _get(r, "inputs.spec.ingressClassName")
+        if cls not in classes:
+            continue
+        group = (meta.get("annotations") or {}).get("alb.ingress.kubernetes.io/group.name") or classes[cls]
+        group = group or f"{meta.get('namespace', 'default')}/{meta.get('name', r.get('name'))}"
+        out[str(r.get("urn"))] = (group, group not in seen)
+        seen.add(group)
+    return out
 
 
 def _pool_demand(resources: list[Mapping[str, Any]]) -> dict[str, float]:

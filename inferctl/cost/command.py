@@ -16,6 +16,11 @@ def register(subparsers: Any) -> None:
     p.add_argument("plan", type=Path, help="plan JSON written by `inferctl plan` (build/plan/<stack>.json)")
     p.add_argument("--against", type=Path, help="base plan JSON to compare with")
     p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--policy-config",
+        type=Path,
+        help="policy config whose cost-monthly-budget.assumptions set usage (default policies/config/<stack>.json)",
+    )
     p.set_defaults(handler=run)
 
 
@@ -29,12 +34,23 @@ def load_plan(path: Path, flag: str) -> dict[str, Any]:
     return data
 
 
-def estimate_plan(data: dict[str, Any], flag: str) -> Any:
+def usage_for(stack: str, path: Path | None) -> Any:
+    """Usage assumptions of the stack's cost policy (``cost-monthly-budget.assumptions``), the same ones
+    the policy prices with."""
+    from components.catalog import costing
+    from inferctl.plan.command import _policy_config
+
+    config = _policy_config(path, stack)
+    return costing.Usage.from_config((config.get("cost-monthly-budget") or {}).get("assumptions"))
+
+
+def estimate_plan(data: dict[str, Any], flag: str, policy_config: Path | None = None) -> Any:
     from components.catalog import costing
     from components.catalog.prices import PriceError
 
+    usage = usage_for(str(data.get("stack", "")), policy_config)
     try:
-        return costing.estimate(data["resources"], region=costing.plan_region(data), outputs=data.get("outputs"))
+        return costing.estimate(data["resources"], region=costing.plan_region(data), usage=usage)
     except PriceError as err:
         raise CommandError(f"{flag}: {err}", exit_code=2) from None
 
@@ -42,8 +58,10 @@ def estimate_plan(data: dict[str, Any], flag: str) -> Any:
 def run(args: argparse.Namespace) -> int:
     from inferctl.cost.render import delta_json, estimate_json, text
 
-    head = estimate_plan(load_plan(args.plan, "plan"), "plan")
-    base = estimate_plan(load_plan(args.against, "--against"), "--against") if args.against else None
+    head = estimate_plan(load_plan(args.plan, "plan"), "plan", args.policy_config)
+    base = (
+        estimate_plan(load_plan(args.against, "--against"), "--against", args.policy_config) if args.against else None
+    )
     if args.json:
         out = estimate_json(head)
         if base is not None:

@@ -109,8 +109,15 @@ def tree(plan: Plan) -> str:
     counts = Counter(r.type for r in run.resources)
     lines += ["", f"Resources: + {len(run.resources)} to create ({run.seconds:.2f} s)"]
     lines += [f"    {n:4d}  {t}" for t, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
-    lines += ["", policy_lines(plan)]
+    lines += ["", policy_lines(plan), "", cost_line(plan)]
     return "\n".join(lines)
+
+
+def cost_line(plan: Plan) -> str:
+    """The stack's monthly estimate (inferctl cost) in one line."""
+    from inferctl.cost.summary import resources_as_dicts, summary_line
+
+    return summary_line(resources_as_dicts(plan.run.resources), plan.run.outputs, plan.run.config.stack)
 
 
 def policy_lines(plan: Plan) -> str:
@@ -130,6 +137,8 @@ def markdown(plan: Plan) -> str:
         f"### Offline plan: `{run.project.name}` / `{run.config.stack}`",
         "",
         f"{status} — {len(run.resources)} resources, {len(plan.policies)} policies.",
+        "",
+        cost_line(plan),
         "",
         "| resources | type |",
         "|---:|---|",

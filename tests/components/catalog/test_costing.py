@@ -123,3 +123,21 @@ def test_area_comes_from_the_outermost_component():
 def test_usage_from_camel_case_config():
     u = Usage.from_config({"natGibPerGateway": 1000, "s3ModelGib": 2000, "nightHours": 8, "other": 1})
     assert (u.nat_gib_per_gateway, u.s3_model_gib, u.night_hours) == (1000, 2000, 8)
+
+
+def test_ingresses_of_one_alb_group_are_one_load_balancer():
+    def ingress(name):
+        return res("kubernetes:networking.k8s.io/v1:Ingress", name, metadata={"name": name, "namespace": "edge"},
+                   spec={"ingressClassName": "alb"})  # fmt: skip
+
+    items = [
+        res("kubernetes:networking.k8s.io/v1:IngressClass", "cls", metadata={"name": "alb"},
+            spec={"controller": "ingress.k8s.aws/alb", "parameters": {"name": "params"}}),
+        res("kubernetes:elbv2.k8s.aws/v1beta1:IngressClassParams", "p", metadata={"name": "params"},
+            spec={"group": {"name": "edge"}}),
+        ingress("http"),
+        ingress("grpc"),
+    ]  # fmt: skip
+    lines = [x for x in costing.estimate(items, region="us-east-1").lines if x.type.endswith(":Ingress")]
+    assert [x.status for x in lines] == ["priced", "free"]
+    assert lines[0].monthly_expected == pytest.approx(0.0225 * H + 0.008 * H)

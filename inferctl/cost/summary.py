@@ -1,0 +1,42 @@
+"""The one-line monthly estimate the plan report prints (``make plan``) and the PR comment carries."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+
+def resources_as_dicts(resources: Iterable[Any]) -> list[dict[str, Any]]:
+    """Recorded resources (inferctl.plan.recorder) as the dicts ``costing`` reads."""
+    return [
+        {"urn": r.urn, "type": r.type, "name": r.name, "custom": r.custom, "id": r.id, "inputs": r.inputs}
+        for r in resources
+    ]
+
+
+def estimate_for(resources: list[dict[str, Any]], outputs: Mapping[str, Any] | None, stack: str,
+                 policy_config: Path | None = None) -> Any:  # fmt: skip
+    """The stack's estimate; PriceError when its region is not priced."""
+    from components.catalog import costing
+    from inferctl.cost.command import usage_for
+
+    region = costing.plan_region({"outputs": outputs or {}, "resources": resources})
+    return costing.estimate(resources, region=region, usage=usage_for(stack, policy_config))
+
+
+def summary_line(resources: list[dict[str, Any]], outputs: Mapping[str, Any] | None, stack: str) -> str:
+    from components.catalog.prices import PriceError
+    from inferctl.cost.render import money
+
+    try:
+        e = estimate_for(resources, outputs, stack)
+    except PriceError as err:
+        return f"Monthly cost: not estimated ({err})"
+    top = sorted(e.by("category").items(), key=lambda kv: -kv[1][1])[:3]
+    parts = ", ".join(f"{k} {money(v[1])}" for k, v in top)
+    unknown = f"; {len(e.unknown)} resources of unknown cost not counted" if e.unknown else ""
+    return (
+        f"Monthly cost ({e.region}): expected {money(e.monthly_expected)} (min {money(e.monthly_min)}, max "
+        f"{money(e.monthly_max)}); largest: {parts}{unknown}. Details: inferctl cost build/plan/{stack}.json"
+    )
