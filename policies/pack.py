@@ -12,6 +12,7 @@ from policies.rules import (
     iam_exposure,
     jobs,
     keys,
+    kubernetes_exposure,
     network,
     nodes,
     pod_security,
@@ -42,5 +43,6 @@ POLICIES: list[Policy] = [
     *endpoints.POLICIES,
     *retention.POLICIES,
     *iam_exposure.POLICIES,
+    *kubernetes_exposure.POLICIES,
     *cost.POLICIES,
 ]
