@@ -137,6 +137,7 @@ class LlmUser(User):
         text: list[str] = []
         error: str | None = None
         received = 0
+        done = False
         try:
             response = self.http.post(_PREFIX + planned.path, body=json.dumps(planned.body), headers=HEADERS)
             try:
@@ -163,7 +164,11 @@ class LlmUser(User):
                             pieces += 1
                             text.append(piece.text)
                         if piece.done:
+                            done = True
                             break
+                    # A server that dies mid-answer closes the socket: the chunked body never ends.
+                    if error is None and not done and not response.message_complete:
+                        error = "stream cut off before its end"
             finally:
                 response.release()
         except Exception as err:  # every failure is a counted error, never a crashed user

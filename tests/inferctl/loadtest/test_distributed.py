@@ -1,0 +1,79 @@
+"""Locust in its distributed mode (one master, two workers) against the real local Triton.
+
+The server is the dev stack's repository on the real tritonserver with the CPU stand-in
+(tests/inferctl/serving/conftest.py). Every run is bounded in requests and time; the tests check what
+was recorded, never how fast.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from inferctl import stack_settings
+from inferctl.cli import main
+from inferctl.loadtest import records as rec
+from inferctl.loadtest.config import LoadConfig, Shape, SizeDistribution
+from inferctl.loadtest.runner import run
+from tests.inferctl.serving.conftest import RunningServer, leftover_processes, start_stand_in_server
+
+pytestmark = [pytest.mark.triton, pytest.mark.timeout(300)]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    with start_stand_in_server(stack_settings.load("dev").serving, tmp_path_factory.mktemp("triton")) as running:
+        yield running
+
+
+def test_master_and_two_workers_ramp_with_structured_requests_mixed_in(server, tmp_path):
+    out = tmp_path / "ramp"
+    code = main(
+        [
+            "loadtest", "run", "--url", server.http_url, "--shape", "ramp", "--steps", "1,2,4",
+            "--step-seconds", "3", "--isl", "16:4", "--osl", "12:4", "--structured-share", "0.2",
+            "--max-requests", "300", "--duration", "30", "--workers", "2",
+            "--ttft-slo-ms", "5000", "--itl-slo-ms", "1000", "--out", str(out),
+        ]
+    )  # fmt: skip
+    assert code == 0
+    records = rec.read_jsonl(out / "requests.jsonl")
+    assert records and all(r.ok for r in records), [r.error for r in records if not r.ok][:3]
+    assert {r.worker for r in records} == {"w0", "w1"}
+    assert {r.load for r in records} == {1.0, 2.0, 4.0}
+    assert any(r.kind == "structured" for r in records)
+    assert all(r.ttft_ms is not None and r.output_tokens >= 1 for r in records)
+    report = json.loads((out / "report.json").read_text())
+    assert report["summary"]["requests"] == len(records) and report["summary"]["goodput"] == 1.0
+    assert set(report["by_load"]) == {"1.0", "2.0", "4.0"}
+    assert report["exit_codes"] == {"master": 0, "worker-0": 0, "worker-1": 0}
+    assert (out / "latency.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert leftover_processes(str(out)) == []
+
+
+def test_poisson_rate_stops_at_its_request_budget(server, tmp_path):
+    config = LoadConfig(
+        url=server.http_url,
+        shape=Shape(kind="rate", rate=20.0, concurrency=32),
+        isl=SizeDistribution(mean=8),
+        osl=SizeDistribution(mean=6, spread=2),
+        max_requests=40,
+        duration_s=60.0,
+        workers=2,
+    )
+    result = run(config, tmp_path / "rate")
+    assert not result.timed_out
+    assert len(result.records) == 40 and all(r.ok for r in result.records)
+    assert {r.worker for r in result.records} == {"w0", "w1"}
+    assert {r.load for r in result.records} == {20.0}
+    # Bounded by the budget, not by the 60 s duration: the run ended well before it.
+    assert result.wall_s < 60
+
+
+def test_bad_flags_exit_2_naming_them(capsys):
+    code = main(["loadtest", "run", "--url", "http://127.0.0.1:1", "--shape", "rate", "--rate", "0",
+                 "--concurrency", "0", "--max-requests", "5", "--duration", "5"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and "--rate: got 0" in err and "--concurrency: got 0" in err

@@ -1,0 +1,162 @@
+"""``inferctl verify`` against the real local Triton (CPU stand-in): it passes with generous SLOs,
+fails with impossible ones, fails (without hanging) when the server dies mid-run, and refuses bad
+input with exit 2 naming the flag."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from inferctl import stack_settings
+from inferctl.cli import main
+from inference_image.testing.cpu_llm.options import StandIn
+from tests.inferctl.serving.conftest import RunningServer, start_stand_in_server
+
+pytestmark = [pytest.mark.triton, pytest.mark.timeout(300)]
+
+REPO = Path(__file__).resolve().parents[3]
+PREFIX = "inference-platform:"
+# A short, small load: the tests prove the verdict's logic, not the server's speed.
+SMALL_LOAD = {
+    "concurrencyPerReplica": 4,
+    "durationSeconds": 6,
+    "maxDurationSeconds": 60,
+    "maxRequests": 80,
+    "requestTimeoutSeconds": 20,
+    "isl": {"mean": 16, "spread": 4},
+    "osl": {"mean": 16, "spread": 4},
+    "structuredShare": 0.2,
+}
+
+
+def stack_file(tmp_path: Path, *, slo: dict[str, float] | None = None, stack: str = "dev", **verification: Any) -> Path:
+    doc = yaml.safe_load((REPO / "stacks" / f"Pulumi.{stack}.yaml").read_text())
+    config = doc["config"]
+    config[PREFIX + "verification"] = {**SMALL_LOAD, **verification}
+    if slo is not None:
+        config[PREFIX + "serving"] = {**config[PREFIX + "serving"], "slo": slo}
+    path = tmp_path / f"Pulumi.{stack}.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    with start_stand_in_server(stack_settings.load("dev").serving, tmp_path_factory.mktemp("triton")) as running:
+        yield running
+
+
+def verify(*args: str) -> int:
+    return main(["verify", "--stack", "dev", *args])
+
+
+def test_generous_slos_pass_with_report_and_chart(server, tmp_path, capsys):
+    out = tmp_path / "out"
+    code = verify("--stack-file", str(stack_file(tmp_path)), "--url", server.http_url, "--workers", "2",
+                  "--log-file", str(server.log), "--out", str(out))  # fmt: skip
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    assert "VERDICT: PASS" in printed
+    report = json.loads((out / "verify.json").read_text())
+    assert report["verdict"]["passed"] is True
+    planned = report["load"]["at_planned_concurrency"]
+    assert planned["requests"] > 0 and planned["errors"] == 0 and planned["goodput"] == 1.0
+    assert set(report["load"]["by_load"]) == {"1.0", "2.0", "4.0"}  # ramp: 1/4, 1/2, all of 4
+    assert report["load"]["overall"]["structured"] > 0
+    checks = {c["name"]: c["ok"] for c in report["verdict"]["checks"]}
+    assert checks["smoke"] and checks["logs"] and checks["goodput"] and checks["TTFT p95"]
+    assert checks["GPU utilisation"] is None  # no Prometheus given: reported, not failed
+    assert (out / "latency.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_impossible_slos_fail_with_exit_1(server, tmp_path, capsys):
+    impossible = {"ttftP50Ms": 0.001, "ttftP95Ms": 0.001, "itlP50Ms": 0.001, "minOutputTokensPerSecond": 1e6}
+    out = tmp_path / "out"
+    code = verify("--stack-file", str(stack_file(tmp_path, slo=impossible)), "--url", server.http_url,
+                  "--out", str(out))  # fmt: skip
+    printed = capsys.readouterr().out
+    assert code == 1
+    assert "VERDICT: FAIL" in printed
+    failed = {c["name"] for c in json.loads((out / "verify.json").read_text())["verdict"]["checks"] if c["ok"] is False}
+    assert {"TTFT p50", "TTFT p95", "ITL p50", "tokens/s per request"} <= failed
+    assert "goodput" not in failed and "errors" not in failed
+
+
+def test_a_server_killed_mid_run_fails_the_verdict_with_errors_counted(tmp_path):
+    # Its own slower server (the stand-in's default delays), so that requests are in flight when it dies.
+    work = tmp_path / "triton"
+    serving = stack_settings.load("dev").serving
+    out = tmp_path / "out"
+    stack = stack_file(tmp_path, durationSeconds=20, maxRequests=400)
+    with start_stand_in_server(serving, work, StandIn()) as running:
+        argv = [sys.executable, "-m", "inferctl", "verify", "--stack", "dev", "--stack-file", str(stack),
+                "--url", running.http_url, "--out", str(out)]  # fmt: skip
+        verify_process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=REPO)
+        try:
+            records = out / "requests.jsonl"
+            deadline = time.monotonic() + 120
+            while not (records.is_file() and records.stat().st_size > 0):
+                assert verify_process.poll() is None, verify_process.stdout.read().decode()
+                assert time.monotonic() < deadline, "the load never started"
+                time.sleep(0.2)
+            os.killpg(running_pid(work), signal.SIGKILL)  # a crash, not a drain
+            output, _ = verify_process.communicate(timeout=150)
+        finally:
+            if verify_process.poll() is None:
+                verify_process.kill()
+                verify_process.wait(timeout=10)
+    text = output.decode()
+    assert verify_process.returncode == 1, text
+    report = json.loads((out / "verify.json").read_text())
+    overall = report["load"]["overall"]
+    assert overall["errors"] > 0 and overall["requests"] > overall["errors"]
+    failed = {c["name"] for c in report["verdict"]["checks"] if c["ok"] is False}
+    assert "errors" in failed or "load" in failed
+    assert report["load"]["exit_codes"] and not any(code is None for code in report["load"]["exit_codes"].values())
+
+
+def running_pid(work: Path) -> int:
+    """The tritonserver serving from ``work`` (its process group leader)."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if cmdline and cmdline[0].endswith(b"tritonserver") and str(work).encode() in b" ".join(cmdline):
+            return int(entry.name)
+    raise AssertionError(f"no tritonserver of {work} found")
+
+
+@pytest.mark.parametrize(
+    ("flags", "named"),
+    [
+        (["--concurrency", "0"], "--concurrency: got 0"),
+        (["--concurrency", "-3"], "--concurrency: got -3"),
+        (["--rate", "0"], "--rate: got 0"),
+        (["--duration", "61"], "--duration: got 61 s; the ceiling is 60 s"),
+        (["--url", "ftp://127.0.0.1:1"], "--url"),
+    ],
+)
+def test_bad_input_exits_2_naming_the_flag(tmp_path, capsys, flags, named):
+    argv = ["--stack-file", str(stack_file(tmp_path)), "--url", "http://127.0.0.1:1", *flags]
+    assert verify(*argv) == 2
+    assert named in capsys.readouterr().err
+
+
+def test_production_needs_tls(tmp_path, capsys):
+    code = main(["verify", "--stack", "prod", "--stack-file", str(stack_file(tmp_path, stack="prod")),
+                 "--url", "http://api.example.com", "--api-key", "k"])  # fmt: skip
+    assert code == 2
+    assert "--url: got 'http://api.example.com'; a production stack is verified through TLS" in capsys.readouterr().err
