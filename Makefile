@@ -3,6 +3,8 @@ SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 BIN := $(VENV)/bin
+# Checkov pins boto3 and packaging versions our own set cannot share: it gets a virtualenv of its own.
+CHECKOV_VENV ?= .venv-checkov
 STACK ?= dev
 STACK_FILE ?=
 PROGRAM ?=
@@ -16,12 +18,20 @@ $(VENV)/.installed: pyproject.toml requirements.txt requirements-dev.txt require
 	$(BIN)/python -m pip install --quiet --no-deps -r requirements-triton.txt
 	@touch $@
 
+$(CHECKOV_VENV)/.installed: requirements-checkov.txt
+	@test -x $(CHECKOV_VENV)/bin/python || $(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet -r requirements-checkov.txt
+	@touch $@
+
 # Debian/Ubuntu packages the live tests run for real (Prometheus + promtool, Redis). Installed with apt where it
 # exists; elsewhere the tests that need them skip, saying how to install them (and fail instead when CI=true).
 APT_PACKAGES := prometheus redis-server
 
-.PHONY: venv system-deps plan test lint bench serve-local clean
+.PHONY: venv checkov system-deps plan test lint bench serve-local clean
 venv: $(VENV)/.installed
+
+# Checkov on every stack's rendered manifests runs inside `make test` (tests/infra/test_checkov_manifests.py).
+checkov: $(CHECKOV_VENV)/.installed
 
 system-deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -44,7 +54,7 @@ lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-test: venv system-deps lint
+test: venv checkov system-deps lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 bench: venv

@@ -79,7 +79,7 @@ def build_cluster(settings: Settings, foundation: Foundation) -> Compute:
     else:
         karpenter = _karpenter(settings, foundation, cluster, workload_addons, pools)
     if pools:
-        _device_software(cluster, pools, workload_addons)
+        _device_software(settings, cluster, pools, workload_addons)
     _export(cluster, pools)
     return Compute(
         cluster=cluster,
@@ -267,7 +267,9 @@ def _karpenter(
     return karpenter
 
 
-def _device_software(cluster: Cluster, pools: dict[str, PoolProfile], after: pulumi.Resource) -> AcceleratorSoftware:
+def _device_software(
+    settings: Settings, cluster: Cluster, pools: dict[str, PoolProfile], after: pulumi.Resource
+) -> AcceleratorSoftware:
     vendors = {p.vendor for p in pools.values()}
     return AcceleratorSoftware(
         "accelerators",
@@ -277,6 +279,8 @@ def _device_software(cluster: Cluster, pools: dict[str, PoolProfile], after: pul
             neuron=catalog.VENDOR_NEURON in vendors,
             efa=any(p.efa for p in pools.values()),
             system_node_selector={LABEL_NODE_ROLE: ROLE_SYSTEM},
+            neuron_monitor_digest=settings.cluster.neuron_monitor_digest,
+            metrics_namespace=settings.inference.monitoring.namespace,
         ),
         opts=pulumi.ResourceOptions(depends_on=[after]),
     )

@@ -12,6 +12,7 @@ A stack without NVIDIA pools installs no NVIDIA software and one without Neuron 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +28,8 @@ from components.compute.pool_profile import LABEL_ACCELERATOR, LABEL_EFA, TAINT_
 NVIDIA_NAMESPACE = "gpu-operator"
 SYSTEM_NAMESPACE = "kube-system"
 NEURON_MONITOR_PORT = 8000
+DEFAULT_METRICS_NAMESPACE = "monitoring"
+_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 NEURON_SCHEDULER_NAME = "my-scheduler"
 """``schedulerName`` of pods that want topology-aware NeuronCore placement (the chart's custom scheduler)."""
 
@@ -48,6 +51,12 @@ class AcceleratorSoftwareArgs:
     """Default ``False``. Install the Neuron chart and neuron-monitor (a stack with Neuron pools)."""
     efa: bool = False
     """Default ``False``. Install the EFA device plugin (a stack with EFA pools)."""
+    neuron_monitor_digest: str | None = None
+    """Default unset (the image by tag). ``sha256:<64 hex>`` of ``charts.NEURON_MONITOR_IMAGE``: the pods
+    then run exactly that image (``<image>:<tag>@<digest>``). No digest is shipped: AWS publishes the
+    tag only, and a digest nobody read from the registry would be invented."""
+    metrics_namespace: str = DEFAULT_METRICS_NAMESPACE
+    """Default ``monitoring``. The only namespace whose pods may reach neuron-monitor's metrics port."""
     system_node_selector: Mapping[str, str] = field(default_factory=lambda: {"node-role": "system"})
     """Default ``node-role=system``: where controllers run."""
 
@@ -56,10 +65,12 @@ class AcceleratorSoftware(pulumi.ComponentResource):
     releases: dict[str, k8s.helm.v3.Release]
 
     def __init__(self, name: str, args: AcceleratorSoftwareArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        raise_if(
-            "AcceleratorSoftware",
-            [] if args.nvidia or args.neuron or args.efa else ["nothing to install: no NVIDIA, Neuron or EFA pools"],
+        problems = (
+            [] if args.nvidia or args.neuron or args.efa else ["nothing to install: no NVIDIA, Neuron or EFA pools"]
         )
+        if args.neuron_monitor_digest is not None and not _DIGEST.match(args.neuron_monitor_digest):
+            problems.append(f"neuron_monitor_digest {args.neuron_monitor_digest!r} is not sha256:<64 hex digits>")
+        raise_if("AcceleratorSoftware", problems)
         super().__init__("inference:accelerators:AcceleratorSoftware", name, None, opts)
         self.releases = {}
         child = pulumi.ResourceOptions(parent=self, provider=args.provider)
@@ -80,8 +91,14 @@ class AcceleratorSoftware(pulumi.ComponentResource):
             )
             k8s.apps.v1.DaemonSet(
                 f"{name}-neuron-monitor",
-                metadata={"name": "neuron-monitor", "namespace": SYSTEM_NAMESPACE, "labels": {"app": "neuron-monitor"}},
-                spec=neuron_monitor_spec(),
+                metadata={"name": "neuron-monitor", "namespace": SYSTEM_NAMESPACE, "labels": NEURON_MONITOR_LABELS},
+                spec=neuron_monitor_spec(args.neuron_monitor_digest),
+                opts=child,
+            )
+            k8s.networking.v1.NetworkPolicy(
+                f"{name}-neuron-monitor-policy",
+                metadata={"name": "neuron-monitor", "namespace": SYSTEM_NAMESPACE, "labels": NEURON_MONITOR_LABELS},
+                spec=neuron_monitor_network_policy(args.metrics_namespace),
                 opts=child,
             )
         if args.efa:
@@ -134,34 +151,80 @@ def neuron_values(system: Mapping[str, str]) -> dict[str, Any]:
     }
 
 
-def neuron_monitor_spec() -> dict[str, Any]:
+NEURON_MONITOR_LABELS = {"app": "neuron-monitor"}
+
+
+def neuron_monitor_spec(digest: str | None = None) -> dict[str, Any]:
     """AWS's neuron-monitor DaemonSet (aws-neuron-sdk src/k8/k8s-neuron-monitor-daemonset.yml), pinned
-    to Neuron nodes by label instead of an instance-type list. It must be privileged to read devices."""
-    labels = {"app": "neuron-monitor"}
+    to Neuron nodes by label instead of an instance-type list, and hardened as far as its job allows.
+
+    It stays privileged and root, as AWS ships it: it reads every /dev/neuron* device of the node,
+    which the device plugin hands to no pod that has not requested them, and privileged implies every
+    capability and privilege escalation (the API refuses allowPrivilegeEscalation false with it), so
+    those settings are left out rather than written as a promise the runtime does not keep. What its
+    job does not need goes: the service-account token (it never calls the API server), host
+    namespaces, and a writable root for anything but the image's own paths. The RuntimeDefault seccomp
+    profile takes effect only if privileged is ever dropped (runtimes run privileged containers
+    unconfined). Probes: liveness on the metrics port, readiness on a real scrape of ``/metrics``.
+    """
+    image = charts.NEURON_MONITOR_IMAGE if digest is None else f"{charts.NEURON_MONITOR_IMAGE}@{digest}"
     return {
-        "selector": {"matchLabels": labels},
+        "selector": {"matchLabels": dict(NEURON_MONITOR_LABELS)},
         "template": {
-            "metadata": {"labels": labels},
+            "metadata": {"labels": dict(NEURON_MONITOR_LABELS)},
             "spec": {
+                "automountServiceAccountToken": False,
+                "enableServiceLinks": False,
+                "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
                 "nodeSelector": {LABEL_ACCELERATOR: catalog.VENDOR_NEURON},
                 "tolerations": [toleration(catalog.VENDOR_NEURON)],
                 "containers": [
                     {
                         "name": "neuron-monitor",
-                        "image": charts.NEURON_MONITOR_IMAGE,
+                        "image": image,
+                        "imagePullPolicy": "IfNotPresent",
                         "command": ["/opt/bin/entrypoint.sh"],
                         "args": ["--port", str(NEURON_MONITOR_PORT)],
-                        "ports": [{"name": "metrics", "containerPort": NEURON_MONITOR_PORT}],
+                        "ports": [{"name": "metrics", "containerPort": NEURON_MONITOR_PORT, "protocol": "TCP"}],
                         "env": [{"name": "GOMEMLIMIT", "value": "160MiB"}],
                         "resources": {
                             "requests": {"cpu": "256m", "memory": "128Mi"},
                             "limits": {"cpu": "500m", "memory": "256Mi"},
+                        },
+                        "livenessProbe": {
+                            "tcpSocket": {"port": "metrics"},
+                            "initialDelaySeconds": 30,
+                            "periodSeconds": 30,
+                            "timeoutSeconds": 5,
+                            "failureThreshold": 4,
+                        },
+                        "readinessProbe": {
+                            "httpGet": {"path": "/metrics", "port": "metrics"},
+                            "initialDelaySeconds": 10,
+                            "periodSeconds": 30,
+                            "timeoutSeconds": 10,
+                            "failureThreshold": 3,
                         },
                         "securityContext": {"privileged": True},
                     }
                 ],
             },
         },
+    }
+
+
+def neuron_monitor_network_policy(metrics_namespace: str) -> dict[str, Any]:
+    """Only the monitoring namespace reaches the metrics port; nothing leaves (it reads local devices)."""
+    return {
+        "podSelector": {"matchLabels": dict(NEURON_MONITOR_LABELS)},
+        "policyTypes": ["Ingress", "Egress"],
+        "ingress": [
+            {
+                "from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": metrics_namespace}}}],
+                "ports": [{"protocol": "TCP", "port": NEURON_MONITOR_PORT}],
+            }
+        ],
+        "egress": [],
     }
 
 

@@ -17,6 +17,7 @@ from infra.settings.network import LOG_RETENTION_DAYS
 
 MAX_MANAGED_NODES = 450  # EKS quota: nodes per managed node group
 SECURITY_GROUP_ID = re.compile(r"^sg-(?:[0-9a-f]{8}|[0-9a-f]{17})$")
+IMAGE_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 
 
 class SystemNodeGroupSettings(Section):
@@ -72,9 +73,15 @@ class ClusterSettings(Section):
     addon_versions: dict[str, str] = Field(default_factory=dict)
     """Default ``{}``. Per add-on version overrides (``vpc-cni: v1.22.4-eksbuild.3``)."""
     system_node_group: SystemNodeGroupSettings = Field(default_factory=SystemNodeGroupSettings)
+    neuron_monitor_digest: str | None = None
+    """Default unset (the image by tag); required in production with Neuron pools. ``sha256:<64 hex>`` of
+    AWS's neuron-monitor image at the pinned tag (components/catalog/charts.py NEURON_MONITOR_IMAGE), as
+    the registry reports it (``crane digest <image>`` or ``docker buildx imagetools inspect <image>``).
+    AWS publishes a tag only; no digest is built in, since one not read from the registry would be made up."""
 
     def problems(self, ctx: CheckContext) -> list[Problem]:
         out = [*self.version_problems(dt.date.today()), *self._endpoint_problems(ctx), *self._system_problems()]
+        out += _neuron_monitor_problems(self.neuron_monitor_digest, ctx)
         if self.log_retention_days not in LOG_RETENTION_DAYS:
             allowed = ", ".join(map(str, LOG_RETENTION_DAYS))
             out.append(Problem("cluster.logRetentionDays", f"got {self.log_retention_days}; allowed: {allowed}"))
@@ -185,3 +192,30 @@ class ClusterSettings(Section):
         if group.max_size > MAX_MANAGED_NODES:
             out.append(Problem(f"{prefix}.maxSize", f"{group.max_size} exceeds EKS's {MAX_MANAGED_NODES} per group"))
         return out
+
+
+def _neuron_monitor_problems(digest: str | None, ctx: CheckContext) -> list[Problem]:
+    key = "cluster.neuronMonitorDigest"
+    if digest is not None:
+        return [] if IMAGE_DIGEST.match(digest) else [Problem(key, f"got {digest!r}; expected sha256:<64 hex digits>")]
+    if not ctx.production or not _has_neuron_pools(ctx):
+        return []
+    return [
+        Problem(
+            key,
+            "missing; production runs neuron-monitor on its Neuron pools by digest, not by tag: set the digest "
+            "the registry reports for the pinned image (crane digest public.ecr.aws/neuron/neuron-monitor:<tag>)",
+        )
+    ]
+
+
+def _has_neuron_pools(ctx: CheckContext) -> bool:
+    pools = getattr(ctx.sections.get("nodePools"), "root", None) or {}
+    for pool in pools.values():
+        for name in pool.instance_types:
+            try:
+                if catalog.instance(name).vendor == catalog.VENDOR_NEURON:
+                    return True
+            except catalog.CatalogError:
+                continue  # the nodePools section names unknown types
+    return False

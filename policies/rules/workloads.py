@@ -5,7 +5,8 @@ enforces, and ECR repositories that are immutable and scanned.
 
 Exemptions are named exactly, ``<Kind>/<namespace>/<name>[/<container>]``, in each policy's config:
 - privileged: AWS's neuron-monitor DaemonSet must be privileged to read the Neuron devices (its
-  published manifest, aws-neuron-sdk src/k8/k8s-neuron-monitor-daemonset.yml); nothing else is.
+  published manifest, aws-neuron-sdk src/k8/k8s-neuron-monitor-daemonset.yml); nothing else is, and
+  an exempt pod must not mount a service-account token (automountServiceAccountToken: false).
 - host access: the accelerator device plugins (NVIDIA, Neuron, EFA) register with the kubelet
   through a hostPath socket; today they come from Helm charts, so the names cover typed copies.
 """
@@ -94,6 +95,10 @@ def _hardened(args: ResourceValidationArgs, report: ReportViolation) -> None:
     for path, spec in pod_specs(args.resource_type, args.props):
         for where, container in containers(spec):
             if f"{workload}/{get(container, 'name')}" in exempt:
+                # The exemption covers the devices it needs, never the API: a privileged container
+                # holding a service-account token turns a node compromise into a cluster one.
+                if get(spec, "automountServiceAccountToken") is not False:
+                    report(f"{path}: exempt privileged {where} runs with a service-account token")
                 continue
             at = f"{path}.{where}"
             context = get(container, "securityContext") or {}

@@ -74,6 +74,17 @@ def test_the_rollout_and_the_exempt_neuron_monitor_are_hardened(violations):
     assert any("privileged" in m for m in messages(found))
 
 
+def test_an_exempt_privileged_pod_must_not_hold_a_service_account_token(violations):
+    def monitor_with_token():
+        spec = neuron_monitor_spec()
+        spec["template"]["spec"].pop("automountServiceAccountToken")  # AWS's manifest: the default token
+        k8s.apps.v1.DaemonSet("nm", metadata={"name": "neuron-monitor", "namespace": "kube-system"}, spec=spec)
+
+    assert messages(violations(monitor_with_token, "workloads-hardened-containers")) == [
+        "spec.template.spec: exempt privileged containers/neuron-monitor runs with a service-account token"
+    ]
+
+
 def test_privileged_escalating_or_capable_containers_fail(violations):
     def program():
         deployment("priv", container={"securityContext": {"privileged": True, "allowPrivilegeEscalation": False,

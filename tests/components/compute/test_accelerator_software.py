@@ -46,7 +46,37 @@ def test_neuron_only_installs_device_plugin_scheduler_and_monitor(run_components
     assert values["scheduler"]["customScheduler"]["nodeSelector"] == {"node-role": "system"}
     monitor = one(resources, "acc-neuron-monitor").inputs["spec"]["template"]["spec"]
     assert monitor["nodeSelector"] == {"accelerator": "neuron"}
-    assert monitor["containers"][0]["image"] == charts.NEURON_MONITOR_IMAGE
+    assert monitor["containers"][0]["image"] == charts.NEURON_MONITOR_IMAGE  # no digest given: the tag
+
+
+DIGEST = "sha256:" + "ab" * 32
+
+
+def test_neuron_monitor_is_pinned_probed_and_stripped_of_what_it_does_not_need(run_components):
+    resources = software(run_components, neuron=True, neuron_monitor_digest=DIGEST, metrics_namespace="prom")
+    pod = one(resources, "acc-neuron-monitor").inputs["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert container["image"] == f"{charts.NEURON_MONITOR_IMAGE}@{DIGEST}"
+    assert pod["automountServiceAccountToken"] is False
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert not {"hostNetwork", "hostPID", "hostIPC", "volumes"} & pod.keys()
+    assert container["livenessProbe"]["tcpSocket"] == {"port": "metrics"}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/metrics", "port": "metrics"}
+    # Privileged as AWS ships it (it reads every /dev/neuron*); nothing else widened.
+    assert container["securityContext"] == {"privileged": True}
+    policy = one(resources, "acc-neuron-monitor-policy").inputs
+    assert policy["metadata"]["namespace"] == "kube-system"
+    spec = policy["spec"]
+    assert spec["podSelector"] == {"matchLabels": {"app": "neuron-monitor"}}
+    assert spec["policyTypes"] == ["Ingress", "Egress"] and spec["egress"] == []
+    (rule,) = spec["ingress"]
+    assert rule["from"] == [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "prom"}}}]
+    assert rule["ports"] == [{"protocol": "TCP", "port": 8000}]
+
+
+def test_a_malformed_neuron_monitor_digest_is_an_error():
+    with pytest.raises(ComponentArgsError, match="is not sha256:<64 hex digits>"):
+        AcceleratorSoftware("acc", AcceleratorSoftwareArgs(provider=None, neuron=True, neuron_monitor_digest="1.10.0"))
 
 
 def test_efa_plugin_runs_on_efa_nodes_whatever_their_accelerator(run_components):
