@@ -1,8 +1,12 @@
 """Node rules: IMDSv2 and encrypted volumes on every launch template (and Karpenter EC2NodeClass),
 instance types within the stack's allow-list, accelerators within the stack's budget.
 
-The budget sums every node group and NodePool: an EFA pool is one per zone, each sized per zone, so
-its zones x maxSize nodes are counted without knowing about pools at all.
+The budget sums every way a stack can create accelerator capacity: EKS node groups, Karpenter NodePools
+(their ``spec.limits``), Auto Scaling groups (maxSize x the accelerators of their instance types, from
+mixed-instances overrides or their launch template), EC2 instances, EC2 Fleets and Spot Fleets. A launch
+template of an accelerated type that no group of the stack uses is reported too: what launches from it
+cannot be counted. An EFA pool is one node group per zone, each sized per zone, so its zones x maxSize
+nodes are counted without knowing about pools at all.
 
 Karpenter objects are judged by what Karpenter does with absent fields: an EC2NodeClass without
 metadataOptions gets ``httpTokens: required``, and its default block devices are encrypted.
@@ -16,6 +20,7 @@ from typing import Any
 from pulumi_policy import (
     EnforcementLevel,
     PolicyConfigSchema,
+    PolicyResource,
     ReportViolation,
     ResourceValidationArgs,
     ResourceValidationPolicy,
@@ -31,6 +36,19 @@ INSTANCE = "aws:ec2/instance:Instance"
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 NODE_CLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
 NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
+AUTOSCALING_GROUP = "aws:autoscaling/group:Group"
+LAUNCH_CONFIGURATION = "aws:ec2/launchConfiguration:LaunchConfiguration"
+FLEET = "aws:ec2/fleet:Fleet"
+SPOT_FLEET = "aws:ec2/spotFleetRequest:SpotFleetRequest"
+# Every resource that creates instances: the budget counts them all, not only node groups.
+CAPACITY_TYPES = (
+    "aws:eks/nodeGroup:NodeGroup",
+    NODE_POOL,
+    AUTOSCALING_GROUP,
+    "aws:ec2/instance:Instance",
+    FLEET,
+    SPOT_FLEET,
+)
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 ACCELERATOR_RESOURCES = (catalog.RESOURCE_NVIDIA_GPU, catalog.RESOURCE_NEURON_DEVICE)
 DEFAULT_MAX_HOP_LIMIT = 2
@@ -111,17 +129,59 @@ def _allow_list(args: ResourceValidationArgs, report: ReportViolation) -> None:
         report(f"instance types {', '.join(outside)} are not in this stack's allow-list")
 
 
-def accelerators(resource_type: str, props: Any) -> tuple[int | None, str]:
-    """Accelerators a pool can hold at its maximum and how that was counted (None: unbounded)."""
+def _per_node(types: list[str]) -> tuple[int | None, str]:
+    """Most accelerators any of the types carries; None (with the reason) for a type the catalog lacks."""
+    per_node = 0
+    for name in types:
+        try:
+            per_node = max(per_node, catalog.instance(str(name)).accelerator_count)
+        except catalog.CatalogError:
+            return None, f"instance type {name} is not in the catalog"
+    return per_node, ""
+
+
+def accelerators(resource_type: str, props: Any, template_types: list[str] | None = None) -> tuple[int | None, str]:
+    """Accelerators a resource can hold at its maximum and how that was counted (None: unbounded).
+
+    ``template_types`` are the instance types of the launch template the resource launches from, for
+    node groups and Auto Scaling groups that name none themselves."""
     if resource_type == NODE_GROUP:
-        per_node = 0
-        for name in as_list(get(props, "instanceTypes")):
-            try:
-                per_node = max(per_node, catalog.instance(str(name)).accelerator_count)
-            except catalog.CatalogError:
-                return None, f"instance type {name} is not in the catalog"
+        types = [str(t) for t in as_list(get(props, "instanceTypes"))] or list(template_types or [])
+        per_node, why = _per_node(types)
+        if per_node is None:
+            return None, why
         max_size = int(get(props, "scalingConfig.maxSize", 0))
         return per_node * max_size, f"{max_size} nodes x {per_node}"
+    if resource_type == AUTOSCALING_GROUP:
+        overrides = as_list(get(props, "mixedInstancesPolicy.launchTemplate.overrides"))
+        types = [str(get(o, "instanceType")) for o in overrides if get(o, "instanceType")] or list(template_types or [])
+        if not types:
+            return None, "launches from a template this stack does not define (instance type unknown)"
+        per_node, why = _per_node(types)
+        if per_node is None:
+            return None, why
+        max_size = int(float(get(props, "maxSize", 0)))
+        return per_node * max_size, f"{max_size} instances x {per_node}"
+    if resource_type == INSTANCE:
+        per_node, why = _per_node([str(get(props, "instanceType", ""))] if get(props, "instanceType") else [])
+        return (None, why) if per_node is None else (per_node, "1 instance")
+    if resource_type == FLEET:
+        overrides = [o for c in as_list(get(props, "launchTemplateConfigs")) for o in as_list(get(c, "overrides"))]
+        types = [str(get(o, "instanceType")) for o in overrides if get(o, "instanceType")] or list(template_types or [])
+        per_node, why = _per_node(types)
+        if per_node is None or not types:
+            return None, why or "instance type unknown"
+        capacity = int(float(get(props, "targetCapacitySpecification.totalTargetCapacity", 0)))
+        return per_node * capacity, f"{capacity} instances x {per_node}"
+    if resource_type == SPOT_FLEET:
+        types = [
+            str(get(s, "instanceType")) for s in as_list(get(props, "launchSpecifications")) if get(s, "instanceType")
+        ]
+        per_node, why = _per_node(types or list(template_types or []))
+        if per_node is None or not (types or template_types):
+            return None, why or "instance type unknown"
+        capacity = int(float(get(props, "targetCapacity", 0)))
+        return per_node * capacity, f"{capacity} instances x {per_node}"
     if resource_type == NODE_POOL:
         limits = get(props, "spec.limits") or {}
         counted = [int(float(limits[r])) for r in ACCELERATOR_RESOURCES if r in limits]
@@ -133,21 +193,88 @@ def accelerators(resource_type: str, props: Any) -> tuple[int | None, str]:
     return 0, ""
 
 
+def _templates_of(resource: PolicyResource) -> list[PolicyResource]:
+    """The launch templates (or launch configurations) a group or fleet launches from, by property dependency."""
+    found = []
+    for deps in resource.property_dependencies.values():
+        found += [d for d in deps if d.resource_type in (LAUNCH_TEMPLATE, LAUNCH_CONFIGURATION)]
+    return found
+
+
 def _budget(args: StackValidationArgs, report: ReportViolation) -> None:
     budget = int(args.get_config().get("maxAccelerators", 0))
-    total, parts = 0, []
+    total, parts, used_templates = 0, [], set()
     for resource in args.resources:
-        if resource.resource_type not in (NODE_GROUP, NODE_POOL):
+        if resource.resource_type not in CAPACITY_TYPES:
             continue
-        count, how = accelerators(resource.resource_type, resource.props)
+        templates = _templates_of(resource)
+        used_templates.update(t.urn for t in templates)
+        template_types = [str(get(t.props, "instanceType")) for t in templates if get(t.props, "instanceType")]
+        count, how = accelerators(resource.resource_type, resource.props, template_types)
         if count is None:
             report(f"{resource.name}: accelerators unbounded ({how}); the budget cannot hold", resource.urn)
             continue
         if count:
             total += count
             parts.append(f"{resource.name} {count} ({how})")
+    for resource in args.resources:
+        if resource.resource_type in (LAUNCH_TEMPLATE, LAUNCH_CONFIGURATION) and resource.urn not in used_templates:
+            kind = get(resource.props, "instanceType")
+            if kind in catalog.CATALOG and catalog.CATALOG[kind].is_accelerated:
+                report(
+                    f"{resource.name}: launch template for {kind} outside any group of this stack; whatever launches "
+                    "from it escapes the accelerator budget",
+                    resource.urn,
+                )
     if total > budget:
         report(f"pools can hold {total} accelerators ({'; '.join(parts)}), over this stack's budget of {budget}")
+
+
+def _is_accelerated(types: list[str]) -> bool:
+    return any(t in catalog.CATALOG and catalog.CATALOG[t].is_accelerated for t in types)
+
+
+def on_demand(resource_type: str, props: Any, templates: list[PolicyResource]) -> bool:
+    """Whether the resource may launch on-demand instances (every market default is on-demand)."""
+    template_spot = any(get(t.props, "instanceMarketOptions.marketType") == "spot" for t in templates)
+    if resource_type == AUTOSCALING_GROUP:
+        distribution = get(props, "mixedInstancesPolicy.instancesDistribution") or {}
+        if get(props, "mixedInstancesPolicy") is not None:
+            base = float(get(distribution, "onDemandBaseCapacity", 0))
+            above = float(get(distribution, "onDemandPercentageAboveBaseCapacity", 100))
+            return base > 0 or above > 0
+        return not template_spot
+    if resource_type == INSTANCE:
+        return get(props, "instanceMarketOptions.marketType") != "spot" and not template_spot
+    if resource_type == FLEET:
+        spec = get(props, "targetCapacitySpecification") or {}
+        return get(spec, "defaultTargetCapacityType") != "spot" or float(get(spec, "onDemandTargetCapacity", 0)) > 0
+    if resource_type == SPOT_FLEET:
+        return float(get(props, "onDemandTargetCapacity", 0)) > 0
+    return False
+
+
+def _spot_only(args: StackValidationArgs, report: ReportViolation) -> None:
+    if args.get_config().get("allowOnDemand", True):
+        return
+    for resource in args.resources:
+        if resource.resource_type not in (AUTOSCALING_GROUP, INSTANCE, FLEET, SPOT_FLEET):
+            continue
+        templates = _templates_of(resource)
+        types = [str(get(t.props, "instanceType")) for t in templates if get(t.props, "instanceType")]
+        types += [str(get(resource.props, "instanceType"))] if get(resource.props, "instanceType") else []
+        overrides = [
+            *as_list(get(resource.props, "mixedInstancesPolicy.launchTemplate.overrides")),
+            *[o for c in as_list(get(resource.props, "launchTemplateConfigs")) for o in as_list(get(c, "overrides"))],
+            *as_list(get(resource.props, "launchSpecifications")),
+        ]
+        types += [str(get(o, "instanceType")) for o in overrides if get(o, "instanceType")]
+        if _is_accelerated(types) and on_demand(resource.resource_type, resource.props, templates):
+            report(
+                f"{resource.name}: may launch on-demand accelerator instances ({', '.join(sorted(set(types)))}) where "
+                "this stack allows spot only",
+                resource.urn,
+            )
 
 
 POLICIES = [
@@ -177,10 +304,27 @@ POLICIES = [
     ),
     StackValidationPolicy(
         name="accelerator-budget",
-        description="Max nodes x accelerators per node, summed over every node group and NodePool (an EFA pool "
-        "has one per zone), stays within the stack's budget.",
+        description="Max nodes x accelerators per node, summed over every node group, NodePool, Auto Scaling "
+        "group, EC2 instance and fleet (an EFA pool has one node group per zone), stays within the stack's budget.",
         validate=_budget,
         enforcement_level=EnforcementLevel.MANDATORY,
         config_schema=PolicyConfigSchema(properties={"maxAccelerators": {"type": "integer", "default": 0}}),
+    ),
+    StackValidationPolicy(
+        name="accelerators-spot-only",
+        description="Where the stack allows no on-demand accelerators (development), Auto Scaling groups, EC2 "
+        "instances and fleets of accelerated types launch spot only (node groups and Karpenter NodePools: "
+        "cost-dev-on-demand-accelerators).",
+        validate=_spot_only,
+        enforcement_level=EnforcementLevel.MANDATORY,
+        config_schema=PolicyConfigSchema(
+            properties={
+                "allowOnDemand": {
+                    "type": "boolean",
+                    "default": True,
+                    "description": "false: accelerated capacity must be spot (development stacks)",
+                }
+            }
+        ),
     ),
 ]
