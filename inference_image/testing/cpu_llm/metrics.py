@@ -114,6 +114,9 @@ class StandInMetrics:
 
     def __init__(self, pb_utils, *, model: str, version: str, max_batch_size: int) -> None:
         self.book = RequestBook(max_active=max_batch_size, kv_blocks=max_batch_size * STAND_IN_BLOCKS_PER_SLOT)
+        # The stub's metric calls are messages to the server over one shared-memory channel; calls from
+        # the request threads at once abort the server (std::bad_alloc), so they go one at a time.
+        self._calls = threading.Lock()
         labels = {"model": model, "version": version}
         gauge, histogram = pb_utils.MetricFamily.GAUGE, pb_utils.MetricFamily.HISTOGRAM
         # The families must outlive their metrics (the backend refuses the other order): keep both.
@@ -151,7 +154,8 @@ class StandInMetrics:
 
     def prompt(self, key: int, tokens: int) -> None:
         self.book.prompt(key, tokens)
-        self._input_tokens.observe(tokens)
+        with self._calls:
+            self._input_tokens.observe(tokens)
         self._publish()
 
     def token(self, key: int) -> None:
@@ -160,11 +164,16 @@ class StandInMetrics:
             self._publish()
 
     def finish(self, key: int) -> None:
-        self._output_tokens.observe(self.book.finish(key))
+        generated = self.book.finish(key)
+        with self._calls:
+            self._output_tokens.observe(generated)
         self._publish()
 
     def _publish(self) -> None:
-        snap = self.book.snapshot()
+        with self._calls:
+            self._set(self.book.snapshot())
+
+    def _set(self, snap: Snapshot) -> None:
         for name, value in snap.requests.items():
             self._requests[name].set(value)
         for name, metric in self._kv.items():

@@ -1,0 +1,229 @@
+"""Proven live: a real Prometheus scrapes the real local Triton (CPU stand-in for the LLM step) every
+second while a bounded load runs. The recording rules and the ScaledObject's exact queries are evaluated
+on the scraped data: under load the scaling metric crosses its target and the HPA formula recommends a
+scale-up; idle, the recommendation returns to the floor. Dashboard queries whose series exist on CPU
+return data. The figures go to build/observability/live-scaling.json (run with -s to see them):
+
+    .venv/bin/python -m pytest tests/observability -s -q
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import statistics
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from components.autoscaling.scaled_object import ScalingPolicy, desired_replicas, triggers
+from components.observability.dashboards import expand, queries, render
+from components.observability.promql import Scope
+from components.observability.rules import RuleSet, rule_groups, rules_file
+from inferctl import stack_settings
+from inferctl.serving import local_triton
+from inferctl.serving.serve_local import build_local_repository
+from inferctl.serving.server_process import ServerProcess
+from inference_image.server_args import rank0_args
+from tests.inferctl.serving.conftest import FAST, READY_TIMEOUT, RunningServer, free_port, leftover_processes, listen
+from tests.observability.prometheus_server import Target, running_prometheus
+from tests.system_tools import require_tool
+
+pytestmark = [pytest.mark.triton, pytest.mark.timeout(420)]
+
+NAMESPACE, JOB = "inference", "triton"
+SCOPE = Scope(namespace=NAMESPACE, job=JOB)
+CLIENTS = 32
+LOAD_SECONDS = 15.0
+MAX_TOKENS = 128
+SETTLE_TIMEOUT = 30.0
+DAY = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
+NIGHT = datetime(2026, 12, 3, 23, 0, tzinfo=UTC)
+# Serving panels whose series the CPU stand-in publishes (TTFT/ITL need Triton's histogram, absent in 2.51;
+# replicas need kube-state-metrics; fleet, edge and cost need DCGM, neuron-monitor, Envoy, kube-state-metrics).
+SERVING_PANELS_WITH_DATA = (
+    "Requests/s",
+    "Output tokens/s",
+    "Requests in flight",
+    "Replicas",
+    "Tokens/s",
+    "Requests/s by model",
+    "Queue: requests waiting and active",
+    "Queue time per request and queue/compute ratio",
+    "Batch",
+    "KV cache",
+)
+REPO = Path(__file__).resolve().parents[2]
+REAP_TIMEOUT = 20.0
+
+
+@contextlib.contextmanager
+def stand_in_triton(serving: Any, work: Path) -> Iterator[RunningServer]:
+    """The dev repository on the real tritonserver with the fast CPU stand-in; after stopping it, waits
+    (bounded) until no process of ``work`` is left: under load the Python stubs take a moment to exit."""
+    local = build_local_repository(serving, work, FAST)
+    triton = local_triton.prepare(work)
+    ports = listen()
+    flags = rank0_args(
+        serving, model_repository=local.repository, models=local.models, listen=ports, backend_dir=triton.backend_dir
+    )
+    http_url = f"http://127.0.0.1:{ports.http_port}"
+    with ServerProcess(
+        [str(triton.binary), *flags], env=triton.env, http_url=http_url, log=work / "server.log"
+    ) as server:
+        server.wait_ready(READY_TIMEOUT)
+        yield RunningServer(
+            http_url=http_url,
+            grpc_url=f"127.0.0.1:{ports.grpc_port}",
+            metrics_url=f"http://127.0.0.1:{ports.metrics_port}/metrics",
+            local=local,
+            log=work / "server.log",
+        )
+    deadline = time.monotonic() + REAP_TIMEOUT
+    while leftover_processes(str(work)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert leftover_processes(str(work)) == []
+
+
+def _load(http_url: str, stop: threading.Event, done: list[int], failed: list[str]) -> None:
+    body = json.dumps(
+        {
+            "text_input": "the quick brown fox jumps over the lazy dog",
+            "max_tokens": MAX_TOKENS,
+            "min_tokens": MAX_TOKENS,
+        }
+    ).encode()
+    while not stop.is_set():
+        request = urllib.request.Request(
+            f"{http_url}/v2/models/ensemble/generate", data=body, headers={"content-type": "application/json"}
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=60) as response:
+                response.read()
+            done.append(1)
+        except Exception as err:  # recorded and asserted on below
+            failed.append(f"{type(err).__name__}: {err}")
+
+
+def _sample(prom, expr: str, seconds: float) -> list[float]:
+    values, deadline = [], time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        value = prom.scalar(expr)
+        values.append(value if value is not None else 0.0)
+        time.sleep(0.5)
+    return values
+
+
+def _wait_for(prom, expr: str, predicate, timeout: float) -> float | None:
+    deadline, value = time.monotonic() + timeout, None
+    while time.monotonic() < deadline:
+        value = prom.scalar(expr)
+        if value is not None and predicate(value):
+            return value
+        time.sleep(0.5)
+    return value
+
+
+def test_scaling_metric_crosses_its_target_under_load_and_returns_to_the_floor(tmp_path):
+    prometheus = require_tool("prometheus")
+    serving = stack_settings.load("dev").serving
+    policy = ScalingPolicy(
+        scope=SCOPE,
+        prometheus_url="http://prometheus.monitoring:9090",
+        min_replicas=1,
+        max_replicas=4,
+        target_requests_per_replica=round(0.75 * serving.max_batch_size),
+    )
+    rules = tmp_path / "rules.yml"
+    rules.write_text(yaml.safe_dump(rules_file(rule_groups(RuleSet(scope=SCOPE))), sort_keys=False))
+    with stand_in_triton(serving, tmp_path / "triton") as triton:
+        address = triton.metrics_url.removeprefix("http://").removesuffix("/metrics")
+        target = Target(JOB, address, {"namespace": NAMESPACE, "pod": "triton-local-0", "service": JOB})
+        with running_prometheus(prometheus, tmp_path / "prometheus", free_port(), [target], [rules]) as prom:
+            by_name = {t.name: t for t in triggers(policy)}
+            requests_q, kv_q = by_name["requests"].query, by_name["kv"].query
+            assert _wait_for(prom, f'up{{job="{JOB}"}}', lambda v: v == 1, SETTLE_TIMEOUT) == 1
+            assert _wait_for(prom, requests_q, lambda v: True, SETTLE_TIMEOUT) is not None, "stand-in gauges scraped"
+            idle_before = prom.scalar(requests_q)
+
+            stop, done, failed = threading.Event(), [], []
+            clients = [
+                threading.Thread(target=_load, args=(triton.http_url, stop, done, failed), daemon=True)
+                for _ in range(CLIENTS)
+            ]
+            for client in clients:
+                client.start()
+            try:
+                time.sleep(2)  # let the batch fill before sampling
+                loaded = _sample(prom, requests_q, LOAD_SECONDS)
+                kv_loaded = _sample(prom, kv_q, 2.0)
+                recorded_ratio = prom.query(f'triton:queue_compute:ratio{{model="tensorrt_llm",job="{JOB}"}}')
+                recorded_in_flight = prom.scalar(f'triton:llm_requests_in_flight:sum{{job="{JOB}"}}')
+                dashboard_results = _dashboard_results(prom)
+            finally:
+                stop.set()
+                for client in clients:
+                    client.join(timeout=90)
+            assert not any(c.is_alive() for c in clients), "load clients did not stop"
+
+            idle_after = _wait_for(prom, requests_q, lambda v: v == 0, SETTLE_TIMEOUT)
+            kv_idle = prom.scalar(kv_q)
+
+    target_value = by_name["requests"].target
+    peak, median = max(loaded), statistics.median(loaded)
+    up = desired_replicas(policy, {"requests": median, "kv": statistics.median(kv_loaded)}, current=1, instant=DAY)
+    night = desired_replicas(policy, {"requests": median, "kv": statistics.median(kv_loaded)}, current=1, instant=NIGHT)
+    down = desired_replicas(policy, {"requests": idle_after or 0.0, "kv": kv_idle or 0.0}, current=up, instant=DAY)
+    figures = {
+        "query": requests_q,
+        "target_per_replica": target_value,
+        "idle_before": idle_before,
+        "loaded_median": median,
+        "loaded_peak": peak,
+        "idle_after": idle_after,
+        "kv_replica_equivalents_loaded_median": statistics.median(kv_loaded),
+        "recommendation_loaded_from_1_replica": up,
+        "recommendation_loaded_at_night_from_1_replica": night,
+        "recommendation_idle": down,
+        "queue_compute_ratio_series_recorded": len(recorded_ratio),
+        "requests_completed": len(done),
+        "requests_failed": len(failed),
+        "clients": CLIENTS,
+        "load_seconds": LOAD_SECONDS,
+    }
+    out = REPO / "build" / "observability"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "live-scaling.json").write_text(json.dumps(figures, indent=2) + "\n")
+    print("\nlive scaling figures:", json.dumps(figures, indent=2))
+
+    assert not failed, failed[:3]
+    assert idle_before == 0
+    assert median > target_value, f"in flight {median} never crossed the target {target_value}"
+    assert up > policy.min_replicas, f"the HPA formula kept {up} replicas under load"
+    assert night == 2, "the night ceiling (ceil(4 x 0.5)) caps the same load"
+    assert idle_after == 0 and down == policy.min_replicas
+    assert recorded_ratio, "triton:queue_compute:ratio was not recorded"
+    assert recorded_in_flight is not None
+    missing = [title for title in SERVING_PANELS_WITH_DATA if not dashboard_results.get(title)]
+    assert not missing, f"serving panels without data on CPU: {missing}"
+
+
+def _dashboard_results(prom) -> dict[str, bool]:
+    """Panel title -> whether any of its queries returned data; every query must be accepted."""
+    values = {"namespace": NAMESPACE, "model": ".*", "pool": ".*", "route": ".*"}
+    out: dict[str, bool] = {}
+    for name, model in render().items():
+        for panel in model["panels"]:
+            found = False
+            for expr in queries({"panels": [panel]}):
+                found |= bool(prom.query(expand(expr, values)))
+            key = panel["title"] if name == "inference-serving.json" else f"{name}:{panel['title']}"
+            out[key] = found
+    return out
