@@ -17,6 +17,7 @@ from policies.rules import (
     nodes,
     pod_security,
     retention,
+    secret_values,
     secrets,
     storage,
     tagging,
@@ -44,5 +45,6 @@ POLICIES: list[Policy] = [
     *retention.POLICIES,
     *iam_exposure.POLICIES,
     *kubernetes_exposure.POLICIES,
+    *secret_values.POLICIES,
     *cost.POLICIES,
 ]
