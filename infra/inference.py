@@ -231,10 +231,13 @@ def _secrets(settings: Settings, storage: Storage) -> SecretMount | None:
 
 
 def _load_balancer_cidrs(settings: Settings, foundation: Foundation) -> list[str]:
-    """The configured CIDRs, or the stack's public subnets (where its internet-facing LBs live)."""
+    """The configured CIDRs, or the stack's public subnets (where its internet-facing LBs live); none
+    behind the edge, whose gateway is then the only way in (infra/edge.py admits its proxies)."""
     configured = settings.inference.network_policy.load_balancer_cidrs
     if configured is not None:
         return list(configured)
+    if settings.edge.domain is not None:
+        return []
     net = settings.network
     plans = carve(net.cidr, len(foundation.zones), net.subnet_prefixes)
     return [plan.cidr for plan in plans if plan.tier == "public"]

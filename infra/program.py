@@ -12,6 +12,7 @@ import pulumi
 from components.common.tagging import default_tags_transform
 from infra.cluster import build_cluster
 from infra.config_source import read_settings
+from infra.edge import build_edge
 from infra.foundation import build_foundation
 from infra.inference import build_inference
 from infra.storage import build_storage
@@ -23,4 +24,5 @@ def main() -> None:
     foundation = build_foundation(settings)
     compute = build_cluster(settings, foundation)
     storage = build_storage(settings, foundation, compute)
-    build_inference(settings, foundation, compute, storage)
+    inference = build_inference(settings, foundation, compute, storage)
+    build_edge(settings, foundation, compute, storage, inference)

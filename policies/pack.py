@@ -6,6 +6,7 @@ from pulumi_policy import EnforcementLevel, Policy
 
 from policies.rules import (
     cost,
+    edge,
     eks,
     endpoints,
     iam,
@@ -47,4 +48,5 @@ POLICIES: list[Policy] = [
     *kubernetes_exposure.POLICIES,
     *secret_values.POLICIES,
     *cost.POLICIES,
+    *edge.POLICIES,
 ]

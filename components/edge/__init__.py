@@ -1,8 +1,34 @@
-"""The edge: what stands between the internet and Triton (gateway policy, Gateway API objects).
+"""The edge: what stands between the internet and Triton. The ALB (AWS Load Balancer Controller, WAF,
+certificate, ExternalDNS), Envoy Gateway (API keys per client, per-client rate limits in Redis, timeouts,
+circuit breaking) and the policy both the cluster rendering and the local Envoy proof read.
 
 This module is the area's public surface; the modules beside it hold the pieces.
 """
 
+from components.edge.client_credentials import ClientCredentials, ClientCredentialsArgs
+from components.edge.gateway import EdgeGateway, EdgeGatewayArgs
+from components.edge.gateway_api import GatewayTarget, render_gateway_objects
+from components.edge.load_balancer_controller import LoadBalancerController, LoadBalancerControllerArgs
 from components.edge.policy import CircuitBreaker, Client, EdgePolicy, Tier
+from components.edge.public_endpoint import PublicEndpoint, PublicEndpointArgs, WafRules
+from components.edge.rate_limit_store import RateLimitStore, RateLimitStoreArgs
 
-__all__ = ["CircuitBreaker", "Client", "EdgePolicy", "Tier"]
+__all__ = [
+    "CircuitBreaker",
+    "Client",
+    "ClientCredentials",
+    "ClientCredentialsArgs",
+    "EdgeGateway",
+    "EdgeGatewayArgs",
+    "EdgePolicy",
+    "GatewayTarget",
+    "LoadBalancerController",
+    "LoadBalancerControllerArgs",
+    "PublicEndpoint",
+    "PublicEndpointArgs",
+    "RateLimitStore",
+    "RateLimitStoreArgs",
+    "Tier",
+    "WafRules",
+    "render_gateway_objects",
+]

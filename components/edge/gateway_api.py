@@ -37,6 +37,8 @@ DEFAULT_LISTENER_PORT = 8080
 GRPC_SERVICE = "inference.GRPCInferenceService"
 # Triton's whole HTTP API (KServe v2 and the generate extension) lives under /v2.
 HTTP_PATH_PREFIX = "/v2"
+# Label on the Envoy proxy pods: what Triton's NetworkPolicy admits.
+PROXY_LABEL = "inference.platform/edge-gateway"
 Manifest = dict[str, Any]
 
 
@@ -45,11 +47,14 @@ class GatewayTarget:
     """Where the gateway runs and what it routes to."""
 
     namespace: str
-    """Required. Namespace of the Gateway, its routes and policies (Triton's namespace)."""
+    """Required. Namespace of the Gateway, its routes, policies and credentials (Envoy Gateway's own, where
+    its Envoy proxies run and the ALB's Ingresses point)."""
     name: str
     """Required. Name of the Gateway; routes and policies are ``<name>-<role>``."""
     service: str
     """Required. Triton's Service."""
+    service_namespace: str
+    """Required. Triton's namespace; a ReferenceGrant there lets the routes reach the Service."""
     http_port: int
     """Required. The Service's HTTP port."""
     grpc_port: int
@@ -62,6 +67,14 @@ class GatewayTarget:
     """Default ``envoy-gateway``. The GatewayClass of the Envoy Gateway install."""
     listener_port: int = DEFAULT_LISTENER_PORT
     """Default 8080. Port the ALB's target group sends to (TLS ends at the ALB)."""
+    proxy_service: str = ""
+    """Default ``<name>``. Name of the Envoy proxies' ClusterIP Service (the Ingress backend)."""
+    proxy_replicas: int = 2
+    """Default 2. Envoy proxy pods (the ALB balances over them)."""
+
+    @property
+    def envoy_service(self) -> str:
+        return self.proxy_service or self.name
 
 
 def render_gateway_objects(policy: EdgePolicy, target: GatewayTarget) -> list[Manifest]:
@@ -70,6 +83,7 @@ def render_gateway_objects(policy: EdgePolicy, target: GatewayTarget) -> list[Ma
     grpc_route = f"{target.name}-grpc"
     routes = [_ref("HTTPRoute", http_route), _ref("GRPCRoute", grpc_route)]
     objects = [
+        _envoy_proxy(target),
         _gateway(target),
         _http_route(target, http_route),
         _grpc_route(target, grpc_route),
@@ -78,13 +92,15 @@ def render_gateway_objects(policy: EdgePolicy, target: GatewayTarget) -> list[Ma
     ]
     if policy.auth_enabled:
         objects.append(_security_policy(policy, target, routes))
+    if target.service_namespace != target.namespace:
+        objects.append(_reference_grant(target))
     return objects
 
 
 def gateway_summary(objects: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """Clients, limits, timeouts and circuit-breaker limits read back from rendered objects (the same
     keys as ``inferctl.serving.edge_envoy.bootstrap_summary``)."""
-    by_kind = {o["kind"]: o for o in objects}
+    by_kind = {o["kind"]: o for o in objects if o["kind"] != "ReferenceGrant"}
     backend = by_kind["BackendTrafficPolicy"]["spec"]
     security = by_kind.get("SecurityPolicy")
     client = by_kind["ClientTrafficPolicy"]["spec"]
@@ -116,6 +132,54 @@ def gateway_summary(objects: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
+def _envoy_proxy(target: GatewayTarget) -> Manifest:
+    """The proxies' own shape: a ClusterIP Service with a fixed name (the Ingress backend; never a
+    LoadBalancer or NodePort: the ALB is the only way in), hardened pods."""
+    return {
+        "apiVersion": ENVOY_GATEWAY_API,
+        "kind": "EnvoyProxy",
+        "metadata": _meta(target, f"{target.name}-proxy"),
+        "spec": {
+            "provider": {
+                "type": "Kubernetes",
+                "kubernetes": {
+                    "envoyService": {"name": target.envoy_service, "type": "ClusterIP"},
+                    "envoyDeployment": {
+                        "replicas": target.proxy_replicas,
+                        "pod": {"labels": {PROXY_LABEL: target.name}},
+                    },
+                },
+            }
+        },
+    }
+
+
+def _reference_grant(target: GatewayTarget) -> Manifest:
+    return {
+        "apiVersion": "gateway.networking.k8s.io/v1beta1",
+        "kind": "ReferenceGrant",
+        "metadata": {
+            "name": f"{target.name}-routes",
+            "namespace": target.service_namespace,
+            "labels": {"app.kubernetes.io/part-of": "inference-edge"},
+        },
+        "spec": {
+            "from": [
+                {"group": GATEWAY_GROUP, "kind": kind, "namespace": target.namespace}
+                for kind in ("HTTPRoute", "GRPCRoute")
+            ],
+            "to": [{"group": "", "kind": "Service", "name": target.service}],
+        },
+    }
+
+
+def _backend(target: GatewayTarget, port: int) -> dict[str, Any]:
+    ref: dict[str, Any] = {"name": target.service, "port": port}
+    if target.service_namespace != target.namespace:
+        ref["namespace"] = target.service_namespace
+    return ref
+
+
 def _gateway(target: GatewayTarget) -> Manifest:
     listener: dict[str, Any] = {
         "name": "http",
@@ -129,7 +193,17 @@ def _gateway(target: GatewayTarget) -> Manifest:
         "apiVersion": GATEWAY_API,
         "kind": "Gateway",
         "metadata": _meta(target, target.name),
-        "spec": {"gatewayClassName": target.gateway_class, "listeners": [listener]},
+        "spec": {
+            "gatewayClassName": target.gateway_class,
+            "listeners": [listener],
+            "infrastructure": {
+                "parametersRef": {
+                    "group": "gateway.envoyproxy.io",
+                    "kind": "EnvoyProxy",
+                    "name": f"{target.name}-proxy",
+                }
+            },
+        },
     }
 
 
@@ -139,7 +213,7 @@ def _http_route(target: GatewayTarget, name: str) -> Manifest:
         "rules": [
             {
                 "matches": [{"path": {"type": "PathPrefix", "value": HTTP_PATH_PREFIX}}],
-                "backendRefs": [{"name": target.service, "port": target.http_port}],
+                "backendRefs": [_backend(target, target.http_port)],
                 # Gateway API's zero duration disables the whole-request clock: a stream ends when the
                 # model stops; silence is bounded by the stream idle timeout instead.
                 "timeouts": {"request": "0s"},
@@ -157,7 +231,7 @@ def _grpc_route(target: GatewayTarget, name: str) -> Manifest:
         "rules": [
             {
                 "matches": [{"method": {"type": "Exact", "service": GRPC_SERVICE}}],
-                "backendRefs": [{"name": target.service, "port": target.grpc_port}],
+                "backendRefs": [_backend(target, target.grpc_port)],
             }
         ],
     }

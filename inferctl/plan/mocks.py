@@ -18,6 +18,7 @@ from inferctl.plan.mock_context import (
     Outputs,
     digest,
 )
+from inferctl.plan.mocks_edge import OUTPUTS as EDGE_OUTPUTS
 from inferctl.plan.mocks_inference import OUTPUTS as INFERENCE_OUTPUTS
 from inferctl.plan.mocks_storage import OUTPUTS as STORAGE_OUTPUTS
 
@@ -132,6 +133,7 @@ OUTPUTS.update(STORAGE_OUTPUTS)
 INVOKES.update(mocks_compute.INVOKES)
 OUTPUTS.update(mocks_compute.OUTPUTS)
 OUTPUTS.update(INFERENCE_OUTPUTS)
+OUTPUTS.update(EDGE_OUTPUTS)
 
 
 def _uuid(seed: str) -> str:

@@ -17,9 +17,10 @@ from infra.settings import load_settings
 
 TAGS = {"owner": "team", "costCenter": "cc-1"}
 TARGET = GatewayTarget(
-    namespace="inference",
+    namespace="envoy-gateway-system",
     name="inference-edge",
     service="triton",
+    service_namespace="inference",
     http_port=8000,
     grpc_port=8001,
     credentials_secret="inference-api-keys",
@@ -44,6 +45,8 @@ EDGES = {
 # Required fields of each custom resource (Gateway API v1 and Envoy Gateway v1alpha1 CRD schemas).
 REQUIRED = {
     "Gateway": [("spec", "gatewayClassName"), ("spec", "listeners")],
+    "EnvoyProxy": [("spec", "provider", "type")],
+    "ReferenceGrant": [("spec", "from"), ("spec", "to")],
     "HTTPRoute": [("spec", "parentRefs"), ("spec", "rules")],
     "GRPCRoute": [("spec", "parentRefs"), ("spec", "rules")],
     "SecurityPolicy": [("spec", "targetRefs"), ("spec", "apiKeyAuth", "credentialRefs"), ("spec", "apiKeyAuth")],
@@ -97,7 +100,9 @@ def test_tiers_give_each_client_its_tier_limit_and_size_the_parallel_budget():
 def test_custom_resources_have_their_required_fields(case):
     objects = render_gateway_objects(policy(EDGES[case]), TARGET)
     for obj in objects:
-        assert obj["apiVersion"] and obj["metadata"]["name"] and obj["metadata"]["namespace"] == "inference"
+        assert obj["apiVersion"] and obj["metadata"]["name"]
+        expected_ns = "inference" if obj["kind"] == "ReferenceGrant" else "envoy-gateway-system"
+        assert obj["metadata"]["namespace"] == expected_ns
         for path in REQUIRED[obj["kind"]]:
             node = obj
             for part in path:

@@ -1,0 +1,207 @@
+"""API keys of the gateway's clients: one generated key per client id in Secrets Manager, delivered to the
+Kubernetes Secret Envoy Gateway's ``SecurityPolicy.apiKeyAuth`` reads (data key = client id, value = key).
+
+Delivery is the Secrets Store CSI driver's sync (``secretObjects``): the driver writes the Secret while a
+pod mounts the SecretProviderClass, so a one-replica ``credentials-sync`` Deployment (the pause image, no
+privileges) keeps the mount and with it the Secret; its service account alone may read these secrets
+(Pod Identity). No key appears in a manifest, and in state only as a Pulumi secret (encrypted).
+Rotation: replace a client's key in Secrets Manager; the driver's rotation poll updates the Secret.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+import pulumi_random as random
+
+from components.common.errors import raise_if
+from components.identity.pod_identity import PodIdentityRole, PodIdentityRoleArgs
+from components.secrets.delivery import CSI_DRIVER_NAME, provider_objects
+from components.storage.documents import secret_read_policy
+
+SERVICE_ACCOUNT = "edge-credentials"
+PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
+NONROOT_UID = 65534
+MIN_KEY_LENGTH = 32
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClientCredentialsArgs:
+    provider: k8s.Provider
+    """Required. The cluster's Kubernetes provider."""
+    cluster: pulumi.Input[str]
+    """Required. The cluster resource's name output (Pod Identity association)."""
+    namespace: str
+    """Required. Where the gateway's SecurityPolicy lives (Envoy Gateway's namespace)."""
+    secret_name: str
+    """Required. The Kubernetes Secret the SecurityPolicy references."""
+    clients: Sequence[str]
+    """Required, not empty. Client ids (lower-case DNS labels)."""
+    name_prefix: str
+    """Required. Secrets are ``<name_prefix>/edge/clients/<id>``."""
+    kms_key_arn: pulumi.Input[str]
+    """Required. The key encrypting the secrets."""
+    region: str
+    """Required."""
+    key_length: int = 48
+    """Default 48, >= 32."""
+    recovery_window_days: int = 30
+    """Default 30 (7-30)."""
+    partition: str = "aws"
+    """Default ``aws``."""
+    protect: bool = False
+    """Default ``False``; production protects and retains the secrets."""
+    depends_on: Sequence[pulumi.Resource] = ()
+    """Default none. What must exist first (the namespace, the CSI driver)."""
+
+
+class ClientCredentials(pulumi.ComponentResource):
+    secret_arns: dict[str, pulumi.Output[str]]
+
+    def __init__(self, name: str, args: ClientCredentialsArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        _validate(args)
+        super().__init__("inference:edge:ClientCredentials", name, None, opts)
+        keep = pulumi.ResourceOptions(parent=self, protect=args.protect, retain_on_delete=args.protect)
+        self.secret_arns = {}
+        for client in sorted(args.clients):
+            key = random.RandomPassword(
+                f"{name}-{client}-key",
+                length=args.key_length,
+                special=False,
+                opts=pulumi.ResourceOptions(parent=self, additional_secret_outputs=["result"]),
+            )
+            secret = aws.secretsmanager.Secret(
+                f"{name}-{client}",
+                name=f"{args.name_prefix}/edge/clients/{client}",
+                description=f"API key of inference client {client}",
+                kms_key_id=args.kms_key_arn,
+                recovery_window_in_days=args.recovery_window_days,
+                opts=keep,
+            )
+            aws.secretsmanager.SecretVersion(
+                f"{name}-{client}-value",
+                secret_id=secret.id,
+                secret_string=pulumi.Output.secret(key.result),
+                opts=keep,
+            )
+            self.secret_arns[client] = secret.arn
+        arns = pulumi.Output.all(*(self.secret_arns[c] for c in sorted(args.clients)))
+        identity = PodIdentityRole(
+            f"{name}-reader",
+            PodIdentityRoleArgs(
+                cluster_name=args.cluster,
+                namespace=args.namespace,
+                service_account=SERVICE_ACCOUNT,
+                partition=args.partition,
+                inline_policy=pulumi.Output.all(arns, args.kms_key_arn).apply(
+                    lambda v: json.dumps(secret_read_policy(v[0], v[1], args.region))
+                ),
+                description="Reads the gateway's client API keys for the CSI driver",
+            ),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(args.depends_on))
+        account = k8s.core.v1.ServiceAccount(
+            f"{name}-service-account",
+            metadata={"name": SERVICE_ACCOUNT, "namespace": args.namespace},
+            automount_service_account_token=False,
+            opts=k8s_opts,
+        )
+        provider_class = k8s.apiextensions.CustomResource(
+            f"{name}-provider-class",
+            api_version="secrets-store.csi.x-k8s.io/v1",
+            kind="SecretProviderClass",
+            metadata={"name": args.secret_name, "namespace": args.namespace},
+            spec=arns.apply(
+                lambda values: provider_class_spec(args, dict(zip(sorted(args.clients), values, strict=True)))
+            ),
+            opts=k8s_opts,
+        )
+        k8s.apps.v1.Deployment(
+            f"{name}-sync",
+            metadata={"name": "credentials-sync", "namespace": args.namespace},
+            spec=sync_deployment_spec(args.secret_name),
+            opts=pulumi.ResourceOptions(
+                parent=self, provider=args.provider, depends_on=[identity, account, provider_class]
+            ),
+        )
+        self.register_outputs({"secret_arns": self.secret_arns})
+
+
+def provider_class_spec(args: ClientCredentialsArgs, arns: dict[str, str]) -> dict:
+    """Mount each client's secret as a file named after the client; sync them into one Opaque Secret."""
+    return {
+        "provider": "aws",
+        "parameters": {"objects": provider_objects(arns), "usePodIdentity": "true", "region": args.region},
+        "secretObjects": [
+            {
+                "secretName": args.secret_name,
+                "type": "Opaque",
+                "data": [{"objectName": client, "key": client} for client in sorted(arns)],
+            }
+        ],
+    }
+
+
+def sync_deployment_spec(provider_class: str) -> dict:
+    labels = {"app.kubernetes.io/name": "credentials-sync", "app.kubernetes.io/part-of": "inference-edge"}
+    return {
+        "replicas": 1,
+        "selector": {"matchLabels": labels},
+        "template": {
+            "metadata": {"labels": labels},
+            "spec": {
+                "serviceAccountName": SERVICE_ACCOUNT,
+                "automountServiceAccountToken": False,
+                "nodeSelector": {"node-role": "system"},
+                "securityContext": {
+                    "runAsNonRoot": True,
+                    "runAsUser": NONROOT_UID,
+                    "runAsGroup": NONROOT_UID,
+                    "seccompProfile": {"type": "RuntimeDefault"},
+                },
+                "containers": [
+                    {
+                        "name": "pause",
+                        "image": PAUSE_IMAGE,
+                        "resources": {
+                            "requests": {"cpu": "5m", "memory": "16Mi"},
+                            "limits": {"cpu": "50m", "memory": "16Mi"},
+                        },
+                        "securityContext": {
+                            "allowPrivilegeEscalation": False,
+                            "readOnlyRootFilesystem": True,
+                            "capabilities": {"drop": ["ALL"]},
+                        },
+                        "volumeMounts": [{"name": "keys", "mountPath": "/mnt/keys", "readOnly": True}],
+                    }
+                ],
+                "volumes": [
+                    {
+                        "name": "keys",
+                        "csi": {
+                            "driver": CSI_DRIVER_NAME,
+                            "readOnly": True,
+                            "volumeAttributes": {"secretProviderClass": provider_class},
+                        },
+                    }
+                ],
+            },
+        },
+    }
+
+
+def _validate(args: ClientCredentialsArgs) -> None:
+    problems = []
+    if not args.clients:
+        problems.append("clients: at least one client id")
+    if args.key_length < MIN_KEY_LENGTH:
+        problems.append(f"key_length: {args.key_length} < {MIN_KEY_LENGTH}")
+    if not 7 <= args.recovery_window_days <= 30:
+        problems.append(f"recovery_window_days: {args.recovery_window_days} outside 7-30")
+    raise_if("ClientCredentials", problems)

@@ -1,0 +1,171 @@
+"""Envoy Gateway in the cluster: the pinned controller, the Gateway API objects rendered from the edge
+policy (components.edge.gateway_api), the client credentials, and the NetworkPolicy that admits Triton
+traffic only from the gateway's Envoy proxies.
+
+The controller's global rate limits keep their counters in Redis (components.edge.rate_limit_store),
+set at install (``config.envoyGateway.rateLimit.backend``). Everything the proxies serve comes from
+typed objects whose custom resources are checked offline (tests/components/edge).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.common.errors import raise_if
+from components.edge import charts
+from components.edge.client_credentials import ClientCredentials, ClientCredentialsArgs
+from components.edge.gateway_api import PROXY_LABEL, GatewayTarget, render_gateway_objects
+from components.edge.policy import EdgePolicy
+
+NAMESPACE = "envoy-gateway-system"
+GATEWAY_CLASS = "envoy-gateway"
+CONTROLLER_NAME = "gateway.envoyproxy.io/gatewayclass-controller"
+CREDENTIALS_SECRET = "inference-api-keys"
+
+
+@dataclass(frozen=True, kw_only=True)
+class EdgeGatewayArgs:
+    provider: k8s.Provider
+    """Required. The cluster's Kubernetes provider."""
+    cluster: pulumi.Input[str]
+    """Required. The cluster resource's name output."""
+    policy: EdgePolicy
+    """Required. Clients, tiers, timeouts, circuit breaker (from the edge settings)."""
+    target: GatewayTarget
+    """Required. Where the gateway runs and Triton's Service."""
+    inference_pod_labels: Mapping[str, str]
+    """Required. Labels selecting the Triton pods (the NetworkPolicy's subject)."""
+    redis_url: pulumi.Input[str]
+    """Required. ``host:port`` of the rate-limit Redis."""
+    name_prefix: str
+    """Required."""
+    kms_key_arn: pulumi.Input[str]
+    """Required. Encrypts the client keys."""
+    region: str
+    """Required."""
+    partition: str = "aws"
+    """Default ``aws``."""
+    protect: bool = False
+    """Default ``False``; production."""
+    depends_on: Sequence[pulumi.Resource] = ()
+    """Default none. What must exist first (system nodes, the inference namespace and Service)."""
+
+
+class EdgeGateway(pulumi.ComponentResource):
+    proxy_service: str
+    namespace: str
+    release: k8s.helm.v3.Release
+
+    def __init__(self, name: str, args: EdgeGatewayArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        _validate(args)
+        super().__init__("inference:edge:EdgeGateway", name, None, opts)
+        target = args.target
+        self.namespace = target.namespace
+        self.proxy_service = target.envoy_service
+        self.release = k8s.helm.v3.Release(
+            f"{name}-controller",
+            name="envoy-gateway",
+            **charts.ENVOY_GATEWAY.release_source(),
+            namespace=target.namespace,
+            create_namespace=True,
+            values=pulumi.Output.from_input(args.redis_url).apply(controller_values),
+            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(args.depends_on)),
+        )
+        after = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[self.release])
+        gateway_class = k8s.apiextensions.CustomResource(
+            f"{name}-class",
+            api_version="gateway.networking.k8s.io/v1",
+            kind="GatewayClass",
+            metadata={"name": target.gateway_class},
+            spec={"controllerName": CONTROLLER_NAME},
+            opts=after,
+        )
+        credentials = None
+        if args.policy.auth_enabled:
+            credentials = ClientCredentials(
+                f"{name}-credentials",
+                ClientCredentialsArgs(
+                    provider=args.provider,
+                    cluster=args.cluster,
+                    namespace=target.namespace,
+                    secret_name=target.credentials_secret,
+                    clients=[c.client_id for c in args.policy.clients],
+                    name_prefix=args.name_prefix,
+                    kms_key_arn=args.kms_key_arn,
+                    region=args.region,
+                    partition=args.partition,
+                    protect=args.protect,
+                    depends_on=[self.release],
+                ),
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+        crd_opts = pulumi.ResourceOptions(
+            parent=self,
+            provider=args.provider,
+            depends_on=[self.release, gateway_class, *([credentials] if credentials else [])],
+        )
+        for manifest in render_gateway_objects(args.policy, target):
+            meta = manifest["metadata"]
+            k8s.apiextensions.CustomResource(
+                f"{name}-{manifest['kind'].lower()}-{meta['name']}",
+                api_version=manifest["apiVersion"],
+                kind=manifest["kind"],
+                metadata=meta,
+                spec=manifest["spec"],
+                opts=crd_opts,
+            )
+        k8s.networking.v1.NetworkPolicy(
+            f"{name}-inference-ingress",
+            metadata={"name": "from-edge-gateway", "namespace": target.service_namespace},
+            spec=inference_network_policy_spec(args.inference_pod_labels, target),
+            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(args.depends_on)),
+        )
+        self.register_outputs({"proxy_service": self.proxy_service, "namespace": self.namespace})
+
+
+def controller_values(redis_url: str) -> dict:
+    """Chart v1.9.0 values: global rate limits backed by Redis."""
+    return {
+        "config": {
+            "envoyGateway": {
+                "rateLimit": {"backend": {"type": "Redis", "redis": {"url": redis_url}}},
+            }
+        },
+        "deployment": {"replicas": 2},
+    }
+
+
+def inference_network_policy_spec(pod_labels: Mapping[str, str], target: GatewayTarget) -> dict:
+    """Triton's HTTP and gRPC ports from the gateway's Envoy pods only (NetworkPolicies add up: the
+    rollout's own policy must then admit no load-balancer CIDRs, which infra/inference.py ensures)."""
+    return {
+        "podSelector": {"matchLabels": dict(pod_labels)},
+        "policyTypes": ["Ingress"],
+        "ingress": [
+            {
+                "from": [
+                    {
+                        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": target.namespace}},
+                        "podSelector": {"matchLabels": {PROXY_LABEL: target.name}},
+                    }
+                ],
+                "ports": [
+                    {"port": target.http_port, "protocol": "TCP"},
+                    {"port": target.grpc_port, "protocol": "TCP"},
+                ],
+            }
+        ],
+    }
+
+
+def _validate(args: EdgeGatewayArgs) -> None:
+    problems = []
+    if args.policy.auth_enabled and not args.policy.clients:
+        problems.append("policy: authentication is on but there are no clients")
+    if not args.inference_pod_labels:
+        problems.append("inference_pod_labels: required (an empty selector would admit every pod)")
+    raise_if("EdgeGateway", problems)

@@ -1,0 +1,135 @@
+"""The AWS Load Balancer Controller: its Pod Identity role (the published policy scoped to this cluster,
+components.edge.iam_documents) and its pinned Helm release.
+
+It turns the edge's Ingress into the internet-facing ALB. Chart values, and why:
+- ``createIngressClassResource: false`` and ``ingressClassParams.create: false``: the edge creates its
+  own IngressClass and IngressClassParams (components.edge.public_endpoint) once the controller's CRDs
+  and webhook exist, so the settings that matter (scheme, TLS policy, WAF) are pinned there, not in
+  Ingress annotations anyone with Ingress access could edit.
+- ``defaultTargetType: ip``: pods behind an ALB are addressed directly (VPC CNI), no NodePort.
+- ``enableWafv2: true``, ``enableShield: false``, ``enableWaf: false``: WAFv2 is the only WAF in use.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.common.errors import raise_if
+from components.edge import charts
+from components.edge.iam_documents import load_balancer_controller_policy
+from components.identity.pod_identity import PodIdentityRole, PodIdentityRoleArgs
+
+NAMESPACE = "kube-system"
+SERVICE_ACCOUNT = "aws-load-balancer-controller"
+NONROOT_UID = 65534
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoadBalancerControllerArgs:
+    cluster_name: str
+    """Required. Physical cluster name: the tag scope of every write permission."""
+    cluster: pulumi.Input[str]
+    """Required. The same name as the cluster resource's output, so the role is associated after it."""
+    region: str
+    """Required."""
+    account_id: str
+    """Required. The account the write permissions are scoped to."""
+    vpc_id: pulumi.Input[str]
+    """Required. The controller is told its VPC instead of asking the instance metadata service."""
+    provider: k8s.Provider
+    """Required. The cluster's Kubernetes provider."""
+    partition: str = "aws"
+    """Default ``aws``."""
+    default_tags: Mapping[str, str] = field(default_factory=dict)
+    """Default none. Tags on every AWS resource the controller creates (the stack's default tags)."""
+    node_selector: Mapping[str, str] = field(default_factory=lambda: {"node-role": "system"})
+    """Default ``node-role=system``."""
+    replicas: int = 2
+    """Default 2 (its webhook admits every Service and Ingress: one replica down must not block them)."""
+    depends_on: Sequence[pulumi.Resource] = field(default_factory=tuple)
+    """Default none. What must run first (the system nodes and the pod identity agent)."""
+
+
+class LoadBalancerController(pulumi.ComponentResource):
+    role_arn: pulumi.Output[str]
+    release: k8s.helm.v3.Release
+
+    def __init__(self, name: str, args: LoadBalancerControllerArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        _validate(args)
+        super().__init__("inference:edge:LoadBalancerController", name, None, opts)
+        identity = PodIdentityRole(
+            f"{name}-controller",
+            PodIdentityRoleArgs(
+                cluster_name=args.cluster,
+                namespace=NAMESPACE,
+                service_account=SERVICE_ACCOUNT,
+                partition=args.partition,
+                inline_policy=json.dumps(
+                    load_balancer_controller_policy(
+                        cluster_name=args.cluster_name,
+                        account_id=args.account_id,
+                        region=args.region,
+                        partition=args.partition,
+                    )
+                ),
+                description=f"AWS Load Balancer Controller of {args.cluster_name}",
+            ),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.release = k8s.helm.v3.Release(
+            f"{name}-chart",
+            name="aws-load-balancer-controller",
+            **charts.LOAD_BALANCER_CONTROLLER.release_source(),
+            namespace=NAMESPACE,
+            values=pulumi.Output.from_input(args.vpc_id).apply(lambda vpc: release_values(args, vpc)),
+            # Credentials come through the association: it must exist before the first pod starts.
+            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[identity, *args.depends_on]),
+        )
+        self.role_arn = identity.role_arn
+        self.register_outputs({"role_arn": self.role_arn})
+
+
+def release_values(args: LoadBalancerControllerArgs, vpc_id: str) -> dict:
+    """The chart values (chart 3.5.0's values.yaml keys)."""
+    return {
+        "clusterName": args.cluster_name,
+        "region": args.region,
+        "vpcId": vpc_id,
+        "replicaCount": args.replicas,
+        "serviceAccount": {"create": True, "name": SERVICE_ACCOUNT},
+        "createIngressClassResource": False,
+        "ingressClassParams": {"create": False},
+        "defaultTargetType": "ip",
+        "enableWafv2": True,
+        "enableWaf": False,
+        "enableShield": False,
+        "defaultTags": dict(args.default_tags),
+        "nodeSelector": dict(args.node_selector),
+        "priorityClassName": "system-cluster-critical",
+        "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "256Mi"}},
+        "podSecurityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": NONROOT_UID,
+            "fsGroup": NONROOT_UID,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "capabilities": {"drop": ["ALL"]},
+        },
+    }
+
+
+def _validate(args: LoadBalancerControllerArgs) -> None:
+    problems = []
+    if not args.cluster_name:
+        problems.append("cluster_name: required (the tag scope)")
+    if args.replicas < 1:
+        problems.append(f"replicas: {args.replicas} is not >= 1")
+    raise_if("LoadBalancerController", problems)

@@ -1,0 +1,404 @@
+"""The internet-facing ALB in front of the gateway: certificate, WAF, the pinned Ingress class, the Ingresses,
+and the DNS record.
+
+- Certificate: an existing ACM ARN, or one requested here and DNS-validated in the stack's Route 53 zone.
+- WAF: a WAFv2 web ACL (AWS managed groups, a rate rule per source IP, optionally one per API-key header
+  value as an outer guard in front of the gateway's exact per-client limits).
+- Pinning: an ``IngressClassParams`` holds everything that must not drift (scheme, TLS policy, certificate,
+  WAF ACL, load-balancer attributes, group) and admits only Ingresses of the edge namespace. The AWS
+  Load Balancer Controller gives IngressClassParams precedence over Ingress annotations, so no one editing
+  an Ingress can detach the WAF or weaken TLS (an absent ``wafv2-acl-arn`` annotation means "leave
+  unchanged", ``none`` means detach: both are overridden here).
+- Two Ingresses in one group, one ALB: HTTP/1.1 and SSE on ``/v2``, gRPC on ``/inference.GRPCInferenceService``
+  with the target-group protocol version ``GRPC`` (balanced per request at L7, not stuck to one server as
+  behind an L4 balancer). Target type ``ip``, our load-balancer security group (so our rules are the ones in
+  force), HTTP only to redirect.
+- DNS: ExternalDNS owns the alias record, rather than a Route 53 record here fed by a tag look-up of the
+  ALB. The controller creates the ALB only after the Ingress exists and Pulumi must not wait for the
+  Ingress status (``pulumi.com/skipAwait``: pulumi-kubernetes #1915), so a look-up in the same update
+  would race the controller and the first ``pulumi up`` would fail or need a second run. ExternalDNS
+  watches the Ingress and writes the record when the ALB exists; its role may change record sets in the
+  one zone only (``upsert-only``: it never deletes records it did not create).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+
+from components.common.errors import raise_if
+from components.edge import charts
+from components.edge.iam_documents import external_dns_policy
+from components.identity.pod_identity import PodIdentityRole, PodIdentityRoleArgs
+
+INGRESS_CONTROLLER = "ingress.k8s.aws/alb"
+PARAMS_API = "elbv2.k8s.aws/v1beta1"
+ALB = "alb.ingress.kubernetes.io/"
+SKIP_AWAIT = "pulumi.com/skipAwait"
+GRPC_PATH = "/inference.GRPCInferenceService"
+HTTP_PATH = "/v2"
+EXTERNAL_DNS_NAMESPACE = "kube-system"
+EXTERNAL_DNS_SERVICE_ACCOUNT = "external-dns"
+WAF_WINDOWS = (60, 120, 300, 600)
+NONROOT_UID = 65534
+
+
+@dataclass(frozen=True, kw_only=True)
+class WafRules:
+    managed_rule_groups: Sequence[str]
+    """Required. AWS managed rule group names, evaluated in this order."""
+    ip_rate_limit: int
+    """Required, >= 10. Requests per source IP per window."""
+    window_seconds: int = 300
+    """Default 300. 60, 120, 300 or 600."""
+    api_key_rate_limit: int | None = None
+    """Default none. Requests per value of ``api_key_header`` per window."""
+    api_key_header: str = "x-api-key"
+    """Default ``x-api-key``."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class PublicEndpointArgs:
+    provider: k8s.Provider
+    """Required. The cluster's Kubernetes provider."""
+    namespace: str
+    """Required. The edge namespace: the only one whose Ingresses may use this class."""
+    name_prefix: str
+    """Required. Physical-name prefix (project-stack)."""
+    cluster_name: str
+    """Required. ExternalDNS's owner id (its TXT records say which cluster wrote a record)."""
+    cluster: pulumi.Input[str]
+    """Required. The cluster resource's name output (orders the Pod Identity association after it)."""
+    domain: str
+    """Required. The API hostname."""
+    backend_service: str
+    """Required. The gateway's Envoy Service (ClusterIP) in ``namespace``."""
+    backend_port: int
+    """Required. Its port."""
+    security_group_id: pulumi.Input[str]
+    """Required. The project's load-balancer security group (443/80 from edge.allowedIngressCidrs)."""
+    access_log_bucket: pulumi.Input[str]
+    """Required. Bucket for the ALB's access logs."""
+    waf: WafRules
+    """Required."""
+    hosted_zone_id: str | None = None
+    """Default none. Route 53 zone of ``domain``: DNS validation and ExternalDNS. Needed unless
+    ``certificate_arn`` is given (then DNS is the user's)."""
+    certificate_arn: str | None = None
+    """Default none (a certificate is requested and DNS-validated in ``hosted_zone_id``)."""
+    tls_policy: str = "ELBSecurityPolicy-TLS13-1-2-Res-2021-06"
+    """Default ``ELBSecurityPolicy-TLS13-1-2-Res-2021-06``."""
+    idle_timeout_seconds: int = 600
+    """Default 600 (ALB: 1-4000)."""
+    redirect_http: bool = True
+    """Default ``true``: a port-80 listener that only redirects to 443."""
+    deletion_protection: bool = False
+    """Default ``false``; production sets ``true``."""
+    access_log_prefix: str = "alb"
+    """Default ``alb``."""
+    partition: str = "aws"
+    """Default ``aws``."""
+    tags: Mapping[str, str] = field(default_factory=dict)
+    """Default none. Extra tags on the ALB and target groups (the controller also applies its defaults)."""
+
+
+class PublicEndpoint(pulumi.ComponentResource):
+    certificate_arn: pulumi.Output[str]
+    web_acl_arn: pulumi.Output[str]
+    ingress_class: str
+
+    def __init__(self, name: str, args: PublicEndpointArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        _validate(args)
+        super().__init__("inference:edge:PublicEndpoint", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        self.certificate_arn = (
+            pulumi.Output.from_input(args.certificate_arn) if args.certificate_arn else _certificate(name, args, child)
+        )
+        acl = aws.wafv2.WebAcl(
+            f"{name}-waf",
+            name=f"{args.name_prefix}-edge",
+            scope="REGIONAL",
+            description=f"Inference API {args.domain}: managed groups and rate limits",
+            default_action={"allow": {}},
+            rules=waf_rules(args.waf, args.name_prefix),
+            visibility_config=_visibility(f"{args.name_prefix}-edge"),
+            opts=child,
+        )
+        self.web_acl_arn = acl.arn
+        k8s_child = pulumi.ResourceOptions(parent=self, provider=args.provider)
+        self.ingress_class = f"{args.name_prefix}-alb"[:63]
+        params = k8s.apiextensions.CustomResource(
+            f"{name}-class-params",
+            api_version=PARAMS_API,
+            kind="IngressClassParams",
+            metadata={"name": self.ingress_class},
+            spec=pulumi.Output.all(self.certificate_arn, acl.arn, args.access_log_bucket).apply(
+                lambda v: ingress_class_params_spec(args, certificate_arn=v[0], web_acl_arn=v[1], bucket=v[2])
+            ),
+            opts=k8s_child,
+        )
+        ingress_class = k8s.networking.v1.IngressClass(
+            f"{name}-class",
+            metadata={"name": self.ingress_class},
+            spec={
+                "controller": INGRESS_CONTROLLER,
+                "parameters": {"apiGroup": "elbv2.k8s.aws", "kind": "IngressClassParams", "name": self.ingress_class},
+            },
+            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[params]),
+        )
+        security_group = pulumi.Output.from_input(args.security_group_id)
+        for role, manifest in ingress_manifests(args, self.ingress_class, "").items():
+            k8s.networking.v1.Ingress(
+                f"{name}-{role}",
+                metadata=security_group.apply(
+                    lambda sg, role=role: ingress_manifests(args, self.ingress_class, sg)[role]["metadata"]
+                ),
+                spec=manifest["spec"],
+                opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[ingress_class]),
+            )
+        if args.hosted_zone_id:
+            _external_dns(name, args, self)
+        self.register_outputs({"certificate_arn": self.certificate_arn, "web_acl_arn": self.web_acl_arn})
+
+
+def load_balancer_attributes(args: PublicEndpointArgs, bucket: str) -> dict[str, str]:
+    return {
+        "idle_timeout.timeout_seconds": str(args.idle_timeout_seconds),
+        "routing.http.drop_invalid_header_fields.enabled": "true",
+        "routing.http2.enabled": "true",
+        "deletion_protection.enabled": "true" if args.deletion_protection else "false",
+        "access_logs.s3.enabled": "true",
+        "access_logs.s3.bucket": bucket,
+        "access_logs.s3.prefix": args.access_log_prefix,
+    }
+
+
+def ingress_class_params_spec(
+    args: PublicEndpointArgs, *, certificate_arn: str, web_acl_arn: str, bucket: str
+) -> dict[str, Any]:
+    """What the controller enforces for every Ingress of the class (its CRD: elbv2.k8s.aws/v1beta1)."""
+    return {
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": args.namespace}},
+        "group": {"name": f"{args.name_prefix}-edge"[:63]},
+        "scheme": "internet-facing",
+        "ipAddressType": "ipv4",
+        "targetType": "ip",
+        "sslPolicy": args.tls_policy,
+        "certificateArn": [certificate_arn],
+        "wafv2AclArn": web_acl_arn,
+        "loadBalancerAttributes": [{"key": k, "value": v} for k, v in load_balancer_attributes(args, bucket).items()],
+        "tags": [{"key": k, "value": v} for k, v in sorted(args.tags.items())],
+    }
+
+
+def ingress_manifests(
+    args: PublicEndpointArgs, ingress_class: str, security_group_id: str
+) -> dict[str, dict[str, Any]]:
+    """The HTTP and gRPC Ingresses (one ALB through the class's group)."""
+    listen = [{"HTTPS": 443}, *([{"HTTP": 80}] if args.redirect_http else [])]
+    common = {
+        f"{ALB}target-type": "ip",
+        f"{ALB}security-groups": security_group_id,
+        # The controller adds the rule letting the ALB reach the targets to the targets' security group.
+        f"{ALB}manage-backend-security-group-rules": "true",
+        f"{ALB}listen-ports": json.dumps(listen),
+        f"{ALB}healthcheck-path": "/",
+        f"{ALB}success-codes": "200-499",
+        # The controller owns the ALB; waiting for Ingress status would hang (pulumi-kubernetes #1915).
+        SKIP_AWAIT: "true",
+        "external-dns.alpha.kubernetes.io/hostname": args.domain,
+    }
+    if args.redirect_http:
+        common[f"{ALB}ssl-redirect"] = "443"
+    out = {}
+    for role, path, version in (("http", HTTP_PATH, "HTTP1"), ("grpc", GRPC_PATH, "GRPC")):
+        annotations = {**common, f"{ALB}backend-protocol": "HTTP", f"{ALB}backend-protocol-version": version}
+        if version == "GRPC":
+            annotations[f"{ALB}healthcheck-path"] = f"{GRPC_PATH}/ServerLive"
+            annotations[f"{ALB}success-codes"] = "0-99"
+        out[role] = {
+            "metadata": {"name": f"edge-{role}", "namespace": args.namespace, "annotations": annotations},
+            "spec": {
+                "ingressClassName": ingress_class,
+                "rules": [
+                    {
+                        "host": args.domain,
+                        "http": {
+                            "paths": [
+                                {
+                                    "path": path,
+                                    "pathType": "Prefix",
+                                    "backend": {
+                                        "service": {
+                                            "name": args.backend_service,
+                                            "port": {"number": args.backend_port},
+                                        }
+                                    },
+                                }
+                            ]
+                        },
+                    }
+                ],
+            },
+        }
+    return out
+
+
+def waf_rules(waf: WafRules, prefix: str) -> list[dict[str, Any]]:
+    """Managed groups first (cheap rejections), then the rate rules."""
+    rules: list[dict[str, Any]] = [
+        {
+            "name": group,
+            "priority": i,
+            "override_action": {"none": {}},
+            "statement": {"managed_rule_group_statement": {"vendor_name": "AWS", "name": group}},
+            "visibility_config": _visibility(f"{prefix}-{group}"),
+        }
+        for i, group in enumerate(waf.managed_rule_groups)
+    ]
+    base = len(rules)
+    rules.append(
+        {
+            "name": "rate-per-ip",
+            "priority": base,
+            "action": {"block": {}},
+            "statement": {
+                "rate_based_statement": {
+                    "limit": waf.ip_rate_limit,
+                    "aggregate_key_type": "IP",
+                    "evaluation_window_sec": waf.window_seconds,
+                }
+            },
+            "visibility_config": _visibility(f"{prefix}-rate-per-ip"),
+        }
+    )
+    if waf.api_key_rate_limit is not None:
+        rules.append(
+            {
+                "name": "rate-per-api-key",
+                "priority": base + 1,
+                "action": {"block": {}},
+                "statement": {
+                    "rate_based_statement": {
+                        "limit": waf.api_key_rate_limit,
+                        "aggregate_key_type": "CUSTOM_KEYS",
+                        "evaluation_window_sec": waf.window_seconds,
+                        "custom_keys": [
+                            {
+                                "header": {
+                                    "name": waf.api_key_header,
+                                    "text_transformations": [{"priority": 0, "type": "NONE"}],
+                                }
+                            }
+                        ],
+                    }
+                },
+                "visibility_config": _visibility(f"{prefix}-rate-per-api-key"),
+            }
+        )
+    return rules
+
+
+def _certificate(name: str, args: PublicEndpointArgs, child: pulumi.ResourceOptions) -> pulumi.Output[str]:
+    certificate = aws.acm.Certificate(
+        f"{name}-certificate",
+        domain_name=args.domain,
+        validation_method="DNS",
+        key_algorithm="EC_prime256v1",
+        opts=child,
+    )
+    # One hostname, so exactly one validation record.
+    option = certificate.domain_validation_options[0]
+    record = aws.route53.Record(
+        f"{name}-certificate-validation",
+        zone_id=args.hosted_zone_id,
+        name=option.resource_record_name,
+        type=option.resource_record_type,
+        records=[option.resource_record_value],
+        ttl=300,
+        allow_overwrite=True,
+        opts=child,
+    )
+    validation = aws.acm.CertificateValidation(
+        f"{name}-certificate-ready",
+        certificate_arn=certificate.arn,
+        validation_record_fqdns=[record.fqdn],
+        opts=child,
+    )
+    return validation.certificate_arn
+
+
+def _external_dns(name: str, args: PublicEndpointArgs, parent: pulumi.Resource) -> None:
+    assert args.hosted_zone_id is not None
+    identity = PodIdentityRole(
+        f"{name}-external-dns",
+        PodIdentityRoleArgs(
+            cluster_name=args.cluster,
+            namespace=EXTERNAL_DNS_NAMESPACE,
+            service_account=EXTERNAL_DNS_SERVICE_ACCOUNT,
+            partition=args.partition,
+            inline_policy=json.dumps(external_dns_policy(hosted_zone_id=args.hosted_zone_id, partition=args.partition)),
+            description=f"ExternalDNS of {args.cluster_name}: records of {args.domain}",
+        ),
+        opts=pulumi.ResourceOptions(parent=parent),
+    )
+    k8s.helm.v3.Release(
+        f"{name}-external-dns",
+        name="external-dns",
+        **charts.EXTERNAL_DNS.release_source(),
+        namespace=EXTERNAL_DNS_NAMESPACE,
+        values=external_dns_values(args),
+        opts=pulumi.ResourceOptions(parent=parent, provider=args.provider, depends_on=[identity]),
+    )
+
+
+def external_dns_values(args: PublicEndpointArgs) -> dict[str, Any]:
+    """Chart 1.21.1 values: Ingresses of the edge namespace, the API zone only, never deleting."""
+    return {
+        "provider": {"name": "aws"},
+        "sources": ["ingress"],
+        "policy": "upsert-only",
+        "registry": "txt",
+        "txtOwnerId": args.cluster_name,
+        "domainFilters": [args.domain],
+        "extraArgs": [f"--zone-id-filter={args.hosted_zone_id}", f"--namespace={args.namespace}"],
+        "serviceAccount": {"create": True, "name": EXTERNAL_DNS_SERVICE_ACCOUNT},
+        "nodeSelector": {"node-role": "system"},
+        "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"memory": "128Mi"}},
+        "podSecurityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": NONROOT_UID,
+            "fsGroup": NONROOT_UID,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "capabilities": {"drop": ["ALL"]},
+        },
+    }
+
+
+def _visibility(metric: str) -> dict[str, Any]:
+    return {"cloudwatch_metrics_enabled": True, "metric_name": metric[:128], "sampled_requests_enabled": True}
+
+
+def _validate(args: PublicEndpointArgs) -> None:
+    problems = []
+    if not args.certificate_arn and not args.hosted_zone_id:
+        problems.append("certificate_arn or hosted_zone_id: one is required (a certificate for the ALB)")
+    if not 1 <= args.idle_timeout_seconds <= 4000:
+        problems.append(f"idle_timeout_seconds: {args.idle_timeout_seconds} is outside 1-4000")
+    if not args.tls_policy.startswith("ELBSecurityPolicy-TLS13-"):
+        problems.append(f"tls_policy: {args.tls_policy} is not a TLS 1.3 policy")
+    if args.waf.ip_rate_limit < 10 or (args.waf.api_key_rate_limit is not None and args.waf.api_key_rate_limit < 10):
+        problems.append("waf: rate limits must be >= 10 (AWS minimum)")
+    if args.waf.window_seconds not in WAF_WINDOWS:
+        problems.append(f"waf.window_seconds: {args.waf.window_seconds} is not one of {WAF_WINDOWS}")
+    raise_if("PublicEndpoint", problems)

@@ -1,0 +1,149 @@
+"""The stack's edge: internet -> ALB (TLS, WAF) -> Envoy Gateway (API keys, per-client limits, timeouts,
+circuit breaking) -> Triton.
+
+Built when ``edge.domain`` names the API hostname and the rollout has a Triton Service to route to;
+otherwise the load-balancer security group stays attached to nothing and no request path exists.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+
+from components.catalog.serving_contract import GRPC_PORT, HTTP_PORT
+from components.edge.gateway import CREDENTIALS_SECRET, GATEWAY_CLASS, NAMESPACE, EdgeGateway, EdgeGatewayArgs
+from components.edge.gateway_api import GatewayTarget
+from components.edge.load_balancer_controller import LoadBalancerController, LoadBalancerControllerArgs
+from components.edge.public_endpoint import PublicEndpoint, PublicEndpointArgs, WafRules
+from components.edge.rate_limit_store import RateLimitStore, RateLimitStoreArgs
+from infra.cluster import Compute
+from infra.foundation import Foundation
+from infra.inference import Inference
+from infra.settings import Settings
+from infra.storage import Storage
+
+GATEWAY_NAME = "inference-edge"
+# Where the ALB's target groups send: the Envoy proxies' HTTP listener (TLS ends at the ALB).
+GATEWAY_PORT = 8080
+
+
+@dataclass(frozen=True)
+class Edge:
+    controller: LoadBalancerController
+    gateway: EdgeGateway
+    endpoint: PublicEndpoint
+
+
+def build_edge(
+    settings: Settings, foundation: Foundation, compute: Compute, storage: Storage, inference: Inference
+) -> Edge | None:
+    cfg = settings.edge
+    if cfg.domain is None or inference.service is None:
+        reason = "edge.domain is not set" if cfg.domain is None else "there is no Triton Service yet"
+        pulumi.log.info(f"edge: no public endpoint ({reason})")
+        return None
+    service = inference.service
+    controller = LoadBalancerController(
+        "load-balancer-controller",
+        LoadBalancerControllerArgs(
+            cluster_name=foundation.cluster_name,
+            cluster=compute.cluster_name,
+            region=settings.region.name,
+            account_id=foundation.account_id,
+            vpc_id=foundation.network.vpc_id,
+            provider=compute.provider,
+            partition=foundation.partition,
+            default_tags=settings.default_tags,
+        ),
+    )
+    store = RateLimitStore(
+        "rate-limit-store",
+        RateLimitStoreArgs(
+            mode=cfg.redis.resolved_mode(settings.environment),
+            name_prefix=settings.name_prefix,
+            namespace=NAMESPACE,
+            provider=compute.provider,
+            vpc_id=foundation.network.vpc_id,
+            subnet_ids=foundation.network.private_subnet_ids,
+            client_security_group_id=compute.node_security_group_id,
+            kms_key_arn=foundation.keys.storage_key_arn,
+            node_type=cfg.redis.node_type,
+            protect=settings.production,
+        ),
+    )
+    target = GatewayTarget(
+        namespace=NAMESPACE,
+        name=GATEWAY_NAME,
+        service=service.service_name,
+        service_namespace=storage.inference.namespace,
+        http_port=HTTP_PORT,
+        grpc_port=GRPC_PORT,
+        credentials_secret=CREDENTIALS_SECRET,
+        hostname=cfg.domain,
+        gateway_class=GATEWAY_CLASS,
+        listener_port=GATEWAY_PORT,
+    )
+    gateway = EdgeGateway(
+        "edge-gateway",
+        EdgeGatewayArgs(
+            provider=compute.provider,
+            cluster=compute.cluster_name,
+            policy=cfg.policy(),
+            target=target,
+            # The rollout's pod selector (components.serving.inference_service): app name + instance.
+            inference_pod_labels={
+                "app.kubernetes.io/name": service.service_name,
+                "app.kubernetes.io/instance": "inference",
+            },
+            redis_url=store.url,
+            name_prefix=settings.name_prefix,
+            kms_key_arn=foundation.keys.storage_key_arn,
+            region=settings.region.name,
+            partition=foundation.partition,
+            protect=settings.production,
+            depends_on=[service],
+        ),
+    )
+    waf = cfg.waf
+    endpoint = PublicEndpoint(
+        "public-endpoint",
+        PublicEndpointArgs(
+            provider=compute.provider,
+            namespace=NAMESPACE,
+            name_prefix=settings.name_prefix,
+            cluster_name=foundation.cluster_name,
+            cluster=compute.cluster_name,
+            domain=cfg.domain,
+            backend_service=gateway.proxy_service,
+            backend_port=GATEWAY_PORT,
+            security_group_id=foundation.security_groups.load_balancer_sg_id,
+            access_log_bucket=storage.store.log_bucket_name,
+            waf=WafRules(
+                managed_rule_groups=list(waf.managed_rule_groups),
+                ip_rate_limit=waf.ip_rate_limit,
+                window_seconds=waf.window_seconds,
+                api_key_rate_limit=waf.api_key_rate_limit,
+                api_key_header=cfg.auth.header,
+            ),
+            hosted_zone_id=cfg.hosted_zone_id,
+            certificate_arn=cfg.certificate_arn,
+            tls_policy=cfg.tls_policy,
+            idle_timeout_seconds=cfg.idle_timeout_seconds,
+            redirect_http=cfg.redirect_http,
+            deletion_protection=settings.production,
+            partition=foundation.partition,
+        ),
+        opts=pulumi.ResourceOptions(depends_on=[controller.release, gateway.release]),
+    )
+    pulumi.export(
+        "edge",
+        {
+            "url": f"https://{cfg.domain}",
+            "grpc": f"{cfg.domain}:443",
+            "clients": [c.client_id for c in cfg.policy().clients],
+            "webAclArn": endpoint.web_acl_arn,
+            "rateLimitStore": cfg.redis.resolved_mode(settings.environment),
+        },
+    )
+    return Edge(controller=controller, gateway=gateway, endpoint=endpoint)

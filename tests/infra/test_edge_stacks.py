@@ -1,0 +1,147 @@
+"""The edge in every shipped stack: ALB class pinned by IngressClassParams, Ingresses, WAF, the gateway's
+Gateway API / Envoy Gateway objects, client credentials, the rate-limit store and Triton's NetworkPolicy.
+Built-in kinds validate strictly against the Kubernetes schema (1.36 and 1.33); custom resources hold
+the fields their CRDs require."""
+
+from __future__ import annotations
+
+import json
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from inferctl.plan.manifests import write_manifests
+from tests.conftest import STACKS
+
+VERSIONS = ("1.36", "1.33")
+# Required by the CRDs: Gateway API v1 (standard channel), Envoy Gateway v1.9.0 (gateway.envoyproxy.io),
+# the AWS Load Balancer Controller v3.5.0 (elbv2.k8s.aws) and the Secrets Store CSI driver.
+CUSTOM_REQUIRED = {
+    ("gateway.networking.k8s.io/v1", "GatewayClass"): ("spec.controllerName",),
+    ("gateway.networking.k8s.io/v1", "Gateway"): ("spec.gatewayClassName", "spec.listeners"),
+    ("gateway.networking.k8s.io/v1", "HTTPRoute"): ("spec.parentRefs", "spec.rules"),
+    ("gateway.networking.k8s.io/v1", "GRPCRoute"): ("spec.parentRefs", "spec.rules"),
+    ("gateway.networking.k8s.io/v1beta1", "ReferenceGrant"): ("spec.from", "spec.to"),
+    ("gateway.envoyproxy.io/v1alpha1", "EnvoyProxy"): ("spec.provider.type",),
+    ("gateway.envoyproxy.io/v1alpha1", "SecurityPolicy"): ("spec.targetRefs", "spec.apiKeyAuth.credentialRefs"),
+    ("gateway.envoyproxy.io/v1alpha1", "BackendTrafficPolicy"): ("spec.targetRefs",),
+    ("gateway.envoyproxy.io/v1alpha1", "ClientTrafficPolicy"): ("spec.targetRefs",),
+    ("elbv2.k8s.aws/v1beta1", "IngressClassParams"): ("spec.scheme", "spec.sslPolicy", "spec.wafv2AclArn"),
+    ("secrets-store.csi.x-k8s.io/v1", "SecretProviderClass"): ("spec.provider", "spec.parameters"),
+}
+
+
+def edge_objects(resources):
+    return [
+        r
+        for r in resources
+        if r.type.startswith("kubernetes:")
+        and not r.type.startswith("kubernetes:helm")
+        and "inference:edge:" in (r.parent or "")
+    ]
+
+
+def dig(doc, path):
+    for part in path.split("."):
+        doc = doc[part]
+    return doc
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_stack_has_the_edge_and_its_manifests_validate(stack_plan, stack, tmp_path):
+    plan = stack_plan(stack)
+    paths = write_manifests(edge_objects(plan.run.resources), tmp_path)
+    kinds = []
+    for path in paths:
+        doc = yaml.safe_load(path.read_text())
+        kinds.append(doc["kind"])
+        key = (doc["apiVersion"], doc["kind"])
+        if key in CUSTOM_REQUIRED:
+            for field in CUSTOM_REQUIRED[key]:
+                assert dig(doc, field), f"{path.name}: {field} is required"
+            continue
+        assert "." not in doc["apiVersion"].split("/")[0] or doc["apiVersion"].startswith(
+            ("apps/", "networking.k8s.io/")
+        ), f"{path.name}: custom resource without required-field checks"
+        for version in VERSIONS:
+            kubernetes_validate.validate(doc, version, strict=True)
+    for kind in (
+        "Gateway",
+        "HTTPRoute",
+        "GRPCRoute",
+        "SecurityPolicy",
+        "BackendTrafficPolicy",
+        "Ingress",
+        "IngressClass",
+    ):
+        assert kind in kinds, (stack, kind)
+    assert [v for v in plan.violations if v.level == "mandatory"] == []
+
+
+def test_triton_admits_http_and_grpc_only_from_the_gateway(stack_plan):
+    resources = stack_plan("dev").run.resources
+    policies = [r for r in resources if r.type == "kubernetes:networking.k8s.io/v1:NetworkPolicy"]
+    rollout = next(p for p in policies if "InferenceService" in (p.parent or ""))
+    sources = [peer for rule in rollout.inputs["spec"].get("ingress", []) for peer in rule.get("from", [])]
+    assert not any("ipBlock" in peer for peer in sources), "behind the edge no CIDR reaches Triton directly"
+    edge = next(p for p in policies if p.inputs["metadata"]["name"] == "from-edge-gateway")
+    (rule,) = edge.inputs["spec"]["ingress"]
+    (peer,) = rule["from"]
+    assert peer["namespaceSelector"]["matchLabels"] == {"kubernetes.io/metadata.name": "envoy-gateway-system"}
+    assert peer["podSelector"]["matchLabels"] == {"inference.platform/edge-gateway": "inference-edge"}
+    assert sorted(p["port"] for p in rule["ports"]) == [8000, 8001]
+
+
+@pytest.mark.parametrize(
+    ("stack", "protected", "store"), [("dev", "false", "inCluster"), ("prod", "true", "elasticache")]
+)
+def test_production_protects_the_alb_and_keeps_counters_in_elasticache(stack_plan, stack, protected, store):
+    plan = stack_plan(stack)
+    params = next(r for r in plan.run.resources if r.type.endswith(":IngressClassParams"))
+    attributes = {a["key"]: a["value"] for a in params.inputs["spec"]["loadBalancerAttributes"]}
+    assert attributes["deletion_protection.enabled"] == protected
+    assert attributes["idle_timeout.timeout_seconds"] == "600"
+    assert attributes["routing.http.drop_invalid_header_fields.enabled"] == "true"
+    assert attributes["access_logs.s3.enabled"] == "true" and attributes["access_logs.s3.bucket"]
+    assert params.inputs["spec"]["sslPolicy"] == "ELBSecurityPolicy-TLS13-1-2-Res-2021-06"
+    assert plan.run.outputs["edge"]["rateLimitStore"] == store
+    elasticache = [r for r in plan.run.resources if r.type == "aws:elasticache/replicationGroup:ReplicationGroup"]
+    assert len(elasticache) == (1 if store == "elasticache" else 0)
+
+
+def test_prod_clients_and_tiers_reach_the_gateway_and_no_key_is_in_any_manifest(stack_plan):
+    resources = stack_plan("prod").run.resources
+    backend = next(r for r in resources if r.type.endswith(":BackendTrafficPolicy"))
+    rules = backend.inputs["spec"]["rateLimit"]["global"]["rules"]
+    limits = {r["clientSelectors"][0]["headers"][0]["value"]: r["limit"]["requests"] for r in rules}
+    assert limits == {"batch": 300, "chat": 1200}
+    assert backend.inputs["spec"]["circuitBreaker"]["maxParallelRequests"] == 64 + 16
+    secrets = [
+        r
+        for r in resources
+        if r.type == "aws:secretsmanager/secretVersion:SecretVersion" and "inference:edge:" in (r.parent or "")
+    ]
+    assert len(secrets) == 3  # two clients and the Redis AUTH token
+    manifests = json.dumps([r.inputs for r in edge_objects(resources)])
+    for version in secrets:
+        value = version.inputs["secretString"]
+        assert isinstance(value, dict) and "value" in value  # kept secret in state
+        assert str(value["value"]) not in manifests
+
+
+def test_the_grpc_ingress_uses_grpc_target_groups_and_the_project_security_group(stack_plan):
+    resources = stack_plan("dev").run.resources
+    ingresses = {r.inputs["metadata"]["name"]: r.inputs for r in resources if r.type.endswith("v1:Ingress")}
+    grpc = ingresses["edge-grpc"]["metadata"]["annotations"]
+    assert grpc["alb.ingress.kubernetes.io/backend-protocol-version"] == "GRPC"
+    assert grpc["pulumi.com/skipAwait"] == "true"
+    lb_sg = next(
+        r for r in resources if r.type == "aws:ec2/securityGroup:SecurityGroup" and r.name == "security-groups-lb"
+    )
+    for ingress in ingresses.values():
+        annotations = ingress["metadata"]["annotations"]
+        assert annotations["alb.ingress.kubernetes.io/target-type"] == "ip"
+        assert annotations["alb.ingress.kubernetes.io/security-groups"] == lb_sg.id
+        assert json.loads(annotations["alb.ingress.kubernetes.io/listen-ports"]) == [{"HTTPS": 443}, {"HTTP": 80}]
+        assert annotations["alb.ingress.kubernetes.io/ssl-redirect"] == "443"
