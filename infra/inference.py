@@ -28,6 +28,8 @@ from components.serving.pod import Drain, ModelSource, Placement, Probes, Resour
 from infra.cluster import Compute
 from infra.foundation import Foundation
 from infra.settings import Settings
+from infra.settings.capacity import planned_replicas
+from infra.settings.capacity import summary as capacity_summary
 from infra.storage import Storage
 
 
@@ -100,7 +102,7 @@ def build_inference(settings: Settings, foundation: Foundation, compute: Compute
             region=settings.region.name,
             shared_memory_gib=cfg.shared_memory_gib,
             scratch_gib=cfg.scratch_gib,
-            replicas=cfg.replicas,
+            replicas=planned_replicas(settings),
             nodes=serving.nodes,
             max_surge=cfg.rollout.max_surge,
             max_unavailable=cfg.rollout.max_unavailable,
@@ -133,11 +135,15 @@ def build_inference(settings: Settings, foundation: Foundation, compute: Compute
             "workload": f"{service.workload_kind}/{service.workload_name}",
             "service": service.service_name,
             "image": image,
-            "replicas": cfg.replicas,
+            "replicas": planned_replicas(settings),
             "nodePool": serving.node_pool,
             "zones": list(pool.zones),
         },
     )
+    # Planned capacity and cost (inference-platform:capacity), for the plan report and the PR comment.
+    capacity_plan = capacity_summary(settings)
+    if capacity_plan is not None:
+        pulumi.export("capacityPlan", capacity_plan)
     build = _engine_build(settings, storage, pool, image, compute.provider) if serving.build.enabled else None
     return Inference(repository, service, build)
 

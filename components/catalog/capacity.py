@@ -165,6 +165,7 @@ def options(
     region: str = prices.BASE_REGION,
     kv_dtype: str = catalog.FP8,
     scenario: latency.Scenario = "server",
+    batch_limit: int | None = None,
 ) -> tuple[list[Option], list[Prediction]]:
     """(options meeting the SLO, predictions that do not) over every node type and TP that fits."""
     met: list[Option] = []
@@ -180,7 +181,7 @@ def options(
         price = prices.instance_hour(node.name, region)
         for r in layouts:
             try:
-                p = latency.predict(r, workload, scenario=scenario, slo=slo)
+                p = latency.predict(r, workload, scenario=scenario, slo=slo, batch_limit=batch_limit)
             except SizingError as err:
                 problems.append(str(err))
                 continue
@@ -212,11 +213,12 @@ def best_option(
     kv_dtype: str = catalog.FP8,
     scenario: latency.Scenario = "server",
     tp: int | None = None,
+    batch_limit: int | None = None,
 ) -> Option:
     """The cheapest layout per output token that meets the SLO; PlanningError('slo') with the best
     achievable latency when none does."""
     met, missed = options(model, precision, accelerator_or_instance, workload, slo, region=region,
-                          kv_dtype=kv_dtype, scenario=scenario)  # fmt: skip
+                          kv_dtype=kv_dtype, scenario=scenario, batch_limit=batch_limit)  # fmt: skip
     if tp is not None:
         met = [o for o in met if o.replica.tp == tp]
         missed = [p for p in missed if p.replica.tp == tp]

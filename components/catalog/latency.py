@@ -349,11 +349,15 @@ def predict(
     scenario: Scenario = "server",
     slo: Slo | None = None,
     efficiency: Efficiency = DEFAULT_EFFICIENCY,
+    batch_limit: int | None = None,
 ) -> Prediction:
-    """The batch that gives the most output tokens/s: offline ignores latency, server keeps ``slo``."""
+    """The batch that gives the most output tokens/s: offline ignores latency, server keeps ``slo``.
+    ``batch_limit`` caps the batch (an engine built with a smaller ``max_batch_size``)."""
     if scenario not in SCENARIOS:
         raise SizingError(f"scenario must be one of {', '.join(SCENARIOS)}, got {scenario!r}")
     limit = max_batch(r, workload)
+    if batch_limit is not None:
+        limit = min(limit, batch_limit)
     if limit < 1:
         raise SizingError(
             f"{r.model.name} TP {r.tp} on {r.node.name}: the KV cache ({kv_capacity_tokens(r)} tokens) cannot hold "

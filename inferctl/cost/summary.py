@@ -36,7 +36,22 @@ def summary_line(resources: list[dict[str, Any]], outputs: Mapping[str, Any] | N
     top = sorted(e.by("category").items(), key=lambda kv: -kv[1][1])[:3]
     parts = ", ".join(f"{k} {money(v[1])}" for k, v in top)
     unknown = f"; {len(e.unknown)} resources of unknown cost not counted" if e.unknown else ""
-    return (
+    line = (
         f"Monthly cost ({e.region}): expected {money(e.monthly_expected)} (min {money(e.monthly_min)}, max "
         f"{money(e.monthly_max)}); largest: {parts}{unknown}. Details: inferctl cost build/plan/{stack}.json"
+    )
+    planned = (outputs or {}).get("capacityPlan")
+    return f"{capacity_line(planned)}\n{line}" if isinstance(planned, Mapping) else line
+
+
+def capacity_line(p: Mapping[str, Any]) -> str:
+    """The stack's capacity plan (the ``capacityPlan`` output) in one line."""
+    r, hpa, pool, usd = p["replicas"], p["hpa"], p["pool"], p["monthlyUsd"]
+    return (
+        f"Planned capacity: {p['tokensPerDay']:.3g} tokens/day at TTFT {p['slo']['ttftMs']:g} ms / ITL "
+        f"{p['slo']['itlMs']:g} ms on {p['layout']} ({p['replicaTokensPerSecond']:,.0f} output tokens/s per "
+        f"replica): replicas peak {r['peak']:.0f} / day {r['day']:.0f} / night {r['night']:.0f}, HPA "
+        f"{hpa['minReplicas']:.0f}-{hpa['maxReplicas']:.0f}, pool {pool['minSize']:.0f}-{pool['maxSize']:.0f} "
+        f"nodes, utilisation {p['expectedUtilisation']:.0%}; serving ${usd['onDemand']:,.0f}/month on demand "
+        f"(${p['usdPerMillionOutputTokens']:.2f} per M output tokens)"
     )

@@ -19,6 +19,7 @@ from components.catalog.regions import REGIONS, Region
 from infra.settings.access import AccessSettings
 from infra.settings.autoscaling import AutoscalingSettings
 from infra.settings.base import CheckContext, Problem, Section, SettingsError, describe, validation_problems
+from infra.settings.capacity import CapacitySettings
 from infra.settings.cluster import ClusterSettings
 from infra.settings.edge import EdgeSettings
 from infra.settings.fsx import FsxSettings
@@ -54,6 +55,7 @@ SECTIONS: tuple[type[Section], ...] = (
     InferenceSettings,
     AutoscalingSettings,
     VerificationSettings,
+    CapacitySettings,
 )
 # Top-level keys holding one plain value.
 SCALAR_KEYS: tuple[str, ...] = ("environment",)
@@ -83,6 +85,7 @@ class Settings:
     inference: InferenceSettings
     autoscaling: AutoscalingSettings
     verification: VerificationSettings
+    capacity: CapacitySettings
 
     @property
     def production(self) -> bool:

@@ -254,7 +254,9 @@ class InferenceSettings(Section):
                     f"missing; production references the image by digest, not by tag ({self.image.tag})",
                 )
             )
-        if ctx.production and self.replicas < 2:
+        # Unset replicas with a capacity plan come from the plan, which keeps production at 2 or more.
+        planned = "replicas" not in self.model_fields_set and getattr(ctx.sections.get("capacity"), "enabled", False)
+        if ctx.production and self.replicas < 2 and not planned:
             out.append(Problem("inference.replicas", f"got {self.replicas}; production serves from at least 2"))
         if self.rollout.max_surge == 0 and self.rollout.max_unavailable == 0:
             out.append(

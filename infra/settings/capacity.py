@@ -1,0 +1,203 @@
+"""``inference-platform:capacity``: size serving from demand instead of hand-set replica bounds.
+
+A stack may give ``tokensPerDay`` (input + output tokens), the request shape (``isl``/``osl``) and an
+SLO (default: ``serving.slo`` medians). The planner (components.catalog.capacity) then prices the
+serving layout the stack already chose (``serving`` model, precision, TP, KV dtype and maxBatchSize on
+the pool's cheapest instance type)
+and derives:
+
+- serving replicas (when ``inference.replicas`` is not set): the day floor;
+- the autoscaler's bounds (night floor .. peak) and the pool's node bounds, through
+  ``derived_bounds`` for the autoscaling settings to use;
+- a refusal when the serving pool's ``maxSize`` cannot carry the planned peak (plus one surge replica).
+
+Every bad value is a problem naming its key: ``capacity.tokensPerDay`` <= 0, ``capacity.nightFraction``
+outside (0, 1], an SLO no batch meets (with the best achievable), a model that does not fit, a region
+the price table lacks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from pydantic import Field
+
+from components.catalog import capacity as planner
+from components.catalog import latency, prices
+from components.catalog.models import SizingError
+from infra.settings.base import CheckContext, Problem, Section
+from infra.settings.node_pools import NodePoolSettings, cluster_zones
+
+DEFAULT_ISL = 1000
+DEFAULT_OSL = 1000
+# Production serves from at least two replicas at any hour (one zone or node may fail).
+PRODUCTION_MIN_REPLICAS = 2
+
+
+class CapacitySloSettings(Section):
+    ttft_ms: float = Field(gt=0)
+    """Time to first token the planned batch must meet (ms)."""
+    itl_ms: float = Field(gt=0)
+    """Mean inter-token latency the planned batch must meet (ms)."""
+
+
+class CapacitySettings(Section):
+    key: ClassVar[str] = "capacity"
+
+    tokens_per_day: float | None = None
+    """Default unset: no planning (replicas and pool sizes as written). Input + output tokens a day; must
+    be > 0."""
+    isl: int = Field(default=DEFAULT_ISL, gt=0)
+    """Default 1000. Mean input tokens per request."""
+    osl: int = Field(default=DEFAULT_OSL, gt=0)
+    """Default 1000. Mean output tokens per request."""
+    slo: CapacitySloSettings | None = None
+    """Default: ``serving.slo`` ttftP50Ms and itlP50Ms."""
+    peak_factor: float = Field(default=planner.DEFAULT_PEAK_FACTOR, ge=1)
+    """Default 1.23 (REFERENCE §7). Daily peak over the daily average."""
+    night_fraction: float = planner.DEFAULT_NIGHT_FRACTION
+    """Default 0.5, in (0, 1]. Night load as a share of the day's."""
+    night_hours: float = Field(default=planner.DEFAULT_NIGHT_HOURS, ge=0, lt=24)
+    """Default 8. Hours a day at the night level."""
+
+    @property
+    def enabled(self) -> bool:
+        return self.tokens_per_day is not None
+
+    def problems(self, ctx: CheckContext) -> list[Problem]:
+        if not self.enabled:
+            return []
+        region = ctx.region.name if ctx.region else None
+        result = plan_for(self, ctx.sections, region, cluster_zones(ctx), production=ctx.production)
+        return list(result.problems)
+
+
+@dataclass(frozen=True)
+class CapacityBounds:
+    """What the plan derives for the stack (for the rollout, the autoscaler and the pool)."""
+
+    replicas: int
+    hpa_min_replicas: int
+    hpa_max_replicas: int
+    pool_min_nodes: int
+    pool_max_nodes: int
+    plan: planner.Plan
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    bounds: CapacityBounds | None
+    problems: tuple[Problem, ...]
+
+
+def plan_for(
+    cap: CapacitySettings,
+    sections: dict[str, Any],
+    region: str | None,
+    zones: list[str] | None,
+    *,
+    production: bool = False,
+) -> PlanResult:
+    """Plan the serving pool for ``cap``; problems name the key they come from."""
+    serving = sections.get("serving")
+    pools = sections.get("nodePools")
+    if serving is None or pools is None or region is None:
+        return PlanResult(None, ())  # those sections report their own problems
+    out: list[Problem] = []
+    if cap.tokens_per_day is None or cap.tokens_per_day <= 0:
+        out.append(Problem("capacity.tokensPerDay", f"got {cap.tokens_per_day!r}; expected a number > 0"))
+    if not 0 < cap.night_fraction <= 1:
+        out.append(Problem("capacity.nightFraction", f"got {cap.night_fraction}; expected a value in (0, 1]"))
+    if region not in prices.REGIONS:
+        out.append(Problem("capacity", f"the price table has no region {region!r} (aws:region); priced regions: "
+                                       f"{', '.join(sorted(prices.REGIONS))}"))  # fmt: skip
+    pool: NodePoolSettings | None = pools.root.get(serving.node_pool)
+    if pool is None:
+        return PlanResult(None, tuple(out))  # serving names the missing pool
+    if out:
+        return PlanResult(None, tuple(out))
+    assert cap.tokens_per_day is not None
+    slo = cap.slo or CapacitySloSettings(ttft_ms=serving.slo.ttft_p50_ms, itl_ms=serving.slo.itl_p50_ms)
+    slo_key = "capacity.slo" if cap.slo else "capacity (SLO from serving.slo ttftP50Ms/itlP50Ms)"
+    demand = planner.Demand(tokens_per_day=cap.tokens_per_day, isl=cap.isl, osl=cap.osl,
+                            slo=latency.Slo(ttft_ms=slo.ttft_ms, itl_ms=slo.itl_ms), peak_factor=cap.peak_factor,
+                            night_fraction=cap.night_fraction, night_hours=cap.night_hours)  # fmt: skip
+    kv_dtype = serving.kv_cache.resolved_dtype()
+    try:
+        arch = serving.resolved_architecture()
+        instance = min(pool.instance_types, key=lambda t: prices.instance_hour(t, region) or float("inf"))
+        option = planner.best_option(arch, serving.precision, instance, demand.workload, demand.slo, region=region,
+                                     kv_dtype=kv_dtype, tp=serving.tensor_parallel,
+                                     batch_limit=serving.max_batch_size)  # fmt: skip
+    except planner.PlanningError as err:
+        key = slo_key if err.field == "slo" else "capacity"
+        return PlanResult(None, (Problem(key, f"{err} (serving: {serving.model} {serving.precision} TP "
+                                               f"{serving.tensor_parallel} on {serving.node_pool})"),))  # fmt: skip
+    except (SizingError, LookupError) as err:
+        return PlanResult(None, (Problem("capacity", str(err)),))
+    p = planner.plan(demand, option, region=region)
+    floor = PRODUCTION_MIN_REPLICAS if production else 1
+    bounds = CapacityBounds(
+        replicas=max(floor, p.day.replicas),
+        hpa_min_replicas=max(floor, p.hpa_min),
+        hpa_max_replicas=p.hpa_max,
+        pool_min_nodes=p.pool_min_nodes,
+        pool_max_nodes=p.pool_max_nodes,
+        plan=p,
+    )
+    max_nodes = pool.max_nodes(zones or [])
+    if max_nodes < p.pool_max_nodes:
+        out.append(
+            Problem(
+                f"nodePools.{serving.node_pool}.maxSize",
+                f"the pool holds at most {max_nodes} nodes but the planned peak needs {p.pool_max_nodes} "
+                f"({p.peak.replicas} replicas of {option.label} at {p.peak.output_tps:,.0f} output tokens/s, plus "
+                "one surge replica); raise maxSize or lower capacity.tokensPerDay",
+            )
+        )
+    return PlanResult(bounds, tuple(out))
+
+
+def derived_bounds(settings: Any) -> CapacityBounds | None:
+    """The plan's replicas and bounds for validated ``Settings`` (None when the stack plans nothing)."""
+    cap: CapacitySettings = settings.capacity
+    if not cap.enabled:
+        return None
+    sections = {"serving": settings.serving, "nodePools": settings.node_pools}
+    zones = list(getattr(settings.network, "availability_zones", None) or sorted(settings.region.zones)[
+        : settings.network.az_count])  # fmt: skip
+    return plan_for(cap, sections, settings.region.name, zones, production=settings.production).bounds
+
+
+def planned_replicas(settings: Any) -> int:
+    """``inference.replicas`` when the stack sets it, else the capacity plan's day floor, else the default."""
+    inference = settings.inference
+    if "replicas" in inference.model_fields_set:
+        return int(inference.replicas)
+    bounds = derived_bounds(settings)
+    return bounds.replicas if bounds is not None else int(inference.replicas)
+
+
+def summary(settings: Any) -> dict[str, Any] | None:
+    """The planned capacity and cost as a stack output (``capacityPlan``)."""
+    bounds = derived_bounds(settings)
+    if bounds is None:
+        return None
+    p = bounds.plan
+    return {
+        "layout": p.option.label,
+        "tokensPerDay": p.demand.tokens_per_day,
+        "slo": {"ttftMs": p.demand.slo.ttft_ms, "itlMs": p.demand.slo.itl_ms},
+        "replicaTokensPerSecond": round(p.option.tokens_per_s_per_replica, 1),
+        "replicas": {"peak": p.peak.replicas, "day": p.day.replicas, "night": p.night.replicas},
+        "hpa": {"minReplicas": bounds.hpa_min_replicas, "maxReplicas": bounds.hpa_max_replicas},
+        "pool": {"minSize": bounds.pool_min_nodes, "maxSize": bounds.pool_max_nodes},
+        "expectedUtilisation": round(p.expected_utilisation, 3),
+        "monthlyUsd": {
+            "onDemand": round(p.monthly_usd.on_demand, 2),
+            "spot": round(p.monthly_usd.spot, 2),
+            "reserved": round(p.monthly_usd.reserved, 2),
+        },
+        "usdPerMillionOutputTokens": round(p.usd_per_million_output.on_demand, 4),
+    }

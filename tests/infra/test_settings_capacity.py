@@ -1,0 +1,64 @@
+"""inference-platform:capacity: the plan derives replicas, autoscaler and pool bounds; every bad value is
+a problem naming its key (the plan exits 2 on any SettingsError)."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from infra.settings.capacity import derived_bounds, planned_replicas, summary
+from tests.infra.test_settings_inference import load, problems, stack_values
+
+DEMAND = {"tokensPerDay": 1.5e9, "isl": 2000, "osl": 500}
+
+
+def test_prod_plans_its_pool_and_keeps_its_explicit_replicas():
+    settings = load({}, "prod")
+    bounds = derived_bounds(settings)
+    assert bounds is not None
+    assert bounds.hpa_min_replicas <= bounds.replicas <= bounds.hpa_max_replicas
+    assert bounds.pool_max_nodes <= settings.node_pools.root["inference"].max_nodes(["us-east-1a", "us-east-1b"])
+    assert planned_replicas(settings) == settings.inference.replicas == 3
+    out = summary(settings)
+    assert out["layout"] == "p5.48xlarge TP4" and out["monthlyUsd"]["onDemand"] > 0
+
+
+def test_replicas_come_from_the_plan_when_not_set():
+    values = stack_values("prod")
+    inference = copy.deepcopy(values["inference"])
+    inference.pop("replicas")
+    settings = load({"inference": inference, "capacity": {**DEMAND, "tokensPerDay": 1e9}}, "prod")
+    assert planned_replicas(settings) == derived_bounds(settings).replicas == 2
+    assert derived_bounds(load({}, "dev")) is None and planned_replicas(load({}, "dev")) == 1
+
+
+@pytest.mark.parametrize(
+    ("capacity", "path", "words"),
+    [
+        ({"tokensPerDay": 0}, "capacity.tokensPerDay", ["got 0"]),
+        ({"tokensPerDay": -1e9}, "capacity.tokensPerDay", ["> 0"]),
+        ({**DEMAND, "nightFraction": 0}, "capacity.nightFraction", ["(0, 1]"]),
+        ({**DEMAND, "nightFraction": 1.5}, "capacity.nightFraction", ["(0, 1]"]),
+        ({**DEMAND, "slo": {"ttftMs": 10, "itlMs": 2}}, "capacity.slo", ["best achievable is TTFT"]),
+        ({**DEMAND, "peakFactor": 0.5}, "capacity.peakFactor", ["greater than or equal to 1"]),
+        ({**DEMAND, "tokensPerDay": 5e10}, "nodePools.inference.maxSize", ["planned peak needs", "raise maxSize"]),
+        ({**DEMAND, "tokenPerDay": 1}, "capacity.tokenPerDay", ["did you mean 'tokensPerDay'"]),
+    ],
+)  # fmt: skip
+def test_each_bad_value_names_its_key(capacity, path, words):
+    found = problems({"capacity": capacity}, "prod")
+    assert path in found, found
+    for word in words:
+        assert word in found[path], found[path]
+
+
+def test_a_model_that_does_not_fit_and_an_unpriced_region():
+    serving = copy.deepcopy(stack_values("dev")["serving"])
+    found = problems({"capacity": DEMAND, "serving": {**serving, "model": "Llama-3.1-405B"}}, "dev")
+    assert any(k.startswith("serving") or k == "capacity" for k in found), found
+    from infra.settings import load_settings
+
+    with pytest.raises(Exception) as err:
+        load_settings({**stack_values("dev"), "capacity": DEMAND}, project="p", stack="s", region="eu-west-1")
+    assert "price table has no region 'eu-west-1'" in str(err.value)
