@@ -97,7 +97,7 @@ def rule_groups(rules: RuleSet) -> list[dict[str, Any]]:
         raise RuleError("invalid alert settings: " + "; ".join(problems))
     name = f"{rules.scope.namespace}-{rules.scope.job}"
     groups = [
-        {"name": f"{name}.recording", "interval": "15s", "rules": recording_rules(rules.scope)},
+        {"name": f"{name}.recording", "rules": recording_rules(rules.scope)},
         {"name": f"{name}.serving", "rules": _serving_alerts(rules)},
         {"name": f"{name}.pods", "rules": _pod_alerts(rules)},
         {"name": f"{name}.accelerators", "rules": _accelerator_alerts(rules)},
