@@ -31,8 +31,8 @@ def _windows(args: ResourceValidationArgs, report: ReportViolation) -> None:
     minimum = int(args.get_config().get("minimumDays", AWS_MINIMUM_DAYS))
     days = int(float(get(args.props, prop, AWS_DEFAULT_DAYS)))
     if days < minimum:
-        what = "deleted immediately" if days == 0 else f"recoverable for {days} days only"
-        report(f"{prop} {days}: a deletion would be {what}; this stack requires at least {minimum}")
+        what = "be final at once" if days == 0 else f"stay recoverable for {days} days only"
+        report(f"{prop} {days}: a deletion would {what}; this stack requires at least {minimum} days")
 
 
 POLICIES = [

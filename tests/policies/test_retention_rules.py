@@ -25,4 +25,4 @@ def test_short_windows_fail_in_production_and_immediate_deletion_everywhere(viol
     assert sorted(v.urn.rsplit("::", 1)[1] for v in violations(bad, "deletion-windows", PRODUCTION)) == [
         "gone", "k", "s"]  # fmt: skip
     (development,) = violations(bad, "deletion-windows")
-    assert development.urn.endswith("::gone") and "deleted immediately" in development.message
+    assert development.urn.endswith("::gone") and "final at once" in development.message
