@@ -26,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "verify": "inferctl.verify.command",
     "capacity": "inferctl.capacity.command",
     "cost": "inferctl.cost.command",
+    "diff": "inferctl.plan.diff",
 }
 
 

@@ -1,0 +1,60 @@
+"""`inferctl diff` on real plans of two commits (tests/data/plan_diff): the dev plan at 69a8620 (base) and
+at daed92d with head-dev-stack.yaml (NAT per zone, spot + on-demand, maxSize 4), each written by
+`inferctl plan --stack dev` in a worktree of that commit. The rendered PR comment must equal
+expected-comment.md (regenerate both with the commands in the test's docstring when plans change on
+purpose)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from inferctl.cli import main
+from inferctl.plan import diff
+
+DATA = Path(__file__).resolve().parents[2] / "data" / "plan_diff"
+
+
+@pytest.fixture
+def plan_dirs(tmp_path):
+    for side in ("base", "head"):
+        (tmp_path / side).mkdir()
+        shutil.copy(DATA / f"{side}-dev.json.gz", tmp_path / side / "dev.json.gz")
+    return tmp_path / "base", tmp_path / "head"
+
+
+def test_comment_of_two_real_plans_matches_the_recorded_one(plan_dirs, tmp_path):
+    """Regenerate: inferctl diff --base <dir with base dev.json.gz> --head <dir with head dev.json.gz>
+    --out tests/data/plan_diff/expected-comment.md"""
+    base, head = plan_dirs
+    out = tmp_path / "comment.md"
+    assert main(["diff", "--base", str(base), "--head", str(head), "--out", str(out)]) == 0
+    assert out.read_text() == (DATA / "expected-comment.md").read_text()
+
+
+def test_comment_content(plan_dirs):
+    base, head = plan_dirs
+    d = diff.compare(
+        "dev", diff.read_plan(base / "dev.json.gz", "--base"), diff.read_plan(head / "dev.json.gz", "--head")
+    )
+    assert {r["type"] for r in d.added} == {"aws:ec2/natGateway:NatGateway", "aws:ec2/eip:Eip"}
+    assert not d.removed
+    assert [v["policy"] for v in d.new_violations] == [
+        "cost-dev-on-demand-accelerators",
+        "cost-nat-per-zone-production-only",
+    ]
+    assert d.cost_head.monthly_expected > d.cost_base.monthly_expected
+    text = diff.render([d])
+    assert text.startswith(diff.MARKER) and "| `dev` | +2 ~2 -0 | ❌ 1 mandatory |" in text
+
+
+def test_without_a_base_everything_is_added_and_bad_files_exit_2(plan_dirs, tmp_path, capsys):
+    _, head = plan_dirs
+    assert main(["diff", "--head", str(head), "--base", str(tmp_path / "nowhere")]) == 0
+    assert "(no base)" in capsys.readouterr().out
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "dev.json").write_text("not json")
+    assert main(["diff", "--head", str(tmp_path / "bad")]) == 2
+    assert main(["diff", "--head", str(tmp_path / "empty-dir-that-is-missing")]) == 2
