@@ -148,6 +148,14 @@ class ClusterSettings(Section):
                 continue
             if network.prefixlen == 0:
                 out.append(Problem(path, "0.0.0.0/0 admits everyone to the API; name the VPN, peer or runner CIDRs"))
+        if "0.0.0.0/0" not in access.cidrs and covered_world(access.cidrs):
+            out.append(
+                Problem(
+                    "cluster.privateAccess.cidrs",
+                    f"got {access.cidrs}; together they cover 0.0.0.0/0 and admit everyone to the API; name the VPN, "
+                    "peer or runner CIDRs",
+                )
+            )
         for i, group in enumerate(access.security_group_ids):
             if not SECURITY_GROUP_ID.match(group):
                 out.append(

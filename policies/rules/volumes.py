@@ -3,7 +3,8 @@ node group or a Karpenter EC2NodeClass creates names a customer-managed KMS key.
 
 ``encrypted: true`` alone means the account's default EBS key (``aws/ebs``), whose key policy nobody in
 the stack governs and which cannot be revoked for this cluster alone. Karpenter without
-``blockDeviceMappings`` and a node group without a launch template both fall back to that key.
+``blockDeviceMappings``, a launch template without EBS mappings (the AMI's snapshot settings) and a node
+group without a launch template all fall back to that key.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ def volume_keys(resource_type: str, props: Any) -> Iterator[tuple[str, Any]]:
     leaves the volumes to a default that uses the account's key."""
     if resource_type == LAUNCH_TEMPLATE:
         mappings = [m for m in as_list(get(props, "blockDeviceMappings")) if get(m, "ebs") is not None]
+        if not mappings:
+            yield "(the AMI's root volume)", None
         for bdm in mappings:
             yield str(get(bdm, "deviceName", "?")), get(bdm, "ebs.kmsKeyId")
     elif resource_type == NODE_CLASS:

@@ -60,6 +60,8 @@ PROD = {"environment": "production", "cluster": {"privateAccess": {"cidrs": ["10
         # CIDR sets covering the internet are the internet.
         ({"environment": "production", "cluster": {"publicAccessCidrs": ["0.0.0.0/1", "128.0.0.0/1"]}},
          "cluster.publicAccessCidrs", ["cover 0.0.0.0/0"]),
+        ({"cluster": {"privateAccess": {"cidrs": ["0.0.0.0/1", "128.0.0.0/1"]}}}, "cluster.privateAccess.cidrs",
+         ["cover 0.0.0.0/0"]),
         ({"edge": {"allowedIngressCidrs": ["0.0.0.0/1", "128.0.0.0/1"]}}, "edge.allowedIngressCidrs",
          ["cover 0.0.0.0/0", "write 0.0.0.0/0"]),
         # Karpenter pools have no per-group quota: one cluster's node limit bounds them.

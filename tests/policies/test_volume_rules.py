@@ -32,11 +32,20 @@ def test_default_key_volumes_fail(violations):
         aws.ec2.LaunchTemplate("aws-key", block_device_mappings=[
             {"device_name": "/dev/xvda", "ebs": {"encrypted": "true", "kms_key_id": "alias/aws/ebs"}}])  # fmt: skip
         aws.ec2.Instance("vm", ami="ami-1", instance_type="m7i.large")
+        aws.ec2.LaunchTemplate("ami-root", instance_type="m7i.large")
         aws.eks.NodeGroup("ng", cluster_name="c", node_role_arn="arn:aws:iam::1:role/n", subnet_ids=["s"],
                           scaling_config={"min_size": 0, "max_size": 1, "desired_size": 0})  # fmt: skip
         _node_class("nc", None)
         _node_class("nc-plain", [{"deviceName": "/dev/xvda", "ebs": {"encrypted": True}}])
 
     found = violations(bad, "nodes-volumes-cmk")
-    assert sorted({v.urn.rsplit("::", 1)[1] for v in found}) == ["aws-key", "lt", "nc", "nc-plain", "ng", "vm"]
+    assert sorted({v.urn.rsplit("::", 1)[1] for v in found}) == [
+        "ami-root",
+        "aws-key",
+        "lt",
+        "nc",
+        "nc-plain",
+        "ng",
+        "vm",
+    ]
     assert all("default key" in v.message for v in found)
