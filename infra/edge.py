@@ -97,6 +97,8 @@ def build_edge(
                 "app.kubernetes.io/instance": "inference",
             },
             redis_url=store.url,
+            redis_tls=store.tls,
+            redis_auth_secret_arn=store.auth_secret_arn,
             name_prefix=settings.name_prefix,
             kms_key_arn=foundation.keys.storage_key_arn,
             region=settings.region.name,

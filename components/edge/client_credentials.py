@@ -25,6 +25,9 @@ from components.secrets.delivery import CSI_DRIVER_NAME, provider_objects
 from components.storage.documents import secret_read_policy
 
 SERVICE_ACCOUNT = "edge-credentials"
+REDIS_AUTH_SECRET = "ratelimit-redis-auth"
+REDIS_AUTH_KEY = "token"
+_REDIS_AUTH_OBJECT = "redis-auth"
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 NONROOT_UID = 65534
 MIN_KEY_LENGTH = 32
@@ -56,6 +59,9 @@ class ClientCredentialsArgs:
     """Default ``aws``."""
     protect: bool = False
     """Default ``False``; production protects and retains the secrets."""
+    redis_auth_secret_arn: pulumi.Input[str] | None = None
+    """Default none. The rate-limit Redis AUTH token's secret: also synced, into the Secret
+    ``ratelimit-redis-auth`` (key ``token``) that Envoy Gateway's rate-limit pods read."""
     depends_on: Sequence[pulumi.Resource] = ()
     """Default none. What must exist first (the namespace, the CSI driver)."""
 
@@ -90,7 +96,10 @@ class ClientCredentials(pulumi.ComponentResource):
                 opts=keep,
             )
             self.secret_arns[client] = secret.arn
-        arns = pulumi.Output.all(*(self.secret_arns[c] for c in sorted(args.clients)))
+        objects: dict[str, pulumi.Input[str]] = {c: self.secret_arns[c] for c in sorted(args.clients)}
+        if args.redis_auth_secret_arn is not None:
+            objects[_REDIS_AUTH_OBJECT] = args.redis_auth_secret_arn
+        arns = pulumi.Output.all(*objects.values())
         identity = PodIdentityRole(
             f"{name}-reader",
             PodIdentityRoleArgs(
@@ -117,9 +126,7 @@ class ClientCredentials(pulumi.ComponentResource):
             api_version="secrets-store.csi.x-k8s.io/v1",
             kind="SecretProviderClass",
             metadata={"name": args.secret_name, "namespace": args.namespace},
-            spec=arns.apply(
-                lambda values: provider_class_spec(args, dict(zip(sorted(args.clients), values, strict=True)))
-            ),
+            spec=arns.apply(lambda values: provider_class_spec(args, dict(zip(objects, values, strict=True)))),
             opts=k8s_opts,
         )
         k8s.apps.v1.Deployment(
@@ -134,17 +141,28 @@ class ClientCredentials(pulumi.ComponentResource):
 
 
 def provider_class_spec(args: ClientCredentialsArgs, arns: dict[str, str]) -> dict:
-    """Mount each client's secret as a file named after the client; sync them into one Opaque Secret."""
+    """Mount each client's secret as a file named after the client; sync them into one Opaque Secret
+    (and the Redis AUTH token, when given, into its own)."""
+    clients = sorted(c for c in arns if c != _REDIS_AUTH_OBJECT)
+    secret_objects = [
+        {
+            "secretName": args.secret_name,
+            "type": "Opaque",
+            "data": [{"objectName": client, "key": client} for client in clients],
+        }
+    ]
+    if _REDIS_AUTH_OBJECT in arns:
+        secret_objects.append(
+            {
+                "secretName": REDIS_AUTH_SECRET,
+                "type": "Opaque",
+                "data": [{"objectName": _REDIS_AUTH_OBJECT, "key": REDIS_AUTH_KEY}],
+            }
+        )
     return {
         "provider": "aws",
         "parameters": {"objects": provider_objects(arns), "usePodIdentity": "true", "region": args.region},
-        "secretObjects": [
-            {
-                "secretName": args.secret_name,
-                "type": "Opaque",
-                "data": [{"objectName": client, "key": client} for client in sorted(arns)],
-            }
-        ],
+        "secretObjects": secret_objects,
     }
 
 

@@ -17,7 +17,12 @@ import pulumi_kubernetes as k8s
 
 from components.common.errors import raise_if
 from components.edge import charts
-from components.edge.client_credentials import ClientCredentials, ClientCredentialsArgs
+from components.edge.client_credentials import (
+    REDIS_AUTH_KEY,
+    REDIS_AUTH_SECRET,
+    ClientCredentials,
+    ClientCredentialsArgs,
+)
 from components.edge.gateway_api import PROXY_LABEL, GatewayTarget, render_gateway_objects
 from components.edge.policy import EdgePolicy
 
@@ -41,6 +46,11 @@ class EdgeGatewayArgs:
     """Required. Labels selecting the Triton pods (the NetworkPolicy's subject)."""
     redis_url: pulumi.Input[str]
     """Required. ``host:port`` of the rate-limit Redis."""
+    redis_tls: bool = False
+    """Default ``False``. The rate-limit service talks TLS to Redis (ElastiCache requires it)."""
+    redis_auth_secret_arn: pulumi.Input[str] | None = None
+    """Default none. Secrets Manager secret of the Redis AUTH token (ElastiCache), synced to the
+    rate-limit pods through the credentials' CSI sync."""
     name_prefix: str
     """Required."""
     kms_key_arn: pulumi.Input[str]
@@ -72,7 +82,9 @@ class EdgeGateway(pulumi.ComponentResource):
             **charts.ENVOY_GATEWAY.release_source(),
             namespace=target.namespace,
             create_namespace=True,
-            values=pulumi.Output.from_input(args.redis_url).apply(controller_values),
+            values=pulumi.Output.from_input(args.redis_url).apply(
+                lambda url: controller_values(url, tls=args.redis_tls, auth=args.redis_auth_secret_arn is not None)
+            ),
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(args.depends_on)),
         )
         after = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[self.release])
@@ -99,6 +111,7 @@ class EdgeGateway(pulumi.ComponentResource):
                     region=args.region,
                     partition=args.partition,
                     protect=args.protect,
+                    redis_auth_secret_arn=args.redis_auth_secret_arn,
                     depends_on=[self.release],
                 ),
                 opts=pulumi.ResourceOptions(parent=self),
@@ -127,16 +140,25 @@ class EdgeGateway(pulumi.ComponentResource):
         self.register_outputs({"proxy_service": self.proxy_service, "namespace": self.namespace})
 
 
-def controller_values(redis_url: str) -> dict:
-    """Chart v1.9.0 values: global rate limits backed by Redis."""
-    return {
-        "config": {
-            "envoyGateway": {
-                "rateLimit": {"backend": {"type": "Redis", "redis": {"url": redis_url}}},
-            }
-        },
-        "deployment": {"replicas": 2},
-    }
+def controller_values(redis_url: str, *, tls: bool = False, auth: bool = False) -> dict:
+    """Chart v1.9.0 values: global rate limits backed by Redis. TLS and AUTH reach the rate-limit service
+    (envoyproxy/ratelimit: ``REDIS_TLS``, ``REDIS_AUTH``) through the EnvoyGateway config's
+    ``provider.kubernetes.rateLimitDeployment.container.env``; the token comes from the Secret the
+    credentials' CSI sync writes, never from these values."""
+    env: list[dict] = []
+    if tls:
+        env.append({"name": "REDIS_TLS", "value": "true"})
+    if auth:
+        env.append(
+            {"name": "REDIS_AUTH", "valueFrom": {"secretKeyRef": {"name": REDIS_AUTH_SECRET, "key": REDIS_AUTH_KEY}}}
+        )
+    envoy_gateway: dict = {"rateLimit": {"backend": {"type": "Redis", "redis": {"url": redis_url}}}}
+    if env:
+        envoy_gateway["provider"] = {
+            "type": "Kubernetes",
+            "kubernetes": {"rateLimitDeployment": {"container": {"env": env}}},
+        }
+    return {"config": {"envoyGateway": envoy_gateway}, "deployment": {"replicas": 2}}
 
 
 def inference_network_policy_spec(pod_labels: Mapping[str, str], target: GatewayTarget) -> dict:

@@ -288,6 +288,9 @@ def _backend_traffic_policy(policy: EdgePolicy, target: GatewayTarget, routes: l
                             {"headers": [{"name": policy.client_id_header, "type": "Exact", "value": c.client_id}]}
                         ],
                         "limit": {"requests": c.tier.requests_per_minute, "unit": "Minute"},
+                        # One bucket per client across both routes (Envoy Gateway's default is one per
+                        # route: HTTP and gRPC would each get the full limit).
+                        "shared": True,
                     }
                     for c in policy.clients
                 ]

@@ -145,3 +145,21 @@ def test_the_grpc_ingress_uses_grpc_target_groups_and_the_project_security_group
         assert annotations["alb.ingress.kubernetes.io/security-groups"] == lb_sg.id
         assert json.loads(annotations["alb.ingress.kubernetes.io/listen-ports"]) == [{"HTTPS": 443}, {"HTTP": 80}]
         assert annotations["alb.ingress.kubernetes.io/ssl-redirect"] == "443"
+
+
+def test_the_rate_limit_service_reaches_elasticache_over_tls_with_the_synced_auth_token(stack_plan):
+    resources = stack_plan("prod").run.resources
+    release = next(r for r in resources if r.type.endswith("v3:Release") and r.inputs.get("name") == "envoy-gateway")
+    gateway = release.inputs["values"]["config"]["envoyGateway"]
+    env = {e["name"]: e for e in gateway["provider"]["kubernetes"]["rateLimitDeployment"]["container"]["env"]}
+    assert env["REDIS_TLS"]["value"] == "true"
+    assert env["REDIS_AUTH"]["valueFrom"]["secretKeyRef"] == {"name": "ratelimit-redis-auth", "key": "token"}
+    assert gateway["rateLimit"]["backend"]["redis"]["url"].endswith(".cache.amazonaws.com:6379")
+    spc = next(
+        r for r in resources if r.type.endswith(":SecretProviderClass") and "inference:edge:" in (r.parent or "")
+    )
+    synced = {s["secretName"]: [d["key"] for d in s["data"]] for s in spc.inputs["spec"]["secretObjects"]}
+    assert synced == {"inference-api-keys": ["batch", "chat"], "ratelimit-redis-auth": ["token"]}
+    dev = stack_plan("dev").run.resources
+    dev_release = next(r for r in dev if r.type.endswith("v3:Release") and r.inputs.get("name") == "envoy-gateway")
+    assert "provider" not in dev_release.inputs["values"]["config"]["envoyGateway"]  # in-cluster: no TLS, no AUTH
