@@ -27,6 +27,7 @@ from infra.settings.inference import InferenceSettings
 from infra.settings.keys import KeysSettings
 from infra.settings.network import NetworkSettings
 from infra.settings.node_pools import NodePoolsSettings
+from infra.settings.observability import ObservabilitySettings
 from infra.settings.secrets import SecretsSettings
 from infra.settings.serving import ServingSettings
 from infra.settings.storage import StorageSettings
@@ -54,6 +55,7 @@ SECTIONS: tuple[type[Section], ...] = (
     SecretsSettings,
     InferenceSettings,
     AutoscalingSettings,
+    ObservabilitySettings,
     VerificationSettings,
     CapacitySettings,
 )
@@ -84,6 +86,7 @@ class Settings:
     secrets: SecretsSettings
     inference: InferenceSettings
     autoscaling: AutoscalingSettings
+    observability: ObservabilitySettings
     verification: VerificationSettings
     capacity: CapacitySettings
 
