@@ -40,6 +40,7 @@ K8S_SECRET = "kubernetes:core/v1:Secret"
 LAMBDA = "aws:lambda/function:Function"
 # Name-based detection is no-secret-literals' job; public IPs are addresses, not credentials.
 SKIPPED_DETECTORS = frozenset({"Secret Keyword", "Public IP (ipv4)"})
+ENTROPY_DETECTORS = frozenset({"Base64 High Entropy String", "Hex High Entropy String"})
 _DIGEST = re.compile(r"^(sha1:|sha256:)?([0-9a-fA-F]{40}|[0-9a-fA-F]{64})$")
 _TOKEN_SPLIT = re.compile(r"[\s\"'`,;{}\[\]()<>]+")
 
@@ -57,12 +58,19 @@ def _not_a_secret(value: str) -> bool:
 
 
 def detect(value: str) -> list[str]:
-    """The kinds of secret ``value`` looks like (detect-secrets type names), empty when none."""
+    """The kinds of secret ``value`` looks like (detect-secrets type names), empty when none.
+
+    Every distinct line goes through the format detectors (``AKIA...``, ``user:pass@``, private keys ...),
+    every distinct token of 8+ characters through the entropy detectors, quoted, as those only judge
+    quoted strings. Distinct only: a large ConfigMap repeats most of its lines and tokens."""
+    lines = set(value.splitlines() or [value])
+    tokens = {f'"{t}"' for line in lines for t in _TOKEN_SPLIT.split(line) if len(t) >= 8}
+    entropy = [d for d in _detectors() if d.secret_type in ENTROPY_DETECTORS]
+    formats = [d for d in _detectors() if d.secret_type not in ENTROPY_DETECTORS]
     found: set[str] = set()
-    for line in value.splitlines() or [value]:
-        candidates = {line, *(f'"{t}"' for t in _TOKEN_SPLIT.split(line) if len(t) >= 8)}
+    for candidates, detectors in ((lines, formats), (tokens, entropy)):
         for candidate in candidates:
-            for detector in _detectors():
+            for detector in detectors:
                 for secret in detector.analyze_line(filename="program", line=candidate, line_number=1):
                     if not _not_a_secret(str(secret.secret_value or "")):
                         found.add(secret.type)
