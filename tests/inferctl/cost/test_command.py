@@ -58,3 +58,14 @@ def test_bad_plans_and_unpriced_regions_exit_2(plan_file, tmp_path, capsys):
     bad.write_text("{}")
     assert main(["cost", str(bad)]) == 2
     assert main(["cost", str(tmp_path / "missing.json")]) == 2
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod", "npu"])
+def test_the_plan_report_shows_the_monthly_estimate(stack, stack_plan):
+    from inferctl.plan.report import markdown, tree
+
+    plan = stack_plan(stack)
+    for text in (tree(plan), markdown(plan)):
+        assert "Monthly cost (" in text and "expected $" in text
+    if stack == "prod":  # the stack that plans from demand (inference-platform:capacity)
+        assert "Planned capacity: 1.5e+09 tokens/day" in tree(plan)
