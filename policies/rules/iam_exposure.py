@@ -7,7 +7,7 @@ condition pins who may use it: the rule recognises ``aws:PrincipalArn``, ``aws:P
 ``aws:SourceVpc``/``Vpce`` with a concrete value under a positive operator (``StringEquals``, ``ArnLike``
 ... never ``...IfExists`` or ``Not...``, which let requests without the key through). Deny statements
 (e.g. the usual "deny unless aws:SecureTransport") only take access away and are always fine. KMS key
-policies are judged by kms-no-wildcard-principal, stricter still.
+policies are judged by kms-no-wildcard-principal with the same conditions plus ``kms:CallerAccount``.
 """
 
 from __future__ import annotations
@@ -91,16 +91,18 @@ def is_anyone(principal: Any) -> bool:
     return "*" in [str(p) for p in as_list(principal)]
 
 
-def is_scoped(condition: Any) -> bool:
-    """Whether a condition block pins the caller (see the module docstring)."""
+def is_scoped(condition: Any, extra_keys: frozenset[str] = frozenset()) -> bool:
+    """Whether a condition block pins the caller (see the module docstring); ``extra_keys`` (lower case)
+    adds a service's own caller keys, such as KMS's ``kms:CallerAccount``."""
     if not isinstance(condition, Mapping):
         return False
+    keys = SCOPING_KEYS | extra_keys
     for operator, pairs in condition.items():
         if str(operator) not in SCOPING_OPERATORS or not isinstance(pairs, Mapping):
             continue
         for key, values in pairs.items():
             concrete = [str(v) for v in as_list(values) if str(v).strip("*?") != ""]
-            if str(key).lower() in SCOPING_KEYS and concrete and len(concrete) == len(as_list(values)):
+            if str(key).lower() in keys and concrete and len(concrete) == len(as_list(values)):
                 return True
     return False
 

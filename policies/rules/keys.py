@@ -1,4 +1,5 @@
-"""KMS rules: rotation on for symmetric keys, no wildcard principals in key policies."""
+"""KMS rules: rotation on for symmetric keys, no wildcard principals in key policies unless a condition
+names the caller."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ from typing import Any
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
 
 from policies.props import as_document, as_list, get, statements
+from policies.rules.iam_exposure import is_scoped
 
 KEY = "aws:kms/key:Key"
 KEY_POLICY = "aws:kms/keyPolicy:KeyPolicy"
+KMS_SCOPING_KEYS = frozenset({"kms:calleraccount"})
 
 
 def _rotation(args: ResourceValidationArgs, report: ReportViolation) -> None:
@@ -23,14 +26,16 @@ def _rotation(args: ResourceValidationArgs, report: ReportViolation) -> None:
 
 
 def wildcard_principals(document: dict[str, Any] | None) -> list[str]:
-    """Sids (or positions) of Allow statements whose principal is anyone."""
+    """Sids (or positions) of Allow statements whose principal is anyone, unless a condition names the
+    caller (policies.rules.iam_exposure.is_scoped, plus ``kms:CallerAccount``: AWS's own pattern for
+    "any principal of this account, through EBS", ``kms:CallerAccount`` + ``kms:ViaService``)."""
     found = []
     for i, statement in enumerate(statements(document)):
         if statement.get("Effect") != "Allow":
             continue
         principal = statement.get("Principal")
         values = as_list(principal.get("AWS")) if isinstance(principal, dict) else as_list(principal)
-        if "*" in values:
+        if "*" in values and not is_scoped(statement.get("Condition"), extra_keys=KMS_SCOPING_KEYS):
             found.append(str(statement.get("Sid", f"#{i}")))
     return found
 
@@ -40,7 +45,9 @@ def _no_wildcard_principal(args: ResourceValidationArgs, report: ReportViolation
         return
     document = as_document(get(args.props, "policy"))
     for sid in wildcard_principals(document):
-        report(f"key policy statement {sid} allows Principal '*'; name the principals")
+        report(
+            f"key policy statement {sid} allows Principal '*' with no condition naming the caller; name the principals"
+        )
 
 
 POLICIES = [

@@ -45,3 +45,21 @@ def test_wildcard_principals_fail_in_keys_and_key_policies(violations):
     found = violations(program, "kms-no-wildcard-principal")
     assert sorted(v.urn.split("::")[-1] for v in found) == ["open", "open-policy"]
     assert "Open" in found[0].message
+
+
+def test_wildcard_principals_scoped_to_the_callers_account_pass(violations):
+    # AWS's own pattern (the aws/ebs key policy): anyone of this account, through EBS only.
+    through_ebs = json.dumps({"Statement": [{
+        "Sid": "EbsForTheAccount", "Effect": "Allow", "Principal": {"AWS": "*"}, "Action": ["kms:Decrypt", "kms:CreateGrant"],
+        "Resource": "*", "Condition": {"StringEquals": {"kms:CallerAccount": "123456789012",
+                                                        "kms:ViaService": "ec2.us-east-1.amazonaws.com"}}}]})  # fmt: skip
+    loose = json.dumps({"Statement": [{
+        "Sid": "OnlyThroughEbs", "Effect": "Allow", "Principal": "*", "Action": "kms:Decrypt", "Resource": "*",
+        "Condition": {"StringEquals": {"kms:ViaService": "ec2.us-east-1.amazonaws.com"}}}]})  # fmt: skip
+
+    def program():
+        aws.kms.Key("scoped", enable_key_rotation=True, policy=through_ebs)
+        aws.kms.Key("any-account", enable_key_rotation=True, policy=loose)
+
+    found = violations(program, "kms-no-wildcard-principal")
+    assert [v.urn.split("::")[-1] for v in found] == ["any-account"]
