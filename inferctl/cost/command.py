@@ -34,19 +34,10 @@ def load_plan(path: Path, flag: str) -> dict[str, Any]:
     return data
 
 
-def usage_for(stack: str, path: Path | None) -> Any:
-    """Usage assumptions of the stack's cost policy (``cost-monthly-budget.assumptions``), the same ones
-    the policy prices with."""
-    from components.catalog import costing
-    from inferctl.plan.command import _policy_config
-
-    config = _policy_config(path, stack)
-    return costing.Usage.from_config((config.get("cost-monthly-budget") or {}).get("assumptions"))
-
-
 def estimate_plan(data: dict[str, Any], flag: str, policy_config: Path | None = None) -> Any:
     from components.catalog import costing
     from components.catalog.prices import PriceError
+    from inferctl.cost.summary import usage_for
 
     usage = usage_for(str(data.get("stack", "")), policy_config)
     try:

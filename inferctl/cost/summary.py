@@ -2,9 +2,28 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
+
+POLICY_CONFIG_DIR = Path(__file__).resolve().parents[2] / "policies" / "config"
+
+
+def usage_for(stack: str, path: Path | None = None) -> Any:
+    """Usage assumptions of the stack's cost policy (``cost-monthly-budget.assumptions`` in
+    ``policies/config/<stack>.json`` or ``path``), the same ones the policy prices with."""
+    from components.catalog import costing
+    from inferctl.errors import CommandError
+
+    candidate = path or POLICY_CONFIG_DIR / f"{stack}.json"
+    if path is None and not candidate.is_file():
+        return costing.Usage()
+    try:
+        config = json.loads(candidate.read_text())
+    except (OSError, json.JSONDecodeError) as err:
+        raise CommandError(f"--policy-config: {candidate}: {err}", exit_code=2) from None
+    return costing.Usage.from_config((config.get("cost-monthly-budget") or {}).get("assumptions"))
 
 
 def resources_as_dicts(resources: Iterable[Any]) -> list[dict[str, Any]]:
@@ -19,7 +38,6 @@ def estimate_for(resources: list[dict[str, Any]], outputs: Mapping[str, Any] | N
                  policy_config: Path | None = None) -> Any:  # fmt: skip
     """The stack's estimate; PriceError when its region is not priced."""
     from components.catalog import costing
-    from inferctl.cost.command import usage_for
 
     region = costing.plan_region({"outputs": outputs or {}, "resources": resources})
     return costing.estimate(resources, region=region, usage=usage_for(stack, policy_config))
