@@ -76,7 +76,10 @@ def plan_repository(
     serving: ServingSettings, *, engine_dir: Path, tokenizer_dir: Path, stand_in: StandIn | None = None
 ) -> list[ModelPlan]:
     """The models to render and the typed values of each, in dependency order."""
-    llm_io = Fragment(_read(_TEMPLATES, "llm_io.pbtxt"))
+    llm_io_text = _read(_TEMPLATES, "llm_io.pbtxt")
+    llm_io = Fragment(llm_io_text)
+    # postprocessing takes the LLM step's inputs (it calls the LLM step itself) and not its outputs.
+    llm_inputs = Fragment(llm_io_text[: llm_io_text.index("\noutput [")] + "\n")
     client_io = Fragment(_read(_TEMPLATES, "client_io.pbtxt"))
     batch = serving.max_batch_size
     queue: dict[str, Value] = {
@@ -109,9 +112,15 @@ def plan_repository(
             f"{_TEMPLATES}.postprocessing",
             {
                 "max_batch_size": batch,
+                "decoupled": serving.streaming,
+                "llm_inputs": llm_inputs,
                 "parameters": model_parameters(
                     "postprocessing",
-                    {"tokenizer_dir": str(tokenizer_dir), "skip_special_tokens": serving.tokenizer.skip_special_tokens},
+                    {
+                        "tokenizer_dir": str(tokenizer_dir),
+                        "skip_special_tokens": serving.tokenizer.skip_special_tokens,
+                        "tensorrt_llm_model_name": llm,
+                    },
                 ),
                 "instance_count": serving.instances.postprocessing,
             },
@@ -119,7 +128,7 @@ def plan_repository(
         ModelPlan(
             "ensemble",
             f"{_TEMPLATES}.ensemble",
-            {"max_batch_size": batch, "client_io": client_io, "llm_model_name": llm},
+            {"max_batch_size": batch, "client_io": client_io},
         ),
         ModelPlan(
             "tensorrt_llm_bls",

@@ -107,7 +107,8 @@ OUR_KEYS = MappingProxyType(
         "tensorrt_llm": (),
         # Our preprocessing refuses prompts that cannot fit the engine before they reach it.
         "preprocessing": ("max_input_len", "max_seq_len"),
-        "postprocessing": (),
+        # Our postprocessing calls the LLM step itself (the ensemble's streams decode whole).
+        "postprocessing": ("tensorrt_llm_model_name",),
         # Our BLS detokenizes itself (incrementally) instead of calling postprocessing.
         "tensorrt_llm_bls": ("tokenizer_dir", "skip_special_tokens"),
         "ensemble": (),

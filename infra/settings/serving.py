@@ -179,7 +179,9 @@ class ServerSettings(Section):
 
 class AuthSettings(Section):
     enabled: bool = False
-    """Default ``false``; production requires ``true``. Reject requests without the API key header."""
+    """Default ``false``. Reject requests without the API key header in the pod itself; production needs
+    this or API keys at the gateway (``edge.auth.enabled``). tritonserver takes the key only on its
+    command line (no file or environment input), so it is visible in the container's /proc."""
     header: str = DEFAULT_API_KEY_HEADER
     """Default ``x-api-key``. Lower-case header name carrying the key (HTTP header and gRPC metadata)."""
     key_file: str | None = DEFAULT_API_KEY_FILE
@@ -338,8 +340,13 @@ class ServingSettings(Section):
 
     def problems(self, ctx: CheckContext) -> list[Problem]:
         out = self.shape_problems()
-        if ctx.production and not self.auth.enabled:
-            out.append(Problem("serving.auth.enabled", "production serves a public API: set true"))
+        if ctx.production and not self.auth.enabled and not _gateway_authenticates(ctx):
+            out.append(
+                Problem(
+                    "serving.auth.enabled",
+                    "production serves a public API: set true, or authenticate at the gateway (edge.auth.enabled)",
+                )
+            )
         if ctx.production:
             pins = (
                 ("engineManifestSha256", self.artifacts.engine_manifest_sha256),
@@ -483,6 +490,12 @@ class ServingSettings(Section):
         if self.kv_cache.enable_chunked_context:
             out.append(Problem("serving.kvCache.enableChunkedContext", f"true: no chunked prefill; {static}"))
         return out
+
+
+def _gateway_authenticates(ctx: CheckContext) -> bool:
+    """Whether the edge section checks API keys at the gateway (then the in-pod key is optional)."""
+    edge = ctx.sections.get("edge")
+    return bool(getattr(getattr(edge, "auth", None), "enabled", False))
 
 
 def accelerator_problems(serving: ServingSettings, instance_type: str) -> list[Problem]:

@@ -59,8 +59,9 @@ def test_every_stack_renders_and_every_config_parses(serving, tmp_path, stack, s
         has_code = (tmp_path / "repo" / name / "1" / "model.py").is_file()
         assert has_code == (name in python_models), name
     assert configs["ensemble"].platform == "ensemble"
-    # streamed tokens pass postprocessing one request each: they must leave in the order they came
-    assert configs["postprocessing"].dynamic_batching.preserve_ordering
+    # postprocessing sees each whole stream: it calls the LLM step, so it streams like it
+    assert configs["postprocessing"].model_transaction_policy.decoupled is settings.streaming
+    assert [s.model_name for s in configs["ensemble"].ensemble_scheduling.step] == ["preprocessing", "postprocessing"]
     expected_backend = "python" if stand_in or llm == "neuron_llm" else "tensorrtllm"
     assert configs[llm].backend == expected_backend
     assert configs[llm].model_transaction_policy.decoupled is settings.streaming
@@ -186,6 +187,16 @@ def test_the_client_contract_is_nvidias(serving, tmp_path):
             assert inputs[optional].optional, optional
         assert "text_output" in {o.name for o in configs[name].output}
     assert _io(configs["ensemble"]) == _io(configs["tensorrt_llm_bls"])
+
+
+def test_postprocessing_takes_the_llm_steps_inputs_and_passes_its_outputs_on(serving, tmp_path):
+    configs = _render(serving["dev"], tmp_path)
+    llm_inputs, llm_outputs = _io(configs["tensorrt_llm"])
+    post_inputs, post_outputs = _io(configs["postprocessing"])
+    assert post_inputs == llm_inputs
+    assert post_outputs[0][0] == "OUTPUT"
+    assert post_outputs[1:] == [o for o in llm_outputs if o[0] not in ("output_ids", "sequence_length")]
+    assert _params(configs["postprocessing"])["tensorrt_llm_model_name"] == "tensorrt_llm"
 
 
 def test_the_stand_in_and_neuron_llm_have_the_tensorrt_llm_tensors(serving, tmp_path):

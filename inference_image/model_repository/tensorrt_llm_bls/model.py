@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import triton_python_backend_utils as pb_utils
 
-from inference_image.runtime.detokenize import IncrementalText
+from inference_image.runtime.llm_stream import LlmStream
 from inference_image.runtime.params import ModelConfigError, Parameters
 from inference_image.runtime.tokenizer import load_tokenizer
 
@@ -60,25 +59,6 @@ LLM_PASSTHROUGH = {
     "guided_decoding_guide_type": "guided_decoding_guide_type",
     "guided_decoding_guide": "guided_decoding_guide",
 }
-# LLM step outputs the client contract returns as they are
-LLM_OUTPUTS = (
-    "cum_log_probs",
-    "output_log_probs",
-    "context_logits",
-    "generation_logits",
-    "batch_index",
-    "sequence_index",
-    "kv_cache_alloc_new_blocks",
-    "kv_cache_reused_blocks",
-    "kv_cache_alloc_total_blocks",
-    "arrival_time_ns",
-    "first_scheduled_time_ns",
-    "first_token_time_ns",
-    "last_token_time_ns",
-    "acceptance_rate",
-    "total_accepted_draft_tokens",
-    "total_draft_tokens",
-)
 
 
 class TritonPythonModel:
@@ -97,28 +77,23 @@ class TritonPythonModel:
             "tensorrt_llm_draft_model_name", "multimodal_encoders_name", why="no draft model or multimodal encoders"
         )
         self.decoupled = pb_utils.using_decoupled_model_transaction_policy(config)
+        self.stream = LlmStream(
+            pb_utils,
+            llm=self.llm,
+            tokenizer=self.tokenizer,
+            skip_special_tokens=self.skip_special_tokens,
+            decoupled=self.decoupled,
+            text_name="text_output",
+        )
 
     def execute(self, requests):
         responses = []
         for request in requests:
             sender = request.get_response_sender() if self.decoupled else None
-            try:
-                for response in self._generate(request, sender):
-                    if sender is not None:
-                        sender.send(response)
-                    else:
-                        responses.append(response)
-            except Exception as err:  # every failure becomes the client's error response
-                error = pb_utils.InferenceResponse(output_tensors=[], error=pb_utils.TritonError(str(err)))
-                if sender is None:
-                    responses.append(error)
-                else:
-                    sender.send(error)
-            if sender is not None:
-                sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+            responses += self.stream.serve(request, sender, lambda request=request: self._llm_inputs(request))
         return None if self.decoupled else responses
 
-    def _generate(self, request, sender):
+    def _llm_inputs(self, request):
         text_input = _input(request, "text_input")
         if text_input is None or text_input.shape[0] != 1:
             raise ValueError("text_input: send one prompt per request")
@@ -130,34 +105,7 @@ class TritonPythonModel:
             value = _input(request, client_name)
             if value is not None:
                 llm_inputs.append(pb_utils.Tensor(llm_name, value))
-        llm_request = pb_utils.InferenceRequest(
-            model_name=self.llm,
-            requested_output_names=["output_ids", "sequence_length", *LLM_OUTPUTS],
-            inputs=llm_inputs,
-        )
-        text = IncrementalText(self.tokenizer, skip_special_tokens=self.skip_special_tokens)
-        llm_responses = llm_request.exec(decoupled=True) if self.decoupled else [llm_request.exec()]
-        for llm_response in llm_responses:
-            if sender is not None and sender.is_cancelled():
-                cancel = getattr(llm_responses, "cancel", None)
-                if cancel is not None:
-                    cancel()
-                return
-            if llm_response.has_error():
-                raise RuntimeError(llm_response.error().message())
-            outputs = {t.name(): t.as_numpy() for t in llm_response.output_tensors()}
-            if "output_ids" not in outputs:
-                continue  # the flag-only end of a stream
-            length = int(outputs["sequence_length"].reshape(-1)[0])
-            ids = outputs["output_ids"].reshape(-1)[:length].tolist()
-            if streaming:
-                yield _response(text.add(ids), outputs)
-            else:
-                yield _response(self.tokenizer.decode(ids, skip_special_tokens=self.skip_special_tokens), outputs)
-        if streaming:
-            rest = text.flush()
-            if rest:
-                yield _response(rest, {})
+        return llm_inputs, streaming
 
     def _preprocess(self, request):
         inputs = []
@@ -174,12 +122,6 @@ class TritonPythonModel:
             pb_utils.Tensor(llm_name, pb_utils.get_output_tensor_by_name(response, name).as_numpy())
             for name, llm_name in PREPROCESS_OUTPUTS.items()
         ]
-
-
-def _response(text, outputs):
-    tensors = [pb_utils.Tensor("text_output", np.array([[text.encode("utf-8")]], dtype=object))]
-    tensors += [pb_utils.Tensor(name, outputs[name]) for name in LLM_OUTPUTS if name in outputs]
-    return pb_utils.InferenceResponse(output_tensors=tensors)
 
 
 def _input(request, name):
