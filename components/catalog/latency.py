@@ -508,4 +508,10 @@ CHECKS: Final[tuple[Measurement, ...]] = (
     Measurement(label="Llama-3.3-70B FP4 B200 TP1 8192/1024 offline", model="Llama-3.1-70B", precision=FP4,
                 instance_type="p6-b200.48xlarge", tp=1, isl=8192, osl=1024, scenario="offline", slo=None,
                 tokens_per_s_per_accelerator=1_362, source=_PERF_OVERVIEW_NEW),
+    # Approximate, not a measurement: REFERENCE §10 puts MLPerf's Interactive scenario (TTFT 450 ms, TPOT
+    # 40 ms) at about 0.6 x the Server result; a check of the SLO path, not of the fit.
+    Measurement(label="Llama-2-70B FP8 H100 MLPerf Interactive (~0.6 x Server, approximate)", model=LLAMA2_70B,
+                precision=FP8, instance_type="p5.48xlarge", tp=_MLPERF_TP, isl=_MLPERF_ISL, osl=_MLPERF_OSL,
+                scenario="server", slo=Slo(ttft_ms=450, itl_ms=40), tokens_per_s_per_accelerator=0.6 * 3_888,
+                source="REFERENCE.md §10 (MLPerf v5.0 Interactive ≈ 0.6 x Server)"),
 )  # fmt: skip
