@@ -12,6 +12,7 @@ from typing import Protocol
 
 import pulumi
 
+from components.edge.public_endpoint import DEFAULT_ACCESS_LOG_PREFIX
 from components.secrets.delivery import SecretDelivery, SecretDeliveryArgs
 from components.secrets.secrets_manager import HF_TOKEN, NGC_API_KEY, Secrets, SecretsArgs
 from components.secrets.secrets_store_csi import SecretsStoreCsi, SecretsStoreCsiArgs
@@ -80,6 +81,10 @@ def build_storage(settings: Settings, foundation: Foundation, cluster: ClusterHa
             access_log_retention_days=cfg.access_logs.retention_days,
             force_destroy=cfg.force_destroy,
             protect=settings.production,
+            # The edge's ALB writes its access logs here.
+            load_balancer_log_prefix=DEFAULT_ACCESS_LOG_PREFIX if settings.edge.domain is not None else None,
+            region=settings.region.name,
+            partition=foundation.partition,
         ),
     )
     access = ModelAccess(

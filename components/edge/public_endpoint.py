@@ -46,6 +46,8 @@ HTTP_PATH = "/v2"
 EXTERNAL_DNS_NAMESPACE = "kube-system"
 EXTERNAL_DNS_SERVICE_ACCOUNT = "external-dns"
 WAF_WINDOWS = (60, 120, 300, 600)
+# Where the ALB writes its access logs in the log bucket (the bucket policy admits ELB there only).
+DEFAULT_ACCESS_LOG_PREFIX = "alb"
 NONROOT_UID = 65534
 
 
@@ -100,8 +102,8 @@ class PublicEndpointArgs:
     """Default ``true``: a port-80 listener that only redirects to 443."""
     deletion_protection: bool = False
     """Default ``false``; production sets ``true``."""
-    access_log_prefix: str = "alb"
-    """Default ``alb``."""
+    access_log_prefix: str = DEFAULT_ACCESS_LOG_PREFIX
+    """Default ``alb``: the prefix the log bucket's policy admits ELB to (components.storage.documents)."""
     partition: str = "aws"
     """Default ``aws``."""
     tags: Mapping[str, str] = field(default_factory=dict)

@@ -78,7 +78,7 @@ def _elasticache(
     name: str, args: RateLimitStoreArgs, parent: pulumi.Resource
 ) -> tuple[pulumi.Output[str], pulumi.Output[str]]:
     child = pulumi.ResourceOptions(parent=parent)
-    keep = pulumi.ResourceOptions(parent=parent, protect=args.protect)
+    keep = pulumi.ResourceOptions(parent=parent, protect=args.protect, retain_on_delete=args.protect)
     token = random.RandomPassword(
         f"{name}-auth-token",
         length=64,

@@ -13,6 +13,38 @@ from typing import Any
 
 VERSION = "2012-10-17"
 S3_LOG_DELIVERY_SERVICE = "logging.s3.amazonaws.com"
+LOAD_BALANCER_LOG_DELIVERY_SERVICE = "logdelivery.elasticloadbalancing.amazonaws.com"
+# Elastic Load Balancing's log-writing account in each region opened before August 2022; newer regions
+# deliver through LOAD_BALANCER_LOG_DELIVERY_SERVICE instead (AWS ALB user guide, "Enable access logs";
+# the table of terraform-provider-aws internal/service/elb/service_account_data_source.go).
+ELB_LOG_ACCOUNTS: dict[str, str] = {
+    "af-south-1": "098369216593",
+    "ap-east-1": "754344448648",
+    "ap-northeast-1": "582318560864",
+    "ap-northeast-2": "600734575887",
+    "ap-northeast-3": "383597477331",
+    "ap-south-1": "718504428378",
+    "ap-southeast-1": "114774131450",
+    "ap-southeast-2": "783225319266",
+    "ap-southeast-3": "589379963580",
+    "ca-central-1": "985666609251",
+    "cn-north-1": "638102146993",
+    "cn-northwest-1": "037604701340",
+    "eu-central-1": "054676820928",
+    "eu-north-1": "897822967062",
+    "eu-south-1": "635631232127",
+    "eu-west-1": "156460612806",
+    "eu-west-2": "652711504416",
+    "eu-west-3": "009996457667",
+    "me-south-1": "076674570225",
+    "sa-east-1": "507241528517",
+    "us-east-1": "127311923021",
+    "us-east-2": "033677994240",
+    "us-gov-east-1": "190560391635",
+    "us-gov-west-1": "048591011584",
+    "us-west-1": "027434742980",
+    "us-west-2": "797873946194",
+}
 
 # Inference pods: read objects and list under the model prefix, nothing else.
 MODEL_READ_ACTIONS: tuple[str, ...] = ("s3:GetObject",)
@@ -72,11 +104,37 @@ def model_bucket_policy(bucket_arn: str, kms_key_arn: str) -> dict[str, Any]:
     }
 
 
-def log_bucket_policy(log_bucket_arn: str, source_bucket_arns: Sequence[str], account_id: str) -> dict[str, Any]:
-    """TLS only; S3's log delivery may write access logs of this account's source buckets, nothing else."""
+def load_balancer_log_statement(
+    log_bucket_arn: str, prefix: str, account_id: str, region: str, partition: str = "aws"
+) -> dict[str, Any]:
+    """Elastic Load Balancing may write this account's load-balancer access logs under ``prefix``."""
+    elb_account = ELB_LOG_ACCOUNTS.get(region)
+    principal = (
+        {"AWS": f"arn:{partition}:iam::{elb_account}:root"}
+        if elb_account
+        else {"Service": LOAD_BALANCER_LOG_DELIVERY_SERVICE}
+    )
+    return {
+        "Sid": "AllowLoadBalancerAccessLogs",
+        "Effect": "Allow",
+        "Principal": principal,
+        "Action": "s3:PutObject",
+        "Resource": f"{log_bucket_arn}/{prefix.strip('/')}/AWSLogs/{account_id}/*",
+    }
+
+
+def log_bucket_policy(
+    log_bucket_arn: str,
+    source_bucket_arns: Sequence[str],
+    account_id: str,
+    extra_statements: Sequence[dict[str, Any]] = (),
+) -> dict[str, Any]:
+    """TLS only; S3's log delivery may write access logs of this account's source buckets, and whatever
+    ``extra_statements`` admit (the ALB's access logs), nothing else."""
     return {
         "Version": VERSION,
         "Statement": [
+            *extra_statements,
             deny_insecure_transport(log_bucket_arn),
             {
                 "Sid": "AllowServerAccessLogDelivery",

@@ -17,7 +17,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components.common.errors import raise_if
-from components.storage.documents import log_bucket_policy, model_bucket_policy
+from components.storage.documents import load_balancer_log_statement, log_bucket_policy, model_bucket_policy
 
 DEFAULT_MODEL_PREFIX = "models/"
 DEFAULT_NONCURRENT_TRANSITION_DAYS = 30
@@ -70,6 +70,13 @@ class ModelStoreArgs:
     """Default ``False``. Let a destroy delete non-empty buckets; excludes ``protect``."""
     protect: bool = False
     """Default ``False``. Protect and retain both buckets and all their configuration (production)."""
+    load_balancer_log_prefix: str | None = None
+    """Default none (no load balancer writes here). Prefix under which Elastic Load Balancing may write
+    this account's load-balancer access logs (the edge's ALB); needs ``region``."""
+    region: str | None = None
+    """Default none. The stack's region (which ELB log-delivery principal applies)."""
+    partition: str = "aws"
+    """Default ``aws``."""
 
 
 class ModelStore(pulumi.ComponentResource):
@@ -167,7 +174,7 @@ class ModelStore(pulumi.ComponentResource):
             f"{name}-logs-policy",
             bucket=logs.bucket,
             policy=pulumi.Output.all(logs.arn, models.arn).apply(
-                lambda v: json.dumps(log_bucket_policy(v[0], [v[1]], args.account_id))
+                lambda v: json.dumps(log_bucket_policy(v[0], [v[1]], args.account_id, _log_writers(args, v[0])))
             ),
             opts=pulumi.ResourceOptions.merge(config, pulumi.ResourceOptions(depends_on=log_controls)),
         )
@@ -292,3 +299,13 @@ def _validate(args: ModelStoreArgs) -> None:
     if args.force_destroy and args.protect:
         problems.append("force_destroy and protect exclude each other: protected data is never force-destroyed")
     raise_if("ModelStore", problems)
+
+
+def _log_writers(args: ModelStoreArgs, log_bucket_arn: str) -> list[dict]:
+    if args.load_balancer_log_prefix is None or args.region is None:
+        return []
+    return [
+        load_balancer_log_statement(
+            log_bucket_arn, args.load_balancer_log_prefix, args.account_id, args.region, args.partition
+        )
+    ]

@@ -163,3 +163,17 @@ def test_the_rate_limit_service_reaches_elasticache_over_tls_with_the_synced_aut
     dev = stack_plan("dev").run.resources
     dev_release = next(r for r in dev if r.type.endswith("v3:Release") and r.inputs.get("name") == "envoy-gateway")
     assert "provider" not in dev_release.inputs["values"]["config"]["envoyGateway"]  # in-cluster: no TLS, no AUTH
+
+
+def test_the_log_bucket_admits_the_albs_access_logs_under_its_prefix(stack_plan):
+    resources = stack_plan("dev").run.resources
+    policy = next(
+        r for r in resources if r.type == "aws:s3/bucketPolicy:BucketPolicy" and r.name.endswith("logs-policy")
+    )
+    statements = json.loads(policy.inputs["policy"])["Statement"]
+    (alb,) = [s for s in statements if s.get("Sid") == "AllowLoadBalancerAccessLogs"]
+    assert alb["Principal"] == {"AWS": "arn:aws:iam::797873946194:root"}  # us-west-2's ELB account
+    assert alb["Resource"].endswith("/alb/AWSLogs/123456789012/*")
+    params = next(r for r in resources if r.type.endswith(":IngressClassParams"))
+    attributes = {a["key"]: a["value"] for a in params.inputs["spec"]["loadBalancerAttributes"]}
+    assert attributes["access_logs.s3.prefix"] == "alb"

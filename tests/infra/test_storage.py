@@ -84,7 +84,11 @@ def test_workloads_get_their_roles_drivers_and_secret_classes(stack_plan, stack)
     assert charts["secrets-store-csi-driver"] == "1.6.0"
     assert charts["secrets-store-csi-driver-provider-aws"] == "3.1.1"
     assert ("aws-fsx-csi-driver" in charts) is PRODUCTION[stack]
-    classes = by_type(resources, "kubernetes:secrets-store.csi.x-k8s.io/v1:SecretProviderClass")
+    classes = [
+        c
+        for c in by_type(resources, "kubernetes:secrets-store.csi.x-k8s.io/v1:SecretProviderClass")
+        if "inference:edge:" not in (c.parent or "")  # the gateway's client keys: tests/infra/test_edge_stacks.py
+    ]
     # Shipped stacks set no NGC key or HF token, so only the inference servers get secrets (API keys).
     assert [c.inputs["metadata"]["namespace"] for c in classes] == [INFERENCE.namespace]
     objects = yaml.safe_load(classes[0].inputs["spec"]["parameters"]["objects"])
@@ -137,9 +141,13 @@ def leak_plan(tmp_path_factory, repo):
 
 
 def _known_secrets(plan) -> list[str]:
-    keys = [r.outputs["result"] for r in by_type(plan.run.resources, "random:index/randomPassword:RandomPassword")]
+    passwords = by_type(plan.run.resources, "random:index/randomPassword:RandomPassword")
+    keys = [r.outputs["result"] for r in passwords if "inference:edge:" not in (r.parent or "")]
     assert len(keys) == 2 and all(len(k) == 48 for k in keys)
-    return [NGC_KEY, HF_TOKEN, *keys]
+    # The edge's generated values (one key per gateway client, the rate-limit Redis AUTH token) too.
+    edge = [r.outputs["result"] for r in passwords if "inference:edge:" in (r.parent or "")]
+    assert len(edge) == 3 and all(len(k) >= 48 for k in edge)
+    return [NGC_KEY, HF_TOKEN, *keys, *edge]
 
 
 def test_injected_secrets_reach_secrets_manager_as_secrets(leak_plan):
@@ -157,7 +165,11 @@ def test_injected_secrets_reach_secrets_manager_as_secrets(leak_plan):
         ]
         for c in sync
     }
-    assert files == {"inference": ["api-key", "api-key-2"], "model-sync": ["hf-token", "ngc-api-key"]}
+    assert files == {
+        "inference": ["api-key", "api-key-2"],
+        "model-sync": ["hf-token", "ngc-api-key"],
+        "envoy-gateway-system": ["batch", "chat", "redis-auth"],  # the gateway's clients and Redis AUTH
+    }
 
 
 def test_no_secret_appears_in_the_plan_json(leak_plan):
