@@ -41,6 +41,7 @@ def build_foundation(settings: Settings) -> Foundation:
             admin_role_arns=settings.access.admin_role_arns,
             # Managed node groups launch through Auto Scaling with root volumes on the storage key.
             volume_service_role_arns=[autoscaling_service_role_arn(partition, account_id)],
+            create_autoscaling_service_role=settings.keys.create_autoscaling_service_role,
             deletion_window_days=settings.keys.deletion_window(settings.environment),
             rotation_period_days=settings.keys.rotation_period_days,
             protect=settings.production,

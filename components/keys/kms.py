@@ -16,6 +16,7 @@ import pulumi_aws as aws
 
 PURPOSES: tuple[str, ...] = ("cluster", "storage", "logs")
 DEFAULT_DELETION_WINDOW_DAYS = 30
+AUTOSCALING_SERVICE = "autoscaling.amazonaws.com"
 DEFAULT_ROTATION_PERIOD_DAYS = 365
 
 # Administration only: admins can manage and schedule deletion but never use key material.
@@ -51,6 +52,10 @@ class KeysArgs:
     EC2 Auto Scaling's ``AWSServiceRoleForAutoScaling`` for managed node groups. A service-linked role
     takes no IAM policy, so only the key policy can let it use the key; KMS refuses a key policy naming
     a role that does not exist yet."""
+    create_autoscaling_service_role: bool = False
+    """Default ``False``. Create EC2 Auto Scaling's service-linked role first, for an account that never had
+    an Auto Scaling group (KMS refuses a key policy naming a role that does not exist; terraform-provider-aws
+    #28644). Never where it exists: IAM refuses a second one. Retained on destroy: the role is the account's."""
     deletion_window_days: int = DEFAULT_DELETION_WINDOW_DAYS
     """Default 30. 7-30 days between ScheduleKeyDeletion and the key being gone."""
     rotation_period_days: int = DEFAULT_ROTATION_PERIOD_DAYS
@@ -69,7 +74,19 @@ class Keys(pulumi.ComponentResource):
     def __init__(self, name: str, args: KeysArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("inference:keys:Keys", name, None, opts)
         self.keys: dict[str, aws.kms.Key] = {}
-        stateful = pulumi.ResourceOptions(parent=self, protect=args.protect, retain_on_delete=args.protect)
+        after: list[pulumi.Resource] = []
+        if args.create_autoscaling_service_role:
+            after.append(
+                aws.iam.ServiceLinkedRole(
+                    f"{name}-autoscaling-service-role",
+                    aws_service_name=AUTOSCALING_SERVICE,
+                    description="EC2 Auto Scaling (managed node groups); its key-policy grant is on the storage key",
+                    opts=pulumi.ResourceOptions(parent=self, retain_on_delete=True),
+                )
+            )
+        stateful = pulumi.ResourceOptions(
+            parent=self, protect=args.protect, retain_on_delete=args.protect, depends_on=after
+        )
         for purpose in PURPOSES:
             key = aws.kms.Key(
                 f"{name}-{purpose}",
@@ -102,8 +119,9 @@ class Keys(pulumi.ComponentResource):
 def autoscaling_service_role_arn(partition: str, account_id: str) -> str:
     """EC2 Auto Scaling's default service-linked role, which launches managed node groups' instances.
     AWS creates it with an account's first Auto Scaling group; a new account creates it once with
-    ``aws iam create-service-linked-role --aws-service-name autoscaling.amazonaws.com``."""
-    return f"arn:{partition}:iam::{account_id}:role/aws-service-role/autoscaling.amazonaws.com/AWSServiceRoleForAutoScaling"
+    ``aws iam create-service-linked-role --aws-service-name autoscaling.amazonaws.com`` (or sets
+    ``create_autoscaling_service_role``)."""
+    return f"arn:{partition}:iam::{account_id}:role/aws-service-role/{AUTOSCALING_SERVICE}/AWSServiceRoleForAutoScaling"
 
 
 def key_policy(purpose: str, args: KeysArgs) -> dict:

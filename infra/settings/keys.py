@@ -21,6 +21,10 @@ class KeysSettings(Section):
     (policy ``deletion-windows`` holds the keys to it too)."""
     rotation_period_days: int = Field(default=365, ge=90, le=2560)
     """Default 365. Automatic key rotation period; AWS allows 90-2560 days."""
+    create_autoscaling_service_role: bool = False
+    """Default ``false``. Create EC2 Auto Scaling's service-linked role before the keys: only in an account
+    that never had an Auto Scaling group (the storage key's policy names the role, and KMS refuses a
+    policy naming a missing role); IAM refuses the role where it already exists."""
 
     def deletion_window(self, environment: str) -> int:
         return self.deletion_window_days or DEFAULT_DELETION_WINDOW_DAYS[environment]

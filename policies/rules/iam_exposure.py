@@ -80,6 +80,9 @@ DENIED_MANAGED_POLICIES = [
     "job-function/NetworkAdministrator",
     "AWSCloudFormationFullAccess",
 ]
+SERVICE_LINKED_ROLE = "aws:iam/serviceLinkedRole:ServiceLinkedRole"
+# The service-linked roles a stack may create: the one its storage key's policy names.
+ALLOWED_SERVICE_LINKED_ROLES = ["autoscaling.amazonaws.com"]
 ACCESS_POINT = "aws:s3/accessPoint:AccessPoint"
 PUBLIC_ACCESS_BLOCK = ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls", "restrictPublicBuckets")
 
@@ -159,6 +162,19 @@ def _access_point_blocked(args: ResourceValidationArgs, report: ReportViolation)
         report(f"public access block incomplete: {', '.join(off)} off; leave all four on")
 
 
+def _service_linked_roles(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    """A service-linked role is account-wide and AWS-defined: a stack makes one only where it must (a new
+    account), for a service it names, and with the default name its key policies refer to."""
+    if args.resource_type != SERVICE_LINKED_ROLE:
+        return
+    allowed = set(args.get_config().get("allowedServices") or ALLOWED_SERVICE_LINKED_ROLES)
+    service = str(get(args.props, "awsServiceName", ""))
+    if service not in allowed:
+        report(f"creates the service-linked role of {service}; allowed: {', '.join(sorted(allowed))}")
+    if get(args.props, "customSuffix"):
+        report("a custom suffix makes a second role that no key policy of the stack names; use the default role")
+
+
 POLICIES = [
     ResourceValidationPolicy(
         name="no-anonymous-principals",
@@ -189,5 +205,21 @@ POLICIES = [
         description="S3 access points keep all four public-access-block settings on.",
         validate=_access_point_blocked,
         enforcement_level=EnforcementLevel.MANDATORY,
+    ),
+    ResourceValidationPolicy(
+        name="iam-service-linked-roles-allowed",
+        description="Service-linked roles only for the services the stack needs (EC2 Auto Scaling), default names.",
+        validate=_service_linked_roles,
+        enforcement_level=EnforcementLevel.MANDATORY,
+        config_schema=PolicyConfigSchema(
+            properties={
+                "allowedServices": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "default": ALLOWED_SERVICE_LINKED_ROLES,
+                    "description": "AWS service names whose service-linked role a stack may create",
+                }
+            }
+        ),
     ),
 ]

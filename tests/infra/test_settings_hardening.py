@@ -103,3 +103,10 @@ def load_settings_problems(values):
     except SettingsError as err:
         return err.problems
     return ()
+
+
+def test_the_auto_scaling_role_is_created_only_when_asked():
+    assert load({}).keys.create_autoscaling_service_role is False
+    assert load({"keys": {"createAutoscalingServiceRole": True}}).keys.create_autoscaling_service_role is True
+    found = problems({"keys": {"createAutoscalingServiceRole": "maybe"}})
+    assert "keys.createAutoscalingServiceRole" in found

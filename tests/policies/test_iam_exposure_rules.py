@@ -128,3 +128,13 @@ def test_access_points_keep_the_whole_public_access_block(violations):
     assert violations(good, "s3-access-point-public-access-block") == []
     (found,) = violations(bad, "s3-access-point-public-access-block")
     assert "blockPublicPolicy, restrictPublicBuckets off" in found.message
+
+
+def test_service_linked_roles_only_for_auto_scaling_with_the_default_name(violations):
+    def program():
+        aws.iam.ServiceLinkedRole("autoscaling", aws_service_name="autoscaling.amazonaws.com")
+        aws.iam.ServiceLinkedRole("suffixed", aws_service_name="autoscaling.amazonaws.com", custom_suffix="x")
+        aws.iam.ServiceLinkedRole("other", aws_service_name="elasticbeanstalk.amazonaws.com")
+
+    found = violations(program, "iam-service-linked-roles-allowed")
+    assert sorted(v.urn.rsplit("::", 1)[1] for v in found) == ["other", "suffixed"]

@@ -67,3 +67,20 @@ def test_karpenter_controller_may_have_ec2_use_the_volume_key_and_nothing_else()
     assert all(s["Condition"]["StringEquals"] == {"kms:ViaService": "ec2.us-west-2.amazonaws.com"} for s in statements)
     grant = next(s for s in statements if s["Action"] == "kms:CreateGrant")
     assert grant["Condition"]["Bool"] == {"kms:GrantIsForAWSResource": "true"}
+
+
+def test_a_new_account_gets_the_auto_scaling_role_before_the_keys(run_components):
+    from components.keys.kms import Keys
+
+    def program(create):
+        def build():
+            Keys("keys", KeysArgs(alias_prefix="p", account_id="123456789012", region="us-west-2",
+                                  create_autoscaling_service_role=create))  # fmt: skip
+
+        return build
+
+    assert not [r for r in run_components(program(False)).resources if r.type.endswith("ServiceLinkedRole")]
+    resources = run_components(program(True)).resources
+    role = one(resources, "keys-autoscaling-service-role")
+    assert role.inputs["awsServiceName"] == "autoscaling.amazonaws.com" and role.retain_on_delete
+    assert all(role.urn in one(resources, f"keys-{p}").dependencies for p in ("cluster", "storage", "logs"))
