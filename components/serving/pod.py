@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 import pulumi
 
+from components.catalog.efa import EFA_ENV
 from components.catalog.serving_contract import (
     GRPC_PORT,
     HTTP_PORT,
@@ -366,6 +367,9 @@ def _env(pod: ServerPod) -> list[dict[str, Any]]:
     ]
     if pod.neuron:
         env.append({"name": "NEURON_COMPILE_CACHE_URL", "value": f"{SCRATCH_DIR}/neuron-compile-cache"})
+    if pod.placement.efa:
+        # NCCL loads aws-ofi-nccl only when asked; without it, ranks on different nodes talk over TCP.
+        env += [{"name": name, "value": value} for name, value in EFA_ENV]
     return env
 
 

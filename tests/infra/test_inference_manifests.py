@@ -12,6 +12,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from components.catalog.efa import EFA_ENV
 from inferctl.plan.command import make_plan
 from inferctl.plan.manifests import write_manifests
 from tests.conftest import REPO, STACKS
@@ -74,6 +75,8 @@ def multi_node_plan(tmp_path_factory):
             "build": {"enabled": False},
         }
     )
+    # Its demand plan sizes the 70B rollout; this variant serves another model on the same pool.
+    config.pop("inference-platform:capacity", None)
     rollout = config["inference-platform:inference"]
     rollout.update({"replicas": 2, "rollout": {"maxSurge": 0, "maxUnavailable": 1}})
     rollout["model"].update({"engine": "llama-3.1-405b-instruct/fp8-tp8-pp2-sm90/2026-11-30/", "volumeGib": 256})
@@ -96,6 +99,9 @@ def test_a_multi_node_replica_is_a_leader_worker_set_whose_manifests_validate(mu
         (container,) = template[role]["spec"]["containers"]
         assert container["resources"]["limits"]["nvidia.com/gpu"] == "8"
         assert container["resources"]["limits"]["vpc.amazonaws.com/efa"] == "32"
+        # EFA pools only: NCCL loads aws-ofi-nccl and libfabric uses EFA with GPUDirect RDMA.
+        env = {e["name"]: e.get("value") for e in container["env"]}
+        assert {k: env.get(k) for k, _ in EFA_ENV} == dict(EFA_ENV)
         pod = {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": role.lower()},
                "template": template[role]}  # fmt: skip
         for version in VERSIONS:

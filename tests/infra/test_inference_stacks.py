@@ -9,6 +9,7 @@ import yaml
 
 from components import catalog
 from components.catalog import models
+from components.catalog.efa import EFA_ENV
 from components.serving import placement as inference_placement
 from inferctl.plan.engine import run_program
 from inferctl.stack_settings import load as load_stack
@@ -22,7 +23,8 @@ MY_POLICIES = ("workloads-hardened-containers", "workloads-resources-set", "work
 
 
 def server(resources):
-    (deployment,) = by_type(resources, DEPLOYMENT)
+    """The inference rollout's Deployment (the edge's credential sync is another one)."""
+    (deployment,) = [r for r in by_type(resources, DEPLOYMENT) if r.name == "inference-deployment"]
     spec = deployment.inputs["spec"]
     (container,) = spec["template"]["spec"]["containers"]
     return deployment, spec, container
@@ -200,3 +202,14 @@ def test_prod_builds_its_engine_on_the_serving_pool_with_the_writer_role(stack_p
     assert pod["containers"][0]["image"] == server_container["image"]
     assert pod["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "4"
     assert not by_type(stack_plan("dev").run.resources, "kubernetes:batch/v1:Job")
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_only_pods_with_efa_interfaces_get_the_nccl_ofi_environment(stack_plan, stack):
+    _, _, container = server(stack_plan(stack).run.resources)
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    efa_env = {k: env[k] for k, _ in EFA_ENV if k in env}
+    if "vpc.amazonaws.com/efa" in container["resources"]["limits"]:
+        assert efa_env == dict(EFA_ENV)
+    else:
+        assert efa_env == {}
