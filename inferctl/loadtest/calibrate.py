@@ -40,14 +40,31 @@ class Calibration:
 
 
 def stub_bootstrap(port: int, admin_port: int, *, tokens: int = TOKENS) -> dict[str, object]:
+    # Each event as Triton 2.51's generate_stream writes it (same fields, same size, ~170 bytes).
     events = "".join(
-        "data: " + json.dumps({"model_name": "ensemble", "text_output": f"t{i} "}) + "\n\n" for i in range(tokens)
+        "data: "
+        + json.dumps(
+            {
+                "batch_index": 0,
+                "model_name": "ensemble",
+                "model_version": "1",
+                "sequence_end": False,
+                "sequence_id": 0,
+                "sequence_index": 0,
+                "sequence_start": False,
+                "text_output": f" t{i}",
+            },
+            separators=(",", ":"),
+        )
+        + "\n\n"
+        for i in range(tokens)
     )
     router = {"@type": "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"}
     manager = {
         "@type": "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
         "stat_prefix": "stub",
         "route_config": {
+            "max_direct_response_body_size_bytes": len(events) + 1024,
             "virtual_hosts": [
                 {
                     "name": "stub",
@@ -59,7 +76,7 @@ def stub_bootstrap(port: int, admin_port: int, *, tokens: int = TOKENS) -> dict[
                         }
                     ],
                 }
-            ]
+            ],
         },
         "http_filters": [{"name": "envoy.filters.http.router", "typed_config": router}],
     }
@@ -124,18 +141,23 @@ def envoy_stub(work_dir: Path, *, tokens: int = TOKENS):  # type: ignore[no-unty
 
 
 def calibrate(
-    work_dir: Path, *, url: str | None = None, users: int = DEFAULT_USERS, seconds: float = DEFAULT_SECONDS
+    work_dir: Path,
+    *,
+    url: str | None = None,
+    users: int = DEFAULT_USERS,
+    seconds: float = DEFAULT_SECONDS,
+    tokens: int = TOKENS,
 ) -> Calibration:
     """Run one worker (a single Locust process) flat out for ``seconds``; against ``url`` if given,
     else against the Envoy stub."""
     work_dir.mkdir(parents=True, exist_ok=True)
     with contextlib.ExitStack() as stack:
-        endpoint = url or stack.enter_context(envoy_stub(work_dir))
+        endpoint = url or stack.enter_context(envoy_stub(work_dir, tokens=tokens))
         config = LoadConfig(
             url=endpoint,
             shape=Shape(kind="concurrency", concurrency=users),
             isl=SizeDistribution(mean=128, spread=32),
-            osl=SizeDistribution(mean=TOKENS),
+            osl=SizeDistribution(mean=tokens),
             max_requests=10_000_000,
             duration_s=seconds,
             timeout_s=30,
@@ -149,6 +171,6 @@ def calibrate(
         requests_per_s=summary.succeeded / summary.span_s,
         summary=summary,
         users=users,
-        tokens_per_request=TOKENS,
+        tokens_per_request=tokens,
         endpoint=url or "envoy direct_response stub",
     )

@@ -68,6 +68,7 @@ def register(subparsers: Any) -> None:
     cal.add_argument("--url", help="endpoint to use instead of the built-in Envoy stub")
     cal.add_argument("--users", type=int, default=64)
     cal.add_argument("--seconds", type=float, default=20.0)
+    cal.add_argument("--tokens", type=int, default=16, help="streamed events per answer of the stub (default 16)")
     cal.add_argument("--out", type=Path, default=DEFAULT_OUT / "calibrate")
     cal.set_defaults(handler=calibrate_command)
 
@@ -210,7 +211,7 @@ def _one_role(args: argparse.Namespace, config: Any, key: str | None) -> int:
 def calibrate_command(args: argparse.Namespace) -> int:
     from inferctl.loadtest.calibrate import calibrate
 
-    found = calibrate(args.out, url=args.url, users=args.users, seconds=args.seconds)
+    found = calibrate(args.out, url=args.url, users=args.users, seconds=args.seconds, tokens=args.tokens)
     s = found.summary
     print(
         f"one worker against {found.endpoint}: {found.requests_per_s:.0f} requests/s "

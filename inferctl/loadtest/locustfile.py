@@ -28,7 +28,7 @@ from typing import Any
 import gevent
 from gevent.pool import Pool
 from geventhttpclient import HTTPClient
-from locust import LoadTestShape, User, constant, events, task
+from locust import LoadTestShape, User, events, task
 from locust.exception import StopUser
 from locust.runners import MasterRunner, WorkerRunner
 
@@ -39,6 +39,7 @@ from inferctl.loadtest.requests import parse_event, plan_request, structured_pro
 MESSAGE = "inferctl-records"
 FLUSH_SECONDS = 0.5
 SATURATED = "generator in-flight cap reached (server saturated)"
+ERROR_BACKOFF_S = 0.5
 
 CONFIG = LoadConfig.from_json(Path(os.environ[CONFIG_ENV]).read_text(encoding="utf-8"))
 WORKER_INDEX = int(os.environ.get(WORKER_INDEX_ENV, "0"))
@@ -78,8 +79,13 @@ def _ssl_context() -> ssl.SSLContext:
 
 
 class LlmUser(User):
-    wait_time = constant(0)
     _streams_started = 0
+    _pause = 0.0
+
+    def wait_time(self) -> float:
+        # After a failure a closed-loop user pauses, as a client honouring Retry-After would: without it,
+        # instant 429s from the edge's rate limit would spin the loop and use up the request budget.
+        return self._pause
 
     def on_start(self) -> None:
         LlmUser._streams_started += 1
@@ -191,6 +197,7 @@ class LlmUser(User):
             kind=planned.kind,
             error=error,
         )
+        self._pause = 0.0 if record.ok else ERROR_BACKOFF_S
         self._record(record, received)
 
     def _record(self, record: RequestRecord, received: int | None) -> None:
