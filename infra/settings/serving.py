@@ -150,7 +150,8 @@ class InstanceSettings(Section):
     preprocessing: int = Field(default=4, ge=1, le=64)
     """Default 4. Tokenizer instances (CPU)."""
     postprocessing: int = Field(default=4, ge=1, le=64)
-    """Default 4. Detokenizer instances (CPU)."""
+    """Default 4. Instances of the ensemble's postprocessing (CPU): each calls the LLM step and
+    detokenizes up to maxBatchSize streams at once."""
     bls: int = Field(default=4, ge=1, le=256)
     """Default 4. tensorrt_llm_bls instances: each holds one request at a time."""
 

@@ -131,8 +131,12 @@ def test_an_unknown_model_needs_its_architecture():
     assert any(p.startswith("serving.architecture:") and "multiple of kv_heads" in p for p in _problems(broken))
 
 
-def test_production_requires_api_keys():
-    assert "serving.auth.enabled: production serves a public API: set true" in _problems({}, environment="production")
+def test_production_requires_api_keys_in_the_pod_without_gateway_keys():
+    # With the edge section's API keys (on by default) the in-pod key is optional: tests/inference_image/test_api_key.py.
+    problems = [
+        str(p) for p in ServingSettings().problems(CheckContext(stack="s", environment="production", region=None))
+    ]
+    assert any(p.startswith("serving.auth.enabled: production serves a public API: set true") for p in problems)
 
 
 def test_neuron_refuses_what_its_serving_path_lacks():
