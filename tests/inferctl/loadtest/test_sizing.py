@@ -28,3 +28,15 @@ def test_bad_inputs_are_refused(target, per_worker, utilization):
 def test_workers_never_go_on_accelerator_nodes():
     with pytest.raises(ValueError, match="accelerator"):
         worker_fleet(workers_needed(10, 1), "p5.48xlarge")
+
+
+def test_size_command_prints_workers_nodes_and_price(capsys):
+    import json
+
+    from inferctl.cli import main
+
+    assert main(["loadtest", "size", "--target-rps", "100000", "--per-worker-rps", "701", "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["workers"] == 204 and printed["nodes"] == 30 and printed["instance_type"] == "m7i.2xlarge"
+    assert main(["loadtest", "size", "--per-worker-rps", "701", "--instance-type", "g6e.xlarge"]) == 2
+    assert "accelerator" in capsys.readouterr().err
