@@ -22,8 +22,11 @@ CUSTOM_REQUIRED = {
         "spec.securityGroupSelectorTerms",
     ),
 }
+# The edge's custom resources (Gateway API, Envoy Gateway, the ALB controller's IngressClassParams) have
+# their required fields checked in tests/infra/test_edge_stacks.py.
 CUSTOM_GROUPS = ("karpenter.sh/", "karpenter.k8s.aws/", "secrets-store.csi.x-k8s.io/",
-                 "monitoring.coreos.com/", "leaderworkerset.x-k8s.io/")  # fmt: skip
+                 "monitoring.coreos.com/", "leaderworkerset.x-k8s.io/",
+                 "gateway.networking.k8s.io/", "gateway.envoyproxy.io/", "elbv2.k8s.aws/")  # fmt: skip
 
 
 def dig(doc, path):

@@ -145,17 +145,18 @@ def test_npu_serves_the_neuron_image_on_inferentia2_devices_with_the_neuron_sche
 
 
 @pytest.mark.parametrize("stack", STACKS)
-def test_network_policy_admits_exactly_the_public_subnets_and_monitoring(stack_plan, stack):
+def test_network_policy_admits_exactly_the_gateway_and_monitoring(stack_plan, stack):
+    """Every shipped stack has an edge (edge.domain): no CIDR reaches Triton directly, only the gateway's
+    Envoy pods (the edge's own policy, tests/infra/test_edge_stacks.py) and the monitoring namespace."""
     resources = stack_plan(stack).run.resources
-    public = sorted(
-        s.inputs["cidrBlock"]
-        for s in by_type(resources, "aws:ec2/subnet:Subnet")
-        if s.name.startswith("network-public")
-    )
     policy = one(resources, "inference-network-policy").inputs["spec"]
-    assert sorted(b["ipBlock"]["cidr"] for b in policy["ingress"][0]["from"]) == public
-    assert policy["ingress"][1]["from"][0]["namespaceSelector"]["matchLabels"] == {
+    assert not [peer for rule in policy["ingress"] for peer in rule["from"] if "ipBlock" in peer]
+    assert policy["ingress"][0]["from"][0]["namespaceSelector"]["matchLabels"] == {
         "kubernetes.io/metadata.name": "monitoring"
+    }
+    gateway = one(resources, "edge-gateway-inference-ingress").inputs["spec"]
+    assert gateway["ingress"][0]["from"][0]["namespaceSelector"]["matchLabels"] == {
+        "kubernetes.io/metadata.name": "envoy-gateway-system"
     }
 
 
