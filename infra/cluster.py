@@ -281,6 +281,7 @@ def _device_software(
             system_node_selector={LABEL_NODE_ROLE: ROLE_SYSTEM},
             neuron_monitor_digest=settings.cluster.neuron_monitor_digest,
             metrics_namespace=settings.inference.monitoring.namespace,
+            dcgm_service_monitor=settings.observability.enabled,
         ),
         opts=pulumi.ResourceOptions(depends_on=[after]),
     )

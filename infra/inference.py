@@ -28,6 +28,7 @@ from components.serving.pod import Drain, ModelSource, Placement, Probes, Resour
 from infra.cluster import Compute
 from infra.foundation import Foundation
 from infra.settings import Settings
+from infra.settings.autoscaling import day_bounds
 from infra.settings.capacity import planned_replicas
 from infra.settings.capacity import summary as capacity_summary
 from infra.storage import Storage
@@ -38,6 +39,8 @@ class Inference:
     repository: ImageRepository
     service: InferenceService | None
     build: EngineBuild | None = None
+    controllers: ServingControllers | None = None
+    """The LeaderWorkerSet controller and Prometheus Operator CRDs, when the stack installs them."""
 
 
 def build_inference(settings: Settings, foundation: Foundation, compute: Compute, storage: Storage) -> Inference:
@@ -56,23 +59,32 @@ def build_inference(settings: Settings, foundation: Foundation, compute: Compute
     )
     pulumi.export("imageRepository", {"name": repository.repository_name, "url": repository.repository_url})
     pool = compute.pools.get(serving.node_pool)
-    if not cfg.has_image or pool is None:
-        reason = "inference.image names no image yet" if pool is not None else f"no node pool {serving.node_pool!r}"
-        pulumi.log.info(f"inference: no rollout ({reason}); the image repository is ready for pushes")
-        return Inference(repository, None)
-
+    rollout = cfg.has_image and pool is not None
     monitoring = cfg.monitoring
+    # One owner for the Prometheus Operator CRDs, whether or not a rollout exists yet: the rollout's
+    # ServiceMonitor and the observability stack's rules and monitors both need them, and a release
+    # that changed hands would delete the CRDs (and every object of their kinds) on the way.
+    prometheus_crds = monitoring.install_crds and (
+        settings.observability.enabled or (rollout and monitoring.service_monitor)
+    )
+    leader_worker_set = rollout and serving.nodes > 1
     controllers = None
-    if serving.nodes > 1 or (monitoring.service_monitor and monitoring.install_crds):
+    if leader_worker_set or prometheus_crds:
         controllers = ServingControllers(
             "serving-controllers",
             ServingControllersArgs(
                 k8s_provider=compute.provider,
-                leader_worker_set=serving.nodes > 1,
-                prometheus_crds=monitoring.service_monitor and monitoring.install_crds,
+                leader_worker_set=leader_worker_set,
+                prometheus_crds=prometheus_crds,
                 system_node_selector={LABEL_NODE_ROLE: ROLE_SYSTEM},
             ),
         )
+    if not rollout:
+        reason = "inference.image names no image yet" if pool is not None else f"no node pool {serving.node_pool!r}"
+        pulumi.log.info(f"inference: no rollout ({reason}); the image repository is ready for pushes")
+        return Inference(repository, None, controllers=controllers)
+    assert pool is not None
+
     image = (
         pulumi.Output.concat(repository.repository_url, "@", cfg.image.digest)
         if cfg.image.digest
@@ -103,6 +115,7 @@ def build_inference(settings: Settings, foundation: Foundation, compute: Compute
             shared_memory_gib=cfg.shared_memory_gib,
             scratch_gib=cfg.scratch_gib,
             replicas=planned_replicas(settings),
+            autoscaled_max=_autoscaled_max(settings),
             nodes=serving.nodes,
             max_surge=cfg.rollout.max_surge,
             max_unavailable=cfg.rollout.max_unavailable,
@@ -145,7 +158,15 @@ def build_inference(settings: Settings, foundation: Foundation, compute: Compute
     if capacity_plan is not None:
         pulumi.export("capacityPlan", capacity_plan)
     build = _engine_build(settings, storage, pool, image, compute.provider) if serving.build.enabled else None
-    return Inference(repository, service, build)
+    return Inference(repository, service, build, controllers)
+
+
+def _autoscaled_max(settings: Settings) -> int | None:
+    """KEDA's ceiling when it owns the replica count (it queries the observability stack's Prometheus)."""
+    if not (settings.autoscaling.enabled and settings.observability.enabled):
+        return None
+    bounds = day_bounds(settings)
+    return bounds[1] if bounds is not None else None
 
 
 def _engine_build(

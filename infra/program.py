@@ -15,6 +15,7 @@ from infra.config_source import read_settings
 from infra.edge import build_edge
 from infra.foundation import build_foundation
 from infra.inference import build_inference
+from infra.observability import build_observability
 from infra.storage import build_storage
 
 
@@ -25,4 +26,5 @@ def main() -> None:
     compute = build_cluster(settings, foundation)
     storage = build_storage(settings, foundation, compute)
     inference = build_inference(settings, foundation, compute, storage)
-    build_edge(settings, foundation, compute, storage, inference)
+    edge = build_edge(settings, foundation, compute, storage, inference)
+    build_observability(settings, foundation, compute, storage, inference, edge)

@@ -16,6 +16,7 @@ from policies.rules import (
     kubernetes_exposure,
     network,
     nodes,
+    observability,
     pod_security,
     retention,
     secret_values,
@@ -49,4 +50,5 @@ POLICIES: list[Policy] = [
     *secret_values.POLICIES,
     *cost.POLICIES,
     *edge.POLICIES,
+    *observability.POLICIES,
 ]

@@ -1,6 +1,27 @@
 """Autoscaling of the inference workloads on the LLM's own signals (``inference:autoscaling``).
 
-KEDA ScaledObjects (KEDA creates the autoscaling/v2 HPA) with Prometheus triggers on requests in
-flight or NVIDIA's queue/compute ratio and on KV-cache use, HPA behaviour that scales up fast and down
-slowly, and a night schedule that lowers the floor and ceiling.
+KEDA (from its pinned chart) and one ScaledObject per workload (KEDA creates the autoscaling/v2 HPA):
+Prometheus triggers on requests in flight or NVIDIA's queue/compute ratio and on KV-cache use, HPA
+behaviour that scales up fast and down slowly, and a night schedule that lowers the floor and ceiling.
+The spec and the replica arithmetic are pure (``scaled_object``, ``schedule``).
+
+This module is the area's public surface; the modules beside it hold the pieces.
 """
+
+from components.autoscaling.keda import Keda, KedaArgs
+from components.autoscaling.scaled_object import Behaviour, ScaleTarget, ScalingPolicy
+from components.autoscaling.scaled_workload import ScaledWorkload, ScaledWorkloadArgs
+from components.autoscaling.schedule import NightSchedule, ReplicaBounds, replica_bounds
+
+__all__ = [
+    "Behaviour",
+    "Keda",
+    "KedaArgs",
+    "NightSchedule",
+    "ReplicaBounds",
+    "ScaleTarget",
+    "ScaledWorkload",
+    "ScaledWorkloadArgs",
+    "ScalingPolicy",
+    "replica_bounds",
+]

@@ -57,6 +57,9 @@ class AcceleratorSoftwareArgs:
     tag only, and a digest nobody read from the registry would be invented."""
     metrics_namespace: str = DEFAULT_METRICS_NAMESPACE
     """Default ``monitoring``. The only namespace whose pods may reach neuron-monitor's metrics port."""
+    dcgm_service_monitor: bool = False
+    """Default ``False``. Have the GPU Operator create the DCGM exporter's ServiceMonitor (needs the
+    Prometheus Operator CRDs: on when the stack runs its observability pipeline)."""
     system_node_selector: Mapping[str, str] = field(default_factory=lambda: {"node-role": "system"})
     """Default ``node-role=system``: where controllers run."""
 
@@ -81,7 +84,7 @@ class AcceleratorSoftware(pulumi.ComponentResource):
                 "gpu-operator",
                 charts.GPU_OPERATOR,
                 NVIDIA_NAMESPACE,
-                gpu_operator_values(system),
+                gpu_operator_values(system, dcgm_service_monitor=args.dcgm_service_monitor),
                 child,
                 create_ns=True,
             )
@@ -113,7 +116,7 @@ class AcceleratorSoftware(pulumi.ComponentResource):
         self.register_outputs({"releases": {k: r.name for k, r in self.releases.items()}})
 
 
-def gpu_operator_values(system: Mapping[str, str]) -> dict[str, Any]:
+def gpu_operator_values(system: Mapping[str, str], *, dcgm_service_monitor: bool = False) -> dict[str, Any]:
     nvidia_nodes = {LABEL_ACCELERATOR: catalog.VENDOR_NVIDIA}
     gpu = [toleration(catalog.VENDOR_NVIDIA)]
     return {
@@ -127,9 +130,12 @@ def gpu_operator_values(system: Mapping[str, str]) -> dict[str, Any]:
             "gc": {"nodeSelector": dict(system)},
             "worker": {"nodeSelector": nvidia_nodes, "tolerations": gpu},
         },
-        # DCGM metrics for autoscaling and health (DCGM_FI_DEV_GPU_UTIL, XID errors...). The
-        # ServiceMonitor is created by the observability stack, which installs the Prometheus CRDs.
-        "dcgmExporter": {"enabled": True, "serviceMonitor": {"enabled": False}},
+        # DCGM metrics for the fleet dashboard and alerts (utilisation, memory, power, XID errors); never
+        # a scaling signal. The operator creates the ServiceMonitor once the Prometheus CRDs exist.
+        "dcgmExporter": {
+            "enabled": True,
+            "serviceMonitor": {"enabled": dcgm_service_monitor, "interval": "15s", "honorLabels": False},
+        },
     }
 
 

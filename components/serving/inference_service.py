@@ -92,6 +92,10 @@ class InferenceServiceArgs:
     """Default 10. Writable /tmp."""
     replicas: int = 1
     """Default 1. Replicas (multi-node: groups)."""
+    autoscaled_max: int | None = None
+    """Default none. When an autoscaler (KEDA) owns the replica count: its ceiling. Pulumi then sets
+    ``replicas`` only at creation and leaves later counts alone, and multi-node launch rights cover the
+    ceiling's groups."""
     nodes: int = 1
     """Default 1: a Deployment. More: a LeaderWorkerSet of this group size."""
     max_surge: int = 1
@@ -252,7 +256,7 @@ class InferenceService(pulumi.ComponentResource):
                     ),
                 },
             },
-            opts=opts,
+            opts=_autoscaled(args, opts),
         )
         return dict(pod.selector)
 
@@ -274,7 +278,8 @@ class InferenceService(pulumi.ComponentResource):
             data={mpi_launch.LAUNCHER_FILE: mpi_launch.LAUNCHER_SCRIPT},
             opts=opts,
         )
-        workers = mpi_launch.worker_pod_names(app, args.replicas + args.max_surge, args.nodes)
+        groups = max(args.replicas, args.autoscaled_max or 0) + args.max_surge
+        workers = mpi_launch.worker_pod_names(app, groups, args.nodes)
         role = k8s.rbac.v1.Role(
             f"{name}-launcher-role",
             metadata={"name": launcher, "namespace": ns, "labels": labels},
@@ -316,9 +321,16 @@ class InferenceService(pulumi.ComponentResource):
             kind=mpi_launch.LWS_KIND,
             metadata={"name": app, "namespace": ns, "labels": labels},
             spec=spec,
-            opts=after_crds,
+            opts=_autoscaled(args, after_crds),
         )
         return {**pod.selector, mpi_launch.LABEL_WORKER_INDEX: "0"}
+
+
+def _autoscaled(args: InferenceServiceArgs, opts: pulumi.ResourceOptions) -> pulumi.ResourceOptions:
+    """The autoscaler owns spec.replicas once it exists: an update must not reset it to the first count."""
+    if args.autoscaled_max is None:
+        return opts
+    return pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(ignore_changes=["spec.replicas"]))
 
 
 def service_ports() -> list[dict[str, Any]]:
@@ -377,6 +389,8 @@ def _validate(args: InferenceServiceArgs) -> None:
             problems.append(f"{label}={value!r} is not a DNS label")
     if not _LABEL_VALUE.match(args.image_version):
         problems.append(f"image_version={args.image_version!r} is not a label value")
+    if args.autoscaled_max is not None and args.autoscaled_max < max(args.replicas, 1):
+        problems.append(f"autoscaled_max={args.autoscaled_max} must be >= replicas={args.replicas} and >= 1")
     if args.replicas < 0 or args.nodes < 1:
         problems.append(f"replicas={args.replicas} must be >= 0 and nodes={args.nodes} >= 1")
     if args.max_surge < 0 or args.max_unavailable < 0 or args.max_surge == args.max_unavailable == 0:

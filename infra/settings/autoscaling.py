@@ -11,7 +11,7 @@ import math
 import re
 from dataclasses import replace
 from datetime import time
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
@@ -20,6 +20,7 @@ from components.autoscaling.scaled_object import DEFAULT_KV_TARGET, DEFAULT_QUEU
 from components.autoscaling.schedule import DEFAULT_NIGHT_FRACTION, DEFAULT_TIMEZONE, NightSchedule
 from components.serving import placement
 from infra.settings.base import CheckContext, Problem, Section
+from infra.settings.capacity import derived_bounds, planned_replicas
 from infra.settings.node_pools import cluster_zones
 
 DEFAULT_TARGET_BATCH_SHARE = 0.75
@@ -229,3 +230,27 @@ def serving_slots(ctx: CheckContext) -> int | None:
 def _time(value: str) -> time:
     hours, minutes = value.split(":")
     return time(int(hours), int(minutes))
+
+
+def day_bounds(settings: Any) -> tuple[int, int] | None:
+    """(day floor, day ceiling) of the autoscaled rollout; None without a rollout to scale."""
+    ctx = CheckContext(
+        stack=settings.stack,
+        environment=settings.environment,
+        region=settings.region,
+        sections={
+            "serving": settings.serving,
+            "inference": settings.inference,
+            "nodePools": settings.node_pools,
+            "network": settings.network,
+        },
+    )
+    slots = serving_slots(ctx)
+    if slots is None:
+        return None
+    auto = settings.autoscaling
+    plan = derived_bounds(settings)
+    low = auto.min_replicas if auto.min_replicas is not None else planned_replicas(settings)
+    planned_high = plan.hpa_max_replicas if plan is not None else slots
+    high = auto.max_replicas if auto.max_replicas is not None else planned_high
+    return low, max(high, low, 1)

@@ -21,11 +21,13 @@ CUSTOM_REQUIRED = {
         "spec.subnetSelectorTerms",
         "spec.securityGroupSelectorTerms",
     ),
+    # keda.sh_scaledobjects.yaml of KEDA 2.20: spec requires scaleTargetRef (with name) and triggers.
+    ("keda.sh/v1alpha1", "ScaledObject"): ("spec.scaleTargetRef.name", "spec.triggers"),
 }
 # The edge's custom resources (Gateway API, Envoy Gateway, the ALB controller's IngressClassParams) have
 # their required fields checked in tests/infra/test_edge_stacks.py.
 CUSTOM_GROUPS = ("karpenter.sh/", "karpenter.k8s.aws/", "secrets-store.csi.x-k8s.io/",
-                 "monitoring.coreos.com/", "leaderworkerset.x-k8s.io/",
+                 "monitoring.coreos.com/", "leaderworkerset.x-k8s.io/", "keda.sh/",
                  "gateway.networking.k8s.io/", "gateway.envoyproxy.io/", "elbv2.k8s.aws/")  # fmt: skip
 
 

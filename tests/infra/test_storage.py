@@ -88,6 +88,7 @@ def test_workloads_get_their_roles_drivers_and_secret_classes(stack_plan, stack)
         c
         for c in by_type(resources, "kubernetes:secrets-store.csi.x-k8s.io/v1:SecretProviderClass")
         if "inference:edge:" not in (c.parent or "")  # the gateway's client keys: tests/infra/test_edge_stacks.py
+        and "inference:observability:" not in (c.parent or "")  # Grafana's admin: test_monitoring_stack.py
     ]
     # Shipped stacks set no NGC key or HF token, so only the inference servers get secrets (API keys).
     assert [c.inputs["metadata"]["namespace"] for c in classes] == [INFERENCE.namespace]
@@ -142,12 +143,16 @@ def leak_plan(tmp_path_factory, repo):
 
 def _known_secrets(plan) -> list[str]:
     passwords = by_type(plan.run.resources, "random:index/randomPassword:RandomPassword")
-    keys = [r.outputs["result"] for r in passwords if "inference:edge:" not in (r.parent or "")]
+    platform = ("inference:edge:", "inference:observability:")
+    keys = [r.outputs["result"] for r in passwords if not any(p in (r.parent or "") for p in platform)]
     assert len(keys) == 2 and all(len(k) == 48 for k in keys)
+    # Grafana's generated admin password (Secrets Manager, read through the CSI driver).
+    grafana = [r.outputs["result"] for r in passwords if "inference:observability:" in (r.parent or "")]
+    assert len(grafana) == 1 and len(grafana[0]) == 32
     # The edge's generated values (one key per gateway client, the rate-limit Redis AUTH token) too.
     edge = [r.outputs["result"] for r in passwords if "inference:edge:" in (r.parent or "")]
     assert len(edge) == 3 and all(len(k) >= 48 for k in edge)
-    return [NGC_KEY, HF_TOKEN, *keys, *edge]
+    return [NGC_KEY, HF_TOKEN, *keys, *edge, *grafana]
 
 
 def test_injected_secrets_reach_secrets_manager_as_secrets(leak_plan):
@@ -169,6 +174,7 @@ def test_injected_secrets_reach_secrets_manager_as_secrets(leak_plan):
         "inference": ["api-key", "api-key-2"],
         "model-sync": ["hf-token", "ngc-api-key"],
         "envoy-gateway-system": ["batch", "chat", "redis-auth"],  # the gateway's clients and Redis AUTH
+        "monitoring": ["admin-password"],  # Grafana's admin password
     }
 
 

@@ -1,0 +1,197 @@
+"""The stack's metrics pipeline and autoscaling: kube-prometheus-stack with the platform's rules,
+dashboards and monitors, then KEDA and the rollout's ScaledObject (KEDA queries that Prometheus).
+
+Everything is chosen from the settings: the rollout's scope (namespace, Service, backend), the SLOs of
+serving.slo and verification.slo, the day bounds (explicit, else the capacity plan's, else the rollout's
+replicas up to what the pool holds) and the night schedule.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+
+from components import catalog
+from components.autoscaling.keda import Keda, KedaArgs
+from components.autoscaling.scaled_object import ScaleTarget, ScalingPolicy
+from components.autoscaling.scaled_workload import ScaledWorkload, ScaledWorkloadArgs
+from components.compute.accelerator_software import NEURON_MONITOR_LABELS
+from components.compute.pool_profile import LABEL_NODE_ROLE, ROLE_SYSTEM
+from components.observability.monitoring_stack import Monitor, MonitoringStack, MonitoringStackArgs
+from components.observability.promql import Scope
+from components.observability.rules import AlertThresholds, RuleSet
+from components.serving.inference_service import DEFAULT_APP_NAME
+from infra.cluster import Compute
+from infra.edge import Edge
+from infra.foundation import Foundation
+from infra.inference import Inference
+from infra.settings import Settings
+from infra.settings.autoscaling import day_bounds
+from infra.storage import Storage
+
+SYSTEM = {LABEL_NODE_ROLE: ROLE_SYSTEM}
+KUBE_SYSTEM = "kube-system"
+
+
+@dataclass(frozen=True)
+class Observability:
+    stack: MonitoringStack | None
+    keda: Keda | None = None
+    scaled: ScaledWorkload | None = None
+
+
+def build_observability(
+    settings: Settings,
+    foundation: Foundation,
+    compute: Compute,
+    storage: Storage,
+    inference: Inference,
+    edge: Edge | None,
+) -> Observability:
+    cfg = settings.observability
+    if not cfg.enabled:
+        return Observability(None)
+    if compute.storage_class_name is None:
+        raise pulumi.RunError("observability: the cluster has no encrypted gp3 StorageClass for Prometheus")
+    service = inference.service
+    scope = Scope(
+        namespace=storage.inference.namespace,
+        job=service.service_name if service else DEFAULT_APP_NAME,
+        backend="neuron" if settings.serving.backend == "neuron" else "tensorrtllm",
+    )
+    bounds = day_bounds(settings)
+    scaled = settings.autoscaling.enabled and service is not None and bounds is not None
+    hpa = f"keda-hpa-{service.workload_name}" if scaled and service is not None else None
+    rules = RuleSet(
+        scope=scope,
+        vendor="neuron" if scope.backend == "neuron" else "nvidia",
+        hpa=hpa,
+        expect_serving=service is not None and (bounds is None or bounds[0] > 0),
+        edge_clusters="httproute/.*" if edge is not None else None,
+        thresholds=_thresholds(settings),
+    )
+    depends = [*(inference.controllers.releases.values() if inference.controllers else [])]
+    stack = MonitoringStack(
+        "monitoring",
+        MonitoringStackArgs(
+            k8s_provider=compute.provider,
+            cluster_name=compute.cluster_name,
+            name_prefix=settings.name_prefix,
+            kms_key_arn=foundation.keys.storage_key_arn,
+            region=settings.region.name,
+            storage_class=compute.storage_class_name,
+            namespace=settings.inference.monitoring.namespace,
+            retention=cfg.retention,
+            prometheus_storage_gib=cfg.prometheus_storage_gib,
+            alertmanager_storage_gib=cfg.alertmanager_storage_gib,
+            system_node_selector=SYSTEM,
+            rule_sets=[rules],
+            monitors=_monitors(compute),
+            secret_recovery_days=settings.secrets.recovery_window(settings.environment),
+            protect=settings.production,
+            install_crds="prometheus_crds" not in (inference.controllers.releases if inference.controllers else {}),
+            depends_on=depends,
+        ),
+    )
+    pulumi.export(
+        "monitoring",
+        {
+            "namespace": stack.namespace,
+            "prometheusUrl": stack.prometheus_url,
+            "grafanaAdminSecretArn": stack.grafana_secret_arn,
+        },
+    )
+    if not scaled or service is None or bounds is None:
+        return Observability(stack)
+    keda = Keda("keda", KedaArgs(k8s_provider=compute.provider, system_node_selector=SYSTEM))
+    auto = settings.autoscaling
+    policy = ScalingPolicy(
+        scope=scope,
+        prometheus_url=stack.prometheus_url,
+        min_replicas=bounds[0],
+        max_replicas=bounds[1],
+        signal=auto.signal,
+        target_requests_per_replica=auto.target_requests(settings.serving.max_batch_size),
+        kv_cache_target=auto.kv_cache_target if scope.has_kv_cache_metrics else None,
+        queue_ratio_target=auto.queue_ratio_target,
+        polling_interval_seconds=auto.polling_interval_seconds,
+        behaviour=auto.behaviour(),
+        night=auto.schedule(settings.production),
+    )
+    workload = ScaledWorkload(
+        "inference-autoscaling",
+        ScaledWorkloadArgs(
+            k8s_provider=compute.provider,
+            policy=policy,
+            target=ScaleTarget(
+                name=service.workload_name,
+                kind="LeaderWorkerSet" if service.workload_kind == "LeaderWorkerSet" else "Deployment",
+            ),
+            depends_on=[keda.release, service, stack],
+        ),
+    )
+    pulumi.export(
+        "autoscaling",
+        {
+            "scaledObject": workload.scaled_object_name,
+            "hpa": workload.hpa_name,
+            "minReplicas": bounds[0],
+            "maxReplicas": bounds[1],
+        },
+    )
+    return Observability(stack, keda, workload)
+
+
+def _thresholds(settings: Settings) -> AlertThresholds:
+    alerts = settings.observability.alerts
+    startup_minutes = -(-settings.inference.probes.startup_seconds // 60)
+    return AlertThresholds(
+        ttft_p95_seconds=settings.serving.slo.ttft_p95_ms / 1000,
+        itl_seconds=settings.verification.slo.itl_p95_ms / 1000,
+        utilisation_floor=alerts.utilisation_floor,
+        waste_for=alerts.waste_for,
+        kv_cache_ratio=alerts.kv_cache_ratio,
+        waiting_per_replica=alerts.waiting_per_replica,
+        queue_seconds=alerts.queue_seconds,
+        # Longer than a model load: a pod loading its engine is not an incident.
+        not_ready_for=f"{startup_minutes + 5}m",
+        edge_5xx_ratio=alerts.edge_5xx_ratio,
+        edge_429_ratio=alerts.edge_429_ratio,
+    )
+
+
+def _monitors(compute: Compute) -> list[Monitor]:
+    out = []
+    if any(pool.vendor == catalog.VENDOR_NEURON for pool in compute.pools.values()):
+        out.append(
+            Monitor(
+                name="neuron-monitor",
+                namespace=KUBE_SYSTEM,
+                kind="PodMonitor",
+                match_labels=NEURON_MONITOR_LABELS,
+                port="metrics",
+                relabel_node=True,
+            )
+        )
+    if compute.karpenter is not None:
+        out.append(
+            Monitor(
+                name="karpenter",
+                namespace=KUBE_SYSTEM,
+                kind="ServiceMonitor",
+                match_labels={"app.kubernetes.io/instance": "karpenter"},
+                port="http-metrics",
+            )
+        )
+    if compute.autoscaler is not None:
+        out.append(
+            Monitor(
+                name="cluster-autoscaler",
+                namespace=KUBE_SYSTEM,
+                kind="ServiceMonitor",
+                match_labels={"app.kubernetes.io/instance": "cluster-autoscaler"},
+                port="http",
+            )
+        )
+    return out
