@@ -37,6 +37,7 @@ from inferctl.loadtest.records import RequestRecord
 from inferctl.loadtest.requests import parse_event, plan_request, structured_problem
 
 MESSAGE = "inferctl-records"
+DONE_MESSAGE = "inferctl-stream-done"
 FLUSH_SECONDS = 0.5
 SATURATED = "generator in-flight cap reached (server saturated)"
 ERROR_BACKOFF_S = 0.5
@@ -119,7 +120,10 @@ class LlmUser(User):
         rate = CONFIG.shape.rate / CONFIG.streams
         pool = Pool(self.in_flight)
         due = time.perf_counter()
-        while _Budget.take():
+        # Arrivals end with the run; the last requests then finish within Locust's stop timeout.
+        last_arrival = due + CONFIG.duration_s
+        arrivals = 0
+        while due < last_arrival and _Budget.take():
             # An absolute schedule: a late wake-up does not stretch the next gap.
             due += self.rng.expovariate(rate)
             delay = due - time.perf_counter()
@@ -129,7 +133,12 @@ class LlmUser(User):
                 self._record(RequestRecord(start=time.time(), latency_ms=0.0, ok=False, error=SATURATED), None)
             else:
                 pool.spawn(self._one)
+            arrivals += 1
         pool.join()
+        # Everything this stream produced goes out before its count: the master quits on the count.
+        runner = self.environment.runner
+        _flush(runner)
+        runner.send_message(DONE_MESSAGE, arrivals)
         raise StopUser()
 
     def _one(self) -> None:
@@ -231,6 +240,8 @@ class _Collector:
 
     out: Any = None
     count = 0
+    streams_done = 0
+    expected = 0
     timeline: list[tuple[float, float]] = []
     runner: Any = None
 
@@ -254,7 +265,19 @@ class _Collector:
             cls.out.write(RequestRecord.from_dict(item).to_json() + "\n")
             cls.count += 1
         cls.out.flush()
-        if cls.count >= CONFIG.max_requests and cls.runner is not None:
+        cls._maybe_quit()
+
+    @classmethod
+    def stream_done(cls, environment: Any, msg: Any, **kwargs: Any) -> None:
+        cls.streams_done += 1
+        cls.expected += int(msg.data)
+        cls._maybe_quit()
+
+    @classmethod
+    def _maybe_quit(cls) -> None:
+        # All requests in, or every arrival stream finished and all it sent is in (rate ends on time).
+        finished = cls.streams_done >= CONFIG.streams and cls.count >= cls.expected
+        if (cls.count >= CONFIG.max_requests or finished) and cls.runner is not None:
             runner, cls.runner = cls.runner, None
             gevent.spawn(runner.quit)
 
@@ -283,6 +306,7 @@ def _on_init(environment: Any, **kwargs: Any) -> None:
     if CONFIG.shape.kind != "ramp":
         _Collector.mark(CONFIG.shape.levels()[0])
     runner.register_message(MESSAGE, _Collector.receive)
+    runner.register_message(DONE_MESSAGE, _Collector.stream_done)
     if not isinstance(runner, MasterRunner):
         gevent.spawn(_flusher, runner)
 

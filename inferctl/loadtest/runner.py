@@ -49,6 +49,10 @@ class RunResult:
 def run_time_s(config: LoadConfig) -> float:
     if config.shape.kind == "ramp":
         return min(config.duration_s, len(config.shape.steps) * config.shape.step_seconds)
+    if config.shape.kind == "rate":
+        # Arrivals stop at duration_s; the last requests may take up to their timeout to finish (the
+        # master quits as soon as every stream reports it is done).
+        return config.duration_s + config.timeout_s
     return config.duration_s
 
 

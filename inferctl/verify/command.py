@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
 def build_plan(args: argparse.Namespace, settings: Any) -> dict[str, Any]:
     """The load to offer, from flags over the stack's settings; bad input exits 2 naming each flag."""
     from inferctl.errors import CommandError
-    from inferctl.loadtest.config import LoadConfig, Shape, SizeDistribution
+    from inferctl.loadtest.config import DEFAULT_MAX_IN_FLIGHT, LoadConfig, Shape, SizeDistribution
     from inferctl.serving.smoke import _api_key
 
     verification = settings.verification
@@ -113,7 +113,8 @@ def build_plan(args: argparse.Namespace, settings: Any) -> dict[str, Any]:
     total = max(1, per_replica) * max(1, replicas)
     duration = args.duration if args.duration is not None else float(verification.duration_seconds)
     if args.rate is not None:
-        shape = Shape(kind="rate", rate=args.rate, concurrency=total)
+        # The planned concurrency is what is judged, not a cap: a Poisson burst may go past it.
+        shape = Shape(kind="rate", rate=args.rate, concurrency=max(total, DEFAULT_MAX_IN_FLIGHT))
     else:
         steps = ramp_steps(total)
         shape = Shape(kind="ramp", steps=steps, step_seconds=max(duration, 1e-3) / len(steps))
