@@ -11,6 +11,7 @@ temperature (``sampling_params``). The decode loop follows NxD Inference's Huggi
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 from collections.abc import Callable
@@ -82,14 +83,25 @@ def sampling_row(params: SamplingParams, global_top_k: int = DEFAULT_GLOBAL_TOP_
 class BatchScheduler:
     """Feeds ``run_batch`` batches of up to ``batch_size`` jobs from a queue, on one thread."""
 
-    def __init__(self, run_batch: Callable[[list[Job]], None], batch_size: int) -> None:
+    def __init__(
+        self,
+        run_batch: Callable[[list[Job]], None],
+        batch_size: int,
+        on_load: Callable[[int, int], None] | None = None,
+    ) -> None:
         self._run_batch = run_batch
         self._batch_size = batch_size
+        # (waiting, active) after every change: the request gauges the autoscaler reads.
+        self._on_load = on_load
+        self._counts = threading.Lock()
+        self._waiting = 0
+        self._active = 0
         self._queue: queue.Queue[Job | None] = queue.Queue()
         self._thread = threading.Thread(target=self._loop, name="neuron-batches", daemon=True)
         self._thread.start()
 
     def submit(self, job: Job) -> None:
+        self._load(waiting=+1)
         self._queue.put(job)
 
     def stop(self) -> None:
@@ -111,6 +123,7 @@ class BatchScheduler:
                     self._queue.put(None)
                     break
                 batch.append(job)
+            self._load(waiting=-len(batch), active=len(batch))
             try:
                 self._run_batch(batch)
             except Exception as err:  # one failed batch must not stall the jobs behind it
@@ -121,6 +134,16 @@ class BatchScheduler:
                         job.done.set()
             for job in batch:
                 job.finish(FinishReason.LENGTH)
+            self._load(active=-len(batch))
+
+    def _load(self, *, waiting: int = 0, active: int = 0) -> None:
+        with self._counts:
+            self._waiting += waiting
+            self._active += active
+            counts = (self._waiting, self._active)
+        if self._on_load is not None:
+            with contextlib.suppress(Exception):  # a metrics failure must never stop the batches
+                self._on_load(*counts)
 
 
 class NeuronEngine:

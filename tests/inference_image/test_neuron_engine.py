@@ -125,3 +125,26 @@ def test_requests_the_neuron_path_cannot_honour_are_refused(fields):
     }
     assert neuron_refusal(LlmRequest(**(base | fields)))
     assert neuron_refusal(LlmRequest(**base)) is None
+
+
+def test_the_scheduler_reports_waiting_and_active_requests_for_the_autoscaler():
+    sink: list = []
+    loads: list[tuple[int, int]] = []
+    gate = threading.Event()
+
+    def gated(jobs):
+        gate.wait(5)
+        for job in jobs:
+            job.push(0)
+
+    scheduler = BatchScheduler(gated, batch_size=2, on_load=lambda waiting, active: loads.append((waiting, active)))
+    jobs = [_job([i], sink=sink) for i in (1, 2, 3)]
+    for job in jobs:
+        scheduler.submit(job)
+    gate.set()
+    for job in jobs:
+        assert job.done.wait(5)
+    scheduler.stop()
+    assert loads[0] == (1, 0)  # queued before any batch ran
+    assert max(active for _, active in loads) <= 2  # never more active than the batch holds
+    assert max(waiting for waiting, _ in loads) >= 1 and loads[-1] == (0, 0)  # idle again at the end

@@ -17,6 +17,7 @@ from inference_image.runtime.llm_outputs import output_arrays
 from inference_image.runtime.llm_request import LLM_INPUTS, RequestError, parse_request
 from inference_image.runtime.neuron_engine import BatchScheduler, Job, NeuronEngine, neuron_refusal
 from inference_image.runtime.params import ModelConfigError, Parameters
+from inference_image.runtime.request_gauges import NEURON_FAMILY, RequestGauges
 
 NEURON_CONFIG = "neuron_config.json"
 
@@ -31,7 +32,15 @@ class TritonPythonModel:
         self.decoupled = pb_utils.using_decoupled_model_transaction_policy(config)
         batch_size = params.integer("batch_size", minimum=1)
         engine = NeuronEngine(compiled, architecture=_architecture(compiled), batch_size=batch_size)
-        self.scheduler = BatchScheduler(engine.run, batch_size)
+        # neuron_llm_request_metrics: the requests in flight KEDA scales the replicas on.
+        self.gauges = RequestGauges(
+            pb_utils,
+            family=NEURON_FAMILY,
+            model=args["model_name"],
+            version=args["model_version"],
+            max_active=batch_size,
+        )
+        self.scheduler = BatchScheduler(engine.run, batch_size, on_load=self.gauges.update)
 
     def execute(self, requests):
         jobs = []
