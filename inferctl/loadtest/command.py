@@ -62,6 +62,7 @@ def register(subparsers: Any) -> None:
     )
     run.add_argument("--master-host", default="127.0.0.1", help="master address (--role master binds, worker dials)")
     run.add_argument("--master-port", type=int, default=5557)
+    run.add_argument("--worker-index", type=int, default=0, help="this worker's index (default $JOB_COMPLETION_INDEX)")
     run.set_defaults(handler=run_command)
 
     cal = actions.add_parser("calibrate", help="measure one worker's ceiling (requests/s)")
@@ -136,9 +137,16 @@ def run_command(args: argparse.Namespace) -> int:
 
     config = build_config(args)
     key = _key(args)
-    if args.role != "all":
-        return _one_role(args, config, key)
-    result = run(config, args.out, api_key=key)
+    if args.role == "worker":
+        return _worker(args, config, key)
+    result = run(
+        config,
+        args.out,
+        api_key=key,
+        remote_workers=args.role == "master",
+        master_host=args.master_host,
+        master_port=args.master_port,
+    )
     if not result.records:
         raise CommandError(f"no request was recorded (Locust logs in {args.out})", exit_code=1)
     slo = rec.Slo(ttft_ms=args.ttft_slo_ms, itl_ms=args.itl_slo_ms) if args.ttft_slo_ms is not None else None
@@ -193,17 +201,20 @@ def format_summary(summary: Any, levels: dict[float, Any], knee: float | None, l
     return "\n".join(lines)
 
 
-def _one_role(args: argparse.Namespace, config: Any, key: str | None) -> int:
-    """This process becomes one Locust role (the cluster's master Job or one worker pod)."""
+def _worker(args: argparse.Namespace, config: Any, key: str | None) -> int:
+    """This process becomes one Locust worker (a worker pod: its index is the Indexed Job's completion
+    index) and ends when the master quits."""
+    from inferctl.errors import CommandError
     from inferctl.loadtest.runner import JOB_INDEX_ENV, locust_argv, role_env
 
+    index = int(os.environ.get(JOB_INDEX_ENV, args.worker_index))
+    if not 0 <= index < config.workers:
+        raise CommandError(f"--worker-index: got {index}; expected 0-{config.workers - 1} (--workers)", exit_code=2)
     args.out.mkdir(parents=True, exist_ok=True)
     config_path = args.out / "loadtest.json"
     config_path.write_text(config.to_json(), encoding="utf-8")
-    index = int(os.environ.get(JOB_INDEX_ENV, "0"))
-    records = args.out / "requests.jsonl" if args.role == "master" else None
-    argv = locust_argv(config, args.role, master_host=args.master_host, master_port=args.master_port)
-    env = role_env(config_path, records=records, api_key=key, worker_index=index)
+    argv = locust_argv(config, "worker", master_host=args.master_host, master_port=args.master_port)
+    env = role_env(config_path, records=None, api_key=key, worker_index=index)
     os.execve(sys.executable, argv, env)
     return 0  # pragma: no cover - execve does not return
 

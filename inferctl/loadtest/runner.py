@@ -104,14 +104,27 @@ def role_env(config_path: Path, *, records: Path | None, api_key: str | None, wo
     return env
 
 
-def run(config: LoadConfig, out_dir: Path, *, api_key: str | None = None) -> RunResult:
-    """Run ``config`` on this machine and return its records (the processes are gone on return)."""
+def run(
+    config: LoadConfig,
+    out_dir: Path,
+    *,
+    api_key: str | None = None,
+    remote_workers: bool = False,
+    master_host: str = "127.0.0.1",
+    master_port: int | None = None,
+) -> RunResult:
+    """Run ``config`` and return its records (the processes started here are gone on return).
+
+    By default the master and ``config.workers`` workers run here on 127.0.0.1. With ``remote_workers``
+    only the master runs here, bound to ``master_host:master_port``, and waits for the workers to dial in
+    (the cluster's worker pods: ``inferctl loadtest run --role worker``).
+    """
     out_dir.mkdir(parents=True, exist_ok=True)
     config_path = out_dir / "loadtest.json"
     config_path.write_text(config.to_json(), encoding="utf-8")
     records = out_dir / "requests.jsonl"
     records.write_text("", encoding="utf-8")
-    port = free_port()
+    port = master_port or (DEFAULT_MASTER_PORT if remote_workers else free_port())
     processes: dict[str, subprocess.Popen[bytes]] = {}
     logs = []
     started = time.monotonic()
@@ -119,13 +132,15 @@ def run(config: LoadConfig, out_dir: Path, *, api_key: str | None = None) -> Run
     try:
         if config.workers == 0:
             roles = [("local", "local", 0)]
+        elif remote_workers:
+            roles = [("master", "master", 0)]
         else:
             roles = [("master", "master", 0)] + [(f"worker-{i}", "worker", i) for i in range(config.workers)]
         for name, role, index in roles:
             log = open(out_dir / f"locust-{name}.log", "wb")  # noqa: SIM115 - closed below
             logs.append(log)
             processes[name] = subprocess.Popen(
-                locust_argv(config, role, master_port=port),
+                locust_argv(config, role, master_host=master_host, master_port=port),
                 env=role_env(
                     config_path, records=records if role != "worker" else None, api_key=api_key, worker_index=index
                 ),

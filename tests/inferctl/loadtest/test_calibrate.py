@@ -10,7 +10,7 @@ import pytest
 from inferctl.loadtest.calibrate import calibrate, stub_bootstrap
 from inferctl.loadtest.records import read_jsonl
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.live, pytest.mark.timeout(180)]
 
 
 def test_stub_streams_triton_shaped_events():

@@ -77,3 +77,41 @@ def test_bad_flags_exit_2_naming_them(capsys):
                  "--concurrency", "0", "--max-requests", "5", "--duration", "5"])  # fmt: skip
     err = capsys.readouterr().err
     assert code == 2 and "--rate: got 0" in err and "--concurrency: got 0" in err
+
+
+def test_roles_as_the_cluster_runs_them_master_here_workers_as_their_own_processes(server, tmp_path):
+    """What the master Job and the workers' Indexed Job run, on 127.0.0.1: each worker is its own
+    ``inferctl loadtest run --role worker`` process with its completion index in the environment."""
+    import os
+    import subprocess
+    import sys
+
+    from inferctl.loadtest.runner import free_port
+
+    port = free_port()
+    common = ["--url", server.http_url, "--shape", "concurrency", "--concurrency", "4", "--isl", "8", "--osl", "6",
+              "--max-requests", "30", "--duration", "30", "--workers", "2", "--master-host", "127.0.0.1",
+              "--master-port", str(port)]  # fmt: skip
+    workers = []
+    try:
+        for index in range(2):
+            env = {**os.environ, "JOB_COMPLETION_INDEX": str(index)}
+            argv = [sys.executable, "-m", "inferctl", "loadtest", "run", *common, "--role", "worker",
+                    "--out", str(tmp_path / f"worker-{index}")]  # fmt: skip
+            log = open(tmp_path / f"worker-{index}.log", "wb")  # noqa: SIM115 - closed with the process
+            workers.append((subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT), log))
+        code = main(["loadtest", "run", *common, "--role", "master", "--out", str(tmp_path / "master")])
+        for process, _ in workers:
+            process.wait(timeout=30)  # they leave when the master quits
+    finally:
+        for process, log in workers:
+            if process.poll() is None:
+                process.kill()
+                process.wait(timeout=10)
+            log.close()
+    assert code == 0
+    records = rec.read_jsonl(tmp_path / "master" / "requests.jsonl")
+    assert len(records) == 30 and all(r.ok for r in records)
+    assert {r.worker for r in records} == {"w0", "w1"}
+    assert (tmp_path / "master" / "latency.png").is_file() and (tmp_path / "master" / "report.json").is_file()
+    assert [p.returncode for p, _ in workers] == [0, 0]
