@@ -71,7 +71,11 @@ def build_observability(
         edge_clusters="httproute/.*" if edge is not None else None,
         thresholds=_thresholds(settings),
     )
-    depends = [*(inference.controllers.releases.values() if inference.controllers else [])]
+    # The CRDs first; the inference namespace too, where the PrometheusRule goes.
+    depends: list[pulumi.Resource] = [*(inference.controllers.releases.values() if inference.controllers else [])]
+    namespace = storage.namespaces.get(storage.inference)
+    if namespace is not None:
+        depends.append(namespace)
     stack = MonitoringStack(
         "monitoring",
         MonitoringStackArgs(
