@@ -68,22 +68,37 @@ class Prometheus:
             return set(json.loads(response.read())["data"])
 
 
-def config(targets: Sequence[Target], rule_files: Sequence[Path]) -> dict[str, Any]:
+def config(
+    targets: Sequence[Target], rule_files: Sequence[Path], metrics_path: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    paths = dict(metrics_path or {})
     return {
         "global": {"scrape_interval": "1s", "scrape_timeout": "1s", "evaluation_interval": "1s"},
         "rule_files": [str(p) for p in rule_files],
         "scrape_configs": [
-            {"job_name": t.job, "static_configs": [{"targets": [t.address], "labels": dict(t.labels)}]} for t in targets
+            {
+                "job_name": t.job,
+                "metrics_path": paths.get(t.job, "/metrics"),
+                "static_configs": [{"targets": [t.address], "labels": dict(t.labels)}],
+            }
+            for t in targets
         ],
     }
 
 
 @contextlib.contextmanager
 def running_prometheus(
-    binary: Path, work: Path, port: int, targets: Sequence[Target], rule_files: Sequence[Path]
+    binary: Path,
+    work: Path,
+    port: int,
+    targets: Sequence[Target],
+    rule_files: Sequence[Path],
+    *,
+    metrics_path: Mapping[str, str] | None = None,
 ) -> Iterator[Prometheus]:
+    """``metrics_path``: per job, where other than /metrics (Envoy's admin: /stats/prometheus)."""
     work.mkdir(parents=True, exist_ok=True)
-    (work / "prometheus.yml").write_text(yaml.safe_dump(config(targets, rule_files), sort_keys=False))
+    (work / "prometheus.yml").write_text(yaml.safe_dump(config(targets, rule_files, metrics_path), sort_keys=False))
     log = work / "prometheus.log"
     argv = [
         str(binary),
