@@ -50,6 +50,7 @@ def stream_generate(
         inputs.append(_tensor(grpcclient, name, np.array([[value.encode()]], dtype=object), "BYTES"))
     texts: list[str] = []
     times: list[float] = []
+    finished = False
     try:
         metadata = dict(headers) if through_edge else grpc_headers(headers)
         client.start_stream(callback=lambda result, error: results.put((result, error)), headers=metadata)
@@ -70,13 +71,18 @@ def stream_generate(
                     times.append(time.monotonic())
                     texts.append(piece)
             if result.get_response().parameters["triton_final_response"].bool_param:
+                finished = True
                 break
     except InferenceServerException as err:
         # A broken stream reports its cause through the callback; that is the useful message.
         reported = [str(e) for _, e in _drain(results) if e is not None]
         raise SmokeFailure(f"gRPC stream: {reported[0] if reported else err.message()}") from None
     finally:
-        client.stop_stream(cancel_requests=True)
+        # A finished stream is half-closed and left to end on the server's side. Cancelling it right after
+        # the final response races tritonserver 2.51's stream bookkeeping: now and then the cancelled
+        # request's state leaks and pins the ensemble, which then never unloads, so the server's drain
+        # ends in "Exit timeout expired" (exit 1). Only a stream abandoned on an error is cancelled.
+        client.stop_stream(cancel_requests=not finished)
         client.close()
     return "".join(texts), StreamTiming(start=start, token_times=tuple(times))
 

@@ -23,6 +23,7 @@ from inferctl import stack_settings
 from inferctl.artifacts import ModelMetadata, upload
 from inferctl.serving import local_triton
 from inferctl.serving.smoke import SmokeConfig, SmokeReport, run_smoke
+from inferctl.serving.smoke_grpc import stream_generate
 from inferctl.serving.smoke_http import SmokeFailure
 from inference_image.testing.assets import STAND_IN_MARKER, write_engine
 from infra.settings.serving import SloSettings
@@ -35,6 +36,7 @@ BUCKET = "inference-models-e2e"
 ENGINE_URI = f"s3://{BUCKET}/llama-3.1-8b/fp8-sm89-tp1/engine/"
 TOKENIZER_URI = f"s3://{BUCKET}/llama-3.1-8b/fp8-sm89-tp1/tokenizer/"
 API_KEY = "e2e-api-key-0123456789abcdef"
+STREAMS_BEFORE_DRAIN = 48
 # What nvidia-smi prints on a g6.xlarge node for the query the entrypoint makes.
 FAKE_NVIDIA_SMI = "#!/bin/sh\necho '0, NVIDIA L4, 8.9'\n"
 METADATA = ModelMetadata(
@@ -147,6 +149,13 @@ def test_the_entrypoint_serves_verified_artifacts_and_smoke_passes(pod):
         assert len(report.checks) == 8 and report.slo_misses == []
         with pytest.raises(SmokeFailure, match="expecting header 'x-api-key'"):
             run_smoke(SmokeConfig(**{**config.__dict__, "headers": {}}), SmokeReport())
+        # Many finished gRPC streams, then the drain. A client that cancelled its finished streams now and
+        # then leaked request state that pinned the ensemble, so the drain hit Triton's exit timeout (the
+        # old flake); with this many streams the old client failed here every time (smoke_grpc).
+        for _ in range(STREAMS_BEFORE_DRAIN):
+            text, _timing = stream_generate(f"127.0.0.1:{ports.grpc_port}", headers={"x-api-key": API_KEY},
+                                            prompt="drain", max_tokens=1, stream=True, timeout=60)  # fmt: skip
+            assert text
         process.send_signal(signal.SIGTERM)
         code = process.wait(timeout=60)  # the exec'd tritonserver itself drains and exits
         assert code == 0, f"exit status {code}; end of the server log:\n{log.read_text()[-4000:]}"
