@@ -33,8 +33,6 @@ def test_other_teams_capacity_within_budget_passes(violations):
             },
         )  # 3
 
-    # fmt: skip
-
     assert violations(program, "accelerator-budget", BUDGET) == []
 
 
