@@ -108,7 +108,9 @@ def load_stack_config(
     injected = {project.qualify(k): v for k, v in (secret_values or {}).items()}
     # What the CLI refuses before the program starts: required keys left unset, values not of their type.
     qualified_config = {project.qualify(str(k)): v for k, v in config.items()}
-    problems = stack_problems(project.name, stack, project.declarations, qualified_config, injected)
+    problems = stack_problems(
+        project.name, stack, project.declarations, qualified_config, injected, esc_environment="environment" in doc
+    )
     if problems:
         raise ConfigError(f"{path}: " + "; ".join(problems))
 

@@ -66,11 +66,15 @@ def stack_problems(
     declarations: Mapping[str, Mapping[str, Any]],
     config: Mapping[str, Any],
     decrypted: Mapping[str, str],
+    *,
+    esc_environment: bool = False,
 ) -> list[str]:
     """What ``mergeConfig`` refuses: required keys the stack leaves unset, values not of their type.
 
     ``config`` maps fully qualified keys to the stack file's values (``{secure: ...}`` kept as written);
     ``decrypted`` holds plaintexts for secure values where they are known (offline, usually none).
+    ``esc_environment``: the stack file imports a Pulumi ESC environment, whose values the CLI merges in
+    first and which cannot be read offline, so a key the file leaves unset is not reported missing.
     """
     missing, out = [], []
     for key, decl in sorted(declarations.items()):
@@ -79,7 +83,8 @@ def stack_problems(
         has_value = decl.get("value") is not None
         if qualified not in config:
             if not has_default and not has_value and _in_project(project, key):
-                missing.append(key)
+                if not esc_environment:
+                    missing.append(key)
                 continue
             if not has_default and not has_value:
                 continue

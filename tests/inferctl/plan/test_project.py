@@ -158,3 +158,9 @@ def test_declarations_the_cli_refuses(tmp_path, config, message):
         return
     with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
         write(tmp_path, text, "config: {}\n")
+
+
+def test_a_stack_importing_an_esc_environment_may_take_required_keys_from_it(tmp_path):
+    """The CLI merges a Pulumi ESC environment's values first; offline they cannot be read."""
+    project = write(tmp_path, PROJECT, "environment:\n  - team/secrets\nconfig: {}\n")
+    assert "demo:token" not in load_stack_config(project, "s").values
