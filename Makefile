@@ -9,6 +9,9 @@ STACK ?= dev
 STACK_FILE ?=
 PROGRAM ?=
 PYTEST_ARGS ?=
+# pytest-xdist workers for `make test` (PYTEST_WORKERS=0 runs in this process, e.g. to debug).
+PYTEST_WORKERS ?= 2
+BENCH_ARGS ?=
 
 # The stamp depends on every dependency file, so a changed range reinstalls and nothing else does.
 $(VENV)/.installed: pyproject.toml requirements.txt requirements-dev.txt requirements-triton.txt
@@ -44,7 +47,7 @@ system-deps:
 # GNU make reports any failed recipe as exit 2, so `make plan` cannot tell violations (1) from a bad config
 # (2): the recipe says which, and scripts call `$(BIN)/inferctl plan` for the exit code (README).
 plan: venv
-	@$(BIN)/inferctl plan --stack $(STACK) $(if $(STACK_FILE),--stack-file $(STACK_FILE)) $(if $(PROGRAM),--program $(PROGRAM)); \
+	@$(BIN)/inferctl plan $(foreach s,$(STACK),--stack $(s)) $(if $(STACK_FILE),--stack-file $(STACK_FILE)) $(if $(PROGRAM),--program $(PROGRAM)); \
 	rc=$$?; case $$rc in \
 	  1) echo "make plan: mandatory policy violations (inferctl plan exit 1; make reports 2)" >&2;; \
 	  2) echo "make plan: configuration or program error (inferctl plan exit 2)" >&2;; \
@@ -55,10 +58,10 @@ lint: venv
 	$(BIN)/ruff format --check .
 
 test: venv checkov system-deps lint
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 bench: venv
-	$(BIN)/python -m bench
+	$(BIN)/python -m bench $(BENCH_ARGS)
 
 # The model behind a real Envoy with TLS and API keys (EDGE=0: Triton alone, plain HTTP).
 EDGE ?= 1

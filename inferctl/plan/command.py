@@ -1,5 +1,5 @@
 """`inferctl plan`: the offline plan of a stack (exit 0 planned, 1 mandatory violations, 2 config or
-program error)."""
+program error). ``--stack`` repeats: several stacks in one process pay the provider SDKs' imports once."""
 
 from __future__ import annotations
 
@@ -17,7 +17,13 @@ POLICY_CONFIG_DIR = Path(__file__).resolve().parents[2] / "policies" / "config"
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("plan", help="offline plan of a stack: resources, policies, manifests")
-    parser.add_argument("--stack", default="dev", help="stack name (default: dev)")
+    parser.add_argument(
+        "--stack",
+        action="append",
+        dest="stacks",
+        metavar="STACK",
+        help="stack name (default: dev); repeat it to plan several stacks in one process (imports paid once)",
+    )
     parser.add_argument("--stack-file", type=Path, help="alternative stack config file")
     parser.add_argument("--program", type=Path, default=Path("."), help="directory holding Pulumi.yaml")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output directory (default build/plan)")
@@ -29,12 +35,27 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    plan = make_plan(args.program, args.stack, stack_file=args.stack_file, policy_config=args.policy_config)
+    stacks = list(dict.fromkeys(args.stacks or ["dev"]))
+    if len(stacks) > 1 and (args.stack_file or args.policy_config):
+        raise CommandError("--stack-file and --policy-config name one stack's files: give one --stack", exit_code=2)
+    status = 0
+    for stack in stacks:
+        status = max(status, _run_one(args, stack, several=len(stacks) > 1))
+    return status
+
+
+def _run_one(args: argparse.Namespace, stack: str, *, several: bool) -> int:
+    try:
+        plan = make_plan(args.program, stack, stack_file=args.stack_file, policy_config=args.policy_config)
+    except CommandError as err:
+        if several:
+            raise CommandError(f"stack {stack}: {err}", exit_code=err.exit_code) from None
+        raise
     json_path, md_path = write_outputs(plan, args.out)
     from inferctl.plan.report import policy_lines, tree
 
     if args.quiet:
-        print(f"{args.stack}: {len(plan.run.resources)} resources; " + policy_lines(plan))
+        print(f"{stack}: {len(plan.run.resources)} resources; " + policy_lines(plan))
     else:
         print(tree(plan))
     print(f"\nWrote {json_path} and {md_path}")
@@ -44,14 +65,16 @@ def run(args: argparse.Namespace) -> int:
 def make_plan(program: Path, stack: str, *, stack_file: Path | None = None, policy_config: Path | None = None,
               secret_values: dict[str, str] | None = None) -> Any:  # fmt: skip
     """Run the program, evaluate the pack; the ``Plan`` the reports are made from."""
+    from inferctl.plan.collector import collector_paused
     from inferctl.plan.engine import run_program
     from inferctl.plan.policy_runner import evaluate
     from inferctl.plan.report import Plan
     from policies.pack import ENFORCEMENT_LEVEL, POLICIES
 
-    program_run = run_program(program, stack, stack_file=stack_file, secret_values=secret_values)
     config = _policy_config(policy_config, stack)
-    violations = evaluate(program_run.resources, POLICIES, pack_level=ENFORCEMENT_LEVEL, config=config)
+    with collector_paused():
+        program_run = run_program(program, stack, stack_file=stack_file, secret_values=secret_values)
+        violations = evaluate(program_run.resources, POLICIES, pack_level=ENFORCEMENT_LEVEL, config=config)
     for line in program_run.logs:
         print(line, file=sys.stderr)
     return Plan(program_run, violations, [p.name for p in POLICIES])

@@ -22,7 +22,7 @@ from inferctl.loadtest.runner import free_port
 from inferctl.verify.prometheus import gpu_utilization
 from tests.system_tools import require_tool
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.live, pytest.mark.timeout(120)]
 EXPORTED = (
     "# TYPE DCGM_FI_DEV_GPU_UTIL gauge\n"
     'DCGM_FI_DEV_GPU_UTIL{gpu="0",modelName="NVIDIA H100 80GB HBM3"} 85\n'
