@@ -212,12 +212,15 @@ def _model_source(settings: Settings, storage: Storage) -> ModelSource:
     model = settings.inference.model
     engine, tokenizer = model.engine or "", model.tokenizer or ""
     bucket, prefix = storage.store.bucket_name, settings.storage.model_prefix
-    uris = {
+    pins = settings.serving.artifacts
+    source = {
         "engine_uri": pulumi.Output.concat("s3://", bucket, "/", prefix, engine),
         "tokenizer_uri": pulumi.Output.concat("s3://", bucket, "/", prefix, tokenizer),
+        "engine_manifest_sha256": pins.engine_manifest_sha256,
+        "tokenizer_manifest_sha256": pins.tokenizer_manifest_sha256,
     }
     if settings.inference.model_source(settings.fsx.enabled) == "download":
-        return ModelSource(kind="download", volume_gib=model.volume_gib, **uris)
+        return ModelSource(kind="download", volume_gib=model.volume_gib, **source)
     if storage.model_claim is None:
         raise pulumi.RunError("inference.model.source: fsx needs the model-cache claim (fsx.enabled and a cluster)")
     # The cache mirrors the bucket's model prefix at fsx.fileSystemPath.
@@ -228,7 +231,7 @@ def _model_source(settings: Settings, storage: Storage) -> ModelSource:
         claim_name=storage.model_claim,
         engine_path=f"{root}/{engine}",
         tokenizer_path=f"{root}/{tokenizer}",
-        **uris,
+        **source,
     )
 
 

@@ -92,6 +92,11 @@ class ModelSource:
     engine_path: str | None = None
     """fsx: the engine version's directory inside the cache (``/models/<version path>``)."""
     tokenizer_path: str | None = None
+    engine_manifest_sha256: str | None = None
+    """Default unset. The engine manifest's SHA-256 (serving.artifacts.engineManifestSha256): a fetch
+    init container refuses any other manifest before writing anything (the server checks it again)."""
+    tokenizer_manifest_sha256: str | None = None
+    """Default unset. The tokenizer manifest's SHA-256, as ``engine_manifest_sha256``."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -220,9 +225,9 @@ def init_containers(pod: ServerPod) -> list[dict[str, Any]]:
     """Engine and tokenizer into ``/models`` before the server starts (one container each)."""
     model = pod.model
     out = []
-    for what, uri, path in (
-        ("engine", model.engine_uri, model.engine_path),
-        ("tokenizer", model.tokenizer_uri, model.tokenizer_path),
+    for what, uri, path, pin in (
+        ("engine", model.engine_uri, model.engine_path, model.engine_manifest_sha256),
+        ("tokenizer", model.tokenizer_uri, model.tokenizer_path, model.tokenizer_manifest_sha256),
     ):
         dest = f"{MODELS_DIR}/{what}"
         mounts = [{"name": "models", "mountPath": str(MODELS_DIR)}, _mount("scratch", SCRATCH_DIR)]
@@ -233,6 +238,8 @@ def init_containers(pod: ServerPod) -> list[dict[str, Any]]:
             name = f"stage-{what}"
         else:
             command = ["inferctl", "artifacts", "download", uri, dest, "--no-progress"]
+            if pin is not None:
+                command += ["--manifest-sha256", pin]
             name = f"fetch-{what}"
         out.append(
             {

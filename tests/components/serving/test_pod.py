@@ -15,6 +15,7 @@ from components.serving.pod import (
     Resources,
     SecretMount,
     ServerPod,
+    init_containers,
     pod_spec,
     quantity_cpu,
     quantity_gib,
@@ -180,3 +181,13 @@ def test_a_full_pod_validates_strictly(version):
                    probes=Probes(startup_seconds=600))  # fmt: skip
     spec = pod_spec(pod, [server_container(pod, args=server_args(pod))], service_account="triton")
     kubernetes_validate.validate(deployment(spec), version, strict=True)
+
+
+def test_fetch_init_containers_pin_the_manifests_they_download():
+    unpinned = make_pod().model
+    pinned = dataclasses.replace(unpinned, engine_manifest_sha256="e" * 64, tokenizer_manifest_sha256="t" * 64)
+    commands = {c["name"]: c["command"] for c in init_containers(make_pod(model=pinned))}
+    assert commands["fetch-engine"][-2:] == ["--manifest-sha256", "e" * 64]
+    assert commands["fetch-tokenizer"][-2:] == ["--manifest-sha256", "t" * 64]
+    plain = {c["name"]: c["command"] for c in init_containers(make_pod(model=unpinned))}
+    assert "--manifest-sha256" not in plain["fetch-engine"]
