@@ -12,14 +12,51 @@ import ipaddress
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Final
 
 TIERS: tuple[str, ...] = ("private", "public", "intra")
 MAX_ZONES = 6  # the most AZs any AWS region offers (us-east-1)
 
 
-def covered_world(cidrs: Iterable[str]) -> list[str]:
-    """The whole address spaces (``0.0.0.0/0``, ``::/0``) that ``cidrs`` cover together, e.g. through
-    ``0.0.0.0/1`` + ``128.0.0.0/1``; unreadable entries are ignored (their own check reports them)."""
+# What "the internet" means for a set of allowed source CIDRs: more public addresses than one /8 of IPv4
+# (16,777,216, the largest block any single organisation holds) or one /16 of IPv6 (larger than any RIR
+# allocation to one network). A set past that is judged like 0.0.0.0/0, whether it is written as
+# 0.0.0.0/1 + 128.0.0.0/1 (all of it) or 0.0.0.0/1 + 128.0.0.0/2 (75% of it).
+MAX_PUBLIC_ADDRESSES: Final[Mapping[int, int]] = {4: 1 << 24, 6: 1 << 112}
+WORLD: Final[Mapping[int, str]] = {4: "0.0.0.0/0", 6: "::/0"}
+# Addresses that are not on the public internet: the IANA special-purpose registries (RFC 6890 and
+# successors: this-network, RFC 1918, CGNAT, loopback, link-local, IETF protocol, documentation,
+# benchmarking, 6to4 relay, multicast, reserved); for IPv6 everything outside global unicast 2000::/3,
+# and the documentation prefix inside it.
+NON_PUBLIC: Final[Mapping[int, tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]]] = {
+    version: tuple(ipaddress.collapse_addresses(ipaddress.ip_network(c) for c in cidrs))
+    for version, cidrs in {
+        4: ("0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
+            "192.0.0.0/24", "192.0.2.0/24", "192.88.99.0/24", "192.168.0.0/16", "198.18.0.0/15",
+            "198.51.100.0/24", "203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4"),
+        6: ("::/3", "4000::/2", "8000::/1", "2001:db8::/32"),
+    }.items()
+}  # fmt: skip
+
+
+def internet_wide(cidrs: Iterable[str]) -> list[str]:
+    """What of the internet ``cidrs`` open together, one entry per IP version past
+    ``MAX_PUBLIC_ADDRESSES``: the whole space (``0.0.0.0/0``, ``::/0``) when they collapse to it, else
+    e.g. ``3,221,225,472 public IPv4 addresses (more than a /8)``. Empty when the set names client ranges."""
+    networks = _networks(cidrs)
+    out = []
+    for version, found in networks.items():
+        collapsed = list(ipaddress.collapse_addresses(found)) if found else []
+        count = sum(_public(n) for n in collapsed)
+        if collapsed and collapsed[0].prefixlen == 0:
+            out.append(WORLD[version])
+        elif count > MAX_PUBLIC_ADDRESSES[version]:
+            limit = "/8" if version == 4 else "/16"
+            out.append(f"{count:,} public IPv{version} addresses (more than a {limit})")
+    return out
+
+
+def _networks(cidrs: Iterable[str]) -> dict[int, list[ipaddress.IPv4Network | ipaddress.IPv6Network]]:
     by_version: dict[int, list[ipaddress.IPv4Network | ipaddress.IPv6Network]] = {4: [], 6: []}
     for cidr in cidrs:
         try:
@@ -27,12 +64,18 @@ def covered_world(cidrs: Iterable[str]) -> list[str]:
         except ValueError:
             continue
         by_version[network.version].append(network)
-    return [
-        str(collapsed[0])
-        for networks in by_version.values()
-        if networks and len(collapsed := list(ipaddress.collapse_addresses(networks))) == 1
-        if collapsed[0].prefixlen == 0
-    ]
+    return by_version
+
+
+def _public(network: ipaddress.IPv4Network | ipaddress.IPv6Network) -> int:
+    # NON_PUBLIC blocks are disjoint and two CIDRs either nest or miss: subtracting nested blocks is exact.
+    count = network.num_addresses
+    for block in NON_PUBLIC[network.version]:
+        if network.subnet_of(block):  # type: ignore[arg-type]
+            return 0
+        if block.subnet_of(network):  # type: ignore[arg-type]
+            count -= block.num_addresses
+    return count
 
 
 class CarveError(ValueError):

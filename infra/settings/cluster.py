@@ -11,7 +11,7 @@ from pydantic import Field
 
 from components import catalog
 from components.catalog import eks_versions
-from components.network.cidr import covered_world
+from components.network.cidr import internet_wide
 from infra.settings.base import CheckContext, Problem, Section
 from infra.settings.network import LOG_RETENTION_DAYS
 
@@ -127,12 +127,13 @@ class ClusterSettings(Section):
                 )
         if len(set(self.public_access_cidrs)) != len(self.public_access_cidrs):
             out.append(Problem("cluster.publicAccessCidrs", "lists a CIDR twice"))
-        if ctx.production and "0.0.0.0/0" not in self.public_access_cidrs and covered_world(self.public_access_cidrs):
+        wide = internet_wide(self.public_access_cidrs)
+        if ctx.production and "0.0.0.0/0" not in self.public_access_cidrs and wide:
             out.append(
                 Problem(
                     "cluster.publicAccessCidrs",
-                    f"got {self.public_access_cidrs}; together they cover 0.0.0.0/0 and open the Kubernetes API to "
-                    "the world; production allows named CIDRs only",
+                    f"got {self.public_access_cidrs}; together they cover {wide[0]} and open the Kubernetes API to "
+                    "the internet; production allows named CIDRs only",
                 )
             )
         return out + self._private_access_problems(ctx)
@@ -148,12 +149,13 @@ class ClusterSettings(Section):
                 continue
             if network.prefixlen == 0:
                 out.append(Problem(path, "0.0.0.0/0 admits everyone to the API; name the VPN, peer or runner CIDRs"))
-        if "0.0.0.0/0" not in access.cidrs and covered_world(access.cidrs):
+        wide = internet_wide(access.cidrs)
+        if "0.0.0.0/0" not in access.cidrs and wide:
             out.append(
                 Problem(
                     "cluster.privateAccess.cidrs",
-                    f"got {access.cidrs}; together they cover 0.0.0.0/0 and admit everyone to the API; name the VPN, "
-                    "peer or runner CIDRs",
+                    f"got {access.cidrs}; together they cover {wide[0]} and admit the internet to the API; name the "
+                    "VPN, peer or runner CIDRs",
                 )
             )
         for i, group in enumerate(access.security_group_ids):

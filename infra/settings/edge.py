@@ -24,7 +24,7 @@ from components.edge.policy import (
     EdgePolicy,
     Tier,
 )
-from components.network.cidr import covered_world
+from components.network.cidr import internet_wide
 from infra.settings.base import CheckContext, Problem, Section, describe
 
 DEFAULT_TLS_POLICY = "ELBSecurityPolicy-TLS13-1-2-Res-2021-06"
@@ -166,7 +166,7 @@ class EdgeSettings(Section):
                 ipaddress.IPv4Network(cidr, strict=True)
             except ValueError as err:
                 out.append(Problem(f"edge.allowedIngressCidrs[{i}]", f"got {cidr!r}; expected an IPv4 CIDR ({err})"))
-        covered = covered_world(self.allowed_ingress_cidrs)
+        covered = internet_wide(self.allowed_ingress_cidrs)
         if covered and "0.0.0.0/0" not in self.allowed_ingress_cidrs:
             out.append(
                 Problem(

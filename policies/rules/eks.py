@@ -3,7 +3,8 @@ an API endpoint the stack's own Kubernetes objects can reach; one access entry p
 
 Unset properties are read with EKS's own defaults (the engine shows only what the program set): the
 public endpoint is ON unless ``endpointPublicAccess`` is false, and open to 0.0.0.0/0 unless
-``publicAccessCidrs`` says otherwise.
+``publicAccessCidrs`` says otherwise. CIDRs that together reach more public addresses than a /8 count as
+0.0.0.0/0 (``components.network.cidr.internet_wide``).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from components.network.cidr import covered_world
+from components.network.cidr import internet_wide
 from policies.props import as_list, get
 
 CLUSTER = "aws:eks/cluster:Cluster"
@@ -42,9 +43,10 @@ def _public_endpoint(args: ResourceValidationArgs, report: ReportViolation) -> N
     if get(args.props, "vpcConfig.endpointPublicAccess", True) is False:
         return
     cidrs = set(as_list(get(args.props, "vpcConfig.publicAccessCidrs"))) or {"0.0.0.0/0"}
-    if cidrs & WORLD or covered_world(cidrs):
+    wide = sorted(cidrs & WORLD) or internet_wide(cidrs)
+    if wide:
         report(
-            f"the public API endpoint is open to 0.0.0.0/0 ({', '.join(sorted(cidrs))}); turn it off or list the "
+            f"the public API endpoint is open to {wide[0]} ({', '.join(sorted(cidrs))}); turn it off or list the "
             "CIDRs that need it"
         )
 

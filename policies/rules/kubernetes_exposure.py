@@ -10,7 +10,8 @@ provider's ``*Patch`` resources the program declares):
 - ``workloads-not-in-default``: nothing runs in the ``default`` namespace (no quota, no NetworkPolicy,
   every service account of the cluster can reach it).
 - ``services-load-balancer-source-ranges``: an internet-facing ``LoadBalancer`` Service names its client
-  ranges (``loadBalancerSourceRanges``), and they do not cover the internet together.
+  ranges (``loadBalancerSourceRanges``), and together they reach no more public addresses than a /8
+  (``components.network.cidr.internet_wide``).
 - ``persistent-volumes-no-host-path``: a PersistentVolume never mounts a node's filesystem.
 - ``workload-patches-not-privileged``: a ``*Patch`` resource (e.g. ``DaemonSetPatch`` on kube-system)
   never makes a workload privileged, root, or host-attached; patches are partial, so only what they set
@@ -36,7 +37,7 @@ from pulumi_policy import (
     ResourceValidationPolicy,
 )
 
-from components.network.cidr import covered_world
+from components.network.cidr import internet_wide
 from policies.props import as_list, get
 from policies.rules.workloads import ALLOWED_ADDED_CAPABILITIES, POD_SPEC_PATHS, containers, pod_specs, workload_id
 
@@ -144,8 +145,8 @@ def _load_balancer_ranges(args: ResourceValidationArgs, report: ReportViolation)
     ranges += [r.strip() for r in str(annotations.get(SOURCE_RANGES_ANNOTATION, "")).split(",") if r.strip()]
     if not ranges:
         report("internet-facing LoadBalancer Service without loadBalancerSourceRanges: open to the world")
-    elif {"0.0.0.0/0", "::/0"} & set(ranges) or covered_world(ranges):
-        report(f"LoadBalancer Service source ranges {ranges} cover the whole internet")
+    elif {"0.0.0.0/0", "::/0"} & set(ranges) or internet_wide(ranges):
+        report(f"LoadBalancer Service source ranges {ranges} cover the internet (more public addresses than a /8)")
 
 
 def _no_host_path_volumes(args: ResourceValidationArgs, report: ReportViolation) -> None:

@@ -1,8 +1,10 @@
 """Network rules: nothing open to the world but the load balancer's 80/443; flow logs on every VPC.
 
-"The world" is any set of CIDRs that covers a whole address space, not only ``0.0.0.0/0``: rules of one
-security group on overlapping ports are collapsed together (``ipaddress.collapse_addresses``), so
-``0.0.0.0/1`` + ``128.0.0.0/1`` in two rules is as open as one ``0.0.0.0/0``."""
+"The world" is any set of CIDRs that reaches more public addresses than one /8 (IPv6: one /16), not only
+``0.0.0.0/0`` (``components.network.cidr.internet_wide``; private and reserved ranges do not count): rules
+of one security group on overlapping ports are collapsed together, so ``0.0.0.0/1`` + ``128.0.0.0/1`` in
+two rules is as open as one ``0.0.0.0/0``, and ``0.0.0.0/1`` + ``128.0.0.0/2`` (75% of it) is judged the
+same way."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from components.network.cidr import covered_world
+from components.network.cidr import internet_wide
 from components.network.security_groups import ROLE_LOAD_BALANCER, ROLE_TAG
 from policies.props import as_list, get
 
@@ -73,8 +75,8 @@ def _world_ingress(
     resources: list[PolicyResource],
 ) -> Iterator[tuple[PolicyResource, dict[str, Any], PolicyResource | None, str]]:
     """(resource, rule, target group, how) for every rule open to the world: naming 0.0.0.0/0 or ::/0
-    itself, or (per security group and port range) together with its siblings covering a whole
-    address space, as ``0.0.0.0/1`` + ``128.0.0.0/1`` do."""
+    itself, or (per security group and port range) together with its siblings reaching more of the
+    internet than a /8, as ``0.0.0.0/1`` + ``128.0.0.0/2`` do."""
     rules = [r for resource in resources for r in _ingress_rules(resource)]
     partial = [r for r in rules if r.cidrs and not set(r.cidrs) & WORLD]
     for r in rules:
@@ -83,7 +85,7 @@ def _world_ingress(
     for r in partial:
         ports = _ports(r.rule)
         siblings = [o for o in partial if o.target == r.target and _contains(_ports(o.rule), ports)]
-        covered = covered_world(c for o in siblings for c in o.cidrs)
+        covered = internet_wide(c for o in siblings for c in o.cidrs)
         if covered:
             names = sorted({o.resource.name for o in siblings})
             yield (

@@ -64,6 +64,13 @@ PROD = {"environment": "production", "cluster": {"privateAccess": {"cidrs": ["10
          ["cover 0.0.0.0/0"]),
         ({"edge": {"allowedIngressCidrs": ["0.0.0.0/1", "128.0.0.0/1"]}}, "edge.allowedIngressCidrs",
          ["cover 0.0.0.0/0", "write 0.0.0.0/0"]),
+        # 75% of the internet is not a list of client ranges either.
+        ({"environment": "production", "cluster": {"publicAccessCidrs": ["0.0.0.0/1", "128.0.0.0/2"]}},
+         "cluster.publicAccessCidrs", ["cover 3,165,585,408 public IPv4 addresses (more than a /8)"]),
+        ({"cluster": {"privateAccess": {"cidrs": ["0.0.0.0/1", "128.0.0.0/2"]}}}, "cluster.privateAccess.cidrs",
+         ["more than a /8"]),
+        ({"edge": {"allowedIngressCidrs": ["0.0.0.0/1", "128.0.0.0/2"]}}, "edge.allowedIngressCidrs",
+         ["more than a /8", "write 0.0.0.0/0"]),
         # Karpenter pools have no per-group quota: one cluster's node limit bounds them.
         ({"cluster": KARPENTER, "nodePools": {"gpu": {"instanceTypes": ["g6.xlarge"], "maxSize": 1_000_000}}},
          "nodePools.gpu.maxSize", ["got 1000000", "5000 nodes", "at most 5000"]),
@@ -88,6 +95,15 @@ def test_hardened_settings_name_the_key(values, path, words):
         {"keys": {"deletionWindowDays": 7}, "secrets": {"recoveryWindowDays": 7}},
         {"cluster": {"publicAccessCidrs": ["0.0.0.0/1", "198.51.100.0/24"]}},
         {"edge": {"allowedIngressCidrs": ["0.0.0.0/0"]}},
+        {"edge": {"allowedIngressCidrs": ["0.0.0.0/0", "0.0.0.0/1"]}},
+        {**PROD, "edge": {"allowedIngressCidrs": ["17.0.0.0/8", "198.51.100.0/24", "10.0.0.0/8"]}},
+        {
+            **PROD,
+            "cluster": {
+                "publicAccessCidrs": ["17.0.0.0/9", "17.128.0.0/9"],
+                "privateAccess": {"cidrs": ["10.0.0.0/8"]},
+            },
+        },
         {"cluster": KARPENTER, "nodePools": {"inference": {"instanceTypes": ["g6.xlarge"], "maxSize": 4000}}},
     ],
 )

@@ -104,14 +104,21 @@ def test_load_balancer_services_need_source_ranges(violations):
         service("open", opts)
         service("world", opts, ranges=["0.0.0.0/0"])
         service("halves", opts, ranges=["0.0.0.0/1", "128.0.0.0/1"])
+        service("three-quarters", opts, ranges=["0.0.0.0/1", "128.0.0.0/2"])
         service("named", opts, ranges=["198.51.100.0/24"])
+        service("one-slash-8", opts, ranges=["17.0.0.0/8", "10.0.0.0/8"])
         service(
             "annotated", opts, annotations={"service.beta.kubernetes.io/load-balancer-source-ranges": "198.51.100.0/24"}
         )
         service("internal", opts, annotations={"service.beta.kubernetes.io/aws-load-balancer-scheme": "internal"})
         service("cluster-ip", opts, type_="ClusterIP")
 
-    assert names(violations(program, "services-load-balancer-source-ranges")) == ["halves", "open", "world"]
+    assert names(violations(program, "services-load-balancer-source-ranges")) == [
+        "halves",
+        "open",
+        "three-quarters",
+        "world",
+    ]
 
 
 def test_host_path_persistent_volumes_fail(violations):
