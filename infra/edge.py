@@ -129,6 +129,7 @@ def build_edge(
                 api_key_header=cfg.auth.header,
             ),
             hosted_zone_id=cfg.hosted_zone_id,
+            hosted_zone_name=cfg.hosted_zone_name,
             certificate_arn=cfg.certificate_arn,
             tls_policy=cfg.tls_policy,
             idle_timeout_seconds=cfg.idle_timeout_seconds,

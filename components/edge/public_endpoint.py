@@ -46,6 +46,9 @@ HTTP_PATH = "/v2"
 EXTERNAL_DNS_NAMESPACE = "kube-system"
 EXTERNAL_DNS_SERVICE_ACCOUNT = "external-dns"
 WAF_WINDOWS = (60, 120, 300, 600)
+# Managed rules that would refuse ordinary inference traffic, counted instead of blocking: the common
+# rule set's SizeRestrictions_BODY blocks bodies over 8 KB, i.e. any prompt of a few thousand tokens.
+DEFAULT_COUNTED_RULES: dict[str, tuple[str, ...]] = {"AWSManagedRulesCommonRuleSet": ("SizeRestrictions_BODY",)}
 # Where the ALB writes its access logs in the log bucket (the bucket policy admits ELB there only).
 DEFAULT_ACCESS_LOG_PREFIX = "alb"
 NONROOT_UID = 65534
@@ -63,6 +66,9 @@ class WafRules:
     """Default none. Requests per value of ``api_key_header`` per window."""
     api_key_header: str = "x-api-key"
     """Default ``x-api-key``."""
+    counted_rules: Mapping[str, Sequence[str]] = field(default_factory=lambda: dict(DEFAULT_COUNTED_RULES))
+    """Default: the common rule set's ``SizeRestrictions_BODY`` (8 KB bodies; prompts are longer). Rules of
+    a managed group that only count (logged in metrics) instead of blocking."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -92,6 +98,8 @@ class PublicEndpointArgs:
     hosted_zone_id: str | None = None
     """Default none. Route 53 zone of ``domain``: DNS validation and ExternalDNS. Needed unless
     ``certificate_arn`` is given (then DNS is the user's)."""
+    hosted_zone_name: str | None = None
+    """Default none. That zone's name (ExternalDNS's domain filter); needed with ``hosted_zone_id``."""
     certificate_arn: str | None = None
     """Default none (a certificate is requested and DNS-validated in ``hosted_zone_id``)."""
     tls_policy: str = "ELBSecurityPolicy-TLS13-1-2-Res-2021-06"
@@ -259,7 +267,7 @@ def waf_rules(waf: WafRules, prefix: str) -> list[dict[str, Any]]:
             "name": group,
             "priority": i,
             "override_action": {"none": {}},
-            "statement": {"managed_rule_group_statement": {"vendor_name": "AWS", "name": group}},
+            "statement": {"managed_rule_group_statement": _managed_group(group, waf.counted_rules.get(group, ()))},
             "visibility_config": _visibility(f"{prefix}-{group}"),
         }
         for i, group in enumerate(waf.managed_rule_groups)
@@ -305,6 +313,13 @@ def waf_rules(waf: WafRules, prefix: str) -> list[dict[str, Any]]:
             }
         )
     return rules
+
+
+def _managed_group(group: str, counted: Sequence[str]) -> dict[str, Any]:
+    statement: dict[str, Any] = {"vendor_name": "AWS", "name": group}
+    if counted:
+        statement["rule_action_overrides"] = [{"name": rule, "action_to_use": {"count": {}}} for rule in counted]
+    return statement
 
 
 def _certificate(name: str, args: PublicEndpointArgs, child: pulumi.ResourceOptions) -> pulumi.Output[str]:
@@ -368,7 +383,9 @@ def external_dns_values(args: PublicEndpointArgs) -> dict[str, Any]:
         "policy": "upsert-only",
         "registry": "txt",
         "txtOwnerId": args.cluster_name,
-        "domainFilters": [args.domain],
+        # The filter names the zone (a zone matches when it ends with the filter); the owner id and
+        # upsert-only keep ExternalDNS to the records it wrote itself.
+        "domainFilters": [args.hosted_zone_name or args.domain],
         "extraArgs": [f"--zone-id-filter={args.hosted_zone_id}", f"--namespace={args.namespace}"],
         "serviceAccount": {"create": True, "name": EXTERNAL_DNS_SERVICE_ACCOUNT},
         "nodeSelector": {"node-role": "system"},
@@ -395,6 +412,8 @@ def _validate(args: PublicEndpointArgs) -> None:
     problems = []
     if not args.certificate_arn and not args.hosted_zone_id:
         problems.append("certificate_arn or hosted_zone_id: one is required (a certificate for the ALB)")
+    if args.hosted_zone_id and not args.hosted_zone_name:
+        problems.append("hosted_zone_name: required with hosted_zone_id (ExternalDNS's domain filter)")
     if not 1 <= args.idle_timeout_seconds <= 4000:
         problems.append(f"idle_timeout_seconds: {args.idle_timeout_seconds} is outside 1-4000")
     if not args.tls_policy.startswith("ELBSecurityPolicy-TLS13-"):

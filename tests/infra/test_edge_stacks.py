@@ -177,3 +177,20 @@ def test_the_log_bucket_admits_the_albs_access_logs_under_its_prefix(stack_plan)
     params = next(r for r in resources if r.type.endswith(":IngressClassParams"))
     attributes = {a["key"]: a["value"] for a in params.inputs["spec"]["loadBalancerAttributes"]}
     assert attributes["access_logs.s3.prefix"] == "alb"
+
+
+def test_the_waf_counts_rather_than_blocks_prompts_over_8_kb_and_external_dns_keeps_to_the_zone(stack_plan):
+    resources = stack_plan("prod").run.resources
+    (acl,) = [r for r in resources if r.type == "aws:wafv2/webAcl:WebAcl"]
+    common = next(r for r in acl.inputs["rules"] if r["name"] == "AWSManagedRulesCommonRuleSet")
+    overrides = common["statement"]["managedRuleGroupStatement"]["ruleActionOverrides"]
+    assert overrides == [{"name": "SizeRestrictions_BODY", "actionToUse": {"count": {}}}]
+    limits = {r["name"]: r["statement"].get("rateBasedStatement", {}).get("limit") for r in acl.inputs["rules"]}
+    assert limits["rate-per-ip"] == 3000 and limits["rate-per-api-key"] == 6000
+    dns = next(r for r in resources if r.type.endswith("v3:Release") and r.inputs.get("name") == "external-dns")
+    values = dns.inputs["values"]
+    assert values["domainFilters"] == ["example.com"] and values["policy"] == "upsert-only"
+    assert "--zone-id-filter=Z0EXAMPLEPRODZONE0001" in values["extraArgs"]
+    npu = stack_plan("npu").run.resources  # an existing certificate and no zone: no ExternalDNS
+    assert not [r for r in npu if r.type.endswith("v3:Release") and r.inputs.get("name") == "external-dns"]
+    assert not [r for r in npu if r.type == "aws:acm/certificate:Certificate"]
