@@ -29,3 +29,20 @@ def load(stack: str, *, program_dir: Path = REPO_ROOT, stack_file: Path | None =
         )
     except SettingsError as err:
         raise CommandError(str(err), exit_code=2) from None
+
+
+def load_document(path: Path, stack: str) -> Settings:
+    """Settings from the document the program renders for in-cluster tools (infra/settings/document.py)."""
+    import json
+
+    from infra.settings.document import settings_from_document
+
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        if doc.get("stack") != stack:
+            raise CommandError(f"--settings-file: {path} holds stack {doc.get('stack')!r}, not {stack!r}", exit_code=2)
+        return settings_from_document(doc)
+    except (OSError, ValueError, KeyError, AttributeError) as err:
+        raise CommandError(f"--settings-file: cannot read {path}: {err}", exit_code=2) from None
+    except SettingsError as err:
+        raise CommandError(str(err), exit_code=2) from None

@@ -17,6 +17,7 @@ from infra.foundation import build_foundation
 from infra.inference import build_inference
 from infra.observability import build_observability
 from infra.storage import build_storage
+from infra.verification import build_verification
 
 
 def main() -> None:
@@ -28,3 +29,4 @@ def main() -> None:
     inference = build_inference(settings, foundation, compute, storage)
     edge = build_edge(settings, foundation, compute, storage, inference)
     build_observability(settings, foundation, compute, storage, inference, edge)
+    build_verification(settings, foundation, compute, storage, inference, edge)

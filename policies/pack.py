@@ -23,6 +23,7 @@ from policies.rules import (
     secrets,
     storage,
     tagging,
+    verification,
     volumes,
     workloads,
 )
@@ -51,4 +52,5 @@ POLICIES: list[Policy] = [
     *cost.POLICIES,
     *edge.POLICIES,
     *observability.POLICIES,
+    *verification.POLICIES,
 ]

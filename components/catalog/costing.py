@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal
 
 from components.catalog import instances as catalog
-from components.catalog import prices
+from components.catalog import load_generator, prices
 from components.catalog.instances import CatalogError
 
 H: Final = prices.HOURS_PER_MONTH
@@ -124,6 +124,8 @@ class Usage:
     """Share of spot in a pool allowed both spot and on-demand (Karpenter prefers the cheaper)."""
     night_hours: float = 0.0
     """Hours a day accelerator pools sit at their minimum (0: no night schedule)."""
+    load_test_runs: float = 4.0
+    """Runs a month of the in-cluster load test (each ``pulumi up`` that changes it runs it once)."""
 
     @classmethod
     def from_config(cls, values: Mapping[str, Any] | None) -> Usage:
@@ -262,6 +264,7 @@ class _Context:
         self.by_id = {r.get("id"): r for r in resources if r.get("id")}
         self.node_classes = {_get(r, "inputs.metadata.name"): r for r in resources if r.get("type") == NODE_CLASS}
         self.demand = _pool_demand(resources)
+        self.system_types = load_generator.system_node_types(resources)
         self.alb_ingresses = _alb_groups(resources)
         # A zonal pool is one node group per zone, all labelled with the pool: they share its demand.
         self.shards: dict[str, int] = defaultdict(int)
@@ -283,6 +286,8 @@ class _Context:
         s = lambda p: prices.service(p, self.region)  # noqa: E731
         if t == NODE_GROUP:
             return self._node_group(r, inputs)
+        if load_generator.is_load_test_workers(r):
+            return self._load_test_workers(r, inputs)
         if t == KARPENTER_POOL:
             return self._karpenter(r, inputs)
         if t == "aws:eks/cluster:Cluster":
@@ -413,6 +418,20 @@ class _Context:
         line = self.line(r, category, "priced", lo * per_node_month, expected_nodes * per_node_month,
                          hi * per_node_month, basis)  # fmt: skip
         return replace(line, spot_share=spot_share, monthly_max_on_demand=hi * on_demand_node_month)
+
+    def _load_test_workers(self, r: Mapping[str, Any], inputs: Mapping[str, Any]) -> Line:
+        """The system nodes the load-test workers take for each run (one vCPU per worker), times the runs."""
+        node, hour = self._pool_price(self.system_types)
+        if node is None or hour is None:
+            return self.line(r, "EC2 load test", "unknown", None, None, None, "no priced system node type")
+        run = load_generator.worker_run(inputs, node.vcpu)
+        runs = self.usage.load_test_runs
+        per_run = run.nodes * hour * run.load_hours
+        basis = (f"{run.workers} workers x {run.cpu:g} vCPU on {run.nodes} x {node.name} ${hour:.3f}/h: "
+                 f"${per_run:,.2f} per {run.load_hours * 60:g}-minute run (at most {run.deadline_hours * 60:.0f} "
+                 f"min), {runs:g} runs a month (assumed)")  # fmt: skip
+        return self.line(r, "EC2 load test", "priced", per_run * runs, per_run * runs,
+                         run.nodes * hour * run.deadline_hours * runs, basis)  # fmt: skip
 
     def _node_group(self, r: Mapping[str, Any], inputs: Mapping[str, Any]) -> Line:
         scaling = inputs.get("scalingConfig") or {}

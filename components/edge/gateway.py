@@ -69,6 +69,8 @@ class EdgeGateway(pulumi.ComponentResource):
     proxy_service: str
     namespace: str
     release: k8s.helm.v3.Release
+    client_secret_arns: dict[str, pulumi.Output[str]]
+    """Client id -> ARN of its API-key secret (empty without auth): the verification Job mounts one."""
 
     def __init__(self, name: str, args: EdgeGatewayArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         _validate(args)
@@ -116,6 +118,7 @@ class EdgeGateway(pulumi.ComponentResource):
                 ),
                 opts=pulumi.ResourceOptions(parent=self),
             )
+        self.client_secret_arns = dict(credentials.secret_arns) if credentials else {}
         crd_opts = pulumi.ResourceOptions(
             parent=self,
             provider=args.provider,

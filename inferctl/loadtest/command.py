@@ -19,6 +19,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from components.catalog.load_generator import MEASURED_PER_WORKER_RPS
+
 DEFAULT_OUT = Path("build/loadtest")
 
 
@@ -74,8 +76,14 @@ def register(subparsers: Any) -> None:
     cal.set_defaults(handler=calibrate_command)
 
     size = actions.add_parser("size", help="workers needed for a target request rate")
-    size.add_argument("--target-rps", type=float, default=100_000.0)
-    size.add_argument("--per-worker-rps", type=float, required=True, help="from `loadtest calibrate`")
+    size.add_argument("--target-rps", "--qps", type=float, default=100_000.0)
+    size.add_argument(
+        "--per-worker-rps",
+        type=float,
+        default=MEASURED_PER_WORKER_RPS,
+        help=f"from `loadtest calibrate` (default {MEASURED_PER_WORKER_RPS:g}, measured here)",
+    )
+    size.add_argument("--minutes", type=float, default=5.0, help="length of one run, for its cost (default 5)")
     size.add_argument("--utilization", type=float, default=0.7, help="share of the ceiling to plan (default 0.7)")
     size.add_argument("--instance-type", default="m7i.2xlarge", help="worker node type (never a GPU type)")
     size.add_argument("--json", action="store_true")
@@ -253,6 +261,8 @@ def size_command(args: argparse.Namespace) -> int:
                     "workers_per_node": fleet.workers_per_node,
                     "nodes": fleet.nodes,
                     "price_per_hour_usd": round(fleet.price_per_hour_usd, 4),
+                    "run_minutes": args.minutes,
+                    "price_per_run_usd": round(fleet.price_per_hour_usd * args.minutes / 60, 4),
                 }
             )
         )
@@ -261,7 +271,8 @@ def size_command(args: argparse.Namespace) -> int:
         f"{plan.target_rps:,.0f} requests/s at {plan.planned_per_worker_rps:,.0f} per worker "
         f"({plan.utilization:.0%} of the measured {plan.per_worker_rps:,.0f}): {plan.workers} workers on "
         f"{fleet.nodes} x {fleet.instance_type} ({fleet.workers_per_node} per node), "
-        f"${fleet.price_per_hour_usd:,.2f}/h on demand"
+        f"${fleet.price_per_hour_usd:,.2f}/h on demand, ${fleet.price_per_hour_usd * args.minutes / 60:,.2f} "
+        f"for a {args.minutes:g}-minute run"
     )
     return 0
 

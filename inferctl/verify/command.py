@@ -32,6 +32,11 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--stack", required=True, help="stack whose settings (SLOs, concurrency, auth) apply")
     parser.add_argument("--stack-file", type=Path, help="read the stack's config from this file (as plan does)")
+    parser.add_argument(
+        "--settings-file",
+        type=Path,
+        help="the stack's settings document instead of the stack files (the in-cluster Job's ConfigMap)",
+    )
     parser.add_argument("--url", required=True, help="endpoint, https://<api> (http only outside production)")
     parser.add_argument("--api-key", help="API key (prefer --api-key-file or $INFERCTL_API_KEY: argv is visible)")
     parser.add_argument("--api-key-file", type=Path, help="a key, or a JSON {client: key} file (see --client)")
@@ -59,7 +64,11 @@ def run(args: argparse.Namespace) -> int:
     from inferctl import stack_settings
     from inferctl.verify.verdict import Verdict
 
-    settings = stack_settings.load(args.stack, stack_file=args.stack_file)
+    settings = (
+        stack_settings.load_document(args.settings_file, args.stack)
+        if args.settings_file is not None
+        else stack_settings.load(args.stack, stack_file=args.stack_file)
+    )
     plan = build_plan(args, settings)
     out = args.out or DEFAULT_OUT / args.stack
     out.mkdir(parents=True, exist_ok=True)

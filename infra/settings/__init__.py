@@ -25,6 +25,7 @@ from infra.settings.edge import EdgeSettings
 from infra.settings.fsx import FsxSettings
 from infra.settings.inference import InferenceSettings
 from infra.settings.keys import KeysSettings
+from infra.settings.load_test import LoadTestSettings
 from infra.settings.network import NetworkSettings
 from infra.settings.node_pools import NodePoolsSettings
 from infra.settings.observability import ObservabilitySettings
@@ -57,6 +58,7 @@ SECTIONS: tuple[type[Section], ...] = (
     AutoscalingSettings,
     ObservabilitySettings,
     VerificationSettings,
+    LoadTestSettings,
     CapacitySettings,
 )
 # Top-level keys holding one plain value.
@@ -88,6 +90,7 @@ class Settings:
     autoscaling: AutoscalingSettings
     observability: ObservabilitySettings
     verification: VerificationSettings
+    load_test: LoadTestSettings
     capacity: CapacitySettings
 
     @property

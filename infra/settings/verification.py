@@ -16,6 +16,9 @@ from infra.settings.base import CheckContext, Problem, Section
 DEFAULT_DURATION_SECONDS = 60
 DEFAULT_MAX_DURATION_SECONDS = 600
 DEFAULT_MAX_REQUESTS = 2000
+DEFAULT_JOB_DEADLINE_SECONDS = 1800
+# Beyond the load itself: the pod's start, the smoke checks, the last requests' timeout, the log check.
+JOB_OVERHEAD_SECONDS = 300
 
 
 class SizeSettings(Section):
@@ -38,6 +41,19 @@ class VerificationSloSettings(Section):
     """Default 0.01. Share of requests allowed to fail."""
     min_gpu_utilization: float = Field(default=0.7, ge=0, le=1)
     """Default 0.7. Mean DCGM_FI_DEV_GPU_UTIL during the load (0-1); checked when Prometheus answers."""
+
+
+class VerificationJobSettings(Section):
+    """The in-cluster Job that runs ``inferctl verify`` after each rollout (``pulumi up`` waits for it)."""
+
+    active_deadline_seconds: int = Field(default=DEFAULT_JOB_DEADLINE_SECONDS, ge=60, le=86400)
+    """Default 1800. The Job is killed (and the deploy fails) after this long; must cover the load."""
+    ttl_seconds_after_finished: int = Field(default=86400, ge=0, le=30 * 86400)
+    """Default 86400. The finished Job and its logs are deleted after this long."""
+    cpu: float = Field(default=2, gt=0, le=16)
+    """Default 2. CPU of the verify container (requests = limits): the load generator and the smoke checks."""
+    memory_gib: float = Field(default=4, gt=0, le=64)
+    """Default 4. Memory of the verify container (requests = limits)."""
 
 
 class VerificationSettings(Section):
@@ -64,6 +80,12 @@ class VerificationSettings(Section):
     prometheus_url: str | None = None
     """Default unset (no GPU check). Prometheus HTTP API base, e.g. http://prometheus.monitoring:9090."""
     slo: VerificationSloSettings = Field(default_factory=VerificationSloSettings)
+    url: str | None = None
+    """Default ``https://<edge.domain>``, or without an edge the in-cluster Service (plain HTTP, refused in
+    production). What the verification Job targets."""
+    client: str | None = None
+    """Default the first edge client (sorted). Whose API key the Job sends through the edge."""
+    job: VerificationJobSettings = Field(default_factory=VerificationJobSettings)
 
     def problems(self, ctx: CheckContext) -> list[Problem]:
         out = []
@@ -83,4 +105,37 @@ class VerificationSettings(Section):
                     f"mean {self.isl.mean} + 3 x spread {self.isl.spread} exceeds serving.maxInputLen ({max_input})",
                 )
             )
+        if self.enabled:
+            out += self._job_problems(ctx)
+        return out
+
+    def _job_problems(self, ctx: CheckContext) -> list[Problem]:
+        from infra.settings.load_test import edge_client, target_problems
+
+        out = target_problems("verification", self.url, self.client, ctx)
+        needed = self.duration_seconds + 2 * self.request_timeout_seconds + JOB_OVERHEAD_SECONDS
+        if self.job.active_deadline_seconds < needed:
+            out.append(
+                Problem(
+                    "verification.job.activeDeadlineSeconds",
+                    f"got {self.job.active_deadline_seconds}; the run needs up to {needed:g} s (durationSeconds + "
+                    f"2 x requestTimeoutSeconds + {JOB_OVERHEAD_SECONDS})",
+                )
+            )
+        edge, serving, inference = (ctx.sections.get(k) for k in ("edge", "serving", "inference"))
+        client = edge_client(self.client, edge)
+        clients = getattr(getattr(edge, "auth", None), "clients", {}) or {}
+        if self.url is None and getattr(edge, "domain", None) and client in clients and edge.auth.enabled:  # type: ignore[union-attr]
+            tier = edge.rate_limits.tiers.get(edge.auth.clients[client].tier)  # type: ignore[union-attr]
+            per_replica = self.concurrency_per_replica or getattr(serving, "max_batch_size", 1)
+            total = per_replica * getattr(inference, "replicas", 1)
+            if tier is not None and total > tier.concurrent_streams:
+                out.append(
+                    Problem(
+                        "verification.concurrencyPerReplica",
+                        f"{per_replica} x {getattr(inference, 'replicas', 1)} replicas = {total} in flight; client "
+                        f"{client!r} may hold {tier.concurrent_streams} streams at the edge (the rest would be "
+                        "answered 429)",
+                    )
+                )
         return out

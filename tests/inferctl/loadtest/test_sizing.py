@@ -40,3 +40,16 @@ def test_size_command_prints_workers_nodes_and_price(capsys):
     assert printed["workers"] == 204 and printed["nodes"] == 30 and printed["instance_type"] == "m7i.2xlarge"
     assert main(["loadtest", "size", "--per-worker-rps", "701", "--instance-type", "g6e.xlarge"]) == 2
     assert "accelerator" in capsys.readouterr().err
+
+
+def test_size_defaults_to_the_measured_worker_and_prices_one_run(capsys):
+    """`inferctl loadtest size --qps 100000`: the measured 701 requests/s per worker is the default."""
+    import json
+
+    from components.catalog.load_generator import MEASURED_PER_WORKER_RPS, workers_for
+    from inferctl.cli import main
+
+    assert main(["loadtest", "size", "--qps", "100000", "--minutes", "10", "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["per_worker_rps"] == MEASURED_PER_WORKER_RPS and printed["workers"] == workers_for(100_000) == 204
+    assert printed["price_per_run_usd"] == round(printed["price_per_hour_usd"] / 6, 4)

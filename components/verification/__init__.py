@@ -1,0 +1,19 @@
+"""Checks of a rollout in the cluster: the post-rollout verification Job (``inferctl verify``, awaited by
+``pulumi up``) and the optional distributed load test (Locust master Job + worker Indexed Job on the
+system nodes).
+
+This module is the area's public surface; the modules beside it hold the pieces and private helpers.
+"""
+
+from components.verification.load_test import LoadTest, LoadTestArgs
+from components.verification.pods import PodShape
+from components.verification.verification_job import InClusterTarget, VerificationJob, VerificationJobArgs
+
+__all__ = [
+    "InClusterTarget",
+    "LoadTest",
+    "LoadTestArgs",
+    "PodShape",
+    "VerificationJob",
+    "VerificationJobArgs",
+]
