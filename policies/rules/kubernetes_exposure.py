@@ -4,9 +4,14 @@ provider's ``*Patch`` resources the program declares):
 
 - ``workloads-non-root``: no container runs as UID 0, nor without ``runAsNonRoot: true`` unless it names
   a non-zero ``runAsUser`` (else it runs as whatever user the image says, often root).
-- ``workloads-image-provenance``: images carry a tag other than ``latest`` (or a digest) and come from
-  the stack's allowed registries (``allowedRegistries`` in policies/config/<stack>.json; shell-style
-  patterns over ``registry[/path]``; images without a registry are ``docker.io/library/...``).
+- ``workloads-image-provenance`` (a stack rule: it needs the stack's ECR repositories): images carry a
+  tag other than ``latest`` (or a digest) and come from the stack's own ECR registry (the
+  ``<account>.dkr.ecr.<region>.amazonaws.com`` host of each ``aws:ecr`` Repository's ``repositoryUrl``:
+  this account and region, no other AWS account's) or from the named public images in
+  ``allowedRegistries`` (policies/config/<stack>.json: exact ``registry/path`` repositories such as
+  ``registry.k8s.io/pause``, matched by whole path segments; a host may be a shell-style pattern, but a
+  ``*`` never spans a ``/``; images without a registry are ``docker.io/library/...``). Values unknown
+  during a preview are skipped one image at a time, as a resource rule would.
 - ``workloads-not-in-default``: nothing runs in the ``default`` namespace (no quota, no NetworkPolicy,
   every service account of the cluster can reach it).
 - ``services-load-balancer-source-ranges``: an internet-facing ``LoadBalancer`` Service names its client
@@ -32,17 +37,30 @@ from typing import Any
 from pulumi_policy import (
     EnforcementLevel,
     PolicyConfigSchema,
+    PolicyResource,
     ReportViolation,
     ResourceValidationArgs,
     ResourceValidationPolicy,
+    StackValidationArgs,
+    StackValidationPolicy,
 )
+from pulumi_policy.proxy import UnknownValueError
 
 from components.network.cidr import internet_wide
 from policies.props import as_list, get
-from policies.rules.workloads import ALLOWED_ADDED_CAPABILITIES, POD_SPEC_PATHS, containers, pod_specs, workload_id
+from policies.rules.workloads import (
+    ALLOWED_ADDED_CAPABILITIES,
+    ECR_REPOSITORY,
+    POD_SPEC_PATHS,
+    containers,
+    pod_specs,
+    workload_id,
+)
 
 ROOT_EXEMPTIONS = ["DaemonSet/kube-system/neuron-monitor/neuron-monitor"]
-DEFAULT_REGISTRIES = ["*.dkr.ecr.*.amazonaws.com", "public.ecr.aws", "registry.k8s.io"]
+# The public images the program's typed objects run (the credentials-sync pod's pause container, the
+# gateway's rate-limit Redis, AWS's neuron-monitor): each stack's config narrows this to its own.
+DEFAULT_REGISTRIES = ["registry.k8s.io/pause", "docker.io/library/redis", "public.ecr.aws/neuron/neuron-monitor"]
 SERVICE = "kubernetes:core/v1:Service"
 PERSISTENT_VOLUME = "kubernetes:core/v1:PersistentVolume"
 BINDINGS = (
@@ -113,18 +131,43 @@ def registry_allowed(repository: str, patterns: list[str]) -> bool:
     return False
 
 
-def _images(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    allowed = [str(p) for p in args.get_config().get("allowedRegistries") or DEFAULT_REGISTRIES]
-    for path, spec in pod_specs(args.resource_type, args.props):
-        for where, container in containers(spec):
-            image = str(get(container, "image", "") or "")
-            if not image:
-                continue
-            repository, tag, digest = image_parts(image)
-            if digest is None and tag in (None, "latest"):
-                report(f"{path}.{where}: image {image!r} has no tag or uses :latest; pin a version or a digest")
-            if not registry_allowed(repository, allowed):
-                report(f"{path}.{where}: image {image!r} is not from an allowed registry ({', '.join(allowed)})")
+def stack_registries(resources: list[PolicyResource]) -> list[str]:
+    """The registry hosts of the stack's own ECR repositories (account and region included), sorted."""
+    hosts = set()
+    for resource in resources:
+        if resource.resource_type != ECR_REPOSITORY:
+            continue
+        try:
+            url = str(get(resource.props, "repositoryUrl") or "")
+        except UnknownValueError:
+            continue  # a repository created by this update: images naming it are unknown as well
+        if url:
+            hosts.add(url.partition("/")[0])
+    return sorted(hosts)
+
+
+def _images(args: StackValidationArgs, report: ReportViolation) -> None:
+    named = [str(p) for p in args.get_config().get("allowedRegistries") or DEFAULT_REGISTRIES]
+    allowed = [*stack_registries(list(args.resources)), *named]
+    for resource in args.resources:
+        for path, spec in pod_specs(resource.resource_type, resource.props):
+            for where, container in containers(spec):
+                try:
+                    image = str(get(container, "image", "") or "")
+                except UnknownValueError:
+                    continue  # e.g. the stack's repository URL during the preview that creates it
+                if not image:
+                    continue
+                at = f"{resource.name}: {path}.{where}"
+                repository, tag, digest = image_parts(image)
+                if digest is None and tag in (None, "latest"):
+                    report(f"{at}: image {image!r} has no tag or uses :latest; pin a version or a digest", resource.urn)
+                if not registry_allowed(repository, allowed):
+                    report(
+                        f"{at}: image {image!r} is neither from this stack's ECR nor a named public image "
+                        f"({', '.join(allowed) or 'none'})",
+                        resource.urn,
+                    )
 
 
 def _not_in_default(args: ResourceValidationArgs, report: ReportViolation) -> None:
@@ -219,13 +262,16 @@ POLICIES = [
         enforcement_level=EnforcementLevel.MANDATORY,
         config_schema=_names("rootExemptions", ROOT_EXEMPTIONS, "containers allowed root (Kind/ns/name/container)"),
     ),
-    ResourceValidationPolicy(
+    StackValidationPolicy(
         name="workloads-image-provenance",
-        description="Images are pinned (a tag other than latest, or a digest) and come from allowed registries.",
+        description="Images are pinned (a tag other than latest, or a digest) and come from the stack's own ECR "
+        "(its account and region) or are named public images.",
         validate=_images,
         enforcement_level=EnforcementLevel.MANDATORY,
         config_schema=_names(
-            "allowedRegistries", DEFAULT_REGISTRIES, "registry[/path] patterns (fnmatch) images may come from"
+            "allowedRegistries",
+            DEFAULT_REGISTRIES,
+            "public images (registry/path, whole segments) allowed besides the stack's own ECR registry",
         ),
     ),
     ResourceValidationPolicy(

@@ -5,10 +5,15 @@ cluster-admin bindings for service accounts. A passing and a failing fixture eac
 from __future__ import annotations
 
 import pulumi
+import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 import pytest
+from pulumi_policy import PolicyResource, StackValidationArgs
+from pulumi_policy.proxy import unknown_checking_proxy
 
+from policies.rules import kubernetes_exposure
 from policies.rules.kubernetes_exposure import image_parts, registry_allowed
+from policies.rules.workloads import ECR_REPOSITORY
 
 ECR = "123456789012.dkr.ecr.us-east-1.amazonaws.com/team/app:1.2.3"
 SAFE = {"runAsNonRoot": True, "runAsUser": 1000}
@@ -64,20 +69,73 @@ def test_registry_patterns_match_hosts_and_whole_path_segments():
     assert not registry_allowed("docker.io/bitnami/redis", allowed)
 
 
+def _repository():
+    return aws.ecr.Repository("repo", name="team/app", image_tag_mutability="IMMUTABLE")
+
+
 def test_unpinned_and_foreign_images_fail(violations):
     def program():
+        repository = _repository()
+        own = repository.repository_url.apply(lambda url: url.partition("/")[0])
         opts = _provider()
-        deployment("latest", image="123456789012.dkr.ecr.us-east-1.amazonaws.com/app:latest", opts=opts)
-        deployment("untagged", image="123456789012.dkr.ecr.us-east-1.amazonaws.com/app", opts=opts)
+        deployment("latest", image=own.apply(lambda host: f"{host}/app:latest"), opts=opts)
+        deployment("untagged", image=own.apply(lambda host: f"{host}/app"), opts=opts)
         deployment("foreign", image="ghcr.io/someone/tool:1.0", opts=opts)
-        deployment("digest", image="123456789012.dkr.ecr.us-east-1.amazonaws.com/app@sha256:" + "a" * 64, opts=opts)
-        deployment("tagged", opts=opts)
+        deployment("digest", image=own.apply(lambda host: f"{host}/app@sha256:" + "a" * 64), opts=opts)
+        deployment("tagged", image=repository.repository_url.apply(lambda url: f"{url}:1.2.3"), opts=opts)
 
     found = violations(program, "workloads-image-provenance")
     assert names(found) == ["foreign", "latest", "untagged"]
-    # The stack's own list replaces the default: ghcr.io/someone allowed, ECR no longer.
+    # The stack's own list replaces the named images: ghcr.io/someone allowed; its own ECR stays allowed.
     config = {"allowedRegistries": ["ghcr.io/someone"]}
-    assert "foreign" not in names(violations(program, "workloads-image-provenance", config))
+    assert names(violations(program, "workloads-image-provenance", config)) == ["latest", "untagged"]
+
+
+def test_only_this_stacks_account_and_region_ecr_and_named_public_images_pass(violations):
+    def program():
+        own = _repository().repository_url.apply(lambda url: url.partition("/")[0])
+        account = own.apply(lambda h: h.partition(".")[0])
+        opts = _provider()
+        deployment("own-account-region", image=own.apply(lambda h: f"{h}/mirror/redis:7.4"), opts=opts)
+        deployment("other-account", image=own.apply(lambda h: "210987654321" + h[len(h.partition(".")[0]):] +
+                                                   "/x:1"), opts=opts)  # fmt: skip
+        deployment("other-region", image=account.apply(lambda a: f"{a}.dkr.ecr.ap-south-1.amazonaws.com/x:1"),
+                   opts=opts)  # fmt: skip
+        deployment("public-ecr-other-path", image="public.ecr.aws/someone/miner:1.0", opts=opts)
+        deployment("named-pause", image="registry.k8s.io/pause:3.10", opts=opts)
+        deployment("named-redis", image="redis:7.4.5-alpine", opts=opts)
+        deployment("other-k8s-image", image="registry.k8s.io/kube-proxy:v1.33.0", opts=opts)
+        deployment("neuron-monitor", image="public.ecr.aws/neuron/neuron-monitor:1.10.0", opts=opts)
+
+    found = violations(program, "workloads-image-provenance")
+    assert names(found) == ["other-account", "other-k8s-image", "other-region", "public-ecr-other-path"]
+    assert all("neither from this stack's ECR nor a named public image" in v.message for v in found)
+
+
+def test_without_an_ecr_repository_no_aws_account_is_trusted(violations):
+    def program():
+        deployment("ecr", opts=_provider())
+
+    (found,) = violations(program, "workloads-image-provenance")
+    assert "123456789012.dkr.ecr.us-east-1.amazonaws.com/team/app:1.2.3" in found.message
+
+
+def test_unknown_values_skip_one_image_not_the_stack():
+    unknown = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"  # the engine's unknown-string sentinel during a preview
+
+    def pod(name, image):
+        props = {"metadata": {"namespace": "apps", "name": name},
+                 "spec": {"template": {"spec": {"containers": [{"name": "c", "image": image}]}}}}  # fmt: skip
+        return PolicyResource("kubernetes:apps/v1:Deployment", unknown_checking_proxy(props), f"urn::{name}", name,
+                              None, None, None, [], {})  # fmt: skip
+
+    repo = PolicyResource(ECR_REPOSITORY, unknown_checking_proxy({"repositoryUrl": unknown}), "urn::repo", "repo",
+                          None, None, None, [], {})  # fmt: skip
+    found = []
+    policy = next(p for p in kubernetes_exposure.POLICIES if p.name == "workloads-image-provenance")
+    args = StackValidationArgs([repo, pod("pending", unknown), pod("foreign", "ghcr.io/x/y:1")], {})
+    policy.validate(args, lambda message, urn=None: found.append(urn))
+    assert found == ["urn::foreign"]
 
 
 def test_workloads_in_default_fail(violations):
