@@ -31,7 +31,7 @@ def test_arguments_go_to_the_benchmark_they_follow(monkeypatch: pytest.MonkeyPat
     ]
     calls.clear()
     assert bench_main.main([]) == 0
-    assert calls == [("bench.plan", []), ("bench.artifacts", [])]
+    assert calls == [("bench.plan", []), ("bench.policies", []), ("bench.artifacts", [])]
 
 
 @pytest.mark.parametrize("argv", [["--shards", "1"], ["plna"], ["plan", "extra"]])
@@ -48,3 +48,21 @@ def test_the_floor_registers_exactly_the_resources_asked_for(imports):
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "registered 7 resources"
+
+
+def test_policy_bench_copies_are_distinct_and_wired_within_their_copy():
+    from bench.policies import _copies
+    from inferctl.plan.recorder import RecordedResource
+
+    stack = "urn:pulumi:s::p::pulumi:pulumi:Stack::p-s"
+    parent = RecordedResource("urn:pulumi:s::p::a:b:C::x", "a:b:C", "x", stack, False, {})
+    child = RecordedResource(
+        "urn:pulumi:s::p::a:b:C$a:b:D::y", "a:b:D", "y", parent.urn, True, {},
+        dependencies=[parent.urn], property_dependencies={"p": [parent.urn]},
+    )  # fmt: skip
+    copies = _copies([parent, child], 3)
+    assert len({r.urn for r in copies}) == 6
+    second_child = copies[3]
+    assert second_child.parent == copies[2].urn and second_child.dependencies == [copies[2].urn]
+    assert second_child.property_dependencies == {"p": [copies[2].urn]}
+    assert copies[2].parent == stack
