@@ -37,6 +37,7 @@ from components.secrets.delivery import SecretDelivery, SecretDeliveryArgs
 from components.serving.workload_namespace import WorkloadNamespace, WorkloadNamespaceArgs
 from components.verification import pods
 from components.verification.pods import PodShape
+from components.verification.verification_job import REPLACE_UNREADY
 
 DEFAULT_NAMESPACE = "loadtest"
 SERVICE_ACCOUNT = "loadtest"
@@ -170,7 +171,12 @@ class LoadTest(pulumi.ComponentResource):
         job_opts = {"parent": self, "provider": args.k8s_provider, "depends_on": [*args.depends_on, *waits]}
         k8s.batch.v1.Job(
             f"{name}-master-job",
-            metadata={"name": self.master_job, "namespace": args.namespace, "labels": MASTER_LABELS},
+            metadata={
+                "name": self.master_job,
+                "namespace": args.namespace,
+                "labels": MASTER_LABELS,
+                "annotations": {REPLACE_UNREADY: "true"},
+            },
             spec={
                 "backoffLimit": 0,
                 "activeDeadlineSeconds": deadline,

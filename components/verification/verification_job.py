@@ -6,7 +6,8 @@
   plus its pod's scheduling and image pull; the rollout before it has its own await.
 - Bounded: ``backoffLimit: 0`` (a failed verdict is an answer, not a flake to retry), ``activeDeadlineSeconds``,
   ``ttlSecondsAfterFinished``. The name carries a digest of what it verifies (image, settings, target), so
-  every changed rollout gets a new Job and an unchanged one is not verified again.
+  every changed rollout gets a new Job and an unchanged one is not verified again; a failed one is replaced
+  (``pulumi.com/replaceUnready``), so the next ``pulumi up`` verifies again rather than waiting on it.
 - Least privilege for the key: its own service account whose Pod Identity role reads exactly one API key
   (one edge client's, or the in-pod key without an edge) through its own SecretProviderClass. Reusing the
   inference class would hand it every key of the rotation set, and the Triton role with them.
@@ -33,6 +34,7 @@ from components.verification import pods
 from components.verification.pods import PodShape
 
 SERVICE_ACCOUNT = "verification"
+REPLACE_UNREADY = "pulumi.com/replaceUnready"
 SETTINGS_DIR = "/etc/verification"
 SETTINGS_FILE = "settings.json"
 DEFAULT_ACTIVE_DEADLINE_SECONDS = 1800
@@ -191,7 +193,14 @@ class VerificationJob(pulumi.ComponentResource):
             )
         k8s.batch.v1.Job(
             f"{name}-job",
-            metadata={"name": self.job_name, "namespace": args.namespace, "labels": LABELS},
+            # A failed verdict leaves the Job Failed; without this the next `pulumi up` would wait on that
+            # same failed Job again instead of verifying anew.
+            metadata={
+                "name": self.job_name,
+                "namespace": args.namespace,
+                "labels": LABELS,
+                "annotations": {REPLACE_UNREADY: "true"},
+            },
             spec={
                 "backoffLimit": 0,
                 "activeDeadlineSeconds": args.active_deadline_seconds,

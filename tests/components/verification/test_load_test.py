@@ -66,7 +66,7 @@ def test_master_job_and_indexed_worker_job_agree_on_the_run(run_components):
         assert spec["backoffLimit"] == 0 and spec["activeDeadlineSeconds"] == deadline
         assert spec["ttlSecondsAfterFinished"] == 86400
     # pulumi up waits for the master (the test's outcome), not for each worker.
-    assert "pulumi.com/skipAwait" not in (master.inputs["metadata"].get("annotations") or {})
+    assert master.inputs["metadata"]["annotations"] == {"pulumi.com/replaceUnready": "true"}
     assert worker.inputs["metadata"]["annotations"]["pulumi.com/skipAwait"] == "true"
     assert worker.inputs["metadata"]["annotations"][LOAD_SECONDS_ANNOTATION] == "300"
     wspec = worker.inputs["spec"]

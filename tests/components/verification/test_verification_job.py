@@ -68,7 +68,8 @@ def test_the_job_runs_verify_through_the_edge_and_is_awaited(run_components):
     spec = job.inputs["spec"]
     assert spec["backoffLimit"] == 0 and spec["activeDeadlineSeconds"] == 1800
     assert spec["ttlSecondsAfterFinished"] == 86400
-    assert "pulumi.com/skipAwait" not in (job.inputs["metadata"].get("annotations") or {})
+    annotations = job.inputs["metadata"]["annotations"]
+    assert "pulumi.com/skipAwait" not in annotations and annotations["pulumi.com/replaceUnready"] == "true"
     pod = spec["template"]["spec"]
     (container,) = pod["containers"]
     command = container["command"]
