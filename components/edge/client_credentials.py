@@ -28,9 +28,11 @@ SERVICE_ACCOUNT = "edge-credentials"
 REDIS_AUTH_SECRET = "ratelimit-redis-auth"
 REDIS_AUTH_KEY = "token"
 _REDIS_AUTH_OBJECT = "redis-auth"
-PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
+# The Kubernetes pause image (3.10), by digest: it only holds the CSI mount.
+PAUSE_IMAGE = "registry.k8s.io/pause:3.10@sha256:ee6521f290b2168b6e0935a181d4cff9be1ac3f505666ef0e3c98fae8199917a"
 NONROOT_UID = 65534
 MIN_KEY_LENGTH = 32
+SYNC_LABELS = {"app.kubernetes.io/name": "credentials-sync", "app.kubernetes.io/part-of": "inference-edge"}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -129,6 +131,13 @@ class ClientCredentials(pulumi.ComponentResource):
             spec=arns.apply(lambda values: provider_class_spec(args, dict(zip(objects, values, strict=True)))),
             opts=k8s_opts,
         )
+        # The sync pod talks to nobody: the CSI driver on its node fetches the secrets.
+        k8s.networking.v1.NetworkPolicy(
+            f"{name}-sync-network-policy",
+            metadata={"name": "credentials-sync", "namespace": args.namespace},
+            spec={"podSelector": {"matchLabels": SYNC_LABELS}, "policyTypes": ["Ingress", "Egress"]},
+            opts=k8s_opts,
+        )
         k8s.apps.v1.Deployment(
             f"{name}-sync",
             metadata={"name": "credentials-sync", "namespace": args.namespace},
@@ -167,7 +176,7 @@ def provider_class_spec(args: ClientCredentialsArgs, arns: dict[str, str]) -> di
 
 
 def sync_deployment_spec(provider_class: str) -> dict:
-    labels = {"app.kubernetes.io/name": "credentials-sync", "app.kubernetes.io/part-of": "inference-edge"}
+    labels = dict(SYNC_LABELS)
     return {
         "replicas": 1,
         "selector": {"matchLabels": labels},

@@ -211,6 +211,11 @@ def in_cluster_deployment_spec(labels: dict[str, str]) -> dict:
                         ],
                         "ports": [{"containerPort": REDIS_PORT, "name": "redis", "protocol": "TCP"}],
                         "readinessProbe": {"tcpSocket": {"port": REDIS_PORT}, "periodSeconds": 5},
+                        "livenessProbe": {
+                            "tcpSocket": {"port": REDIS_PORT},
+                            "periodSeconds": 10,
+                            "failureThreshold": 6,
+                        },
                         "resources": {
                             "requests": {"cpu": "50m", "memory": "128Mi"},
                             "limits": {"cpu": "500m", "memory": "128Mi"},
