@@ -32,6 +32,7 @@ from locust import LoadTestShape, User, events, task
 from locust.exception import StopUser
 from locust.runners import MasterRunner, WorkerRunner
 
+from inferctl.api_key_header import api_key_headers
 from inferctl.loadtest.config import API_KEY_ENV, CONFIG_ENV, RECORDS_ENV, WORKER_INDEX_ENV, LoadConfig
 from inferctl.loadtest.records import RequestRecord
 from inferctl.loadtest.requests import parse_event, plan_request, structured_problem
@@ -50,10 +51,7 @@ _PREFIX = _URL.path.rstrip("/")
 
 def _headers() -> dict[str, str]:
     headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
-    key = os.environ.get(API_KEY_ENV)
-    if key:
-        headers[CONFIG.api_key_header] = f"Bearer {key}" if CONFIG.api_key_header == "authorization" else key
-    return headers
+    return {**headers, **api_key_headers(CONFIG.api_key_header, os.environ.get(API_KEY_ENV))}
 
 
 HEADERS = _headers()

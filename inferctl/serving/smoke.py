@@ -103,6 +103,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from inferctl import stack_settings
+    from inferctl.api_key_header import api_key_headers
     from inferctl.errors import CommandError
     from inferctl.serving.smoke_http import SmokeFailure
 
@@ -112,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     serving = settings.serving
     key = _api_key(args)
     edge = args.url.startswith("https://")
-    headers = {(settings.edge.auth.header if edge else serving.auth.header): key} if key else {}
+    headers = api_key_headers(settings.edge.auth.header if edge else serving.auth.header, key)
     config = SmokeConfig(
         url=args.url,
         grpc_url=args.grpc_url or _default_grpc(args.url),

@@ -185,6 +185,7 @@ def secrets_manager_key(settings: Any) -> str:
 
 
 def _smoke(args: argparse.Namespace, settings: Any, plan: dict[str, Any], verdict: Any, report: dict) -> bool:
+    from inferctl.api_key_header import api_key_headers
     from inferctl.serving.smoke import SmokeConfig, SmokeReport, run_smoke
     from inferctl.serving.smoke_http import SmokeFailure
 
@@ -193,7 +194,7 @@ def _smoke(args: argparse.Namespace, settings: Any, plan: dict[str, Any], verdic
         verdict.add("smoke", None, "skipped: the smoke checks speak Triton's HTTP API (--protocol openai)")
         return True
     serving = settings.serving
-    headers = {config.api_key_header: plan["api_key"]} if plan["api_key"] else {}
+    headers = api_key_headers(config.api_key_header, plan["api_key"])
     smoke = SmokeConfig(
         url=args.url,
         grpc_url=None,
