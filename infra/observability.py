@@ -32,6 +32,8 @@ from infra.storage import Storage
 
 SYSTEM = {LABEL_NODE_ROLE: ROLE_SYSTEM}
 KUBE_SYSTEM = "kube-system"
+# The node provisioner's chart release (in kube-system) -> the port name its metrics Service exposes.
+PROVISIONER_METRICS_PORTS = {"karpenter": "http-metrics", "cluster-autoscaler": "http"}
 
 
 @dataclass(frozen=True)
@@ -178,24 +180,16 @@ def _monitors(compute: Compute) -> list[Monitor]:
                 relabel_node=True,
             )
         )
-    if compute.karpenter is not None:
-        out.append(
-            Monitor(
-                name="karpenter",
-                namespace=KUBE_SYSTEM,
-                kind="ServiceMonitor",
-                match_labels={"app.kubernetes.io/instance": "karpenter"},
-                port="http-metrics",
-            )
+    installed = {"karpenter": compute.karpenter, "cluster-autoscaler": compute.autoscaler}
+    out += [
+        Monitor(
+            name=release,
+            namespace=KUBE_SYSTEM,
+            kind="ServiceMonitor",
+            match_labels={"app.kubernetes.io/instance": release},
+            port=port,
         )
-    if compute.autoscaler is not None:
-        out.append(
-            Monitor(
-                name="cluster-autoscaler",
-                namespace=KUBE_SYSTEM,
-                kind="ServiceMonitor",
-                match_labels={"app.kubernetes.io/instance": "cluster-autoscaler"},
-                port="http",
-            )
-        )
+        for release, port in PROVISIONER_METRICS_PORTS.items()
+        if installed[release] is not None
+    ]
     return out
