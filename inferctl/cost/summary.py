@@ -12,7 +12,8 @@ POLICY_CONFIG_DIR = Path(__file__).resolve().parents[2] / "policies" / "config"
 
 def usage_for(stack: str, path: Path | None = None) -> Any:
     """Usage assumptions of the stack's cost policy (``cost-monthly-budget.assumptions`` in
-    ``policies/config/<stack>.json`` or ``path``), the same ones the policy prices with."""
+    ``policies/config/<stack>.json`` or ``path``), the same ones the policy prices with. Exit 2 naming
+    every bad key of every cost policy's ``assumptions`` at once."""
     from components.catalog import costing
     from inferctl.errors import CommandError
 
@@ -23,7 +24,26 @@ def usage_for(stack: str, path: Path | None = None) -> Any:
         config = json.loads(candidate.read_text())
     except (OSError, json.JSONDecodeError) as err:
         raise CommandError(f"--policy-config: {candidate}: {err}", exit_code=2) from None
+    check_assumptions(config, candidate)
     return costing.Usage.from_config((config.get("cost-monthly-budget") or {}).get("assumptions"))
+
+
+def check_assumptions(config: Mapping[str, Any], source: Path | str) -> None:
+    """CommandError (exit 2) naming ``<policy>.assumptions.<key>``, value and what is allowed, for every
+    cost policy of a policy pack config; the pack would refuse the same config."""
+    from components.catalog import costing
+    from inferctl.errors import CommandError
+
+    problems = []
+    for name, entry in config.items() if isinstance(config, Mapping) else ():
+        if not str(name).startswith("cost-") or not isinstance(entry, Mapping) or "assumptions" not in entry:
+            continue
+        try:
+            costing.Usage.from_config(entry["assumptions"])
+        except costing.UsageError as err:
+            problems += [f"{name}.{key}: {message}" for key, message in err.problems]
+    if problems:
+        raise CommandError(f"policy config {source}: invalid cost assumptions: " + "; ".join(problems), exit_code=2)
 
 
 def resources_as_dicts(resources: Iterable[Any]) -> list[dict[str, Any]]:

@@ -96,6 +96,10 @@ def _policy_config(path: Path | None, stack: str) -> dict[str, Any]:
     if path is None and not candidate.is_file():
         return {}
     try:
-        return json.loads(candidate.read_text())
+        config = json.loads(candidate.read_text())
     except (OSError, json.JSONDecodeError) as err:
         raise CommandError(f"policy config {candidate}: {err}", exit_code=2) from None
+    from inferctl.cost.summary import check_assumptions
+
+    check_assumptions(config, candidate)
+    return config

@@ -1,7 +1,10 @@
 """Cost rules, priced with the same estimate `inferctl cost` prints (components.catalog.costing):
 
 - ``cost-monthly-budget``: the stack's expected monthly cost stays within ``monthlyBudgetUsd`` (0: no
-  ceiling). Usage assumptions (NAT GiB, log GiB, bucket GiB, night hours ...) come from ``assumptions``.
+  ceiling). Usage assumptions (NAT GiB, log GiB, bucket GiB, spot factor ...) come from ``assumptions``,
+  each key declared in the config schema (``costing.assumptions_schema``: numbers, no other keys); bad
+  ones are reported together, each as ``assumptions.<key>``. Accelerator pools are priced with the
+  plan's own night schedule (the KEDA ScaledObjects), not with an assumption.
 - ``cost-dev-on-demand-accelerators``: in development, accelerator pools that may launch on-demand
   capacity are reported with what they cost on demand at their maximum size.
 - ``cost-nat-per-zone-production-only``: more than one NAT gateway outside production is reported
@@ -28,6 +31,7 @@ from pulumi_policy import (
 )
 
 from components.catalog import costing, prices
+from components.catalog.costing import Usage, UsageError
 from components.catalog.prices import PriceError
 from policies.props import get
 
@@ -35,6 +39,7 @@ NAT = "aws:ec2/natGateway:NatGateway"
 DEVELOPMENT = "development"
 _ENVIRONMENT = {"type": "string", "enum": ["development", "production"], "default": "production"}
 _REGION = {"type": "string", "default": ""}
+_ASSUMPTIONS = costing.assumptions_schema()
 
 
 def as_plain(resources: Iterable[PolicyResource]) -> list[dict[str, Any]]:
@@ -58,12 +63,23 @@ def _region(resources: list[dict[str, Any]], configured: str) -> str:
     return costing.plan_region({"resources": resources})
 
 
+def _usage(args: StackValidationArgs, report: ReportViolation) -> Usage | None:
+    """The configured assumptions; None (reported, naming each ``assumptions.<key>``) when invalid."""
+    try:
+        return Usage.from_config(args.get_config().get("assumptions"))
+    except UsageError as err:
+        report(f"cannot price this stack: {err}")
+        return None
+
+
 def stack_estimate(args: StackValidationArgs, report: ReportViolation) -> costing.Estimate | None:
     config = args.get_config()
     resources = as_plain(args.resources)
+    usage = _usage(args, report)
+    if usage is None:
+        return None
     try:
-        return costing.estimate(resources, region=_region(resources, str(config.get("region") or "")),
-                                usage=costing.Usage.from_config(config.get("assumptions")))  # fmt: skip
+        return costing.estimate(resources, region=_region(resources, str(config.get("region") or "")), usage=usage)
     except PriceError as err:
         report(f"cannot price this stack: {err}")
         return None
@@ -85,23 +101,19 @@ def _budget(args: StackValidationArgs, report: ReportViolation) -> None:
         )
 
 
-def _pools(args: StackValidationArgs) -> Iterable[tuple[PolicyResource, costing.Line]]:
+def _pools(args: StackValidationArgs, report: ReportViolation) -> list[tuple[PolicyResource, costing.Line]]:
+    """Accelerator pools with their priced lines; reported and empty when the stack cannot be priced."""
     resources = {r.urn: r for r in args.resources}
-    estimate = costing.estimate(as_plain(args.resources), region=_region(as_plain(args.resources),
-                                str(args.get_config().get("region") or "")))  # fmt: skip
-    for line in estimate.accelerator_pools():
-        yield resources[line.urn], line
+    estimate = stack_estimate(args, report)
+    if estimate is None:
+        return []
+    return [(resources[line.urn], line) for line in estimate.accelerator_pools()]
 
 
 def _dev_on_demand(args: StackValidationArgs, report: ReportViolation) -> None:
     if args.get_config().get("environment", "production") != DEVELOPMENT:
         return
-    try:
-        pools = list(_pools(args))
-    except PriceError as err:
-        report(f"cannot price this stack: {err}")
-        return
-    for resource, line in pools:
+    for resource, line in _pools(args, report):
         if line.spot_share < 1:
             on_demand = line.monthly_max_on_demand or 0.0
             report(
@@ -119,9 +131,11 @@ def _nat_per_zone(args: StackValidationArgs, report: ReportViolation) -> None:
     if len(gateways) <= 1:
         return
     config = args.get_config()
+    usage = _usage(args, report)
+    if usage is None:
+        return
     try:
         region = _region(as_plain(args.resources), str(config.get("region") or ""))
-        usage = costing.Usage.from_config(config.get("assumptions"))
         one = (prices.service(prices.NAT_GATEWAY_HOUR, region) * prices.HOURS_PER_MONTH
                + prices.service(prices.NAT_GATEWAY_GB, region) * usage.nat_gib_per_gateway)  # fmt: skip
     except PriceError as err:
@@ -136,12 +150,7 @@ def _nat_per_zone(args: StackValidationArgs, report: ReportViolation) -> None:
 def _scale_to_zero(args: StackValidationArgs, report: ReportViolation) -> None:
     if args.get_config().get("environment", "production") != DEVELOPMENT:
         return
-    try:
-        pools = list(_pools(args))
-    except PriceError as err:
-        report(f"cannot price this stack: {err}")
-        return
-    for resource, line in pools:
+    for resource, line in _pools(args, report):
         floor = line.monthly_min or 0.0
         if floor > 0:
             report(
@@ -151,7 +160,7 @@ def _scale_to_zero(args: StackValidationArgs, report: ReportViolation) -> None:
             )
 
 
-_ENV_SCHEMA = PolicyConfigSchema(properties={"environment": _ENVIRONMENT, "region": _REGION, "assumptions": {"type": "object", "default": {}}})  # fmt: skip
+_ENV_SCHEMA = PolicyConfigSchema(properties={"environment": _ENVIRONMENT, "region": _REGION, "assumptions": _ASSUMPTIONS})  # fmt: skip
 
 POLICIES = [
     StackValidationPolicy(
@@ -163,7 +172,7 @@ POLICIES = [
             properties={
                 "monthlyBudgetUsd": {"type": "number", "default": 0},
                 "region": _REGION,
-                "assumptions": {"type": "object", "default": {}},
+                "assumptions": _ASSUMPTIONS,
             }
         ),
     ),

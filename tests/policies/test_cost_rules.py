@@ -74,3 +74,54 @@ def test_shipped_stacks_pass_their_cost_policies(stack, stack_plan):
     cost = [p for p in POLICIES if p.name.startswith("cost-")]
     found = evaluate(stack_plan(stack).run.resources, cost, config=_policy_config(None, stack))
     assert found == [], [v.message for v in found]
+
+
+def night_scheduled_gpus():
+    """4 replicas x 8 H100s on a pool from 0 to 4 nodes, and the ScaledObject components.autoscaling renders
+    (day 06:00-22:00 UTC at 4 replicas, night at 2)."""
+    from components.autoscaling.scaled_object import ScaleTarget, ScalingPolicy, scaled_object_spec
+    from components.observability.promql import Scope
+
+    def program():
+        import pulumi_kubernetes as k8s
+
+        gpu_pool(min_size=0, max_size=4, capacity="ON_DEMAND", types=("p5.48xlarge",))()
+        pool = {
+            "nodeSelectorTerms": [{"matchExpressions": [{"key": "node-pool", "operator": "In", "values": ["gpu"]}]}]
+        }
+        k8s.apps.v1.Deployment("triton", metadata={"name": "triton", "namespace": "inference"}, spec={
+            "replicas": 4, "selector": {"matchLabels": {"app": "t"}}, "template": {
+                "metadata": {"labels": {"app": "t"}},
+                "spec": {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": pool}},
+                         "containers": [{"name": "t", "image": "i", "resources": {"limits": {"nvidia.com/gpu": "8"}}}]}}})  # fmt: skip
+        policy = ScalingPolicy(scope=Scope(namespace="inference", job="triton"), prometheus_url="http://p:9090",
+                               min_replicas=4, max_replicas=4)  # fmt: skip
+        k8s.apiextensions.CustomResource("so", api_version="keda.sh/v1alpha1", kind="ScaledObject",
+                                         metadata={"name": "triton", "namespace": "inference"},
+                                         spec=scaled_object_spec(policy, ScaleTarget(name="triton")))  # fmt: skip
+
+    return program
+
+
+def test_budget_prices_accelerators_with_the_plans_night_schedule(violations):
+    # 16 h x 4 + 8 h x 2 nodes = 3.33 nodes on average: ~$134k a month, not the ~$161k of 4 nodes all day.
+    budget = {"monthlyBudgetUsd": 140_000, "region": "us-east-1"}
+    assert violations(night_scheduled_gpus(), "cost-monthly-budget", budget) == []
+    (v,) = violations(night_scheduled_gpus(), "cost-monthly-budget", {**budget, "monthlyBudgetUsd": 130_000})
+    assert "$133,957" in v.message
+
+
+def test_bad_assumptions_are_reported_together_by_key(violations):
+    bad = {"monthlyBudgetUsd": 1e9, "region": "us-east-1", "assumptions": {"nightHours": 8, "natGibPerGateway": "x"}}
+    (v,) = violations(gpu_pool(), "cost-monthly-budget", bad)
+    assert "assumptions.nightHours: unknown key" in v.message and "assumptions.natGibPerGateway: got 'x'" in v.message
+    (v,) = violations(nat_gateways(2), "cost-nat-per-zone-production-only", {**DEV, "assumptions": {"albLcu": -1}})
+    assert "assumptions.albLcu" in v.message
+
+
+def test_the_config_schema_declares_every_assumption():
+    from policies.rules.cost import POLICIES as COST
+
+    for policy in COST:
+        schema = policy.config_schema.properties["assumptions"]
+        assert schema["additionalProperties"] is False and "s3ModelGib" in schema["properties"], policy.name

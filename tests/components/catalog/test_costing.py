@@ -3,10 +3,15 @@ free and unknown types, areas, and the region check."""
 
 from __future__ import annotations
 
+from datetime import time
+
 import pytest
 
+from components.autoscaling.scaled_object import ScaleTarget, ScalingPolicy, scaled_object_spec
+from components.autoscaling.schedule import NightSchedule
 from components.catalog import costing, prices
-from components.catalog.costing import Usage
+from components.catalog.costing import Usage, UsageError
+from components.observability.promql import Scope
 
 H = prices.HOURS_PER_MONTH
 URN = "urn:pulumi:s::p::inference:compute:NodePool$aws:eks/nodeGroup:NodeGroup::{}"
@@ -27,13 +32,26 @@ def launch_template(id_="lt-1", gib=500):
             "inputs": {"blockDeviceMappings": [{"ebs": {"volumeSize": float(gib), "volumeType": "gp3"}}]}}  # fmt: skip
 
 
-def deployment(pool="gpu", replicas=3, gpus=4):
-    return {"urn": "urn:pulumi:s::p::kubernetes:apps/v1:Deployment::d", "type": "kubernetes:apps/v1:Deployment",
-            "name": "d", "custom": True,
-            "inputs": {"spec": {"replicas": float(replicas), "template": {"spec": {
-                "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-                    {"matchExpressions": [{"key": "node-pool", "operator": "In", "values": [pool]}]}]}}},
-                "containers": [{"resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}]}}}}}  # fmt: skip
+def pod(pool="gpu", gpus=4):
+    return {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                {"matchExpressions": [{"key": "node-pool", "operator": "In", "values": [pool]}]}]}}},
+            "containers": [{"resources": {"limits": {"nvidia.com/gpu": gpus if isinstance(gpus, str) else str(gpus)}}}]}  # fmt: skip
+
+
+def deployment(pool="gpu", replicas=3, gpus=4, name="triton"):
+    return {"urn": f"urn:pulumi:s::p::kubernetes:apps/v1:Deployment::{name}", "type": "kubernetes:apps/v1:Deployment",
+            "name": name, "custom": True,
+            "inputs": {"metadata": {"name": name, "namespace": "inference"},
+                       "spec": {"replicas": float(replicas), "template": {"spec": pod(pool, gpus)}}}}  # fmt: skip
+
+
+def scaled_object(day_min, day_max, night=None, target="triton", kind="Deployment"):
+    """A ScaledObject as components.autoscaling renders it (the real renderer, not a copy of its shape)."""
+    policy = ScalingPolicy(scope=Scope(namespace="inference", job="triton"), prometheus_url="http://p:9090",
+                           min_replicas=day_min, max_replicas=day_max, night=night)  # fmt: skip
+    spec = scaled_object_spec(policy, ScaleTarget(name=target, kind=kind))
+    return res("kubernetes:keda.sh/v1alpha1:ScaledObject", f"so-{target}",
+               metadata={"name": target, "namespace": "inference"}, spec=spec)  # fmt: skip
 
 
 def res(type_, name="r", **inputs):
@@ -50,7 +68,7 @@ def test_node_group_min_expected_max_with_its_volumes():
     assert line.category == "EC2 accelerators" and line.area == "compute"
 
 
-def test_spot_workload_demand_zonal_shards_and_night_schedule():
+def test_spot_and_workload_demand_over_zonal_shards():
     spot = costing.estimate([node_group(capacity="SPOT")], region="us-east-1").lines[0]
     assert spot.monthly_expected == pytest.approx(55.04 * H * prices.DEFAULT_SPOT_FACTOR + 20 * 0.08)
     # 3 replicas x 4 GPUs over two zonal groups of one pool: 6 GPUs each -> 1 node each.
@@ -59,9 +77,98 @@ def test_spot_workload_demand_zonal_shards_and_night_schedule():
     assert all("expected 1 " in x.basis for x in e.lines if x.type.endswith("NodeGroup"))
     e = costing.estimate([node_group(lo=0, desired=0, hi=4), deployment(replicas=4, gpus=8)], region="us-east-1")
     assert "expected 4 " in e.lines[0].basis
-    night = costing.estimate([node_group(lo=1, desired=1, hi=4), deployment(replicas=4, gpus=8)],
-                             region="us-east-1", usage=Usage(night_hours=12))  # fmt: skip
-    assert night.lines[0].monthly_expected == pytest.approx(e.lines[0].monthly_max * 2.5 / 4, rel=1e-3)
+
+
+def test_the_night_schedule_of_the_plans_scaled_object_prices_the_pool():
+    """Day 06:00-22:00 UTC at 4 replicas, night ceil(4 x 0.5) = 2: 16 h x 4 nodes + 8 h x 2 nodes."""
+    pool = node_group(lo=0, desired=0, hi=4)
+    e = costing.estimate([pool, deployment(replicas=4, gpus=8), scaled_object(4, 4, NightSchedule())],
+                         region="us-east-1")  # fmt: skip
+    line = e.lines[0]
+    per_node = 55.04 * H + 20 * 0.08
+    assert line.monthly_expected == pytest.approx(per_node * (16 * 4 + 8 * 2) / 24)
+    assert "16 h x 4 + 8 h x 2" in line.basis and "16 h day at 4-4 replicas, 8 h night at 2-2" in line.basis
+    # The pool's floor still holds at night, and its maximum caps the day.
+    floor = costing.estimate([node_group(lo=3, desired=3, hi=3), deployment(replicas=4, gpus=8),
+                              scaled_object(4, 4, NightSchedule())], region="us-east-1")  # fmt: skip
+    assert floor.lines[0].monthly_expected == pytest.approx(per_node * 3)
+    # A night that lowers only the floor saves only if load falls: priced at the planned replicas.
+    floor_only = scaled_object(4, 4, NightSchedule(lower_ceiling=False))
+    e = costing.estimate([pool, deployment(replicas=4, gpus=8), floor_only], region="us-east-1")
+    assert e.lines[0].monthly_expected == pytest.approx(per_node * 4)
+    # Without a schedule the plan runs around the clock.
+    e = costing.estimate([pool, deployment(replicas=4, gpus=8), scaled_object(4, 4, None)], region="us-east-1")
+    assert e.lines[0].monthly_expected == pytest.approx(per_node * 4)
+
+
+def test_a_night_window_in_another_timezone_and_schedules_that_cannot_be_read():
+    per_node = 55.04 * H + 20 * 0.08
+    pool = node_group(lo=0, desired=0, hi=4)
+    paris = scaled_object(2, 2, NightSchedule(timezone="Europe/Paris", start=time(20, 0), end=time(8, 0)))
+    e = costing.estimate([pool, deployment(replicas=2, gpus=8), paris], region="us-east-1")
+    assert e.lines[0].monthly_expected == pytest.approx(per_node * (12 * 2 + 12 * 1) / 24)
+    assert "(Europe/Paris)" in e.lines[0].basis
+    odd = scaled_object(2, 2, NightSchedule())
+    odd["inputs"]["spec"]["triggers"][-1]["metadata"]["start"] = "0 6 * * 1-5"
+    e = costing.estimate([pool, deployment(replicas=2, gpus=8), odd], region="us-east-1")
+    assert e.lines[0].monthly_expected == pytest.approx(per_node * 2) and "not read" in e.lines[0].basis
+
+
+def test_a_leader_worker_set_counts_the_leader_and_every_worker():
+    """2 groups of size 2 (a leader and one worker, 8 GPUs each): 32 GPUs = 4 p5 nodes, not 2 x 8 = 2."""
+    lws = res("kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet", "lws",
+              metadata={"name": "triton", "namespace": "inference"},
+              spec={"replicas": 2.0, "leaderWorkerTemplate": {"size": 2.0, "leaderTemplate": {"spec": pod(gpus=8)},
+                                                               "workerTemplate": {"spec": pod(gpus=8)}}})  # fmt: skip
+    e = costing.estimate([node_group(lo=0, desired=0, hi=8), lws], region="us-east-1")
+    assert "expected 4 " in e.lines[0].basis and "triton 2 x 16 accelerators" in e.lines[0].basis
+    # Without a leader template the leader runs the worker's pod (LeaderWorkerSet's default); size 4.
+    del lws["inputs"]["spec"]["leaderWorkerTemplate"]["leaderTemplate"]
+    lws["inputs"]["spec"]["leaderWorkerTemplate"]["size"] = 4.0
+    e = costing.estimate([node_group(lo=0, desired=0, hi=8), lws], region="us-east-1")
+    assert "expected 8 " in e.lines[0].basis
+    # Its ScaledObject scales groups: night ceil(2 x 0.5) = 1 group of 4 nodes.
+    e = costing.estimate([node_group(lo=0, desired=0, hi=8), lws, scaled_object(2, 2, NightSchedule(),
+                                                                                 kind="LeaderWorkerSet")],
+                         region="us-east-1")  # fmt: skip
+    assert "16 h x 8 + 8 h x 4" in e.lines[0].basis
+
+
+def test_kubernetes_quantities_and_unreadable_ones():
+    gpu_class = res("kubernetes:karpenter.k8s.aws/v1:EC2NodeClass", "nc", metadata={"name": "gpu"},
+                    spec={"blockDeviceMappings": [{"ebs": {"volumeSize": "0.5Ti"}}]})  # fmt: skip
+    karpenter = res("kubernetes:karpenter.sh/v1:NodePool", "kp", metadata={"name": "gpu"},
+                    spec={"limits": {"nvidia.com/gpu": "16"}, "template": {"spec": {
+                        "nodeClassRef": {"name": "gpu"},
+                        "requirements": [{"key": "node.kubernetes.io/instance-type", "operator": "In",
+                                          "values": ["p5.48xlarge"]}]}}})  # fmt: skip
+    e = costing.estimate([gpu_class, karpenter], region="us-east-1")
+    line = next(x for x in e.lines if x.name == "kp")
+    assert "512 GiB gp3 per node" in line.basis and line.monthly_max == pytest.approx(2 * (55.04 * H + 512 * 0.08))
+    assert costing.estimate([res("aws:ebs/volume:Volume", size=100.0)], region="us-east-1").monthly_expected == 8.0
+    bad = costing.estimate([node_group(lo=0, desired=0, hi=4), deployment(gpus="four")], region="us-east-1")
+    (unknown,) = bad.unknown
+    assert "'four'" in unknown.basis and "limits.nvidia.com/gpu" in unknown.basis
+    lots = node_group(lo=0, desired=0, hi=4)
+    lots["inputs"]["scalingConfig"]["maxSize"] = "lots"
+    bad_size = costing.estimate([lots], region="us-east-1")
+    assert bad_size.unknown and "scalingConfig.maxSize" in bad_size.unknown[0].basis
+
+
+def test_buckets_are_priced_by_their_component_not_their_name():
+    store = "urn:pulumi:s::p::inference:storage:ModelStore$aws:s3/bucket:Bucket::{}"
+
+    def bucket(urn, role=None):
+        return {"urn": urn, "type": "aws:s3/bucket:Bucket", "name": urn.rsplit("::", 1)[1], "custom": True,
+                "inputs": {"tags": {"bucket-role": role}} if role else {}}  # fmt: skip
+
+    items = [
+        bucket(store.format("weights"), "models"),
+        bucket(store.format("models-logs"), "access-logs"),
+        bucket("urn:pulumi:s::p::inference:edge:Edge$aws:s3/bucket:Bucket::model-archive"),
+    ]
+    by = {x.name: x.monthly_expected for x in costing.estimate(items, region="us-east-1").lines}
+    assert by == pytest.approx({"weights": 500 * 0.023, "models-logs": 50 * 0.023, "model-archive": 50 * 0.023})
 
 
 def test_services_free_and_unknown():
@@ -121,8 +228,27 @@ def test_area_comes_from_the_outermost_component():
 
 
 def test_usage_from_camel_case_config():
-    u = Usage.from_config({"natGibPerGateway": 1000, "s3ModelGib": 2000, "nightHours": 8, "other": 1})
-    assert (u.nat_gib_per_gateway, u.s3_model_gib, u.night_hours) == (1000, 2000, 8)
+    u = Usage.from_config({"natGibPerGateway": 1000, "s3ModelGib": 2000, "spotFactor": 0.3})
+    assert (u.nat_gib_per_gateway, u.s3_model_gib, u.spot_factor) == (1000, 2000, 0.3)
+
+
+def test_bad_usage_assumptions_are_named_together():
+    with pytest.raises(UsageError) as err:
+        Usage.from_config(
+            {"nightHours": 8, "natGibPerGateway": "lots", "spotFactor": 1.5, "albLcu": -1, "ecrGib": True}
+        )
+    keys = [k for k, _ in err.value.problems]
+    assert keys == [f"assumptions.{k}" for k in ("nightHours", "natGibPerGateway", "spotFactor", "albLcu", "ecrGib")]
+    text = str(err.value)
+    assert "unknown key; allowed: albLcu" in text and "got 'lots'; expected a number" in text
+    assert "expected a number in [0.01, 1]" in text
+
+
+def test_the_assumptions_schema_declares_every_usage_field():
+    schema = costing.assumptions_schema()
+    assert schema["additionalProperties"] is False
+    assert set(schema["properties"]) == {costing.assumption_key(f) for f in Usage.__dataclass_fields__}
+    assert {"natGibPerGateway", "s3ModelGib", "endpointGibPerEndpoint", "spotFactor"} <= set(schema["properties"])
 
 
 def test_ingresses_of_one_alb_group_are_one_load_balancer():

@@ -69,3 +69,17 @@ def test_the_plan_report_shows_the_monthly_estimate(stack, stack_plan):
         assert "Monthly cost (" in text and "expected $" in text
     if stack == "prod":  # the stack that plans from demand (inference-platform:capacity)
         assert "Planned capacity: 1.5e+09 tokens/day" in tree(plan)
+
+
+def test_bad_cost_assumptions_exit_2_naming_every_key(plan_file, tmp_path, capsys):
+    config = tmp_path / "policy.json"
+    config.write_text(json.dumps({"cost-monthly-budget": {"assumptions": {"nightHours": 8, "s3ModelGib": "big"}},
+                                  "cost-nat-per-zone-production-only": {"assumptions": {"spotFactor": 2}}}))  # fmt: skip
+    assert main(["cost", str(plan_file("dev")), "--policy-config", str(config)]) == 2
+    err = capsys.readouterr().err
+    for key in ("cost-monthly-budget.assumptions.nightHours", "cost-monthly-budget.assumptions.s3ModelGib",
+                "cost-nat-per-zone-production-only.assumptions.spotFactor"):  # fmt: skip
+        assert key in err
+    args = ["plan", "--stack", "dev", "--out", str(tmp_path / "out"), "--quiet", "--policy-config", str(config)]
+    assert main(args) == 2
+    assert "cost-monthly-budget.assumptions.nightHours: unknown key" in capsys.readouterr().err
