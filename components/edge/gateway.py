@@ -144,19 +144,19 @@ class EdgeGateway(pulumi.ComponentResource):
 
 
 def controller_values(redis_url: str, *, tls: bool = False, auth: bool = False) -> dict:
-    """Chart v1.9.0 values: global rate limits backed by Redis. TLS and AUTH reach the rate-limit service
-    (envoyproxy/ratelimit: ``REDIS_TLS``, ``REDIS_AUTH``) through the EnvoyGateway config's
-    ``provider.kubernetes.rateLimitDeployment.container.env``; the token comes from the Secret the
-    credentials' CSI sync writes, never from these values."""
-    env: list[dict] = []
+    """Chart v1.9.0 values: global rate limits backed by Redis. ``redis.tls`` (no client certificate) makes
+    Envoy Gateway start its rate-limit service with ``REDIS_TLS=true``; the AUTH token reaches it as
+    ``REDIS_AUTH`` through ``provider.kubernetes.rateLimitDeployment.container.env`` (how Envoy Gateway's
+    own tests pass it, internal/infrastructure/kubernetes/ratelimit), from the Secret the credentials'
+    CSI sync writes, never from these values."""
+    redis: dict = {"url": redis_url}
     if tls:
-        env.append({"name": "REDIS_TLS", "value": "true"})
+        redis["tls"] = {}
+    envoy_gateway: dict = {"rateLimit": {"backend": {"type": "Redis", "redis": redis}}}
     if auth:
-        env.append(
+        env = [
             {"name": "REDIS_AUTH", "valueFrom": {"secretKeyRef": {"name": REDIS_AUTH_SECRET, "key": REDIS_AUTH_KEY}}}
-        )
-    envoy_gateway: dict = {"rateLimit": {"backend": {"type": "Redis", "redis": {"url": redis_url}}}}
-    if env:
+        ]
         envoy_gateway["provider"] = {
             "type": "Kubernetes",
             "kubernetes": {"rateLimitDeployment": {"container": {"env": env}}},
