@@ -117,6 +117,32 @@ def _bad(err: Exception, fallback: str) -> CommandError:
     return CommandError(f"{flag}: {err}", exit_code=2)
 
 
+def check_flags(checks: list[tuple[str, bool, str]]) -> None:
+    """One exit-2 error naming every flag whose value is out of range: (flag, ok, what was given/allowed)."""
+    problems = [f"{flag}: {message}" for flag, ok, message in checks if not ok]
+    if problems:
+        raise CommandError("; ".join(problems), exit_code=2)
+
+
+def _positive(flag: str, value: float | None, kind: str = "a number > 0") -> tuple[str, bool, str]:
+    return flag, value is None or value > 0, f"got {value:g}; expected {kind}" if value is not None else ""
+
+
+def _demand_checks(args: argparse.Namespace) -> list[tuple[str, bool, str]]:
+    night_fraction, night_hours, peak = args.night_fraction, args.night_hours, args.peak_factor
+    return [
+        _positive("--tokens-per-day", args.tokens_per_day),
+        _positive("--isl", args.isl, "an integer >= 1"),
+        _positive("--osl", args.osl, "an integer >= 1"),
+        _positive("--slo-ttft-ms", args.slo_ttft_ms),
+        _positive("--slo-itl-ms", args.slo_itl_ms),
+        ("--peak-factor", peak is None or peak >= 1, f"got {peak}; expected a number >= 1"),
+        ("--night-fraction", night_fraction is None or 0 < night_fraction <= 1,
+         f"got {night_fraction}; expected a fraction in (0, 1]"),
+        ("--night-hours", night_hours is None or 0 <= night_hours < 24, f"got {night_hours}; expected [0, 24)"),
+    ]  # fmt: skip
+
+
 def _slo(ttft: float | None, itl: float | None, flags: str) -> Any:
     from components.catalog.latency import Slo
 
@@ -131,6 +157,7 @@ def _slo(ttft: float | None, itl: float | None, flags: str) -> Any:
 def _demand(args: argparse.Namespace) -> Any:
     from components.catalog import capacity
 
+    check_flags(_demand_checks(args))
     slo = _slo(args.slo_ttft_ms, args.slo_itl_ms, "--slo-ttft-ms/--slo-itl-ms")
     optional = {
         k: getattr(args, k) for k in ("peak_factor", "night_fraction", "night_hours") if getattr(args, k) is not None
@@ -145,8 +172,15 @@ def run_throughput(args: argparse.Namespace) -> int:
     from components.catalog import capacity, latency
     from components.catalog.models import SizingError
 
-    if args.scenario == "server" and (args.ttft_ms is None) != (args.itl_ms is None):
-        raise CommandError("--ttft-ms/--itl-ms: give both targets or neither", exit_code=2)
+    check_flags([
+        ("--tp", args.tp >= 1, f"got {args.tp}; expected an integer >= 1"),
+        _positive("--isl", args.isl, "an integer >= 1"),
+        _positive("--osl", args.osl, "an integer >= 1"),
+        _positive("--ttft-ms", args.ttft_ms),
+        _positive("--itl-ms", args.itl_ms),
+        ("--ttft-ms/--itl-ms", args.scenario != "server" or (args.ttft_ms is None) == (args.itl_ms is None),
+         "give both targets or neither"),
+    ])  # fmt: skip
     slo = _slo(args.ttft_ms, args.itl_ms, "--ttft-ms/--itl-ms") if args.scenario == "server" else None
     try:
         workload = latency.Workload(isl=args.isl, osl=args.osl)
@@ -181,11 +215,17 @@ def run_throughput(args: argparse.Namespace) -> int:
 
 def _replica_for(model: str, precision: str, accelerator: str, tp: int, kv_dtype: str) -> Any:
     """The cheapest node type of the chip (per accelerator-hour) on which ``tp`` is a valid layout."""
-    from components.catalog import capacity, latency
+    from components.catalog import capacity, latency, models
     from components.catalog.models import SizingError
 
     problems = []
     candidates = sorted(capacity.instances_for(accelerator), key=lambda t: t.price_per_accelerator_hour_usd or 0)
+    try:
+        tp_problem = models.architecture(model).tp_problem(tp)
+    except (SizingError, LookupError) as err:
+        raise capacity.PlanningError("model", str(err)) from None
+    if tp_problem:
+        raise capacity.PlanningError("tp", f"{model}: {tp_problem}")
     for node in candidates:
         if tp > node.max_tensor_parallel and node.max_tensor_parallel < 8:
             continue

@@ -51,6 +51,33 @@ def test_throughput_bad_input_exits_2_naming_the_flag(capsys, argv, flag):
     assert code == 2 and flag in err
 
 
+@pytest.mark.parametrize(
+    ("argv", "flags"),
+    [
+        (["--tp", "0", "--isl", "1000", "--osl", "1000"], ["--tp: got 0"]),
+        (["--tp", "3", "--isl", "1000", "--osl", "1000"], ["--tp: Llama-3.1-70B: 64 attention heads"]),
+        (["--tp", "2", "--isl", "-5", "--osl", "1000"], ["--isl: got -5"]),
+        (
+            ["--tp", "0", "--isl", "0", "--osl", "-1", "--ttft-ms", "-1", "--itl-ms", "0"],
+            ["--tp: got 0", "--isl: got 0", "--osl: got -1", "--ttft-ms: got -1", "--itl-ms: got 0"],
+        ),
+    ],
+)
+def test_throughput_names_each_bad_flag_in_one_error(capsys, argv, flags):
+    code, _, err = run(capsys, "capacity", "throughput", "--model", "Llama-3.1-70B", "--accelerator", "h100", *argv)
+    assert code == 2 and all(f in err for f in flags), err
+    assert "--model" not in err and err.count("inferctl") == 1
+
+
+def test_plan_names_each_bad_demand_flag_in_one_error(capsys):
+    argv = ["--model", "Llama-3.1-70B", "--isl", "0", "--osl", "1000", "--slo-ttft-ms", "0", "--slo-itl-ms", "40",
+            "--tokens-per-day", "0", "--night-fraction", "2", "--accelerator", "h100"]  # fmt: skip
+    code, _, err = run(capsys, "capacity", "plan", *argv)
+    for flag in ("--tokens-per-day: got 0", "--isl: got 0", "--slo-ttft-ms: got 0", "--night-fraction: got 2"):
+        assert flag in err, err
+    assert code == 2
+
+
 def test_unmeetable_slo_says_the_best_achievable(capsys):
     code, _, err = run(capsys, *THROUGHPUT, "--accelerator", "h100", "--tp", "2", "--ttft-ms", "5", "--itl-ms", "1")
     assert code == 2 and "best achievable is TTFT" in err
