@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -185,7 +186,27 @@ def _signed(v: float) -> str:
 
 
 def _short(urn: str | None) -> str:
-    return f"`{urn.split('::')[-1]}`" if urn else "stack"
+    return _code(urn.split("::")[-1]) if urn else "stack"
+
+
+# Names and messages come from the plans of a pull request's own code: written as text, never markup
+# (a backtick, a tag or a newline in a resource name must not reshape the comment or a table row).
+_MARKDOWN = {"\\": "\\\\", "`": "\\`", "*": "\\*", "_": "\\_", "[": "\\[", "]": "\\]", "|": "\\|",
+             "<": "&lt;", ">": "&gt;", "&": "&amp;"}  # fmt: skip
+
+
+def _text(value: Any) -> str:
+    """``value`` as literal Markdown text on one line, safe inside a table cell."""
+    return "".join(_MARKDOWN.get(c, c) for c in " ".join(str(value).splitlines()))
+
+
+def _code(value: Any) -> str:
+    """``value`` as an inline code span on one line: the fence is longer than any backtick run inside
+    (CommonMark), and ``|`` is escaped for GitHub's tables, which split cells before reading code."""
+    text = " ".join(str(value).splitlines()).replace("|", "\\|")
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    pad = " " if longest else ""
+    return f"{'`' * (longest + 1)}{pad}{text}{pad}{'`' * (longest + 1)}"
 
 
 def render(sections: list[StackDiff], *, title: str = "Offline plan") -> str:
@@ -201,9 +222,9 @@ def render(sections: list[StackDiff], *, title: str = "Offline plan") -> str:
             if d.cost_base is not None:
                 delta = _signed(d.cost_head.monthly_expected - d.cost_base.monthly_expected)
         counts = f"+{len(d.added)} ~{len(d.changed)} -{len(d.removed)}" + ("" if d.base_present else " (no base)")
-        lines.append(f"| `{d.stack}` | {counts} | {status} | {cost} | {delta} |")
+        lines.append(f"| {_code(d.stack)} | {counts} | {status} | {cost} | {delta} |")
     for d in sections:
-        lines += ["", f"### `{d.stack}`", ""]
+        lines += ["", f"### {_code(d.stack)}", ""]
         lines += [*_resources(d), "", *_policy_lines(d), "", *_cost_lines(d)]
     lines += ["", "<sub>Offline plan under the mock engine (`make plan`); costs from the dated price table "
                   "(`inferctl cost`). No cloud credentials were used.</sub>"]  # fmt: skip
@@ -215,11 +236,12 @@ def _resources(d: StackDiff) -> list[str]:
     if not rows:
         return ["No resource changes."]
     out = ["| type | added | changed | removed |", "|---|---:|---:|---:|"]
-    out += [f"| `{t}` | {a or ''} | {c or ''} | {r or ''} |" for t, a, c, r in rows]
+    out += [f"| {_code(t)} | {a or ''} | {c or ''} | {r or ''} |" for t, a, c, r in rows]
     if d.changed:
         out += ["", "<details><summary>changed resources</summary>", ""]
         for r, keys in d.changed[:MAX_CHANGED_LISTED]:
-            out.append(f"- `{r['type']}` {r['name']}: {', '.join(keys[:6])}{' …' if len(keys) > 6 else ''}")
+            listed = ", ".join(_text(k) for k in keys[:6])
+            out.append(f"- {_code(r['type'])} {_text(r['name'])}: {listed}{' …' if len(keys) > 6 else ''}")
         if len(d.changed) > MAX_CHANGED_LISTED:
             out.append(f"- … and {len(d.changed) - MAX_CHANGED_LISTED} more")
         out += ["", "</details>"]
@@ -233,7 +255,7 @@ def _policy_lines(d: StackDiff) -> list[str]:
         out = [f"Policies: {d.policies} evaluated, {len(d.violations)} violation(s):", "",
                "| level | policy | resource | message |", "|---|---|---|---|"]  # fmt: skip
         out += [
-            f"| {v.get('level')} | {v.get('policy')} | {_short(v.get('urn'))} | {v.get('message', '').replace('|', '/')} |"
+            f"| {_text(v.get('level'))} | {_text(v.get('policy'))} | {_short(v.get('urn'))} | {_text(v.get('message', ''))} |"
             for v in d.violations
         ]
     if d.base_present and (d.new_violations or d.fixed_violations):

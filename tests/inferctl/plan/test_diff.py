@@ -6,6 +6,7 @@ purpose)."""
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -58,3 +59,34 @@ def test_without_a_base_everything_is_added_and_bad_files_exit_2(plan_dirs, tmp_
     (tmp_path / "bad" / "dev.json").write_text("not json")
     assert main(["diff", "--head", str(tmp_path / "bad")]) == 2
     assert main(["diff", "--head", str(tmp_path / "empty-dir-that-is-missing")]) == 2
+
+
+HOSTILE = "web`<img src=x onerror=alert(1)>`\n| injected | row |"
+
+
+def _cells(row: str) -> int:
+    """Cell separators GitHub sees in a table row (a backslash-escaped pipe is text)."""
+    return len(re.findall(r"(?<!\\)\|", row))
+
+
+def test_names_and_messages_are_text_not_markup():
+    resource = {"urn": f"urn:pulumi:dev::p::aws:s3/bucket:Bucket::{HOSTILE}", "type": "aws:s3/bucket:Bucket",
+                "name": HOSTILE}  # fmt: skip
+    violation = {"level": "mandatory", "policy": "p_<b>", "urn": resource["urn"], "message": f"bad *{HOSTILE}* [x](y)"}
+    d = diff.StackDiff(stack="dev", base_present=True, added=[], removed=[], changed=[(resource, ["inputs.a_b"])],
+                       violations=[violation], new_violations=[violation], fixed_violations=[], policies=1,
+                       cost_head=None, cost_base=None, cost_error="no prices", capacity=None)  # fmt: skip
+    text = diff.render([d])
+    # A name holding a backtick keeps its own code span (literal, tags included): a longer fence, padded.
+    code = "`` web`<img src=x onerror=alert(1)>` \\| injected \\| row \\| ``"
+    assert f"| {code} |" in text
+    assert "<img" not in text.replace(code, "") and "<b>" not in text
+    assert not any(line.startswith("| injected") for line in text.splitlines())
+    (listed,) = [line for line in text.splitlines() if line.startswith("- `aws:s3/bucket:Bucket`")]
+    assert (
+        listed
+        == r"- `aws:s3/bucket:Bucket` web\`&lt;img src=x onerror=alert(1)&gt;\` \| injected \| row \|: inputs.a\_b"
+    )
+    (row,) = [line for line in text.splitlines() if line.startswith("| mandatory")]
+    assert _cells(row) == 5, row
+    assert r"| p\_&lt;b&gt; |" in row and r"bad \*web\`&lt;img" in row and r"\[x\](y)" in row
