@@ -155,84 +155,89 @@ def instances_for(accelerator_or_instance: str) -> tuple[InstanceType, ...]:
     return tuple(t for t in catalog.CATALOG.values() if t.accelerator_model == name.lower())
 
 
-def options(
-    model: str | models.ModelArchitecture,
-    precision: str,
-    accelerator_or_instance: str,
-    workload: Workload,
-    slo: Slo | None,
-    *,
-    region: str = prices.BASE_REGION,
-    kv_dtype: str = catalog.FP8,
-    scenario: latency.Scenario = "server",
-    batch_limit: int | None = None,
-) -> tuple[list[Option], list[Prediction]]:
-    """(options meeting the SLO, predictions that do not) over every node type and TP that fits."""
+@dataclass(frozen=True, kw_only=True)
+class Query:
+    """What to search the layouts for: a model at a precision on a chip or instance type, serving a
+    workload under an SLO."""
+
+    model: str | models.ModelArchitecture
+    """Required. A catalogued model name or its architecture."""
+    precision: str
+    """Required. Weight precision (``fp8``, ``bf16``, ``fp4`` ...)."""
+    accelerator: str
+    """Required. A chip (``h100``) for every catalogued node type with it, or one instance type."""
+    workload: Workload
+    """Required. Input and output tokens per request."""
+    slo: Slo | None
+    """Required. The latency targets; ``None`` in the offline scenario."""
+    region: str = prices.BASE_REGION
+    """Default us-east-1. The price table's region."""
+    kv_dtype: str = catalog.FP8
+    """Default ``fp8``. KV-cache dtype."""
+    scenario: latency.Scenario = "server"
+    """Default ``server``."""
+    tp: int | None = None
+    """Default any. Only this tensor-parallel degree."""
+    batch_limit: int | None = None
+    """Default the KV cache's bound. The serving engine's max batch (``serving.maxBatchSize``)."""
+
+
+def options(query: Query) -> tuple[list[Option], list[Prediction]]:
+    """(options meeting the SLO, predictions that do not) over every node type and TP that fits, cheapest
+    per output token first; PlanningError('model') when the model fits no TP at all."""
     met: list[Option] = []
     missed: list[Prediction] = []
     fits = False
     problems: list[str] = []
-    for node in instances_for(accelerator_or_instance):
+    for node in instances_for(query.accelerator):
         try:
-            layouts = latency.tp_options(model, precision, node, kv_dtype=kv_dtype)
+            layouts = latency.tp_options(query.model, query.precision, node, kv_dtype=query.kv_dtype)
         except (SizingError, CatalogError) as err:
             problems.append(str(err))
             continue
-        price = prices.instance_hour(node.name, region)
+        price = prices.instance_hour(node.name, query.region)
         for r in layouts:
             try:
-                p = latency.predict(r, workload, scenario=scenario, slo=slo, batch_limit=batch_limit)
+                p = latency.predict(r, query.workload, scenario=query.scenario, slo=query.slo,
+                                    batch_limit=query.batch_limit)  # fmt: skip
             except SizingError as err:
                 problems.append(str(err))
                 continue
             fits = True
+            if query.tp is not None and r.tp != query.tp:
+                continue
             if p.met and price is not None:
                 met.append(Option(r, p, price))
             elif not p.met:
                 missed.append(p)
     if not fits:
-        arch = models.architecture(model)
+        arch = models.architecture(query.model)
         detail = f" ({problems[0]})" if problems else ""
         raise PlanningError(
             "model",
-            f"{arch.name} at {precision} does not fit any TP on {accelerator_or_instance} "
-            f"with room for one {workload.isl}+{workload.osl}-token sequence{detail}",
+            f"{arch.name} at {query.precision} does not fit any TP on {query.accelerator} "
+            f"with room for one {query.workload.isl}+{query.workload.osl}-token sequence{detail}",
         )
     met.sort(key=lambda o: o.usd_per_million_output_tokens)
     return met, missed
 
 
-def best_option(
-    model: str | models.ModelArchitecture,
-    precision: str,
-    accelerator_or_instance: str,
-    workload: Workload,
-    slo: Slo | None,
-    *,
-    region: str = prices.BASE_REGION,
-    kv_dtype: str = catalog.FP8,
-    scenario: latency.Scenario = "server",
-    tp: int | None = None,
-    batch_limit: int | None = None,
-) -> Option:
+def best_option(query: Query) -> Option:
     """The cheapest layout per output token that meets the SLO; PlanningError('slo') with the best
-    achievable latency when none does."""
-    met, missed = options(model, precision, accelerator_or_instance, workload, slo, region=region,
-                          kv_dtype=kv_dtype, scenario=scenario, batch_limit=batch_limit)  # fmt: skip
-    if tp is not None:
-        met = [o for o in met if o.replica.tp == tp]
-        missed = [p for p in missed if p.replica.tp == tp]
+    achievable latency when none does, PlanningError('tp') when ``query.tp`` is no layout that fits."""
+    met, missed = options(query)
     if met:
         return met[0]
     if not missed:
-        raise PlanningError("tp", f"TP {tp} is not a layout that fits on {accelerator_or_instance}")
+        raise PlanningError("tp", f"TP {query.tp} is not a layout that fits on {query.accelerator}")
+    slo = query.slo
     assert slo is not None
     nearest = min(missed, key=lambda p: max(p.closest.ttft_ms / slo.ttft_ms, p.closest.itl_ms / slo.itl_ms))
     ttft = min(p.sweep[0].ttft_ms for p in missed)
     itl = min(p.sweep[0].itl_ms for p in missed)
     raise PlanningError(
         "slo",
-        f"no batch meets TTFT <= {slo.ttft_ms:g} ms and ITL <= {slo.itl_ms:g} ms on {accelerator_or_instance}: "
+        f"no batch meets TTFT <= {slo.ttft_ms:g} ms and ITL <= {slo.itl_ms:g} ms on {query.accelerator}: "
         f"the best achievable is TTFT {ttft:.0f} ms and ITL {itl:.1f} ms at batch 1 (closest: "
         f"{nearest.replica.node.name} TP{nearest.replica.tp} batch {nearest.closest.batch}, TTFT "
         f"{nearest.closest.ttft_ms:.0f} ms, ITL {nearest.closest.itl_ms:.1f} ms)",
@@ -387,8 +392,9 @@ def compare(
             rows.append((chip.model, None, f"{precision} weights / {kv_dtype} KV cache do not run on {chip.model}"))
             continue
         try:
-            rows.append((chip.model, best_option(model, precision, chip.model, workload, slo, region=region,
-                                                 kv_dtype=kv_dtype), ""))  # fmt: skip
+            query = Query(model=model, precision=precision, accelerator=chip.model, workload=workload, slo=slo,
+                          region=region, kv_dtype=kv_dtype)  # fmt: skip
+            rows.append((chip.model, best_option(query), ""))
         except PlanningError as err:
             rows.append((chip.model, None, str(err)))
     rows.sort(key=lambda r: (r[1] is None, r[1].usd_per_million_output_tokens if r[1] else 0.0))

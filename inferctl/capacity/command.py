@@ -310,8 +310,9 @@ def run_plan(args: argparse.Namespace) -> int:
             out: dict[str, Any] = compare_json(plans)
             text = compare_text(plans)
         else:
-            option = capacity.best_option(args.model, args.precision, args.accelerator, demand.workload, demand.slo,
-                                          region=args.region, kv_dtype=args.kv_dtype)  # fmt: skip
+            option = capacity.best_option(capacity.Query(
+                model=args.model, precision=args.precision, accelerator=args.accelerator, workload=demand.workload,
+                slo=demand.slo, region=args.region, kv_dtype=args.kv_dtype))  # fmt: skip
             p = capacity.plan(demand, option, region=args.region, **_plan_kwargs(args))
             plans = [(option.replica.node.accelerator_model, p, "")]
             out = plan_json(p)
@@ -345,8 +346,9 @@ def run_fleet(args: argparse.Namespace) -> int:
             raise CommandError(f"--region-quota: expected REGION=GPUS, got {item!r}", exit_code=2) from None
     try:
         first = next(iter(quotas))
-        option = capacity.best_option(args.model, args.precision, args.accelerator, demand.workload, demand.slo,
-                                      region=first, kv_dtype=args.kv_dtype)  # fmt: skip
+        option = capacity.best_option(capacity.Query(
+            model=args.model, precision=args.precision, accelerator=args.accelerator, workload=demand.workload,
+            slo=demand.slo, region=first, kv_dtype=args.kv_dtype))  # fmt: skip
         p = capacity.plan(demand, option, region=first)
         limits = {} if args.max_nodes_per_cluster is None else {"max_nodes_per_cluster": args.max_nodes_per_cluster}
         result = capacity.fleet(p, quotas, **limits)

@@ -127,9 +127,9 @@ def plan_for(
     try:
         arch = serving.resolved_architecture()
         instance = min(pool.instance_types, key=lambda t: prices.instance_hour(t, region) or float("inf"))
-        option = planner.best_option(arch, serving.precision, instance, demand.workload, demand.slo, region=region,
-                                     kv_dtype=kv_dtype, tp=serving.tensor_parallel,
-                                     batch_limit=serving.max_batch_size)  # fmt: skip
+        option = planner.best_option(planner.Query(
+            model=arch, precision=serving.precision, accelerator=instance, workload=demand.workload, slo=demand.slo,
+            region=region, kv_dtype=kv_dtype, tp=serving.tensor_parallel, batch_limit=serving.max_batch_size))  # fmt: skip
     except planner.PlanningError as err:
         key = slo_key if err.field == "slo" else "capacity"
         return PlanResult(None, (Problem(key, f"{err} (serving: {serving.model} {serving.precision} TP "

@@ -43,9 +43,13 @@ def test_bad_demand_names_its_field(field, kw):
     assert err.value.field == field
 
 
+def query(model, accelerator, slo=SLO, **kw):
+    return capacity.Query(model=model, precision="fp8", accelerator=accelerator, workload=W, slo=slo, **kw)
+
+
 def test_best_option_meets_the_slo_and_is_the_cheapest():
-    met, _ = capacity.options("Llama-3.1-70B", "fp8", "h100", W, SLO)
-    best = capacity.best_option("Llama-3.1-70B", "fp8", "h100", W, SLO)
+    met, _ = capacity.options(query("Llama-3.1-70B", "h100"))
+    best = capacity.best_option(query("Llama-3.1-70B", "h100"))
     assert best.point.ttft_ms <= SLO.ttft_ms and best.point.itl_ms <= SLO.itl_ms
     assert best.usd_per_million_output_tokens == min(o.usd_per_million_output_tokens for o in met)
     # $/M from first principles: the replica's share of the node's hour over its tokens in an hour.
@@ -55,19 +59,27 @@ def test_best_option_meets_the_slo_and_is_the_cheapest():
 
 def test_unknown_accelerator_unmeetable_slo_and_model_that_does_not_fit():
     with pytest.raises(PlanningError) as err:
-        capacity.best_option("Llama-3.1-70B", "fp8", "h300", W, SLO)
+        capacity.best_option(query("Llama-3.1-70B", "h300"))
     assert err.value.field == "accelerator" and "h100" in str(err.value)
     with pytest.raises(PlanningError) as err:
-        capacity.best_option("Llama-3.1-70B", "fp8", "h100", W, Slo(ttft_ms=5, itl_ms=2))
+        capacity.best_option(query("Llama-3.1-70B", "h100", Slo(ttft_ms=5, itl_ms=2)))
     assert err.value.field == "slo" and "best achievable" in str(err.value)
     with pytest.raises(PlanningError) as err:
-        capacity.best_option("Llama-3.1-405B", "fp8", "g6e.xlarge", W, SLO)
+        capacity.best_option(query("Llama-3.1-405B", "g6e.xlarge"))
     assert err.value.field == "model"
+    with pytest.raises(PlanningError) as err:
+        capacity.best_option(query("Llama-3.1-70B", "h100", tp=3))
+    assert err.value.field == "tp"
+
+
+def test_a_query_limited_to_one_tp_searches_only_that_layout():
+    met, missed = capacity.options(query("Llama-3.1-70B", "h100", tp=4))
+    assert met and {o.replica.tp for o in met} == {4} and all(p.replica.tp == 4 for p in missed)
 
 
 def test_plan_levels_bounds_utilisation_and_money():
     d = _demand()
-    option = capacity.best_option("Llama-3.1-70B", "fp8", "h100", W, SLO)
+    option = capacity.best_option(query("Llama-3.1-70B", "h100"))
     p = capacity.plan(d, option, price_per_million_output=2.0)
     rate = option.tokens_per_s_per_replica * capacity.DEFAULT_SCALING_TARGET
     assert p.peak.replicas == math.ceil(d.peak_output_tps / rate)
@@ -82,7 +94,7 @@ def test_plan_levels_bounds_utilisation_and_money():
 
 
 def test_plan_refuses_a_region_without_prices():
-    option = capacity.best_option("Llama-3.1-8B", "fp8", "l4", W, Slo(ttft_ms=2000, itl_ms=60))
+    option = capacity.best_option(query("Llama-3.1-8B", "l4", Slo(ttft_ms=2000, itl_ms=60)))
     with pytest.raises(prices.PriceError, match="eu-west-1"):
         capacity.plan(_demand(tokens_per_day=1e9), option, region="eu-west-1")
 
@@ -96,7 +108,7 @@ def test_compare_ranks_by_cost_and_explains_the_rest():
 
 def test_fleet_keeps_the_slo_when_one_cluster_is_lost():
     d = _demand(tokens_per_day=150e12)
-    option = capacity.best_option("Llama-3.1-70B", "fp8", "b200", W, SLO)
+    option = capacity.best_option(query("Llama-3.1-70B", "b200"))
     p = capacity.plan(d, option)
     quotas = {"us-east-1": 120_000, "us-east-2": 120_000, "us-west-2": 120_000}
     f = capacity.fleet(p, quotas, max_nodes_per_cluster=1000)
