@@ -25,6 +25,7 @@ from components.edge.policy import (
     OUTLIER_CONSECUTIVE_5XX,
     OUTLIER_INTERVAL_SECONDS,
     OUTLIER_MAX_EJECTION_PERCENT,
+    OVERLOAD_RETRY_AFTER_SECONDS,
     RETRY_ON,
     EdgePolicy,
 )
@@ -129,6 +130,12 @@ def gateway_summary(objects: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         "max_connections": cb["maxConnections"],
         "max_pending_requests": cb["maxPendingRequests"],
         "max_parallel_requests": cb["maxParallelRequests"],
+        "overload_retry_after": next(
+            h["value"]
+            for o in backend["responseOverride"]
+            for h in o["response"]["header"]["set"]
+            if h["name"] == "retry-after"
+        ),
     }
 
 
@@ -275,6 +282,18 @@ def _backend_traffic_policy(policy: EdgePolicy, target: GatewayTarget, routes: l
             }
         },
         "retry": {"numRetries": policy.retries, "retryOn": {"triggers": list(RETRY_ON)}},
+        # Envoy's own 503 when the circuit breaker is open (it marks it x-envoy-overloaded) tells the
+        # client when to come back, like the local Envoy's local-reply mapper on the UO flag.
+        "responseOverride": [
+            {
+                "match": {
+                    "statusCodes": [{"type": "Value", "value": 503}],
+                    "responseHeaders": [{"name": "x-envoy-overloaded", "value": {"type": "Exact", "value": "true"}}],
+                },
+                "source": "Local",
+                "response": {"header": {"set": [{"name": "retry-after", "value": str(OVERLOAD_RETRY_AFTER_SECONDS)}]}},
+            }
+        ],
         # "0s" turns Envoy's 15 s default route timeout off for gRPC too (GRPCRoute has no timeouts).
         "timeout": {"http": {"connectionIdleTimeout": f"{policy.idle_timeout_seconds}s", "requestTimeout": "0s"}},
     }

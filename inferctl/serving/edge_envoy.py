@@ -139,6 +139,13 @@ def bootstrap_summary(bootstrap: Mapping[str, Any]) -> dict[str, Any]:
         "max_connections": thresholds["max_connections"],
         "max_pending_requests": thresholds["max_pending_requests"],
         "max_parallel_requests": thresholds["max_requests"],
+        "overload_retry_after": next(
+            h["header"]["value"]
+            for m in hcm["local_reply_config"]["mappers"]
+            if m["filter"]["response_flag_filter"]["flags"] == ["UO"]
+            for h in m["headers_to_add"]
+            if h["header"]["key"] == "retry-after"
+        ),
     }
 
 
