@@ -1,9 +1,10 @@
 """A distributed load test in the cluster, as Locust's own distributed deployment.
 
 - The master is a Job (one pod, ``inferctl loadtest run --role master``): it binds 5557, waits for the
-  workers, runs for the duration, writes the report to its log and exits, which ends the test. ``pulumi
-  up`` waits for it (a bounded run: ``activeDeadlineSeconds`` covers arrivals, the last requests' timeout,
-  the workers' check-in and the pods' start), so a load test that records nothing fails the deploy.
+  workers (``expect_workers_seconds``: their nodes may be new), runs for the duration, writes the report to
+  its log and exits, which ends the test. ``pulumi up`` waits for it (a bounded run: ``activeDeadlineSeconds``
+  covers the pods' start, the workers' check-in, the arrivals and the last requests' timeout), so a load
+  test that records nothing fails the deploy.
 - The workers are an Indexed Job (``completionMode: Indexed``): Kubernetes gives each pod its
   ``JOB_COMPLETION_INDEX``, which is the worker's share of the request budget and its seed. Each worker
   ends when the master quits; ``pulumi up`` does not wait on them (``skipAwait``): the master's completion
@@ -43,9 +44,11 @@ DEFAULT_NAMESPACE = "loadtest"
 SERVICE_ACCOUNT = "loadtest"
 MASTER_PORT = 5557
 MASTER_SERVICE = "loadtest-master"
-# inferctl/loadtest/runner.py: the master waits 60 s for workers and allows 20 s to stop, beyond the run.
-MASTER_BOUNDS_SECONDS = 80
+# inferctl/loadtest/runner.py: the master allows 20 s to stop beyond the run and its last requests.
+MASTER_STOP_SECONDS = 20
 START_ALLOWANCE_SECONDS = 600
+DEFAULT_EXPECT_WORKERS_SECONDS = 600
+"""How long the master waits for every worker: their nodes may be new and the serving image is large."""
 PART_OF = {"app.kubernetes.io/part-of": "inference-platform", "app.kubernetes.io/name": "loadtest"}
 MASTER_LABELS = {**PART_OF, "app.kubernetes.io/component": "master"}
 # inferctl cost finds the workers' Job by these labels and prices their nodes for LOAD_SECONDS_ANNOTATION.
@@ -102,6 +105,8 @@ class LoadTestArgs:
     """Default 1 vCPU, 4 GiB and 4 GiB scratch (the per-request records)."""
     ttl_seconds_after_finished: int = 86400
     """Default 86400."""
+    expect_workers_seconds: int = DEFAULT_EXPECT_WORKERS_SECONDS
+    """Default 600. The master gives up (and the run fails) when not every worker connected by then."""
     depends_on: Sequence[pulumi.Resource] = ()
     """Default none. The rollout and the edge: the load starts once they exist."""
 
@@ -242,9 +247,14 @@ class LoadTest(pulumi.ComponentResource):
 
 
 def active_deadline_seconds(args: LoadTestArgs) -> int:
-    """Arrivals, the last requests' timeout (twice: the run and the master's stop), the master's own bounds."""
+    """The pods' start, the wait for the workers, the arrivals, the last requests' timeout (twice: the run and
+    the master's stop) and the master's own stop."""
     return int(
-        args.duration_seconds + 2 * args.request_timeout_seconds + MASTER_BOUNDS_SECONDS + START_ALLOWANCE_SECONDS
+        START_ALLOWANCE_SECONDS
+        + args.expect_workers_seconds
+        + args.duration_seconds
+        + 2 * args.request_timeout_seconds
+        + MASTER_STOP_SECONDS
     )
 
 
@@ -268,7 +278,8 @@ def _common_flags(args: LoadTestArgs) -> list[str]:
 
 
 def master_command(args: LoadTestArgs) -> list[str]:
-    return ["inferctl", "loadtest", "run", "--role", "master", "--master-host", "0.0.0.0", *_common_flags(args)]
+    wait = ["--expect-workers-seconds", str(args.expect_workers_seconds)]
+    return ["inferctl", "loadtest", "run", "--role", "master", "--master-host", "0.0.0.0", *wait, *_common_flags(args)]
 
 
 def worker_command(args: LoadTestArgs, *, key_file: str | None) -> list[str]:

@@ -65,6 +65,12 @@ def register(subparsers: Any) -> None:
     run.add_argument("--master-host", default="127.0.0.1", help="master address (--role master binds, worker dials)")
     run.add_argument("--master-port", type=int, default=5557)
     run.add_argument("--worker-index", type=int, default=0, help="this worker's index (default $JOB_COMPLETION_INDEX)")
+    run.add_argument(
+        "--expect-workers-seconds",
+        type=float,
+        default=60.0,
+        help="how long the master waits for every worker to connect (default 60; a cold cluster needs more)",
+    )
     run.set_defaults(handler=run_command)
 
     cal = actions.add_parser("calibrate", help="measure one worker's ceiling (requests/s)")
@@ -130,6 +136,8 @@ def build_config(args: argparse.Namespace) -> Any:
     problems = config.problems()
     if (args.ttft_slo_ms is None) != (args.itl_slo_ms is None):
         problems.append("--ttft-slo-ms/--itl-slo-ms: give both or neither")
+    if not args.expect_workers_seconds > 0:
+        problems.append(f"--expect-workers-seconds: got {args.expect_workers_seconds:g}; expected > 0")
     if args.role != "all" and args.workers < 1:
         problems.append(f"--workers: got {args.workers}; a distributed role needs >= 1 worker")
     if problems:
@@ -154,6 +162,7 @@ def run_command(args: argparse.Namespace) -> int:
         remote_workers=args.role == "master",
         master_host=args.master_host,
         master_port=args.master_port,
+        expect_workers_s=args.expect_workers_seconds,
     )
     if not result.records:
         raise CommandError(f"no request was recorded (Locust logs in {args.out})", exit_code=1)

@@ -56,12 +56,19 @@ def run_time_s(config: LoadConfig) -> float:
     return config.duration_s
 
 
-def wall_bound_s(config: LoadConfig) -> float:
+def wall_bound_s(config: LoadConfig, *, expect_workers_s: float = EXPECT_WORKERS_WAIT_S) -> float:
     """The hard limit after which every process is killed."""
-    return run_time_s(config) + EXPECT_WORKERS_WAIT_S + config.timeout_s + STOP_GRACE_S
+    return run_time_s(config) + expect_workers_s + config.timeout_s + STOP_GRACE_S
 
 
-def locust_argv(config: LoadConfig, role: str, *, master_host: str = "127.0.0.1", master_port: int) -> list[str]:
+def locust_argv(
+    config: LoadConfig,
+    role: str,
+    *,
+    master_host: str = "127.0.0.1",
+    master_port: int,
+    expect_workers_s: float = EXPECT_WORKERS_WAIT_S,
+) -> list[str]:
     """The locust command line of one process (``local``, ``master`` or ``worker``)."""
     argv = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "--loglevel", "WARNING"]
     if role == "worker":
@@ -88,7 +95,7 @@ def locust_argv(config: LoadConfig, role: str, *, master_host: str = "127.0.0.1"
             "--expect-workers",
             str(config.workers),
             "--expect-workers-max-wait",
-            str(EXPECT_WORKERS_WAIT_S),
+            str(math.ceil(expect_workers_s)),
         ]
     return argv
 
@@ -112,12 +119,13 @@ def run(
     remote_workers: bool = False,
     master_host: str = "127.0.0.1",
     master_port: int | None = None,
+    expect_workers_s: float = EXPECT_WORKERS_WAIT_S,
 ) -> RunResult:
     """Run ``config`` and return its records (the processes started here are gone on return).
 
     By default the master and ``config.workers`` workers run here on 127.0.0.1. With ``remote_workers``
     only the master runs here, bound to ``master_host:master_port``, and waits for the workers to dial in
-    (the cluster's worker pods: ``inferctl loadtest run --role worker``).
+    (the cluster's worker pods: ``inferctl loadtest run --role worker``) for up to ``expect_workers_s``.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     config_path = out_dir / "loadtest.json"
@@ -140,7 +148,7 @@ def run(
             log = open(out_dir / f"locust-{name}.log", "wb")  # noqa: SIM115 - closed below
             logs.append(log)
             processes[name] = subprocess.Popen(
-                locust_argv(config, role, master_host=master_host, master_port=port),
+                locust_argv(config, role, master_host=master_host, master_port=port, expect_workers_s=expect_workers_s),
                 env=role_env(
                     config_path, records=records if role != "worker" else None, api_key=api_key, worker_index=index
                 ),
@@ -150,7 +158,7 @@ def run(
             )
         lead = processes["local"] if config.workers == 0 else processes["master"]
         try:
-            lead.wait(timeout=wall_bound_s(config))
+            lead.wait(timeout=wall_bound_s(config, expect_workers_s=expect_workers_s))
         except subprocess.TimeoutExpired:
             timed_out = True
         # Workers leave when the master quits; give them a moment, then make sure.

@@ -74,6 +74,7 @@ def test_master_job_and_indexed_worker_job_agree_on_the_run(run_components):
     m = parse(master.inputs["spec"]["template"]["spec"]["containers"][0]["command"])
     w = parse(worker.inputs["spec"]["template"]["spec"]["containers"][0]["command"])
     assert (m.role, w.role) == ("master", "worker")
+    assert m.expect_workers_seconds == 600
     assert w.master_host == "loadtest-master.loadtest.svc.cluster.local" and m.master_host == "0.0.0.0"
     for a in (m, w):
         assert (a.shape, a.rate, a.workers, a.max_requests, a.duration, a.master_port) == (
