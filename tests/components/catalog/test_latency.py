@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from components.catalog import latency
-from components.catalog.latency import CALIBRATION, CALIBRATION_TOLERANCE, CHECKS, Slo, Workload
+from components.catalog.latency import Slo, Workload
+from components.catalog.latency_calibration import CALIBRATION, CALIBRATION_TOLERANCE, CHECKS, LLAMA2_70B
 from components.catalog.models import SizingError
 
 W1K = Workload(isl=1000, osl=1000)
@@ -40,7 +41,7 @@ def test_decode_is_memory_bound_at_batch_one_and_compute_bound_when_large():
     r = latency.replica("Llama-3.1-70B", "fp8", "p5.48xlarge", 2)
     small = latency.point(r, W1K, 1)
     assert small.decode_bound == "memory"
-    r8 = latency.replica(latency.LLAMA2_70B, "fp8", "p5.48xlarge", 2)
+    r8 = latency.replica(LLAMA2_70B, "fp8", "p5.48xlarge", 2)
     big = latency.point(r8, Workload(isl=100, osl=100), latency.max_batch(r8, Workload(isl=100, osl=100)))
     assert big.decode_bound == "compute"
 
