@@ -131,20 +131,25 @@ class _Echo(BaseHTTPRequestHandler):
 
 
 @pytest.fixture(scope="module")
-def echo_edge(tmp_path_factory) -> Iterator[Edge]:
-    """The same edge in front of a header echo instead of Triton: what exactly goes upstream."""
+def echo_port() -> Iterator[int]:
+    """A header echo on 127.0.0.1 standing in for Triton: what exactly goes upstream."""
     server = ThreadingHTTPServer((LOOPBACK, 0), _Echo)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    port = server.server_address[1]
     try:
-        upstream = Upstream(address=LOOPBACK, http_port=port, grpc_port=port)
-        with edge_in_front(edge_policy(EDGE), upstream, tmp_path_factory.mktemp("echo-edge"), None) as e:
-            yield e
+        yield server.server_address[1]
     finally:
         server.shutdown()
         server.server_close()
         thread.join(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def echo_edge(echo_port, tmp_path_factory) -> Iterator[Edge]:
+    """The same edge in front of the header echo instead of Triton."""
+    upstream = Upstream(address=LOOPBACK, http_port=echo_port, grpc_port=echo_port)
+    with edge_in_front(edge_policy(EDGE), upstream, tmp_path_factory.mktemp("echo-edge"), None) as e:
+        yield e
 
 
 def request(edge: Edge, path: str, *, key: str | None = None, body: dict | None = None, timeout: float = 30):
@@ -220,6 +225,22 @@ def test_upstream_sees_the_client_id_and_never_the_key(echo_edge):
     finally:
         connection.close()
     assert _Echo.seen[0]["x-client-id"] == "beta"
+
+
+def test_behind_the_edge_triton_gets_its_own_key_never_the_clients(echo_port, tmp_path):
+    """A serving stack that still restricts Triton's APIs (serving.auth) gets its in-pod key from the
+    edge (serve-local --edge does this): the client's key is stripped, Triton's set in its place."""
+    triton_key = "in-pod-" + "k" * 40
+    upstream = Upstream(
+        address=LOOPBACK, http_port=echo_port, grpc_port=echo_port, http_headers=(("x-api-key", triton_key),)
+    )
+    with edge_in_front(edge_policy(EDGE), upstream, tmp_path, None) as edge:
+        _Echo.seen.clear()
+        assert request(edge, "/v2/health/ready", key=edge.keys["alpha"])[0] == 200
+        assert request(edge, "/v2/health/ready", key="wrong-" * 8)[0] == 401
+    (headers,) = _Echo.seen
+    assert headers["x-api-key"] == triton_key and headers["x-client-id"] == "alpha"
+    assert edge.keys["alpha"] not in json.dumps(headers)
 
 
 def test_a_client_over_its_limit_gets_429_while_another_passes(edge):
