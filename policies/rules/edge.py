@@ -14,6 +14,10 @@
   basicAuth or extAuth).
 - ``rate-limit-store-encrypted``: an ElastiCache replication group encrypts at rest with a customer key,
   requires TLS in transit and an AUTH token.
+- ``acm-certificate-dns-validated``: an ACM certificate is DNS-validated (renews itself; e-mail validation
+  waits for a person) with a key of at least RSA 2048 or an EC P-256/P-384 key.
+- ``reference-grants-scoped``: a ReferenceGrant into an inference namespace names the one Service it
+  opens and the namespace it opens it to (no wildcard grants to every Service or namespace).
 """
 
 from __future__ import annotations
@@ -41,6 +45,9 @@ SECURITY_POLICY = "kubernetes:gateway.envoyproxy.io/v1alpha1:SecurityPolicy"
 ROUTES = ("kubernetes:gateway.networking.k8s.io/v1:HTTPRoute", "kubernetes:gateway.networking.k8s.io/v1:GRPCRoute")
 WEB_ACL = "aws:wafv2/webAcl:WebAcl"
 REPLICATION_GROUP = "aws:elasticache/replicationGroup:ReplicationGroup"
+CERTIFICATE = "aws:acm/certificate:Certificate"
+REFERENCE_GRANT = "kubernetes:gateway.networking.k8s.io/v1beta1:ReferenceGrant"
+CERTIFICATE_KEY_ALGORITHMS = ("RSA_2048", "RSA_3072", "RSA_4096", "EC_prime256v1", "EC_secp384r1")
 ALB_CONTROLLER = "ingress.k8s.aws/alb"
 ALB = "alb.ingress.kubernetes.io/"
 TLS13_POLICY_PREFIXES = ("ELBSecurityPolicy-TLS13-1-2-", "ELBSecurityPolicy-TLS13-1-3-")
@@ -186,6 +193,35 @@ def _store_encrypted(args: ResourceValidationArgs, report: ReportViolation) -> N
         report("no AUTH token")
 
 
+def _certificate_dns_validated(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type != CERTIFICATE or get(args.props, "certificateAuthorityArn"):
+        return  # a private CA's certificate has no validation
+    if get(args.props, "domainName") is None:
+        return  # an imported certificate
+    if get(args.props, "validationMethod") != "DNS":
+        report(f"validationMethod is {get(args.props, 'validationMethod')!r}: DNS validation renews by itself")
+    algorithm = get(args.props, "keyAlgorithm", "RSA_2048")
+    if algorithm not in CERTIFICATE_KEY_ALGORITHMS:
+        report(f"keyAlgorithm {algorithm} is not one of {', '.join(CERTIFICATE_KEY_ALGORITHMS)}")
+
+
+def _reference_grants_scoped(args: StackValidationArgs, report: ReportViolation) -> None:
+    namespaces = set(args.get_config().get("namespaces") or INFERENCE_NAMESPACES)
+    for resource in args.resources:
+        if resource.resource_type != REFERENCE_GRANT:
+            continue
+        namespace = get(resource.props, "metadata.namespace", "default")
+        if namespace not in namespaces:
+            continue
+        at = f"ReferenceGrant {namespace}/{get(resource.props, 'metadata.name')}"
+        for target in as_list(get(resource.props, "spec.to")):
+            if not get(target, "name"):
+                report(f"{at}: opens every {get(target, 'kind', '?')} of the namespace (name it)", resource.urn)
+        for source in as_list(get(resource.props, "spec.from")):
+            if not get(source, "namespace") or get(source, "namespace") == "*":
+                report(f"{at}: grants {get(source, 'kind', '?')}s of no named namespace", resource.urn)
+
+
 _NAMESPACES = {"type": "array", "items": {"type": "string"}, "default": INFERENCE_NAMESPACES}
 
 POLICIES = [
@@ -214,6 +250,19 @@ POLICIES = [
         name="inference-routes-authenticated",
         description="Every Gateway API route to an inference namespace has an authentication SecurityPolicy.",
         validate=_routes_authenticated,
+        enforcement_level=EnforcementLevel.MANDATORY,
+        config_schema=PolicyConfigSchema(properties={"namespaces": _NAMESPACES}),
+    ),
+    ResourceValidationPolicy(
+        name="acm-certificate-dns-validated",
+        description="ACM certificates are DNS-validated with RSA >= 2048 or EC P-256/P-384 keys.",
+        validate=_certificate_dns_validated,
+        enforcement_level=EnforcementLevel.MANDATORY,
+    ),
+    StackValidationPolicy(
+        name="reference-grants-scoped",
+        description="ReferenceGrants into inference namespaces name the Service and the source namespace.",
+        validate=_reference_grants_scoped,
         enforcement_level=EnforcementLevel.MANDATORY,
         config_schema=PolicyConfigSchema(properties={"namespaces": _NAMESPACES}),
     ),

@@ -208,3 +208,48 @@ def test_a_plaintext_store_fails(violations):
         "TLS in transit is not required",
         "no AUTH token",
     ]
+
+
+def _certificate(**overrides):
+    def program():
+        settings = {"domain_name": "api.example.com", "validation_method": "DNS", "key_algorithm": "EC_prime256v1"}
+        settings.update(overrides)
+        aws.acm.Certificate("cert", **{k: v for k, v in settings.items() if v is not None})
+
+    return program
+
+
+def test_a_dns_validated_ec_certificate_passes(violations):
+    assert violations(_certificate(), "acm-certificate-dns-validated") == []
+    assert violations(_certificate(key_algorithm=None), "acm-certificate-dns-validated") == []  # RSA_2048
+
+
+def test_email_validation_and_weak_keys_fail(violations):
+    found = violations(
+        _certificate(validation_method="EMAIL", key_algorithm="RSA_1024"), "acm-certificate-dns-validated"
+    )
+    assert [v.message.split(";")[0].split(":")[0] for v in found] == [
+        "validationMethod is 'EMAIL'",
+        "keyAlgorithm RSA_1024 is not one of RSA_2048, RSA_3072, RSA_4096, EC_prime256v1, EC_secp384r1",
+    ]
+
+
+def _grant(to_name="triton", from_namespace="envoy-gateway-system"):
+    def program():
+        k8s.apiextensions.CustomResource(
+            "grant", api_version="gateway.networking.k8s.io/v1beta1", kind="ReferenceGrant",
+            metadata={"name": "edge-routes", "namespace": "inference"},
+            spec={"from": [{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "namespace": from_namespace}],
+                  "to": [{"group": "", "kind": "Service", **({"name": to_name} if to_name else {})}]},
+        )  # fmt: skip
+
+    return program
+
+
+def test_a_grant_naming_the_service_and_namespace_passes(violations):
+    assert violations(_grant(), "reference-grants-scoped") == []
+
+
+def test_a_grant_to_every_service_fails(violations):
+    (found,) = violations(_grant(to_name=None), "reference-grants-scoped")
+    assert "opens every Service" in found.message
