@@ -41,10 +41,12 @@ def load_skips() -> dict[str, dict[str, Any]]:
 
 
 def skipped_by(skips: dict[str, dict[str, Any]], stack: str, check: str, resource: str) -> bool:
+    """A ``resources`` item ending in ``*`` matches by prefix (Job names that carry a digest of their run)."""
     entry = skips.get(check)
-    return (
-        entry is not None and stack in entry.get("stacks", [stack]) and resource in entry.get("resources", [resource])
-    )
+    if entry is None or stack not in entry.get("stacks", [stack]):
+        return False
+    names = entry.get("resources", [resource])
+    return any(resource == n or (n.endswith("*") and resource.startswith(n[:-1])) for n in names)
 
 
 def run_checkov(binary: Path, directory: Path) -> list[dict[str, Any]]:
@@ -107,3 +109,7 @@ def test_the_skip_matcher_narrows_by_stack_and_resource():
     assert not skipped_by(skips, "dev", "CKV_A", "Pod.ns.other")
     assert skipped_by(skips, "npu", "CKV_B", "Anything.at.all")
     assert not skipped_by(skips, "dev", "CKV_C", "Pod.ns.p")
+    prefixed = {"CKV_D": {"reason": "r", "resources": ["Job.ns.verification-*"]}}
+    assert skipped_by(prefixed, "prod", "CKV_D", "Job.ns.verification-dc21830f68")
+    assert not skipped_by(prefixed, "prod", "CKV_D", "Job.ns.engine-build-1")
+    assert not skipped_by(prefixed, "prod", "CKV_D", "Job.other.verification-1")
