@@ -89,6 +89,7 @@ def test_workloads_get_their_roles_drivers_and_secret_classes(stack_plan, stack)
         for c in by_type(resources, "kubernetes:secrets-store.csi.x-k8s.io/v1:SecretProviderClass")
         if "inference:edge:" not in (c.parent or "")  # the gateway's client keys: tests/infra/test_edge_stacks.py
         and "inference:observability:" not in (c.parent or "")  # Grafana's admin: test_monitoring_stack.py
+        and "inference:verification:" not in c.urn  # the verification Job's one key: test_verification_stacks.py
     ]
     # Shipped stacks set no NGC key or HF token, so only the inference servers get secrets (API keys).
     assert [c.inputs["metadata"]["namespace"] for c in classes] == [INFERENCE.namespace]
@@ -163,7 +164,11 @@ def test_injected_secrets_reach_secrets_manager_as_secrets(leak_plan):
         "value": NGC_KEY,
     }
     assert versions["secrets-hf-token-value"].inputs["secretString"]["value"] == HF_TOKEN
-    sync = by_type(plan.run.resources, "kubernetes:secrets-store.csi.x-k8s.io/v1:SecretProviderClass")
+    sync = [
+        c
+        for c in by_type(plan.run.resources, "kubernetes:secrets-store.csi.x-k8s.io/v1:SecretProviderClass")
+        if "inference:verification:" not in c.urn  # one edge client's key: tests/infra/test_verification_stacks.py
+    ]
     files = {
         c.inputs["metadata"]["namespace"]: [
             o["objectAlias"] for o in yaml.safe_load(c.inputs["spec"]["parameters"]["objects"])
