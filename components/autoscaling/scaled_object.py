@@ -37,6 +37,8 @@ from components.observability.promql import Scope
 Signal = Literal["requests", "queueRatio"]
 DAY_FLAG = 2
 """desiredReplicas of the ``day`` cron trigger: KEDA reports it in the window, 1 (or 0) outside."""
+FORMULA_TARGET = 1.0
+"""``scalingModifiers.target``: the formula's value is already a replica count (AverageValue of 1 each)."""
 HPA_TOLERANCE = 0.1
 """The HPA controller's default tolerance: no change while |ratio - 1| <= 10%."""
 DEFAULT_TARGET_REQUESTS = 48.0
@@ -169,17 +171,34 @@ def kv_replica_equivalents(scope: Scope) -> str:
 
 
 def formula(policy: ScalingPolicy) -> str | None:
-    """``advanced.scalingModifiers.formula`` (expr-lang), or None without a night schedule."""
+    """``advanced.scalingModifiers.formula`` (expr-lang), or None without a night schedule.
+
+    The demand in replicas, raised to the floor in force; capped only by a night ceiling below
+    ``maxReplicaCount``. A cap the HPA can apply itself stays out of the formula: the HPA's 10% tolerance
+    is judged on the formula's value, so a demand capped at 24 with 22 replicas running (ratio 1.09)
+    would never scale past 22, while ``maxReplicaCount`` caps after the tolerance."""
     if policy.night is None:
         return None
     demand = ", ".join(f"{t.name} / {_number(t.target)}" for t in triggers(policy))
     wanted = f"max({demand})" if len(triggers(policy)) > 1 else demand
-    night = policy.night
+    day, night = bounds_by_day_and_night(policy, policy.night)
+    top = policy.max_replicas
+    return f"day >= {DAY_FLAG} ? {_clamp(wanted, day, top)} : {_clamp(wanted, night, top)}"
+
+
+def bounds_by_day_and_night(policy: ScalingPolicy, night: NightSchedule) -> tuple[ReplicaBounds, ReplicaBounds]:
+    """The (day, night) replica bounds of ``policy`` under its ``night`` schedule."""
     night_floor = night.night_value(policy.min_replicas)
     night_ceiling = night.night_value(policy.max_replicas) if night.lower_ceiling else policy.max_replicas
-    day = f"min(max({wanted}, {policy.min_replicas}), {policy.max_replicas})"
-    dark = f"min(max({wanted}, {night_floor}), {max(night_floor, night_ceiling)})"
-    return f"day >= {DAY_FLAG} ? {day} : {dark}"
+    return (
+        ReplicaBounds(policy.min_replicas, policy.max_replicas),
+        ReplicaBounds(night_floor, max(night_floor, night_ceiling)),
+    )
+
+
+def _clamp(wanted: str, limit: ReplicaBounds, max_replicas: int) -> str:
+    raised = f"max({wanted}, {limit.floor})"
+    return f"min({raised}, {limit.ceiling})" if limit.ceiling < max_replicas else raised
 
 
 def scaled_object_spec(policy: ScalingPolicy, target: ScaleTarget) -> dict[str, Any]:
@@ -215,7 +234,7 @@ def scaled_object_spec(policy: ScalingPolicy, target: ScaleTarget) -> dict[str, 
         )
         advanced["scalingModifiers"] = {
             "formula": formula(policy),
-            "target": "1",
+            "target": _number(FORMULA_TARGET),
             "activationTarget": "0",
             "metricType": "AverageValue",
         }
@@ -249,10 +268,20 @@ def hpa_desired(current: int, value: float, target: float, tolerance: float = HP
 
 def desired_replicas(policy: ScalingPolicy, values: Mapping[str, float], current: int, instant: datetime) -> int:
     """What the HPA recommends at ``instant`` for trigger totals ``values`` (by trigger name), before its
-    behaviour's rate limits and stabilisation: the max over triggers, clamped to the bounds in force."""
-    wanted = max(hpa_desired(current, values[t.name] / max(current, 1), t.target) for t in triggers(policy))
-    limit = bounds(policy, instant)
-    return min(max(wanted, limit.floor), limit.ceiling)
+    behaviour's rate limits and stabilisation, as the ScaledObject makes it compute: without a night
+    schedule each trigger is a metric (the largest recommendation wins); with one, :func:`formula`'s value
+    is the only metric (target 1), so the tolerance is judged on it. Then ``minReplicaCount`` and
+    ``maxReplicaCount`` (the night floor and the day ceiling)."""
+    if policy.night is None:
+        wanted = max(hpa_desired(current, values[t.name] / max(current, 1), t.target) for t in triggers(policy))
+        return min(max(wanted, policy.min_replicas), policy.max_replicas)
+    day, night = bounds_by_day_and_night(policy, policy.night)
+    limit = night if policy.night.is_night(instant) else day
+    composite = max(max(values[t.name] / t.target for t in triggers(policy)), limit.floor)
+    if limit.ceiling < policy.max_replicas:
+        composite = min(composite, limit.ceiling)
+    wanted = hpa_desired(current, composite / max(current, 1), FORMULA_TARGET)
+    return min(max(wanted, night.floor), policy.max_replicas)
 
 
 def _number(value: float) -> str:

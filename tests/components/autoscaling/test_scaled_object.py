@@ -65,7 +65,7 @@ def test_the_scaled_object_carries_night_floor_day_cron_and_the_clamping_formula
     assert by_name["requests"]["metadata"]["threshold"] == "48"
     modifiers = spec["advanced"]["scalingModifiers"]
     assert modifiers["formula"] == (
-        "day >= 2 ? min(max(max(requests / 48, kv / 0.85), 4), 10) : min(max(max(requests / 48, kv / 0.85), 2), 5)"
+        "day >= 2 ? max(max(requests / 48, kv / 0.85), 4) : min(max(max(requests / 48, kv / 0.85), 2), 5)"
     )
     behaviour = spec["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]
     assert behaviour["scaleDown"]["stabilizationWindowSeconds"] == 3600
