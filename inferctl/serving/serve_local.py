@@ -198,6 +198,7 @@ def _edge_plan(args: argparse.Namespace, settings: Any, work_dir: Path) -> EdgeP
     keys = generate_keys(policy)
     key_file = args.api_key_file or work_dir / "api-keys.json"
     try:
+        key_file.parent.mkdir(parents=True, exist_ok=True)
         write_key_file(key_file, keys)
     except OSError as err:
         from inferctl.errors import CommandError
