@@ -8,8 +8,8 @@ Pure Python, no Pulumi. ``costing`` prices a pool's *expected* monthly cost with
   (size - 1) workers').
 - **The schedule bounds them by time of day.** A ScaledObject targeting the workload (as
   components.autoscaling renders it) has a ``day`` cron trigger (the day window) and a
-  ``scalingModifiers`` formula ``day >= 2 ? min(max(load, DAY_FLOOR), DAY_CEILING) : min(max(load,
-  NIGHT_FLOOR), NIGHT_CEILING)``. Expected replicas in a window = planned replicas clamped to that
+  ``scalingModifiers`` formula ``day >= 2 ? DAY : NIGHT``, each branch ``min(max(load, FLOOR), CEILING)``
+  or, when its ceiling is ``maxReplicaCount`` (which then caps it), ``max(load, FLOOR)``. Expected replicas in a window = planned replicas clamped to that
   window's [floor, ceiling]: the floor runs even without load, the ceiling caps the plan. Load above the
   plan (the daily peak) is not expected: the pool's maximum prices it. At night the *ceiling* is what
   saves money; a schedule lowering only the floor saves only if load falls, which the plan does not say,
@@ -47,9 +47,9 @@ MINUTES_PER_DAY: Final = 1440
 _OFFSET_DATE: Final = datetime(2026, 1, 1, 12)
 _CRON: Final = re.compile(r"\s*(\d{1,2})\s+(\d{1,2})\s+\*\s+\*\s+\*\s*")
 # The formula components.autoscaling.scaled_object.formula renders; the load term may hold commas.
-_FORMULA: Final = re.compile(
-    r"\s*day\s*>=\s*\d+\s*\?\s*min\(max\(.*,\s*(\d+)\),\s*(\d+)\)\s*:\s*min\(max\(.*,\s*(\d+)\),\s*(\d+)\)\s*"
-)
+_FORMULA: Final = re.compile(r"\s*day\s*>=\s*\d+\s*\?(?P<day>[^?:]*):(?P<night>[^?:]*)")
+_CAPPED: Final = re.compile(r"\s*min\(max\(.*,\s*(\d+)\),\s*(\d+)\)\s*")
+_RAISED: Final = re.compile(r"\s*max\(.*,\s*(\d+)\)\s*")
 
 
 @dataclass(frozen=True)
@@ -150,10 +150,10 @@ def schedule_of(spec: Mapping[str, Any]) -> Schedule:
     formula = str(((spec.get("advanced") or {}).get("scalingModifiers") or {}).get("formula") or "")
     if formula:
         match = _FORMULA.fullmatch(formula)
-        if match is None:
+        branches = [_branch(match[k], hi) for k in ("day", "night")] if match else [None]
+        if None in branches:
             return Schedule(everyday, everyday, 0, 0, note=f"formula {formula!r} not read")
-        d_lo, d_hi, n_lo, n_hi = (int(g) for g in match.groups())
-        day, night = Bounds(d_lo, d_hi), Bounds(n_lo, n_hi)
+        day, night = branches
     else:
         desired = int(float(meta.get("desiredReplicas", 0) or 0))
         day, night = Bounds(max(lo, desired), hi), everyday
@@ -168,6 +168,15 @@ def schedule_of(spec: Mapping[str, Any]) -> Schedule:
     offset = _OFFSET_DATE.replace(tzinfo=zone).utcoffset()
     shift = int(offset.total_seconds() // 60) if offset is not None else 0
     return Schedule(day, night, (start - shift) % MINUTES_PER_DAY, (end - shift) % MINUTES_PER_DAY, timezone)
+
+
+def _branch(text: str, top: int) -> Bounds | None:
+    """One branch's bounds: its own ceiling, else ``maxReplicaCount`` (``top``); None when unreadable."""
+    if capped := _CAPPED.fullmatch(text):
+        return Bounds(int(capped[1]), int(capped[2]))
+    if raised := _RAISED.fullmatch(text):
+        return Bounds(int(raised[1]), top)
+    return None
 
 
 def segments(loads: Iterable[Load], *, per_node: int, shards: int, lo: int, hi: int) -> list[Segment]:
