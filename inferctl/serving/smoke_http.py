@@ -71,7 +71,10 @@ def check_health(endpoint: HttpEndpoint, models: list[str], contract: Mapping[st
         raise SmokeFailure(f"cannot reach {endpoint.url}: {err}") from None
     finally:
         client.close()
-    found = {"inputs": {i["name"] for i in metadata["inputs"]}, "outputs": {o["name"] for o in metadata["outputs"]}}
+    # A server (or a proxy in front of it) may answer with metadata missing a side: that is a failed check.
+    found = {
+        side: {t.get("name") for t in metadata.get(side) or [] if isinstance(t, dict)} for side in ("inputs", "outputs")
+    }
     for side, names in contract.items():
         missing = sorted(set(names) - found[side])
         if missing:
