@@ -177,7 +177,13 @@ def _deliver(
     }
     csi = SecretsStoreCsi("secrets-store-csi", SecretsStoreCsiArgs(k8s_provider=k8s, region=region))
     arns = secrets.secret_arns
-    api_files = {(PRIMARY_API_KEY_FILE if i == 0 else name): arns[name] for i, name in enumerate(secrets.api_key_names)}
+    # Triton reads the API keys only when it checks them itself (serving.auth); behind a gateway that
+    # authenticates, its role gets no access to them at all.
+    api_files = (
+        {(PRIMARY_API_KEY_FILE if i == 0 else name): arns[name] for i, name in enumerate(secrets.api_key_names)}
+        if settings.serving.auth.enabled
+        else {}
+    )
     sync_files = {name: arns[name] for name in (NGC_API_KEY, HF_TOKEN) if name in arns}
     classes: dict[ServiceAccount, str] = {}
     for account, role_name, files in (

@@ -348,6 +348,16 @@ class ServingSettings(Section):
                     "production serves a public API: set true, or authenticate at the gateway (edge.auth.enabled)",
                 )
             )
+        stripped = _gateway_key_header(ctx)
+        if self.auth.enabled and stripped is not None and self.auth.header.lower() == stripped:
+            out.append(
+                Problem(
+                    "serving.auth.enabled",
+                    f"true behind a gateway that authenticates on {stripped!r} and strips it (edge.auth): Triton "
+                    "would see no key and refuse every request; set false (the NetworkPolicy admits only the "
+                    "gateway to Triton), or give Triton its own serving.auth.header that clients also send",
+                )
+            )
         if ctx.production:
             pins = (
                 ("engineManifestSha256", self.artifacts.engine_manifest_sha256),
@@ -494,9 +504,18 @@ class ServingSettings(Section):
 
 
 def _gateway_authenticates(ctx: CheckContext) -> bool:
-    """Whether the edge section checks API keys at the gateway (then the in-pod key is optional)."""
+    """Whether the stack has an edge (``edge.domain``) that checks API keys at the gateway (then the
+    in-pod key is optional)."""
     edge = ctx.sections.get("edge")
-    return bool(getattr(getattr(edge, "auth", None), "enabled", False))
+    has_edge = getattr(edge, "domain", None) is not None
+    return has_edge and bool(getattr(getattr(edge, "auth", None), "enabled", False))
+
+
+def _gateway_key_header(ctx: CheckContext) -> str | None:
+    """The header the gateway reads the client's key from and strips before Triton (None: no gateway auth)."""
+    if not _gateway_authenticates(ctx):
+        return None
+    return str(getattr(ctx.sections["edge"].auth, "header", "x-api-key")).lower()
 
 
 def accelerator_problems(serving: ServingSettings, instance_type: str) -> list[Problem]:

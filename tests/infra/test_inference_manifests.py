@@ -7,6 +7,7 @@ stacks); custom resources are checked for apiVersion, kind and the fields their 
 from __future__ import annotations
 
 import copy
+import json
 
 import kubernetes_validate
 import pytest
@@ -80,9 +81,15 @@ def multi_node_plan(tmp_path_factory):
     rollout = config["inference-platform:inference"]
     rollout.update({"replicas": 2, "rollout": {"maxSurge": 0, "maxUnavailable": 1}})
     rollout["model"].update({"engine": "llama-3.1-405b-instruct/fp8-tp8-pp2-sm90/2026-11-30/", "volumeGib": 256})
-    path = tmp_path_factory.mktemp("stack") / "Pulumi.prod-multinode.yaml"
+    directory = tmp_path_factory.mktemp("stack")
+    path = directory / "Pulumi.prod-multinode.yaml"
     path.write_text(yaml.safe_dump({**doc, "config": config}))
-    return make_plan(REPO, "prod", stack_file=path)
+    # Two replicas of two p5 nodes each cost more than prod's budget: the variant comes with its own.
+    policy = json.loads((REPO / "policies" / "config" / "prod.json").read_text())
+    policy["cost-monthly-budget"]["monthlyBudgetUsd"] = 250_000
+    policy_path = directory / "policy.json"
+    policy_path.write_text(json.dumps(policy))
+    return make_plan(REPO, "prod", stack_file=path, policy_config=policy_path)
 
 
 def test_a_multi_node_replica_is_a_leader_worker_set_whose_manifests_validate(multi_node_plan, tmp_path):

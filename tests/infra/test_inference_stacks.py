@@ -109,10 +109,10 @@ def test_prod_serves_llama_70b_fp8_at_tp4_on_h100_with_efa_from_fsx_in_three_rep
     assert [c["name"] for c in pod["initContainers"]] == ["stage-engine", "stage-tokenizer"]
     claim = next(v for v in pod["volumes"] if v["name"] == "model-cache")["persistentVolumeClaim"]
     assert claim == {"claimName": "models", "readOnly": True}  # the storage area's FSx claim
-    keys = next(v for v in pod["volumes"] if v["name"] == "api-keys")["csi"]["volumeAttributes"]
-    assert keys == {"secretProviderClass": "triton-secrets"}
-    assert {"name": "api-keys", "mountPath": "/mnt/secrets/inference", "readOnly": True} in container["volumeMounts"]
-    assert settings.serving.auth.key_file == "/mnt/secrets/inference/api-key"
+    # Keys are checked at the gateway: Triton mounts none and its role reads no secret.
+    assert not [v for v in pod["volumes"] if v["name"] == "api-keys"]
+    assert not settings.serving.auth.enabled and settings.edge.auth.enabled
+    assert not [r for r in resources if r.name == "inference-secrets-read"]
 
 
 @pytest.mark.parametrize("stack", ["prod", "npu"])

@@ -91,10 +91,9 @@ def test_workloads_get_their_roles_drivers_and_secret_classes(stack_plan, stack)
         and "inference:observability:" not in (c.parent or "")  # Grafana's admin: test_monitoring_stack.py
         and "inference:verification:" not in c.urn  # the verification Job's one key: test_verification_stacks.py
     ]
-    # Shipped stacks set no NGC key or HF token, so only the inference servers get secrets (API keys).
-    assert [c.inputs["metadata"]["namespace"] for c in classes] == [INFERENCE.namespace]
-    objects = yaml.safe_load(classes[0].inputs["spec"]["parameters"]["objects"])
-    assert [o["objectAlias"] for o in objects] == ["api-key", "api-key-2"]
+    # Shipped stacks set no NGC key or HF token, and check API keys at the gateway, not in Triton (serving.auth
+    # off): no workload class at all. The leak plan below sets all three and sees each class.
+    assert classes == []
 
 
 def test_cluster_objects_use_the_clusters_one_provider(stack_plan):
@@ -135,6 +134,8 @@ def leak_plan(tmp_path_factory, repo):
     doc = copy.deepcopy(yaml.safe_load((repo / "stacks" / "Pulumi.prod.yaml").read_text()))
     doc["config"]["inference-platform:ngcApiKey"] = {"secure": "v1:ciphertext-from-pulumi-config-set-secret"}
     doc["config"]["inference-platform:hfToken"] = {"secure": "v1:another-ciphertext"}
+    # Triton checks its own key too, on a header the gateway does not strip: the API keys reach its pods.
+    doc["config"]["inference-platform:serving"]["auth"] = {"enabled": True, "header": "x-triton-key"}
     stack_file = tmp / "Pulumi.prod.yaml"
     stack_file.write_text(yaml.safe_dump(doc))
     plan = make_plan(repo, "prod", stack_file=stack_file, secret_values={"ngcApiKey": NGC_KEY, "hfToken": HF_TOKEN})
@@ -234,7 +235,8 @@ def test_rollouts_get_the_model_claim_the_secret_classes_and_the_roles(run_compo
     program, found = _build(load_stack_settings("prod"))
     run_components(program, region="us-east-1")
     storage = found["storage"]
-    assert storage.model_claim == "models" and storage.secret_classes == {INFERENCE: "triton-secrets"}
+    # serving.auth is off in prod (the gateway checks keys): Triton gets no secret class.
+    assert storage.model_claim == "models" and storage.secret_classes == {}
     assert storage.cache is not None and storage.store.model_prefix == "models/"
     assert (storage.inference, storage.model_sync) == (INFERENCE, MODEL_SYNC)
     assert {account: ns.namespace for account, ns in storage.namespaces.items()} == {

@@ -20,9 +20,9 @@ from infra.settings.serving import NodePoolLookup, ServingSettings, accelerator_
 BASE = {"tags": {"owner": "team", "costCenter": "cc"}}
 
 
-def _load(serving: dict[str, Any], *, environment: str = "development") -> Any:
+def _load(serving: dict[str, Any], *, environment: str = "development", **sections: Any) -> Any:
     return load_settings(
-        {**BASE, "environment": environment, "serving": serving}, project="p", stack="s", region="us-east-1"
+        {**BASE, **sections, "environment": environment, "serving": serving}, project="p", stack="s", region="us-east-1"
     )
 
 
@@ -37,7 +37,8 @@ def test_every_stack_has_a_valid_serving_section():
     assert (dev.model, dev.precision, dev.tensor_parallel, dev.backend) == ("Llama-3.1-8B", "fp8", 1, "tensorrtllm")
     assert (prod.model, prod.precision, prod.tensor_parallel) == ("Llama-3.1-70B", "fp8", 4)
     assert (npu.backend, npu.precision, npu.tensor_parallel, npu.llm_model_name) == ("neuron", "bf16", 8, "neuron_llm")
-    assert prod.auth.enabled and npu.auth.enabled and not dev.auth.enabled
+    # prod and npu check keys at the gateway (edge.auth); Triton's own key is off behind it.
+    assert not (prod.auth.enabled or npu.auth.enabled or dev.auth.enabled)
 
 
 @pytest.mark.parametrize(
@@ -289,3 +290,11 @@ def test_a_kv_token_cap_below_the_batch_is_named():
         "serving.kvCache.maxTokens: got 500000; below maxBatchSize 64 x maxSeqLen 16384 = 1048576: the cache "
         "would admit fewer sequences than the engine is built for"
     ]
+
+
+def test_triton_cannot_check_the_key_the_gateway_strips():
+    edge = {"domain": "api.example.com", "certificateArn": "arn:aws:acm:us-east-1:123456789012:certificate/abc",
+            "auth": {"clients": {"chat": {"tier": "interactive"}}}}  # fmt: skip
+    problems = _problems({"auth": {"enabled": True}}, edge=edge)
+    assert any(p.startswith("serving.auth.enabled: true behind a gateway that authenticates on 'x-api-key'")
+               for p in problems), problems  # fmt: skip
