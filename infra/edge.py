@@ -17,6 +17,7 @@ from components.edge.gateway_api import GatewayTarget
 from components.edge.load_balancer_controller import LoadBalancerController, LoadBalancerControllerArgs
 from components.edge.public_endpoint import PublicEndpoint, PublicEndpointArgs, WafRules
 from components.edge.rate_limit_store import RateLimitStore, RateLimitStoreArgs
+from components.serving.inference_service import InferenceService
 from infra.cluster import Compute
 from infra.foundation import Foundation
 from infra.inference import Inference
@@ -43,8 +44,25 @@ def build_edge(
         reason = "edge.domain is not set" if cfg.domain is None else "there is no Triton Service yet"
         pulumi.log.info(f"edge: no public endpoint ({reason})")
         return None
-    service = inference.service
-    controller = LoadBalancerController(
+    controller = _controller(settings, foundation, compute)
+    store = _rate_limit_store(settings, foundation, compute)
+    gateway = _gateway(settings, foundation, compute, storage, inference.service, store)
+    endpoint = _public_endpoint(settings, foundation, compute, storage, gateway, controller)
+    pulumi.export(
+        "edge",
+        {
+            "url": f"https://{cfg.domain}",
+            "grpc": f"{cfg.domain}:443",
+            "clients": [c.client_id for c in cfg.policy().clients],
+            "webAclArn": endpoint.web_acl_arn,
+            "rateLimitStore": cfg.redis.resolved_mode(settings.environment),
+        },
+    )
+    return Edge(controller=controller, gateway=gateway, endpoint=endpoint)
+
+
+def _controller(settings: Settings, foundation: Foundation, compute: Compute) -> LoadBalancerController:
+    return LoadBalancerController(
         "load-balancer-controller",
         LoadBalancerControllerArgs(
             cluster_name=foundation.cluster_name,
@@ -57,10 +75,14 @@ def build_edge(
             default_tags=settings.default_tags,
         ),
     )
-    store = RateLimitStore(
+
+
+def _rate_limit_store(settings: Settings, foundation: Foundation, compute: Compute) -> RateLimitStore:
+    redis = settings.edge.redis
+    return RateLimitStore(
         "rate-limit-store",
         RateLimitStoreArgs(
-            mode=cfg.redis.resolved_mode(settings.environment),
+            mode=redis.resolved_mode(settings.environment),
             name_prefix=settings.name_prefix,
             namespace=NAMESPACE,
             provider=compute.provider,
@@ -68,10 +90,21 @@ def build_edge(
             subnet_ids=foundation.network.private_subnet_ids,
             client_security_group_id=compute.node_security_group_id,
             kms_key_arn=foundation.keys.storage_key_arn,
-            node_type=cfg.redis.node_type,
+            node_type=redis.node_type,
             protect=settings.production,
         ),
     )
+
+
+def _gateway(
+    settings: Settings,
+    foundation: Foundation,
+    compute: Compute,
+    storage: Storage,
+    service: InferenceService,
+    store: RateLimitStore,
+) -> EdgeGateway:
+    cfg = settings.edge
     target = GatewayTarget(
         namespace=NAMESPACE,
         name=GATEWAY_NAME,
@@ -84,7 +117,7 @@ def build_edge(
         gateway_class=GATEWAY_CLASS,
         listener_port=GATEWAY_PORT,
     )
-    gateway = EdgeGateway(
+    return EdgeGateway(
         "edge-gateway",
         EdgeGatewayArgs(
             provider=compute.provider,
@@ -107,8 +140,18 @@ def build_edge(
             depends_on=[service],
         ),
     )
-    waf = cfg.waf
-    endpoint = PublicEndpoint(
+
+
+def _public_endpoint(
+    settings: Settings,
+    foundation: Foundation,
+    compute: Compute,
+    storage: Storage,
+    gateway: EdgeGateway,
+    controller: LoadBalancerController,
+) -> PublicEndpoint:
+    cfg, waf = settings.edge, settings.edge.waf
+    return PublicEndpoint(
         "public-endpoint",
         PublicEndpointArgs(
             provider=compute.provider,
@@ -139,14 +182,3 @@ def build_edge(
         ),
         opts=pulumi.ResourceOptions(depends_on=[controller.release, gateway.release]),
     )
-    pulumi.export(
-        "edge",
-        {
-            "url": f"https://{cfg.domain}",
-            "grpc": f"{cfg.domain}:443",
-            "clients": [c.client_id for c in cfg.policy().clients],
-            "webAclArn": endpoint.web_acl_arn,
-            "rateLimitStore": cfg.redis.resolved_mode(settings.environment),
-        },
-    )
-    return Edge(controller=controller, gateway=gateway, endpoint=endpoint)

@@ -44,7 +44,25 @@ class Inference:
 
 
 def build_inference(settings: Settings, foundation: Foundation, compute: Compute, storage: Storage) -> Inference:
-    cfg, serving = settings.inference, settings.serving
+    serving = settings.serving
+    repository = _repository(settings, foundation)
+    pool = compute.pools.get(serving.node_pool)
+    rollout = settings.inference.has_image and pool is not None
+    controllers = _controllers(settings, compute, rollout)
+    if not rollout:
+        reason = "inference.image names no image yet" if pool is not None else f"no node pool {serving.node_pool!r}"
+        pulumi.log.info(f"inference: no rollout ({reason}); the image repository is ready for pushes")
+        return Inference(repository, None, controllers=controllers)
+    assert pool is not None
+    image = _image(settings, repository)
+    service = _service(settings, foundation, compute, storage, pool, image, controllers)
+    _export(settings, storage, pool, service, image)
+    build = _engine_build(settings, storage, pool, image, compute.provider) if serving.build.enabled else None
+    return Inference(repository, service, build, controllers)
+
+
+def _repository(settings: Settings, foundation: Foundation) -> ImageRepository:
+    cfg = settings.inference
     repository = ImageRepository(
         "image-repository",
         ImageRepositoryArgs(
@@ -58,9 +76,11 @@ def build_inference(settings: Settings, foundation: Foundation, compute: Compute
         ),
     )
     pulumi.export("imageRepository", {"name": repository.repository_name, "url": repository.repository_url})
-    pool = compute.pools.get(serving.node_pool)
-    rollout = cfg.has_image and pool is not None
-    monitoring = cfg.monitoring
+    return repository
+
+
+def _controllers(settings: Settings, compute: Compute, rollout: bool) -> ServingControllers | None:
+    monitoring, serving = settings.inference.monitoring, settings.serving
     # One owner for the Prometheus Operator CRDs, whether or not a rollout exists yet: the rollout's
     # ServiceMonitor and the observability stack's rules and monitors both need them, and a release
     # that changed hands would delete the CRDs (and every object of their kinds) on the way.
@@ -68,35 +88,43 @@ def build_inference(settings: Settings, foundation: Foundation, compute: Compute
         settings.observability.enabled or (rollout and monitoring.service_monitor)
     )
     leader_worker_set = rollout and serving.nodes > 1
-    controllers = None
-    if leader_worker_set or prometheus_crds:
-        controllers = ServingControllers(
-            "serving-controllers",
-            ServingControllersArgs(
-                k8s_provider=compute.provider,
-                leader_worker_set=leader_worker_set,
-                prometheus_crds=prometheus_crds,
-                system_node_selector={LABEL_NODE_ROLE: ROLE_SYSTEM},
-            ),
-        )
-    if not rollout:
-        reason = "inference.image names no image yet" if pool is not None else f"no node pool {serving.node_pool!r}"
-        pulumi.log.info(f"inference: no rollout ({reason}); the image repository is ready for pushes")
-        return Inference(repository, None, controllers=controllers)
-    assert pool is not None
-
-    image = (
-        pulumi.Output.concat(repository.repository_url, "@", cfg.image.digest)
-        if cfg.image.digest
-        else pulumi.Output.concat(repository.repository_url, ":", cfg.image.tag or "")
+    if not (leader_worker_set or prometheus_crds):
+        return None
+    return ServingControllers(
+        "serving-controllers",
+        ServingControllersArgs(
+            k8s_provider=compute.provider,
+            leader_worker_set=leader_worker_set,
+            prometheus_crds=prometheus_crds,
+            system_node_selector={LABEL_NODE_ROLE: ROLE_SYSTEM},
+        ),
     )
+
+
+def _image(settings: Settings, repository: ImageRepository) -> pulumi.Output[str]:
+    image = settings.inference.image
+    if image.digest:
+        return pulumi.Output.concat(repository.repository_url, "@", image.digest)
+    return pulumi.Output.concat(repository.repository_url, ":", image.tag or "")
+
+
+def _service(
+    settings: Settings,
+    foundation: Foundation,
+    compute: Compute,
+    storage: Storage,
+    pool: PoolProfile,
+    image: pulumi.Output[str],
+    controllers: ServingControllers | None,
+) -> InferenceService:
+    cfg, serving = settings.inference, settings.serving
     namespace = storage.namespaces.get(storage.inference)
     if namespace is None:
         raise pulumi.RunError(
             "inference: the storage area made no inference namespace (it was built without a cluster)"
         )
-    probes, drain = cfg.probes, cfg.termination
-    service = InferenceService(
+    probes, drain, monitoring = cfg.probes, cfg.termination, cfg.monitoring
+    return InferenceService(
         "inference",
         InferenceServiceArgs(
             k8s_provider=compute.provider,
@@ -141,6 +169,11 @@ def build_inference(settings: Settings, foundation: Foundation, compute: Compute
             namespace_resources=[namespace],
         ),
     )
+
+
+def _export(
+    settings: Settings, storage: Storage, pool: PoolProfile, service: InferenceService, image: pulumi.Output[str]
+) -> None:
     pulumi.export(
         "inference",
         {
@@ -149,7 +182,7 @@ def build_inference(settings: Settings, foundation: Foundation, compute: Compute
             "service": service.service_name,
             "image": image,
             "replicas": planned_replicas(settings),
-            "nodePool": serving.node_pool,
+            "nodePool": settings.serving.node_pool,
             "zones": list(pool.zones),
         },
     )
@@ -157,8 +190,6 @@ def build_inference(settings: Settings, foundation: Foundation, compute: Compute
     capacity_plan = capacity_summary(settings)
     if capacity_plan is not None:
         pulumi.export("capacityPlan", capacity_plan)
-    build = _engine_build(settings, storage, pool, image, compute.provider) if serving.build.enabled else None
-    return Inference(repository, service, build, controllers)
 
 
 def _autoscaled_max(settings: Settings) -> int | None:

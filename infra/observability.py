@@ -21,7 +21,7 @@ from components.compute.pool_profile import LABEL_NODE_ROLE, ROLE_SYSTEM
 from components.observability.monitoring_stack import Monitor, MonitoringStack, MonitoringStackArgs
 from components.observability.promql import Scope
 from components.observability.rules import AlertThresholds, RuleSet
-from components.serving.inference_service import DEFAULT_APP_NAME
+from components.serving.inference_service import DEFAULT_APP_NAME, InferenceService
 from infra.cluster import Compute
 from infra.edge import Edge
 from infra.foundation import Foundation
@@ -51,8 +51,7 @@ def build_observability(
     inference: Inference,
     edge: Edge | None,
 ) -> Observability:
-    cfg = settings.observability
-    if not cfg.enabled:
+    if not settings.observability.enabled:
         return Observability(None)
     if compute.storage_class_name is None:
         raise pulumi.RunError("observability: the cluster has no encrypted gp3 StorageClass for Prometheus")
@@ -64,6 +63,25 @@ def build_observability(
     )
     bounds = day_bounds(settings)
     scaled = settings.autoscaling.enabled and service is not None and bounds is not None
+    stack = _monitoring_stack(settings, foundation, compute, storage, inference, edge, scope, scaled)
+    if not scaled or service is None or bounds is None:
+        return Observability(stack)
+    keda = Keda("keda", KedaArgs(k8s_provider=compute.provider, system_node_selector=SYSTEM))
+    workload = _scaled_workload(settings, compute, service, stack, keda, scope, bounds)
+    return Observability(stack, keda, workload)
+
+
+def _monitoring_stack(
+    settings: Settings,
+    foundation: Foundation,
+    compute: Compute,
+    storage: Storage,
+    inference: Inference,
+    edge: Edge | None,
+    scope: Scope,
+    scaled: bool,
+) -> MonitoringStack:
+    cfg, service, bounds = settings.observability, inference.service, day_bounds(settings)
     hpa = f"keda-hpa-{service.workload_name}" if scaled and service is not None else None
     rules = RuleSet(
         scope=scope,
@@ -74,7 +92,8 @@ def build_observability(
         thresholds=_thresholds(settings),
     )
     # The CRDs first; the inference namespace too, where the PrometheusRule goes.
-    depends: list[pulumi.Resource] = [*(inference.controllers.releases.values() if inference.controllers else [])]
+    releases = inference.controllers.releases if inference.controllers else {}
+    depends: list[pulumi.Resource] = [*releases.values()]
     namespace = storage.namespaces.get(storage.inference)
     if namespace is not None:
         depends.append(namespace)
@@ -86,7 +105,7 @@ def build_observability(
             name_prefix=settings.name_prefix,
             kms_key_arn=foundation.keys.storage_key_arn,
             region=settings.region.name,
-            storage_class=compute.storage_class_name,
+            storage_class=compute.storage_class_name or "",
             namespace=settings.inference.monitoring.namespace,
             retention=cfg.retention,
             prometheus_storage_gib=cfg.prometheus_storage_gib,
@@ -96,7 +115,7 @@ def build_observability(
             monitors=_monitors(compute),
             secret_recovery_days=settings.secrets.recovery_window(settings.environment),
             protect=settings.production,
-            install_crds="prometheus_crds" not in (inference.controllers.releases if inference.controllers else {}),
+            install_crds="prometheus_crds" not in releases,
             depends_on=depends,
         ),
     )
@@ -108,9 +127,18 @@ def build_observability(
             "grafanaAdminSecretArn": stack.grafana_secret_arn,
         },
     )
-    if not scaled or service is None or bounds is None:
-        return Observability(stack)
-    keda = Keda("keda", KedaArgs(k8s_provider=compute.provider, system_node_selector=SYSTEM))
+    return stack
+
+
+def _scaled_workload(
+    settings: Settings,
+    compute: Compute,
+    service: InferenceService,
+    stack: MonitoringStack,
+    keda: Keda,
+    scope: Scope,
+    bounds: tuple[int, int],
+) -> ScaledWorkload:
     auto = settings.autoscaling
     policy = ScalingPolicy(
         scope=scope,
@@ -146,7 +174,7 @@ def build_observability(
             "maxReplicas": bounds[1],
         },
     )
-    return Observability(stack, keda, workload)
+    return workload
 
 
 def _thresholds(settings: Settings) -> AlertThresholds:

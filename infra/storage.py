@@ -60,14 +60,38 @@ class Storage:
 
 def build_storage(settings: Settings, foundation: Foundation, cluster: ClusterHandle | None = None) -> Storage:
     subnet_id = _cache_subnet(settings, foundation) if settings.fsx.enabled else None
-    keys, prefix, region = foundation.keys, settings.name_prefix, settings.region.name
+    store = _model_store(settings, foundation)
+    access = ModelAccess(
+        "model-access",
+        ModelAccessArgs(
+            bucket_arn=store.bucket_arn,
+            model_prefix=settings.storage.model_prefix,
+            kms_key_arn=foundation.keys.storage_key_arn,
+            region=settings.region.name,
+            cluster_name=cluster.cluster_name if cluster else None,
+            readers=[INFERENCE] if cluster else [],
+            writers=[MODEL_SYNC] if cluster else [],
+        ),
+    )
+    secrets = _secrets(settings, foundation)
+    cache = _model_cache(settings, foundation, store, subnet_id) if subnet_id is not None else None
+    claim, classes, namespaces = None, {}, {}
+    if cluster is not None:
+        claim, classes, namespaces = _deliver(
+            settings, foundation.keys.storage_key_arn, access, secrets, cache, cluster
+        )
+    _export(store, access, secrets, cache)
+    return Storage(store, access, secrets, cache, INFERENCE, MODEL_SYNC, claim, classes, namespaces)
+
+
+def _model_store(settings: Settings, foundation: Foundation) -> ModelStore:
     cfg, life = settings.storage, settings.storage.lifecycle
-    store = ModelStore(
+    return ModelStore(
         "model-store",
         ModelStoreArgs(
-            name_prefix=prefix,
+            name_prefix=settings.name_prefix,
             account_id=foundation.account_id,
-            kms_key_arn=keys.storage_key_arn,
+            kms_key_arn=foundation.keys.storage_key_arn,
             model_prefix=cfg.model_prefix,
             lifecycle=LifecycleArgs(
                 noncurrent_version_transition_days=life.noncurrent_version_transition_days,
@@ -87,24 +111,15 @@ def build_storage(settings: Settings, foundation: Foundation, cluster: ClusterHa
             partition=foundation.partition,
         ),
     )
-    access = ModelAccess(
-        "model-access",
-        ModelAccessArgs(
-            bucket_arn=store.bucket_arn,
-            model_prefix=cfg.model_prefix,
-            kms_key_arn=keys.storage_key_arn,
-            region=region,
-            cluster_name=cluster.cluster_name if cluster else None,
-            readers=[INFERENCE] if cluster else [],
-            writers=[MODEL_SYNC] if cluster else [],
-        ),
-    )
+
+
+def _secrets(settings: Settings, foundation: Foundation) -> Secrets:
     api = settings.secrets.api_keys
-    secrets = Secrets(
+    return Secrets(
         "secrets",
         SecretsArgs(
-            name_prefix=prefix,
-            kms_key_arn=keys.storage_key_arn,
+            name_prefix=settings.name_prefix,
+            kms_key_arn=foundation.keys.storage_key_arn,
             api_key_count=api.count,
             api_key_length=api.length,
             api_key_alphabet=api.alphabet,
@@ -114,34 +129,36 @@ def build_storage(settings: Settings, foundation: Foundation, cluster: ClusterHa
             protect=settings.production,
         ),
     )
-    cache = None
-    if subnet_id is not None:
-        fsx = settings.fsx
-        cache = ModelCache(
-            "model-cache",
-            ModelCacheArgs(
-                name_prefix=prefix,
-                account_id=foundation.account_id,
-                partition=foundation.partition,
-                vpc_id=foundation.network.vpc_id,
-                subnet_id=subnet_id,
-                node_security_group_id=foundation.security_groups.node_sg_id,
-                kms_key_arn=keys.storage_key_arn,
-                log_kms_key_arn=keys.logs_key_arn,
-                bucket_name=store.bucket_name,
-                bucket_arn=store.bucket_arn,
-                model_prefix=cfg.model_prefix,
-                storage_capacity_gib=fsx.storage_capacity_gib,
-                per_unit_storage_throughput=fsx.per_unit_storage_throughput,
-                file_system_path=fsx.file_system_path,
-                auto_import_events=fsx.auto_import_events,
-                protect=settings.production,
-            ),
-        )
-    claim, classes, namespaces = None, {}, {}
-    if cluster is not None:
-        claim, classes, namespaces = _deliver(settings, keys.storage_key_arn, access, secrets, cache, cluster)
 
+
+def _model_cache(
+    settings: Settings, foundation: Foundation, store: ModelStore, subnet_id: pulumi.Output[str]
+) -> ModelCache:
+    fsx, keys = settings.fsx, foundation.keys
+    return ModelCache(
+        "model-cache",
+        ModelCacheArgs(
+            name_prefix=settings.name_prefix,
+            account_id=foundation.account_id,
+            partition=foundation.partition,
+            vpc_id=foundation.network.vpc_id,
+            subnet_id=subnet_id,
+            node_security_group_id=foundation.security_groups.node_sg_id,
+            kms_key_arn=keys.storage_key_arn,
+            log_kms_key_arn=keys.logs_key_arn,
+            bucket_name=store.bucket_name,
+            bucket_arn=store.bucket_arn,
+            model_prefix=settings.storage.model_prefix,
+            storage_capacity_gib=fsx.storage_capacity_gib,
+            per_unit_storage_throughput=fsx.per_unit_storage_throughput,
+            file_system_path=fsx.file_system_path,
+            auto_import_events=fsx.auto_import_events,
+            protect=settings.production,
+        ),
+    )
+
+
+def _export(store: ModelStore, access: ModelAccess, secrets: Secrets, cache: ModelCache | None) -> None:
     pulumi.export(
         "modelStore",
         {"bucket": store.bucket_name, "logBucket": store.log_bucket_name, "modelPrefix": store.model_prefix},
@@ -153,7 +170,6 @@ def build_storage(settings: Settings, foundation: Foundation, cluster: ClusterHa
             "modelCache",
             {"fileSystemId": cache.file_system_id, "dnsName": cache.dns_name, "mountName": cache.mount_name},
         )
-    return Storage(store, access, secrets, cache, INFERENCE, MODEL_SYNC, claim, classes, namespaces)
 
 
 def _deliver(
