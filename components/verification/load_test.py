@@ -33,10 +33,9 @@ import pulumi_kubernetes as k8s
 
 from components.catalog.load_generator import LOAD_SECONDS_ANNOTATION, LOAD_TEST_WORKER_LABELS
 from components.common.errors import raise_if
-from components.identity.pod_identity import PodIdentityRole, PodIdentityRoleArgs
-from components.secrets.delivery import SecretDelivery, SecretDeliveryArgs
 from components.serving.workload_namespace import WorkloadNamespace, WorkloadNamespaceArgs
 from components.verification import pods
+from components.verification.key_delivery import deliver_one_key
 from components.verification.pods import PodShape
 from components.verification.verification_job import REPLACE_UNREADY
 
@@ -131,29 +130,19 @@ class LoadTest(pulumi.ComponentResource):
         waits: list[pulumi.Resource] = [namespace]
         key_class = None
         if args.api_key_secret_arn is not None:
-            identity = PodIdentityRole(
-                f"{name}-identity",
-                PodIdentityRoleArgs(
-                    cluster_name=args.cluster_name,
-                    namespace=args.namespace,
-                    service_account=SERVICE_ACCOUNT,
-                    partition=args.partition,
-                    description="Reads the one API key the load-test workers send",
-                ),
-                opts=pulumi.ResourceOptions(parent=self),
-            )
-            delivery = SecretDelivery(
-                f"{name}-secrets",
-                SecretDeliveryArgs(
-                    k8s_provider=args.k8s_provider,
-                    namespace=args.namespace,
-                    service_account=SERVICE_ACCOUNT,
-                    role_name=identity.role_name,
-                    files={pods.API_KEY_FILE: args.api_key_secret_arn},
-                    kms_key_arn=args.kms_key_arn or "",
-                    region=args.region,
-                ),
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[namespace]),
+            identity, delivery = deliver_one_key(
+                self,
+                name,
+                k8s_provider=args.k8s_provider,
+                cluster_name=args.cluster_name,
+                namespace=args.namespace,
+                service_account=SERVICE_ACCOUNT,
+                partition=args.partition,
+                secret_arn=args.api_key_secret_arn,
+                kms_key_arn=args.kms_key_arn or "",
+                region=args.region,
+                description="Reads the one API key the load-test workers send",
+                depends_on=[namespace],
             )
             key_class = delivery.class_name
             waits += [identity, delivery]

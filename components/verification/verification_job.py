@@ -28,9 +28,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.common.errors import raise_if
-from components.identity.pod_identity import PodIdentityRole, PodIdentityRoleArgs
-from components.secrets.delivery import SecretDelivery, SecretDeliveryArgs
 from components.verification import pods
+from components.verification.key_delivery import deliver_one_key
 from components.verification.pods import PodShape
 
 SERVICE_ACCOUNT = "verification"
@@ -115,29 +114,18 @@ class VerificationJob(pulumi.ComponentResource):
         key_class = None
         waits: list[pulumi.Resource] = [account]
         if args.api_key_secret_arn is not None:
-            identity = PodIdentityRole(
-                f"{name}-identity",
-                PodIdentityRoleArgs(
-                    cluster_name=args.cluster_name,
-                    namespace=args.namespace,
-                    service_account=SERVICE_ACCOUNT,
-                    partition=args.partition,
-                    description="Reads the one API key the post-rollout verification sends",
-                ),
-                opts=pulumi.ResourceOptions(parent=self),
-            )
-            delivery = SecretDelivery(
-                f"{name}-secrets",
-                SecretDeliveryArgs(
-                    k8s_provider=args.k8s_provider,
-                    namespace=args.namespace,
-                    service_account=SERVICE_ACCOUNT,
-                    role_name=identity.role_name,
-                    files={pods.API_KEY_FILE: args.api_key_secret_arn},
-                    kms_key_arn=args.kms_key_arn,
-                    region=args.region,
-                ),
-                opts=pulumi.ResourceOptions(parent=self),
+            identity, delivery = deliver_one_key(
+                self,
+                name,
+                k8s_provider=args.k8s_provider,
+                cluster_name=args.cluster_name,
+                namespace=args.namespace,
+                service_account=SERVICE_ACCOUNT,
+                partition=args.partition,
+                secret_arn=args.api_key_secret_arn,
+                kms_key_arn=args.kms_key_arn,
+                region=args.region,
+                description="Reads the one API key the post-rollout verification sends",
             )
             key_class = delivery.class_name
             waits += [identity, delivery]
