@@ -10,6 +10,7 @@ once complete: it is written beside it and renamed into place, so Triton never s
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from components.catalog.serving_contract import TTFT_BUCKETS_MS, TTFT_HISTOGRAM_FAMILY
 from inference_image.model_repository import nvidia_keys
 from inference_image.render import Fragment, ParameterBlocks, RenderError, Value, render
 from inference_image.speculative import speculative_parameters
@@ -50,6 +52,8 @@ class ModelPlan:
     """TEST DOUBLE only: the one line swapped in the rendered config (``backend: "python"``)."""
     extra_files: tuple[tuple[str, str], ...] = ()
     """(file name, text) written into the version directory beside the model code."""
+    ttft_buckets_ms: tuple[float, ...] = ()
+    """Default none. Bucket bounds of this model's first-response histogram (a ``model_metrics`` block)."""
 
     @property
     def source(self) -> str:
@@ -63,7 +67,10 @@ class ModelPlan:
         return path.read_text(encoding="utf-8") if path.is_file() else None
 
     def finish(self, text: str) -> str:
-        """The rendered config with the stand-in's backend line swapped in (exactly one line)."""
+        """The rendered config with its histogram buckets, and the stand-in's backend line swapped in
+        (exactly one line)."""
+        if self.ttft_buckets_ms:
+            text = text.rstrip("\n") + "\n" + model_metrics_block(self.ttft_buckets_ms)
         if self.backend is None:
             return text
         swapped, count = _BACKEND_LINE.subn(f'backend: "{self.backend}"', text)
@@ -151,7 +158,34 @@ def plan_repository(
             },
         ),
     ]
+    if stand_in is None:
+        # The models clients stream from, and the LLM step: their TTFT histograms with buckets for LLM
+        # latencies. Not in the stand-in's repository: the local Triton 2.51 (24.10) predates model_metrics (24.11).
+        buckets = ttft_buckets_ms(serving)
+        timed = {"ensemble", "tensorrt_llm_bls", llm}
+        plans = [dataclasses.replace(p, ttft_buckets_ms=buckets) if p.name in timed else p for p in plans]
     return plans
+
+
+def ttft_buckets_ms(serving: ServingSettings) -> tuple[float, ...]:
+    """The contract's LLM buckets plus the stack's own TTFT SLO values, ascending."""
+    slo = serving.slo
+    return tuple(sorted({float(b) for b in TTFT_BUCKETS_MS} | {slo.ttft_p50_ms, slo.ttft_p95_ms}))
+
+
+def model_metrics_block(buckets: tuple[float, ...]) -> str:
+    """``model_metrics`` (ModelConfig since Triton 24.11, common r24.11) overriding the first-response histogram's buckets."""
+    bounds = ", ".join(f"{b:g}" for b in buckets)
+    return (
+        "model_metrics {\n"
+        "  metric_control [\n"
+        "    {\n"
+        f'      metric_identifier {{ family: "{TTFT_HISTOGRAM_FAMILY}" }}\n'
+        f"      histogram_options {{ buckets: [ {bounds} ] }}\n"
+        "    }\n"
+        "  ]\n"
+        "}\n"
+    )
 
 
 def render_configs(plans: list[ModelPlan]) -> dict[str, str]:

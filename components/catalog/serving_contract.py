@@ -20,3 +20,10 @@ MODELS_DIR = Path("/models")
 """Engine in ``<MODELS_DIR>/engine``, tokenizer in ``<MODELS_DIR>/tokenizer``."""
 REPOSITORY_DIR = Path("/tmp/inferctl/model_repository")
 """Rendered model repository; owned by the entrypoint and replaced on every start."""
+
+TTFT_HISTOGRAM_FAMILY = "nv_inference_first_response_histogram_ms"
+"""Triton's time-to-first-response histogram (``--metrics-config histogram_latencies=true``)."""
+TTFT_BUCKETS_MS = (25, 50, 100, 200, 300, 500, 750, 1000, 1500, 2000, 3000, 5000, 10000, 30000, 60000)
+"""Bucket bounds of that histogram for LLM serving. Triton's defaults (100, 500, 2000, 5000 ms) cannot
+resolve a p95 between 500 ms and 2 s, where TTFT SLOs live; the stack's own SLO values are added too, so
+an alert at the SLO reads an exact bucket instead of an interpolation."""

@@ -144,9 +144,9 @@ def test_the_stand_in_loads_the_production_config_with_only_the_backend_swapped(
         _render(serving[stack], tmp_path / stack / "real")
         _render(serving[stack], tmp_path / stack / "stand-in", StandIn(first_token_delay_ms=7, token_delay_ms=3))
         stand_in = (tmp_path / stack / "stand-in" / "repo" / "tensorrt_llm").joinpath
-        production_lines = (
-            (tmp_path / stack / "real" / "repo" / "tensorrt_llm" / "config.pbtxt").read_text().splitlines()
-        )
+        production = (tmp_path / stack / "real" / "repo" / "tensorrt_llm" / "config.pbtxt").read_text()
+        # The local Triton 2.51 (24.10) predates model_metrics: the stand-in's copy has no histogram block.
+        production_lines = production[: production.index("model_metrics {")].splitlines()
         stand_in_lines = stand_in("config.pbtxt").read_text().splitlines()
         changed = [(a, b) for a, b in zip(production_lines, stand_in_lines, strict=True) if a != b]
         assert changed == [('backend: "tensorrtllm"', 'backend: "python"')], stack
@@ -253,3 +253,20 @@ def test_templates_and_model_code_ship_as_package_data():
     for model in ("preprocessing", "postprocessing", "neuron_llm", "tensorrt_llm_bls"):
         assert (root / model / "model.py").is_file()
     assert (resources.files("inference_image.testing.cpu_llm") / "config.pbtxt.tmpl").is_file()
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_ttft_histograms_have_llm_buckets_and_the_stacks_slo_bounds(serving, tmp_path, stack):
+    settings = serving[stack]
+    configs = _render(settings, tmp_path)
+    slo = settings.slo
+    for name in ("ensemble", "tensorrt_llm_bls", settings.llm_model_name):
+        (control,) = configs[name].model_metrics.metric_control
+        assert control.metric_identifier.family == "nv_inference_first_response_histogram_ms"
+        buckets = list(control.histogram_options.buckets)
+        assert buckets == sorted(set(buckets)) and {slo.ttft_p50_ms, slo.ttft_p95_ms} <= set(buckets), name
+        # Triton's defaults (100, 500, 2000, 5000) cannot place a p95 between 500 ms and 2 s.
+        assert len([b for b in buckets if 500 < b < 2000]) >= 3, name
+    assert not configs["preprocessing"].HasField("model_metrics")
+    stand_in = _render(settings, tmp_path / "stand-in", StandIn())
+    assert not any(config.HasField("model_metrics") for config in stand_in.values())
