@@ -22,11 +22,13 @@ def test_production_needs_a_key_in_the_pod_or_at_the_gateway(serving):
         "serving.auth.enabled: production serves a public API: set true, or authenticate at the gateway "
         "(edge.auth.enabled)"
     ]
-    gateway = EdgeSettings()
+    gateway = EdgeSettings.model_validate({"domain": "api.example.com"})
     assert gateway.auth.enabled  # the edge checks API keys by default
     assert _auth_problems(open_pod, edge=gateway) == []
-    no_gateway = EdgeSettings.model_validate({"auth": {"enabled": False}})
-    assert len(_auth_problems(open_pod, edge=no_gateway)) == 1
+    no_gateway_auth = EdgeSettings.model_validate({"domain": "api.example.com", "auth": {"enabled": False}})
+    assert len(_auth_problems(open_pod, edge=no_gateway_auth)) == 1
+    # Without edge.domain there is no gateway at all, whatever edge.auth says.
+    assert len(_auth_problems(open_pod, edge=EdgeSettings())) == 1
 
 
 def test_without_the_in_pod_key_no_secret_is_on_the_command_line(serving):

@@ -33,19 +33,24 @@ def test_dev_runs_one_server_on_the_contract_ports(serving):
     assert not any(a.startswith(("--http-restricted-api", "--load-model")) for a in argv)
 
 
+def _with_auth(settings):
+    """prod checks keys at its gateway; these tests are about Triton checking its own key."""
+    return settings.model_copy(update={"auth": settings.auth.model_copy(update={"enabled": True})})
+
+
 def test_auth_restricts_every_api_but_health_with_the_mounted_key(serving):
-    args = rank0_args(serving["prod"], model_repository=REPO, models=MODELS, api_key=KEY)
+    args = rank0_args(_with_auth(serving["prod"]), model_repository=REPO, models=MODELS, api_key=KEY)
     restriction = (
         f"inference,metadata,model-config,model-repository,shared-memory,statistics,trace,logging:x-api-key={KEY}"
     )
     assert f"--http-restricted-api={restriction}" in args
     assert f"--grpc-restricted-protocol={restriction}" in args
     with pytest.raises(ServerArgsError, match="no API key"):
-        rank0_args(serving["prod"], model_repository=REPO, models=MODELS)
+        rank0_args(_with_auth(serving["prod"]), model_repository=REPO, models=MODELS)
 
 
 def test_logged_commands_never_carry_the_key(serving):
-    args = rank0_args(serving["prod"], model_repository=REPO, models=MODELS, api_key=KEY)
+    args = rank0_args(_with_auth(serving["prod"]), model_repository=REPO, models=MODELS, api_key=KEY)
     shown = redacted(args)
     assert KEY not in " ".join(shown) and shown.count("--strict-readiness=true") == 1
     assert (
