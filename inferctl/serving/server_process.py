@@ -69,8 +69,10 @@ class ServerProcess:
                 except subprocess.TimeoutExpired:
                     _signal_group(process.pid, signal.SIGKILL)
                     process.wait(timeout=STOP_TIMEOUT)
-            # Stubs outlive a killed server only in their group; make sure none is left behind.
+            # Stubs outlive a killed server only in their group; make sure none is left behind, and that
+            # they are gone (a SIGKILLed process still runs until the kernel has torn it down).
             _signal_group(process.pid, signal.SIGKILL)
+            _wait_group_gone(process.pid, STOP_TIMEOUT)
         finally:
             if self._output is not None:
                 self._output.close()
@@ -97,3 +99,28 @@ def _ready(url: str) -> bool:
 def _signal_group(pid: int, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, sig)
+
+
+def _wait_group_gone(pgid: int, timeout: float) -> None:
+    """Until no live (non-zombie) process of group ``pgid`` is left, at most ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while _group_alive(pgid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def _group_alive(pgid: int) -> bool:
+    proc = Path("/proc")
+    if not proc.is_dir():  # not Linux: the SIGKILL above is all we can do
+        return False
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses, so split after the last ")".
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if len(fields) > 2 and fields[0] != "Z" and int(fields[2]) == pgid:
+            return True
+    return False
