@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.catalog import edge_charts as charts
 from components.common.errors import raise_if
-from components.edge import charts
 from components.edge.client_credentials import (
     REDIS_AUTH_KEY,
     REDIS_AUTH_SECRET,

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.catalog import edge_charts as charts
 from components.common.errors import raise_if
-from components.edge import charts
 from components.edge.iam_documents import load_balancer_controller_policy
 from components.identity.pod_identity import PodIdentityRole, PodIdentityRoleArgs
 

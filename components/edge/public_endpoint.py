@@ -32,8 +32,8 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from components.catalog import edge_charts as charts
 from components.common.errors import raise_if
-from components.edge import charts
 from components.edge.iam_documents import external_dns_policy
 from components.identity.pod_identity import PodIdentityRole, PodIdentityRoleArgs
 

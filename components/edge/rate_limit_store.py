@@ -20,8 +20,8 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 import pulumi_random as random
 
+from components.catalog import edge_charts as charts
 from components.common.errors import raise_if
-from components.edge import charts
 
 MODES = ("elasticache", "inCluster")
 REDIS_PORT = 6379

@@ -1,4 +1,4 @@
-"""Helm charts and images of the edge, each pinned: pure data (same ``Chart`` as components.catalog.charts).
+"""Helm charts and images of the edge, each pinned: pure data (the ``Chart`` of components.catalog.charts).
 
 Sources
 - AWS Load Balancer Controller chart 3.5.0 (app v3.5.0), repository https://aws.github.io/eks-charts
