@@ -12,17 +12,15 @@ from __future__ import annotations
 
 import contextlib
 import json
-import subprocess
-import time
-import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from inferctl.errors import CommandError
 from inferctl.loadtest import records as rec
 from inferctl.loadtest.config import LoadConfig, Shape, SizeDistribution
-from inferctl.loadtest.runner import free_port
 from inferctl.loadtest.runner import run as run_load
+from inferctl.processes import free_port
 
 TOKENS = 16
 DEFAULT_USERS = 64
@@ -101,43 +99,17 @@ def stub_bootstrap(port: int, admin_port: int, *, tokens: int = TOKENS) -> dict[
 
 
 @contextlib.contextmanager
-def envoy_stub(work_dir: Path, *, tokens: int = TOKENS):  # type: ignore[no-untyped-def]
+def envoy_stub(work_dir: Path, *, tokens: int = TOKENS) -> Iterator[str]:
     """Yield the base URL of a stream-answering Envoy on 127.0.0.1; stop it on exit."""
-    from inferctl.serving.local_edge import envoy_binary
+    from inferctl.serving.local_edge import envoy_process
 
     port, admin = free_port(), free_port()
     config = work_dir / "envoy-stub.json"
     config.write_text(json.dumps(stub_bootstrap(port, admin, tokens=tokens)), encoding="utf-8")
-    log = open(work_dir / "envoy-stub.log", "wb")  # noqa: SIM115 - closed below
-    process = subprocess.Popen(
-        [str(envoy_binary()), "-c", str(config), "--concurrency", "1", "--log-level", "warn"],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            if process.poll() is not None:
-                raise CommandError(f"envoy stub exited with {process.returncode} (log {work_dir / 'envoy-stub.log'})")
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{admin}/ready", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise CommandError("envoy stub was not ready within 30 s")
-            time.sleep(0.2)
+    with envoy_process(
+        config, log=work_dir / "envoy-stub.log", admin_url=f"http://127.0.0.1:{admin}", extra=("--concurrency", "1")
+    ):
         yield f"http://127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
-        log.close()
 
 
 def calibrate(

@@ -11,8 +11,6 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,6 +19,7 @@ from pathlib import Path
 
 from inferctl.loadtest.config import API_KEY_ENV, CONFIG_ENV, RECORDS_ENV, WORKER_INDEX_ENV, LoadConfig
 from inferctl.loadtest.records import RequestRecord, read_jsonl
+from inferctl.processes import free_port, stop_group
 
 # Never imported here: importing Locust monkey-patches the whole process for gevent.
 LOCUSTFILE = Path(__file__).with_name("locustfile.py")
@@ -30,6 +29,8 @@ DEFAULT_MASTER_PORT = 5557
 EXPECT_WORKERS_WAIT_S = 60
 # Beyond the run time: process start, the workers' check-in, and the last requests' own timeout.
 STOP_GRACE_S = 20.0
+# SIGTERM to SIGKILL, for each Locust process group left at the end.
+STOP_TIMEOUT_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -168,7 +169,7 @@ def run(
                 process.wait(timeout=max(0.1, deadline - time.monotonic()))
     finally:
         for process in processes.values():
-            _stop(process)
+            stop_group(process, STOP_TIMEOUT_S)
         for log in logs:
             log.close()
     return RunResult(
@@ -180,21 +181,3 @@ def run(
         out_dir=out_dir,
         wall_s=time.monotonic() - started,
     )
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=5)

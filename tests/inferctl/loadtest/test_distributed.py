@@ -86,7 +86,7 @@ def test_roles_as_the_cluster_runs_them_master_here_workers_as_their_own_process
     import subprocess
     import sys
 
-    from inferctl.loadtest.runner import free_port
+    from inferctl.processes import free_port
 
     port = free_port()
     common = ["--url", server.http_url, "--shape", "concurrency", "--concurrency", "4", "--isl", "8", "--osl", "6",

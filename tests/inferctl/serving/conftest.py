@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 import pytest
 
 from inferctl import stack_settings
+from inferctl.processes import free_port
 from inferctl.serving import local_triton
 from inferctl.serving.serve_local import LocalRepository, build_local_repository
 from inferctl.serving.server_process import ServerProcess
@@ -27,12 +27,6 @@ LOOPBACK = "127.0.0.1"
 READY_TIMEOUT = 90.0
 # Fast stand-in: the tests prove behaviour, not speed.
 FAST = StandIn(first_token_delay_ms=10, token_delay_ms=3)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind((LOOPBACK, 0))
-        return sock.getsockname()[1]
 
 
 def listen() -> Listen:

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from inferctl.loadtest.runner import free_port
+from inferctl.processes import free_port
 from inferctl.verify.prometheus import gpu_utilization
 from tests.system_tools import require_tool
 
