@@ -8,10 +8,15 @@ The spec and the replica arithmetic are pure (``scaled_object``, ``schedule``).
 This module is the area's public surface; the modules beside it hold the pieces.
 """
 
-from components.autoscaling.keda import Keda, KedaArgs
-from components.autoscaling.scaled_object import Behaviour, ScaleTarget, ScalingPolicy
-from components.autoscaling.scaled_workload import ScaledWorkload, ScaledWorkloadArgs
-from components.autoscaling.schedule import NightSchedule, ReplicaBounds, replica_bounds
+from typing import TYPE_CHECKING
+
+from components.common.exports import lazy_exports
+
+if TYPE_CHECKING:
+    from components.autoscaling.keda import Keda, KedaArgs
+    from components.autoscaling.scaled_object import Behaviour, ScaleTarget, ScalingPolicy
+    from components.autoscaling.scaled_workload import ScaledWorkload, ScaledWorkloadArgs
+    from components.autoscaling.schedule import NightSchedule, ReplicaBounds, replica_bounds
 
 __all__ = [
     "Behaviour",
@@ -25,3 +30,12 @@ __all__ = [
     "ScalingPolicy",
     "replica_bounds",
 ]
+
+# Imported on first use (components/common/exports.py): importing this package loads no Pulumi module.
+_EXPORTS = {
+    "keda": ("Keda", "KedaArgs"),
+    "scaled_object": ("Behaviour", "ScaleTarget", "ScalingPolicy"),
+    "scaled_workload": ("ScaledWorkload", "ScaledWorkloadArgs"),
+    "schedule": ("NightSchedule", "ReplicaBounds", "replica_bounds"),
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

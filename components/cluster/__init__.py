@@ -3,8 +3,13 @@
 This module is the area's public surface; the modules beside it hold the pieces and private helpers.
 """
 
-from components.cluster.addons import AddonIdentity, AddonSpec, ClusterAddons, ClusterAddonsArgs
-from components.cluster.eks_cluster import Cluster, ClusterArgs
+from typing import TYPE_CHECKING
+
+from components.common.exports import lazy_exports
+
+if TYPE_CHECKING:
+    from components.cluster.addons import AddonIdentity, AddonSpec, ClusterAddons, ClusterAddonsArgs
+    from components.cluster.eks_cluster import Cluster, ClusterArgs
 
 __all__ = [
     "AddonIdentity",
@@ -14,3 +19,10 @@ __all__ = [
     "ClusterAddonsArgs",
     "ClusterArgs",
 ]
+
+# Imported on first use (components/common/exports.py): importing this package loads no Pulumi module.
+_EXPORTS = {
+    "addons": ("AddonIdentity", "AddonSpec", "ClusterAddons", "ClusterAddonsArgs"),
+    "eks_cluster": ("Cluster", "ClusterArgs"),
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

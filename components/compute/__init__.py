@@ -4,12 +4,17 @@ accelerator device software (GPU Operator, Neuron, EFA). Pools are data (``PoolS
 This module is the area's public surface; the modules beside it hold the pieces and private helpers.
 """
 
-from components.compute.accelerator_software import AcceleratorSoftware, AcceleratorSoftwareArgs
-from components.compute.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
-from components.compute.karpenter import Karpenter, KarpenterArgs
-from components.compute.karpenter_node_pool import KarpenterNodePool, KarpenterNodePoolArgs
-from components.compute.node_pool import NodePool, NodePoolArgs
-from components.compute.pool_profile import PoolProfile, PoolShard, PoolSpec, Taint
+from typing import TYPE_CHECKING
+
+from components.common.exports import lazy_exports
+
+if TYPE_CHECKING:
+    from components.compute.accelerator_software import AcceleratorSoftware, AcceleratorSoftwareArgs
+    from components.compute.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
+    from components.compute.karpenter import Karpenter, KarpenterArgs
+    from components.compute.karpenter_node_pool import KarpenterNodePool, KarpenterNodePoolArgs
+    from components.compute.node_pool import NodePool, NodePoolArgs
+    from components.compute.pool_profile import PoolProfile, PoolShard, PoolSpec, Taint
 
 __all__ = [
     "AcceleratorSoftware",
@@ -27,3 +32,14 @@ __all__ = [
     "PoolSpec",
     "Taint",
 ]
+
+# Imported on first use (components/common/exports.py): importing this package loads no Pulumi module.
+_EXPORTS = {
+    "accelerator_software": ("AcceleratorSoftware", "AcceleratorSoftwareArgs"),
+    "cluster_autoscaler": ("ClusterAutoscaler", "ClusterAutoscalerArgs"),
+    "karpenter": ("Karpenter", "KarpenterArgs"),
+    "karpenter_node_pool": ("KarpenterNodePool", "KarpenterNodePoolArgs"),
+    "node_pool": ("NodePool", "NodePoolArgs"),
+    "pool_profile": ("PoolProfile", "PoolShard", "PoolSpec", "Taint"),
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

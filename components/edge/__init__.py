@@ -5,13 +5,18 @@ circuit breaking) and the policy both the cluster rendering and the local Envoy 
 This module is the area's public surface; the modules beside it hold the pieces.
 """
 
-from components.edge.client_credentials import ClientCredentials, ClientCredentialsArgs
-from components.edge.gateway import EdgeGateway, EdgeGatewayArgs
-from components.edge.gateway_api import GatewayTarget, render_gateway_objects
-from components.edge.load_balancer_controller import LoadBalancerController, LoadBalancerControllerArgs
-from components.edge.policy import CircuitBreaker, Client, EdgePolicy, Tier
-from components.edge.public_endpoint import PublicEndpoint, PublicEndpointArgs, WafRules
-from components.edge.rate_limit_store import RateLimitStore, RateLimitStoreArgs
+from typing import TYPE_CHECKING
+
+from components.common.exports import lazy_exports
+
+if TYPE_CHECKING:
+    from components.edge.client_credentials import ClientCredentials, ClientCredentialsArgs
+    from components.edge.gateway import EdgeGateway, EdgeGatewayArgs
+    from components.edge.gateway_api import GatewayTarget, render_gateway_objects
+    from components.edge.load_balancer_controller import LoadBalancerController, LoadBalancerControllerArgs
+    from components.edge.policy import CircuitBreaker, Client, EdgePolicy, Tier
+    from components.edge.public_endpoint import PublicEndpoint, PublicEndpointArgs, WafRules
+    from components.edge.rate_limit_store import RateLimitStore, RateLimitStoreArgs
 
 __all__ = [
     "CircuitBreaker",
@@ -32,3 +37,15 @@ __all__ = [
     "WafRules",
     "render_gateway_objects",
 ]
+
+# Imported on first use (components/common/exports.py): importing this package loads no Pulumi module.
+_EXPORTS = {
+    "client_credentials": ("ClientCredentials", "ClientCredentialsArgs"),
+    "gateway": ("EdgeGateway", "EdgeGatewayArgs"),
+    "gateway_api": ("GatewayTarget", "render_gateway_objects"),
+    "load_balancer_controller": ("LoadBalancerController", "LoadBalancerControllerArgs"),
+    "policy": ("CircuitBreaker", "Client", "EdgePolicy", "Tier"),
+    "public_endpoint": ("PublicEndpoint", "PublicEndpointArgs", "WafRules"),
+    "rate_limit_store": ("RateLimitStore", "RateLimitStoreArgs"),
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -3,8 +3,13 @@
 This module is the area's public surface; the modules beside it hold the pieces and private helpers.
 """
 
-from components.identity.node_role import NodeRole, NodeRoleArgs
-from components.identity.pod_identity import PodIdentityRole, PodIdentityRoleArgs
+from typing import TYPE_CHECKING
+
+from components.common.exports import lazy_exports
+
+if TYPE_CHECKING:
+    from components.identity.node_role import NodeRole, NodeRoleArgs
+    from components.identity.pod_identity import PodIdentityRole, PodIdentityRoleArgs
 
 __all__ = [
     "NodeRole",
@@ -12,3 +17,10 @@ __all__ = [
     "PodIdentityRole",
     "PodIdentityRoleArgs",
 ]
+
+# Imported on first use (components/common/exports.py): importing this package loads no Pulumi module.
+_EXPORTS = {
+    "node_role": ("NodeRole", "NodeRoleArgs"),
+    "pod_identity": ("PodIdentityRole", "PodIdentityRoleArgs"),
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -3,9 +3,20 @@
 This module is the area's public surface; the modules beside it hold the pieces and private helpers.
 """
 
-from components.keys.kms import Keys, KeysArgs
+from typing import TYPE_CHECKING
+
+from components.common.exports import lazy_exports
+
+if TYPE_CHECKING:
+    from components.keys.kms import Keys, KeysArgs
 
 __all__ = [
     "Keys",
     "KeysArgs",
 ]
+
+# Imported on first use (components/common/exports.py): importing this package loads no Pulumi module.
+_EXPORTS = {
+    "kms": ("Keys", "KeysArgs"),
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

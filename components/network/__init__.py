@@ -3,9 +3,14 @@
 This module is the area's public surface; the modules beside it hold the pieces and private helpers.
 """
 
-from components.network.endpoints import InterfaceEndpoints, InterfaceEndpointsArgs
-from components.network.security_groups import SecurityGroups, SecurityGroupsArgs
-from components.network.vpc import FlowLogsArgs, Network, NetworkArgs
+from typing import TYPE_CHECKING
+
+from components.common.exports import lazy_exports
+
+if TYPE_CHECKING:
+    from components.network.endpoints import InterfaceEndpoints, InterfaceEndpointsArgs
+    from components.network.security_groups import SecurityGroups, SecurityGroupsArgs
+    from components.network.vpc import FlowLogsArgs, Network, NetworkArgs
 
 __all__ = [
     "FlowLogsArgs",
@@ -16,3 +21,11 @@ __all__ = [
     "SecurityGroups",
     "SecurityGroupsArgs",
 ]
+
+# Imported on first use (components/common/exports.py): importing this package loads no Pulumi module.
+_EXPORTS = {
+    "endpoints": ("InterfaceEndpoints", "InterfaceEndpointsArgs"),
+    "security_groups": ("SecurityGroups", "SecurityGroupsArgs"),
+    "vpc": ("FlowLogsArgs", "Network", "NetworkArgs"),
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

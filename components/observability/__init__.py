@@ -6,8 +6,21 @@ promtool and a real Prometheus; ``MonitoringStack`` installs them. This module i
 surface; the modules beside it hold the pieces.
 """
 
-from components.observability.monitoring_stack import Monitor, MonitoringStack, MonitoringStackArgs
-from components.observability.promql import Scope
-from components.observability.rules import AlertThresholds, RuleSet, rule_groups
+from typing import TYPE_CHECKING
+
+from components.common.exports import lazy_exports
+
+if TYPE_CHECKING:
+    from components.observability.monitoring_stack import Monitor, MonitoringStack, MonitoringStackArgs
+    from components.observability.promql import Scope
+    from components.observability.rules import AlertThresholds, RuleSet, rule_groups
 
 __all__ = ["AlertThresholds", "Monitor", "MonitoringStack", "MonitoringStackArgs", "RuleSet", "Scope", "rule_groups"]
+
+# Imported on first use (components/common/exports.py): importing this package loads no Pulumi module.
+_EXPORTS = {
+    "monitoring_stack": ("Monitor", "MonitoringStack", "MonitoringStackArgs"),
+    "promql": ("Scope",),
+    "rules": ("AlertThresholds", "RuleSet", "rule_groups"),
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

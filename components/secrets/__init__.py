@@ -3,9 +3,14 @@
 This module is the area's public surface; the modules beside it hold the pieces and private helpers.
 """
 
-from components.secrets.delivery import SecretDelivery, SecretDeliveryArgs
-from components.secrets.secrets_manager import Secrets, SecretsArgs
-from components.secrets.secrets_store_csi import SecretsStoreCsi, SecretsStoreCsiArgs
+from typing import TYPE_CHECKING
+
+from components.common.exports import lazy_exports
+
+if TYPE_CHECKING:
+    from components.secrets.delivery import SecretDelivery, SecretDeliveryArgs
+    from components.secrets.secrets_manager import Secrets, SecretsArgs
+    from components.secrets.secrets_store_csi import SecretsStoreCsi, SecretsStoreCsiArgs
 
 __all__ = [
     "SecretDelivery",
@@ -15,3 +20,11 @@ __all__ = [
     "SecretsStoreCsi",
     "SecretsStoreCsiArgs",
 ]
+
+# Imported on first use (components/common/exports.py): importing this package loads no Pulumi module.
+_EXPORTS = {
+    "delivery": ("SecretDelivery", "SecretDeliveryArgs"),
+    "secrets_manager": ("Secrets", "SecretsArgs"),
+    "secrets_store_csi": ("SecretsStoreCsi", "SecretsStoreCsiArgs"),
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

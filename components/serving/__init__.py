@@ -5,11 +5,16 @@ engine-build Job.
 This module is the area's public surface; the modules beside it hold the pieces and private helpers.
 """
 
-from components.serving.controllers import ServingControllers, ServingControllersArgs
-from components.serving.engine_build import EngineBuild, EngineBuildArgs
-from components.serving.image_repository import ImageRepository, ImageRepositoryArgs
-from components.serving.inference_service import Exposure, InferenceService, InferenceServiceArgs
-from components.serving.workload_namespace import WorkloadNamespace, WorkloadNamespaceArgs
+from typing import TYPE_CHECKING
+
+from components.common.exports import lazy_exports
+
+if TYPE_CHECKING:
+    from components.serving.controllers import ServingControllers, ServingControllersArgs
+    from components.serving.engine_build import EngineBuild, EngineBuildArgs
+    from components.serving.image_repository import ImageRepository, ImageRepositoryArgs
+    from components.serving.inference_service import Exposure, InferenceService, InferenceServiceArgs
+    from components.serving.workload_namespace import WorkloadNamespace, WorkloadNamespaceArgs
 
 __all__ = [
     "EngineBuild",
@@ -24,3 +29,13 @@ __all__ = [
     "WorkloadNamespace",
     "WorkloadNamespaceArgs",
 ]
+
+# Imported on first use (components/common/exports.py): importing this package loads no Pulumi module.
+_EXPORTS = {
+    "controllers": ("ServingControllers", "ServingControllersArgs"),
+    "engine_build": ("EngineBuild", "EngineBuildArgs"),
+    "image_repository": ("ImageRepository", "ImageRepositoryArgs"),
+    "inference_service": ("Exposure", "InferenceService", "InferenceServiceArgs"),
+    "workload_namespace": ("WorkloadNamespace", "WorkloadNamespaceArgs"),
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -4,10 +4,15 @@ read-only / read-write model access roles.
 This module is the area's public surface; the modules beside it hold the pieces and private helpers.
 """
 
-from components.storage.fsx_csi import FsxCsi, FsxCsiArgs
-from components.storage.model_access import ModelAccess, ModelAccessArgs, ServiceAccount
-from components.storage.model_cache import ModelCache, ModelCacheArgs
-from components.storage.model_store import LifecycleArgs, ModelStore, ModelStoreArgs
+from typing import TYPE_CHECKING
+
+from components.common.exports import lazy_exports
+
+if TYPE_CHECKING:
+    from components.storage.fsx_csi import FsxCsi, FsxCsiArgs
+    from components.storage.model_access import ModelAccess, ModelAccessArgs, ServiceAccount
+    from components.storage.model_cache import ModelCache, ModelCacheArgs
+    from components.storage.model_store import LifecycleArgs, ModelStore, ModelStoreArgs
 
 __all__ = [
     "FsxCsi",
@@ -21,3 +26,12 @@ __all__ = [
     "ModelStoreArgs",
     "ServiceAccount",
 ]
+
+# Imported on first use (components/common/exports.py): importing this package loads no Pulumi module.
+_EXPORTS = {
+    "fsx_csi": ("FsxCsi", "FsxCsiArgs"),
+    "model_access": ("ModelAccess", "ModelAccessArgs", "ServiceAccount"),
+    "model_cache": ("ModelCache", "ModelCacheArgs"),
+    "model_store": ("LifecycleArgs", "ModelStore", "ModelStoreArgs"),
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -5,9 +5,14 @@ system nodes).
 This module is the area's public surface; the modules beside it hold the pieces and private helpers.
 """
 
-from components.verification.load_test import LoadTest, LoadTestArgs
-from components.verification.pods import PodShape
-from components.verification.verification_job import InClusterTarget, VerificationJob, VerificationJobArgs
+from typing import TYPE_CHECKING
+
+from components.common.exports import lazy_exports
+
+if TYPE_CHECKING:
+    from components.verification.load_test import LoadTest, LoadTestArgs
+    from components.verification.pods import PodShape
+    from components.verification.verification_job import InClusterTarget, VerificationJob, VerificationJobArgs
 
 __all__ = [
     "InClusterTarget",
@@ -17,3 +22,11 @@ __all__ = [
     "VerificationJob",
     "VerificationJobArgs",
 ]
+
+# Imported on first use (components/common/exports.py): importing this package loads no Pulumi module.
+_EXPORTS = {
+    "load_test": ("LoadTest", "LoadTestArgs"),
+    "pods": ("PodShape",),
+    "verification_job": ("InClusterTarget", "VerificationJob", "VerificationJobArgs"),
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
