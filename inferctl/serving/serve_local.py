@@ -103,6 +103,7 @@ def run(args: argparse.Namespace) -> int:
     work_dir = args.work_dir or Path(tempfile.mkdtemp(prefix="inferctl-serve-local-"))
     if args.work_dir is not None and work_dir.exists() and any(work_dir.iterdir()):
         raise CommandError(f"--work-dir {work_dir} is not empty", exit_code=2)
+    _check_ports_free(args)
     edge = _edge_plan(args, settings, work_dir) if args.edge else None
     # Behind the edge, Triton's own key (if the stack still asks for one) is the edge's business.
     own_key = serving.auth.enabled and edge is None
@@ -143,6 +144,39 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if args.work_dir is None:
             shutil.rmtree(work_dir, ignore_errors=True)
+
+
+def _check_ports_free(args: argparse.Namespace) -> None:
+    """Refuse (exit 2, naming the flag) a port something already listens on: a second serve-local on
+    the same ports would otherwise see the first one's server answer its readiness check."""
+    import errno
+    import socket
+
+    from inferctl.errors import CommandError
+
+    flags = {"--http-port": args.http_port, "--grpc-port": args.grpc_port, "--metrics-port": args.metrics_port}
+    if args.edge:
+        flags |= {"--edge-port": args.edge_port, "--edge-admin-port": args.edge_admin_port}
+    seen: dict[int, str] = {}
+    for flag, port in flags.items():
+        if port in seen:
+            raise CommandError(f"{flag} {port} is also {seen[port]}: give each its own port", exit_code=2)
+        seen[port] = flag
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            # Like the servers' own listeners: a port left in TIME_WAIT is free, a listening one is not.
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind((LOOPBACK, port))
+            except OSError as err:
+                if err.errno != errno.EADDRINUSE:
+                    raise CommandError(
+                        f"{flag} {port}: cannot listen on {LOOPBACK}: {err.strerror}", exit_code=2
+                    ) from None
+                raise CommandError(
+                    f"{flag} {port} is already in use on {LOOPBACK} (another serve-local or tritonserver?): "
+                    f"stop it or pass another {flag}",
+                    exit_code=2,
+                ) from None
 
 
 def _interrupt(signum: int, frame: object) -> None:

@@ -1,10 +1,17 @@
-"""A tritonserver child process with a bounded readiness wait and a teardown that always reaps it."""
+"""A tritonserver child process with a bounded readiness wait and a teardown that always reaps it.
+
+Readiness is the child's own: a 200 from ``/v2/health/ready`` counts only once the HTTP port's
+listening socket belongs to a process of the child's group, so another server already on that port
+(a second ``serve-local``) never makes this one look ready.
+"""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
@@ -45,7 +52,7 @@ class ServerProcess:
             code = self.process.poll()
             if code is not None:
                 raise CommandError(f"tritonserver exited with status {code} before it was ready{self._log_hint()}")
-            if _ready(self.http_url + READY_PATH):
+            if _ready(self.http_url + READY_PATH) and self._owns_http_port():
                 return
             time.sleep(0.25)
         raise CommandError(f"tritonserver was not ready within {timeout:.0f} s{self._log_hint()}")
@@ -71,6 +78,15 @@ class ServerProcess:
     def __exit__(self, kind: type[BaseException] | None, err: BaseException | None, tb: TracebackType | None) -> None:
         self.stop()
 
+    def _owns_http_port(self) -> bool:
+        """Whether the HTTP port is listened on by the child's process group (True where /proc is absent)."""
+        assert self.process is not None
+        port = urllib.parse.urlsplit(self.http_url).port
+        if port is None:
+            return True
+        owners = listening_pids(port)
+        return owners is None or any(_group_of(pid) == self.process.pid for pid in owners)
+
     def _log_hint(self) -> str:
         return f" (log: {self.log})" if self.log is not None else ""
 
@@ -81,3 +97,45 @@ def _ready(url: str) -> bool:
             return response.status == 200
     except (urllib.error.URLError, ConnectionError, TimeoutError):
         return False
+
+
+def listening_pids(port: int) -> set[int] | None:
+    """Pids holding a TCP socket that listens on ``port`` (IPv4 or IPv6); None without /proc."""
+    inodes = set()
+    found_table = False
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text(encoding="ascii").splitlines()[1:]
+        except OSError:
+            continue
+        found_table = True
+        for line in lines:
+            fields = line.split()
+            # local_address is HEXIP:HEXPORT; state 0A is LISTEN; field 9 is the socket's inode.
+            if len(fields) > 9 and fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                inodes.add(f"socket:[{fields[9]}]")
+    if not found_table:
+        return None
+    pids = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            fds = os.listdir(f"/proc/{entry}/fd")
+        except OSError:
+            continue  # gone, or another user's process
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{entry}/fd/{fd}") in inodes:
+                    pids.add(int(entry))
+                    break
+            except OSError:
+                continue
+    return pids
+
+
+def _group_of(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except OSError:
+        return None
