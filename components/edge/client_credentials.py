@@ -6,6 +6,14 @@ pod mounts the SecretProviderClass, so a one-replica ``credentials-sync`` Deploy
 privileges) keeps the mount and with it the Secret; its service account alone may read these secrets
 (Pod Identity). No key appears in a manifest, and in state only as a Pulumi secret (encrypted).
 Rotation: replace a client's key in Secrets Manager; the driver's rotation poll updates the Secret.
+
+The driver syncs asynchronously (its SecretProviderClassPodStatus controller, after the CSI mount has
+succeeded), so a mount alone says nothing about the Secret: without the driver's sync RBAC the pod would
+run while Envoy Gateway answers every route with a 500. The sync pod therefore also mounts each synced
+Secret as an ordinary (non-optional) ``secret`` volume: the kubelet keeps the pod in ContainerCreating
+until every synced Secret exists, so the Deployment is not Ready and ``pulumi up`` waits for it and fails
+at its await timeout instead of finishing green. The kubelet reads those Secrets with its own node
+credentials; the pod still has no service-account token, and the pause image reads nothing.
 """
 
 from __future__ import annotations
@@ -141,12 +149,20 @@ class ClientCredentials(pulumi.ComponentResource):
         k8s.apps.v1.Deployment(
             f"{name}-sync",
             metadata={"name": "credentials-sync", "namespace": args.namespace},
-            spec=sync_deployment_spec(args.secret_name),
+            spec=sync_deployment_spec(
+                args.secret_name,
+                synced_secret_names(args.secret_name, redis_auth=args.redis_auth_secret_arn is not None),
+            ),
             opts=pulumi.ResourceOptions(
                 parent=self, provider=args.provider, depends_on=[identity, account, provider_class]
             ),
         )
         self.register_outputs({"secret_arns": self.secret_arns})
+
+
+def synced_secret_names(secret_name: str, *, redis_auth: bool) -> list[str]:
+    """The Kubernetes Secrets the class's ``secretObjects`` write (what the sync pod waits for)."""
+    return [secret_name, *([REDIS_AUTH_SECRET] if redis_auth else [])]
 
 
 def provider_class_spec(args: ClientCredentialsArgs, arns: dict[str, str]) -> dict:
@@ -175,8 +191,11 @@ def provider_class_spec(args: ClientCredentialsArgs, arns: dict[str, str]) -> di
     }
 
 
-def sync_deployment_spec(provider_class: str) -> dict:
+def sync_deployment_spec(provider_class: str, synced_secrets: Sequence[str] = ()) -> dict:
+    """One pause container holding the CSI mount; each of ``synced_secrets`` is mounted too, so the pod
+    starts (and the Deployment becomes Ready) only once the driver has written them."""
     labels = dict(SYNC_LABELS)
+    synced = [(f"synced-{i}", name) for i, name in enumerate(synced_secrets)]
     return {
         "replicas": 1,
         "selector": {"matchLabels": labels},
@@ -205,7 +224,13 @@ def sync_deployment_spec(provider_class: str) -> dict:
                             "readOnlyRootFilesystem": True,
                             "capabilities": {"drop": ["ALL"]},
                         },
-                        "volumeMounts": [{"name": "keys", "mountPath": "/mnt/keys", "readOnly": True}],
+                        "volumeMounts": [
+                            {"name": "keys", "mountPath": "/mnt/keys", "readOnly": True},
+                            *(
+                                {"name": volume, "mountPath": f"/mnt/synced/{name}", "readOnly": True}
+                                for volume, name in synced
+                            ),
+                        ],
                     }
                 ],
                 "volumes": [
@@ -216,7 +241,9 @@ def sync_deployment_spec(provider_class: str) -> dict:
                             "readOnly": True,
                             "volumeAttributes": {"secretProviderClass": provider_class},
                         },
-                    }
+                    },
+                    # Not optional: the kubelet retries the mount until the driver has synced the Secret.
+                    *({"name": volume, "secret": {"secretName": name, "optional": False}} for volume, name in synced),
                 ],
             },
         },

@@ -1,8 +1,29 @@
 """The Secrets Store CSI driver and its AWS provider: pods read Secrets Manager values as files.
 
-Values go from Secrets Manager straight into a tmpfs in the pod; syncing them into Kubernetes Secret
-objects is off, so no secret value ever sits in etcd or in a manifest. The provider authenticates as
-the pod's own service account through EKS Pod Identity, so each pod reads only what its role allows.
+Values go from Secrets Manager straight into a tmpfs in the pod. The provider authenticates as the
+pod's own service account through EKS Pod Identity, so each pod reads only what its role allows.
+
+Syncing into Kubernetes Secret objects (``secretObjects``) is on, because Envoy Gateway reads its API
+keys (``SecurityPolicy.apiKeyAuth.credentialRefs``) and its rate-limit pods the Redis AUTH token only
+from Kubernetes Secrets. In chart 1.6.0 ``syncSecret.enabled`` is the only switch for the RBAC that
+lets the driver write Secrets (``templates/role-syncsecret.yaml``, ``role-syncsecret_binding.yaml``);
+without it the driver logs ``SyncSecretForbiddenWarning`` and the Secret never appears, so Envoy Gateway
+answers every route with a 500 (tests/components/secrets/test_secrets_store_csi_upstream.py pins both).
+
+What that costs, and why it is acceptable:
+
+- Synced values sit in etcd: only the Secrets a SecretProviderClass lists under ``secretObjects``, i.e.
+  the edge's client API keys and the Redis AUTH token in the gateway's namespace (no model-store or
+  serving secret is synced). EKS encrypts Secrets in etcd with the cluster's KMS key (envelope
+  encryption, components.cluster), and the Secret lives only while a pod mounts the class (the driver
+  owns it through the pod's SecretProviderClassPodStatus, so it is garbage-collected with it).
+- The chart's sync RBAC is cluster-wide: a ClusterRole ``secretprovidersyncing-role`` (create, delete,
+  get, list, patch, update, watch on every Secret) bound by a ClusterRoleBinding to the driver's service
+  account. A namespaced Role would not do: the driver watches the Secrets it manages through a
+  cluster-wide informer. So the driver DaemonSet (kube-system, one pod per node) can read and write any
+  Secret in the cluster; it already is a privileged, node-level component that sees every mounted value,
+  and no other workload gains anything. The plan refuses a ``secretObjects`` class without this release
+  (policies/rules/secret_sync.py).
 """
 
 from __future__ import annotations
@@ -53,7 +74,8 @@ class SecretsStoreCsi(pulumi.ComponentResource):
             self.driver_release_name,
             args.driver_chart,
             {
-                "syncSecret": {"enabled": False},
+                # Envoy Gateway reads Kubernetes Secrets only: see the module docstring for the cost.
+                "syncSecret": {"enabled": True},
                 "enableSecretRotation": True,
                 "rotationPollInterval": args.rotation_poll_interval,
                 "tokenRequests": [{"audience": POD_IDENTITY_AUDIENCE}],

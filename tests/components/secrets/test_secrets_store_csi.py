@@ -1,5 +1,6 @@
-"""Secrets Store CSI driver and AWS provider: pinned charts, no sync to Kubernetes Secrets, Pod
-Identity token audience, rotation, every node, and the provider's floating driver copy switched off."""
+"""Secrets Store CSI driver and AWS provider: pinned charts, sync to Kubernetes Secrets on (Envoy Gateway
+reads only Secrets), Pod Identity token audience, rotation, every node, and the provider's floating
+driver copy switched off."""
 
 from __future__ import annotations
 
@@ -38,9 +39,10 @@ def test_both_charts_are_pinned_to_their_published_versions(releases):
     }
 
 
-def test_the_driver_never_copies_values_into_kubernetes_secrets_and_rotates_them(releases):
+def test_the_driver_may_sync_secret_objects_and_rotates_them(releases):
     values = one(releases, "ss-driver").inputs["values"]
-    assert values["syncSecret"] == {"enabled": False}
+    # The only switch for the chart's sync RBAC (tests/components/secrets/test_secrets_store_csi_upstream.py).
+    assert values["syncSecret"] == {"enabled": True}
     assert values["enableSecretRotation"] is True and values["rotationPollInterval"] == "2m"
     assert values["tokenRequests"] == [{"audience": "pods.eks.amazonaws.com"}]
     assert values["linux"]["tolerations"] == [{"operator": "Exists"}]
