@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
+from components.catalog import offerings
 from components.keys.kms import Keys, KeysArgs, autoscaling_service_role_arn
 from components.network.endpoints import InterfaceEndpoints, InterfaceEndpointsArgs
 from components.network.security_groups import SecurityGroups, SecurityGroupsArgs
@@ -105,9 +106,10 @@ def build_foundation(settings: Settings) -> Foundation:
 
 def availability_zones(settings: Settings) -> list[str]:
     """The zones to use, checked against what this account can use in the region right now."""
-    available = aws.get_availability_zones(
+    answer = aws.get_availability_zones(
         state="available", filters=[{"name": "opt-in-status", "values": ["opt-in-not-required"]}]
-    ).names
+    )
+    available = answer.names
     net = settings.network
     wanted = list(net.availability_zones) if net.availability_zones else sorted(available)[: net.az_count]
     missing = [z for z in wanted if z not in available]
@@ -117,4 +119,20 @@ def availability_zones(settings: Settings) -> list[str]:
             f"{len(available)} ({', '.join(sorted(available))})"
             + (f"; not available: {', '.join(missing)}" if missing else "")
         )
+    problems = pool_offering_problems(settings, wanted, dict(zip(answer.names, answer.zone_ids or (), strict=False)))
+    if problems:
+        raise pulumi.RunError("; ".join(problems))
     return wanted
+
+
+def pool_offering_problems(settings: Settings, zones: list[str], zone_ids: dict[str, str]) -> list[str]:
+    """Each pool's types offered in each of its zones, by this account's zone IDs (names map to zones per
+    account in the oldest regions, so settings alone cannot check them there: components.catalog.offerings)."""
+    out = []
+    for name, pool in settings.node_pools.root.items():
+        pool_zones = [z for z in pool.zones(zones) if z in zone_ids]
+        for gap in offerings.unoffered(pool.instance_types, settings.region.name, pool_zones, zone_ids):
+            mapped = " (zone IDs as this account's DescribeAvailabilityZones maps its names)"
+            account = mapped if offerings.names_are_account_specific(settings.region.name) else ""
+            out.append(f"nodePools.{name}.availabilityZones: {gap.describe(settings.region.name)}{account}")
+    return out

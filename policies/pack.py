@@ -7,6 +7,7 @@ from pulumi_policy import EnforcementLevel, Policy
 from policies.rules import (
     cost,
     edge,
+    edge_routes,
     eks,
     endpoints,
     iam,
@@ -14,6 +15,7 @@ from policies.rules import (
     jobs,
     keys,
     kubernetes_exposure,
+    names,
     network,
     nodes,
     observability,
@@ -53,6 +55,8 @@ POLICIES: list[Policy] = [
     *secret_values.POLICIES,
     *cost.POLICIES,
     *edge.POLICIES,
+    *edge_routes.POLICIES,
     *observability.POLICIES,
     *verification.POLICIES,
+    *names.POLICIES,
 ]

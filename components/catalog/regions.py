@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from components.catalog import offerings
+
 # Zone letters as AWS publishes them for new accounts (AWS "Regions and Zones" pages, 2026).
 _ZONE_LETTERS: dict[str, str] = {
     "us-east-1": "abcdef",
@@ -62,8 +64,11 @@ class Region:
 
     @property
     def zone_ids(self) -> tuple[str, ...]:
+        """Zone IDs of ``zones`` as one real account maps them (moto's, in the vendored offerings: the
+        mapping of every account where names are uniform); made up where that has no entry."""
         prefix = _ZONE_ID_PREFIX.get(self.name, self.name.replace("-", "")[:6])
-        return tuple(f"{prefix}-az{i + 1}" for i in range(len(self.zones)))
+        known = offerings.zone_id_by_name(self.name)
+        return tuple(known.get(zone, f"{prefix}-az{i + 1}") for i, zone in enumerate(self.zones))
 
     @property
     def dns_suffix(self) -> str:

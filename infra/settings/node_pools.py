@@ -20,7 +20,7 @@ from typing import ClassVar
 from pydantic import ConfigDict, Field, RootModel
 
 from components import catalog
-from components.catalog import charts
+from components.catalog import charts, offerings
 from components.compute.pool_profile import (
     DEFAULT_CONSOLIDATE_AFTER,
     DEFAULT_DISK_SIZE_GIB,
@@ -136,6 +136,7 @@ class NodePoolsSettings(RootModel[dict[str, NodePoolSettings]]):
         out: list[Problem] = []
         for name, pool in self.root.items():
             out += _pool_problems(name, pool, karpenter=karpenter, zones=zones)
+            out += _offering_problems(name, pool, zones, ctx.region.name if ctx.region else None)
         out += _cluster_size_problems(self.root, cluster, zones)
         version = getattr(cluster, "kubernetes_version", None)
         if self.root and not karpenter and version is not None and version not in charts.CLUSTER_AUTOSCALER_TAGS:
@@ -286,6 +287,24 @@ def _zone_problems(name: str, pool: NodePoolSettings, zones: list[str] | None) -
                     f"within {MAX_GROUP_NAME} characters",
                 )
             )
+    return out
+
+
+def _offering_problems(name: str, pool: NodePoolSettings, zones: list[str] | None, region: str | None) -> list[Problem]:
+    """Each type offered in each zone of the pool (components.catalog.offerings: AWS's offerings as moto
+    ships them). Where zone names map to zones per account only what holds in every account is checked
+    here; the program checks the rest against the account's zone IDs (infra/foundation.py)."""
+    if region is None or zones is None:
+        return []
+    known = [t for t in dict.fromkeys(pool.instance_types) if t in catalog.CATALOG]
+    pool_zones_ = [z for z in pool.zones(zones) if z in zones]
+    out = []
+    for gap in offerings.unoffered(known, region, pool_zones_):
+        if not gap.offered_zone_ids:
+            index = pool.instance_types.index(gap.instance_type)
+            out.append(Problem(f"nodePools.{name}.instanceTypes[{index}]", gap.describe(region)))
+        else:
+            out.append(Problem(f"nodePools.{name}.availabilityZones", gap.describe(region)))
     return out
 
 
