@@ -33,6 +33,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components.catalog import edge_charts as charts
+from components.catalog.names import fit_name
 from components.common.errors import raise_if
 from components.edge.iam_documents import external_dns_policy
 from components.identity.pod_identity import PodIdentityRole, PodIdentityRoleArgs
@@ -142,7 +143,7 @@ class PublicEndpoint(pulumi.ComponentResource):
         )
         self.web_acl_arn = acl.arn
         k8s_child = pulumi.ResourceOptions(parent=self, provider=args.provider)
-        self.ingress_class = f"{args.name_prefix}-alb"[:63]
+        self.ingress_class = fit_name(f"{args.name_prefix}-alb", 63)  # a Kubernetes object name (DNS label)
         params = k8s.apiextensions.CustomResource(
             f"{name}-class-params",
             api_version=PARAMS_API,
@@ -195,7 +196,7 @@ def ingress_class_params_spec(
     """What the controller enforces for every Ingress of the class (its CRD: elbv2.k8s.aws/v1beta1)."""
     return {
         "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": args.namespace}},
-        "group": {"name": f"{args.name_prefix}-edge"[:63]},
+        "group": {"name": fit_name(f"{args.name_prefix}-edge", 63)},
         "scheme": "internet-facing",
         "ipAddressType": "ipv4",
         "targetType": "ip",

@@ -21,6 +21,7 @@ import pulumi_kubernetes as k8s
 import pulumi_random as random
 
 from components.catalog import edge_charts as charts
+from components.catalog.names import fit_name
 from components.common.errors import raise_if
 
 MODES = ("elasticache", "inCluster")
@@ -122,7 +123,7 @@ def _elasticache(
     )
     redis = aws.elasticache.ReplicationGroup(
         f"{name}-redis",
-        replication_group_id=f"{args.name_prefix}-rl"[:40],
+        replication_group_id=fit_name(f"{args.name_prefix}-rl", 40),  # CreateReplicationGroup: 1-40, no trailing -
         description="Envoy Gateway global rate-limit counters",
         engine="valkey",
         engine_version="8.0",

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_aws as aws
 
+from components.catalog.names import fit_name
 from components.common.errors import raise_if
 from components.storage.documents import load_balancer_log_statement, log_bucket_policy, model_bucket_policy
 
@@ -266,7 +267,7 @@ def _bucket_prefix(name_prefix: str) -> str:
     """``name_prefix`` as a valid S3 bucket-name start, leaving room for the role word and suffix."""
     cleaned = re.sub(r"[^a-z0-9-]+", "-", name_prefix.lower()).strip("-")
     room = _BUCKET_PREFIX_MAX - len("models-") - 1
-    return f"{cleaned[:room].rstrip('-')}-"
+    return f"{fit_name(cleaned, room)}-"
 
 
 def _validate(args: ModelStoreArgs) -> None:

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic.alias_generators import to_snake
 
+from components.catalog.names import fit_name
 from components.catalog.regions import REGIONS, Region
 from infra.settings.access import AccessSettings
 from infra.settings.autoscaling import AutoscalingSettings
@@ -40,6 +42,13 @@ __all__ = ["SECTIONS", "Problem", "Settings", "SettingsError", "decode_value", "
 ENVIRONMENTS = ("development", "production")
 DEFAULT_ENVIRONMENT = "development"
 REGION_KEY = "aws:region"
+NAME_PREFIX_MAX = 40
+"""``name_prefix`` length: ElastiCache's 40-character replication group id is the shortest name made from it."""
+STACK_NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+"""What a project or stack name may be, joined into physical names: lowercase letters and digits in words
+joined by single hyphens. ECR repositories, S3 buckets and ElastiCache ids take lowercase only (ElastiCache
+and IAM compare names case-insensitively); ElastiCache refuses ``_``, ``--`` and a trailing ``-``; EKS
+cluster names refuse ``.`` (policies/rules/names.py cites each limit)."""
 
 # Every namespaced object the program reads, in the order problems are reported.
 SECTIONS: tuple[type[Section], ...] = (
@@ -110,8 +119,9 @@ class Settings:
 
     @property
     def name_prefix(self) -> str:
-        """Physical-name prefix: unique per project and stack, short enough for AWS name limits."""
-        return f"{self.project}-{self.stack}"[:40]
+        """Physical-name prefix: ``<project>-<stack>`` when it has at most 40 characters, else its start and a
+        hash of all of it (components.catalog.names.fit_name), so two long stack names never share it."""
+        return fit_name(f"{self.project}-{self.stack}", NAME_PREFIX_MAX)
 
 
 def known_keys() -> tuple[str, ...]:
@@ -141,7 +151,7 @@ def load_settings(
 
     ``secret_keys`` names the keys that arrived as secrets (``secure:`` in the stack file).
     """
-    problems: list[Problem] = []
+    problems: list[Problem] = _names(project, stack)
     problems += _unknown_keys(values)
     environment = values.get("environment", DEFAULT_ENVIRONMENT)
     if environment not in ENVIRONMENTS:
@@ -174,6 +184,20 @@ def load_settings(
     assert region_info is not None  # a missing or unknown region is a problem above
     fields = {to_snake(key): value for key, value in parsed.items()}  # nodePools -> node_pools
     return Settings(project=project, stack=stack, environment=environment, region=region_info, **fields)  # type: ignore[arg-type]
+
+
+def _names(project: str, stack: str) -> list[Problem]:
+    """The project and stack names go into every physical name: refuse those AWS would refuse there."""
+    rule = "lowercase letters and digits, words joined by single hyphens (e.g. production-us-east-1a-blue)"
+    out = []
+    if not STACK_NAME.fullmatch(stack):
+        out.append(Problem("stack", f"stack name {stack!r} cannot be part of AWS physical names; use {rule}"))
+    if not STACK_NAME.fullmatch(project) or not project[0].isalpha():
+        out.append(
+            Problem("name (Pulumi.yaml)", f"project name {project!r} cannot start AWS physical names; "
+                    f"use {rule}, starting with a letter")
+        )  # fmt: skip
+    return out
 
 
 def _unknown_keys(values: Mapping[str, Any]) -> list[Problem]:
