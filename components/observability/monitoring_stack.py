@@ -8,9 +8,10 @@ and the monitors for what the chart does not scrape itself.
 - Alertmanager with its own volume; node-exporter on every node (accelerator taints tolerated) and
   kube-state-metrics with the node labels the dashboards and alerts join on (pool, accelerator,
   instance type).
-- Grafana with no default admin: its password is a generated Secrets Manager secret (KMS), mounted by
-  the Secrets Store CSI driver through Grafana's Pod Identity role and read with
-  ``GF_SECURITY_ADMIN_PASSWORD__FILE``; the chart creates no password Secret. Its dashboard sidecar
+- Grafana with no default admin: its password is generated, kept in a Secrets Manager secret (KMS) that
+  operators read and that the Secrets Store CSI driver mounts through Grafana's Pod Identity role, and in
+  the Kubernetes Secret ``grafana-admin`` the chart reads (``admin.existingSecret``) for Grafana and for
+  its sidecars' reload calls; the chart creates no password Secret of its own. Its dashboard sidecar
   loads every ConfigMap labelled ``grafana_dashboard: "1"``.
 - Pod Security: ``monitoring`` enforces ``baseline`` (no host access, no privilege) and warns on
   ``restricted``: the chart's pods (operator, Prometheus, Alertmanager, Grafana and its sidecar,
@@ -47,6 +48,12 @@ RELEASE = "kube-prometheus-stack"
 GRAFANA_SERVICE_ACCOUNT = "grafana"
 GRAFANA_ADMIN_USER = "platform-admin"
 GRAFANA_SECRET_FILE = "admin-password"
+# The Kubernetes Secret the chart reads the admin login from (``admin.existingSecret``), for Grafana and for
+# its sidecars' reload calls (REQ_USERNAME/REQ_PASSWORD): grafana chart 12.11.1 templates/_pod.tpl drops
+# those two when GF_SECURITY_ADMIN_USER / GF_SECURITY_ADMIN_PASSWORD__FILE are set in ``env``.
+GRAFANA_ADMIN_SECRET = "grafana-admin"
+GRAFANA_USER_KEY = "admin-user"
+GRAFANA_PASSWORD_KEY = "admin-password"
 GRAFANA_SECRET_DIR = "/etc/secrets/grafana"
 DASHBOARD_LABEL = "grafana_dashboard"
 PROMETHEUS_PORT = 9090
@@ -157,6 +164,14 @@ class MonitoringStack(pulumi.ComponentResource):
             secret_string=password.result,
             opts=secret_opts,
         )
+        # Same password as the Secrets Manager copy operators read; etcd encrypts it with the cluster key.
+        admin = k8s.core.v1.Secret(
+            f"{name}-grafana-admin-login",
+            metadata={"name": GRAFANA_ADMIN_SECRET, "namespace": ns, "labels": _labels()},
+            type="Opaque",
+            string_data={GRAFANA_USER_KEY: GRAFANA_ADMIN_USER, GRAFANA_PASSWORD_KEY: password.result},
+            opts=after_namespace,
+        )
         role = PodIdentityRole(
             f"{name}-grafana",
             PodIdentityRoleArgs(
@@ -188,7 +203,7 @@ class MonitoringStack(pulumi.ComponentResource):
             create_namespace=False,
             values=stack_values(args, delivery.class_name),
             opts=pulumi.ResourceOptions.merge(
-                after_namespace, pulumi.ResourceOptions(depends_on=[delivery, role, exporter_namespace])
+                after_namespace, pulumi.ResourceOptions(depends_on=[delivery, role, exporter_namespace, admin])
             ),
         )
         after_release = pulumi.ResourceOptions.merge(k8s_child, pulumi.ResourceOptions(depends_on=[release]))
@@ -275,11 +290,16 @@ def grafana_values(system: Mapping[str, str], secret_class: str) -> dict[str, An
     return {
         "enabled": True,
         "nodeSelector": dict(system),
-        # No default admin: with the password file set, the chart neither creates its admin Secret nor
-        # passes kube-prometheus-stack's default "prom-operator" password to Grafana.
+        # No default admin: with admin.existingSecret the chart neither creates its admin Secret nor passes
+        # kube-prometheus-stack's default "prom-operator" password; Grafana and its sidecars (REQ_USERNAME,
+        # REQ_PASSWORD) read the login from that Secret. Never GF_SECURITY_ADMIN_* in env: chart 12.11.1
+        # (templates/_pod.tpl) then drops the sidecars' credentials and their reloads fail.
+        "admin": {
+            "existingSecret": GRAFANA_ADMIN_SECRET,
+            "userKey": GRAFANA_USER_KEY,
+            "passwordKey": GRAFANA_PASSWORD_KEY,
+        },
         "env": {
-            "GF_SECURITY_ADMIN_USER": GRAFANA_ADMIN_USER,
-            "GF_SECURITY_ADMIN_PASSWORD__FILE": f"{GRAFANA_SECRET_DIR}/{GRAFANA_SECRET_FILE}",
             "GF_USERS_ALLOW_SIGN_UP": "false",
             "GF_AUTH_ANONYMOUS_ENABLED": "false",
         },

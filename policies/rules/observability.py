@@ -86,6 +86,14 @@ def _alerts_documented(args: ResourceValidationArgs, report: ReportViolation) ->
                 report(f"{at}: no runbook_url annotation")
 
 
+GRAFANA_ADMIN_ENV = (
+    "GF_SECURITY_ADMIN_USER",
+    "GF_SECURITY_ADMIN_USER__FILE",
+    "GF_SECURITY_ADMIN_PASSWORD",
+    "GF_SECURITY_ADMIN_PASSWORD__FILE",
+)
+
+
 def _grafana_admin(args: ResourceValidationArgs, report: ReportViolation) -> None:
     if args.resource_type != HELM_RELEASE:
         return
@@ -97,14 +105,22 @@ def _grafana_admin(args: ResourceValidationArgs, report: ReportViolation) -> Non
     if grafana is None or get(grafana, "enabled") is False:
         return
     env = get(grafana, "env") or {}
-    from_file = get(env, "GF_SECURITY_ADMIN_PASSWORD__FILE")
     from_secret = get(grafana, "admin.existingSecret")
     if get(grafana, "adminPassword"):
-        report("values set a literal Grafana adminPassword; read it from a file or an existing Secret")
-    if not (from_file or from_secret):
+        report("values set a literal Grafana adminPassword; read it from an existing Secret")
+    # grafana chart 12.11.1 templates/_pod.tpl: any of these in env drops the sidecars' REQ_USERNAME /
+    # REQ_PASSWORD, so their reload calls to Grafana's admin API fail.
+    in_env = sorted(k for k in GRAFANA_ADMIN_ENV if get(env, k) is not None)
+    if in_env:
+        report(
+            f"env sets {', '.join(in_env)}: the grafana chart then drops its sidecars' reload credentials "
+            "(REQ_USERNAME/REQ_PASSWORD, templates/_pod.tpl at grafana-12.11.1); use admin.existingSecret "
+            "with userKey/passwordKey"
+        )
+    elif not from_secret:
         report(
             "Grafana's admin password is the chart's default (prom-operator or a generated one kept in the "
-            "release): set env GF_SECURITY_ADMIN_PASSWORD__FILE or admin.existingSecret"
+            "release): set admin.existingSecret (with userKey/passwordKey)"
         )
 
 

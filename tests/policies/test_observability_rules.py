@@ -71,14 +71,20 @@ def _release(values):
     )
 
 
-def test_grafana_reading_its_password_from_a_file_passes(violations):
+def test_grafana_reading_its_login_from_an_existing_secret_passes(violations):
     values = {"grafana": grafana_values({"node-role": "system"}, f"{GRAFANA_SERVICE_ACCOUNT}-secrets")}
     assert violations(_release(values), "grafana-no-default-admin") == []
 
 
 @pytest.mark.parametrize(
     ("grafana", "expected"),
-    [({}, "chart's default"), ({"adminPassword": "prom-operator", "admin": {"existingSecret": "s"}}, "literal")],
+    [
+        ({}, "chart's default"),
+        ({"adminPassword": "prom-operator", "admin": {"existingSecret": "s"}}, "literal"),
+        # grafana chart 12.11.1 templates/_pod.tpl: env GF_SECURITY_ADMIN_* drops REQ_USERNAME/REQ_PASSWORD.
+        ({"env": {"GF_SECURITY_ADMIN_USER": "a", "GF_SECURITY_ADMIN_PASSWORD__FILE": "/f"}}, "reload credentials"),
+        ({"admin": {"existingSecret": "s"}, "env": {"GF_SECURITY_ADMIN_PASSWORD__FILE": "/f"}}, "REQ_PASSWORD"),
+    ],
 )
 def test_default_or_literal_grafana_admin_is_refused(violations, grafana, expected):
     found = violations(_release({"grafana": grafana}), "grafana-no-default-admin")

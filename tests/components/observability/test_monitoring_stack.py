@@ -54,7 +54,20 @@ def test_the_stack_registers_chart_rules_dashboards_monitors_and_grafanas_secret
     assert values["crds"]["enabled"] is False
     grafana = values["grafana"]
     assert "adminPassword" not in grafana
-    assert grafana["env"]["GF_SECURITY_ADMIN_PASSWORD__FILE"] == "/etc/secrets/grafana/admin-password"
+    # grafana chart 12.11.1 (grafana-community/helm-charts, tag grafana-12.11.1) templates/_pod.tpl renders the
+    # sidecars' REQ_USERNAME/REQ_PASSWORD only while env has no GF_SECURITY_ADMIN_USER(__FILE) and no
+    # GF_SECURITY_ADMIN_PASSWORD(__FILE), from admin.existingSecret's userKey/passwordKey.
+    assert not [k for k in grafana["env"] if k.startswith("GF_SECURITY_ADMIN")]
+    assert grafana["admin"] == {
+        "existingSecret": "grafana-admin",
+        "userKey": "admin-user",
+        "passwordKey": "admin-password",
+    }
+    login = one(run.resources, "monitoring-grafana-admin-login")
+    assert login.type == "kubernetes:core/v1:Secret" and login.inputs["metadata"]["name"] == "grafana-admin"
+    data = login.inputs["stringData"]
+    data = data.get("value", data)  # a secret (the generated password): recorded wrapped
+    assert set(data) == {"admin-user", "admin-password"} and data["admin-user"] == "platform-admin"
     assert grafana["sidecar"]["dashboards"]["label"] == "grafana_dashboard"
     secret = one(run.resources, "monitoring-grafana-admin")
     assert secret.type == "aws:secretsmanager/secret:Secret" and secret.inputs["kmsKeyId"] == KEY
