@@ -131,6 +131,7 @@ def _gateway(
             },
             redis_url=store.url,
             redis_tls=store.tls,
+            rate_limit_fail_closed=cfg.rate_limits.resolved_fail_closed(settings.environment),
             redis_auth_secret_arn=store.auth_secret_arn,
             name_prefix=settings.name_prefix,
             kms_key_arn=foundation.keys.storage_key_arn,

@@ -5,6 +5,23 @@ traffic only from the gateway's Envoy proxies.
 The controller's global rate limits keep their counters in Redis (components.edge.rate_limit_store),
 set at install (``config.envoyGateway.rateLimit.backend``). Everything the proxies serve comes from
 typed objects whose custom resources are checked offline (tests/components/edge).
+
+Two Envoy Gateway v1.9.0 facts shape the rate-limit install (pinned, with file and tag, in
+tests/components/edge/test_envoy_gateway_upstream.py):
+
+- ``rateLimit.backend.redis.tls`` without ``certificateRef`` makes Envoy Gateway mount a ``redis-certs``
+  volume into its rate-limit container but add no such volume to the pod
+  (``internal/infrastructure/kubernetes/ratelimit/resource.go``): the API server rejects the Deployment
+  and there is no rate-limit service at all. ``certificateRef`` is the wrong cure: it names a *client*
+  certificate and key (``kubernetes.io/tls``, passed as ``REDIS_TLS_CLIENT_CERT``/``_KEY``), and
+  ElastiCache authenticates clients by the AUTH token, not by certificate; its server certificate is
+  Amazon-issued and checked against the image's system roots. So the missing volume is supplied as an
+  empty directory through the typed ``provider.kubernetes.rateLimitDeployment.pod.volumes`` (merged by
+  name into the generated pod); nothing reads it, since no client certificate is configured.
+- The rate-limit filter fails open unless ``rateLimit.failClosed`` is set
+  (``internal/xds/translator/ratelimit.go`` sets ``failure_mode_deny`` only then); the field is
+  gateway-wide (``api/v1alpha1/envoygateway_types.go``), BackendTrafficPolicy has none. The stack's
+  ``edge.rateLimits.failClosed`` sets it.
 """
 
 from __future__ import annotations
@@ -30,6 +47,8 @@ NAMESPACE = "envoy-gateway-system"
 GATEWAY_CLASS = "envoy-gateway"
 CONTROLLER_NAME = "gateway.envoyproxy.io/gatewayclass-controller"
 CREDENTIALS_SECRET = "inference-api-keys"
+# The volume Envoy Gateway v1.9.0 mounts into its rate-limit container whenever redis.tls is set.
+REDIS_CERTS_VOLUME = "redis-certs"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -48,6 +67,9 @@ class EdgeGatewayArgs:
     """Required. ``host:port`` of the rate-limit Redis."""
     redis_tls: bool = False
     """Default ``False``. The rate-limit service talks TLS to Redis (ElastiCache requires it)."""
+    rate_limit_fail_closed: bool = False
+    """Default ``False`` (Envoy Gateway's default: fail open). ``True`` refuses requests (HTTP 500) while
+    the rate-limit service does not answer, instead of letting them through unlimited."""
     redis_auth_secret_arn: pulumi.Input[str] | None = None
     """Default none. Secrets Manager secret of the Redis AUTH token (ElastiCache), synced to the
     rate-limit pods through the credentials' CSI sync."""
@@ -85,7 +107,12 @@ class EdgeGateway(pulumi.ComponentResource):
             namespace=target.namespace,
             create_namespace=True,
             values=pulumi.Output.from_input(args.redis_url).apply(
-                lambda url: controller_values(url, tls=args.redis_tls, auth=args.redis_auth_secret_arn is not None)
+                lambda url: controller_values(
+                    url,
+                    tls=args.redis_tls,
+                    auth=args.redis_auth_secret_arn is not None,
+                    fail_closed=args.rate_limit_fail_closed,
+                )
             ),
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(args.depends_on)),
         )
@@ -143,24 +170,29 @@ class EdgeGateway(pulumi.ComponentResource):
         self.register_outputs({"proxy_service": self.proxy_service, "namespace": self.namespace})
 
 
-def controller_values(redis_url: str, *, tls: bool = False, auth: bool = False) -> dict:
+def controller_values(redis_url: str, *, tls: bool = False, auth: bool = False, fail_closed: bool = False) -> dict:
     """Chart v1.9.0 values: global rate limits backed by Redis. ``redis.tls`` (no client certificate) makes
-    Envoy Gateway start its rate-limit service with ``REDIS_TLS=true``; the AUTH token reaches it as
-    ``REDIS_AUTH`` through ``provider.kubernetes.rateLimitDeployment.container.env`` (how Envoy Gateway's
-    own tests pass it, internal/infrastructure/kubernetes/ratelimit), from the Secret the credentials'
-    CSI sync writes, never from these values."""
+    Envoy Gateway start its rate-limit service with ``REDIS_TLS=true``, and the ``redis-certs`` volume
+    its container then mounts is supplied here (the module docstring says why); the AUTH token reaches it
+    as ``REDIS_AUTH`` through ``provider.kubernetes.rateLimitDeployment.container.env`` (how Envoy
+    Gateway's own tests pass it, internal/infrastructure/kubernetes/ratelimit), from the Secret the
+    credentials' CSI sync writes, never from these values. ``fail_closed`` is ``rateLimit.failClosed``."""
     redis: dict = {"url": redis_url}
     if tls:
         redis["tls"] = {}
-    envoy_gateway: dict = {"rateLimit": {"backend": {"type": "Redis", "redis": redis}}}
+    envoy_gateway: dict = {
+        "rateLimit": {"backend": {"type": "Redis", "redis": redis}, "failClosed": fail_closed},
+    }
+    deployment: dict = {}
+    if tls:
+        deployment["pod"] = {"volumes": [{"name": REDIS_CERTS_VOLUME, "emptyDir": {}}]}
     if auth:
         env = [
             {"name": "REDIS_AUTH", "valueFrom": {"secretKeyRef": {"name": REDIS_AUTH_SECRET, "key": REDIS_AUTH_KEY}}}
         ]
-        envoy_gateway["provider"] = {
-            "type": "Kubernetes",
-            "kubernetes": {"rateLimitDeployment": {"container": {"env": env}}},
-        }
+        deployment["container"] = {"env": env}
+    if deployment:
+        envoy_gateway["provider"] = {"type": "Kubernetes", "kubernetes": {"rateLimitDeployment": deployment}}
     return {"config": {"envoyGateway": envoy_gateway}, "deployment": {"replicas": 2}}
 
 

@@ -104,6 +104,17 @@ class TierSettings(Section):
 class RateLimitSettings(Section):
     tiers: dict[str, TierSettings] = Field(default_factory=lambda: {DEFAULT_TIER: TierSettings()})
     """Default ``{standard: {requestsPerMinute: 600, concurrentStreams: 16}}``."""
+    fail_closed: bool | None = None
+    """Default: ``true`` in production, ``false`` in development. What the gateway does when its
+    rate-limit service does not answer: ``true`` refuses the request (HTTP 500), so no client goes past
+    its limit unnoticed; ``false`` lets it through unlimited (Envoy Gateway's own default). Gateway-wide:
+    Envoy Gateway v1.9.0 has it in its install config (``rateLimit.failClosed``), not per
+    BackendTrafficPolicy."""
+
+    def resolved_fail_closed(self, environment: str) -> bool:
+        if self.fail_closed is not None:
+            return self.fail_closed
+        return environment == "production"
 
 
 class CircuitBreakerSettings(Section):

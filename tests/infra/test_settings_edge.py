@@ -133,3 +133,25 @@ def test_plan_exits_2_naming_the_edge_key(repo, tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2
     assert "edge.tlsPolicy" in err and "edge.idleTimeoutSeconds" in err
+
+
+def test_rate_limits_fail_closed_in_production_and_open_in_development_unless_set():
+    # Envoy Gateway v1.9.0 fails open unless rateLimit.failClosed (tests/components/edge/test_envoy_gateway_upstream.py).
+    assert load({}).rate_limits.resolved_fail_closed("production") is True
+    assert load({}).rate_limits.resolved_fail_closed("development") is False
+    assert load({"rateLimits": {"failClosed": False}}).rate_limits.resolved_fail_closed("production") is False
+    assert load({"rateLimits": {"failClosed": True}}).rate_limits.resolved_fail_closed("development") is True
+
+
+def test_a_bad_fail_closed_is_refused_naming_its_key(repo, tmp_path, capsys):
+    from inferctl.cli import main
+
+    assert "edge.rateLimits.failClosed" in problems({"rateLimits": {"failClosed": "sometimes"}})
+    stack = yaml.safe_load((repo / "stacks" / "Pulumi.dev.yaml").read_text())
+    edge = dict(stack["config"].get("inference-platform:edge") or {})
+    edge["rateLimits"] = {**(edge.get("rateLimits") or {}), "failClosed": "sometimes"}
+    stack["config"]["inference-platform:edge"] = edge
+    stack_file = tmp_path / "Pulumi.dev.yaml"
+    stack_file.write_text(yaml.safe_dump(stack))
+    code = main(["plan", "--stack", "dev", "--stack-file", str(stack_file), "--out", str(tmp_path / "out")])
+    assert code == 2 and "edge.rateLimits.failClosed" in capsys.readouterr().err

@@ -1,0 +1,153 @@
+"""Upstream facts about Envoy Gateway that the edge depends on (issue 17 §1, §2), read at the pinned version and
+written down here as data, each with the file it was read from.
+
+Read from github.com/envoyproxy/gateway at tag v1.9.0 (``git show v1.9.0:<path>``); the chart
+``oci://docker.io/envoyproxy/gateway-helm`` v1.9.0 is built from the same tag. Nothing of theirs is
+copied: the generated rate-limit pod is modelled below only as far as the facts go (which volume mounts
+and volumes exist under which settings), and our install values are checked against that model.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from components.catalog.edge_charts import ENVOY_GATEWAY
+from components.edge.gateway import REDIS_CERTS_VOLUME, controller_values
+from components.edge.gateway_api import GatewayTarget, render_gateway_objects
+from infra.settings import load_settings
+
+REPOSITORY = "envoyproxy/gateway"
+TAG = "v1.9.0"
+
+# internal/infrastructure/kubernetes/ratelimit/resource.go @ v1.9.0
+RATELIMIT_RESOURCE = "internal/infrastructure/kubernetes/ratelimit/resource.go"
+# expectedContainerVolumeMounts: "certs" (/certs) always; "redis-certs" (/redis-certs, read-only) whenever
+# rateLimit.backend.redis.tls is set (TLS != nil).
+ALWAYS_MOUNTED = ("certs",)
+MOUNTED_WITH_TLS = "redis-certs"
+# expectedDeploymentVolumes: "certs" (Secret envoy-rate-limit) always; "redis-certs" (a Secret volume of
+# tls.certificateRef.name) ONLY when tls.certificateRef is set. Then both lists are amended by name with
+# rateLimitDeployment.container.volumeMounts / rateLimitDeployment.pod.volumes
+# (internal/infrastructure/kubernetes/resource/resource.go ExpectedVolumes / ExpectedContainerVolumeMounts).
+ALWAYS_VOLUMES = ("certs",)
+VOLUME_WITH_CERTIFICATE_REF = "redis-certs"
+# expectedRateLimitContainerEnv: REDIS_TLS=true with tls; REDIS_TLS_CLIENT_CERT=/redis-certs/tls.crt and
+# REDIS_TLS_CLIENT_KEY=/redis-certs/tls.key only with tls.certificateRef: the reference is a CLIENT
+# certificate. api/v1alpha1/envoygateway_types.go RedisTLSSettings.CertificateRef: "the client certificate
+# reference for TLS connections. Currently only a Kubernetes Secret of type TLS is supported."
+ENV_WITH_TLS = {"REDIS_TLS": "true"}
+ENV_WITH_CERTIFICATE_REF = {
+    "REDIS_TLS_CLIENT_CERT": "/redis-certs/tls.crt",
+    "REDIS_TLS_CLIENT_KEY": "/redis-certs/tls.key",
+}
+# api/v1alpha1/shared_types.go KubernetesPodSpec.Volumes (json "volumes", merge by name) and
+# api/v1alpha1/envoygateway_types.go EnvoyGatewayKubernetesInfrastructureConfiguration.RateLimitDeployment
+# (json "rateLimitDeployment", a KubernetesDeploymentSpec: patch, replicas, pod, container, ...).
+POD_VOLUMES_PATH = ("provider", "kubernetes", "rateLimitDeployment", "pod", "volumes")
+
+# api/v1alpha1/envoygateway_types.go @ v1.9.0 type RateLimit: json fields backend, timeout, failClosed,
+# telemetry; "If not set, FailClosed is False" (fail open). internal/xds/runner/runner.go copies it into the
+# translator's GlobalRateLimitSettings; internal/xds/translator/ratelimit.go sets the filter's
+# failure_mode_deny only when it is true. Envoy's ratelimit filter then answers 500 when the service fails.
+ENVOY_GATEWAY_RATE_LIMIT_FIELDS = ("backend", "timeout", "failClosed", "telemetry")
+FAIL_CLOSED_DEFAULT = False
+# api/v1alpha1/ratelimit_types.go @ v1.9.0: RateLimitSpec json fields type, global, local; GlobalRateLimit
+# and LocalRateLimit hold only rules: a BackendTrafficPolicy cannot say fail open / fail closed.
+BACKEND_TRAFFIC_POLICY_RATE_LIMIT_FIELDS = ("type", "global", "local")
+GLOBAL_RATE_LIMIT_FIELDS = ("rules",)
+# internal/xds/translator/ratelimit.go getRateLimitServiceClusterName: the Envoy cluster of the rate-limit
+# service, which the alert on its membership reads.
+RATE_LIMIT_SERVICE_CLUSTER = "ratelimit_cluster"
+
+# internal/gatewayapi/securitypolicy.go @ v1.9.0: buildAPIKeyAuth resolves each apiKeyAuth.credentialRefs
+# Secret (validateSecretRef, an error when it does not exist); on any error the policy's HTTPRoute/GRPCRoute
+# routes get a direct response with status 500 ("setting 500 direct response in routes due to errors in
+# SecurityPolicy"), so a Secret the CSI driver never synced makes every request a 500.
+MISSING_CREDENTIALS_STATUS = 500
+
+TARGET = GatewayTarget(
+    namespace="envoy-gateway-system",
+    name="inference-edge",
+    service="triton",
+    service_namespace="inference",
+    http_port=8000,
+    grpc_port=8001,
+    credentials_secret="inference-api-keys",
+)
+
+
+def _dig(doc: dict[str, Any], path: tuple[str, ...]) -> Any:
+    for part in path:
+        doc = (doc or {}).get(part) or {}
+    return doc
+
+
+def generated_rate_limit_pod(envoy_gateway: dict[str, Any]) -> tuple[set[str], set[str], dict[str, str]]:
+    """(volume mounts, volumes, Redis TLS env) of the rate-limit pod Envoy Gateway v1.9.0 generates from its
+    config, as far as the facts above say."""
+    tls = _dig(envoy_gateway, ("rateLimit", "backend", "redis")).get("tls")
+    mounts, volumes, env = set(ALWAYS_MOUNTED), set(ALWAYS_VOLUMES), {}
+    if tls is not None:
+        mounts.add(MOUNTED_WITH_TLS)
+        env.update(ENV_WITH_TLS)
+        if tls.get("certificateRef"):
+            volumes.add(VOLUME_WITH_CERTIFICATE_REF)
+            env.update(ENV_WITH_CERTIFICATE_REF)
+    volumes |= {v["name"] for v in _dig(envoy_gateway, POD_VOLUMES_PATH) or []}
+    container = _dig(envoy_gateway, ("provider", "kubernetes", "rateLimitDeployment", "container"))
+    mounts |= {m["name"] for m in container.get("volumeMounts", [])}
+    return mounts, volumes, env
+
+
+def test_the_facts_were_read_at_the_pinned_chart_version():
+    assert ENVOY_GATEWAY.version == TAG
+
+
+def test_the_model_reproduces_the_upstream_bug_for_tls_without_a_certificate():
+    bare = {"rateLimit": {"backend": {"type": "Redis", "redis": {"url": "r:6379", "tls": {}}}}}
+    mounts, volumes, _ = generated_rate_limit_pod(bare)
+    assert mounts - volumes == {"redis-certs"}  # what the API server rejects
+
+
+@pytest.mark.parametrize(("tls", "auth"), [(True, True), (True, False), (False, True), (False, False)])
+def test_every_volume_the_rate_limit_container_mounts_exists(tls, auth):
+    values = controller_values("redis.example:6379", tls=tls, auth=auth)["config"]["envoyGateway"]
+    mounts, volumes, env = generated_rate_limit_pod(values)
+    assert mounts <= volumes, f"mounted without a volume: {sorted(mounts - volumes)}"
+    # TLS to Redis with no client certificate: ElastiCache authenticates by AUTH token.
+    assert env == (ENV_WITH_TLS if tls else {})
+    extra = {v["name"]: v for v in _dig(values, POD_VOLUMES_PATH) or []}
+    assert extra == ({REDIS_CERTS_VOLUME: {"name": REDIS_CERTS_VOLUME, "emptyDir": {}}} if tls else {})
+
+
+def test_fail_closed_is_the_gateway_wide_install_setting():
+    for fail_closed in (True, False):
+        rate_limit = controller_values("r:6379", fail_closed=fail_closed)["config"]["envoyGateway"]["rateLimit"]
+        assert set(rate_limit) <= set(ENVOY_GATEWAY_RATE_LIMIT_FIELDS)
+        assert rate_limit["failClosed"] is fail_closed
+    assert controller_values("r:6379")["config"]["envoyGateway"]["rateLimit"]["failClosed"] is FAIL_CLOSED_DEFAULT
+
+
+def test_the_backend_traffic_policy_uses_only_fields_its_v1_9_0_crd_has():
+    policy = load_settings(
+        {"tags": {"owner": "t", "costCenter": "c"}}, project="p", stack="s", region="us-west-2"
+    ).edge.policy()
+    (btp,) = [o for o in render_gateway_objects(policy, TARGET) if o["kind"] == "BackendTrafficPolicy"]
+    rate_limit = btp["spec"]["rateLimit"]
+    assert set(rate_limit) <= set(BACKEND_TRAFFIC_POLICY_RATE_LIMIT_FIELDS)
+    assert set(rate_limit["global"]) <= set(GLOBAL_RATE_LIMIT_FIELDS)
+
+
+@pytest.mark.parametrize(
+    ("stack", "fail_closed", "tls"), [("dev", False, False), ("prod", True, True), ("npu", True, True)]
+)
+def test_each_stack_installs_a_rate_limit_service_that_can_start(stack_plan, stack, fail_closed, tls):
+    resources = stack_plan(stack).run.resources
+    release = next(r for r in resources if r.type.endswith("v3:Release") and r.inputs.get("name") == "envoy-gateway")
+    gateway = release.inputs["values"]["config"]["envoyGateway"]
+    assert ("tls" in gateway["rateLimit"]["backend"]["redis"]) is tls
+    mounts, volumes, _ = generated_rate_limit_pod(gateway)
+    assert mounts <= volumes
+    assert gateway["rateLimit"]["failClosed"] is fail_closed
