@@ -47,6 +47,28 @@ class SizeDistribution:
 
 
 @dataclass(frozen=True, kw_only=True)
+class PromptSizing:
+    """How many tokens a prompt costs in the served model's tokenizer, and the server's limits.
+
+    The server refuses a prompt above ``serving.maxInputLen`` tokens (and prompt + max_tokens above
+    ``maxSeqLen``), counted by its own tokenizer: a prompt sized in words would be refused wherever a
+    word is several tokens (the CPU stand-in's byte-level tokenizer: one token per byte)."""
+
+    word_tokens: tuple[int, ...] = ()
+    """Default empty (not measured). Tokens of each of ``requests.WORDS``, with its leading space, as
+    the served model's preprocessing counts them. Empty: sized at one token per word (Llama 3) and
+    clamped as if every byte were a token (never more with a byte-level BPE tokenizer)."""
+    special_tokens: int = 0
+    """Default 0. Tokens the server's tokenizer adds to every prompt (BOS)."""
+    max_input_tokens: int | None = None
+    """Default None (no limit). ``serving.maxInputLen``."""
+    max_seq_len: int | None = None
+    """Default None (no limit). ``serving.maxSeqLen``: prompt + max_tokens stay within it."""
+    source: str = "assumed"
+    """Default ``assumed``. Where ``word_tokens`` came from (e.g. ``preprocessing``), for the report."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class Shape:
     """How load is offered. ``concurrency``: that many requests always in flight (closed loop).
     ``rate``: Poisson arrivals at ``rate`` requests/s in total (open loop, at most ``concurrency`` in
@@ -100,6 +122,8 @@ class LoadConfig:
     """Default 0 (one process, no master). Locust worker processes."""
     seed: int = 0
     """Default 0. Seed of the size and arrival draws (each worker offsets it by its index)."""
+    prompt_sizing: PromptSizing = field(default_factory=PromptSizing)
+    """Default: not measured, no limits. Prompt token costs and the server's limits (``PromptSizing``)."""
 
     def problems(self, *, max_duration_s: float | None = None, require_tls: bool = False) -> list[str]:
         """Every bad value, as ``--flag: got X; expected Y`` lines (empty: all good)."""
@@ -171,9 +195,12 @@ class LoadConfig:
         data: dict[str, Any] = json.loads(text)
         shape = data.pop("shape")
         shape["steps"] = tuple(shape.get("steps", ()))
+        sizing = data.pop("prompt_sizing", {})
+        sizing["word_tokens"] = tuple(sizing.get("word_tokens", ()))
         return cls(
             shape=Shape(**shape),
             isl=SizeDistribution(**data.pop("isl")),
             osl=SizeDistribution(**data.pop("osl")),
+            prompt_sizing=PromptSizing(**sizing),
             **data,
         )

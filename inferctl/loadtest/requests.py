@@ -2,8 +2,10 @@
 structured-output requests mixed in, and the server-sent events that come back.
 
 Pure functions of a ``random.Random`` so that a seed reproduces a run's request mix. Prompts are
-common English words: with Llama 3's tokenizer each is about one token (the CPU stand-in's tokenizer
-counts characters, so locally a prompt is longer in tokens than asked).
+common English words, sized by what each word costs in the served model's tokenizer when that was
+measured (``PromptSizing.word_tokens``; with Llama 3's tokenizer about one token, with the CPU
+stand-in's byte-level one a token per byte), and always clamped to the server's ``maxInputLen`` and
+``maxSeqLen`` so no request is refused for its size.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from inferctl.loadtest.config import LoadConfig, SizeDistribution
+from inferctl.loadtest.config import LoadConfig, PromptSizing, SizeDistribution
 from inferctl.serving.structured import ANSWER_SCHEMA, Guide
 
 WORDS = tuple(
@@ -104,9 +106,39 @@ def draw(dist: SizeDistribution, rng: random.Random) -> int:
     return max(1, min(dist.upper, round(rng.gauss(dist.mean, dist.spread))))
 
 
-def prompt(tokens: int, rng: random.Random) -> str:
-    # A random lead word makes each prompt distinct, so prefix caching cannot flatter the figures.
-    return f"{rng.randrange(1 << 30):x} " + " ".join(rng.choice(WORDS) for _ in range(max(0, tokens - 1)))
+SIZING_SLACK_TOKENS = 4
+"""Tokens kept free below a limit: a tokenizer may merge across word boundaries or add a prefix piece."""
+
+
+def prompt(tokens: int, rng: random.Random, sizing: PromptSizing | None = None, *, limit: int | None = None) -> str:
+    """About ``tokens`` tokens of words (in ``sizing``'s measure), never above ``limit`` tokens."""
+    sizing = sizing or PromptSizing()
+    measured = len(sizing.word_tokens) == len(WORDS)
+    # Clamping assumes the worst the tokenizer can do: its measured cost, else a token per byte.
+    cost = sizing.word_tokens if measured else tuple(len(w) + 1 for w in WORDS)
+    # A random lead word makes each prompt distinct, so prefix caching cannot flatter the figures. Its
+    # cost is bounded by its bytes (hex digits).
+    lead = f"{rng.randrange(1 << 30):x}"
+    size = sizing.special_tokens + (len(lead) if measured else 1)
+    held = sizing.special_tokens + len(lead)
+    budget = None if limit is None else limit - SIZING_SLACK_TOKENS
+    words = []
+    while size < tokens:
+        index = rng.randrange(len(WORDS))
+        if budget is not None and held + cost[index] > budget:
+            break
+        words.append(WORDS[index])
+        size += cost[index] if measured else 1
+        held += cost[index]
+    return " ".join([lead, *words])
+
+
+def prompt_limit(sizing: PromptSizing, max_tokens: int) -> int | None:
+    """The most tokens a prompt may have with ``max_tokens`` to generate (None: no limit known)."""
+    limits = [sizing.max_input_tokens] if sizing.max_input_tokens is not None else []
+    if sizing.max_seq_len is not None:
+        limits.append(sizing.max_seq_len - max_tokens)
+    return min(limits) if limits else None
 
 
 def plan_request(config: LoadConfig, rng: random.Random) -> PlannedRequest:
@@ -118,7 +150,8 @@ def plan_request(config: LoadConfig, rng: random.Random) -> PlannedRequest:
         text = "Reply in JSON: " + prompt(STRUCTURED_PROMPT_TOKENS, rng)
         max_tokens = max(max_tokens, STRUCTURED_MAX_TOKENS)
     else:
-        text = prompt(draw(config.isl, rng), rng)
+        sizing = config.prompt_sizing
+        text = prompt(draw(config.isl, rng), rng, sizing, limit=prompt_limit(sizing, max_tokens))
     kind = "structured" if structured else "plain"
     if config.protocol == "openai":
         body: dict[str, Any] = {

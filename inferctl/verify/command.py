@@ -225,7 +225,7 @@ def _load(settings: Any, plan: dict[str, Any], out: Path, verdict: Any, report: 
     from inferctl.loadtest.runner import run as run_load
     from inferctl.verify.verdict import Limits, judge_load
 
-    config = plan["config"]
+    config = _sized(settings, plan["config"], plan["api_key"], report)
     slo, vslo = settings.serving.slo, settings.verification.slo
     goodput_slo = rec.Slo(ttft_ms=vslo.goodput_ttft_ms, itl_ms=vslo.goodput_itl_ms)
     result = run_load(config, out, api_key=plan["api_key"])
@@ -271,6 +271,29 @@ def _load(settings: Any, plan: dict[str, Any], out: Path, verdict: Any, report: 
             itl_slo_ms=vslo.itl_p95_ms,
         )
         report["chart"] = str(chart)
+
+
+def _sized(settings: Any, config: Any, api_key: str | None, report: dict) -> Any:
+    """``config`` with prompts sized by the served model's tokenizer and clamped to the server's limits."""
+    from dataclasses import replace
+
+    from inferctl.api_key_header import api_key_headers
+    from inferctl.loadtest.config import PromptSizing
+    from inferctl.loadtest.tokens import measure_sizing
+
+    serving = settings.serving
+    limits = PromptSizing(max_input_tokens=serving.max_input_len, max_seq_len=serving.max_seq_len)
+    if config.protocol == "triton":
+        headers = api_key_headers(config.api_key_header, api_key)
+        limits = measure_sizing(config.url, headers=headers, limits=limits, ca_file=config.ca_file)
+    report["prompt_sizing"] = {
+        "source": limits.source,
+        "special_tokens": limits.special_tokens,
+        "max_input_tokens": limits.max_input_tokens,
+        "max_seq_len": limits.max_seq_len,
+    }
+    print(f"prompts sized by: {limits.source}; at most {limits.max_input_tokens} tokens (serving.maxInputLen)")
+    return replace(config, prompt_sizing=limits)
 
 
 def _log_offset(args: argparse.Namespace) -> int:

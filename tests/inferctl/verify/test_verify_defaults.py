@@ -1,0 +1,36 @@
+"""``inferctl verify --stack dev`` with its default flags against ``serve-local``'s server (issue 17 §8).
+
+The dev stack's own verification settings (ISL 512:128, OSL 128:32, a ramp to 16 in flight over 60 s,
+10 % structured) against the real local Triton with the stand-in at ``serve-local``'s default delays.
+Before, its word-sized prompts exceeded ``serving.maxInputLen`` in the stand-in's byte-level tokenizer
+and the server refused them (HTTP 400 "text_input[0] is 4119 tokens"). Only ``--out`` is given, to keep
+the report out of the checkout.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from inferctl import stack_settings
+from inferctl.cli import main
+from inference_image.testing.cpu_llm.options import StandIn
+from tests.inferctl.serving.conftest import start_stand_in_server
+
+pytestmark = [pytest.mark.triton, pytest.mark.timeout(420)]
+
+
+def test_verify_with_default_flags_passes_with_no_errors(tmp_path, capsys):
+    with start_stand_in_server(stack_settings.load("dev").serving, tmp_path / "triton", StandIn()) as server:
+        out = tmp_path / "out"
+        code = main(["verify", "--stack", "dev", "--url", server.http_url, "--out", str(out)])
+    printed = capsys.readouterr().out
+    report = json.loads((out / "verify.json").read_text())
+    print(printed)
+    assert report["prompt_sizing"]["source"] == "preprocessing"
+    assert report["prompt_sizing"]["max_input_tokens"] == 4096
+    overall = report["load"]["overall"]
+    assert overall["requests"] > 0 and overall["errors"] == 0, printed
+    assert report["load"]["at_planned_concurrency"]["errors"] == 0
+    assert code == 0 and "VERDICT: PASS" in printed, printed
