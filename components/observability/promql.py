@@ -76,6 +76,13 @@ ENVOY_UPSTREAM_RQ = "envoy_cluster_upstream_rq"
 """Counter by ``envoy_response_code``."""
 ENVOY_RATELIMIT_OVER_LIMIT = "envoy_cluster_ratelimit_over_limit"
 """Requests the global rate limit refused with 429 (they never reach the upstream)."""
+ENVOY_RATELIMIT_ERROR = "envoy_cluster_ratelimit_error"
+"""Requests for which the rate-limit service gave no answer (down, absent, timed out): let through
+unlimited when failing open, refused with 500 when failing closed."""
+ENVOY_CLUSTER_MEMBERSHIP_HEALTHY = "envoy_cluster_membership_healthy"
+"""Healthy hosts of an Envoy cluster (gauge)."""
+RATE_LIMIT_SERVICE_CLUSTER = "ratelimit_cluster"
+"""Envoy Gateway's cluster of its rate-limit service (v1.9.0 internal/xds/translator/ratelimit.go)."""
 ENVOY_DOWNSTREAM_RQ_XX = "envoy_http_downstream_rq_xx"
 """Counter by ``envoy_response_code_class`` per listener (``envoy_http_conn_manager_prefix``)."""
 

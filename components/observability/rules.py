@@ -380,6 +380,7 @@ def _edge_alerts(rules: RuleSet) -> list[dict[str, Any]]:
     five = q.selector({"envoy_cluster_name": f"=~{rules.edge_clusters}", "envoy_response_code_class": "5"})
     total = f"sum(rate({q.ENVOY_UPSTREAM_RQ_TOTAL}{clusters}[5m]))"
     limited = f"sum(rate({q.ENVOY_RATELIMIT_OVER_LIMIT}{clusters}[5m]))"
+    rate_limit_service = q.selector({"envoy_cluster_name": q.RATE_LIMIT_SERVICE_CLUSTER})
     return [
         _alert(
             "Edge5xxRateHigh",
@@ -389,6 +390,18 @@ def _edge_alerts(rules: RuleSet) -> list[dict[str, Any]]:
             summary="The edge answers 5xx",
             description=f"{{{{ $value | humanizePercentage }}}} of inference requests fail with 5xx "
             f"(threshold {t.edge_5xx_ratio:.0%}).",
+            runbook_base=rb,
+        ),
+        _alert(
+            "EdgeRateLimitServiceUnavailable",
+            f"sum(rate({q.ENVOY_RATELIMIT_ERROR}{clusters}[5m])) > 0"
+            f" or sum({q.ENVOY_CLUSTER_MEMBERSHIP_HEALTHY}{rate_limit_service}) == 0",
+            for_="5m",
+            severity="critical",
+            summary="The gateway has no rate-limit service",
+            description="The gateway's rate-limit service does not answer (no healthy host, or calls failing): "
+            "per-client limits are not enforced (edge.rateLimits.failClosed false) or requests are refused "
+            "with 500 (true).",
             runbook_base=rb,
         ),
         _alert(

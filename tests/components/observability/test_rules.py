@@ -24,6 +24,7 @@ W = f'namespace="{NS}",job="{JOB}"'  # what a ServiceMonitor adds to every Trito
 TRT = f'{W},model="tensorrt_llm",version="1",pod="triton-a"'
 KSM = f'job="kube-state-metrics",namespace="{NS}",pod="triton-7d9f-abcde",container="triton"'
 ROUTE = 'envoy_cluster_name="httproute/inference/triton/rule/0"'
+RATE_LIMIT_CLUSTER = 'envoy_cluster_name="ratelimit_cluster"'  # Envoy Gateway's cluster of its rate-limit service
 
 
 @dataclass(frozen=True)
@@ -239,6 +240,33 @@ CASES = [
         {},
         "10% of inference requests fail with 5xx (threshold 5%).",
     ),
+    # Calls to the rate-limit service fail on traffic (its pods are gone, or never started) ...
+    Case(
+        "EdgeRateLimitServiceUnavailable",
+        [
+            (f"envoy_cluster_ratelimit_error{{{ROUTE}}}", "0+10x20"),
+            (f"envoy_cluster_membership_healthy{{{RATE_LIMIT_CLUSTER}}}", "1x20"),
+        ],
+        [
+            (f"envoy_cluster_ratelimit_error{{{ROUTE}}}", "3x20"),  # old errors, none new
+            (f"envoy_cluster_ratelimit_ok{{{ROUTE}}}", "0+10x20"),
+            (f"envoy_cluster_membership_healthy{{{RATE_LIMIT_CLUSTER}}}", "1x20"),
+        ],
+        "15m",
+        {},
+        "The gateway's rate-limit service does not answer (no healthy host, or calls failing): per-client limits "
+        "are not enforced (edge.rateLimits.failClosed false) or requests are refused with 500 (true).",
+    ),
+    # ... or, with no traffic at all, its cluster has no healthy host (its Service was never created).
+    Case(
+        "EdgeRateLimitServiceUnavailable",
+        [(f"envoy_cluster_membership_healthy{{{RATE_LIMIT_CLUSTER}}}", "0x20")],
+        [(f"envoy_cluster_membership_healthy{{{RATE_LIMIT_CLUSTER}}}", "1x20")],
+        "15m",
+        {},
+        "The gateway's rate-limit service does not answer (no healthy host, or calls failing): per-client limits "
+        "are not enforced (edge.rateLimits.failClosed false) or requests are refused with 500 (true).",
+    ),
     Case(
         "Edge429RateHigh",
         [
@@ -255,7 +283,14 @@ CASES = [
         "are too low.",
     ),
 ]
-NVIDIA_ONLY = ("KvCacheNearlyFull", "GpuXidError", "AcceleratorsUnderutilised", "Edge5xxRateHigh", "Edge429RateHigh")
+NVIDIA_ONLY = (
+    "KvCacheNearlyFull",
+    "GpuXidError",
+    "AcceleratorsUnderutilised",
+    "Edge5xxRateHigh",
+    "Edge429RateHigh",
+    "EdgeRateLimitServiceUnavailable",
+)
 
 
 def _on_neuron(case: Case) -> Case:
