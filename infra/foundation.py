@@ -8,11 +8,12 @@ import pulumi
 import pulumi_aws as aws
 
 from components.catalog import offerings
-from components.keys.kms import Keys, KeysArgs, autoscaling_service_role_arn
+from components.keys.kms import Keys, KeysArgs, autoscaling_service_role_arn, spot_service_role_arn
 from components.network.endpoints import InterfaceEndpoints, InterfaceEndpointsArgs
 from components.network.security_groups import SecurityGroups, SecurityGroupsArgs
 from components.network.vpc import FlowLogsArgs, Network, NetworkArgs
 from infra.settings import Settings
+from infra.settings.keys import uses_spot
 
 
 @dataclass(frozen=True)
@@ -40,9 +41,14 @@ def build_foundation(settings: Settings) -> Foundation:
             partition=partition,
             region=settings.region.name,
             admin_role_arns=settings.access.admin_role_arns,
-            # Managed node groups launch through Auto Scaling with root volumes on the storage key.
-            volume_service_role_arns=[autoscaling_service_role_arn(partition, account_id)],
+            # Managed node groups launch through Auto Scaling, Spot instances through EC2 Spot's role, with
+            # root volumes on the storage key.
+            volume_service_role_arns=[
+                autoscaling_service_role_arn(partition, account_id),
+                *([spot_service_role_arn(partition, account_id)] if uses_spot(settings.node_pools) else []),
+            ],
             create_autoscaling_service_role=settings.keys.create_autoscaling_service_role,
+            create_spot_service_role=settings.keys.create_spot_service_role,
             deletion_window_days=settings.keys.deletion_window(settings.environment),
             rotation_period_days=settings.keys.rotation_period_days,
             protect=settings.production,

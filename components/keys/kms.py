@@ -17,6 +17,9 @@ import pulumi_aws as aws
 PURPOSES: tuple[str, ...] = ("cluster", "storage", "logs")
 DEFAULT_DELETION_WINDOW_DAYS = 30
 AUTOSCALING_SERVICE = "autoscaling.amazonaws.com"
+# EC2 Spot launches instances through its own service-linked role, which must be admitted to the key of
+# CMK-encrypted volumes or the instances terminate at launch (aws/karpenter-provider-aws #933, #1407).
+SPOT_SERVICE = "spot.amazonaws.com"
 DEFAULT_ROTATION_PERIOD_DAYS = 365
 
 # Administration only: admins can manage and schedule deletion but never use key material.
@@ -49,13 +52,18 @@ class KeysArgs:
     """Default none. Roles allowed to administer (not use) the keys."""
     volume_service_role_arns: Sequence[str] = field(default_factory=tuple)
     """Default none. Service-linked roles that launch instances with volumes encrypted by the storage key:
-    EC2 Auto Scaling's ``AWSServiceRoleForAutoScaling`` for managed node groups. A service-linked role
+    EC2 Auto Scaling's ``AWSServiceRoleForAutoScaling`` for managed node groups, EC2 Spot's
+    ``AWSServiceRoleForEC2Spot`` when any pool uses spot capacity. A service-linked role
     takes no IAM policy, so only the key policy can let it use the key; KMS refuses a key policy naming
     a role that does not exist yet."""
     create_autoscaling_service_role: bool = False
     """Default ``False``. Create EC2 Auto Scaling's service-linked role first, for an account that never had
     an Auto Scaling group (KMS refuses a key policy naming a role that does not exist; terraform-provider-aws
     #28644). Never where it exists: IAM refuses a second one. Retained on destroy: the role is the account's."""
+    create_spot_service_role: bool = False
+    """Default ``False``. Create EC2 Spot's service-linked role (``AWSServiceRoleForEC2Spot``) first, for an
+    account that never launched a Spot instance and whose storage key policy names it (spot capacity).
+    Never where it exists: IAM refuses a second one. Retained on destroy: the role is the account's."""
     deletion_window_days: int = DEFAULT_DELETION_WINDOW_DAYS
     """Default 30. 7-30 days between ScheduleKeyDeletion and the key being gone."""
     rotation_period_days: int = DEFAULT_ROTATION_PERIOD_DAYS
@@ -81,6 +89,15 @@ class Keys(pulumi.ComponentResource):
                     f"{name}-autoscaling-service-role",
                     aws_service_name=AUTOSCALING_SERVICE,
                     description="EC2 Auto Scaling (managed node groups); its key-policy grant is on the storage key",
+                    opts=pulumi.ResourceOptions(parent=self, retain_on_delete=True),
+                )
+            )
+        if args.create_spot_service_role:
+            after.append(
+                aws.iam.ServiceLinkedRole(
+                    f"{name}-spot-service-role",
+                    aws_service_name=SPOT_SERVICE,
+                    description="EC2 Spot (spot node pools); its key-policy grant is on the storage key",
                     opts=pulumi.ResourceOptions(parent=self, retain_on_delete=True),
                 )
             )
@@ -122,6 +139,15 @@ def autoscaling_service_role_arn(partition: str, account_id: str) -> str:
     ``aws iam create-service-linked-role --aws-service-name autoscaling.amazonaws.com`` (or sets
     ``create_autoscaling_service_role``)."""
     return f"arn:{partition}:iam::{account_id}:role/aws-service-role/{AUTOSCALING_SERVICE}/AWSServiceRoleForAutoScaling"
+
+
+def spot_service_role_arn(partition: str, account_id: str) -> str:
+    """EC2 Spot's service-linked role, which launches Spot instances (Karpenter's spot nodes, managed spot
+    node groups). AWS creates it with an account's first Spot request from the console; Karpenter's
+    controller policy has no ``iam:CreateServiceLinkedRole``, so a new account creates it once with
+    ``aws iam create-service-linked-role --aws-service-name spot.amazonaws.com`` (or sets
+    ``create_spot_service_role``)."""
+    return f"arn:{partition}:iam::{account_id}:role/aws-service-role/{SPOT_SERVICE}/AWSServiceRoleForEC2Spot"
 
 
 def key_policy(purpose: str, args: KeysArgs) -> dict:

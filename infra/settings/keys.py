@@ -26,17 +26,37 @@ class KeysSettings(Section):
     that never had an Auto Scaling group (the storage key's policy names the role, and KMS refuses a
     policy naming a missing role); IAM refuses the role where it already exists."""
 
+    create_spot_service_role: bool = False
+    """Default ``false``. Create EC2 Spot's service-linked role (``AWSServiceRoleForEC2Spot``) before the keys:
+    only with a spot pool (the storage key's policy then names the role) in an account that never launched
+    a Spot instance; IAM refuses the role where it already exists."""
+
     def deletion_window(self, environment: str) -> int:
         return self.deletion_window_days or DEFAULT_DELETION_WINDOW_DAYS[environment]
 
     def problems(self, ctx: CheckContext) -> list[Problem]:
+        out = []
+        if self.create_spot_service_role and not uses_spot(ctx.sections.get("nodePools")):
+            out.append(
+                Problem(
+                    "keys.createSpotServiceRole",
+                    "no pool uses spot capacity (nodePools.<pool>.capacityTypes), so the storage key does not "
+                    "name the EC2 Spot role; leave it false",
+                )
+            )
         wanted = DEFAULT_DELETION_WINDOW_DAYS["production"]
         if ctx.production and self.deletion_window_days is not None and self.deletion_window_days < wanted:
-            return [
+            out += [
                 Problem(
                     "keys.deletionWindowDays",
                     f"got {self.deletion_window_days}; production keys keep AWS's maximum of {wanted} days so a "
                     f"mistaken deletion can be cancelled (omit the key or set {wanted})",
                 )
             ]
-        return []
+        return out
+
+
+def uses_spot(node_pools: object) -> bool:
+    """Whether any pool may launch Spot instances (its capacity types include ``spot``)."""
+    pools = getattr(node_pools, "root", None) or {}
+    return any("spot" in pool.capacity_types for pool in pools.values())

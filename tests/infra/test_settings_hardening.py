@@ -126,3 +126,25 @@ def test_the_auto_scaling_role_is_created_only_when_asked():
     assert load({"keys": {"createAutoscalingServiceRole": True}}).keys.create_autoscaling_service_role is True
     found = problems({"keys": {"createAutoscalingServiceRole": "maybe"}})
     assert "keys.createAutoscalingServiceRole" in found
+
+
+def test_the_spot_role_is_created_only_when_asked_and_only_with_a_spot_pool():
+    assert load({}).keys.create_spot_service_role is False
+    spot = {"nodePools": {"inference": {"instanceTypes": ["g6.xlarge"], "capacityTypes": ["spot"]}}}
+    found = {p.path for p in load_settings_problems({**spot, "keys": {"createSpotServiceRole": True}})}
+    assert not [p for p in found if p.startswith("keys.")], found
+    on_demand = {"nodePools": {"inference": {"instanceTypes": ["g6.xlarge"]}}}
+    found = problems({**on_demand, "keys": {"createSpotServiceRole": True}})
+    assert "no pool uses spot" in found["keys.createSpotServiceRole"]
+
+
+def test_dev_storage_key_admits_the_spot_role_and_prod_does_not(stack_plan):
+    import json
+
+    def storage_policy(stack):
+        run = stack_plan(stack).run
+        (key,) = [r for r in run.resources if r.name == "keys-storage"]
+        return json.dumps(key.inputs["policy"])
+
+    assert "AWSServiceRoleForEC2Spot" in storage_policy("dev")  # dev's Karpenter pool is spot
+    assert "AWSServiceRoleForEC2Spot" not in storage_policy("prod")

@@ -84,3 +84,34 @@ def test_a_new_account_gets_the_auto_scaling_role_before_the_keys(run_components
     role = one(resources, "keys-autoscaling-service-role")
     assert role.inputs["awsServiceName"] == "autoscaling.amazonaws.com" and role.retain_on_delete
     assert all(role.urn in one(resources, f"keys-{p}").dependencies for p in ("cluster", "storage", "logs"))
+
+
+def test_storage_key_policy_admits_the_spot_role_beside_auto_scaling():
+    """Spot launches go through AWSServiceRoleForEC2Spot, which must be admitted to the key of the
+    CMK-encrypted root volume or the instance terminates at launch (aws/karpenter-provider-aws #933, #1407)."""
+    from components.keys.kms import spot_service_role_arn
+
+    spot = spot_service_role_arn("aws", "123456789012")
+    assert spot == "arn:aws:iam::123456789012:role/aws-service-role/spot.amazonaws.com/AWSServiceRoleForEC2Spot"
+    roles = [autoscaling_service_role_arn("aws", "123456789012"), spot]
+    args = KeysArgs(alias_prefix="p", account_id="123456789012", region="us-west-2", volume_service_role_arns=roles)
+    statements = {s["Sid"]: s for s in key_policy("storage", args)["Statement"]}
+    for sid in ("AllowServiceLinkedRoleUseForVolumes", "AllowServiceLinkedRoleGrantsForVolumes"):
+        assert spot in statements[sid]["Principal"]["AWS"]
+
+
+def test_a_new_account_gets_the_spot_role_before_the_keys_only_when_asked(run_components):
+    from components.keys.kms import Keys
+
+    def program(create):
+        def build():
+            Keys("keys", KeysArgs(alias_prefix="p", account_id="123456789012", region="us-west-2",
+                                  create_spot_service_role=create))  # fmt: skip
+
+        return build
+
+    assert not [r for r in run_components(program(False)).resources if r.type.endswith("ServiceLinkedRole")]
+    resources = run_components(program(True)).resources
+    role = one(resources, "keys-spot-service-role")
+    assert role.inputs["awsServiceName"] == "spot.amazonaws.com" and role.retain_on_delete
+    assert all(role.urn in one(resources, f"keys-{p}").dependencies for p in ("cluster", "storage", "logs"))
