@@ -1,5 +1,6 @@
 """EKS control-plane rules: no world-open API endpoint, secrets envelope-encrypted, every log type on;
-an API endpoint the stack's own Kubernetes objects can reach; one access entry per principal.
+an API endpoint the stack's own Kubernetes objects can reach; one access entry per principal; the core
+add-ons (coredns, kube-proxy, vpc-cni) for a cluster that does not let EKS bootstrap them.
 
 Unset properties are read with EKS's own defaults (the engine shows only what the program set): the
 public endpoint is ON unless ``endpointPublicAccess`` is false, and open to 0.0.0.0/0 unless
@@ -29,6 +30,10 @@ from policies.props import as_list, get
 CLUSTER = "aws:eks/cluster:Cluster"
 ACCESS_ENTRY = "aws:eks/accessEntry:AccessEntry"
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+ADDON = "aws:eks/addon:Addon"
+# Without these a cluster created with bootstrapSelfManagedAddons false has no pod network, no Service
+# routing and no cluster DNS: nodes never get Ready, or every lookup fails.
+CORE_ADDONS = ("vpc-cni", "kube-proxy", "coredns")
 ROLE = "aws:iam/role:Role"
 INGRESS_RULE = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
 SG_RULE = "aws:ec2/securityGroupRule:SecurityGroupRule"
@@ -115,6 +120,30 @@ def _api_reachable(args: StackValidationArgs, report: ReportViolation) -> None:
             "to named CIDRs (cluster.publicAccessCidrs)",
             cluster.urn,
         )
+
+
+def _core_addons(args: StackValidationArgs, report: ReportViolation) -> None:
+    """An EKS cluster that skips EKS's self-managed add-ons (``bootstrapSelfManagedAddons: false``, as
+    components.cluster.Cluster creates it) has managed coredns, kube-proxy and vpc-cni add-ons in the stack."""
+    addons = [r for r in args.resources if r.resource_type == ADDON]
+    for cluster in args.resources:
+        if cluster.resource_type != CLUSTER or get(cluster.props, "bootstrapSelfManagedAddons", True) is not False:
+            continue
+        name = get(cluster.props, "name")
+        present = {
+            get(addon.props, "addonName")
+            for addon in addons
+            if cluster.urn in {dep.urn for dep in addon.property_dependencies.get("clusterName", [])}
+            or (name and get(addon.props, "clusterName") == name)
+        }
+        missing = [a for a in CORE_ADDONS if a not in present]
+        if missing:
+            report(
+                f"{cluster.name}: bootstrapSelfManagedAddons is false and the stack installs no {', '.join(missing)} "
+                "add-on for it: nodes get no pod network, Services no routing, pods no DNS; add them "
+                "(components.cluster.ClusterAddons) or let EKS bootstrap its own",
+                cluster.urn,
+            )
 
 
 def _principals(resource: PolicyResource, prop: str) -> Iterable[str]:
@@ -206,6 +235,13 @@ POLICIES = [
         description="A stack that installs Kubernetes objects through a private-only EKS endpoint admits its "
         "deployer's network to the cluster on 443.",
         validate=_api_reachable,
+        enforcement_level=EnforcementLevel.MANDATORY,
+    ),
+    StackValidationPolicy(
+        name="eks-core-addons",
+        description="An EKS cluster without EKS's self-managed add-ons has managed coredns, kube-proxy and "
+        "vpc-cni add-ons in the stack.",
+        validate=_core_addons,
         enforcement_level=EnforcementLevel.MANDATORY,
     ),
     StackValidationPolicy(

@@ -147,3 +147,40 @@ def test_the_shipped_karpenter_stack_gives_its_nodes_their_own_role(stack_plan):
     roles = {r.name for r in plan.run.resources if r.type == "aws:iam/role:Role"}
     assert {"nodes-role", "karpenter-nodes-role"} <= roles
     assert evaluate(plan.run.resources, [p for p in POLICIES if p.name == "eks-api-reachable"]) == []
+
+
+# eks-core-addons: components.cluster.Cluster turns EKS's self-managed add-ons off, so a program that builds
+# one without ClusterAddons gets a cluster with no pod network, no kube-proxy and no DNS.
+
+
+def test_our_cluster_without_core_addons_is_refused(violations):
+    (found,) = violations(our_cluster(), "eks-core-addons")
+    assert "vpc-cni, kube-proxy, coredns" in found.message
+
+
+def test_our_cluster_with_its_core_addons_passes_and_each_missing_one_is_named(violations):
+    from components.cluster.addons import AddonSpec, ClusterAddons, ClusterAddonsArgs
+
+    def with_addons(names):
+        def program():
+            cluster = Cluster(
+                "c",
+                ClusterArgs(cluster_name="demo", kubernetes_version="1.36", subnet_ids=["s-a", "s-b"],
+                            secrets_key_arn="arn:aws:kms:us-west-2:123456789012:key/k", logs_key_arn="k",
+                            region="us-west-2"),
+            )  # fmt: skip
+            ClusterAddons(
+                "addons",
+                ClusterAddonsArgs(cluster_name=cluster.cluster_name,
+                                  addons=[AddonSpec(name=n, version="v1.0.0-eksbuild.1") for n in names]),
+            )  # fmt: skip
+
+        return program
+
+    assert violations(with_addons(["vpc-cni", "kube-proxy", "coredns"]), "eks-core-addons") == []
+    (found,) = violations(with_addons(["vpc-cni", "kube-proxy"]), "eks-core-addons")
+    assert "no coredns add-on" in found.message
+
+
+def test_a_cluster_eks_bootstraps_needs_no_managed_addons(violations):
+    assert violations(bare(), "eks-core-addons") == []
