@@ -24,7 +24,13 @@ def register(subparsers: Any) -> None:
         metavar="STACK",
         help="stack name (default: dev); repeat it to plan several stacks in one process (imports paid once)",
     )
-    parser.add_argument("--stack-file", type=Path, help="alternative stack config file")
+    parser.add_argument(
+        "--stack-file",
+        type=Path,
+        action="append",
+        dest="stack_files",
+        help="alternative stack config file; with several --stack, one per --stack in the same order",
+    )
     parser.add_argument("--program", type=Path, default=Path("."), help="directory holding Pulumi.yaml")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output directory (default build/plan)")
     parser.add_argument(
@@ -35,18 +41,45 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    stacks = list(dict.fromkeys(args.stacks or ["dev"]))
-    if len(stacks) > 1 and (args.stack_file or args.policy_config):
-        raise CommandError("--stack-file and --policy-config name one stack's files: give one --stack", exit_code=2)
+    stacks = list(args.stacks or ["dev"]) if args.stack_files else list(dict.fromkeys(args.stacks or ["dev"]))
+    files = list(args.stack_files or [])
+    if files and len(files) != len(stacks):
+        raise CommandError("--stack-file names one stack's file: give one --stack per --stack-file", exit_code=2)
+    if len(stacks) > 1 and args.policy_config:
+        raise CommandError("--policy-config names one stack's file: give one --stack", exit_code=2)
+    if len(set(stacks)) != len(stacks):
+        raise CommandError(f"--stack: a stack given twice ({', '.join(stacks)})", exit_code=2)
+    status, plans = 0, []
+    for stack, stack_file in zip(stacks, files or [None] * len(stacks), strict=True):
+        code, plan = _run_one(args, stack, stack_file, several=len(stacks) > 1)
+        status, plans = max(status, code), [*plans, plan]
+    return max(status, _collisions(plans))
+
+
+def _collisions(plans: list[Any]) -> int:
+    """Two stacks planned together must not share a physical name: in one AWS account the second
+    ``pulumi up`` fails on it, or both stacks manage one resource (policies/rules/names.py)."""
+    from policies.rules.names import colliding_names
+
     status = 0
-    for stack in stacks:
-        status = max(status, _run_one(args, stack, several=len(stacks) > 1))
+    for i, first in enumerate(plans):
+        for second in plans[i + 1 :]:
+            a, b = first.run.config, second.run.config
+            same_region = a.values.get("aws:region") == b.values.get("aws:region")
+            found = colliding_names(first.run.resources, second.run.resources, same_region=same_region)
+            if not found:
+                continue
+            status = 1
+            print(f"\nstacks {a.stack} and {b.stack} would share {len(found)} physical name(s) in one AWS account; "
+                  "rename one stack (names over 40 characters get a hash of the whole name):", file=sys.stderr)  # fmt: skip
+            for c in found:
+                print(f"  {c.what} {c.value!r}\n      {c.urns[0]}\n      {c.urns[1]}", file=sys.stderr)
     return status
 
 
-def _run_one(args: argparse.Namespace, stack: str, *, several: bool) -> int:
+def _run_one(args: argparse.Namespace, stack: str, stack_file: Path | None, *, several: bool) -> tuple[int, Any]:
     try:
-        plan = make_plan(args.program, stack, stack_file=args.stack_file, policy_config=args.policy_config)
+        plan = make_plan(args.program, stack, stack_file=stack_file, policy_config=args.policy_config)
     except CommandError as err:
         if several:
             raise CommandError(f"stack {stack}: {err}", exit_code=err.exit_code) from None
@@ -59,7 +92,7 @@ def _run_one(args: argparse.Namespace, stack: str, *, several: bool) -> int:
     else:
         print(tree(plan))
     print(f"\nWrote {json_path} and {md_path}")
-    return 1 if plan.mandatory else 0
+    return (1 if plan.mandatory else 0), plan
 
 
 def make_plan(program: Path, stack: str, *, stack_file: Path | None = None, policy_config: Path | None = None,

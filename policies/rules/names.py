@@ -263,14 +263,16 @@ def colliding_names(
 ) -> list[Collision]:  # fmt: skip
     """Physical names (and name prefixes) two stacks' resources share: in one account, the second stack's
     ``up`` fails on them (or both stacks manage one resource). ``first`` and ``second`` are recorded
-    resources (``type``, ``inputs``, ``name``, ``urn``); autonames never collide (random suffix).
-    Regional names collide only when both stacks are in one region."""
+    resources (``type``, ``inputs``, ``name``, ``urn``); autonames never collide (random suffix), nor
+    names inside a resource (``rules[].name``: unique within their web ACL). Regional names collide
+    only when both stacks are in one region."""
 
     def index(resources: Iterable[Any]) -> dict[tuple[str, str, str], str]:
         out: dict[tuple[str, str, str], str] = {}
         for r in resources:
             for name in planned_names(r.type, r.inputs or {}, r.name):
-                if name.kind == "autoname" or not (same_region or name.rule.global_scope):
+                nested = "." in name.rule.prop or "[]" in name.rule.prop
+                if nested or name.kind == "autoname" or not (same_region or name.rule.global_scope):
                     continue
                 key = (name.rule.type, name.rule.prop if name.kind == "name" else str(name.rule.prefix), name.given)
                 out.setdefault(key, r.urn)
