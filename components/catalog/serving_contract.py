@@ -13,6 +13,9 @@ POD_ADDRESS = "0.0.0.0"
 LOOPBACK = "127.0.0.1"
 LIVE_PATH = "/v2/health/live"
 READY_PATH = "/v2/health/ready"
+PUBLIC_MODELS = ("ensemble", "tensorrt_llm_bls")
+"""The models clients call, the only ones the public edge admits (``components.edge.policy``); the LLM step
+(no input-length check) and the pre/post-processing steps are internal to them."""
 METRICS_PATH = "/metrics"
 # tritonserver checks a --grpc-restricted-protocol header under this prefix (HTTP: the bare name).
 GRPC_RESTRICTED_HEADER_PREFIX = "triton-grpc-protocol-"

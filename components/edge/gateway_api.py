@@ -4,6 +4,13 @@ Plain dicts (what ``kubectl apply`` and pulumi-kubernetes ``CustomResource`` tak
 checked here without a cluster: a ``Gateway`` behind the ALB, an ``HTTPRoute`` and a ``GRPCRoute``
 to Triton's Service, and the Envoy Gateway policies attached to them:
 
+- the routes admit only the edge policy's allow-list: ``Exact`` path + method matches of the public
+  models' inference, metadata and readiness endpoints and the health endpoints (HTTPRoute), and
+  ``Exact`` service + method matches of the admitted gRPC methods (GRPCRoute). Anything else matches no
+  route and Envoy answers 404. (Gateway API v1.6.1 as bundled by Envoy Gateway v1.9.0: a rule without
+  matches, or a match without a path, is ``PathPrefix /``; a GRPCRoute match naming only the service is
+  a prefix over all its methods.)
+
 - ``SecurityPolicy.apiKeyAuth``: keys from an Opaque Secret (one data key per client id, synced
   from Secrets Manager by the CSI driver), client id forwarded, key stripped (``sanitize``);
 - ``BackendTrafficPolicy``: a global rate limit per client id (Redis-backed), circuit breaking,
@@ -21,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from components.edge.policy import (
+    GRPC_SERVICE,
     OUTLIER_BASE_EJECTION_SECONDS,
     OUTLIER_CONSECUTIVE_5XX,
     OUTLIER_INTERVAL_SECONDS,
@@ -35,9 +43,6 @@ GATEWAY_GROUP = "gateway.networking.k8s.io"
 ENVOY_GATEWAY_API = "gateway.envoyproxy.io/v1alpha1"
 DEFAULT_GATEWAY_CLASS = "envoy-gateway"
 DEFAULT_LISTENER_PORT = 8080
-GRPC_SERVICE = "inference.GRPCInferenceService"
-# Triton's whole HTTP API (KServe v2 and the generate extension) lives under /v2.
-HTTP_PATH_PREFIX = "/v2"
 # Label on the Envoy proxy pods: what Triton's NetworkPolicy admits.
 PROXY_LABEL = "inference.platform/edge-gateway"
 Manifest = dict[str, Any]
@@ -86,8 +91,8 @@ def render_gateway_objects(policy: EdgePolicy, target: GatewayTarget) -> list[Ma
     objects = [
         _envoy_proxy(target),
         _gateway(target),
-        _http_route(target, http_route),
-        _grpc_route(target, grpc_route),
+        _http_route(policy, target, http_route),
+        _grpc_route(policy, target, grpc_route),
         _client_traffic_policy(policy, target),
         _backend_traffic_policy(policy, target, routes),
     ]
@@ -122,7 +127,16 @@ def gateway_summary(objects: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         "clients": sorted(per_client) if security else [],
         "client_id_header": security["spec"]["apiKeyAuth"]["forwardClientIDHeader"] if security else None,
         "requests_per_minute": per_client,
-        "http_path_prefix": by_kind["HTTPRoute"]["spec"]["rules"][0]["matches"][0]["path"]["value"],
+        "http_endpoints": sorted(
+            _http_match(match)
+            for rule in by_kind["HTTPRoute"]["spec"]["rules"]
+            for match in rule.get("matches") or [{}]
+        ),
+        "grpc_paths": sorted(
+            _grpc_match(match)
+            for rule in by_kind["GRPCRoute"]["spec"]["rules"]
+            for match in rule.get("matches") or [{}]
+        ),
         "stream_idle_timeout": client["timeout"]["http"]["streamIdleTimeout"],
         "connection_idle_timeout": backend["timeout"]["http"]["connectionIdleTimeout"],
         "route_timeouts": sorted(route_timeouts),
@@ -137,6 +151,29 @@ def gateway_summary(objects: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
             if h["name"] == "retry-after"
         ),
     }
+
+
+def _http_match(match: Mapping[str, Any]) -> tuple[str, str]:
+    """(method or ``*``, ``<type> <value>``) of one HTTPRoute match, with Gateway API's defaults: no path is
+    ``PathPrefix /``, a path without a type is ``PathPrefix``."""
+    path = match.get("path") or {}
+    return match.get("method", "*"), f"{path.get('type', 'PathPrefix')} {path.get('value', '/')}"
+
+
+def _grpc_match(match: Mapping[str, Any]) -> str:
+    """What one GRPCRoute match admits, the way Envoy Gateway v1.9.0 translates it
+    (``internal/gatewayapi/route.go``, ``processGRPCRouteMethodExact``): service and method give the exact
+    path, a service alone a prefix over all its methods, a method alone a suffix, no method match every
+    path."""
+    method = match.get("method")
+    if not method:
+        return "PathPrefix /"
+    service, name = method.get("service"), method.get("method")
+    if method.get("type", "Exact") != "Exact":
+        return f"RegularExpression /{service or '*'}/{name or '*'}"
+    if service and name:
+        return f"Exact /{service}/{name}"
+    return f"Prefix /{service}" if service else f"Suffix /{name}"
 
 
 def _envoy_proxy(target: GatewayTarget) -> Manifest:
@@ -214,12 +251,14 @@ def _gateway(target: GatewayTarget) -> Manifest:
     }
 
 
-def _http_route(target: GatewayTarget, name: str) -> Manifest:
+def _http_route(policy: EdgePolicy, target: GatewayTarget, name: str) -> Manifest:
     spec: dict[str, Any] = {
         "parentRefs": [{"name": target.name, "sectionName": "http"}],
         "rules": [
             {
-                "matches": [{"path": {"type": "PathPrefix", "value": HTTP_PATH_PREFIX}}],
+                "matches": [
+                    {"path": {"type": "Exact", "value": e.path}, "method": e.method} for e in policy.http_endpoints
+                ],
                 "backendRefs": [_backend(target, target.http_port)],
                 # Gateway API's zero duration disables the whole-request clock: a stream ends when the
                 # model stops; silence is bounded by the stream idle timeout instead.
@@ -232,12 +271,15 @@ def _http_route(target: GatewayTarget, name: str) -> Manifest:
     return {"apiVersion": GATEWAY_API, "kind": "HTTPRoute", "metadata": _meta(target, name), "spec": spec}
 
 
-def _grpc_route(target: GatewayTarget, name: str) -> Manifest:
+def _grpc_route(policy: EdgePolicy, target: GatewayTarget, name: str) -> Manifest:
     spec: dict[str, Any] = {
         "parentRefs": [{"name": target.name, "sectionName": "http"}],
         "rules": [
             {
-                "matches": [{"method": {"type": "Exact", "service": GRPC_SERVICE}}],
+                "matches": [
+                    {"method": {"type": "Exact", "service": GRPC_SERVICE, "method": method}}
+                    for method in policy.grpc_methods
+                ],
                 "backendRefs": [_backend(target, target.grpc_port)],
             }
         ],

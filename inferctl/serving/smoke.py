@@ -118,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
         url=args.url,
         grpc_url=args.grpc_url or _default_grpc(args.url),
         headers=headers,
-        models=["ensemble", "preprocessing", "postprocessing", serving.llm_model_name, "tensorrt_llm_bls"],
+        models=smoke_models(serving.llm_model_name, through_edge=edge),
         slo=serving.slo,
         guided=serving.guided_decoding.backend != "none",
         ca_file=str(args.ca_file) if args.ca_file else None,
@@ -135,6 +135,16 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(f"smoke failed: {err}", exit_code=EXIT_CHECK_FAILED) from None
     print("\n".join(report.lines()))
     return EXIT_SLO_MISSED if report.slo_misses else 0
+
+
+def smoke_models(llm_model_name: str, *, through_edge: bool) -> list[str]:
+    """The models whose readiness smoke checks: every model of the repository on Triton itself; through the
+    edge (an ``https`` URL) only the public ones, since the gateway refuses every endpoint of the others."""
+    from components.catalog.serving_contract import PUBLIC_MODELS
+
+    if through_edge:
+        return list(PUBLIC_MODELS)
+    return ["ensemble", "preprocessing", "postprocessing", llm_model_name, "tensorrt_llm_bls"]
 
 
 def run_smoke(config: SmokeConfig, report: SmokeReport, *, grpc_tls: bool = False) -> SmokeReport:

