@@ -28,8 +28,13 @@ from components.identity.iam_documents import managed_policy_arn
 POD_IDENTITY_SERVICE = "pods.eks.amazonaws.com"
 
 
-def pod_identity_trust_policy() -> dict[str, Any]:
-    """Trust for EKS Pod Identity: the service assumes the role and tags the session."""
+def pod_identity_trust_policy(account_id: str, cluster_arn: str) -> dict[str, Any]:
+    """Trust for EKS Pod Identity: the service assumes the role and tags the session, for this account's
+    cluster only. ``aws:SourceAccount`` and ``aws:SourceArn`` (the cluster ARN; ``cluster/*`` for any cluster of
+    the account and region) close the confused-deputy path through the service principal (Amazon EKS user
+    guide, "Create IAM role with trust policy required by EKS Pod Identity" and "Cross-service confused deputy
+    prevention in Amazon EKS": aws:SourceArn with the full resource ARN, aws:SourceAccount beside it).
+    Policy ``pod-identity-trust-scoped`` refuses a Pod Identity trust without both."""
     return {
         "Version": "2012-10-17",
         "Statement": [
@@ -38,9 +43,24 @@ def pod_identity_trust_policy() -> dict[str, Any]:
                 "Effect": "Allow",
                 "Principal": {"Service": POD_IDENTITY_SERVICE},
                 "Action": ["sts:AssumeRole", "sts:TagSession"],
+                "Condition": {
+                    "StringEquals": {"aws:SourceAccount": account_id},
+                    "ArnLike": {"aws:SourceArn": cluster_arn},
+                },
             }
         ],
     }
+
+
+def pod_identity_trust(cluster_name: pulumi.Input[str] | None) -> pulumi.Output[str]:
+    """The trust policy as JSON for ``cluster_name`` (any cluster of the account and region when None), with
+    the account, region and partition of the provider the program runs with."""
+    identity = aws.get_caller_identity_output()
+    region = aws.get_region_output()
+    partition = aws.get_partition_output()
+    return pulumi.Output.all(identity.account_id, region.region, partition.partition, cluster_name or "*").apply(
+        lambda v: json.dumps(pod_identity_trust_policy(v[0], f"arn:{v[2]}:eks:{v[1]}:{v[0]}:cluster/{v[3]}"))
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -75,7 +95,7 @@ class PodIdentityRole(pulumi.ComponentResource):
         role = aws.iam.Role(
             f"{name}-role",
             description=args.description or f"Pod Identity role for {args.namespace}/{args.service_account}",
-            assume_role_policy=json.dumps(pod_identity_trust_policy()),
+            assume_role_policy=pod_identity_trust(args.cluster_name),
             opts=child,
         )
         attachments = [

@@ -18,7 +18,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components.common.errors import raise_if
-from components.identity.pod_identity import pod_identity_trust_policy
+from components.identity.pod_identity import pod_identity_trust
 from components.storage.documents import model_access_policy
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
@@ -69,7 +69,7 @@ class ModelAccess(pulumi.ComponentResource):
             role = aws.iam.Role(
                 f"{name}-{access}",
                 description=f"Model store {'read-write' if write else 'read-only'} access for pods",
-                assume_role_policy=json.dumps(pod_identity_trust_policy()),
+                assume_role_policy=pod_identity_trust(args.cluster_name),
                 opts=child,
             )
             grant = aws.iam.RolePolicy(

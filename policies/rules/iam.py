@@ -85,7 +85,37 @@ def _no_wildcards(args: ResourceValidationArgs, report: ReportViolation) -> None
             report(problem)
 
 
+POD_IDENTITY_SERVICE = "pods.eks.amazonaws.com"
+SOURCE_KEYS = ("aws:sourceaccount", "aws:sourcearn")
+
+
+def _pod_identity_trust_scoped(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    """A role EKS Pod Identity may assume names the account and the cluster it serves (aws:SourceAccount,
+    aws:SourceArn): the service principal alone admits any cluster's associations (confused deputy)."""
+    if args.resource_type != ROLE:
+        return
+    for statement in statements(as_document(get(args.props, "assumeRolePolicy"))):
+        services = as_list(get(statement, "Principal.Service"))
+        if statement.get("Effect") != "Allow" or POD_IDENTITY_SERVICE not in services:
+            continue
+        keys = {key.lower() for block in (statement.get("Condition") or {}).values() if isinstance(block, dict)
+                for key in block}  # fmt: skip
+        missing = [k for k in ("aws:SourceAccount", "aws:SourceArn") if k.lower() not in keys]
+        if missing:
+            report(
+                f"the trust of {POD_IDENTITY_SERVICE} has no {' and no '.join(missing)} condition: any EKS cluster's "
+                "Pod Identity association could assume the role; name this account and the cluster ARN "
+                "(components.identity.pod_identity.pod_identity_trust)"
+            )
+
+
 POLICIES = [
+    ResourceValidationPolicy(
+        name="pod-identity-trust-scoped",
+        description="Roles trusted by EKS Pod Identity carry aws:SourceAccount and aws:SourceArn conditions.",
+        validate=_pod_identity_trust_scoped,
+        enforcement_level=EnforcementLevel.MANDATORY,
+    ),
     ResourceValidationPolicy(
         name="iam-no-wildcard-write",
         description="IAM policies never allow Action '*' nor write actions on Resource '*'.",

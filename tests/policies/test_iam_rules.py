@@ -55,3 +55,35 @@ def test_scoped_policies_pass_and_wildcards_fail_in_every_policy_kind(violations
     assert violations(good, "iam-no-wildcard-write") == []
     found = violations(bad, "iam-no-wildcard-write")
     assert sorted(v.urn.rsplit("::", 1)[1] for v in found) == ["admin", "inline", "managed"]
+
+
+# pod-identity-trust-scoped: pods.eks.amazonaws.com trust names the account and the cluster.
+
+
+def _trust_role(condition):
+    statement = {"Effect": "Allow", "Principal": {"Service": "pods.eks.amazonaws.com"},
+                 "Action": ["sts:AssumeRole", "sts:TagSession"]}  # fmt: skip
+    if condition is not None:
+        statement["Condition"] = condition
+    return lambda: aws.iam.Role("r", assume_role_policy=json.dumps(doc(statement)))
+
+
+def test_pod_identity_trust_without_source_conditions_is_refused(violations):
+    (found,) = violations(_trust_role(None), "pod-identity-trust-scoped")
+    assert "aws:SourceAccount and no aws:SourceArn" in found.message
+    (found,) = violations(
+        _trust_role({"StringEquals": {"aws:SourceAccount": "123456789012"}}), "pod-identity-trust-scoped"
+    )
+    assert "aws:SourceArn" in found.message and "SourceAccount" not in found.message.split("condition")[0]
+
+
+def test_our_pod_identity_trust_passes(violations):
+    from components.identity.pod_identity import PodIdentityRole, PodIdentityRoleArgs
+
+    def program():
+        PodIdentityRole("x", PodIdentityRoleArgs(cluster_name="demo", namespace="ns", service_account="sa"))
+
+    assert violations(program, "pod-identity-trust-scoped") == []
+    scoped = {"StringEquals": {"aws:SourceAccount": "123456789012"},
+              "ArnLike": {"aws:SourceArn": "arn:aws:eks:us-west-2:123456789012:cluster/demo"}}  # fmt: skip
+    assert violations(_trust_role(scoped), "pod-identity-trust-scoped") == []
