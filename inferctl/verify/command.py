@@ -4,7 +4,8 @@ In order: the smoke checks through the given URL (health, metadata, a determinis
 valid structured output); a short Locust load ramping up to the planned concurrency (per replica x
 replicas), judged at that concurrency on TTFT p50/p95, ITL p50/p95, tokens/s, error rate and goodput;
 the serving logs (a local log file, or pods through the Kubernetes API); GPU utilisation from
-Prometheus when it answers. Prints a one-screen verdict, writes <out>/verify.json, requests.jsonl and
+Prometheus when it answers; through an https edge with API keys, that the gateway's per-client rate
+limits are in force (one request's X-RateLimit headers: none means its rate-limit service is missing). Prints a one-screen verdict, writes <out>/verify.json, requests.jsonl and
 latency.png.
 
 Exit status: 0 every check passed, 1 a check or SLO failed, 2 bad input (the message names the flag).
@@ -87,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
         _load(settings, plan, out, verdict, report)
     else:
         verdict.add("load", False, "skipped: the smoke checks failed")
+    _rate_limits(args, settings, plan, verdict, report)
     _logs(args, log_offset, verdict, report)
     _gpu(args, settings, report, verdict)
 
@@ -294,6 +296,25 @@ def _sized(settings: Any, config: Any, api_key: str | None, report: dict) -> Any
     }
     print(f"prompts sized by: {limits.source}; at most {limits.max_input_tokens} tokens (serving.maxInputLen)")
     return replace(config, prompt_sizing=limits)
+
+
+def _rate_limits(args: argparse.Namespace, settings: Any, plan: dict[str, Any], verdict: Any, report: dict) -> None:
+    """Through the edge with a client key, one request must carry the gateway's X-RateLimit headers (or be
+    refused with 429): without its rate-limit service the gateway lets every client through unlimited
+    (failing open) or answers 500 (failing closed), and neither shows up in the load's latencies."""
+    from inferctl.api_key_header import api_key_headers
+    from inferctl.verify.rate_limits import probe
+
+    if not args.url.startswith("https://"):
+        verdict.add("rate limits", None, "not checked (no gateway: the URL is not https)")
+        return
+    if not settings.edge.auth.enabled or not plan["api_key"]:
+        verdict.add("rate limits", None, "not checked (no client key: limits are per client)")
+        return
+    config = plan["config"]
+    found = probe(args.url, api_key_headers(config.api_key_header, plan["api_key"]), ca_file=config.ca_file)
+    report["rate_limits"] = found.to_dict()
+    verdict.add("rate limits", found.ok, found.note[:200])
 
 
 def _log_offset(args: argparse.Namespace) -> int:

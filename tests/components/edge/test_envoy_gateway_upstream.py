@@ -16,6 +16,7 @@ import pytest
 from components.catalog.edge_charts import ENVOY_GATEWAY
 from components.edge.gateway import REDIS_CERTS_VOLUME, controller_values
 from components.edge.gateway_api import GatewayTarget, render_gateway_objects
+from components.observability import promql as q
 from infra.settings import load_settings
 
 REPOSITORY = "envoyproxy/gateway"
@@ -60,6 +61,11 @@ GLOBAL_RATE_LIMIT_FIELDS = ("rules",)
 # internal/xds/translator/ratelimit.go getRateLimitServiceClusterName: the Envoy cluster of the rate-limit
 # service, which the alert on its membership reads.
 RATE_LIMIT_SERVICE_CLUSTER = "ratelimit_cluster"
+# internal/xds/translator/ratelimit.go @ v1.9.0: the filter's enable_x_ratelimit_headers is DRAFT_VERSION_03
+# unless the listener's ClientTrafficPolicy sets headers.disableRateLimitHeaders
+# (api/v1alpha1/clienttrafficpolicy_types.go) or a rule overrides it: inferctl verify's rate-limit check
+# reads X-RateLimit-Limit from the answer.
+DISABLE_RATE_LIMIT_HEADERS = "disableRateLimitHeaders"
 
 # internal/gatewayapi/securitypolicy.go @ v1.9.0: buildAPIKeyAuth resolves each apiKeyAuth.credentialRefs
 # Secret (validateSecretRef, an error when it does not exist); on any error the policy's HTTPRoute/GRPCRoute
@@ -151,3 +157,12 @@ def test_each_stack_installs_a_rate_limit_service_that_can_start(stack_plan, sta
     mounts, volumes, _ = generated_rate_limit_pod(gateway)
     assert mounts <= volumes
     assert gateway["rateLimit"]["failClosed"] is fail_closed
+
+
+def test_nothing_we_render_turns_the_x_ratelimit_headers_off():
+    policy = load_settings(
+        {"tags": {"owner": "t", "costCenter": "c"}}, project="p", stack="s", region="us-west-2"
+    ).edge.policy()
+    rendered = repr(render_gateway_objects(policy, TARGET))
+    assert DISABLE_RATE_LIMIT_HEADERS not in rendered
+    assert q.RATE_LIMIT_SERVICE_CLUSTER == RATE_LIMIT_SERVICE_CLUSTER
