@@ -55,6 +55,9 @@ class Compute:
     karpenter: Karpenter | None
     autoscaler: ClusterAutoscaler | None
     """The cluster autoscaler of the managed node groups (None with Karpenter or without pools)."""
+    system_nodes: NodePool
+    """The system node group: every release whose pods select the system nodes is ordered after it (on a
+    fresh cluster Helm would otherwise wait its 300 s for pods that cannot be scheduled)."""
 
 
 def build_cluster(settings: Settings, foundation: Foundation) -> Compute:
@@ -91,6 +94,7 @@ def build_cluster(settings: Settings, foundation: Foundation) -> Compute:
         storage_class_name=workload_addons.storage_class_name,
         karpenter=karpenter,
         autoscaler=autoscaler,
+        system_nodes=system,
     )
 
 

@@ -73,6 +73,8 @@ def _controller(settings: Settings, foundation: Foundation, compute: Compute) ->
             provider=compute.provider,
             partition=foundation.partition,
             default_tags=settings.default_tags,
+            # Its pods run on the system nodes; until one is Ready its webhooks refuse Ingresses.
+            depends_on=[compute.system_nodes],
         ),
     )
 
@@ -138,7 +140,8 @@ def _gateway(
             region=settings.region.name,
             partition=foundation.partition,
             protect=settings.production,
-            depends_on=[service],
+            # The credentials' SecretProviderClass needs the CSI driver's CRD.
+            depends_on=[service, *([storage.secrets_store] if storage.secrets_store else [])],
         ),
     )
 

@@ -66,7 +66,12 @@ def build_observability(
     stack = _monitoring_stack(settings, foundation, compute, storage, inference, edge, scope, scaled)
     if not scaled or service is None or bounds is None:
         return Observability(stack)
-    keda = Keda("keda", KedaArgs(k8s_provider=compute.provider, system_node_selector=SYSTEM))
+    keda = Keda(
+        "keda",
+        KedaArgs(k8s_provider=compute.provider, system_node_selector=SYSTEM),
+        # Its pods run on the system nodes: Helm waits for them.
+        opts=pulumi.ResourceOptions(depends_on=[compute.system_nodes]),
+    )
     workload = _scaled_workload(settings, compute, service, stack, keda, scope, bounds)
     return Observability(stack, keda, workload)
 
@@ -97,6 +102,10 @@ def _monitoring_stack(
     namespace = storage.namespaces.get(storage.inference)
     if namespace is not None:
         depends.append(namespace)
+    # Its pods run on the system nodes (Helm waits for them); Grafana's SecretProviderClass needs the CRD.
+    depends.append(compute.system_nodes)
+    if storage.secrets_store is not None:
+        depends.append(storage.secrets_store)
     stack = MonitoringStack(
         "monitoring",
         MonitoringStackArgs(

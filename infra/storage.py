@@ -56,6 +56,9 @@ class Storage:
     namespaces: dict[ServiceAccount, WorkloadNamespace] = field(default_factory=dict)
     """Each workload's namespace and service account (with a cluster): what its rollout depends on, so
     the plan orders them explicitly instead of relying on the Kubernetes API's retries."""
+    secrets_store: SecretsStoreCsi | None = None
+    """The Secrets Store CSI driver (with a cluster): it installs the SecretProviderClass CRD, so every
+    SecretProviderClass, in any area, is ordered after it."""
 
 
 def build_storage(settings: Settings, foundation: Foundation, cluster: ClusterHandle | None = None) -> Storage:
@@ -75,13 +78,13 @@ def build_storage(settings: Settings, foundation: Foundation, cluster: ClusterHa
     )
     secrets = _secrets(settings, foundation)
     cache = _model_cache(settings, foundation, store, subnet_id) if subnet_id is not None else None
-    claim, classes, namespaces = None, {}, {}
+    claim, classes, namespaces, csi = None, {}, {}, None
     if cluster is not None:
-        claim, classes, namespaces = _deliver(
+        claim, classes, namespaces, csi = _deliver(
             settings, foundation.keys.storage_key_arn, access, secrets, cache, cluster
         )
     _export(store, access, secrets, cache)
-    return Storage(store, access, secrets, cache, INFERENCE, MODEL_SYNC, claim, classes, namespaces)
+    return Storage(store, access, secrets, cache, INFERENCE, MODEL_SYNC, claim, classes, namespaces, csi)
 
 
 def _model_store(settings: Settings, foundation: Foundation) -> ModelStore:
@@ -179,7 +182,7 @@ def _deliver(
     secrets: Secrets,
     cache: ModelCache | None,
     cluster: ClusterHandle,
-) -> tuple[str | None, dict[ServiceAccount, str], dict[ServiceAccount, WorkloadNamespace]]:
+) -> tuple[str | None, dict[ServiceAccount, str], dict[ServiceAccount, WorkloadNamespace], SecretsStoreCsi]:
     """Kubernetes side: workload namespaces, the CSI drivers, the read-only model volume and the
     secret mounts of each workload."""
     k8s = cluster.provider
@@ -223,7 +226,7 @@ def _deliver(
         )
         classes[account] = delivery.class_name
     if cache is None:
-        return None, classes, namespaces
+        return None, classes, namespaces, csi
     volume = FsxCsi(
         "fsx-csi",
         FsxCsiArgs(
@@ -236,7 +239,7 @@ def _deliver(
         ),
         opts=pulumi.ResourceOptions(depends_on=[namespaces[INFERENCE]]),
     )
-    return volume.claim_name, classes, namespaces
+    return volume.claim_name, classes, namespaces, csi
 
 
 def _cache_subnet(settings: Settings, foundation: Foundation) -> pulumi.Output[str]:

@@ -59,7 +59,9 @@ def build_verification(
     image = pulumi.Output.concat(inference.repository.repository_url, "@" if cfg.image.digest else ":", image_version)
     after = [service, *([edge.endpoint, edge.gateway] if edge else [])]
     job = _job(settings, foundation, compute, storage, inference, edge, image, image_version, after)
-    load = _load_test(settings, foundation, compute, edge, image, image_version, after)
+    # Each has a SecretProviderClass of its own: the CSI driver's CRD first.
+    first = [storage.secrets_store] if storage.secrets_store is not None else []
+    load = _load_test(settings, foundation, compute, edge, image, image_version, after, first)
     return Verification(job, load)
 
 
@@ -114,6 +116,13 @@ def _job(
             ttl_seconds_after_finished=cfg.job.ttl_seconds_after_finished,
             depends_on=[*after, storage.namespaces[storage.inference]],
         ),
+        # Its SecretProviderClass: in the inference namespace, and needs the CSI driver's CRD.
+        opts=pulumi.ResourceOptions(
+            depends_on=[
+                storage.namespaces[storage.inference],
+                *([storage.secrets_store] if storage.secrets_store is not None else []),
+            ]
+        ),
     )
     pulumi.export("verification", {"job": job.job_name, "namespace": namespace, "url": url})
     return job
@@ -127,6 +136,7 @@ def _load_test(
     image: pulumi.Input[str],
     image_version: str,
     after: list[pulumi.Resource],
+    first: list[pulumi.Resource],
 ) -> LoadTest | None:
     cfg = settings.load_test
     if not cfg.enabled:
@@ -165,6 +175,7 @@ def _load_test(
             master_shape=PodShape(cpu=1, memory_gib=4, work_gib=4, run_as_user=settings.inference.run_as_user),
             depends_on=after,
         ),
+        opts=pulumi.ResourceOptions(depends_on=first),
     )
     pulumi.export(
         "loadTest",

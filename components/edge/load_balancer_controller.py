@@ -8,6 +8,14 @@ It turns the edge's Ingress into the internet-facing ALB. Chart values, and why:
   Ingress annotations anyone with Ingress access could edit.
 - ``defaultTargetType: ip``: pods behind an ALB are addressed directly (VPC CNI), no NodePort.
 - ``enableWafv2: true``, ``enableShield: false``, ``enableWaf: false``: WAFv2 is the only WAF in use.
+- ``enableServiceMutatorWebhook: false``: chart 3.5.0 otherwise registers ``mservice.elbv2.k8s.aws``,
+  failurePolicy Fail on every Service CREATE cluster-wide (``templates/webhook.yaml``; values.yaml
+  defaults true), and until a controller pod is Ready no Service can be created anywhere: CoreDNS's
+  kube-dns, Triton's, every chart's (aws-load-balancer-controller #4140). It only makes this controller
+  the default for ``type: LoadBalancer`` Services; the edge uses Ingresses only.
+- The release is ordered after the system node group (``depends_on``): its pods select the system
+  nodes, Helm waits for them, and its remaining Fail webhooks (Ingress, IngressClassParams,
+  TargetGroupBinding) refuse those objects until they are Ready (policies/rules/ordering.py).
 """
 
 from __future__ import annotations
@@ -108,6 +116,7 @@ def release_values(args: LoadBalancerControllerArgs, vpc_id: str) -> dict:
         "enableWafv2": True,
         "enableWaf": False,
         "enableShield": False,
+        "enableServiceMutatorWebhook": False,
         "defaultTags": dict(args.default_tags),
         "nodeSelector": dict(args.node_selector),
         "priorityClassName": "system-cluster-critical",

@@ -52,6 +52,7 @@ def evaluate(
     config: Mapping[str, Any] | None = None,
 ) -> list[Violation]:
     config = dict(config or {})
+    resources = list(resources)
     custom = [r for r in resources if r.custom]
     violations: list[Violation] = []
     stack_view: list[PolicyResource] | None = None
@@ -72,7 +73,7 @@ def evaluate(
                 args = ResourceValidationArgs(r.type, props, r.urn, r.name, options, None, policy_config)
                 _call(policy.validate, args, lambda m, u=None, _r=r: report(m, _r.urn))
         elif isinstance(policy, StackValidationPolicy):
-            stack_view = stack_view or _stack_view(custom)
+            stack_view = stack_view or _stack_view(resources)
             _call(policy.validate, StackValidationArgs(stack_view, policy_config), report)
     return violations
 
@@ -108,6 +109,12 @@ def _options(r: RecordedResource) -> PolicyResourceOptions:
 
 
 def _stack_view(resources: list[RecordedResource]) -> list[PolicyResource]:
+    """The custom resources, each linked to its parent, dependencies and property dependencies.
+
+    Links resolve against every recorded resource, components included, as the engine's analyzer does
+    (a custom resource's parent is usually a component, whose own dependencies its children wait for);
+    the list itself holds only the custom resources, which is what the stack rules iterate.
+    """
     views = {
         r.urn: PolicyResource(r.type, _props({**r.inputs, **r.outputs}), r.urn, r.name, _options(r), None, None, [], {})
         for r in resources
@@ -119,7 +126,7 @@ def _stack_view(resources: list[RecordedResource]) -> list[PolicyResource]:
         view.property_dependencies = {
             k: [views[u] for u in v if u in views] for k, v in r.property_dependencies.items()
         }
-    return list(views.values())
+    return [views[r.urn] for r in resources if r.custom]
 
 
 def _level(policy: Policy, pack_level: EnforcementLevel, config: Mapping[str, Any]) -> EnforcementLevel:

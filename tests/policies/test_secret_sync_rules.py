@@ -77,14 +77,17 @@ def _plan_program(tmp_path, sync: bool):
     (program / "app" / "__main__.py").write_text(
         textwrap.dedent(
             f"""\
+            import pulumi
             import pulumi_kubernetes as k8s
-            k8s.helm.v3.Release("driver", name="csi", chart="secrets-store-csi-driver", version="1.6.0",
-                                values={{"syncSecret": {{"enabled": {sync}}}}})
+            driver = k8s.helm.v3.Release("driver", name="csi", chart="secrets-store-csi-driver", version="1.6.0",
+                                         values={{"syncSecret": {{"enabled": {sync}}}}})
+            # After the driver, which installs the SecretProviderClass CRD (custom-resources-after-crds).
             k8s.apiextensions.CustomResource(
                 "spc", api_version="secrets-store.csi.x-k8s.io/v1", kind="SecretProviderClass",
                 metadata={{"name": "edge-keys", "namespace": "edge"}},
                 spec={{"provider": "aws", "parameters": {{}},
-                      "secretObjects": [{{"secretName": "api-keys", "type": "Opaque", "data": []}}]}})
+                      "secretObjects": [{{"secretName": "api-keys", "type": "Opaque", "data": []}}]}},
+                opts=pulumi.ResourceOptions(depends_on=[driver]))
             """
         )
     )
