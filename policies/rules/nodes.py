@@ -1,5 +1,6 @@
 """Node rules: IMDSv2 and encrypted volumes on every launch template (and Karpenter EC2NodeClass),
-instance types within the stack's allow-list, accelerators within the stack's budget.
+instance types within the stack's allow-list and offered in their node groups' zones, accelerators within
+the stack's budget.
 
 The budget sums every way a stack can create accelerator capacity: EKS node groups, Karpenter NodePools
 (their ``spec.limits``), Auto Scaling groups (maxSize x the accelerators of their instance types, from
@@ -14,6 +15,7 @@ metadataOptions gets ``httpTokens: required``, and its default block devices are
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -29,6 +31,7 @@ from pulumi_policy import (
 )
 
 from components import catalog
+from components.catalog import offerings
 from policies.props import as_list, get
 
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
@@ -277,7 +280,39 @@ def _spot_only(args: StackValidationArgs, report: ReportViolation) -> None:
             )
 
 
+SUBNET = "aws:ec2/subnet:Subnet"
+_ZONE_NAME = re.compile(r"^([a-z]{2}(?:-[a-z]+)+-\d+)[a-z]$")
+
+
+def _offered_in_zones(args: StackValidationArgs, report: ReportViolation) -> None:
+    """Each node group's instance types are offered in the zones of its subnets (AWS's offerings as moto
+    ships them, components.catalog.offerings). By zone name where names are the same place in every account;
+    where they are mapped per account, only what holds in every account (enough zones offer the type)."""
+    subnets = {r.urn: r for r in args.resources if r.resource_type == SUBNET}
+    by_id = {get(r.props, "id"): r for r in subnets.values() if get(r.props, "id")}
+    for group in args.resources:
+        if group.resource_type != NODE_GROUP:
+            continue
+        types = [t for t in as_list(get(group.props, "instanceTypes")) if isinstance(t, str)]
+        found = [subnets[d.urn] for d in group.property_dependencies.get("subnetIds", []) if d.urn in subnets]
+        found += [by_id[i] for i in as_list(get(group.props, "subnetIds")) if isinstance(i, str) and i in by_id]
+        zones = sorted({z for z in (get(r.props, "availabilityZone") for r in found) if isinstance(z, str)})
+        regions = {m.group(1) for m in (_ZONE_NAME.match(z) for z in zones) if m}
+        if not types or len(regions) != 1:
+            continue
+        region = regions.pop()
+        for gap in offerings.unoffered(types, region, zones):
+            report(f"{group.name}: {gap.describe(region)}", group.urn)
+
+
 POLICIES = [
+    StackValidationPolicy(
+        name="node-group-types-offered-in-zones",
+        description="Every node group's instance types are offered in the zones of its subnets (AWS's "
+        "per-zone offerings, vendored in components/catalog/instance_offerings.json).",
+        validate=_offered_in_zones,
+        enforcement_level=EnforcementLevel.MANDATORY,
+    ),
     ResourceValidationPolicy(
         name="nodes-imdsv2",
         description="Launch templates and EC2NodeClasses require IMDSv2 with a small hop limit.",

@@ -114,3 +114,33 @@ def test_a_karpenter_gpu_pool_without_limits_is_unbounded(violations):
 
     (found,) = violations(program, "accelerator-budget", {"maxAccelerators": 1000})
     assert "unbounded" in found.message
+
+
+# node-group-types-offered-in-zones: AWS's per-zone offerings (moto 5.2.5 ec2/resources/
+# instance_type_offerings/availability-zone/us-east-2.json.gz: trn1.32xlarge only in us-east-2c).
+
+
+def _group_in(zone, instance_type="trn1.32xlarge"):
+    def program():
+        subnet = aws.ec2.Subnet("s", vpc_id="vpc-1", cidr_block="10.0.0.0/24", availability_zone=zone)
+        aws.eks.NodeGroup(
+            "ng",
+            cluster_name="c",
+            node_role_arn="arn:aws:iam::123456789012:role/n",
+            subnet_ids=[subnet.id],
+            instance_types=[instance_type],
+            scaling_config={"min_size": 0, "max_size": 1, "desired_size": 0},
+        )
+
+    return program
+
+
+def test_a_node_group_in_a_zone_that_does_not_offer_its_type_is_refused(violations):
+    (found,) = violations(_group_in("us-east-2a"), "node-group-types-offered-in-zones")
+    assert "trn1.32xlarge is not offered in us-east-2a" in found.message and "us-east-2c (use2-az3)" in found.message
+    assert violations(_group_in("us-east-2c"), "node-group-types-offered-in-zones") == []
+
+
+def test_where_names_are_per_account_only_the_zone_count_is_judged(violations):
+    # p5en is offered in two us-east-1 zone IDs: one named zone may be either of them in some account.
+    assert violations(_group_in("us-east-1b", "p5en.48xlarge"), "node-group-types-offered-in-zones") == []
