@@ -13,10 +13,26 @@ nodes can serve from several zones; other pools are one group across their zones
 ``autoscaler_cluster_name`` each group's Auto Scaling group is tagged for the cluster autoscaler
 (components.compute.autoscaler_tags): EKS does not copy a node group's own tags to its ASG, where the
 autoscaler reads them, so the tags go on the ASG itself (as terraform-aws-eks does).
+
+Replacement. ``aws_eks_node_group`` forces a new group when any of ``instance_types``, ``capacity_type``,
+``ami_type``, ``subnet_ids``, ``node_role_arn``, ``launch_template.id`` (or ``node_group_name``) changes
+(Terraform AWS provider, ``internal/service/eks/node_group.go``; pinned in
+tests/data/upstream/replacement.json), and Pulumi replaces create-before-delete: a group keeping its name
+would collide with itself (``ResourceInUseException``). So a group's name ends in a digest of exactly
+those inputs (``<prefix>-<shard>-<8 hex>``): a change that forces a new group also names a new one, the
+new group is ACTIVE before the old one is drained and deleted, and serving capacity is kept through the
+swap. The digest is stable while those inputs are (a plan twice gives the same name), so nothing else
+renames a group. A pool on reserved capacity (an ODCR or a Capacity Block) cannot hold two groups' nodes
+at once, the new group's instances would wait for the old group's reservation: its group keeps the plain
+name ``<prefix>-<shard>`` and is replaced delete-before-replace. Launch templates and placement groups
+keep ``<prefix>-<shard>``: their only replace-forcing inputs here are the name itself (and the constant
+placement strategy), so a replacement always comes with a new name.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -35,6 +51,8 @@ MAX_MANAGED_NODES = 450
 """EKS quota "nodes per managed node group"."""
 MAX_NODE_GROUP_NAME = 63
 """EKS CreateNodegroup: ``nodegroupName`` is at most 63 characters."""
+REPLACEMENT_DIGEST_CHARS = 8
+"""Hex characters of the replace-forcing inputs' digest that end an elastic pool's node group name."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -129,13 +147,27 @@ class NodePool(pulumi.ComponentResource):
             tags={"Name": physical},
             opts=child,
         )
+        subnet_ids = [args.subnet_ids_by_zone[z] for z in shard.zones]
+        holds_reservation = reserved_capacity(pool)
         group = aws.eks.NodeGroup(
             f"{key}-ng",
             cluster_name=args.cluster_name,
-            node_group_name=physical,
+            node_group_name=physical
+            if holds_reservation
+            else pulumi.Output.all(subnet_ids, args.node_role_arn, template.id).apply(
+                lambda v: node_group_name(
+                    physical,
+                    instance_types=spec.instance_types,
+                    capacity_type=pool.managed_capacity_type,
+                    ami_type=pool.ami_type,
+                    subnet_ids=v[0],
+                    node_role_arn=v[1],
+                    launch_template_id=v[2],
+                )
+            ),
             node_role_arn=args.node_role_arn,
             version=args.kubernetes_version,
-            subnet_ids=[args.subnet_ids_by_zone[z] for z in shard.zones],
+            subnet_ids=subnet_ids,
             instance_types=list(spec.instance_types),
             ami_type=pool.ami_type,
             capacity_type=pool.managed_capacity_type,
@@ -147,7 +179,12 @@ class NodePool(pulumi.ComponentResource):
             launch_template={"id": template.id, "version": template.latest_version.apply(str)},
             tags={"Name": physical},
             # The cluster autoscaler (or an operator, without one) owns the desired size once the group exists.
-            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["scalingConfig.desiredSize"]),
+            # A group on reserved capacity goes before its replacement comes (module docstring).
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                ignore_changes=["scalingConfig.desiredSize"],
+                delete_before_replace=holds_reservation or None,
+            ),
         )
         if args.autoscaler_cluster_name is not None:
             asg_name = group.resources.apply(lambda found: found[0].autoscaling_groups[0].name)
@@ -166,6 +203,36 @@ class NodePool(pulumi.ComponentResource):
         self.node_group_names[shard.name] = group.node_group_name
         self.node_group_arns[shard.name] = group.arn
         self.launch_template_ids[shard.name] = template.id
+
+
+def reserved_capacity(pool: PoolProfile) -> bool:
+    """A pool whose nodes run on a reservation (ODCR or Capacity Block): it cannot hold a second group's
+    nodes, so its group is replaced delete-before-replace under its plain name."""
+    return pool.reserved or pool.capacity_block
+
+
+def node_group_name(
+    physical: str,
+    *,
+    instance_types: Sequence[str],
+    capacity_type: str,
+    ami_type: str,
+    subnet_ids: Sequence[str],
+    node_role_arn: str,
+    launch_template_id: str,
+) -> str:
+    """``<physical>-<digest>``: the digest covers every input of ``aws_eks_node_group`` that forces a new
+    group (except the cluster, whose change makes a new namespace of names), so a replacement is named anew."""
+    forcing = {
+        "instance_types": list(instance_types),
+        "capacity_type": capacity_type,
+        "ami_type": ami_type,
+        "subnet_ids": sorted(subnet_ids),
+        "node_role_arn": node_role_arn,
+        "launch_template_id": launch_template_id,
+    }
+    digest = hashlib.sha256(json.dumps(forcing, sort_keys=True).encode()).hexdigest()
+    return f"{physical}-{digest[:REPLACEMENT_DIGEST_CHARS]}"
 
 
 def _block_devices(pool: PoolProfile, kms_key_arn: pulumi.Input[str] | None) -> list[dict]:
@@ -220,10 +287,12 @@ def _validate(args: NodePoolArgs) -> None:
     missing = [z for z in pool.zones if z not in args.subnet_ids_by_zone]
     if missing or not pool.zones:
         problems.append(f"zones: no private subnet for {missing or 'any zone'}")
+    suffix = 0 if reserved_capacity(pool) else 1 + REPLACEMENT_DIGEST_CHARS
     for shard in pool.shards:
         physical = f"{args.name_prefix}-{shard.name}"
-        if len(physical) > MAX_NODE_GROUP_NAME:
-            problems.append(f"name: node group {physical!r} is longer than EKS's {MAX_NODE_GROUP_NAME} characters")
+        if len(physical) + suffix > MAX_NODE_GROUP_NAME:
+            shown = physical + ("-" + "x" * REPLACEMENT_DIGEST_CHARS if suffix else "")
+            problems.append(f"name: node group {shown!r} is longer than EKS's {MAX_NODE_GROUP_NAME} characters")
     if not args.security_group_ids:
         problems.append("security_group_ids: at least the cluster security group is required")
     raise_if("NodePool", problems)

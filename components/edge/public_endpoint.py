@@ -14,11 +14,22 @@ and the DNS record.
   behind an L4 balancer). Target type ``ip``, our load-balancer security group (so our rules are the ones in
   force), HTTP only to redirect.
 - DNS: ExternalDNS owns the alias record, rather than a Route 53 record here fed by a tag look-up of the
-  ALB. The controller creates the ALB only after the Ingress exists and Pulumi must not wait for the
-  Ingress status (``pulumi.com/skipAwait``: pulumi-kubernetes #1915), so a look-up in the same update
+  ALB. The controller creates the ALB only after the Ingress exists, so a look-up in the same update
   would race the controller and the first ``pulumi up`` would fail or need a second run. ExternalDNS
   watches the Ingress and writes the record when the ALB exists; its role may change record sets in the
   one zone only (``upsert-only``: it never deletes records it did not create).
+- Await and teardown. Each Ingress waits for what the controller writes once the ALB exists
+  (``pulumi.com/waitFor`` on ``status.loadBalancer.ingress[0].hostname``), which replaces the built-in
+  Ingress await (it trips on the ALB controller's conventions, pulumi-kubernetes #408, where the
+  maintainers suggest waitFor) rather than skipping all await logic: ``pulumi.com/skipAwait``
+  is not set, so deleting an Ingress waits until it is gone, i.e. until the controller has deleted the
+  ALB and removed its finalizer (pulumi-kubernetes v4 ``provider/pkg/metadata/overrides.go``,
+  ``DeletedCondition``; pulumi-kubernetes #3154 discusses what skipAwait should skip on delete). The
+  Ingresses depend on the IngressClass, its params and this component's own ``depends_on`` (the
+  controller release), so on ``pulumi destroy`` or when ``edge.domain`` is removed they go first and
+  those outlive them; the load-balancer security group, WAF ACL and certificate they reference too.
+  With ``deletion_protection`` the controller cannot delete the ALB and the Ingress deletion fails
+  (README: "Destroying a protected production stack").
 """
 
 from __future__ import annotations
@@ -41,7 +52,9 @@ from components.identity.pod_identity import PodIdentityRole, PodIdentityRoleArg
 INGRESS_CONTROLLER = "ingress.k8s.aws/alb"
 PARAMS_API = "elbv2.k8s.aws/v1beta1"
 ALB = "alb.ingress.kubernetes.io/"
-SKIP_AWAIT = "pulumi.com/skipAwait"
+WAIT_FOR = "pulumi.com/waitFor"
+ALB_READY = "jsonpath={.status.loadBalancer.ingress[0].hostname}"
+"""What the controller writes on the Ingress once the ALB exists (its DNS name)."""
 GRPC_PATH = "/inference.GRPCInferenceService"
 HTTP_PATH = "/v2"
 EXTERNAL_DNS_NAMESPACE = "kube-system"
@@ -164,6 +177,9 @@ class PublicEndpoint(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[params]),
         )
         security_group = pulumi.Output.from_input(args.security_group_id)
+        # Deleted before the class, its params and the controller (this component's depends_on): the
+        # controller needs all three to delete the ALB and release the Ingress's finalizer.
+        outlive = [ingress_class, params, *_depends_on(opts)]
         for role, manifest in ingress_manifests(args, self.ingress_class, "").items():
             k8s.networking.v1.Ingress(
                 f"{name}-{role}",
@@ -171,7 +187,7 @@ class PublicEndpoint(pulumi.ComponentResource):
                     lambda sg, role=role: ingress_manifests(args, self.ingress_class, sg)[role]["metadata"]
                 ),
                 spec=manifest["spec"],
-                opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[ingress_class]),
+                opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=outlive),
             )
         if args.hosted_zone_id:
             _external_dns(name, args, self)
@@ -221,8 +237,8 @@ def ingress_manifests(
         f"{ALB}listen-ports": json.dumps(listen),
         f"{ALB}healthcheck-path": "/",
         f"{ALB}success-codes": "200-499",
-        # The controller owns the ALB; waiting for Ingress status would hang (pulumi-kubernetes #1915).
-        SKIP_AWAIT: "true",
+        # Created: wait for the ALB's name; deleted: wait until the controller released the Ingress.
+        WAIT_FOR: ALB_READY,
         "external-dns.alpha.kubernetes.io/hostname": args.domain,
     }
     if args.redirect_http:
@@ -403,6 +419,16 @@ def external_dns_values(args: PublicEndpointArgs) -> dict[str, Any]:
             "capabilities": {"drop": ["ALL"]},
         },
     }
+
+
+def _depends_on(opts: pulumi.ResourceOptions | None) -> list[pulumi.Resource]:
+    """The component's own ``depends_on`` resources (children do not inherit them)."""
+    found = opts.depends_on if opts is not None else None
+    if found is None:
+        return []
+    if isinstance(found, pulumi.Resource):
+        return [found]
+    return [d for d in found if isinstance(d, pulumi.Resource)]
 
 
 def _visibility(metric: str) -> dict[str, Any]:

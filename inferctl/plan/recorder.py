@@ -1,10 +1,10 @@
 """A mock resource monitor that records each registration as the engine would receive it.
 
 The SDK's ``MockMonitor`` hands mocks only the inputs; the raw ``RegisterResource`` request also
-carries the parent, dependencies, property dependencies, provider, protect and retainOnDelete, which
-the plan and the stack policies need. Two engine behaviours the stock mock skips are done here:
-registered transforms are applied (the engine runs them before the provider sees the inputs), and
-URNs take the engine's form (no ``pulumi:pulumi:Stack$`` prefix on top-level types).
+carries the parent, dependencies, property dependencies, provider, protect, retainOnDelete and
+deleteBeforeReplace, which the plan and the stack policies need. Two engine behaviours the stock mock
+skips are done here: registered transforms are applied (the engine runs them before the provider sees
+the inputs), and URNs take the engine's form (no ``pulumi:pulumi:Stack$`` prefix on top-level types).
 """
 
 from __future__ import annotations
@@ -38,6 +38,10 @@ class RecordedResource:
     retain_on_delete: bool = False
     provider: str | None = None
     ignore_changes: list[str] = field(default_factory=list)
+    delete_before_replace: bool = False
+    """``deleteBeforeReplace``: on replacement the engine deletes the old resource before creating the new."""
+    replace_on_changes: list[str] = field(default_factory=list)
+    deleted_with: str | None = None
     additional_secret_outputs: list[str] = field(default_factory=list)
     id: str | None = None
     read: bool = False
@@ -90,6 +94,9 @@ class RecordingMonitor(MockMonitor):
             retain_on_delete=bool(request.retainOnDelete),
             provider=request.provider.rsplit("::", 1)[0] if request.provider else None,
             ignore_changes=list(request.ignoreChanges),
+            delete_before_replace=bool(request.deleteBeforeReplace),
+            replace_on_changes=list(request.replaceOnChanges),
+            deleted_with=request.deletedWith or None,
             additional_secret_outputs=list(request.additionalSecretOutputs),
             id=resource_id,
         )

@@ -59,6 +59,7 @@ def to_json(plan: Plan) -> dict[str, Any]:
                 "protect": r.protect,
                 "retainOnDelete": r.retain_on_delete,
                 "ignoreChanges": r.ignore_changes,
+                "deleteBeforeReplace": r.delete_before_replace,
             }
             for r in run.resources
         ],

@@ -5,6 +5,7 @@ autoscaler sizes exactly the managed node groups; the VPC CNI enforces NetworkPo
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -91,7 +92,7 @@ def test_prod_efa_pool_has_a_placement_group_every_efa_interface_and_the_node_sg
         assert pg.inputs["strategy"] == "cluster" and lt.property_dependencies["placement"] == [pg.urn]
         group = one(resources, f"pool-inference-{zone}-ng").inputs
         assert group["subnetIds"] == [subnets[zone]] and group["labels"]["efa"] == "true"
-        assert group["nodeGroupName"] == f"inference-platform-prod-inference-{zone[-1]}"
+        assert re.fullmatch(rf"inference-platform-prod-inference-{zone[-1]}-[0-9a-f]{{8}}", group["nodeGroupName"])
         assert group["scalingConfig"] == {"minSize": 1, "maxSize": 2, "desiredSize": 1}  # per zone
     inference = [g for g in by_type(resources, NODE_GROUP) if g.inputs["labels"]["node-pool"] == "inference"]
     assert len(inference) == len(by_type(resources, "aws:ec2/placementGroup:PlacementGroup")) == len(zones)

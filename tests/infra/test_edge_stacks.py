@@ -135,7 +135,8 @@ def test_the_grpc_ingress_uses_grpc_target_groups_and_the_project_security_group
     ingresses = {r.inputs["metadata"]["name"]: r.inputs for r in resources if r.type.endswith("v1:Ingress")}
     grpc = ingresses["edge-grpc"]["metadata"]["annotations"]
     assert grpc["alb.ingress.kubernetes.io/backend-protocol-version"] == "GRPC"
-    assert grpc["pulumi.com/skipAwait"] == "true"
+    # Awaited on create (the ALB's name) and on delete (tests/infra/test_replacement.py).
+    assert grpc["pulumi.com/waitFor"] == "jsonpath={.status.loadBalancer.ingress[0].hostname}"
     lb_sg = next(
         r for r in resources if r.type == "aws:ec2/securityGroup:SecurityGroup" and r.name == "security-groups-lb"
     )

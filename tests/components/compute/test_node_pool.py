@@ -4,6 +4,8 @@ desired size and finds the groups (and their scale-from-zero templates) by their
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from components.common.errors import ComponentArgsError
@@ -80,7 +82,7 @@ def test_efa_pool_gets_all_interfaces_with_the_node_groups_and_a_placement_group
     pg = one(resources, "pool-us-west-2a-placement")
     assert pg.inputs["strategy"] == "cluster" and lt.property_dependencies["placement"] == [pg.urn]
     ng = one(resources, "pool-us-west-2a-ng").inputs
-    assert ng["subnetIds"] == ["subnet-a"] and ng["nodeGroupName"] == "demo-gpu-a"
+    assert ng["subnetIds"] == ["subnet-a"] and re.fullmatch(r"demo-gpu-a-[0-9a-f]{8}", ng["nodeGroupName"])
     assert len(by_type(resources, "aws:eks/nodeGroup:NodeGroup")) == 1  # no zones listed: the first only
 
 
@@ -91,7 +93,9 @@ def test_an_efa_pool_over_two_zones_is_one_pinned_group_and_placement_group_per_
     for zone, subnet in SUBNETS.items():
         group = groups[f"pool-{zone}-ng"]
         suffix = zone[-1]
-        assert group["subnetIds"] == [subnet] and group["nodeGroupName"] == f"demo-gpu-{suffix}"
+        assert group["subnetIds"] == [subnet] and re.fullmatch(
+            rf"demo-gpu-{suffix}-[0-9a-f]{{8}}", group["nodeGroupName"]
+        )
         assert group["scalingConfig"] == {"minSize": 1, "maxSize": 2, "desiredSize": 1}  # per zone
         assert group["labels"]["node-pool"] == "gpu" and group["labels"]["efa"] == "true"  # pods select the pool
         lt = one(resources, f"pool-{zone}-lt")
