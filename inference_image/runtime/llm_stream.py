@@ -4,10 +4,22 @@ Shared by ``tensorrt_llm_bls`` and the ensemble's ``postprocessing``: both see e
 request, so streamed text is detokenized incrementally (``IncrementalText``) and a character whose
 UTF-8 bytes span tokens is never split. Runs inside a Triton Python model: ``pb`` is its
 ``triton_python_backend_utils`` module, passed in so this module imports without Triton.
+
+A client that goes away stops its generation. While a stream runs, ``CancelWatch`` polls whether the
+client's request was cancelled (every ``CANCEL_POLL_S``, also while no token arrives) and then stops
+the LLM step's request two ways: ``cancel()`` on the BLS response iterator where the Python backend
+has it (r25.05, not r24.10: ``src/pb_stub.cc``), and a ``stop`` request carrying the LLM request's
+id, which TensorRT-LLM's backend turns into ``cancelRequest`` for that id at both tags
+(``inflight_batcher_llm/src/model_instance_state.cc``, ``handleStopRequest``) and the CPU stand-in
+honours alike. The rest of the stream is drained, not sent: a dropped response iterator would wait
+in its destructor for every remaining response (``src/pb_response_iterator.cc``).
 """
 
 from __future__ import annotations
 
+import itertools
+import os
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -37,6 +49,52 @@ LLM_OUTPUTS = (
 )
 
 
+CANCEL_POLL_S = 0.1
+"""How often a running stream asks whether its client went away."""
+_REQUEST_IDS = itertools.count()
+
+
+class CancelWatch:
+    """Polls ``cancelled`` every ``period`` s on a thread of its own until ``stop()``; on the first True
+    it calls ``on_cancel`` once and sets ``fired``. A failing poll (the request is gone) ends the watch."""
+
+    def __init__(self, cancelled: Callable[[], bool], on_cancel: Callable[[], None], period: float = CANCEL_POLL_S):
+        self._cancelled = cancelled
+        self._on_cancel = on_cancel
+        self._period = period
+        self._done = threading.Event()
+        self.fired = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="cancel-watch", daemon=True)
+
+    def __enter__(self) -> CancelWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        self._done.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout=10 * self._period + 5)
+
+    def _run(self) -> None:
+        while not self._done.wait(self._period):
+            try:
+                if not self._cancelled():
+                    continue
+            except Exception:  # the request is gone: nothing left to watch
+                return
+            self.fired.set()
+            self._on_cancel()
+            return
+
+
+def new_request_id(prefix: str) -> str:
+    """An id for one LLM-step request, unique in the server: a ``stop`` request names it."""
+    return f"{prefix}-{os.getpid()}-{next(_REQUEST_IDS)}"
+
+
 class LlmStream:
     """One LLM model's requests, detokenized; ``text_name`` is the output tensor carrying the text."""
 
@@ -57,19 +115,59 @@ class LlmStream:
         pb = self._pb
         if streaming and not self._decoupled:
             raise ValueError("stream=true needs the decoupled transaction policy (serving.streaming: true)")
+        request_id = new_request_id(self._text_name.lower())
         request = pb.InferenceRequest(
             model_name=self._llm,
+            request_id=request_id,
             requested_output_names=["output_ids", "sequence_length", *LLM_OUTPUTS],
             inputs=list(llm_inputs),
         )
         text = IncrementalText(self._tokenizer, skip_special_tokens=self._skip)
-        llm_responses = request.exec(decoupled=True) if self._decoupled else [request.exec()]
-        for llm_response in llm_responses:
-            if cancelled():
-                cancel = getattr(llm_responses, "cancel", None)
-                if cancel is not None:
-                    cancel()
+        if not self._decoupled:
+            yield from self._texts([request.exec()], text, streaming=streaming)
+            return
+        llm_responses = request.exec(decoupled=True)
+        with CancelWatch(cancelled, lambda: self.cancel(llm_responses, request_id)) as watch:
+            try:
+                for response in self._texts(llm_responses, text, streaming=streaming):
+                    if not watch.fired.is_set():
+                        yield response
+            except RuntimeError:
+                if not watch.fired.is_set():
+                    raise  # a cancelled step may end on an error: nobody is left to read it
+            if watch.fired.is_set():
                 return
+        if streaming:
+            rest = text.flush()
+            if rest:
+                yield self._response(rest, {})
+
+    def cancel(self, llm_responses: Any, request_id: str) -> None:
+        """Stop the LLM step's request ``request_id`` whose responses ``llm_responses`` iterates."""
+        cancel = getattr(llm_responses, "cancel", None)  # python_backend r25.05+, not r24.10
+        if cancel is not None:
+            cancel()
+        self.stop(request_id)
+
+    def stop(self, request_id: str) -> None:
+        """Send the LLM step a ``stop`` request for ``request_id`` (TensorRT-LLM's cancel by request id)."""
+        pb = self._pb
+        stop = pb.InferenceRequest(
+            model_name=self._llm,
+            request_id=request_id,
+            requested_output_names=["output_ids"],
+            inputs=[
+                pb.Tensor("input_ids", np.zeros((1, 1), dtype=np.int32)),
+                pb.Tensor("input_lengths", np.ones((1, 1), dtype=np.int32)),
+                pb.Tensor("request_output_len", np.ones((1, 1), dtype=np.int32)),
+                pb.Tensor("stop", np.ones((1, 1), dtype=bool)),
+            ],
+        )
+        for _ in stop.exec(decoupled=True) if self._decoupled else [stop.exec()]:
+            pass
+
+    def _texts(self, llm_responses: Any, text: IncrementalText, *, streaming: bool) -> Iterator[Any]:
+        for llm_response in llm_responses:
             if llm_response.has_error():
                 raise RuntimeError(llm_response.error().message())
             outputs = {t.name(): t.as_numpy() for t in llm_response.output_tensors()}
@@ -81,10 +179,6 @@ class LlmStream:
                 yield self._response(text.add(ids), outputs)
             else:
                 yield self._response(self._tokenizer.decode(ids, skip_special_tokens=self._skip), outputs)
-        if streaming:
-            rest = text.flush()
-            if rest:
-                yield self._response(rest, {})
 
     def serve(self, request: Any, sender: Any, llm_inputs: Callable[[], tuple[Sequence[Any], bool]]) -> list[Any]:
         """Answer one Triton request: stream to ``sender`` (decoupled) or return the one response.

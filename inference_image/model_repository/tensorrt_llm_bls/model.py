@@ -3,12 +3,19 @@
 Offers the ensemble's client contract (text_input, max_tokens, ... -> text_output) through business
 logic scripting: it calls ``preprocessing`` and the LLM step (``tensorrt_llm_model_name``) with
 Triton's in-process API and decodes the tokens itself, incrementally, so streamed text never splits
-a character. A cancelled client request cancels the LLM step's request.
+a character. A client that goes away (a closed HTTP stream, a gRPC cancel) stops the LLM step's
+request within ``runtime.llm_stream.CANCEL_POLL_S`` (``LlmStream``'s ``CancelWatch``).
+
+Decoupled, each request runs on a thread pool of ``max_batch_size`` threads once its inputs are copied,
+so one instance serves that many streams at once (the Python backend lets a thread keep a request's
+response sender after ``execute`` returns: README "Decoupled mode", r24.10 and r25.05); before, one
+instance served one stream at a time and the rest of a batch waited seconds for a first token.
 """
 
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 
 import triton_python_backend_utils as pb_utils
 
@@ -85,13 +92,23 @@ class TritonPythonModel:
             decoupled=self.decoupled,
             text_name="text_output",
         )
+        self.client_inputs = tuple(i["name"] for i in config.get("input", []))
+        self.pool = ThreadPoolExecutor(max_workers=max(1, int(config.get("max_batch_size", 1))))
 
     def execute(self, requests):
         responses = []
         for request in requests:
-            sender = request.get_response_sender() if self.decoupled else None
-            responses += self.stream.serve(request, sender, lambda request=request: self._llm_inputs(request))
+            # Copy the inputs now: a decoupled stream runs after execute returns.
+            inputs = {name: _input(request, name) for name in self.client_inputs}
+            prepared = lambda inputs=inputs: self._llm_inputs(inputs)  # noqa: E731
+            if self.decoupled:
+                self.pool.submit(self.stream.serve, request, request.get_response_sender(), prepared)
+            else:
+                responses += self.stream.serve(request, None, prepared)
         return None if self.decoupled else responses
+
+    def finalize(self):
+        self.pool.shutdown(wait=True, cancel_futures=True)
 
     def _llm_inputs(self, request):
         text_input = _input(request, "text_input")
@@ -125,8 +142,11 @@ class TritonPythonModel:
 
 
 def _input(request, name):
+    """``name``'s array: from a Triton request (copied), or from inputs already copied (a dict)."""
+    if isinstance(request, dict):
+        return request.get(name)
     tensor = pb_utils.get_input_tensor_by_name(request, name)
-    return None if tensor is None else tensor.as_numpy()
+    return None if tensor is None else tensor.as_numpy().copy()
 
 
 def _scalar(request, name, default):

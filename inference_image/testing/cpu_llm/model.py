@@ -6,6 +6,11 @@ misspelt parameter fails the load here as it would (or would silently misbehave)
 production ensemble, preprocessing, postprocessing and BLS run against it unchanged. Requests
 run concurrently (one thread each, up to max_batch_size) like in-flight batching; each token waits
 ``token_delay_ms`` (the first ``first_token_delay_ms``), and a cancelled request stops at once.
+
+A request with ``stop`` true is TensorRT-LLM's cancel by request id (``handleStopRequest`` in
+tensorrtllm_backend's ``inflight_batcher_llm/src/model_instance_state.cc``, r24.10 and r25.05): every
+running request with the same Triton request id stops, and the stop request itself gets one empty
+response; without an id it is refused, as there.
 """
 
 from __future__ import annotations
@@ -60,6 +65,7 @@ class TritonPythonModel:
         self.decoupled = pb_utils.using_decoupled_model_transaction_policy(config)
         self.pool = ThreadPoolExecutor(max_workers=max(1, int(config.get("max_batch_size", 1))))
         self.stopping = threading.Event()
+        self._running = _RunningById()
         self.metrics = StandInMetrics(
             pb_utils,
             model=args["model_name"],
@@ -68,23 +74,40 @@ class TritonPythonModel:
         )
 
     def execute(self, requests):
-        work = [(_tensors(r), r.get_response_sender() if self.decoupled else None) for r in requests]
-        for _ in work:
-            self.metrics.queued()
+        work = []
+        for r in requests:
+            tensors, sender = _tensors(r), r.get_response_sender() if self.decoupled else None
+            if _is_stop(tensors):
+                work.append((None, sender, self._stop_by_id(r.request_id())))
+            else:
+                self.metrics.queued()
+                work.append((tensors, sender, self._running.add(r.request_id())))
         if self.decoupled:
-            for tensors, sender in work:
-                self.pool.submit(self._stream, tensors, sender)
+            for tensors, sender, handle in work:
+                if tensors is None:
+                    _send_final(sender, handle)
+                else:
+                    self.pool.submit(self._stream, tensors, sender, handle)
             return None
-        futures = [self.pool.submit(self._complete, tensors) for tensors, _ in work]
-        return [f.result() for f in futures]
+        futures = [None if t is None else self.pool.submit(self._complete, t, h) for t, _, h in work]
+        return [h if f is None else f.result() for f, (_, _, h) in zip(futures, work, strict=True)]
 
     def finalize(self):
         self.stopping.set()
         self.pool.shutdown(wait=True, cancel_futures=True)
 
-    def _stream(self, tensors, sender):
+    def _stop_by_id(self, request_id):
+        """Stop the running requests with ``request_id``; the stop request's own (empty) response."""
+        if not request_id:
+            return _error(RequestError("stop: the request to stop needs a request id"))
+        self._running.stop(request_id)
+        return pb_utils.InferenceResponse(output_tensors=[])
+
+    def _stream(self, tensors, sender, handle):
+        stopped = handle.is_set
         try:
-            for response, final in self._run(tensors, cancelled=sender.is_cancelled):
+            cancelled = lambda: stopped() or sender.is_cancelled()  # noqa: E731
+            for response, final in self._run(tensors, cancelled=cancelled, handle=handle):
                 flags = pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL if final else 0
                 if response is None:
                     sender.send(flags=flags)
@@ -93,19 +116,20 @@ class TritonPythonModel:
         except Exception as err:  # any failure must still close the stream, or the client hangs
             sender.send(_error(err), flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
 
-    def _complete(self, tensors):
+    def _complete(self, tensors, handle):
         try:
-            responses = [r for r, _ in self._run(tensors, cancelled=lambda: False) if r is not None]
+            responses = [r for r, _ in self._run(tensors, cancelled=handle.is_set, handle=handle) if r is not None]
             return responses[-1]
         except Exception as err:
             return _error(err)
 
-    def _run(self, tensors, *, cancelled):
+    def _run(self, tensors, *, cancelled, handle):
         """(response or None, final) pairs; None with final=True closes a stream with nothing new."""
         key = self.metrics.start()
         try:
             yield from self._generate(tensors, cancelled=cancelled, key=key)
         finally:
+            self._running.remove(handle)
             self.metrics.finish(key)
 
     def _generate(self, tensors, *, cancelled, key):
@@ -117,9 +141,6 @@ class TritonPythonModel:
         if request.streaming and not self.decoupled:
             raise RequestError("streaming needs the decoupled transaction policy (serving.streaming: true)")
         state = SequenceState(request, exclude_input_default=self.exclude_default)
-        if request.stop:
-            yield _response(state.finish(FinishReason.STOPPED), state)
-            return
         delay = self.first_delay
         for token in echo(request, body_tokens(request, self.tokenizer)):
             if self.stopping.wait(delay) or cancelled():
@@ -133,6 +154,42 @@ class TritonPythonModel:
                 yield _response(chunk, state)
             if state.done:
                 return
+
+
+class _RunningById:
+    """Running requests by Triton request id; each has an Event a stop request sets."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._by_id = {}
+
+    def add(self, request_id):
+        handle = threading.Event()
+        handle.request_id = request_id
+        with self._lock:
+            self._by_id.setdefault(request_id, set()).add(handle)
+        return handle
+
+    def remove(self, handle):
+        with self._lock:
+            handles = self._by_id.get(handle.request_id, set())
+            handles.discard(handle)
+            if not handles:
+                self._by_id.pop(handle.request_id, None)
+
+    def stop(self, request_id):
+        with self._lock:
+            for handle in self._by_id.get(request_id, ()):
+                handle.set()
+
+
+def _is_stop(tensors):
+    stop = tensors.get("stop")
+    return stop is not None and stop.size == 1 and bool(stop.reshape(-1)[0])
+
+
+def _send_final(sender, response):
+    sender.send(response, flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
 
 
 def _response(chunk, state):
