@@ -432,7 +432,8 @@ def _depends_on(opts: pulumi.ResourceOptions | None) -> list[pulumi.Resource]:
 
 
 def _visibility(metric: str) -> dict[str, Any]:
-    return {"cloudwatch_metrics_enabled": True, "metric_name": metric[:128], "sampled_requests_enabled": True}
+    # WAF MetricName is at most 255 (policies/rules/names.py); 128 keeps the CloudWatch dimension short.
+    return {"cloudwatch_metrics_enabled": True, "metric_name": fit_name(metric, 128), "sampled_requests_enabled": True}
 
 
 def _validate(args: PublicEndpointArgs) -> None:
