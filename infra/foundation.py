@@ -134,11 +134,17 @@ def availability_zones(settings: Settings) -> list[str]:
 def pool_offering_problems(settings: Settings, zones: list[str], zone_ids: dict[str, str]) -> list[str]:
     """Each pool's types offered in each of its zones, by this account's zone IDs (names map to zones per
     account in the oldest regions, so settings alone cannot check them there: components.catalog.offerings)."""
+    region = settings.region.name
+    mapped = " (zone IDs as this account's DescribeAvailabilityZones maps its names)"
+    account = mapped if offerings.names_are_account_specific(region) else ""
+    groups = [("cluster.systemNodeGroup.instanceTypes", settings.cluster.system_node_group.instance_types, zones)]
+    groups += [
+        (f"nodePools.{name}.availabilityZones", pool.instance_types, pool.zones(zones))
+        for name, pool in settings.node_pools.root.items()
+    ]
     out = []
-    for name, pool in settings.node_pools.root.items():
-        pool_zones = [z for z in pool.zones(zones) if z in zone_ids]
-        for gap in offerings.unoffered(pool.instance_types, settings.region.name, pool_zones, zone_ids):
-            mapped = " (zone IDs as this account's DescribeAvailabilityZones maps its names)"
-            account = mapped if offerings.names_are_account_specific(settings.region.name) else ""
-            out.append(f"nodePools.{name}.availabilityZones: {gap.describe(settings.region.name)}{account}")
+    for key, types, group_zones in groups:
+        known = [z for z in group_zones if z in zone_ids]
+        for gap in offerings.unoffered(types, region, known, zone_ids):
+            out.append(f"{key}: {gap.describe(region)}{account}")
     return out

@@ -137,6 +137,7 @@ class NodePoolsSettings(RootModel[dict[str, NodePoolSettings]]):
         for name, pool in self.root.items():
             out += _pool_problems(name, pool, karpenter=karpenter, zones=zones)
             out += _offering_problems(name, pool, zones, ctx.region.name if ctx.region else None)
+        out += _system_offering_problems(cluster, zones, ctx.region.name if ctx.region else None)
         out += _cluster_size_problems(self.root, cluster, zones)
         version = getattr(cluster, "kubernetes_version", None)
         if self.root and not karpenter and version is not None and version not in charts.CLUSTER_AUTOSCALER_TAGS:
@@ -306,6 +307,18 @@ def _offering_problems(name: str, pool: NodePoolSettings, zones: list[str] | Non
         else:
             out.append(Problem(f"nodePools.{name}.availabilityZones", gap.describe(region)))
     return out
+
+
+def _system_offering_problems(cluster: object, zones: list[str] | None, region: str | None) -> list[Problem]:
+    """The system node group spans every cluster zone: each of its types offered in each of them."""
+    group = getattr(cluster, "system_node_group", None)
+    if group is None or region is None or zones is None:
+        return []
+    known = [t for t in dict.fromkeys(group.instance_types) if t in catalog.CATALOG]
+    return [
+        Problem("cluster.systemNodeGroup.instanceTypes", gap.describe(region))
+        for gap in offerings.unoffered(known, region, zones)
+    ]
 
 
 def _cluster_size_problems(

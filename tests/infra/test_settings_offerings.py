@@ -66,3 +66,17 @@ def test_a_type_offered_in_fewer_zone_ids_than_asked_is_refused_by_settings(tmp_
     assert code == 2, err
     line = next(ln for ln in err.splitlines() if "- nodePools.inference.availabilityZones:" in ln)
     assert "p6-b200.48xlarge" in line and "use1-az6" in line and "per account" in line
+
+
+def test_the_system_node_group_types_are_checked_over_every_cluster_zone():
+    # moto 5.2.5 .../region/ca-west-1.json.gz has no m7i.xlarge: the default system types need a change there.
+    assert not offerings.offered_in_region("m7i.xlarge", "ca-west-1")
+    with pytest.raises(SettingsError) as err:
+        load_settings({"tags": {"owner": "t", "costCenter": "c"}}, project="p", stack="s", region="ca-west-1")
+    found = {p.path: p.message for p in err.value.problems}
+    assert "m7i.xlarge is not offered in ca-west-1 at all" in found["cluster.systemNodeGroup.instanceTypes"]
+    values = {
+        "tags": {"owner": "t", "costCenter": "c"},
+        "cluster": {"systemNodeGroup": {"instanceTypes": ["m6i.xlarge"]}},
+    }
+    assert load_settings(values, project="p", stack="s", region="ca-west-1").cluster.system_node_group
