@@ -140,8 +140,9 @@ def _gateway(
             region=settings.region.name,
             partition=foundation.partition,
             protect=settings.production,
-            # The credentials' SecretProviderClass needs the CSI driver's CRD.
-            depends_on=[service, *([storage.secrets_store] if storage.secrets_store else [])],
+            # The credentials' SecretProviderClass needs the CSI driver's CRD; Envoy Gateway's own pods
+            # (no nodeSelector) can run only on the untainted system nodes, and Helm waits for them.
+            depends_on=[service, compute.system_nodes, *([storage.secrets_store] if storage.secrets_store else [])],
         ),
     )
 

@@ -11,6 +11,11 @@ is true (its default) with ``serviceMutatorWebhookConfig.failurePolicy: Fail`` (
 controller pod is Ready no Service can be created anywhere (CoreDNS's kube-dns, every chart's Services:
 aws-load-balancer-controller issue #4140). Webhooks that act only in namespaces or on objects that opt in
 by label (``mpod``, ``quicid``, ``alb-target-control.*``) are left out: nothing here carries those labels.
+
+Read and found not failing: Envoy Gateway v1.9.0's only webhook, ``topology.webhook.gateway.envoyproxy.io``
+(envoyproxy/gateway charts/gateway-helm/templates/envoy-proxy-topology-injector-webhook.yaml at v1.9.0), is
+``failurePolicy: Ignore``; KEDA 2.20.2's admission webhooks default to Ignore (kedacore/charts keda/values.yaml
+``webhooks.failurePolicy: Ignore`` at v2.20.2).
 """
 
 from __future__ import annotations

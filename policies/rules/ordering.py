@@ -5,7 +5,9 @@ Three orderings the API server and Helm enforce and an offline plan cannot see b
   it (which chart installs which CRD: components/catalog/crds.py, each entry read in the chart at its
   pinned tag);
 - a release whose pods select the system nodes waits (Helm's default 300 s) for pods that cannot be
-  scheduled until the system node group exists: ordered after that node group;
+  scheduled until the system node group exists: ordered after that node group; so is a release whose
+  waited-for pods select no nodes at all (components/catalog/chart_pods.py), which only an untainted
+  node group can run;
 - an admission webhook with ``failurePolicy: Fail`` refuses every object it intercepts until its pods
   are Ready: each such object ordered after the release, which waits for them
   (components/catalog/webhooks.py).
@@ -29,6 +31,7 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
+from components.catalog.chart_pods import WAITED_PODS
 from components.catalog.crds import BUILT_IN_GROUPS, CrdInstaller, crd_source
 from components.catalog.webhooks import FAILING_WEBHOOKS, FailingWebhook, holds
 from policies.props import get
@@ -152,17 +155,40 @@ def _carries(node_group: PolicyResource, labels: Mapping[str, Any]) -> bool:
     return node_group.resource_type == NODE_GROUP and all(own.get(k) == v for k, v in labels.items())
 
 
+def _unplaced(release: PolicyResource) -> list[str]:
+    """Values paths of pods Helm waits for that this release leaves without a nodeSelector."""
+    values = get(release.props, "values")
+    return [
+        path
+        for pods in WAITED_PODS
+        if _chart(release) == pods.chart.chart
+        for path in pods.node_selectors
+        if not _value(values, path, None)
+    ]
+
+
 def _nodes_first(args: StackValidationArgs, report: ReportViolation) -> None:
     groups = [r for r in args.resources if _carries(r, SYSTEM_LABELS)]
+    untainted = [r for r in args.resources if r.resource_type == NODE_GROUP and not get(r.props, "taints")]
     for release in (r for r in args.resources if r.resource_type == RELEASE):
-        if not any(_selects_system(s) for s in selectors(get(release.props, "values"))):
+        before = prerequisites(release)
+        if any(_selects_system(s) for s in selectors(get(release.props, "values"))):
+            if groups and not {g.urn for g in groups} & before:
+                names = ", ".join(g.name for g in groups)
+                report(
+                    f"{release.name}: its pods select the system nodes ({_labels(SYSTEM_LABELS)}) but the release "
+                    f"is not ordered after the system node group ({names}); on a fresh cluster Helm waits for pods "
+                    "that cannot be scheduled (depends_on the node group)",
+                    release.urn,
+                )
             continue
-        if groups and not {g.urn for g in groups} & prerequisites(release):
-            names = ", ".join(g.name for g in groups)
+        unplaced = _unplaced(release)
+        if unplaced and untainted and not {g.urn for g in untainted} & before:
+            names = ", ".join(g.name for g in untainted)
             report(
-                f"{release.name}: its pods select the system nodes ({_labels(SYSTEM_LABELS)}) but the release is "
-                f"not ordered after the system node group ({names}); on a fresh cluster Helm waits for pods that "
-                "cannot be scheduled (depends_on the node group)",
+                f"{release.name}: Helm waits for pods with no nodeSelector ({', '.join(unplaced)}), which only an "
+                f"untainted node group can run ({names}), but the release is not ordered after one "
+                "(depends_on the node group; components/catalog/chart_pods.py)",
                 release.urn,
             )
 

@@ -6,7 +6,8 @@ engine has created before it creates a resource is the closure of those links (a
 after its parent, a component only after its own dependencies). Measured here independently of the
 policies (policies/rules/ordering.py), which enforce the same at plan time:
 - every custom resource reaches a release of the chart that installs its CRD (components/catalog/crds.py);
-- every release whose pods select the system nodes reaches the system node group;
+- every release whose pods select the system nodes reaches the system node group, and Envoy Gateway, whose
+  pods select no nodes (components/catalog/chart_pods.py), an untainted one;
 - the load-balancer controller registers no cluster-wide Fail webhook, and every object its remaining
   Fail webhooks intercept (Ingress, IngressClassParams) reaches its release.
 """
@@ -98,6 +99,20 @@ def test_every_release_on_system_nodes_reaches_the_system_node_group(recorded, s
     assert {"keda-release", "load-balancer-controller-chart", "monitoring-release"} <= names
     ahead = sorted(resources[u]["name"] for u in on_system if system not in closure(resources, u))
     assert ahead == [], f"{stack}: releases waiting on system nodes not ordered after {system}: {ahead}"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_envoy_gateway_whose_pods_select_no_nodes_reaches_an_untainted_node_group(recorded, stack):
+    resources = recorded[stack]
+    (gateway,) = [
+        u
+        for u, r in resources.items()
+        if r["type"] == RELEASE and r["inputs"].get("chart") == edge_charts.ENVOY_GATEWAY.chart
+    ]
+    untainted = {
+        u for u, r in resources.items() if r["type"] == "aws:eks/nodeGroup:NodeGroup" and not r["inputs"].get("taints")
+    }
+    assert untainted and untainted & closure(resources, gateway), f"{stack}: Envoy Gateway ahead of {untainted}"
 
 
 @pytest.mark.parametrize("stack", STACKS)

@@ -175,6 +175,61 @@ def test_a_component_without_children_orders_nothing(violations):
     assert _names(violations(program, NODES)) == ["unordered"]
 
 
+def _envoy_gateway(values: dict | None = None, opts: pulumi.ResourceOptions | None = None):
+    return k8s.helm.v3.Release(
+        "envoy-gateway",
+        chart="oci://docker.io/envoyproxy/gateway-helm",
+        version="v1.9.0",
+        values=values or {},
+        opts=opts,
+    )
+
+
+def test_a_release_whose_waited_pods_select_no_nodes_needs_an_untainted_node_group(violations):
+    def program():
+        _system_nodes()
+        _envoy_gateway()
+
+    (found,) = violations(program, NODES)
+    assert found.urn.endswith("::envoy-gateway") and "deployment.pod.nodeSelector" in found.message
+    assert "untainted" in found.message and "system-ng" in found.message
+
+    def ordered():
+        nodes = _system_nodes()
+        _envoy_gateway(opts=pulumi.ResourceOptions(depends_on=[nodes]))
+
+    assert violations(ordered, NODES) == []
+
+
+def test_tainted_node_groups_do_not_count_as_room_for_unplaced_pods(violations):
+    def program():
+        gpu = aws.eks.NodeGroup(
+            "gpu-ng",
+            cluster_name="c",
+            node_role_arn="arn:aws:iam::123456789012:role/nodes",
+            subnet_ids=["subnet-1"],
+            taints=[{"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"}],
+            scaling_config={"min_size": 1, "max_size": 1, "desired_size": 1},
+        )
+        # Ordered after a tainted group only, with an untainted one in the stack: still ahead.
+        _system_nodes()
+        _envoy_gateway(opts=pulumi.ResourceOptions(depends_on=[gpu]))
+
+    (found,) = violations(program, NODES)
+    assert found.urn.endswith("::envoy-gateway")
+
+
+def test_a_release_that_places_its_pods_on_system_nodes_is_checked_as_such(violations):
+    system = {"nodeSelector": {"node-role": "system"}}
+
+    def program():
+        _system_nodes()
+        _envoy_gateway({"deployment": {"pod": system}, "certgen": {"job": system}})
+
+    (found,) = violations(program, NODES)
+    assert "select the system nodes" in found.message
+
+
 def _controller(values: dict, **kwargs):
     return k8s.helm.v3.Release(
         "lbc", chart="aws-load-balancer-controller", version="3.5.0", namespace="kube-system", values=values, **kwargs

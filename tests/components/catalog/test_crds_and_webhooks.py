@@ -12,6 +12,7 @@ import re
 import pytest
 
 from components.catalog import charts, edge_charts, observability_charts, serving_charts, storage_charts
+from components.catalog.chart_pods import WAITED_PODS
 from components.catalog.charts import Chart
 from components.catalog.crds import BUILT_IN_GROUPS, CRD_SOURCES, crd_source
 from components.catalog.webhooks import FAILING_WEBHOOKS, holds
@@ -106,3 +107,12 @@ def test_the_load_balancer_controllers_service_webhook_fails_by_default():
 def test_holds_compares_booleans_by_truth_and_others_by_value():
     assert holds(None, False) and holds(True, True) and not holds(False, True)
     assert holds("Fail", "Fail") and not holds("Ignore", "Fail")
+
+
+def test_envoy_gateway_leaves_its_waited_pods_unplaced_by_default():
+    # envoyproxy/gateway charts/gateway-helm at v1.9.0: the envoy-gateway Deployment and the certgen
+    # pre-install hook Job take their nodeSelector from values (values.tmpl.yaml: both {}).
+    (pods,) = WAITED_PODS
+    assert pods.chart == edge_charts.ENVOY_GATEWAY and pods.chart.version == "v1.9.0"
+    assert pods.node_selectors == ("deployment.pod.nodeSelector", "certgen.job.nodeSelector")
+    assert pods.source.endswith("at v1.9.0")
