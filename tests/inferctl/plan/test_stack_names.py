@@ -84,3 +84,15 @@ def test_one_stack_file_per_stack(repo, tmp_path, capsys):
     args = ["plan", "--program", str(repo), "--out", str(tmp_path), "--stack", "a", "--stack", "b"]
     assert main([*args, "--stack-file", str(_stack_file(repo, tmp_path, "a"))]) == 2
     assert "give one --stack per --stack-file" in capsys.readouterr().err
+
+
+def test_the_shipped_stacks_share_no_physical_name(stack_plan):
+    from policies.rules.names import colliding_names
+
+    plans = {s: stack_plan(s).run.resources for s in ("dev", "prod", "npu")}
+    for a, b in (("dev", "prod"), ("dev", "npu"), ("prod", "npu")):
+        assert colliding_names(plans[a], plans[b]) == [], (a, b)
+    # The same stack twice shares every fixed name: the check sees them (and not the autonames).
+    shared = {c.what for c in colliding_names(plans["dev"], plans["dev"])}
+    assert {"aws:eks/cluster:Cluster name", "aws:sqs/queue:Queue name", "aws:s3/bucket:Bucket bucketPrefix"} <= shared
+    assert not any(w.startswith("aws:iam/role:Role") for w in shared)
