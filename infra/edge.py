@@ -182,7 +182,7 @@ def _public_endpoint(
             tls_policy=cfg.tls_policy,
             idle_timeout_seconds=cfg.idle_timeout_seconds,
             redirect_http=cfg.redirect_http,
-            deletion_protection=settings.production,
+            deletion_protection=cfg.resolved_deletion_protection(settings.environment),
             partition=foundation.partition,
         ),
         opts=pulumi.ResourceOptions(depends_on=[controller.release, gateway.release]),

@@ -164,6 +164,12 @@ class EdgeSettings(Section):
     idle_timeout_seconds: int = DEFAULT_IDLE_TIMEOUT_SECONDS
     """Default 600 (ALB accepts 1-4000). How long a connection or stream may stay silent, at the ALB and
     at the gateway alike: a long prefill before the first token must not cut the stream."""
+    deletion_protection: bool | None = None
+    """Default: ``true`` in production, ``false`` in development. The ALB's deletion protection (set by the
+    controller from the IngressClassParams). While it is on the controller cannot delete the ALB, so
+    removing an Ingress (``pulumi destroy``, or unsetting ``domain``) fails after its await with the
+    Ingress stuck on its finalizer: set ``false`` and ``pulumi up`` first (README, "Destroying a protected
+    production stack")."""
     waf: WafSettings = Field(default_factory=WafSettings)
     auth: AuthSettings = Field(default_factory=AuthSettings)
     rate_limits: RateLimitSettings = Field(default_factory=RateLimitSettings)
@@ -210,6 +216,11 @@ class EdgeSettings(Section):
                 Problem("edge.redis.nodeType", f"got {describe(self.redis.node_type)}; expected cache.<family>.<size>")
             )
         return out
+
+    def resolved_deletion_protection(self, environment: str) -> bool:
+        if self.deletion_protection is not None:
+            return self.deletion_protection
+        return environment == "production"
 
     def policy(self) -> EdgePolicy:
         """What the gateway enforces, for both renderings (Envoy Gateway objects, local Envoy)."""

@@ -210,3 +210,21 @@ def test_the_delete_await_model_follows_the_pinned_legacy_kinds():
     ingress = copy.deepcopy(skipped)
     ingress.type = INGRESS
     assert model.delete_awaited(ingress)
+
+
+def _alb_deletion_protection(resources) -> str:
+    spec = one(resources, "public-endpoint-class-params").inputs["spec"]
+    return {a["key"]: a["value"] for a in spec["loadBalancerAttributes"]}["deletion_protection.enabled"]
+
+
+def test_alb_deletion_protection_is_a_setting_turned_off_in_place(tmp_path, prod_base, stack_plan):
+    """prod protects its ALB by default; edge.deletionProtection false (the first step of a destroy) is an
+    in-place change of the class params, which the controller applies to the ALB."""
+    assert _alb_deletion_protection(prod_base) == "true"
+    assert _alb_deletion_protection(stack_plan("dev").run.resources) == "false"
+    after = plan_prod(tmp_path, lambda c: c["inference-platform:edge"].update(deletionProtection=False))
+    assert _alb_deletion_protection(after) == "false"
+    assert model.replacements(prod_base, after) == []
+    changed = {next(r for r in after if r.urn == u).name for u in model.changed(prod_base, after)}
+    # Only the edge is checked: the verification Job and its settings also change with the stack file.
+    assert {n for n in changed if n.startswith("public-endpoint")} == {"public-endpoint-class-params"}
