@@ -30,6 +30,7 @@ from pulumi_policy import (
     StackValidationArgs,
     StackValidationPolicy,
 )
+from pulumi_policy.proxy import UnknownValueError
 
 from components.catalog.chart_pods import WAITED_PODS
 from components.catalog.crds import BUILT_IN_GROUPS, CrdInstaller, crd_source
@@ -84,6 +85,16 @@ class _Missing:
     pass
 
 
+def _each(resources: Iterable[PolicyResource], check) -> None:
+    """``check`` each resource; one whose values are unknown during preview is judged on update instead of
+    making the engine skip the whole rule."""
+    for resource in resources:
+        try:
+            check(resource)
+        except UnknownValueError:
+            continue
+
+
 def _chart(release: PolicyResource) -> str:
     return str(get(release.props, "chart", ""))
 
@@ -92,10 +103,13 @@ def installs(release: PolicyResource, installer: CrdInstaller) -> bool:
     """Whether this release installs the installer's CRDs with the values it sets."""
     if release.resource_type != RELEASE or _chart(release) != installer.chart.chart:
         return False
-    if installer.crds_dir and get(release.props, "skipCrds", False):
-        return False
-    if installer.switch is not None:
-        return bool(_value(get(release.props, "values"), installer.switch, installer.switch_default))
+    try:
+        if installer.crds_dir and get(release.props, "skipCrds", False):
+            return False
+        if installer.switch is not None:
+            return bool(_value(get(release.props, "values"), installer.switch, installer.switch_default))
+    except UnknownValueError:
+        return True  # unknown during preview: the update's own check decides
     return True
 
 
@@ -107,10 +121,11 @@ def _defines(crd: PolicyResource, group: str, kind: str) -> bool:
 
 def _crds_first(args: StackValidationArgs, report: ReportViolation) -> None:
     by_urn = {r.urn: r for r in args.resources}
-    for resource in args.resources:
+
+    def check(resource: PolicyResource) -> None:
         parsed = kubernetes_kind(resource.resource_type)
         if parsed is None or parsed[0] in BUILT_IN_GROUPS:
-            continue
+            return
         group, _, kind = parsed
         source = crd_source(group, kind)
         if source is None:
@@ -119,18 +134,20 @@ def _crds_first(args: StackValidationArgs, report: ReportViolation) -> None:
                 "that does to components/catalog/crds.py (with its upstream file and tag) and order this after it",
                 resource.urn,
             )
-            continue
+            return
         before = [by_urn[u] for u in prerequisites(resource) if u in by_urn]
         if any(_defines(r, group, kind) for r in before):
-            continue
+            return
         if any(installs(r, i) for r in before for i in source.installers):
-            continue
+            return
         charts = " or ".join(f"{i.chart.chart} {i.chart.version}" for i in source.installers)
         report(
             f"{resource.name}: {group} {kind} is created before its CRD exists; order it after the release of "
             f"{charts} that installs the CRD (depends_on)",
             resource.urn,
         )
+
+    _each(args.resources, check)
 
 
 def selectors(values: Any) -> Iterator[dict[str, Any]]:
@@ -170,7 +187,8 @@ def _unplaced(release: PolicyResource) -> list[str]:
 def _nodes_first(args: StackValidationArgs, report: ReportViolation) -> None:
     groups = [r for r in args.resources if _carries(r, SYSTEM_LABELS)]
     untainted = [r for r in args.resources if r.resource_type == NODE_GROUP and not get(r.props, "taints")]
-    for release in (r for r in args.resources if r.resource_type == RELEASE):
+
+    def check(release: PolicyResource) -> None:
         before = prerequisites(release)
         if any(_selects_system(s) for s in selectors(get(release.props, "values"))):
             if groups and not {g.urn for g in groups} & before:
@@ -181,7 +199,7 @@ def _nodes_first(args: StackValidationArgs, report: ReportViolation) -> None:
                     "that cannot be scheduled (depends_on the node group)",
                     release.urn,
                 )
-            continue
+            return
         unplaced = _unplaced(release)
         if unplaced and untainted and not {g.urn for g in untainted} & before:
             names = ", ".join(g.name for g in untainted)
@@ -191,6 +209,8 @@ def _nodes_first(args: StackValidationArgs, report: ReportViolation) -> None:
                 "(depends_on the node group; components/catalog/chart_pods.py)",
                 release.urn,
             )
+
+    _each((r for r in args.resources if r.resource_type == RELEASE), check)
 
 
 def _labels(labels: Mapping[str, Any]) -> str:
@@ -220,28 +240,34 @@ def _intercepted(webhook: FailingWebhook, resources: Iterable[PolicyResource], r
 
 
 def _webhooks_after_pods(args: StackValidationArgs, report: ReportViolation) -> None:
-    for release in (r for r in args.resources if r.resource_type == RELEASE):
-        for webhook in (w for w in FAILING_WEBHOOKS if failing(release, w)):
-            if get(release.props, "skipAwait", False):
-                report(
-                    f"{release.name}: registers {webhook.name} (failurePolicy Fail) with skipAwait, so nothing waits "
-                    "for its pods before the objects it intercepts are created",
-                    release.urn,
-                )
-            ahead = [
-                f"{r.name} ({what})"
-                for r, what in _intercepted(webhook, args.resources, release)
-                if release.urn not in prerequisites(r)
-            ]
-            if ahead:
-                kinds = ", ".join(t.rsplit(":", 1)[-1] for t in webhook.resource_types)
-                report(
-                    f"{release.name}: registers {webhook.name} (failurePolicy Fail on {kinds}) but "
-                    f"{len(ahead)} resource(s) that create them are not ordered after it, and are refused until "
-                    f"its pods are Ready: {', '.join(sorted(ahead)[:5])}{' ...' if len(ahead) > 5 else ''}. Order them "
-                    "after the release or switch the webhook off (components/catalog/webhooks.py)",
-                    release.urn,
-                )
+    _each(
+        (r for r in args.resources if r.resource_type == RELEASE),
+        lambda release: _check_webhooks(release, args.resources, report),
+    )
+
+
+def _check_webhooks(release: PolicyResource, resources: list[PolicyResource], report: ReportViolation) -> None:
+    for webhook in (w for w in FAILING_WEBHOOKS if failing(release, w)):
+        if get(release.props, "skipAwait", False):
+            report(
+                f"{release.name}: registers {webhook.name} (failurePolicy Fail) with skipAwait, so nothing waits "
+                "for its pods before the objects it intercepts are created",
+                release.urn,
+            )
+        ahead = [
+            f"{r.name} ({what})"
+            for r, what in _intercepted(webhook, resources, release)
+            if release.urn not in prerequisites(r)
+        ]
+        if ahead:
+            kinds = ", ".join(t.rsplit(":", 1)[-1] for t in webhook.resource_types)
+            report(
+                f"{release.name}: registers {webhook.name} (failurePolicy Fail on {kinds}) but "
+                f"{len(ahead)} resource(s) that create them are not ordered after it, and are refused until "
+                f"its pods are Ready: {', '.join(sorted(ahead)[:5])}{' ...' if len(ahead) > 5 else ''}. Order them "
+                "after the release or switch the webhook off (components/catalog/webhooks.py)",
+                release.urn,
+            )
 
 
 POLICIES = [

@@ -330,3 +330,32 @@ def test_each_rule_is_in_the_pack_and_mandatory(name):
 
     (policy,) = [p for p in POLICIES if p.name == name]
     assert policy.enforcement_level.value == "mandatory"
+
+
+def _view(type_: str, name: str, props: dict, parent=None, dependencies=()):
+    from pulumi_policy import PolicyCustomTimeouts, PolicyResource, PolicyResourceOptions
+    from pulumi_policy.proxy import unknown_checking_proxy
+
+    opts = PolicyResourceOptions(False, [], None, [], PolicyCustomTimeouts(0, 0, 0), [], parent)
+    return PolicyResource(
+        type_, unknown_checking_proxy(props), f"urn:pulumi:s::p::{type_}::{name}", name, opts, None, parent,
+        list(dependencies), {},
+    )  # fmt: skip
+
+
+def test_a_value_unknown_during_preview_skips_that_resource_not_the_rule():
+    from pulumi_policy import StackValidationArgs
+
+    from policies.rules.ordering import POLICIES
+
+    unknown = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"  # the engine's unknown sentinel (pulumi.runtime.rpc.UNKNOWN)
+    nodes = _view("aws:eks/nodeGroup:NodeGroup", "system-ng", {"labels": {"node-role": "system"}})
+    resources = [
+        nodes,
+        _view("kubernetes:helm.sh/v3:Release", "unknown-values", {"chart": "keda", "values": unknown}),
+        _view("kubernetes:helm.sh/v3:Release", "ahead", {"chart": "keda", "values": {"nodeSelector": {"node-role": "system"}}}),
+    ]  # fmt: skip
+    found: list[tuple[str, str | None]] = []
+    (nodes_rule,) = [p for p in POLICIES if p.name == NODES]
+    nodes_rule.validate(StackValidationArgs(resources, {}), lambda message, urn=None: found.append((message, urn)))
+    assert [urn.rsplit("::", 1)[-1] for _, urn in found] == ["ahead"]
