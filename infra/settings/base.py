@@ -8,11 +8,14 @@ returning :class:`Problem` lists, so one pass reports every problem instead of t
 from __future__ import annotations
 
 import difflib
+import re
+import types
+import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, RootModel, ValidationError
+from pydantic import BaseModel, ConfigDict, RootModel, ValidationError, ValidationInfo, field_validator
 from pydantic.alias_generators import to_camel
 
 if TYPE_CHECKING:
@@ -64,6 +67,9 @@ class Section(BaseModel):
         alias_generator=to_camel,
         populate_by_name=True,
         str_strip_whitespace=True,
+        # ``.inf``/``.nan`` (YAML) or "inf"/"nan" are floats to pydantic: ``gt=0`` lets inf through and nan
+        # compares false with every bound. No setting means an unbounded or undefined number.
+        allow_inf_nan=False,
     )
 
     # The top-level config key this section is read from (without the project namespace).
@@ -72,6 +78,81 @@ class Section(BaseModel):
     def problems(self, ctx: CheckContext) -> list[Problem]:
         """Semantic problems of this section; the default has none."""
         return []
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_booleans_as_numbers(cls, value: Any, info: ValidationInfo) -> Any:
+        """``true`` is not 1: pydantic's lax mode turns a boolean into 1/0 for an int, a float or a numeric
+        Literal. Every section (nested ones too) inherits this, so every number refuses booleans.
+        (Model-level ``strict`` would also refuse the strings enums and Literals are written as.)"""
+        field = cls.model_fields.get(info.field_name or "")
+        where = _boolean_in_number(field.annotation, value) if field is not None else None
+        if where is not None:
+            inside = f" (at {where})" if where else ""
+            raise ValueError(f"expected a number, not the boolean {str(_at(value, where)).lower()}{inside}")
+        return value
+
+
+def _boolean_in_number(annotation: Any, value: Any, where: str = "") -> str | None:
+    """The place (``""`` for the value itself, ``"[2]"``/``".key"`` inside it) where ``value`` holds a boolean
+    that ``annotation`` would read as a number; None when there is none."""
+    if isinstance(value, bool):
+        leaves = _leaves(annotation)
+        accepts_bool = bool in leaves or Any in leaves or any(v is value for v in _literal_values(annotation))
+        numeric = any(t in (int, float) for t in leaves) or any(
+            isinstance(v, int | float) and not isinstance(v, bool) for v in _literal_values(annotation)
+        )
+        return where if numeric and not accepts_bool else None
+    if isinstance(value, list | tuple):
+        item = _container_item(annotation, (list, tuple, set, frozenset, typing.Sequence))
+        if item is not None:
+            for i, v in enumerate(value):
+                found = _boolean_in_number(item, v, f"{where}[{i}]")
+                if found is not None:
+                    return found
+    if isinstance(value, dict):
+        item = _container_item(annotation, (dict, typing.Mapping))
+        if item is not None:
+            for k, v in value.items():
+                found = _boolean_in_number(item, v, f"{where}.{k}")
+                if found is not None:
+                    return found
+    return None
+
+
+def _at(value: Any, where: str) -> Any:
+    """The element of ``value`` at ``where`` (as :func:`_boolean_in_number` names it)."""
+    for part in re.findall(r"\[(\d+)\]|\.([^.\[]+)", where):
+        value = value[int(part[0])] if part[0] else value[part[1]]
+    return value
+
+
+def _members(annotation: Any) -> list[Any]:
+    """``annotation`` split into its union members, with ``Annotated`` metadata dropped."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _members(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):
+        return [m for a in typing.get_args(annotation) for m in _members(a)]
+    return [annotation]
+
+
+def _leaves(annotation: Any) -> list[Any]:
+    return [m for m in _members(annotation) if typing.get_origin(m) is None]
+
+
+def _literal_values(annotation: Any) -> list[Any]:
+    return [v for m in _members(annotation) if typing.get_origin(m) is Literal for v in typing.get_args(m)]
+
+
+def _container_item(annotation: Any, origins: tuple[Any, ...]) -> Any:
+    """The element (or mapping value) type of the first container member of ``annotation`` in ``origins``."""
+    for m in _members(annotation):
+        origin = typing.get_origin(m)
+        if origin is not None and isinstance(origin, type) and issubclass(origin, origins):
+            args = typing.get_args(m)
+            return args[-1] if args and args[-1] is not Ellipsis else (args[0] if args else None)
+    return None
 
 
 def describe(value: Any) -> str:

@@ -1,0 +1,171 @@
+"""Issue 18 §1: settings values that are not what they look like are refused at their root
+(infra/settings/base.py), for every number of every section, nested sections included.
+
+The walk below finds every model reachable from ``SECTIONS`` and every int/float field in it, so a key
+added tomorrow is covered without a new test."""
+
+from __future__ import annotations
+
+import math
+import typing
+from typing import Any
+
+import pytest
+from pydantic import BaseModel, RootModel
+
+from infra.settings import SECTIONS, SettingsError, load_settings
+from infra.settings.base import Section
+
+TAGS = {"owner": "team", "costCenter": "cc-1"}
+
+
+def load(values, region="us-east-1", stack="s"):
+    return load_settings({"tags": TAGS, **values}, project="p", stack=stack, region=region)
+
+
+def problems(values, region="us-east-1"):
+    with pytest.raises(SettingsError) as err:
+        load(values, region)
+    return {p.path: p.message for p in err.value.problems}
+
+
+def _members(annotation: Any) -> list[Any]:
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _members(typing.get_args(annotation)[0])
+    if origin is typing.Union or type(annotation).__name__ == "UnionType":
+        return [m for a in typing.get_args(annotation) for m in _members(a)]
+    return [annotation]
+
+
+def _models(model: type[BaseModel], seen: dict[type[BaseModel], None]) -> None:
+    if model in seen:
+        return
+    seen[model] = None
+    for field in model.model_fields.values():
+        stack = [field.annotation]
+        while stack:
+            ann = stack.pop()
+            for m in _members(ann):
+                if isinstance(m, type) and issubclass(m, BaseModel):
+                    _models(m, seen)
+                stack += [a for a in typing.get_args(m) if typing.get_origin(m) is not None]
+
+
+def all_models() -> list[type[BaseModel]]:
+    seen: dict[type[BaseModel], None] = {}
+    for section in SECTIONS:
+        _models(section, seen)
+    return list(seen)
+
+
+def number_fields(kind: type) -> list[tuple[type[BaseModel], str, Any]]:
+    """(model, key, a value holding ``bad`` where the number goes) for every field that takes ``kind``."""
+    out = []
+    for model in all_models():
+        if issubclass(model, RootModel):
+            continue
+        for name, field in model.model_fields.items():
+            key = field.alias or name
+            for m in _members(field.annotation):
+                origin = typing.get_origin(m)
+                args = typing.get_args(m)
+                if m is kind:
+                    out.append((model, key, None))
+                elif origin in (list, tuple) and args and kind in _members(args[0]):
+                    out.append((model, key, "list"))
+                elif origin is dict and args and kind in _members(args[-1]):
+                    out.append((model, key, "dict"))
+    return out
+
+
+def _wrap(shape: str | None, bad: Any) -> Any:
+    return {"list": [bad], "dict": {"k": bad}, None: bad}[shape]
+
+
+def _errors_at(model: type[BaseModel], key: str, value: Any) -> list[dict[str, Any]]:
+    try:
+        model.model_validate({key: value})
+    except Exception as err:  # pydantic.ValidationError
+        return [e for e in err.errors() if e["loc"][:1] == (key,) and e["type"] != "missing"]  # type: ignore[attr-defined]
+    return []
+
+
+def test_every_settings_model_is_a_section_and_refuses_non_finite_numbers():
+    models = all_models()
+    assert len(models) > 40, models  # the walk found the nested sections
+    for model in models:
+        if issubclass(model, RootModel):
+            continue
+        assert issubclass(model, Section), f"{model.__name__} does not inherit Section's config"
+        assert model.model_config.get("allow_inf_nan") is False, model.__name__
+
+
+FLOATS = number_fields(float)
+INTS = number_fields(int)
+
+
+def test_the_walk_finds_the_numbers_of_the_issue():
+    floats = {(m.__name__, k) for m, k, _ in FLOATS}
+    ints = {(m.__name__, k) for m, k, _ in INTS}
+    assert ("AutoscalingSettings", "targetRequestsPerReplica") in floats
+    assert ("CapacitySettings", "tokensPerDay") in floats
+    assert ("AlertSettings", "queueSeconds") in floats
+    assert ("EdgeSettings", "idleTimeoutSeconds") in ints
+    assert ("TierSettings", "requestsPerMinute") in ints
+    assert len(FLOATS) > 20 and len(INTS) > 40
+
+
+@pytest.mark.parametrize("bad", [math.inf, -math.inf, math.nan, "inf", "nan"])
+@pytest.mark.parametrize(("model", "key", "shape"), FLOATS, ids=[f"{m.__name__}.{k}" for m, k, _ in FLOATS])
+def test_every_float_refuses_inf_and_nan(model, key, shape, bad):
+    assert _errors_at(model, key, _wrap(shape, bad)), f"{model.__name__}.{key} accepted {bad!r}"
+
+
+@pytest.mark.parametrize("bad", [True, False])
+@pytest.mark.parametrize(
+    ("model", "key", "shape"), INTS + FLOATS, ids=[f"{m.__name__}.{k}" for m, k, _ in INTS + FLOATS]
+)
+def test_every_number_refuses_booleans(model, key, shape, bad):
+    found = _errors_at(model, key, _wrap(shape, bad))
+    assert found, f"{model.__name__}.{key} accepted {bad!r}"
+    assert "boolean" in found[0]["msg"], found
+
+
+@pytest.mark.parametrize(
+    ("values", "path", "words"),
+    [
+        ({"autoscaling": {"targetRequestsPerReplica": math.inf}}, "autoscaling.targetRequestsPerReplica",
+         ["got inf", "finite"]),
+        ({"observability": {"alerts": {"queueSeconds": math.inf}}}, "observability.alerts.queueSeconds", ["finite"]),
+        ({"observability": {"alerts": {"waitingPerReplica": math.inf}}}, "observability.alerts.waitingPerReplica",
+         ["finite"]),
+        ({"capacity": {"tokensPerDay": math.inf}}, "capacity.tokensPerDay", ["finite"]),
+        ({"capacity": {"tokensPerDay": math.nan}}, "capacity.tokensPerDay", ["finite"]),
+        ({"capacity": {"tokensPerDay": "nan"}}, "capacity.tokensPerDay", ["finite"]),
+        ({"edge": {"idleTimeoutSeconds": True}}, "edge.idleTimeoutSeconds", ["got True", "boolean true"]),
+        ({"edge": {"rateLimits": {"tiers": {"standard": {"requestsPerMinute": True}}}}},
+         "edge.rateLimits.tiers.standard.requestsPerMinute", ["boolean true"]),
+        ({"edge": {"waf": {"windowSeconds": True}}}, "edge.waf.windowSeconds", ["boolean"]),  # Literal[60, ...]
+        ({"nodePools": {"gpu": {"instanceTypes": ["g6.xlarge"], "maxSize": True}}}, "nodePools.gpu.maxSize",
+         ["boolean"]),
+    ],
+)  # fmt: skip
+def test_issue_examples_name_the_key(values, path, words):
+    found = problems(values)
+    assert list(found) == [path], found  # one bad value, one problem
+    assert all(w in found[path] for w in words), found[path]
+
+
+def test_finite_numbers_and_real_booleans_still_pass():
+    settings = load(
+        {
+            "edge": {"idleTimeoutSeconds": 600, "redirectHttp": True, "waf": {"windowSeconds": 60}},
+            "autoscaling": {"targetRequestsPerReplica": 6.5, "enabled": True},
+            "observability": {"alerts": {"queueSeconds": "2.5"}},  # `pulumi config set --path` writes strings
+        }
+    )
+    assert settings.edge.idle_timeout_seconds == 600
+    assert settings.edge.waf.window_seconds == 60
+    assert settings.autoscaling.target_requests_per_replica == 6.5
+    assert settings.observability.alerts.queue_seconds == 2.5
