@@ -5,7 +5,8 @@ records each resource's parent, dependencies and property dependencies, componen
 engine has created before it creates a resource is the closure of those links (a child registers only
 after its parent, a component only after its own dependencies). Measured here independently of the
 policies (policies/rules/ordering.py), which enforce the same at plan time:
-- every custom resource reaches a release of the chart that installs its CRD (components/catalog/crds.py);
+- every custom resource reaches a release of the chart that installs its CRD (components/catalog/crds.py),
+  and every SecretProviderClass its namespace;
 - every release whose pods select the system nodes reaches the system node group, and Envoy Gateway, whose
   pods select no nodes (components/catalog/chart_pods.py), an untainted one;
 - the load-balancer controller registers no cluster-wide Fail webhook, and every object its remaining
@@ -83,6 +84,33 @@ def test_every_custom_resource_reaches_the_release_of_its_crd(recorded, stack):
         if not any(resources[u]["type"] == RELEASE and resources[u]["inputs"].get("chart") in charts for u in before):
             missing.append(f"{resources[urn]['name']} ({kind} needs {sorted(charts)})")
     assert missing == [], f"{stack}: created before their CRD: {missing}"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_secret_provider_class_reaches_its_namespace(recorded, stack):
+    # prod's verification class reached nothing at all before (neither the CSI driver nor its namespace).
+    resources = recorded[stack]
+    classes = [u for u, r in resources.items() if r["type"].endswith(":SecretProviderClass")]
+    assert classes
+    missing = []
+    for urn in classes:
+        namespace = resources[urn]["inputs"]["metadata"]["namespace"]
+        makers = [
+            u
+            for u in closure(resources, urn)
+            if (
+                resources[u]["type"] == "kubernetes:core/v1:Namespace"
+                and resources[u]["inputs"].get("metadata", {}).get("name") == namespace
+            )
+            or (
+                resources[u]["type"] == RELEASE
+                and resources[u]["inputs"].get("createNamespace")
+                and resources[u]["inputs"].get("namespace") == namespace
+            )
+        ]
+        if not makers:
+            missing.append(f"{resources[urn]['name']} ({namespace})")
+    assert missing == [], f"{stack}: created before their namespace: {missing}"
 
 
 @pytest.mark.parametrize("stack", STACKS)
