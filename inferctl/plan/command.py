@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(f"--stack: a stack given twice ({', '.join(stacks)})", exit_code=2)
     status, plans = 0, []
     for stack, stack_file in zip(stacks, files or [None] * len(stacks), strict=True):
-        code, plan = _run_one(args, stack, stack_file, several=len(stacks) > 1)
+        code, plan = _run_one(args, stack, stack_file)
         status, plans = max(status, code), [*plans, plan]
     return max(status, _collisions(plans))
 
@@ -77,13 +77,13 @@ def _collisions(plans: list[Any]) -> int:
     return status
 
 
-def _run_one(args: argparse.Namespace, stack: str, stack_file: Path | None, *, several: bool) -> tuple[int, Any]:
+def _run_one(args: argparse.Namespace, stack: str, stack_file: Path | None) -> tuple[int, Any]:
     try:
         plan = make_plan(args.program, stack, stack_file=stack_file, policy_config=args.policy_config)
     except CommandError as err:
-        if several:
-            raise CommandError(f"stack {stack}: {err}", exit_code=err.exit_code) from None
-        raise
+        # Every error names its stack: a component's refusal of a physical name derived from it
+        # (e.g. an ECR repository) otherwise does not say which stack name made it.
+        raise CommandError(f"stack {stack}: {err}", exit_code=err.exit_code) from None
     json_path, md_path = write_outputs(plan, args.out)
     from inferctl.plan.report import policy_lines, tree
 

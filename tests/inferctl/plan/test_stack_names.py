@@ -49,7 +49,9 @@ def test_under_the_old_cut_a_25_character_name_failed_with_an_ecr_error(repo, tm
                  "--stack-file", str(_stack_file(repo, tmp_path, stack)),
                  "--policy-config", str(repo / "policies" / "config" / "prod.json")])  # fmt: skip
     assert code == 2
-    assert "inference-platform-production-us-east-1-/inference" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "inference-platform-production-us-east-1-/inference" in err
+    assert f"stack {stack}: " in err, "the error names the stack whose name made the repository name"
 
 
 def _plan_pair(repo, tmp_path, capsys):
