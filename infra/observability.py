@@ -18,12 +18,13 @@ from components.autoscaling.scaled_object import ScaleTarget, ScalingPolicy
 from components.autoscaling.scaled_workload import ScaledWorkload, ScaledWorkloadArgs
 from components.compute.accelerator_software import NEURON_MONITOR_LABELS
 from components.compute.pool_profile import LABEL_NODE_ROLE, ROLE_SYSTEM
+from components.edge.gateway_api import PROXY_LABEL
 from components.observability.monitoring_stack import Monitor, MonitoringStack, MonitoringStackArgs
 from components.observability.promql import Scope
 from components.observability.rules import AlertThresholds, RuleSet
 from components.serving.inference_service import DEFAULT_APP_NAME, InferenceService
 from infra.cluster import Compute
-from infra.edge import Edge
+from infra.edge import GATEWAY_NAME, Edge
 from infra.foundation import Foundation
 from infra.inference import Inference
 from infra.settings import Settings
@@ -121,7 +122,7 @@ def _monitoring_stack(
             alertmanager_storage_gib=cfg.alertmanager_storage_gib,
             system_node_selector=SYSTEM,
             rule_sets=[rules],
-            monitors=_monitors(compute),
+            monitors=_monitors(compute, edge),
             secret_recovery_days=settings.secrets.recovery_window(settings.environment),
             protect=settings.production,
             install_crds="prometheus_crds" not in releases,
@@ -204,8 +205,22 @@ def _thresholds(settings: Settings) -> AlertThresholds:
     )
 
 
-def _monitors(compute: Compute) -> list[Monitor]:
+def _monitors(compute: Compute, edge: Edge | None = None) -> list[Monitor]:
     out = []
+    if edge is not None:
+        # The gateway's Envoy pods: the edge alerts (5xx, 429, a missing rate-limit service) read their
+        # stats. Envoy Gateway v1.9.0 names the port "metrics" (19001) and serves /stats/prometheus
+        # (internal/infrastructure/kubernetes/proxy/resource.go, internal/xds/bootstrap/bootstrap.yaml.tpl).
+        out.append(
+            Monitor(
+                name="edge-gateway-envoy",
+                namespace=edge.gateway.namespace,
+                kind="PodMonitor",
+                match_labels={PROXY_LABEL: GATEWAY_NAME},
+                port="metrics",
+                path="/stats/prometheus",
+            )
+        )
     if any(pool.vendor == catalog.VENDOR_NEURON for pool in compute.pools.values()):
         out.append(
             Monitor(

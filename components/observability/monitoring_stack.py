@@ -78,6 +78,8 @@ class Monitor:
     port: str
     relabel_node: bool = False
     """Copy the pod's node name into ``node`` (per-node exporters)."""
+    path: str = "/metrics"
+    """Default ``/metrics``. The HTTP path of the metrics (Envoy serves ``/stats/prometheus``)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -328,7 +330,7 @@ def grafana_values(system: Mapping[str, str], secret_class: str) -> dict[str, An
 
 
 def monitor_spec(monitor: Monitor) -> dict[str, Any]:
-    endpoint: dict[str, Any] = {"port": monitor.port, "path": "/metrics", "interval": "30s"}
+    endpoint: dict[str, Any] = {"port": monitor.port, "path": monitor.path, "interval": "30s"}
     if monitor.relabel_node:
         endpoint["relabelings"] = [
             {"sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": "node", "action": "replace"}

@@ -66,6 +66,11 @@ RATE_LIMIT_SERVICE_CLUSTER = "ratelimit_cluster"
 # (api/v1alpha1/clienttrafficpolicy_types.go) or a rule overrides it: inferctl verify's rate-limit check
 # reads X-RateLimit-Limit from the answer.
 DISABLE_RATE_LIMIT_HEADERS = "disableRateLimitHeaders"
+# internal/infrastructure/kubernetes/proxy/resource.go @ v1.9.0: the Envoy container's port "metrics" is
+# bootstrap.EnvoyStatsPort (19001, internal/xds/bootstrap/bootstrap.go) unless Prometheus is disabled in the
+# EnvoyProxy's telemetry; internal/xds/bootstrap/bootstrap.yaml.tpl serves it at /stats/prometheus.
+PROXY_METRICS_PORT_NAME = "metrics"
+PROXY_METRICS_PATH = "/stats/prometheus"
 
 # internal/gatewayapi/securitypolicy.go @ v1.9.0: buildAPIKeyAuth resolves each apiKeyAuth.credentialRefs
 # Secret (validateSecretRef, an error when it does not exist); on any error the policy's HTTPRoute/GRPCRoute
@@ -166,3 +171,20 @@ def test_nothing_we_render_turns_the_x_ratelimit_headers_off():
     rendered = repr(render_gateway_objects(policy, TARGET))
     assert DISABLE_RATE_LIMIT_HEADERS not in rendered
     assert q.RATE_LIMIT_SERVICE_CLUSTER == RATE_LIMIT_SERVICE_CLUSTER
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod", "npu"])
+def test_prometheus_scrapes_the_gateways_envoy_pods_where_envoy_gateway_serves_their_stats(stack_plan, stack):
+    """Without it the edge alerts (EdgeRateLimitServiceUnavailable among them) read nothing."""
+    resources = stack_plan(stack).run.resources
+    envoy_proxy = next(r for r in resources if r.type.endswith(":EnvoyProxy"))
+    pod_labels = envoy_proxy.inputs["spec"]["provider"]["kubernetes"]["envoyDeployment"]["pod"]["labels"]
+    assert "telemetry" not in envoy_proxy.inputs["spec"]  # Prometheus stays on (Envoy Gateway's default)
+    monitors = [r for r in resources if r.type == "kubernetes:monitoring.coreos.com/v1:PodMonitor"]
+    (monitor,) = [
+        m for m in monitors if m.inputs["metadata"]["namespace"] == envoy_proxy.inputs["metadata"]["namespace"]
+    ]
+    spec = monitor.inputs["spec"]
+    assert spec["selector"]["matchLabels"].items() <= pod_labels.items() and spec["selector"]["matchLabels"]
+    (endpoint,) = spec["podMetricsEndpoints"]
+    assert (endpoint["port"], endpoint["path"]) == (PROXY_METRICS_PORT_NAME, PROXY_METRICS_PATH)
