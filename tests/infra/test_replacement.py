@@ -197,6 +197,14 @@ def test_ingresses_are_deleted_first_and_awaited(stack_plan, stack):
         # Directly, not only through the component's nesting.
         for what in ("IngressClass", "IngressClassParams", "controller release"):
             assert outlive[what] in ingress.dependencies, f"{ingress.name} does not depend on the {what} itself"
+    # While the Ingresses go, the controller runs: its pods keep their system nodes and its AWS credentials.
+    controller = outlive["controller release"]
+    for what, name in (
+        ("system node group", "pool-system-ng"),
+        ("Pod Identity association", "load-balancer-controller-controller-association"),
+        ("controller role policy", "load-balancer-controller-controller-policy"),
+    ):
+        assert model.deleted_before(closure, controller, one(resources, name).urn), f"the {what} goes first"
 
 
 def test_the_delete_await_model_follows_the_pinned_legacy_kinds():
