@@ -54,6 +54,8 @@ def test_the_stack_registers_chart_rules_dashboards_monitors_and_grafanas_secret
     assert values["crds"]["enabled"] is False
     grafana = values["grafana"]
     assert "adminPassword" not in grafana
+    # kube-prometheus-stack 88.5.3 charts/kube-prometheus-stack/Chart.yaml (prometheus-community/helm-charts, tag
+    # kube-prometheus-stack-88.5.3) depends on grafana 12.11.1 from grafana-community.github.io/helm-charts.
     # grafana chart 12.11.1 (grafana-community/helm-charts, tag grafana-12.11.1) templates/_pod.tpl renders the
     # sidecars' REQ_USERNAME/REQ_PASSWORD only while env has no GF_SECURITY_ADMIN_USER(__FILE) and no
     # GF_SECURITY_ADMIN_PASSWORD(__FILE), from admin.existingSecret's userKey/passwordKey.
