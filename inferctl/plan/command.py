@@ -133,6 +133,13 @@ def _policy_config(path: Path | None, stack: str) -> dict[str, Any]:
     except (OSError, json.JSONDecodeError) as err:
         raise CommandError(f"policy config {candidate}: {err}", exit_code=2) from None
     from inferctl.cost.summary import check_assumptions
+    from policies import pack_config
+    from policies.pack import POLICIES
 
+    found = pack_config.problems(config, POLICIES)
+    if found:
+        count = f"{len(found)} problem{'s' if len(found) != 1 else ''}"
+        lines = "\n".join(f"  - {p}" for p in found)
+        raise CommandError(f"invalid policy config {candidate} ({count}):\n{lines}", exit_code=2)
     check_assumptions(config, candidate)
     return config

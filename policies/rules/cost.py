@@ -170,7 +170,7 @@ POLICIES = [
         enforcement_level=EnforcementLevel.MANDATORY,
         config_schema=PolicyConfigSchema(
             properties={
-                "monthlyBudgetUsd": {"type": "number", "default": 0},
+                "monthlyBudgetUsd": {"type": "number", "default": 0, "minimum": 0},
                 "region": _REGION,
                 "assumptions": _ASSUMPTIONS,
             }

@@ -319,7 +319,9 @@ POLICIES = [
         validate=_imdsv2,
         enforcement_level=EnforcementLevel.MANDATORY,
         config_schema=PolicyConfigSchema(
-            properties={"maxHopLimit": {"type": "integer", "default": DEFAULT_MAX_HOP_LIMIT}}
+            properties={
+                "maxHopLimit": {"type": "integer", "default": DEFAULT_MAX_HOP_LIMIT, "minimum": 1, "maximum": 64}
+            }
         ),
     ),
     ResourceValidationPolicy(
@@ -343,7 +345,9 @@ POLICIES = [
         "group, EC2 instance and fleet (an EFA pool has one node group per zone), stays within the stack's budget.",
         validate=_budget,
         enforcement_level=EnforcementLevel.MANDATORY,
-        config_schema=PolicyConfigSchema(properties={"maxAccelerators": {"type": "integer", "default": 0}}),
+        config_schema=PolicyConfigSchema(
+            properties={"maxAccelerators": {"type": "integer", "default": 0, "minimum": 0}}
+        ),
     ),
     StackValidationPolicy(
         name="accelerators-spot-only",
