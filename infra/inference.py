@@ -98,6 +98,9 @@ def _controllers(settings: Settings, compute: Compute, rollout: bool) -> Serving
             prometheus_crds=prometheus_crds,
             system_node_selector={LABEL_NODE_ROLE: ROLE_SYSTEM},
         ),
+        # The LeaderWorkerSet manager runs on the system nodes and Helm waits for it; its Fail webhooks
+        # refuse every LeaderWorkerSet until it is Ready (the CRDs-only release needs no nodes).
+        opts=pulumi.ResourceOptions(depends_on=[compute.system_nodes] if leader_worker_set else []),
     )
 
 

@@ -4,8 +4,10 @@ Until the chart's pods are Ready, the API server refuses every object such a web
 plan checks that every object of an intercepted kind is ordered after the release (which waits for its
 pods), and that the release is ordered after the nodes its pods need (policies/rules/ordering.py).
 
-Source of every entry: kubernetes-sigs/aws-load-balancer-controller
-helm/aws-load-balancer-controller/templates/webhook.yaml and values.yaml at v3.5.0 (chart 3.5.0).
+Sources: kubernetes-sigs/aws-load-balancer-controller helm/aws-load-balancer-controller/templates/webhook.yaml
+and values.yaml at v3.5.0 (chart 3.5.0); kubernetes-sigs/lws charts/lws/templates/webhook/webhook.yaml at v0.10.0
+(``mleaderworkerset.kb.io`` and ``vleaderworkerset.kb.io``, Fail on LeaderWorkerSet CREATE/UPDATE; its pod
+webhooks select only pods labelled ``leaderworkerset.sigs.k8s.io/name``, which its own controller creates).
 ``mservice.elbv2.k8s.aws`` mutates every Service CREATE cluster-wide while ``enableServiceMutatorWebhook``
 is true (its default) with ``serviceMutatorWebhookConfig.failurePolicy: Fail`` (its default); before a
 controller pod is Ready no Service can be created anywhere (CoreDNS's kube-dns, every chart's Services:
@@ -23,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from components.catalog import edge_charts
+from components.catalog import edge_charts, serving_charts
 from components.catalog.charts import Chart
 
 
@@ -86,6 +88,13 @@ FAILING_WEBHOOKS: Final[tuple[FailingWebhook, ...]] = (
         ("elbv2.k8s.aws/v1beta1:TargetGroupBinding",),
         everywhere=False,
         source=_LBC_SOURCE,
+    ),
+    FailingWebhook(
+        serving_charts.LEADER_WORKER_SET,
+        "mleaderworkerset.kb.io",
+        ("leaderworkerset.x-k8s.io/v1:LeaderWorkerSet",),
+        everywhere=False,
+        source="kubernetes-sigs/lws charts/lws/templates/webhook/webhook.yaml at v0.10.0",
     ),
 )
 

@@ -359,3 +359,22 @@ def test_a_value_unknown_during_preview_skips_that_resource_not_the_rule():
     (nodes_rule,) = [p for p in POLICIES if p.name == NODES]
     nodes_rule.validate(StackValidationArgs(resources, {}), lambda message, urn=None: found.append((message, urn)))
     assert [urn.rsplit("::", 1)[-1] for _, urn in found] == ["ahead"]
+
+
+def test_a_leader_worker_set_ahead_of_its_controller_fails_both_checks(violations):
+    def program():
+        lws = k8s.helm.v3.Release("lws", chart="oci://registry.k8s.io/lws/charts/lws", version="0.10.0")
+        for name, opts in (("ahead", None), ("after", pulumi.ResourceOptions(depends_on=[lws]))):
+            k8s.apiextensions.CustomResource(
+                name,
+                api_version="leaderworkerset.x-k8s.io/v1",
+                kind="LeaderWorkerSet",
+                metadata={"name": name},
+                spec={},
+                opts=opts,
+            )
+
+    assert _names(violations(program, CRDS)) == ["ahead"]
+    (found,) = violations(program, WEBHOOKS)
+    assert "mleaderworkerset.kb.io" in found.message and "ahead (a LeaderWorkerSet)" in found.message
+    assert "after (a" not in found.message

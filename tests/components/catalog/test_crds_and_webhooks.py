@@ -116,3 +116,12 @@ def test_envoy_gateway_leaves_its_waited_pods_unplaced_by_default():
     assert pods.chart == edge_charts.ENVOY_GATEWAY and pods.chart.version == "v1.9.0"
     assert pods.node_selectors == ("deployment.pod.nodeSelector", "certgen.job.nodeSelector")
     assert pods.source.endswith("at v1.9.0")
+
+
+def test_the_leader_worker_set_chart_refuses_groups_until_its_manager_is_ready():
+    # kubernetes-sigs/lws charts/lws/templates/webhook/webhook.yaml at v0.10.0: mleaderworkerset.kb.io (and
+    # vleaderworkerset.kb.io) with failurePolicy Fail on leaderworkersets CREATE/UPDATE, unconditionally.
+    assert serving_charts.LEADER_WORKER_SET.version == "0.10.0"
+    (lws,) = [w for w in FAILING_WEBHOOKS if w.chart == serving_charts.LEADER_WORKER_SET]
+    assert lws.resource_types == ("leaderworkerset.x-k8s.io/v1:LeaderWorkerSet",) and lws.fails_when == ()
+    assert not lws.everywhere and lws.source.endswith("at v0.10.0")
