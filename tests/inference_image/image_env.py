@@ -1,0 +1,358 @@
+"""The images' Python environments, rebuilt from their Dockerfiles without the base image.
+
+``pip_steps(dockerfile)`` reads the ``pip install`` invocations of a Dockerfile's RUN instructions (ARG
+defaults substituted, ``/src`` the bind-mounted build context); ``build_context(dockerfile, dest)`` copies
+the repository as the Dockerfile's ``.dockerignore`` lets BuildKit see it; ``image_env(dockerfile)`` replays
+the steps into a virtualenv under ``build/image-env/`` keyed by a hash of every input, so reruns are fast.
+What the base image preinstalls cannot be installed here and is left out (``BASE_IMAGE_ONLY``): the tests
+prove the entrypoints do not need it to start.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fcntl
+import glob
+import hashlib
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+IMAGE = REPO / "inference_image"
+CACHE = REPO / "build" / "image-env"
+SRC = "/src"  # where the Dockerfiles bind-mount the build context (RUN --mount=type=bind,target=/src)
+PIP_TIMEOUT = 600
+# Bump to throw away every cached environment (a change to how they are built).
+LAYOUT = "1"
+
+# What a Dockerfile's pip steps install on top of packages only its base image has, and why they are not
+# installed here. A requirement whose version is a build argument without a default (the Neuron SDK: one
+# release's versions are chosen at build time) cannot be resolved at all; the rest are not on PyPI in a form
+# that installs on this machine (GPU builds) or weigh gigabytes. None of them is imported before an
+# entrypoint reaches its accelerator: the tests below run every entrypoint without them.
+BASE_IMAGE_ONLY = {
+    "Dockerfile": (
+        "nvcr.io/nvidia/tritonserver:*-trtllm-python-py3 ships tritonserver, tensorrt_llm, torch, transformers "
+        "and tokenizers (base_image_constraints.txt): NGC-only or GPU builds of several GB, not installed"
+    ),
+    "Dockerfile.neuron": (
+        "neuronx-cc, torch-neuronx and neuronx-distributed-inference come from Neuron's own index at versions "
+        "given only as required build arguments (no default): not installed"
+    ),
+}
+
+
+# What a base image ships that the entrypoints do import, installed here in its place: the project's own
+# range (pyproject.toml), since the base's exact version is not recorded. nvcr.io's Triton + TensorRT-LLM
+# image carries tritonclient[all] (tensorrtllm_backend r25.05 requirements.txt, unpinned); `inferctl verify`
+# and `smoke` import tritonclient.http (inferctl/serving/smoke_http.py).
+BASE_IMAGE_STAND_INS: dict[str, tuple[str, ...]] = {"Dockerfile": ("tritonclient",), "Dockerfile.neuron": ()}
+
+
+def stand_in_requirements(dockerfile: Path) -> list[str]:
+    """The stand-ins of ``dockerfile``'s base image as requirements with pyproject.toml's ranges."""
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    declared = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    by_name = {Requirement(d).name.lower(): d for d in declared}
+    return [by_name[name] for name in BASE_IMAGE_STAND_INS[dockerfile.name]]
+
+
+@dataclasses.dataclass(frozen=True)
+class PipStep:
+    """One ``pip install`` of a Dockerfile: its arguments after ``install``, ARGs substituted."""
+
+    args: tuple[str, ...]
+    unresolved: tuple[str, ...]
+    """Build arguments the step needs that have no default (the step cannot be replayed)."""
+
+    @property
+    def installs_context(self) -> bool:
+        return SRC in self.args
+
+    def files(self) -> list[Path]:
+        """The requirement and constraint files the step reads, in the repository."""
+        found = []
+        for flag, value in zip(self.args, self.args[1:], strict=False):
+            if flag in ("-r", "--requirement", "-c", "--constraint"):
+                found.append(context_path(value))
+        return found
+
+
+def context_path(value: str, context: Path = REPO) -> Path:
+    assert value == SRC or value.startswith(f"{SRC}/"), f"{value}: not in the build context ({SRC})"
+    return context / value[len(SRC) :].lstrip("/")
+
+
+def instructions(dockerfile: Path) -> list[tuple[str, str]]:
+    """(instruction, rest) for each instruction, continuation lines joined and comments dropped."""
+    lines = [line for line in dockerfile.read_text().splitlines() if not line.lstrip().startswith("#")]
+    joined = re.sub(r"\\\n", " ", "\n".join(lines))
+    found = []
+    for line in joined.splitlines():
+        match = re.match(r"^([A-Z]+)\s+(.*)$", line.strip())
+        if match:
+            found.append((match.group(1), match.group(2)))
+    return found
+
+
+def build_args(dockerfile: Path) -> dict[str, str | None]:
+    """Each ARG and its default (None: required at build time)."""
+    found: dict[str, str | None] = {}
+    for instruction, rest in instructions(dockerfile):
+        if instruction == "ARG":
+            name, eq, default = rest.partition("=")
+            found[name.strip()] = default.strip() if eq else None
+    return found
+
+
+def _substitute(token: str, args: dict[str, str | None], unresolved: list[str]) -> str:
+    def value(match: re.Match[str]) -> str:
+        name = match.group(1) or match.group(2)
+        default = args.get(name)
+        if default is None:
+            unresolved.append(name)
+            return f"${{{name}}}"
+        return default
+
+    return re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)", value, token)
+
+
+def _commands(tokens: list[str]) -> Iterator[list[str]]:
+    """The simple commands of a shell token list (split at ``&&``, ``||``, ``;``, ``|`` and parentheses)."""
+    command: list[str] = []
+    for token in tokens:
+        if token and set(token) <= set("&|;()"):
+            yield command
+            command = []
+        else:
+            command.append(token)
+    yield command
+
+
+def pip_steps(dockerfile: Path) -> list[PipStep]:
+    """Every ``pip install`` / ``python -m pip install`` in the RUN instructions, in order."""
+    args = build_args(dockerfile)
+    steps = []
+    for instruction, rest in instructions(dockerfile):
+        if instruction != "RUN":
+            continue
+        shell = re.sub(r"^(--\S+\s+)+", "", rest)  # RUN flags (--mount=...)
+        lexer = shlex.shlex(shell, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        for tokens in _commands(list(lexer)):
+            for i in range(len(tokens) - 1):
+                if re.fullmatch(r"(\S*/)?pip3?", tokens[i]) and tokens[i + 1] == "install":
+                    unresolved: list[str] = []
+                    resolved = tuple(_substitute(t, args, unresolved) for t in tokens[i + 2 :])
+                    steps.append(PipStep(resolved, tuple(dict.fromkeys(unresolved))))
+                    break
+    return steps
+
+
+def entrypoint(dockerfile: Path) -> list[str]:
+    """The exec-form ENTRYPOINT of a Dockerfile."""
+    (found,) = [json.loads(rest) for ins, rest in instructions(dockerfile) if ins == "ENTRYPOINT"]
+    return found
+
+
+def image_commands() -> set[tuple[str, ...]]:
+    """Every ``inferctl <command> [<sub-command>]`` the images run: their Dockerfiles' ENTRYPOINT, and what the
+    components' pods and Jobs name (``["inferctl", "serve", ...]`` lists and shell strings in their sources)."""
+    from inferctl.cli import COMMANDS
+
+    found = {tuple(entrypoint(d)[:2]) for d in sorted(IMAGE.glob("Dockerfile*")) if d.suffix != ".dockerignore"}
+    quoted = r"[\"']?,?\s*[\"']?"
+    pattern = re.compile(rf"[\"']inferctl{quoted}([a-z][a-z-]*)(?:{quoted}([a-z][a-z-]*))?")
+    for path in (REPO / "components").rglob("*.py"):
+        for command, sub in pattern.findall(path.read_text()):
+            if command in COMMANDS:
+                found.add(("inferctl", command, *([sub] if sub else [])))
+    return found
+
+
+def venv_python_version(dockerfile: Path) -> str:
+    """The image's Python: the ``pythonX.Y -m venv`` of the Dockerfile, else the ``# python: X.Y`` its base
+    image's constraint file records (base_image_constraints.txt)."""
+    text = dockerfile.read_text()
+    match = re.search(r"\bpython(\d+\.\d+) -m venv\b", text)
+    if match:
+        return match.group(1)
+    for step in pip_steps(dockerfile):
+        for path in step.files():
+            found = re.search(r"^# python: (\d+\.\d+)$", path.read_text(), re.MULTILINE)
+            if found:
+                return found.group(1)
+    raise AssertionError(f"{dockerfile.name}: neither a `pythonX.Y -m venv` nor a `# python:` constraint")
+
+
+def interpreter(version: str) -> tuple[str, str | None]:
+    """An interpreter of ``version`` on this machine, and a note when none is and this one stands in."""
+    candidates = [shutil.which(f"python{version}"), *sorted(glob.glob(os.path.expanduser(f"~/.pyenv/versions/{version}*/bin/python{version}")))]  # fmt: skip
+    for candidate in filter(None, candidates):
+        probe = subprocess.run([candidate, "-c", "import sys, venv; print('%d.%d' % sys.version_info[:2])"],
+                               capture_output=True, text=True, check=False)  # fmt: skip
+        if probe.returncode == 0 and probe.stdout.strip() == version:
+            return candidate, None
+    here = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    return sys.executable, None if here == version else f"no Python {version} here: the environment uses {here}"
+
+
+def _dockerignore(dockerfile: Path) -> list[tuple[bool, re.Pattern[str]]]:
+    """BuildKit's per-Dockerfile ignore file (``<Dockerfile>.dockerignore``) as (exclude, pattern) rules."""
+    rules = []
+    for raw in dockerfile.with_name(f"{dockerfile.name}.dockerignore").read_text().splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        include = line.startswith("!")
+        pattern = line.lstrip("!").strip("/")
+        regex = "".join(
+            ".*" if part == "**" else "[^/]*" if part == "*" else "[^/]" if part == "?" else re.escape(part)
+            for part in re.split(r"(\*\*|\*|\?)", pattern)
+        )
+        rules.append((not include, re.compile(regex.replace(".*/", "(.*/)?"))))
+    return rules
+
+
+def _excluded(rules: list[tuple[bool, re.Pattern[str]]], rel: str) -> bool:
+    """Docker's rule: the last pattern matching the path or one of its parents decides."""
+    parents = [rel] + ["/".join(rel.split("/")[:i]) for i in range(1, rel.count("/") + 1)]
+    excluded = False
+    for exclude, pattern in rules:
+        if any(pattern.fullmatch(p) for p in parents):
+            excluded = exclude
+    return excluded
+
+
+def context_files(dockerfile: Path) -> Iterator[Path]:
+    """The repository files the build context holds (git's own and untracked, never .git or venvs)."""
+    rules = _dockerignore(dockerfile)
+    for root, dirs, files in os.walk(REPO):
+        rel_root = Path(root).relative_to(REPO).as_posix()
+        rel_root = "" if rel_root == "." else f"{rel_root}/"
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in ("build", "node_modules"))
+        for name in sorted(files):
+            if not _excluded(rules, f"{rel_root}{name}"):
+                yield Path(root, name)
+
+
+def build_context(dockerfile: Path, dest: Path) -> str:
+    """Copy the build context to ``dest``; returns a hash of its contents."""
+    digest = hashlib.sha256()
+    for path in context_files(dockerfile):
+        rel = path.relative_to(REPO)
+        digest.update(rel.as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, dest / rel)
+    return digest.hexdigest()
+
+
+@dataclasses.dataclass(frozen=True)
+class ImageEnv:
+    dockerfile: Path
+    venv: Path
+    notes: tuple[str, ...]
+    """What differs from the image: steps left out (the base image's packages), the interpreter."""
+    seconds: float
+
+    @property
+    def bin(self) -> Path:
+        return self.venv / "bin"
+
+
+def _pip(python: Path, args: list[str], log: Path) -> None:
+    cmd = [str(python), "-m", "pip", "install", "--quiet", *args]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=PIP_TIMEOUT, check=False)
+    with log.open("a") as out:
+        out.write(f"$ {shlex.join(cmd)}\n{result.stdout}{result.stderr}\n")
+    assert result.returncode == 0, f"{shlex.join(cmd)} failed:\n{result.stderr[-4000:]}"
+
+
+def image_env(dockerfile: Path, work: Path) -> ImageEnv:
+    """The image's environment in a venv (built, or reused when no input changed); ``work`` is scratch."""
+    import time
+
+    started = time.monotonic()
+    steps = pip_steps(dockerfile)
+    assert any(s.installs_context for s in steps), f"{dockerfile.name} never installs the package ({SRC})"
+    version = venv_python_version(dockerfile)
+    python, python_note = interpreter(version)
+    notes = [python_note] if python_note else []
+    skipped = [s for s in steps if s.unresolved]
+    if skipped:
+        notes.append(BASE_IMAGE_ONLY[dockerfile.name])
+    stand_ins = stand_in_requirements(dockerfile)
+    if stand_ins:
+        notes.append(f"the base image's own packages replaced by: {', '.join(stand_ins)} (pyproject.toml ranges)")
+    inputs = {
+        "stand_ins": stand_ins,
+        "layout": LAYOUT,
+        "python": subprocess.run([python, "-VV"], capture_output=True, text=True, check=True).stdout.strip(),
+        "steps": [list(s.args) for s in steps],
+        "files": {str(p.relative_to(REPO)): p.read_text() for s in steps for p in s.files()},
+    }
+    key = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:16]
+    CACHE.mkdir(parents=True, exist_ok=True)
+    venv = CACHE / f"{dockerfile.name}-{key}"
+    context = work / "src"
+    source_hash = build_context(dockerfile, context)
+    with (CACHE / f"{dockerfile.name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        ready = venv / ".image-env-ready"
+        if not ready.exists():
+            for stale in CACHE.glob(f"{dockerfile.name}-*"):
+                shutil.rmtree(stale, ignore_errors=True)
+            # --system-site-packages stays off: nothing of this machine's Python leaks in.
+            subprocess.run([python, "-m", "venv", str(venv)], check=True, timeout=120)
+        venv_python = venv / "bin" / "python"
+        log = venv / "install.log"
+        stamp = venv / f".src-{source_hash[:16]}"
+        for step in steps:
+            if step.unresolved:
+                continue
+            if ready.exists() and not step.installs_context:
+                continue
+            if step.installs_context and stamp.exists():
+                continue
+            args = [str(context) if a == SRC else str(context_path(a, context)) if a.startswith(f"{SRC}/") else a
+                    for a in step.args]  # fmt: skip
+            if step.installs_context and ready.exists():
+                args = ["--force-reinstall", *args]
+            _pip(venv_python, args, log)
+        if stand_ins and not ready.exists():
+            _pip(venv_python, stand_ins, log)
+        for old in venv.glob(".src-*"):
+            old.unlink()
+        stamp.touch()
+        ready.touch()
+    return ImageEnv(dockerfile, venv, tuple(notes), time.monotonic() - started)
+
+
+def image_import_roots() -> dict[str, bool | tuple[str, ...]]:
+    """What the images run, as roots for tests/runtime_imports.py ``closure``: each command they run (its
+    handler runs, so its function-level imports count), every module of ``inference_image`` (Triton runs its
+    models, the entrypoint renders from them) and of ``infra.settings``, and the CLI, which imports every
+    command module and runs its ``register`` to build the parser."""
+    from inferctl.cli import COMMANDS
+    from tests.runtime_imports import MODULES
+
+    roots: dict[str, bool | tuple[str, ...]] = {
+        m: True
+        for m in MODULES
+        if m.startswith("inference_image") or m == "infra.settings" or m.startswith("infra.settings.")
+    }
+    roots.update({COMMANDS[argv[1]]: True for argv in image_commands()})
+    roots["inferctl.cli"] = True
+    for module in COMMANDS.values():
+        roots.setdefault(module, ("register",))
+    return roots
