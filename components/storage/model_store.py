@@ -92,7 +92,11 @@ class ModelStore(pulumi.ComponentResource):
         _validate(args)
         super().__init__("inference:storage:ModelStore", name, None, opts)
         prefix = _bucket_prefix(args.name_prefix)
-        stateful = pulumi.ResourceOptions(parent=self, protect=args.protect, retain_on_delete=args.protect)
+        # A bucket's name is fixed when it is created: a later change of how the prefix is derived (issue 17
+        # §5 hashed long stack names) must never replace a data bucket, so the prefix is ignored after create.
+        stateful = pulumi.ResourceOptions(
+            parent=self, protect=args.protect, retain_on_delete=args.protect, ignore_changes=["bucketPrefix"]
+        )
         # A retained bucket must keep its hardening: its configuration is retained along with it.
         config = pulumi.ResourceOptions(parent=self, retain_on_delete=args.protect)
 
