@@ -66,6 +66,10 @@ RATE_LIMIT_SERVICE_CLUSTER = "ratelimit_cluster"
 # (api/v1alpha1/clienttrafficpolicy_types.go) or a rule overrides it: inferctl verify's rate-limit check
 # reads X-RateLimit-Limit from the answer.
 DISABLE_RATE_LIMIT_HEADERS = "disableRateLimitHeaders"
+# internal/xds/translator/httpfilters.go @ v1.9.0 newOrderedHTTPFilter: api_key_auth runs at order 7, the global
+# ratelimit filter at 303, so the client id header that apiKeyAuth.forwardClientIDHeader sets is there when
+# the rate-limit descriptors (clientSelectors on that header) are built.
+FILTER_ORDER = {"envoy.filters.http.api_key_auth": 7, "envoy.filters.http.ratelimit": 303}
 # internal/infrastructure/kubernetes/proxy/resource.go @ v1.9.0: the Envoy container's port "metrics" is
 # bootstrap.EnvoyStatsPort (19001, internal/xds/bootstrap/bootstrap.go) unless Prometheus is disabled in the
 # EnvoyProxy's telemetry; internal/xds/bootstrap/bootstrap.yaml.tpl serves it at /stats/prometheus.
@@ -188,3 +192,19 @@ def test_prometheus_scrapes_the_gateways_envoy_pods_where_envoy_gateway_serves_t
     assert spec["selector"]["matchLabels"].items() <= pod_labels.items() and spec["selector"]["matchLabels"]
     (endpoint,) = spec["podMetricsEndpoints"]
     assert (endpoint["port"], endpoint["path"]) == (PROXY_METRICS_PORT_NAME, PROXY_METRICS_PATH)
+
+
+def test_rate_limits_select_on_the_header_api_key_auth_sets_before_the_rate_limit_filter_runs():
+    policy = load_settings(
+        {"tags": {"owner": "t", "costCenter": "c"}}, project="p", stack="s", region="us-west-2"
+    ).edge.policy()
+    objects = {o["kind"]: o for o in render_gateway_objects(policy, TARGET)}
+    forwarded = objects["SecurityPolicy"]["spec"]["apiKeyAuth"]["forwardClientIDHeader"]
+    selected = {
+        h["name"]
+        for rule in objects["BackendTrafficPolicy"]["spec"]["rateLimit"]["global"]["rules"]
+        for selector in rule["clientSelectors"]
+        for h in selector["headers"]
+    }
+    assert selected == {forwarded}
+    assert FILTER_ORDER["envoy.filters.http.api_key_auth"] < FILTER_ORDER["envoy.filters.http.ratelimit"]
