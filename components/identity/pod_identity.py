@@ -4,8 +4,8 @@ Why Pod Identity rather than IRSA (an OIDC provider per cluster):
 - No per-cluster IAM OIDC provider and no trust policy naming a cluster's issuer URL: the trust is the
   service principal ``pods.eks.amazonaws.com``, so one role can serve the same workload on several
   clusters, and replacing a cluster never rewrites IAM trust.
-- Session tags (``eks-cluster-name``, ``kubernetes-namespace``, ``kubernetes-service-account``) come
-  with every credential, which enables ABAC conditions on them (hence ``sts:TagSession`` in the trust).
+- Session tags (``eks-cluster-arn``, ``kubernetes-namespace``, ``kubernetes-service-account`` ...) come
+  with every credential; the trust conditions on them (hence ``sts:TagSession`` in the trust).
 - Every component this platform installs supports it: the VPC CNI, the EBS CSI driver, Karpenter v1,
   the FSx CSI driver and the Secrets Store CSI AWS provider (AWS EKS user guide, "Pod Identity").
 The binding (cluster, namespace, service account) lives in the ``PodIdentityAssociation``; the
@@ -28,13 +28,30 @@ from components.identity.iam_documents import managed_policy_arn
 POD_IDENTITY_SERVICE = "pods.eks.amazonaws.com"
 
 
-def pod_identity_trust_policy(account_id: str, cluster_arn: str) -> dict[str, Any]:
+def pod_identity_trust_policy(
+    account_id: str, cluster_arn: str, *, namespace: str | None = None, service_account: str | None = None
+) -> dict[str, Any]:
     """Trust for EKS Pod Identity: the service assumes the role and tags the session, for this account's
-    cluster only. ``aws:SourceAccount`` and ``aws:SourceArn`` (the cluster ARN; ``cluster/*`` for any cluster of
-    the account and region) close the confused-deputy path through the service principal (Amazon EKS user
-    guide, "Create IAM role with trust policy required by EKS Pod Identity" and "Cross-service confused deputy
-    prevention in Amazon EKS": aws:SourceArn with the full resource ARN, aws:SourceAccount beside it).
-    Policy ``pod-identity-trust-scoped`` refuses a Pod Identity trust without both."""
+    cluster (and, where given, one namespace and service account) only.
+
+    The service principal alone admits every Pod Identity association in the account (confused deputy). The
+    conditions use what EKS documents it sends: ``aws:SourceAccount`` and the session tags Pod Identity adds to
+    every AssumeRole (``eks-cluster-arn``, ``kubernetes-namespace``, ``kubernetes-service-account``; Amazon EKS
+    user guide, "Create IAM role with trust policy required by EKS Pod Identity", awsdocs/amazon-eks-user-guide
+    PR #1047, validated by AWS). Not ``aws:SourceArn``: EKS documents no value for it on Pod Identity, and a
+    trust conditioned on it left pods without credentials (awslabs/mountpoint-s3-csi-driver #781), i.e. every
+    pod of the stack would lose AWS access. ``cluster_arn`` may end in ``cluster/*`` (any cluster of the account
+    and region). Policy ``pod-identity-trust-scoped`` refuses a Pod Identity trust without both scopes."""
+    equals: dict[str, str] = {"aws:SourceAccount": account_id}
+    like: dict[str, str] = {}
+    (like if "*" in cluster_arn else equals)["aws:RequestTag/eks-cluster-arn"] = cluster_arn
+    if namespace is not None:
+        equals["aws:RequestTag/kubernetes-namespace"] = namespace
+    if service_account is not None:
+        equals["aws:RequestTag/kubernetes-service-account"] = service_account
+    condition: dict[str, dict[str, str]] = {"StringEquals": equals}
+    if like:
+        condition["StringLike"] = like
     return {
         "Version": "2012-10-17",
         "Statement": [
@@ -43,23 +60,29 @@ def pod_identity_trust_policy(account_id: str, cluster_arn: str) -> dict[str, An
                 "Effect": "Allow",
                 "Principal": {"Service": POD_IDENTITY_SERVICE},
                 "Action": ["sts:AssumeRole", "sts:TagSession"],
-                "Condition": {
-                    "StringEquals": {"aws:SourceAccount": account_id},
-                    "ArnLike": {"aws:SourceArn": cluster_arn},
-                },
+                "Condition": condition,
             }
         ],
     }
 
 
-def pod_identity_trust(cluster_name: pulumi.Input[str] | None) -> pulumi.Output[str]:
+def pod_identity_trust(
+    cluster_name: pulumi.Input[str] | None, *, namespace: str | None = None, service_account: str | None = None
+) -> pulumi.Output[str]:
     """The trust policy as JSON for ``cluster_name`` (any cluster of the account and region when None), with
     the account, region and partition of the provider the program runs with."""
     identity = aws.get_caller_identity_output()
     region = aws.get_region_output()
     partition = aws.get_partition_output()
     return pulumi.Output.all(identity.account_id, region.region, partition.partition, cluster_name or "*").apply(
-        lambda v: json.dumps(pod_identity_trust_policy(v[0], f"arn:{v[2]}:eks:{v[1]}:{v[0]}:cluster/{v[3]}"))
+        lambda v: json.dumps(
+            pod_identity_trust_policy(
+                v[0],
+                f"arn:{v[2]}:eks:{v[1]}:{v[0]}:cluster/{v[3]}",
+                namespace=namespace,
+                service_account=service_account,
+            )
+        )
     )
 
 
@@ -95,7 +118,9 @@ class PodIdentityRole(pulumi.ComponentResource):
         role = aws.iam.Role(
             f"{name}-role",
             description=args.description or f"Pod Identity role for {args.namespace}/{args.service_account}",
-            assume_role_policy=pod_identity_trust(args.cluster_name),
+            assume_role_policy=pod_identity_trust(
+                args.cluster_name, namespace=args.namespace, service_account=args.service_account
+            ),
             opts=child,
         )
         attachments = [

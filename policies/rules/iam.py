@@ -86,12 +86,15 @@ def _no_wildcards(args: ResourceValidationArgs, report: ReportViolation) -> None
 
 
 POD_IDENTITY_SERVICE = "pods.eks.amazonaws.com"
-SOURCE_KEYS = ("aws:sourceaccount", "aws:sourcearn")
+# Either names the cluster: the session tag EKS documents for Pod Identity, or a source ARN (accepted where a
+# team has validated it; components.identity.pod_identity says why ours does not use it).
+CLUSTER_KEYS = ("aws:requesttag/eks-cluster-arn", "aws:requesttag/eks-cluster-name", "aws:sourcearn")
 
 
 def _pod_identity_trust_scoped(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    """A role EKS Pod Identity may assume names the account and the cluster it serves (aws:SourceAccount,
-    aws:SourceArn): the service principal alone admits any cluster's associations (confused deputy)."""
+    """A role EKS Pod Identity may assume names the account and the cluster it serves (``aws:SourceAccount``
+    and the ``eks-cluster-arn`` session tag): the service principal alone admits every Pod Identity
+    association of the account (confused deputy)."""
     if args.resource_type != ROLE:
         return
     for statement in statements(as_document(get(args.props, "assumeRolePolicy"))):
@@ -100,7 +103,11 @@ def _pod_identity_trust_scoped(args: ResourceValidationArgs, report: ReportViola
             continue
         keys = {key.lower() for block in (statement.get("Condition") or {}).values() if isinstance(block, dict)
                 for key in block}  # fmt: skip
-        missing = [k for k in ("aws:SourceAccount", "aws:SourceArn") if k.lower() not in keys]
+        missing = []
+        if "aws:sourceaccount" not in keys:
+            missing.append("aws:SourceAccount")
+        if not keys.intersection(CLUSTER_KEYS):
+            missing.append("aws:RequestTag/eks-cluster-arn")
         if missing:
             report(
                 f"the trust of {POD_IDENTITY_SERVICE} has no {' and no '.join(missing)} condition: any EKS cluster's "
@@ -112,7 +119,7 @@ def _pod_identity_trust_scoped(args: ResourceValidationArgs, report: ReportViola
 POLICIES = [
     ResourceValidationPolicy(
         name="pod-identity-trust-scoped",
-        description="Roles trusted by EKS Pod Identity carry aws:SourceAccount and aws:SourceArn conditions.",
+        description="Roles trusted by EKS Pod Identity carry aws:SourceAccount and eks-cluster-arn conditions.",
         validate=_pod_identity_trust_scoped,
         enforcement_level=EnforcementLevel.MANDATORY,
     ),

@@ -70,11 +70,16 @@ def _trust_role(condition):
 
 def test_pod_identity_trust_without_source_conditions_is_refused(violations):
     (found,) = violations(_trust_role(None), "pod-identity-trust-scoped")
-    assert "aws:SourceAccount and no aws:SourceArn" in found.message
+    assert "aws:SourceAccount and no aws:RequestTag/eks-cluster-arn" in found.message
     (found,) = violations(
         _trust_role({"StringEquals": {"aws:SourceAccount": "123456789012"}}), "pod-identity-trust-scoped"
     )
-    assert "aws:SourceArn" in found.message and "SourceAccount" not in found.message.split("condition")[0]
+    assert "eks-cluster-arn" in found.message and "SourceAccount" not in found.message.split("condition")[0]
+    (found,) = violations(
+        _trust_role({"StringEquals": {"aws:RequestTag/eks-cluster-arn": "arn:aws:eks:us-west-2:1:cluster/d"}}),
+        "pod-identity-trust-scoped",
+    )
+    assert "no aws:SourceAccount condition" in found.message
 
 
 def test_our_pod_identity_trust_passes(violations):
@@ -84,6 +89,9 @@ def test_our_pod_identity_trust_passes(violations):
         PodIdentityRole("x", PodIdentityRoleArgs(cluster_name="demo", namespace="ns", service_account="sa"))
 
     assert violations(program, "pod-identity-trust-scoped") == []
-    scoped = {"StringEquals": {"aws:SourceAccount": "123456789012"},
-              "ArnLike": {"aws:SourceArn": "arn:aws:eks:us-west-2:123456789012:cluster/demo"}}  # fmt: skip
+    scoped = {"StringEquals": {"aws:SourceAccount": "123456789012",
+                               "aws:RequestTag/eks-cluster-arn": "arn:aws:eks:us-west-2:123456789012:cluster/demo"}}  # fmt: skip
     assert violations(_trust_role(scoped), "pod-identity-trust-scoped") == []
+    validated_elsewhere = {"StringEquals": {"aws:SourceAccount": "123456789012"},
+                           "ArnLike": {"aws:SourceArn": "arn:aws:eks:us-west-2:123456789012:cluster/demo"}}  # fmt: skip
+    assert violations(_trust_role(validated_elsewhere), "pod-identity-trust-scoped") == []

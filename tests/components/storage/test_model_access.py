@@ -68,7 +68,7 @@ def test_roles_trust_pod_identity_and_bind_each_service_account_after_its_grant(
     for r in roles.values():
         (statement,) = json.loads(r.inputs["assumeRolePolicy"])["Statement"]
         assert statement["Principal"] == {"Service": "pods.eks.amazonaws.com"}
-        assert statement["Condition"]["ArnLike"]["aws:SourceArn"].endswith(":cluster/demo")
+        assert statement["Condition"]["StringEquals"]["aws:RequestTag/eks-cluster-arn"].endswith(":cluster/demo")
     reader_policy = json.loads(one(resources, "access-reader-models").inputs["policy"])
     assert reader_policy == model_access_policy(BUCKET, "models/", KEY, "us-west-2", write=False)
     bindings = {r.name: r for r in by_type(resources, "aws:eks/podIdentityAssociation:PodIdentityAssociation")}
