@@ -16,6 +16,7 @@ from pydantic import Field
 from components import catalog
 from components.catalog import load_generator
 from infra.settings.base import CheckContext, Problem, Section
+from infra.settings.types import HttpUrl
 
 DEFAULT_TARGET_RATE = 100.0
 DEFAULT_DURATION_SECONDS = 300
@@ -49,7 +50,7 @@ class LoadTestSettings(Section):
     """Default 1.2 x targetRate x durationSeconds. The run stops after this many requests."""
     request_timeout_seconds: float = Field(default=60, gt=0, le=3600)
     """Default 60. A request without progress for this long counts as failed."""
-    url: str | None = None
+    url: HttpUrl | None = None
     """Default ``https://<edge.domain>``. Where the load goes; production requires https."""
     client: str | None = None
     """Default the first edge client (sorted). Whose API key the workers send (its tier limits the rate)."""
@@ -84,6 +85,12 @@ class LoadTestSettings(Section):
                 )
             )
         out += _pool_problems(self, ctx)
+        if self.url is None and getattr(ctx.sections.get("edge"), "domain", None) is None and not ctx.production:
+            # (production: target_problems says why the in-cluster Service is no target either)
+            out.append(
+                Problem("loadTest.url", "unset and edge.domain is unset: the load goes through the stack's edge; "
+                        "set edge.domain or loadTest.url")
+            )  # fmt: skip
         out += target_problems("loadTest", self.url, self.client, ctx)
         out += _rate_problems(self, ctx)
         return out

@@ -12,6 +12,7 @@ from typing import ClassVar
 from pydantic import Field
 
 from infra.settings.base import CheckContext, Problem, Section
+from infra.settings.types import HttpUrl
 
 DEFAULT_DURATION_SECONDS = 60
 DEFAULT_MAX_DURATION_SECONDS = 600
@@ -77,10 +78,10 @@ class VerificationSettings(Section):
     """Default mean 128, spread 32. Output tokens."""
     structured_share: float = Field(default=0.1, ge=0, le=1)
     """Default 0.1. Share of requests asking for schema-valid JSON (only when guided decoding is on)."""
-    prometheus_url: str | None = None
+    prometheus_url: HttpUrl | None = None
     """Default unset (no GPU check). Prometheus HTTP API base, e.g. http://prometheus.monitoring:9090."""
     slo: VerificationSloSettings = Field(default_factory=VerificationSloSettings)
-    url: str | None = None
+    url: HttpUrl | None = None
     """Default ``https://<edge.domain>``, or without an edge the in-cluster Service (plain HTTP, refused in
     production). What the verification Job targets."""
     client: str | None = None

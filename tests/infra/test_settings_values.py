@@ -169,3 +169,59 @@ def test_finite_numbers_and_real_booleans_still_pass():
     assert settings.edge.waf.window_seconds == 60
     assert settings.autoscaling.target_requests_per_replica == 6.5
     assert settings.observability.alerts.queue_seconds == 2.5
+
+
+URL_KEYS = [("verification", "url"), ("verification", "prometheusUrl"), ("loadTest", "url")]
+
+
+@pytest.mark.parametrize(("section", "key"), URL_KEYS)
+@pytest.mark.parametrize(
+    ("url", "words"),
+    [
+        ("https://api.example.com\r\nX-Injected: 1", ["'\\r'"]),
+        ("https://api.example.com\n", ["'\\n'"]),  # not stripped away: checked as written
+        ("https://api.example.com/`id`", ["'`'"]),
+        ("https://api.example.com/$(id)", ["'$'"]),
+        ("https://api.example.com;reboot", ["';'"]),
+        ("https://api.example.com/a|b", ["'|'"]),
+        ("https://api.example.com/%0d%0aHost:x", ["percent-encoded"]),
+        ("file:///etc/passwd", ["http:// or https://"]),
+        ("gopher://api.example.com", ["http:// or https://"]),
+        ("HTTPS://api.example.com", ["lower-case scheme"]),
+        ("https://user:secret@api.example.com", ["credentials"]),
+        ("https://token@api.example.com", ["credentials"]),
+        ("https:///path", ["host"]),
+        ("https://exa_mple.com", ["host"]),
+        ("https://api.example.com:0", ["port"]),
+        ("https://api.example.com:70000", ["port"]),
+        ("https://api.example.com?debug=1", ["'?'"]),
+        ("https://api.example.com/#x", ["'#'"]),
+        ("https://ex\u00e4mple.com", ["'\u00e4'"]),
+    ],
+)
+def test_urls_are_parsed_strictly_naming_the_key(section, key, url, words):
+    found = problems({section: {key: url}})
+    path = f"{section}.{key}"
+    assert path in found, found
+    assert all(w in found[path] for w in words), found[path]
+    assert "secret" not in found[path] or "credentials" in found[path]
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://api.example.com",
+        "https://api.example.com:8443/v2",
+        "http://prometheus.monitoring:9090",
+        "http://kube-prometheus-stack-prometheus.monitoring.svc.cluster.local:9090/",
+        "http://10.0.12.7:9090",
+        "https://[2001:db8::1]:8443",
+    ],
+)
+def test_good_urls_pass(url):
+    assert load({"verification": {"url": url, "prometheusUrl": url}}).verification.prometheus_url == url
+
+
+def test_a_load_test_without_an_edge_or_url_is_named_not_a_program_error():
+    found = problems({"loadTest": {"enabled": True}})
+    assert "edge.domain is unset" in found["loadTest.url"], found
