@@ -87,7 +87,14 @@ def direct_imports(
     """(first-party modules, third-party top-level packages) that running ``module`` imports itself (and,
     when not ``deep``, the top-level ``functions`` named, e.g. a command's ``register``)."""
     path = MODULES[module]
-    is_package = path.name == "__init__.py"
+    return imports_in_source(module, path.read_text(), is_package=path.name == "__init__.py", deep=deep,
+                             functions=functions)  # fmt: skip
+
+
+def imports_in_source(
+    module: str, source: str, *, is_package: bool = False, deep: bool = False, functions: frozenset[str] = frozenset()
+) -> tuple[frozenset[str], frozenset[str]]:
+    """``direct_imports`` of ``source`` as if it were ``module`` (tests of this checker)."""
     first: set[str] = set()
     third: set[str] = set()
 
@@ -102,7 +109,7 @@ def direct_imports(
         elif top and top not in STDLIB and top != "__future__":
             third.add(top)
 
-    for node in _import_nodes(ast.parse(path.read_text()), deep=deep, functions=functions):
+    for node in _import_nodes(ast.parse(source), deep=deep, functions=functions):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 add(alias.name)

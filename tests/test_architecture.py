@@ -155,3 +155,70 @@ def test_each_area_exports_its_components_and_their_args(area):
                 assert name in public, f"components.{area} does not export {name} ({module})"
                 if hasattr(sys.modules[module], f"{name}Args"):
                     assert f"{name}Args" in public, f"components.{area} does not export {name}Args"
+
+
+# Issue 17 §6: the inference images install this package with --no-deps, so Pulumi is not there. Whatever the
+# images run (their commands, inference_image, infra.settings) must not reach a Pulumi module, not even
+# through a package __init__ on the way; tests/inference_image/test_image_environment.py runs them for real.
+def test_what_the_images_run_imports_no_pulumi_module():
+    from tests.inference_image.image_env import image_import_roots
+    from tests.runtime_imports import chain, closure
+
+    roots = image_import_roots()
+    assert "infra.settings" in roots and "inferctl.serving.serve" in roots and "inferctl.verify.command" in roots
+    parents, third = closure(roots)
+    reached = {m for m in parents if m.startswith("components.")}
+    assert "components.autoscaling.scaled_object" in reached  # the check sees through infra.settings
+    found = {p: " -> ".join(chain(parents, m)) for p, m in third.items() if p.startswith("pulumi")}
+    assert found == {}, f"the images cannot import these (installed --no-deps): {found}"
+
+
+def test_the_static_check_follows_package_inits_and_lazy_names_to_pulumi():
+    """The check can fail: an eager __init__ (as the area packages had) and a lazily exported class both lead
+    to the Pulumi module behind them."""
+    from tests.runtime_imports import direct_imports, imports_in_source
+
+    eager_init = "from components.autoscaling.keda import Keda, KedaArgs\n"
+    first, _ = imports_in_source("components.autoscaling", eager_init, is_package=True)
+    assert "components.autoscaling.keda" in first
+    assert "pulumi" in direct_imports("components.autoscaling.keda", deep=False)[1]
+    first, _ = imports_in_source("infra.settings.example", "from components.network import Network\n")
+    assert {"components.network", "components.network.vpc"} <= first
+    assert "pulumi" in direct_imports("components.network.vpc", deep=False)[1]
+    first, third = imports_in_source(
+        "infra.settings.example", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import pulumi\n"
+    )
+    assert third == frozenset()  # a type-only import never runs
+
+
+LAZY_AREAS = [a for a in AREAS if a != "catalog"]
+
+
+@pytest.mark.parametrize("area", LAZY_AREAS)
+def test_each_area_package_exports_lazily_and_consistently(area):
+    """Its __init__ imports nothing at run time (components/common/exports.py); ``_EXPORTS``, the TYPE_CHECKING
+    imports and ``__all__`` name the same things, and each lazy name is the object its module defines."""
+    from tests.runtime_imports import direct_imports, lazy_exports
+
+    package = f"components.{area}"
+    first, third = direct_imports(package, deep=False)
+    assert first <= {"components", "components.common", "components.common.exports"}, sorted(first)
+    assert third == frozenset(), sorted(third)
+    typed = lazy_exports(package)
+    module = importlib.import_module(package)
+    declared = {name: f"{package}.{where}" for where, names in module._EXPORTS.items() for name in names}
+    assert declared == typed, "the TYPE_CHECKING imports and _EXPORTS disagree"
+    assert sorted(module.__all__) == sorted(typed), "__all__ and the exports disagree"
+    for name, where in typed.items():
+        assert getattr(module, name) is getattr(importlib.import_module(where), name), name
+    assert set(module.__all__) <= set(dir(module))
+
+
+def test_importing_every_area_package_loads_no_pulumi():
+    packages = [f"components.{a}" for a in LAZY_AREAS]
+    code = "import importlib, sys\nfor m in sys.argv[1:]: importlib.import_module(m)\n"
+    code += "print(sorted(m for m in sys.modules if m.split('.')[0].startswith('pulumi')))\n"
+    result = subprocess.run(
+        [sys.executable, "-c", code, *packages], cwd=REPO, capture_output=True, text=True, timeout=120, check=True
+    )
+    assert result.stdout.strip() == "[]", f"importing the area packages loaded {result.stdout.strip()}"
