@@ -199,7 +199,7 @@ def interpreter(version: str) -> tuple[str, str | None]:
     """An interpreter of ``version`` on this machine, and a note when none is and this one stands in."""
     candidates = [shutil.which(f"python{version}"), *sorted(glob.glob(os.path.expanduser(f"~/.pyenv/versions/{version}*/bin/python{version}")))]  # fmt: skip
     for candidate in filter(None, candidates):
-        probe = subprocess.run([candidate, "-c", "import sys, venv; print('%d.%d' % sys.version_info[:2])"],
+        probe = subprocess.run([candidate, "-c", "import sys, venv, ensurepip; print('%d.%d' % sys.version_info[:2])"],
                                capture_output=True, text=True, check=False)  # fmt: skip
         if probe.returncode == 0 and probe.stdout.strip() == version:
             return candidate, None
