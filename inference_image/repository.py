@@ -1,8 +1,9 @@
 """Render the Triton model repository of a stack from its typed ``serving`` settings.
 
-Five models, TensorRT-LLM's in-flight batching layout: ``preprocessing`` -> LLM step
-(``tensorrt_llm``, or ``neuron_llm`` on Neuron) -> ``postprocessing``, wired by ``ensemble``, and
-``tensorrt_llm_bls`` offering the same contract as one Python model. Every value comes from the
+Six models, TensorRT-LLM's in-flight batching layout: ``preprocessing`` -> LLM step
+(``tensorrt_llm``, or ``neuron_llm`` on Neuron) -> ``postprocessing`` -> ``stream_gate`` (where a
+client's cancel reaches the ensemble), wired by ``ensemble``, and ``tensorrt_llm_bls`` offering the
+same contract as one Python model. Every value comes from the
 settings (``repository_values``); every template is rendered strictly (``inference_image.render``) and
 all problems of all models are reported together. The repository appears at its destination only
 once complete: it is written beside it and renamed into place, so Triton never sees a partial model.
@@ -133,6 +134,16 @@ def plan_repository(
             },
         ),
         ModelPlan(
+            "stream_gate",
+            f"{_TEMPLATES}.stream_gate",
+            {
+                "max_batch_size": batch,
+                "decoupled": serving.streaming,
+                "gate_io": gate_io(_read(f"{_TEMPLATES}.postprocessing", TEMPLATE_FILE)),
+                "llm_model_name": llm,
+            },
+        ),
+        ModelPlan(
             "ensemble",
             f"{_TEMPLATES}.ensemble",
             {"max_batch_size": batch, "client_io": client_io},
@@ -165,6 +176,25 @@ def plan_repository(
         timed = {"ensemble", "tensorrt_llm_bls", llm}
         plans = [dataclasses.replace(p, ttft_buckets_ms=buckets) if p.name in timed else p for p in plans]
     return plans
+
+
+_OUTPUT_ENTRY = re.compile(r'name: "(\w+)"\n\s+data_type: (\w+)\n\s+dims: \[ ([^\]]+) \]')
+
+
+def gate_io(postprocessing_template: str) -> Fragment:
+    """``stream_gate``'s inputs and outputs: each postprocessing output as an optional input, and (but
+    for ``LLM_REQUEST_ID``) as a ``GATED_`` output of the same type and dims."""
+    entries = _OUTPUT_ENTRY.findall(postprocessing_template[postprocessing_template.index("\noutput [") :])
+
+    def block(kind: str, items: list[tuple[str, str, str]], extra: str) -> str:
+        body = ",\n".join(
+            f'  {{\n    name: "{name}"\n    data_type: {dtype}\n    dims: [ {dims} ]\n{extra}  }}'
+            for name, dtype, dims in items
+        )
+        return f"{kind} [\n{body}\n]\n"
+
+    passed = [(f"GATED_{n}", t, d) for n, t, d in entries if n != "LLM_REQUEST_ID"]
+    return Fragment(block("input", entries, "    optional: true\n") + block("output", passed, ""))
 
 
 def ttft_buckets_ms(serving: ServingSettings) -> tuple[float, ...]:

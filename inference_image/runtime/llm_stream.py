@@ -95,13 +95,41 @@ def new_request_id(prefix: str) -> str:
     return f"{prefix}-{os.getpid()}-{next(_REQUEST_IDS)}"
 
 
+def stop_llm_request(pb: Any, llm: str, request_id: str, *, decoupled: bool) -> None:
+    """Stop the LLM step's running request ``request_id``: a request with ``stop`` true and that id
+    (TensorRT-LLM's ``handleStopRequest``; the CPU stand-in alike), answered by one empty response."""
+    stop = pb.InferenceRequest(
+        model_name=llm,
+        request_id=request_id,
+        requested_output_names=["output_ids"],
+        inputs=[
+            pb.Tensor("input_ids", np.zeros((1, 1), dtype=np.int32)),
+            pb.Tensor("input_lengths", np.ones((1, 1), dtype=np.int32)),
+            pb.Tensor("request_output_len", np.ones((1, 1), dtype=np.int32)),
+            pb.Tensor("stop", np.ones((1, 1), dtype=bool)),
+        ],
+    )
+    for _ in stop.exec(decoupled=True) if decoupled else [stop.exec()]:
+        pass
+
+
 class LlmStream:
     """One LLM model's requests, detokenized; ``text_name`` is the output tensor carrying the text."""
 
     def __init__(
-        self, pb: Any, *, llm: str, tokenizer: Tokenizer, skip_special_tokens: bool, decoupled: bool, text_name: str
+        self,
+        pb: Any,
+        *,
+        llm: str,
+        tokenizer: Tokenizer,
+        skip_special_tokens: bool,
+        decoupled: bool,
+        text_name: str,
+        id_name: str | None = None,
     ) -> None:
+        """``id_name``: an output tensor that carries the LLM request's id in every response (or none)."""
         self._pb = pb
+        self._id_name = id_name
         self._llm = llm
         self._tokenizer = tokenizer
         self._skip = skip_special_tokens
@@ -124,12 +152,12 @@ class LlmStream:
         )
         text = IncrementalText(self._tokenizer, skip_special_tokens=self._skip)
         if not self._decoupled:
-            yield from self._texts([request.exec()], text, streaming=streaming)
+            yield from self._texts([request.exec()], text, streaming=streaming, request_id=request_id)
             return
         llm_responses = request.exec(decoupled=True)
         with CancelWatch(cancelled, lambda: self.cancel(llm_responses, request_id)) as watch:
             try:
-                for response in self._texts(llm_responses, text, streaming=streaming):
+                for response in self._texts(llm_responses, text, streaming=streaming, request_id=request_id):
                     if not watch.fired.is_set():
                         yield response
             except RuntimeError:
@@ -140,7 +168,7 @@ class LlmStream:
         if streaming:
             rest = text.flush()
             if rest:
-                yield self._response(rest, {})
+                yield self._response(rest, {}, request_id)
 
     def cancel(self, llm_responses: Any, request_id: str) -> None:
         """Stop the LLM step's request ``request_id`` whose responses ``llm_responses`` iterates."""
@@ -151,22 +179,9 @@ class LlmStream:
 
     def stop(self, request_id: str) -> None:
         """Send the LLM step a ``stop`` request for ``request_id`` (TensorRT-LLM's cancel by request id)."""
-        pb = self._pb
-        stop = pb.InferenceRequest(
-            model_name=self._llm,
-            request_id=request_id,
-            requested_output_names=["output_ids"],
-            inputs=[
-                pb.Tensor("input_ids", np.zeros((1, 1), dtype=np.int32)),
-                pb.Tensor("input_lengths", np.ones((1, 1), dtype=np.int32)),
-                pb.Tensor("request_output_len", np.ones((1, 1), dtype=np.int32)),
-                pb.Tensor("stop", np.ones((1, 1), dtype=bool)),
-            ],
-        )
-        for _ in stop.exec(decoupled=True) if self._decoupled else [stop.exec()]:
-            pass
+        stop_llm_request(self._pb, self._llm, request_id, decoupled=self._decoupled)
 
-    def _texts(self, llm_responses: Any, text: IncrementalText, *, streaming: bool) -> Iterator[Any]:
+    def _texts(self, llm_responses: Any, text: IncrementalText, *, streaming: bool, request_id: str) -> Iterator[Any]:
         for llm_response in llm_responses:
             if llm_response.has_error():
                 raise RuntimeError(llm_response.error().message())
@@ -176,9 +191,9 @@ class LlmStream:
             length = int(outputs["sequence_length"].reshape(-1)[0])
             ids = outputs["output_ids"].reshape(-1)[:length].tolist()
             if streaming:
-                yield self._response(text.add(ids), outputs)
+                yield self._response(text.add(ids), outputs, request_id)
             else:
-                yield self._response(self._tokenizer.decode(ids, skip_special_tokens=self._skip), outputs)
+                yield self._response(self._tokenizer.decode(ids, skip_special_tokens=self._skip), outputs, request_id)
 
     def serve(self, request: Any, sender: Any, llm_inputs: Callable[[], tuple[Sequence[Any], bool]]) -> list[Any]:
         """Answer one Triton request: stream to ``sender`` (decoupled) or return the one response.
@@ -206,8 +221,10 @@ class LlmStream:
             sender.send(flags=pb.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
         return out
 
-    def _response(self, text: str, outputs: dict[str, Any]) -> Any:
+    def _response(self, text: str, outputs: dict[str, Any], request_id: str) -> Any:
         pb = self._pb
         tensors = [pb.Tensor(self._text_name, np.array([[text.encode("utf-8")]], dtype=object))]
         tensors += [pb.Tensor(name, outputs[name]) for name in LLM_OUTPUTS if name in outputs]
+        if self._id_name is not None:
+            tensors.append(pb.Tensor(self._id_name, np.array([[request_id.encode("utf-8")]], dtype=object)))
         return pb.InferenceResponse(output_tensors=tensors)

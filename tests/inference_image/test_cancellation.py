@@ -31,15 +31,7 @@ pytestmark = [pytest.mark.triton, pytest.mark.timeout(300)]
 TOKENS = 1000
 SLOW = StandIn(first_token_delay_ms=10, token_delay_ms=20)
 FREED_WITHIN_S = 1.0
-ENTRY_POINTS = (
-    pytest.param(
-        "ensemble",
-        marks=pytest.mark.xfail(
-            strict=True, reason="core cancels only an ensemble step scheduled after the cancel (not yet handled)"
-        ),
-    ),
-    "tensorrt_llm_bls",
-)
+ENTRY_POINTS = ("ensemble", "tensorrt_llm_bls")
 _ACTIVE = re.compile(r'^nv_trt_llm_request_metrics\{(?=[^}]*request_type="active")[^}]*\} (\S+)$', re.MULTILINE)
 FREED: dict[str, float] = {}
 

@@ -21,7 +21,12 @@ polls ``TRITONBACKEND_ResponseFactoryIsCancelled`` every ``cancellation_check_pe
 
 core ``src/ensemble_scheduler/ensemble_scheduler.cc``, r24.10, r25.05 and main: ``ScheduleSteps``
 cancels only a step scheduled after the ensemble request was cancelled ("propagate the cancellation
-to the next request step"); a step already running never learns of it.
+to the next request step"); a step already running never learns of it. So every response of
+``postprocessing`` passes through ``stream_gate``, whose per-response request is scheduled after the
+cancel and so marked cancelled. That model has no dynamic batching: the dynamic batcher's queue drops
+a cancelled request unexecuted (``src/scheduler_utils.cc``, ``PolicyQueue::ApplyPolicy``, r24.10),
+while without it ``DynamicBatchScheduler::Enqueue`` hands the request straight to the model
+(``src/dynamic_batch_scheduler.cc``, r24.10).
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from inference_image.defaults import MODELS_DIR
 from inference_image.model_repository import nvidia_keys
 from inference_image.repository import render_repository
 
-MODELS = {"preprocessing", "tensorrt_llm", "postprocessing", "ensemble", "tensorrt_llm_bls"}
+MODELS = {"preprocessing", "tensorrt_llm", "postprocessing", "stream_gate", "ensemble", "tensorrt_llm_bls"}
 
 
 def _tree(root: Path) -> dict[str, str]:

@@ -48,11 +48,11 @@ def test_every_stack_renders_and_every_config_parses(serving, tmp_path, stack, s
     settings = serving[stack]
     configs = _render(settings, tmp_path, stand_in)
     llm = settings.llm_model_name
-    assert list(configs) == ["preprocessing", llm, "postprocessing", "ensemble", "tensorrt_llm_bls"]
+    assert list(configs) == ["preprocessing", llm, "postprocessing", "stream_gate", "ensemble", "tensorrt_llm_bls"]
     for name, config in configs.items():
         assert config.name == name
         assert config.max_batch_size == settings.max_batch_size
-    python_models = {"preprocessing", "postprocessing", "tensorrt_llm_bls"} | (
+    python_models = {"preprocessing", "postprocessing", "stream_gate", "tensorrt_llm_bls"} | (
         {llm} if stand_in or llm == "neuron_llm" else set()
     )
     for name in configs:
@@ -61,7 +61,12 @@ def test_every_stack_renders_and_every_config_parses(serving, tmp_path, stack, s
     assert configs["ensemble"].platform == "ensemble"
     # postprocessing sees each whole stream: it calls the LLM step, so it streams like it
     assert configs["postprocessing"].model_transaction_policy.decoupled is settings.streaming
-    assert [s.model_name for s in configs["ensemble"].ensemble_scheduling.step] == ["preprocessing", "postprocessing"]
+    steps = [s.model_name for s in configs["ensemble"].ensemble_scheduling.step]
+    assert steps == ["preprocessing", "postprocessing", "stream_gate"]
+    # The gate is where a client's cancel shows: one instance (ordered), no dynamic batching (whose queue
+    # drops a cancelled request unexecuted).
+    assert configs["stream_gate"].instance_group[0].count == 1
+    assert not configs["stream_gate"].HasField("dynamic_batching")
     expected_backend = "python" if stand_in or llm == "neuron_llm" else "tensorrtllm"
     assert configs[llm].backend == expected_backend
     assert configs[llm].model_transaction_policy.decoupled is settings.streaming
@@ -194,8 +199,13 @@ def test_postprocessing_takes_the_llm_steps_inputs_and_passes_its_outputs_on(ser
     llm_inputs, llm_outputs = _io(configs["tensorrt_llm"])
     post_inputs, post_outputs = _io(configs["postprocessing"])
     assert post_inputs == llm_inputs
-    assert post_outputs[0][0] == "OUTPUT"
-    assert post_outputs[1:] == [o for o in llm_outputs if o[0] not in ("output_ids", "sequence_length")]
+    assert post_outputs[0][0] == "OUTPUT" and post_outputs[-1][0] == "LLM_REQUEST_ID"
+    assert post_outputs[1:-1] == [o for o in llm_outputs if o[0] not in ("output_ids", "sequence_length")]
+    # stream_gate passes every output but the LLM request's id on, unchanged.
+    gate_inputs, gate_outputs = _io(configs["stream_gate"])
+    assert [i[:3] for i in gate_inputs] == post_outputs and all(i[3] for i in gate_inputs)
+    assert gate_outputs == [("GATED_" + o[0], *o[1:]) for o in post_outputs[:-1]]
+    assert _params(configs["stream_gate"])["tensorrt_llm_model_name"] == "tensorrt_llm"
     assert _params(configs["postprocessing"])["tensorrt_llm_model_name"] == "tensorrt_llm"
 
 
@@ -250,7 +260,7 @@ def test_templates_and_model_code_ship_as_package_data():
     root = resources.files("inference_image.model_repository")
     for model in ("ensemble", "preprocessing", "postprocessing", "tensorrt_llm", "neuron_llm", "tensorrt_llm_bls"):
         assert (root / model / "config.pbtxt.tmpl").is_file()
-    for model in ("preprocessing", "postprocessing", "neuron_llm", "tensorrt_llm_bls"):
+    for model in ("preprocessing", "postprocessing", "stream_gate", "neuron_llm", "tensorrt_llm_bls"):
         assert (root / model / "model.py").is_file()
     assert (resources.files("inference_image.testing.cpu_llm") / "config.pbtxt.tmpl").is_file()
 

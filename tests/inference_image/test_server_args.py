@@ -9,7 +9,7 @@ import pytest
 from inference_image.server_args import Listen, ServerArgsError, check_api_key, command, rank0_args, redacted
 
 REPO = Path("/tmp/inferctl/model_repository")
-MODELS = ["preprocessing", "tensorrt_llm", "postprocessing", "ensemble", "tensorrt_llm_bls"]
+MODELS = ["preprocessing", "tensorrt_llm", "postprocessing", "stream_gate", "ensemble", "tensorrt_llm_bls"]
 KEY = "k3y-0123456789abcdef"
 
 

@@ -33,6 +33,8 @@ class TritonPythonModel:
             skip_special_tokens=params.flag("skip_special_tokens", default=True),
             decoupled=self.decoupled,
             text_name="OUTPUT",
+            # stream_gate, the ensemble's next step, stops this id's LLM request once the client has gone.
+            id_name="LLM_REQUEST_ID",
         )
         self.pool = ThreadPoolExecutor(max_workers=max(1, int(config.get("max_batch_size", 1))))
         # Inputs the config reshapes (dims [1] -> scalar) arrive here without their last axis; the LLM

@@ -77,7 +77,7 @@ def test_serve_local_serves_the_dev_stack_until_sigterm_and_leaves_nothing(tmp_p
             os.killpg(process.pid, signal.SIGKILL)
             process.wait(timeout=30)
     assert (
-        "serve-local: ready (preprocessing, tensorrt_llm, postprocessing, ensemble, tensorrt_llm_bls)"
+        "serve-local: ready (preprocessing, tensorrt_llm, postprocessing, stream_gate, ensemble, tensorrt_llm_bls)"
         in log.read_text()
     )
     assert leftover_processes(str(work)) == []
