@@ -18,6 +18,7 @@ from pydantic import Field, field_validator
 from components import catalog
 from components.autoscaling.scaled_object import DEFAULT_KV_TARGET, DEFAULT_QUEUE_RATIO_TARGET, Behaviour
 from components.autoscaling.schedule import DEFAULT_NIGHT_FRACTION, DEFAULT_TIMEZONE, NightSchedule
+from components.catalog import downstream_limits as limits
 from components.serving import placement
 from infra.settings.base import CheckContext, Problem, Section
 from infra.settings.capacity import derived_bounds, planned_replicas
@@ -26,9 +27,9 @@ from infra.settings.node_pools import cluster_zones
 DEFAULT_TARGET_BATCH_SHARE = 0.75
 """targetRequestsPerReplica defaults to this share of serving.maxBatchSize: scale out before the
 in-flight batch is full and requests start waiting."""
-MAX_HPA_WINDOW_SECONDS = 3600
+MAX_HPA_WINDOW_SECONDS = limits.HPA_WINDOW_SECONDS_MAX
 """The HPA API's limit on stabilizationWindowSeconds."""
-MAX_HPA_PERIOD_SECONDS = 1800
+MAX_HPA_PERIOD_SECONDS = limits.HPA_PERIOD_SECONDS_MAX
 """The HPA API's limit on a scaling policy's periodSeconds."""
 PRODUCTION_MIN_REPLICAS = 2
 _CLOCK = re.compile(r"^([01][0-9]|2[0-3]):([0-5][0-9])$")
@@ -107,11 +108,11 @@ class AutoscalingSettings(Section):
     max_replicas: int | None = Field(default=None, ge=1, le=1000)
     """Default: the replicas the serving pool holds at its maxSize. The day ceiling; x the accelerators
     per replica it must fit the pool at maxSize."""
-    target_requests_per_replica: float | None = Field(default=None, gt=0)
+    target_requests_per_replica: float | None = Field(default=None, gt=0, le=limits.KEDA_THRESHOLD_MAX)
     """Default 0.75 x serving.maxBatchSize. In-flight requests one replica should carry."""
     kv_cache_target: float = Field(default=DEFAULT_KV_TARGET, gt=0, le=1)
     """Default 0.85. KV-cache utilisation per replica to scale at (TensorRT-LLM only)."""
-    queue_ratio_target: float = Field(default=DEFAULT_QUEUE_RATIO_TARGET, gt=0)
+    queue_ratio_target: float = Field(default=DEFAULT_QUEUE_RATIO_TARGET, gt=0, le=limits.KEDA_THRESHOLD_MAX)
     """Default 1.0 (NVIDIA's tutorial: 1000m) of triton:queue_compute:ratio per replica."""
     polling_interval_seconds: int = Field(default=15, ge=5, le=300)
     """Default 15. How often KEDA evaluates the queries."""

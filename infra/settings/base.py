@@ -92,6 +92,44 @@ class Section(BaseModel):
             raise ValueError(f"expected a number, not the boolean {str(_at(value, where)).lower()}{inside}")
         return value
 
+    @field_validator("*", mode="after")
+    @classmethod
+    def _bounded_integers(cls, value: Any, info: ValidationInfo) -> Any:
+        """An integer key without its own upper bound stops at :data:`INT_MAX` (what its consumer takes)."""
+        field = cls.model_fields.get(info.field_name or "")
+        if field is None or _has_upper_bound(field.metadata) or isinstance(value, BaseModel):
+            return value
+        found = _int_beyond(value)
+        if found is not None:
+            inside = f" (at {found[0]})" if found[0] else ""
+            raise ValueError(
+                f"expected an integer from -{INT_MAX} to {INT_MAX}{inside}: the Kubernetes and AWS fields it goes "
+                f"to are 32-bit"
+            )
+        return value
+
+
+INT_MAX = 2**31 - 1
+"""The ceiling of an integer setting that names no bound of its own: Kubernetes' int32 fields (replica
+counts, seconds, ports) and AWS's Integer shapes are the narrowest consumers a number goes to. A key with
+a wider consumer (Envoy Gateway's uint32 limits) says so with its own ``le``."""
+
+
+def _has_upper_bound(metadata: Iterable[Any]) -> bool:
+    return any(hasattr(m, "le") or hasattr(m, "lt") for m in metadata)
+
+
+def _int_beyond(value: Any, where: str = "") -> tuple[str, int] | None:
+    """The first int in ``value`` (itself, or inside a list or mapping) above :data:`INT_MAX`."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return (where, value) if abs(value) > INT_MAX else None
+    items = enumerate(value) if isinstance(value, list | tuple) else value.items() if isinstance(value, dict) else ()
+    for k, v in items:
+        found = _int_beyond(v, f"{where}[{k}]" if isinstance(k, int) else f"{where}.{k}")
+        if found is not None:
+            return found
+    return None
+
 
 def _boolean_in_number(annotation: Any, value: Any, where: str = "") -> str | None:
     """The place (``""`` for the value itself, ``"[2]"``/``".key"`` inside it) where ``value`` holds a boolean

@@ -33,6 +33,9 @@ DEFAULT_ISL = 1000
 DEFAULT_OSL = 1000
 # Production serves from at least two replicas at any hour (one zone or node may fail).
 PRODUCTION_MIN_REPLICAS = 2
+MAX_TOKENS_PER_DAY = 1e18
+"""Several thousand times the largest published fleet (REFERENCE §7: 150 trillion a day, ByteDance >120T):
+beyond it the planner's replica counts leave every integer field they go to."""
 
 
 class CapacitySloSettings(Section):
@@ -45,9 +48,9 @@ class CapacitySloSettings(Section):
 class CapacitySettings(Section):
     key: ClassVar[str] = "capacity"
 
-    tokens_per_day: float | None = None
+    tokens_per_day: float | None = Field(default=None, le=MAX_TOKENS_PER_DAY)
     """Default unset: no planning (replicas and pool sizes as written). Input + output tokens a day; must
-    be > 0."""
+    be > 0 and at most 1e18."""
     isl: int = Field(default=DEFAULT_ISL, gt=0)
     """Default 1000. Mean input tokens per request."""
     osl: int = Field(default=DEFAULT_OSL, gt=0)

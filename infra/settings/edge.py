@@ -13,6 +13,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
+from components.catalog import downstream_limits as limits
 from components.edge.policy import (
     DEFAULT_API_KEY_HEADER,
     DEFAULT_CLIENT_ID_HEADER,
@@ -28,13 +29,10 @@ from components.network.cidr import internet_wide
 from infra.settings.base import CheckContext, Problem, Section, describe
 
 DEFAULT_TLS_POLICY = "ELBSecurityPolicy-TLS13-1-2-Res-2021-06"
-# ALB's idle_timeout.timeout_seconds accepts 1-4000.
-MIN_IDLE_TIMEOUT_SECONDS = 1
-MAX_IDLE_TIMEOUT_SECONDS = 4000
-# WAFv2 rate-based rules: the smallest limit AWS accepts, its largest, and the evaluation windows.
-WAF_MIN_RATE_LIMIT = 10
-WAF_MAX_RATE_LIMIT = 2_000_000_000
-WAF_WINDOWS_SECONDS = (60, 120, 300, 600)
+# What ALB, WAFv2 and Envoy Gateway accept, each read from its source at the pinned version.
+MIN_IDLE_TIMEOUT_SECONDS, MAX_IDLE_TIMEOUT_SECONDS = limits.ALB_IDLE_TIMEOUT_SECONDS
+WAF_MIN_RATE_LIMIT, WAF_MAX_RATE_LIMIT = limits.WAF_RATE_LIMIT
+WAF_WINDOWS_SECONDS = limits.WAF_WINDOWS_SECONDS
 DEFAULT_MANAGED_RULE_GROUPS = (
     "AWSManagedRulesCommonRuleSet",
     "AWSManagedRulesKnownBadInputsRuleSet",
@@ -94,10 +92,10 @@ class AuthSettings(Section):
 
 
 class TierSettings(Section):
-    requests_per_minute: int = Field(default=DEFAULT_REQUESTS_PER_MINUTE, gt=0)
-    """Default 600, > 0. Requests one client may start per minute (beyond: 429 with Retry-After)."""
-    concurrent_streams: int = Field(default=DEFAULT_CONCURRENT_STREAMS, gt=0)
-    """Default 16, > 0. Streams one client is promised at once; the gateway's parallel-request budget
+    requests_per_minute: int = Field(default=DEFAULT_REQUESTS_PER_MINUTE, gt=0, le=limits.RATE_LIMIT_REQUESTS_MAX)
+    """Default 600, 1-4294967295 (Envoy Gateway's limit.requests, a uint32). Requests one client may start per minute (beyond: 429 with Retry-After)."""
+    concurrent_streams: int = Field(default=DEFAULT_CONCURRENT_STREAMS, gt=0, le=limits.CIRCUIT_BREAKER_MAX)
+    """Default 16, 1-4294967295. Streams one client is promised at once; the gateway's parallel-request budget
     is the sum over clients unless ``circuitBreaker.maxParallelRequests`` is set."""
 
 
@@ -118,12 +116,12 @@ class RateLimitSettings(Section):
 
 
 class CircuitBreakerSettings(Section):
-    max_connections: int = Field(default=DEFAULT_MAX_CONNECTIONS, gt=0)
-    """Default 1024, > 0. Connections from the gateway to all Triton replicas."""
-    max_pending_requests: int = Field(default=DEFAULT_MAX_PENDING_REQUESTS, gt=0)
-    """Default 64, > 0. Requests waiting for a connection; beyond: a fast 503 with Retry-After."""
-    max_parallel_requests: int | None = Field(default=None, gt=0)
-    """Default: the sum of every client's tier concurrentStreams. Requests in flight to Triton."""
+    max_connections: int = Field(default=DEFAULT_MAX_CONNECTIONS, gt=0, le=limits.CIRCUIT_BREAKER_MAX)
+    """Default 1024, 1-4294967295 (Envoy Gateway's CRD maximum). Connections from the gateway to all Triton replicas."""
+    max_pending_requests: int = Field(default=DEFAULT_MAX_PENDING_REQUESTS, gt=0, le=limits.CIRCUIT_BREAKER_MAX)
+    """Default 64, 1-4294967295. Requests waiting for a connection; beyond: a fast 503 with Retry-After."""
+    max_parallel_requests: int | None = Field(default=None, gt=0, le=limits.CIRCUIT_BREAKER_MAX)
+    """1-4294967295. Default: the sum of every client's tier concurrentStreams. Requests in flight to Triton."""
 
 
 class RedisSettings(Section):
@@ -342,6 +340,23 @@ class EdgeSettings(Section):
             out.append(Problem("edge.auth.clientIdHeader", "must differ from edge.auth.header"))
         if auth.enabled and not auth.clients:
             out.append(Problem("edge.auth.clients", "is empty; with auth enabled at least one client is needed"))
+        if auth.enabled and len(auth.clients) > limits.RATE_LIMIT_RULES_MAX:
+            out.append(
+                Problem("edge.auth.clients", f"has {len(auth.clients)} clients; the gateway renders one rate-limit "
+                        f"rule per client and Envoy Gateway {limits.ENVOY_GATEWAY_VERSION} takes at most "
+                        f"{limits.RATE_LIMIT_RULES_MAX} per BackendTrafficPolicy")
+            )  # fmt: skip
+        streams = sum(
+            self.rate_limits.tiers[c.tier].concurrent_streams
+            for c in auth.clients.values()
+            if c.tier in self.rate_limits.tiers
+        )
+        if auth.enabled and self.circuit_breaker.max_parallel_requests is None and streams > limits.CIRCUIT_BREAKER_MAX:
+            out.append(
+                Problem("edge.circuitBreaker.maxParallelRequests", f"unset, so the sum of every client's "
+                        f"concurrentStreams ({streams}) is used; Envoy Gateway takes at most "
+                        f"{limits.CIRCUIT_BREAKER_MAX}: set it or lower the tiers' concurrentStreams")
+            )  # fmt: skip
         for cid, client in auth.clients.items():
             if not _NAME.match(cid):
                 out.append(

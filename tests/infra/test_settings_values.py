@@ -225,3 +225,48 @@ def test_good_urls_pass(url):
 def test_a_load_test_without_an_edge_or_url_is_named_not_a_program_error():
     found = problems({"loadTest": {"enabled": True}})
     assert "edge.domain is unset" in found["loadTest.url"], found
+
+
+@pytest.mark.parametrize(
+    ("values", "path", "words"),
+    [
+        # Envoy Gateway v1.9.0's CRD maximum for the circuit breaker and the rate limit (uint32).
+        ({"edge": {"circuitBreaker": {"maxConnections": 2**32}}}, "edge.circuitBreaker.maxConnections",
+         ["4294967295"]),
+        ({"edge": {"circuitBreaker": {"maxParallelRequests": 2**32}}}, "edge.circuitBreaker.maxParallelRequests",
+         ["4294967295"]),
+        ({"edge": {"rateLimits": {"tiers": {"standard": {"requestsPerMinute": 2**32}}}}},
+         "edge.rateLimits.tiers.standard.requestsPerMinute", ["4294967295"]),
+        ({"edge": {"rateLimits": {"tiers": {"standard": {"concurrentStreams": 2**31}}}, "auth": {"clients": {
+            "a": {}, "b": {}, "c": {}}}}}, "edge.circuitBreaker.maxParallelRequests", ["6442450944", "4294967295"]),
+        ({"edge": {"auth": {"clients": {f"c{i}": {} for i in range(257)}}}}, "edge.auth.clients",
+         ["257 clients", "at most 256"]),
+        ({"edge": {"idleTimeoutSeconds": 4001}}, "edge.idleTimeoutSeconds", ["1-4000"]),
+        ({"edge": {"waf": {"ipRateLimit": 2_000_000_001}}}, "edge.waf.ipRateLimit", ["10-2000000000"]),
+        # KEDA's threshold becomes a milli-unit quantity; integers without their own bound stop at int32.
+        ({"autoscaling": {"targetRequestsPerReplica": 1e300}}, "autoscaling.targetRequestsPerReplica",
+         ["less than or equal"]),
+        ({"verification": {"maxRequests": 10**30}}, "verification.maxRequests", ["2147483647"]),
+        ({"loadTest": {"workers": 2**31}}, "loadTest.workers", ["2147483647"]),
+        ({"capacity": {"tokensPerDay": 1e300}}, "capacity.tokensPerDay", ["1000000000000000000"]),
+    ],
+)  # fmt: skip
+def test_numbers_stop_where_their_consumer_stops(values, path, words):
+    found = problems(values)
+    assert path in found, found
+    assert all(w in found[path] for w in words), found[path]
+
+
+def test_the_largest_values_the_consumers_take_pass():
+    edge = load(
+        {
+            "edge": {
+                "idleTimeoutSeconds": 4000,
+                "circuitBreaker": {"maxConnections": 2**32 - 1, "maxParallelRequests": 2**32 - 1},
+                "rateLimits": {"tiers": {"standard": {"requestsPerMinute": 2**32 - 1}}},
+                "auth": {"clients": {f"c{i}": {} for i in range(256)}},
+            }
+        }
+    ).edge
+    assert edge.rate_limits.tiers["standard"].requests_per_minute == 2**32 - 1
+    assert len(edge.auth.clients) == 256
