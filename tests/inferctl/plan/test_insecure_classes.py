@@ -30,6 +30,10 @@ EXPECTED = {
     "rbac-no-cluster-admin-for-service-accounts": {"ci-admin"},
     "accelerators-spot-only": {"gpu"},  # an Auto Scaling group, not a node group
     "deletion-windows": {"key", "secret"},
+    # issue 18 §3
+    "lb-listeners-no-plain-http": {"plain-http"},
+    "lb-listeners-tls13": {"old-tls"},
+    "lb-internet-facing-waf": {"direct-alb"},
 }
 
 
