@@ -185,3 +185,17 @@ def test_a_failing_poll_ends_the_watch_without_firing():
     with CancelWatch(gone, lambda: pytest.fail("fired"), period=0.01) as watch:
         time.sleep(0.05)
     assert not watch.fired.is_set()
+
+
+def test_a_stop_request_stops_only_the_running_requests_with_its_id():
+    from inference_image.runtime.stop_requests import RunningById, is_stop_request
+
+    running = RunningById()
+    a1, a2, b = running.add("a"), running.add("a"), running.add("b")
+    assert running.stop("a") == 2 and a1.stopped.is_set() and a2.stopped.is_set() and not b.stopped.is_set()
+    assert running.stop("") == 0  # TensorRT-LLM refuses a stop without an id; it stops nothing
+    running.remove(a1)
+    running.remove(a2)
+    assert running.stop("a") == 0 and running.stop("b") == 1
+    assert is_stop_request({"stop": np.ones((1, 1), dtype=bool)})
+    assert not is_stop_request({"stop": np.zeros((1, 1), dtype=bool)}) and not is_stop_request({"stop": None})

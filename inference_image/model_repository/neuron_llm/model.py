@@ -2,7 +2,9 @@
 
 Reads requests exactly like the CPU stand-in (``runtime.llm_request``), applies TensorRT-LLM's
 stopping rules (``runtime.generation``) and answers with the same output tensors, so the ensemble,
-BLS and clients cannot tell the backends apart. Generation runs in ``runtime.neuron_engine``.
+BLS and clients cannot tell the backends apart. Generation runs in ``runtime.neuron_engine``. A
+``stop`` request stops the running requests with its request id, as TensorRT-LLM's backend does
+(``runtime.stop_requests``): that is how BLS and the ensemble's ``stream_gate`` end an abandoned stream.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from inference_image.runtime.llm_request import LLM_INPUTS, RequestError, parse_
 from inference_image.runtime.neuron_engine import BatchScheduler, Job, NeuronEngine, neuron_refusal
 from inference_image.runtime.params import ModelConfigError, Parameters
 from inference_image.runtime.request_gauges import NEURON_FAMILY, RequestGauges
+from inference_image.runtime.stop_requests import NO_ID, RunningById, is_stop_request
 
 NEURON_CONFIG = "neuron_config.json"
 
@@ -41,14 +44,20 @@ class TritonPythonModel:
             max_active=batch_size,
         )
         self.scheduler = BatchScheduler(engine.run, batch_size, on_load=self.gauges.update)
+        self.running = RunningById()
 
     def execute(self, requests):
         jobs = []
         for request in requests:
             sender = request.get_response_sender() if self.decoupled else None
             holder = {"response": None}
+            tensors = _tensors(request)
+            if is_stop_request(tensors):
+                self._stop(request.request_id(), sender, holder)
+                jobs.append((None, holder))
+                continue
             try:
-                llm_request = parse_request(_tensors(request), max_seq_len=self.max_seq_len)
+                llm_request = parse_request(tensors, max_seq_len=self.max_seq_len)
                 reason = neuron_refusal(llm_request)
                 if reason:
                     raise RequestError(reason)
@@ -59,11 +68,12 @@ class TritonPythonModel:
                 jobs.append((None, holder))
                 continue
             state = SequenceState(llm_request, exclude_input_default=self.exclude_default, max_seq_len=self.max_seq_len)
+            handle = self.running.add(request.request_id())
             job = Job(
                 state=state,
-                emit=lambda chunk, s=sender, st=state, h=holder: self._answer(s, h, chunk, st),
-                fail=lambda message, s=sender, h=holder: self._answer_error(s, h, message),
-                cancelled=sender.is_cancelled if sender is not None else (lambda: False),
+                emit=lambda chunk, s=sender, st=state, h=holder, r=handle: self._answer(s, h, chunk, st, r),
+                fail=lambda message, s=sender, h=holder, r=handle: self._answer_error(s, h, message, r),
+                cancelled=_cancelled(sender, handle),
             )
             self.scheduler.submit(job)
             jobs.append((job, holder))
@@ -77,7 +87,21 @@ class TritonPythonModel:
     def finalize(self):
         self.scheduler.stop()
 
-    def _answer(self, sender, holder, chunk, state):
+    def _stop(self, request_id, sender, holder):
+        """A stop request: stop ``request_id``'s running requests; answer with one empty response."""
+        if not request_id:
+            self._answer_error(sender, holder, NO_ID)
+            return
+        self.running.stop(request_id)
+        response = pb_utils.InferenceResponse(output_tensors=[])
+        if sender is None:
+            holder["response"] = response
+        else:
+            sender.send(response, flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+
+    def _answer(self, sender, holder, chunk, state, handle=None):
+        if chunk.final and handle is not None:
+            self.running.remove(handle)
         final = pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL if chunk.final else 0
         if sender is not None and chunk.final and not chunk.tokens and state.request.streaming:
             sender.send(flags=final)
@@ -89,12 +113,21 @@ class TritonPythonModel:
         else:
             sender.send(response, flags=final)
 
-    def _answer_error(self, sender, holder, message):
+    def _answer_error(self, sender, holder, message, handle=None):
+        if handle is not None:
+            self.running.remove(handle)
         response = pb_utils.InferenceResponse(output_tensors=[], error=pb_utils.TritonError(message))
         if sender is None:
             holder["response"] = response
         else:
             sender.send(response, flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+
+
+def _cancelled(sender, handle):
+    """True once the client cancelled (decoupled) or a stop request named this request's id."""
+    if sender is None:
+        return handle.stopped.is_set
+    return lambda: handle.stopped.is_set() or sender.is_cancelled()
 
 
 def _architecture(compiled: Path) -> str:

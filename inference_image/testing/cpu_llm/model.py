@@ -26,6 +26,7 @@ from inference_image.runtime.generation import FinishReason, SequenceState
 from inference_image.runtime.llm_outputs import output_arrays
 from inference_image.runtime.llm_request import LLM_INPUTS, RequestError, parse_request
 from inference_image.runtime.params import ModelConfigError, Parameters
+from inference_image.runtime.stop_requests import NO_ID, RunningById, is_stop_request
 from inference_image.runtime.tokenizer import load_tokenizer
 from inference_image.testing.cpu_llm import trtllm_parameters
 from inference_image.testing.cpu_llm.echo import body_tokens, echo, refusal
@@ -65,7 +66,7 @@ class TritonPythonModel:
         self.decoupled = pb_utils.using_decoupled_model_transaction_policy(config)
         self.pool = ThreadPoolExecutor(max_workers=max(1, int(config.get("max_batch_size", 1))))
         self.stopping = threading.Event()
-        self._running = _RunningById()
+        self._running = RunningById()
         self.metrics = StandInMetrics(
             pb_utils,
             model=args["model_name"],
@@ -77,7 +78,7 @@ class TritonPythonModel:
         work = []
         for r in requests:
             tensors, sender = _tensors(r), r.get_response_sender() if self.decoupled else None
-            if _is_stop(tensors):
+            if is_stop_request(tensors):
                 work.append((None, sender, self._stop_by_id(r.request_id())))
             else:
                 self.metrics.queued()
@@ -99,12 +100,12 @@ class TritonPythonModel:
     def _stop_by_id(self, request_id):
         """Stop the running requests with ``request_id``; the stop request's own (empty) response."""
         if not request_id:
-            return _error(RequestError("stop: the request to stop needs a request id"))
+            return _error(RequestError(NO_ID))
         self._running.stop(request_id)
         return pb_utils.InferenceResponse(output_tensors=[])
 
     def _stream(self, tensors, sender, handle):
-        stopped = handle.is_set
+        stopped = handle.stopped.is_set
         try:
             cancelled = lambda: stopped() or sender.is_cancelled()  # noqa: E731
             for response, final in self._run(tensors, cancelled=cancelled, handle=handle):
@@ -118,7 +119,9 @@ class TritonPythonModel:
 
     def _complete(self, tensors, handle):
         try:
-            responses = [r for r, _ in self._run(tensors, cancelled=handle.is_set, handle=handle) if r is not None]
+            responses = [
+                r for r, _ in self._run(tensors, cancelled=handle.stopped.is_set, handle=handle) if r is not None
+            ]
             return responses[-1]
         except Exception as err:
             return _error(err)
@@ -154,38 +157,6 @@ class TritonPythonModel:
                 yield _response(chunk, state)
             if state.done:
                 return
-
-
-class _RunningById:
-    """Running requests by Triton request id; each has an Event a stop request sets."""
-
-    def __init__(self):
-        self._lock = threading.Lock()
-        self._by_id = {}
-
-    def add(self, request_id):
-        handle = threading.Event()
-        handle.request_id = request_id
-        with self._lock:
-            self._by_id.setdefault(request_id, set()).add(handle)
-        return handle
-
-    def remove(self, handle):
-        with self._lock:
-            handles = self._by_id.get(handle.request_id, set())
-            handles.discard(handle)
-            if not handles:
-                self._by_id.pop(handle.request_id, None)
-
-    def stop(self, request_id):
-        with self._lock:
-            for handle in self._by_id.get(request_id, ()):
-                handle.set()
-
-
-def _is_stop(tensors):
-    stop = tensors.get("stop")
-    return stop is not None and stop.size == 1 and bool(stop.reshape(-1)[0])
 
 
 def _send_final(sender, response):
