@@ -5,7 +5,9 @@
   logs and dropping of invalid headers (deletion protection too, in production); every Ingress of such a
   class listens on HTTPS, with HTTP only when it redirects to 443.
 - ``edge-web-acl-guards``: every WAFv2 web ACL evaluates at least one AWS managed rule group and a
-  rate-based rule per source IP of at least AWS's minimum (10).
+  rate-based rule per source IP of at least AWS's minimum (10), each of which acts (a rule whose action,
+  or a rule group whose override, is ``count`` only counts), and one that allows by default has at least
+  one blocking rule; a standalone ``aws:wafv2/webAclRule`` that only counts is refused too.
 - ``inference-not-exposed-directly``: no ``LoadBalancer`` or ``NodePort`` Service in an inference
   namespace (a Service selects pods of its own namespace only), and the gateway's own Envoy Service (EnvoyProxy) is ClusterIP:
   the ALB, through the gateway, is the only way in.
@@ -13,9 +15,13 @@
   namespace is targeted by a SecurityPolicy with an authentication method (apiKeyAuth, jwt, oidc,
   basicAuth or extAuth).
 - ``rate-limit-store-encrypted``: an ElastiCache replication group encrypts at rest with a customer key,
-  requires TLS in transit and an AUTH token.
+  requires TLS in transit and an AUTH token (or RBAC user groups); a serverless cache names a customer key
+  and (Redis/Valkey) a user group; a cache cluster outside a replication group is refused (the API offers
+  it neither encryption at rest nor AUTH); a user needs a password or IAM authentication, and a user group
+  never holds AWS's built-in ``default`` user (no password).
 - ``acm-certificate-dns-validated``: an ACM certificate is DNS-validated (renews itself; e-mail validation
-  waits for a person) with a key of at least RSA 2048 or an EC P-256/P-384 key.
+  waits for a person) with a key of at least RSA 2048 or an EC P-256/P-384 key; an imported certificate's
+  key (``certificateBody``, else ``privateKey``, parsed as PEM) meets the same bar.
 - ``reference-grants-scoped``: a ReferenceGrant into an inference namespace names the one Service it
   opens and the namespace it opens it to (no wildcard grants to every Service or namespace).
 """
@@ -44,10 +50,20 @@ ENVOY_PROXY = "kubernetes:gateway.envoyproxy.io/v1alpha1:EnvoyProxy"
 SECURITY_POLICY = "kubernetes:gateway.envoyproxy.io/v1alpha1:SecurityPolicy"
 ROUTES = ("kubernetes:gateway.networking.k8s.io/v1:HTTPRoute", "kubernetes:gateway.networking.k8s.io/v1:GRPCRoute")
 WEB_ACL = "aws:wafv2/webAcl:WebAcl"
+WEB_ACL_RULE = "aws:wafv2/webAclRule:WebAclRule"
 REPLICATION_GROUP = "aws:elasticache/replicationGroup:ReplicationGroup"
+CACHE_CLUSTER = "aws:elasticache/cluster:Cluster"
+SERVERLESS_CACHE = "aws:elasticache/serverlessCache:ServerlessCache"
+CACHE_USER = "aws:elasticache/user:User"
+CACHE_USER_GROUP = "aws:elasticache/userGroup:UserGroup"
+CACHE_TYPES = (REPLICATION_GROUP, CACHE_CLUSTER, SERVERLESS_CACHE, CACHE_USER, CACHE_USER_GROUP)
+# AWS's built-in user of every Redis/Valkey cache: no password ("on ~* +@all nopass").
+AWS_DEFAULT_CACHE_USER = "default"
 CERTIFICATE = "aws:acm/certificate:Certificate"
 REFERENCE_GRANT = "kubernetes:gateway.networking.k8s.io/v1beta1:ReferenceGrant"
 CERTIFICATE_KEY_ALGORITHMS = ("RSA_2048", "RSA_3072", "RSA_4096", "EC_prime256v1", "EC_secp384r1")
+MIN_RSA_BITS = 2048
+EC_CURVES = ("secp256r1", "secp384r1")  # P-256 and P-384: what keyAlgorithm allows (EC_prime256v1 = P-256)
 ALB_CONTROLLER = "ingress.k8s.aws/alb"
 ALB = "alb.ingress.kubernetes.io/"
 TLS13_POLICY_PREFIXES = ("ELBSecurityPolicy-TLS13-1-2-", "ELBSecurityPolicy-TLS13-1-3-")
@@ -107,15 +123,43 @@ def _alb_hardened(args: StackValidationArgs, report: ReportViolation) -> None:
             report(f"{at}: detaches the WAF (wafv2-acl-arn: none)", resource.urn)
 
 
+def _counts_only(rule: Any) -> bool:
+    """A rule that only counts: its action is count, or (a rule group) its override action is count."""
+    if get(rule, "overrideAction.count") is not None:
+        return True
+    action = get(rule, "action") or {}
+    return get(action, "count") is not None and not any(
+        get(action, k) is not None for k in ("block", "captcha", "challenge", "allow")
+    )
+
+
+def _blocks(rule: Any) -> bool:
+    if _counts_only(rule):
+        return False
+    if get(rule, "statement.managedRuleGroupStatement") or get(rule, "statement.ruleGroupReferenceStatement"):
+        return True  # overrideAction none: the group's own (blocking) actions apply
+    return any(get(rule, f"action.{k}") is not None for k in ("block", "captcha", "challenge"))
+
+
 def _web_acl_guards(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type == WEB_ACL_RULE:
+        if _counts_only(args.props):
+            report(f"rule {get(args.props, 'name')} only counts (action count): it blocks nothing")
+        return
     if args.resource_type != WEB_ACL:
         return
     rules = as_list(get(args.props, "rules"))
-    if not any(get(r, "statement.managedRuleGroupStatement") for r in rules):
+    for rule in rules:
+        if _counts_only(rule):
+            report(f"rule {get(rule, 'name')} only counts (action or overrideAction count): it blocks nothing")
+    acting = [r for r in rules if not _counts_only(r)]
+    if get(args.props, "defaultAction.allow") is not None and not any(_blocks(r) for r in rules):
+        report("the default action allows and no rule blocks: every request passes")
+    if not any(get(r, "statement.managedRuleGroupStatement") for r in acting):
         report("no AWS managed rule group")
     ip_limits = [
         get(r, "statement.rateBasedStatement.limit")
-        for r in rules
+        for r in acting
         if get(r, "statement.rateBasedStatement.aggregateKeyType") == "IP"
     ]
     if not ip_limits:
@@ -180,24 +224,86 @@ def _routes_authenticated(args: StackValidationArgs, report: ReportViolation) ->
 
 
 def _store_encrypted(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if args.resource_type != REPLICATION_GROUP:
+    if args.resource_type not in CACHE_TYPES:
         return
-    if get(args.props, "atRestEncryptionEnabled") is not True or not get(args.props, "kmsKeyId"):
-        report("not encrypted at rest with a customer-managed key")
-    if (
-        get(args.props, "transitEncryptionEnabled") is not True
-        or get(args.props, "transitEncryptionMode") == "preferred"
-    ):
-        report("TLS in transit is not required")
-    if not get(args.props, "authToken"):
-        report("no AUTH token")
+    props = args.props
+    if args.resource_type == REPLICATION_GROUP:
+        if get(props, "atRestEncryptionEnabled") is not True or not get(props, "kmsKeyId"):
+            report("not encrypted at rest with a customer-managed key")
+        if get(props, "transitEncryptionEnabled") is not True or get(props, "transitEncryptionMode") == "preferred":
+            report("TLS in transit is not required")
+        if not (get(props, "authToken") or get(props, "authTokenWo") or as_list(get(props, "userGroupIds"))):
+            report("no AUTH token; no RBAC user group either")
+    elif args.resource_type == CACHE_CLUSTER:
+        if not get(props, "replicationGroupId"):
+            report(
+                f"a standalone {get(props, 'engine', 'cache')} cluster: aws:elasticache/cluster offers neither "
+                "encryption at rest with a customer key nor AUTH; use a replication group (or a serverless "
+                "cache) that does"
+            )
+    elif args.resource_type == SERVERLESS_CACHE:
+        if not get(props, "kmsKeyId"):
+            report("not encrypted at rest with a customer-managed key (kmsKeyId unset: AWS-owned key)")
+        if str(get(props, "engine", "")).lower() == "memcached":
+            report("a memcached serverless cache has no authentication; use Redis or Valkey with a user group")
+        elif not get(props, "userGroupId"):
+            report("no userGroupId: clients connect as AWS's passwordless default user")
+    elif args.resource_type == CACHE_USER:
+        mode = str(get(props, "authenticationMode.type", "") or "")
+        passwords = as_list(get(props, "passwords")) or as_list(get(props, "passwordsWo"))
+        if get(props, "noPasswordRequired") is True or mode == "no-password-required":
+            report(f"user {get(props, 'userName')}: no password required")
+        elif mode != "iam" and not passwords and not as_list(get(props, "authenticationMode.passwords")):
+            report(f"user {get(props, 'userName')}: no password and no IAM authentication")
+        if "nopass" in str(get(props, "accessString", "")).split():
+            report(f"user {get(props, 'userName')}: accessString grants nopass")
+    elif AWS_DEFAULT_CACHE_USER in [str(u) for u in as_list(get(props, "userIds"))]:
+        report(
+            f"user group {get(props, 'userGroupId')} holds AWS's built-in user {AWS_DEFAULT_CACHE_USER!r} (no "
+            "password): make a user named default with a password and a different user id"
+        )
+
+
+def _weak_key(public_key: Any) -> str | None:
+    """Why an imported certificate's public key falls short of RSA 2048 or EC P-256/P-384; None if it does not."""
+    from cryptography.hazmat.primitives.asymmetric import ec, rsa
+
+    if isinstance(public_key, rsa.RSAPublicKey):
+        bits = public_key.key_size
+        return None if bits >= MIN_RSA_BITS else f"an RSA {bits} key (at least RSA {MIN_RSA_BITS})"
+    if isinstance(public_key, ec.EllipticCurvePublicKey):
+        curve = public_key.curve.name
+        return None if curve in EC_CURVES else f"an EC {curve} key (P-256 or P-384 only)"
+    return f"a {type(public_key).__name__} key (RSA >= {MIN_RSA_BITS} or EC P-256/P-384 only)"
+
+
+def _imported_key_problem(props: Any) -> str | None:
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+
+    body = get(props, "certificateBody")
+    private = get(props, "privateKey") or get(props, "privateKeyWo")
+    try:
+        if body:
+            public_key = x509.load_pem_x509_certificate(str(body).encode()).public_key()
+        elif private:
+            public_key = serialization.load_pem_private_key(str(private).encode(), password=None).public_key()
+        else:
+            return None
+    except (ValueError, TypeError) as err:
+        return f"imported certificate cannot be read as PEM ({err}); its key cannot be checked"
+    weak = _weak_key(public_key)
+    return f"imported certificate has {weak}" if weak else None
 
 
 def _certificate_dns_validated(args: ResourceValidationArgs, report: ReportViolation) -> None:
     if args.resource_type != CERTIFICATE or get(args.props, "certificateAuthorityArn"):
         return  # a private CA's certificate has no validation
     if get(args.props, "domainName") is None:
-        return  # an imported certificate
+        problem = _imported_key_problem(args.props)  # an imported certificate: judge its key
+        if problem:
+            report(problem)
+        return
     if get(args.props, "validationMethod") != "DNS":
         report(f"validationMethod is {get(args.props, 'validationMethod')!r}: DNS validation renews by itself")
     algorithm = get(args.props, "keyAlgorithm", "RSA_2048")
@@ -235,7 +341,8 @@ POLICIES = [
     ),
     ResourceValidationPolicy(
         name="edge-web-acl-guards",
-        description="WAFv2 web ACLs use AWS managed rule groups and a per-IP rate rule >= 10.",
+        description="WAFv2 web ACLs use AWS managed rule groups and a per-IP rate rule >= 10 that act (not only "
+        "count), and block something when they allow by default.",
         validate=_web_acl_guards,
         enforcement_level=EnforcementLevel.MANDATORY,
     ),
@@ -255,7 +362,8 @@ POLICIES = [
     ),
     ResourceValidationPolicy(
         name="acm-certificate-dns-validated",
-        description="ACM certificates are DNS-validated with RSA >= 2048 or EC P-256/P-384 keys.",
+        description="ACM certificates are DNS-validated with RSA >= 2048 or EC P-256/P-384 keys; imported ones "
+        "carry such a key.",
         validate=_certificate_dns_validated,
         enforcement_level=EnforcementLevel.MANDATORY,
     ),
@@ -268,7 +376,8 @@ POLICIES = [
     ),
     ResourceValidationPolicy(
         name="rate-limit-store-encrypted",
-        description="ElastiCache encrypts at rest with a CMK, requires TLS and an AUTH token.",
+        description="ElastiCache in every form encrypts at rest with a CMK, requires TLS and authenticates "
+        "(AUTH token or users with passwords); no standalone cache clusters.",
         validate=_store_encrypted,
         enforcement_level=EnforcementLevel.MANDATORY,
     ),

@@ -113,6 +113,7 @@ def test_a_web_acl_with_managed_groups_and_an_ip_rate_rule_passes(violations):
 
 def test_a_web_acl_without_guards_fails(violations):
     assert [v.message.split(";")[0] for v in violations(_acl(managed=False, ip_limit=None), "edge-web-acl-guards")] == [
+        "the default action allows and no rule blocks: every request passes",
         "no AWS managed rule group",
         "no rate-based rule per source IP",
     ]

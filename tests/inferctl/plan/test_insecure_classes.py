@@ -34,6 +34,9 @@ EXPECTED = {
     "lb-listeners-no-plain-http": {"plain-http"},
     "lb-listeners-tls13": {"old-tls"},
     "lb-internet-facing-waf": {"direct-alb"},
+    "edge-web-acl-guards": {"counting-acl"},
+    "acm-certificate-dns-validated": {"weak-imported"},
+    "rate-limit-store-encrypted": {"standalone-cache", "open-serverless", "nopass-user", "default-user-group"},
 }
 
 
