@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import datetime, time
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from components.catalog import time_zones
 
 DEFAULT_TIMEZONE = "UTC"
 DEFAULT_NIGHT_START = time(22, 0)
@@ -39,10 +40,16 @@ class NightSchedule:
     def problems(self) -> list[tuple[str, str]]:
         """(field, message) pairs; empty when the schedule is usable."""
         out = []
-        try:
-            ZoneInfo(self.timezone)
-        except (ZoneInfoNotFoundError, ValueError):
-            out.append(("timezone", f"got {self.timezone!r}; expected an IANA timezone such as UTC or Europe/Paris"))
+        # The IANA list of the tzdata package, not the planning machine's /usr/share/zoneinfo (where
+        # "localtime" is a file): components.catalog.time_zones.
+        if not time_zones.is_zone(self.timezone):
+            out.append(
+                (
+                    "timezone",
+                    f"got {self.timezone!r}; expected an IANA timezone such as UTC or Europe/Paris "
+                    f"(tzdata {time_zones.IANA_VERSION})",
+                )
+            )
         if self.keep_at_least < 0:
             out.append(("keep_at_least", f"got {self.keep_at_least}; expected 0 or more"))
         if not 0 < self.fraction <= 1:
@@ -54,7 +61,7 @@ class NightSchedule:
     def is_night(self, instant: datetime) -> bool:
         if instant.tzinfo is None:
             raise ValueError("instant must be timezone-aware")
-        local = instant.astimezone(ZoneInfo(self.timezone)).time()
+        local = instant.astimezone(time_zones.zone(self.timezone)).time()
         if self.start < self.end:
             return self.start <= local < self.end
         return local >= self.start or local < self.end

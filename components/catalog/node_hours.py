@@ -39,7 +39,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from components.catalog import time_zones
 
 SCALED_OBJECT: Final = "kubernetes:keda.sh/v1alpha1:ScaledObject"
 DAY_TRIGGER: Final = "day"
@@ -160,8 +161,8 @@ def schedule_of(spec: Mapping[str, Any]) -> Schedule:
     timezone = str(meta.get("timezone") or "UTC")
     start, end = _minute(str(meta.get("start", ""))), _minute(str(meta.get("end", "")))
     try:
-        zone = ZoneInfo(timezone)
-    except (ZoneInfoNotFoundError, ValueError):
+        zone = time_zones.zone(timezone)  # the tzdata package's zones, not this machine's
+    except KeyError:
         return Schedule(day, day, 0, 0, timezone, note=f"timezone {timezone!r} unknown")
     if start is None or end is None:
         return Schedule(day, day, 0, 0, timezone, note=f"cron {meta.get('start')!r}-{meta.get('end')!r} not read")

@@ -7,12 +7,14 @@ timeouts sized for long streams, circuit breaking, and where the rate-limit coun
 
 from __future__ import annotations
 
+import difflib
 import ipaddress
 import re
 from typing import ClassVar, Literal
 
 from pydantic import Field
 
+from components.catalog import aws_names
 from components.catalog import downstream_limits as limits
 from components.edge.policy import (
     DEFAULT_API_KEY_HEADER,
@@ -45,17 +47,12 @@ DEFAULT_REQUESTS_PER_MINUTE = 600
 DEFAULT_CONCURRENT_STREAMS = 16
 DEFAULT_REDIS_NODE_TYPE = "cache.t4g.small"
 
-# ALB TLS 1.3 policies whose minimum is TLS 1.2 or 1.3 (ELBSecurityPolicy-TLS13-1-0/1-1 still accept
-# TLS 1.0/1.1; the 2016-08 default accepts no TLS 1.3 at all).
-_TLS13_POLICY = re.compile(r"^ELBSecurityPolicy-TLS13-1-[23]-[A-Za-z0-9-]+$")
 _LABEL = r"(?!-)[a-z0-9-]{1,63}(?<!-)"
 _DOMAIN = re.compile(rf"^(?=.{{4,253}}$){_LABEL}(\.{_LABEL})*\.[a-z]{{2,63}}$")
 _ZONE_ID = re.compile(r"^Z[A-Z0-9]{1,31}$")
 _CERT_ARN = re.compile(r"^arn:(aws|aws-cn|aws-us-gov):acm:([a-z0-9-]+):\d{12}:certificate/[0-9a-f-]{36}$")
-_MANAGED_GROUP = re.compile(r"^AWSManagedRules[A-Za-z0-9]+$")
 _NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 _HEADER = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
-_NODE_TYPE = re.compile(r"^cache\.[a-z0-9]+\.[a-z0-9]+$")
 
 
 class WafSettings(Section):
@@ -191,12 +188,22 @@ class EdgeSettings(Section):
                 )
             )
         out += self._hostname_problems(ctx)
-        if not _TLS13_POLICY.match(self.tls_policy):
+        if self.tls_policy not in aws_names.ALB_TLS13_POLICIES:
+            # The real list (aws_names.ALB_TLS_POLICIES_SOURCE), not a pattern: a made-up name that looks
+            # like a TLS 1.3 policy fails at AWS minutes into the update.
+            why = (
+                "an ALB policy that accepts TLS older than 1.2 or offers no TLS 1.3"
+                if self.tls_policy in aws_names.ALB_OLDER_POLICIES
+                else "not an ALB security policy"
+            )
+            hint = difflib.get_close_matches(self.tls_policy, sorted(aws_names.ALB_TLS13_POLICIES), n=1)
+            did_you_mean = f" (did you mean {hint[0]!r}?)" if hint else ""
             out.append(
                 Problem(
                     "edge.tlsPolicy",
-                    f"got {describe(self.tls_policy)}; expected an ALB TLS 1.3 policy with TLS 1.2 or 1.3 as "
-                    f"minimum, ELBSecurityPolicy-TLS13-1-2-* or -TLS13-1-3-* (default {DEFAULT_TLS_POLICY})",
+                    f"got {describe(self.tls_policy)}: {why}{did_you_mean}; expected an ALB TLS 1.3 policy with TLS "
+                    f"1.2 or 1.3 as minimum, e.g. {DEFAULT_TLS_POLICY} (the default) or "
+                    f"ELBSecurityPolicy-TLS13-1-2-Res-PQ-2025-09 (list read {aws_names.READ_ON})",
                 )
             )
         if not MIN_IDLE_TIMEOUT_SECONDS <= self.idle_timeout_seconds <= MAX_IDLE_TIMEOUT_SECONDS:
@@ -209,9 +216,21 @@ class EdgeSettings(Section):
             )
         out += self._waf_problems(ctx)
         out += self._auth_problems(ctx)
-        if not _NODE_TYPE.match(self.redis.node_type):
+        node_type = self.redis.node_type
+        if node_type not in aws_names.ELASTICACHE_NODE_TYPES:
+            why = (
+                "a previous-generation type ElastiCache no longer creates"
+                if node_type in aws_names.ELASTICACHE_PREVIOUS_GENERATION
+                else "not an ElastiCache node type"
+            )
+            hint = difflib.get_close_matches(node_type, sorted(aws_names.ELASTICACHE_NODE_TYPES), n=1)
+            did_you_mean = f" (did you mean {hint[0]!r}?)" if hint else ""
             out.append(
-                Problem("edge.redis.nodeType", f"got {describe(self.redis.node_type)}; expected cache.<family>.<size>")
+                Problem(
+                    "edge.redis.nodeType",
+                    f"got {describe(node_type)}: {why}{did_you_mean}; expected a current-generation node type such "
+                    f"as {DEFAULT_REDIS_NODE_TYPE} or cache.r7g.large",
+                )
             )
         return out
 
@@ -293,6 +312,14 @@ class EdgeSettings(Section):
                         f"got {describe(self.certificate_arn)}; expected arn:aws:acm:<region>:<account>:certificate/<id>",
                     )
                 )
+            elif ctx.region is not None and match.group(1) != ctx.region.partition:
+                out.append(
+                    Problem(
+                        "edge.certificateArn",
+                        f"is in partition {match.group(1)!r}; the stack's region {ctx.region.name} is in "
+                        f"{ctx.region.partition!r} (arn:{ctx.region.partition}:acm:{ctx.region.name}:...)",
+                    )
+                )
             elif ctx.region is not None and match.group(2) != ctx.region.name:
                 out.append(
                     Problem(
@@ -308,13 +335,21 @@ class EdgeSettings(Section):
         if ctx.production and not waf.enabled:
             out.append(Problem("edge.waf.enabled", "got false; production requires the WAF"))
         for i, group in enumerate(waf.managed_rule_groups):
-            if not _MANAGED_GROUP.match(group):
-                out.append(
-                    Problem(
-                        f"edge.waf.managedRuleGroups[{i}]",
-                        f"got {describe(group)}; expected an AWS managed rule group name (AWSManagedRules...)",
-                    )
+            if group in aws_names.WAF_MANAGED_RULE_GROUPS:
+                continue
+            if group in aws_names.WAF_CONFIGURED_RULE_GROUPS:
+                why = "an AWS managed rule group that needs a configuration block (and per-request fees) the edge does not render"
+            else:
+                why = "not an AWS managed rule group"
+            hint = difflib.get_close_matches(group, sorted(aws_names.WAF_MANAGED_RULE_GROUPS), n=1)
+            did_you_mean = f" (did you mean {hint[0]!r}?)" if hint else ""
+            out.append(
+                Problem(
+                    f"edge.waf.managedRuleGroups[{i}]",
+                    f"got {describe(group)}: {why}{did_you_mean}; expected one of "
+                    f"{', '.join(sorted(aws_names.WAF_MANAGED_RULE_GROUPS))} (list read {aws_names.READ_ON})",
                 )
+            )
         if len(set(waf.managed_rule_groups)) != len(waf.managed_rule_groups):
             out.append(Problem("edge.waf.managedRuleGroups", "lists a group twice"))
         for key, limit in (("ipRateLimit", waf.ip_rate_limit), ("apiKeyRateLimit", waf.api_key_rate_limit)):

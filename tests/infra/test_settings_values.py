@@ -270,3 +270,92 @@ def test_the_largest_values_the_consumers_take_pass():
     ).edge
     assert edge.rate_limits.tiers["standard"].requests_per_minute == 2**32 - 1
     assert len(edge.auth.clients) == 256
+
+
+CERT = "arn:{partition}:acm:{region}:123456789012:certificate/0123abcd-0123-4567-89ab-0123456789ab"
+DOMAIN = {"domain": "api.example.com"}
+
+
+@pytest.mark.parametrize(
+    ("values", "path", "words"),
+    [
+        # Looks like a TLS 1.3 policy, is none.
+        ({"edge": {"tlsPolicy": "ELBSecurityPolicy-TLS13-1-2-Res-2099-01"}}, "edge.tlsPolicy",
+         ["not an ALB security policy", "did you mean"]),
+        ({"edge": {"tlsPolicy": "ELBSecurityPolicy-TLS13-1-2-Strongest"}}, "edge.tlsPolicy", ["not an ALB"]),
+        ({"edge": {"tlsPolicy": "ELBSecurityPolicy-TLS13-1-0-2021-06"}}, "edge.tlsPolicy", ["older than 1.2"]),
+        ({"edge": {"tlsPolicy": "ELBSecurityPolicy-2016-08"}}, "edge.tlsPolicy", ["no TLS 1.3"]),
+        # The right region in another partition.
+        ({"edge": {**DOMAIN, "certificateArn": CERT.format(partition="aws-us-gov", region="us-east-1")}},
+         "edge.certificateArn", ["partition 'aws-us-gov'", "'aws'"]),
+        ({"edge": {**DOMAIN, "certificateArn": CERT.format(partition="aws", region="eu-west-1")}},
+         "edge.certificateArn", ["eu-west-1", "us-east-1"]),
+        # WAF managed rule groups that do not exist, or need configuration the edge does not render.
+        ({"edge": {"waf": {"managedRuleGroups": ["AWSManagedRulesCommonRuleSett"]}}}, "edge.waf.managedRuleGroups[0]",
+         ["not an AWS managed rule group", "did you mean 'AWSManagedRulesCommonRuleSet'"]),
+        ({"edge": {"waf": {"managedRuleGroups": ["AWSManagedRulesLlmPromptInjectionRuleSet"]}}},
+         "edge.waf.managedRuleGroups[0]", ["not an AWS managed rule group"]),
+        ({"edge": {"waf": {"managedRuleGroups": ["AWSManagedRulesATPRuleSet"]}}}, "edge.waf.managedRuleGroups[0]",
+         ["configuration block"]),
+        # ElastiCache node types.
+        ({"edge": {"redis": {"nodeType": "cache.t4g.huge"}}}, "edge.redis.nodeType",
+         ["not an ElastiCache node type"]),
+        ({"edge": {"redis": {"nodeType": "cache.r9g.large"}}}, "edge.redis.nodeType", ["not an ElastiCache"]),
+        ({"edge": {"redis": {"nodeType": "cache.m3.large"}}}, "edge.redis.nodeType", ["previous-generation"]),
+        # Time zones come from the tzdata package: a file of the planning machine is no zone.
+        ({"autoscaling": {"night": {"timezone": "localtime"}}}, "autoscaling.night.timezone", ["'localtime'", "IANA"]),
+        ({"autoscaling": {"night": {"timezone": "posixrules"}}}, "autoscaling.night.timezone", ["IANA"]),
+        ({"autoscaling": {"night": {"timezone": "Europe/Pariss"}}}, "autoscaling.night.timezone", ["IANA"]),
+        ({"autoscaling": {"night": {"timezone": "../../etc/passwd"}}}, "autoscaling.night.timezone", ["IANA"]),
+    ],
+)  # fmt: skip
+def test_names_that_merely_look_right_are_refused(values, path, words):
+    found = problems(values)
+    assert path in found, found
+    assert all(w in found[path] for w in words), found[path]
+
+
+@pytest.mark.parametrize(
+    "edge",
+    [
+        {"tlsPolicy": "ELBSecurityPolicy-TLS13-1-2-Res-2021-06"},
+        {"tlsPolicy": "ELBSecurityPolicy-TLS13-1-2-Res-PQ-2025-09"},
+        {"tlsPolicy": "ELBSecurityPolicy-TLS13-1-3-FIPS-2023-04"},
+        {**DOMAIN, "certificateArn": CERT.format(partition="aws", region="us-east-1")},
+        {"waf": {"managedRuleGroups": ["AWSManagedRulesCommonRuleSet", "AWSManagedRulesSQLiRuleSet"]}},
+        {"redis": {"nodeType": "cache.r7g.large"}},
+    ],
+)
+def test_real_names_pass(edge):
+    assert load({"edge": edge}).edge is not None
+
+
+def test_a_gov_cloud_certificate_passes_in_gov_cloud():
+    arn = CERT.format(partition="aws-us-gov", region="us-gov-west-1")
+    found = {p.path for p in load_settings_problems({"edge": {**DOMAIN, "certificateArn": arn}}, "us-gov-west-1")}
+    assert "edge.certificateArn" not in found, found
+
+
+def load_settings_problems(values, region="us-east-1"):
+    try:
+        load(values, region)
+    except SettingsError as err:
+        return err.problems
+    return ()
+
+
+@pytest.mark.parametrize("zone", ["UTC", "Europe/Paris", "America/New_York", "Asia/Kolkata"])
+def test_iana_zones_pass(zone):
+    assert load({"autoscaling": {"night": {"timezone": zone}}}).autoscaling.night.timezone == zone
+
+
+def test_zones_never_come_from_the_planning_machine(monkeypatch):
+    """With the host's zoneinfo holding extra files, the list and the zones read are still tzdata's."""
+    import zoneinfo
+
+    from components.catalog import time_zones
+
+    assert "localtime" not in time_zones.names() and "Europe/Paris" in time_zones.names()
+    monkeypatch.setattr(zoneinfo, "available_timezones", lambda: {"localtime", "Mars/Olympus"})
+    assert not time_zones.is_zone("Mars/Olympus")
+    assert time_zones.zone("Europe/Paris").key == "Europe/Paris"
