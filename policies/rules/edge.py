@@ -11,9 +11,11 @@
 - ``inference-not-exposed-directly``: no ``LoadBalancer`` or ``NodePort`` Service in an inference
   namespace (a Service selects pods of its own namespace only), and the gateway's own Envoy Service (EnvoyProxy) is ClusterIP:
   the ALB, through the gateway, is the only way in.
-- ``inference-routes-authenticated``: every HTTPRoute/GRPCRoute whose backends are in an inference
-  namespace is targeted by a SecurityPolicy with an authentication method (apiKeyAuth, jwt, oidc,
-  basicAuth or extAuth).
+- ``inference-routes-authenticated``: every Gateway API route (HTTPRoute, GRPCRoute, TCPRoute, TLSRoute,
+  UDPRoute, of any version) whose backends are in an inference namespace is targeted by a SecurityPolicy
+  with a configured authentication method: apiKeyAuth with credentialRefs (and somewhere to extract the key
+  from), jwt with providers, oidc with a provider and client, basicAuth with users, extAuth with a backend.
+  A SecurityPolicy whose method names no credentials is reported itself.
 - ``rate-limit-store-encrypted``: an ElastiCache replication group encrypts at rest with a customer key,
   requires TLS in transit and an AUTH token (or RBAC user groups); a serverless cache names a customer key
   and (Redis/Valkey) a user group; a cache cluster outside a replication group is refused (the API offers
@@ -48,7 +50,8 @@ INGRESS = "kubernetes:networking.k8s.io/v1:Ingress"
 SERVICE = "kubernetes:core/v1:Service"
 ENVOY_PROXY = "kubernetes:gateway.envoyproxy.io/v1alpha1:EnvoyProxy"
 SECURITY_POLICY = "kubernetes:gateway.envoyproxy.io/v1alpha1:SecurityPolicy"
-ROUTES = ("kubernetes:gateway.networking.k8s.io/v1:HTTPRoute", "kubernetes:gateway.networking.k8s.io/v1:GRPCRoute")
+GATEWAY_API_GROUP = "gateway.networking.k8s.io"
+ROUTE_KINDS = ("HTTPRoute", "GRPCRoute", "TCPRoute", "TLSRoute", "UDPRoute")
 WEB_ACL = "aws:wafv2/webAcl:WebAcl"
 WEB_ACL_RULE = "aws:wafv2/webAclRule:WebAclRule"
 REPLICATION_GROUP = "aws:elasticache/replicationGroup:ReplicationGroup"
@@ -70,6 +73,37 @@ TLS13_POLICY_PREFIXES = ("ELBSecurityPolicy-TLS13-1-2-", "ELBSecurityPolicy-TLS1
 AUTH_METHODS = ("apiKeyAuth", "jwt", "oidc", "basicAuth", "extAuth")
 INFERENCE_NAMESPACES = ["inference"]
 WAF_MIN_RATE_LIMIT = 10
+
+
+def route_kind(resource_type: str) -> str | None:
+    """The Gateway API route kind of a type token, whatever its version (v1, v1beta1, v1alpha2, v1alpha3)."""
+    if not resource_type.startswith(f"kubernetes:{GATEWAY_API_GROUP}/"):
+        return None
+    kind = resource_type.rsplit(":", 1)[-1]
+    return kind if kind in ROUTE_KINDS else None
+
+
+def _method_problem(spec: Any, method: str) -> str | None:
+    """Why a SecurityPolicy's authentication method authenticates no one; None when it is configured."""
+    config = get(spec, method)
+    if method == "apiKeyAuth":
+        if not as_list(get(config, "credentialRefs")):
+            return "apiKeyAuth has no credentialRefs: no key is valid, or (with an empty list) none is checked"
+        if not as_list(get(config, "extractFrom")):
+            return "apiKeyAuth has no extractFrom: the key is read from nowhere"
+    elif method == "jwt" and not as_list(get(config, "providers")):
+        return "jwt has no providers"
+    elif method == "oidc" and not (get(config, "provider.issuer") and get(config, "clientID")):
+        return "oidc has no provider issuer or clientID"
+    elif method == "basicAuth" and not get(config, "users.name"):
+        return "basicAuth names no users Secret"
+    elif method == "extAuth" and not (get(config, "grpc") or get(config, "http")):
+        return "extAuth has no grpc or http backend"
+    return None
+
+
+def authenticates(spec: Any) -> bool:
+    return any(get(spec, f"{m}") and _method_problem(spec, m) is None for m in AUTH_METHODS)
 
 
 def _attributes(params: Any) -> dict[str, str]:
@@ -199,13 +233,19 @@ def _routes_authenticated(args: StackValidationArgs, report: ReportViolation) ->
     for resource in args.resources:
         if resource.resource_type != SECURITY_POLICY:
             continue
-        if not any(get(resource.props, f"spec.{m}") for m in AUTH_METHODS):
-            continue
+        spec = get(resource.props, "spec") or {}
         namespace = get(resource.props, "metadata.namespace", "default")
+        for method in AUTH_METHODS:
+            problem = get(spec, method) and _method_problem(spec, method)
+            if problem:
+                at = f"SecurityPolicy {namespace}/{get(resource.props, 'metadata.name')}"
+                report(f"{at}: {problem}", resource.urn)
+        if not authenticates(spec):
+            continue
         for ref in as_list(get(resource.props, "spec.targetRefs")):
             protected.add((str(get(ref, "kind")), namespace, str(get(ref, "name"))))
     for resource in args.resources:
-        if resource.resource_type not in ROUTES:
+        if route_kind(resource.resource_type) is None:
             continue
         namespace = get(resource.props, "metadata.namespace", "default")
         backends = [
@@ -215,7 +255,7 @@ def _routes_authenticated(args: StackValidationArgs, report: ReportViolation) ->
         ]
         if not any(b in namespaces for b in backends):
             continue
-        kind = resource.resource_type.rsplit(":", 1)[-1]
+        kind = route_kind(resource.resource_type)
         name = get(resource.props, "metadata.name")
         if (kind, namespace, str(name)) not in protected:
             report(

@@ -9,6 +9,9 @@
   ``public_grpc_paths`` only (a match naming only the service is a prefix over every method, including
   ``LogSettings`` and ``RepositoryModelUnload``). gRPC carries the model name in the request body, so
   which model a gRPC inference names cannot be checked here.
+  Every version is judged alike (HTTPRoute v1 and v1beta1, GRPCRoute v1 and v1alpha2: the same match
+  fields and defaults). A TCPRoute, TLSRoute (v1alpha2, v1alpha3) or UDPRoute toward inference is refused:
+  it forwards whole connections, so neither a path allow-list nor an HTTP authentication filter applies.
 """
 
 from __future__ import annotations
@@ -25,9 +28,11 @@ from pulumi_policy import (
 
 from components.edge.policy import PUBLIC_MODELS, public_grpc_paths, public_http_endpoints
 from policies.props import as_list, get
+from policies.rules.edge import route_kind
 
 HTTP_ROUTE = "kubernetes:gateway.networking.k8s.io/v1:HTTPRoute"
 GRPC_ROUTE = "kubernetes:gateway.networking.k8s.io/v1:GRPCRoute"
+CONNECTION_ROUTES = ("TCPRoute", "TLSRoute", "UDPRoute")
 INFERENCE_NAMESPACES = ["inference"]
 # Gateway API v1 defaults: a rule without matches, and a match without a path, match PathPrefix "/".
 DEFAULT_PATH = {"type": "PathPrefix", "value": "/"}
@@ -78,14 +83,16 @@ def _routes_allow_listed(args: StackValidationArgs, report: ReportViolation) -> 
     allowed_http = {e.path for e in public_http_endpoints(models)}
     allowed_grpc = set(public_grpc_paths())
     for resource in args.resources:
-        if resource.resource_type not in (HTTP_ROUTE, GRPC_ROUTE) or not _toward_inference(resource, namespaces):
+        kind = route_kind(resource.resource_type)
+        if kind is None or not _toward_inference(resource, namespaces):
             continue
-        kind = resource.resource_type.rsplit(":", 1)[-1]
         at = f"{kind} {get(resource.props, 'metadata.namespace', 'default')}/{get(resource.props, 'metadata.name')}"
         if kind == "HTTPRoute":
             problems = _http_problems(resource.props, allowed_http)
-        else:
+        elif kind == "GRPCRoute":
             problems = _grpc_problems(resource.props, allowed_grpc)
+        else:
+            problems = [f"a {kind} forwards whole connections to inference: no path allow-list or HTTP auth applies"]
         for problem in dict.fromkeys(problems):
             report(f"{at}: {problem} (admit only the edge policy's public endpoints)", resource.urn)
 

@@ -37,6 +37,8 @@ EXPECTED = {
     "edge-web-acl-guards": {"counting-acl"},
     "acm-certificate-dns-validated": {"weak-imported"},
     "rate-limit-store-encrypted": {"standalone-cache", "open-serverless", "nopass-user", "default-user-group"},
+    "public-routes-allow-listed": {"prefix-route", "tcp-route"},
+    "inference-routes-authenticated": {"prefix-route", "tcp-route", "keyless-auth"},
 }
 
 
