@@ -39,6 +39,7 @@ EXPECTED = {
     "rate-limit-store-encrypted": {"standalone-cache", "open-serverless", "nopass-user", "default-user-group"},
     "public-routes-allow-listed": {"prefix-route", "tcp-route"},
     "inference-routes-authenticated": {"prefix-route", "tcp-route", "keyless-auth"},
+    "log-groups-encrypted-retained": {"forever-logs"},
 }
 
 
