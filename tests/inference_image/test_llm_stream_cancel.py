@@ -31,16 +31,37 @@ while without it ``DynamicBatchScheduler::Enqueue`` hands the request straight t
 
 from __future__ import annotations
 
+import json
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from inference_image.runtime.llm_stream import CANCEL_POLL_S, CancelWatch, LlmStream
 
-PYTHON_BACKEND_ITERATOR_CANCEL = {"r24.10": False, "r25.05": True}
+UPSTREAM = json.loads(
+    (Path(__file__).resolve().parents[1] / "data" / "upstream" / "triton_cancellation_r24.10_r25.05.json").read_text()
+)
+"""The facts above, as read at each tag (commit SHAs recorded in the file)."""
+PYTHON_BACKEND_ITERATOR_CANCEL = UPSTREAM["python_backend"]["src/pb_stub.cc"]["ResponseIterator binds cancel"]
 """Whether ``ResponseIterator`` has ``cancel()`` (python_backend ``src/pb_stub.cc`` at the tag)."""
+
+
+def test_the_design_rests_on_these_upstream_facts_at_the_pinned_tags():
+    stub = UPSTREAM["python_backend"]["src/pb_stub.cc"]
+    # Polling the client's cancel works on both Python backends; cancelling a BLS call only on r25.05.
+    assert stub["InferenceResponseSender binds is_cancelled"] == {"r24.10": True, "r25.05": True}
+    assert PYTHON_BACKEND_ITERATOR_CANCEL == {"r24.10": False, "r25.05": True}
+    # So the stop request (TensorRT-LLM's cancel by id) is what works at both tags.
+    trtllm = UPSTREAM["tensorrtllm_backend"]["inflight_batcher_llm/src/model_instance_state.cc"]
+    assert all(v for fact in trtllm.values() for v in fact.values())
+    # The ensemble passes a cancel only to steps it schedules afterwards, at every tag read.
+    scheduler = UPSTREAM["core"]["src/ensemble_scheduler/ensemble_scheduler.cc"]
+    assert set(next(iter(scheduler.values()))) == {"r24.10", "r25.05", "main"}
+    for commits in (UPSTREAM[r]["commits"] for r in ("python_backend", "core", "tensorrtllm_backend")):
+        assert all(len(sha) == 40 for sha in commits.values())
 
 
 class FakePb:
