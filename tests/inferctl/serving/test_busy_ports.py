@@ -70,6 +70,28 @@ def test_serve_local_refuses_a_busy_port_naming_its_flag(tmp_path, flag):
     assert not (tmp_path / "w").exists() or not any((tmp_path / "w").iterdir())  # nothing was started
 
 
+@pytest.mark.parametrize("flag", ["--edge-port", "--edge-admin-port"])
+def test_serve_local_with_the_edge_refuses_a_busy_edge_port(tmp_path, flag):
+    ports = listen()
+    busy = listen().http_port
+    other = "--edge-admin-port" if flag == "--edge-port" else "--edge-port"
+    argv = [
+        *INFERCTL,
+        "serve-local",
+        "--edge",
+        f"--http-port={ports.http_port}",
+        f"--grpc-port={ports.grpc_port}",
+        f"--metrics-port={ports.metrics_port}",
+        f"{flag}={busy}",
+        f"{other}={listen().http_port}",
+        f"--work-dir={tmp_path / 'w'}",
+    ]
+    with _first_instance(busy):
+        result = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2, result.stderr
+    assert f"{flag} {busy} is already in use" in result.stderr
+
+
 def test_serve_local_refuses_one_port_for_two_flags(tmp_path):
     ports = listen()
     result = subprocess.run(
