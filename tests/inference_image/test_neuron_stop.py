@@ -53,13 +53,15 @@ def model(monkeypatch):
         _Tensor(name, request._tensors[name]) if name in request._tensors else None
     )
     monkeypatch.setitem(sys.modules, "triton_python_backend_utils", pb)
-    module = importlib.reload(importlib.import_module("inference_image.model_repository.neuron_llm.model"))
+    name = "inference_image.model_repository.neuron_llm.model"
+    module = importlib.reload(importlib.import_module(name)) if name in sys.modules else importlib.import_module(name)
     instance = module.TritonPythonModel.__new__(module.TritonPythonModel)
     instance.decoupled, instance.exclude_default, instance.max_seq_len = False, False, 64
     instance.running = RunningById()
     instance.jobs = []
     instance.scheduler = types.SimpleNamespace(submit=lambda job: (instance.jobs.append(job), job.done.set()))
-    return instance
+    yield instance
+    sys.modules.pop(name, None)  # bound to the fake pb_utils: no later import may reuse it
 
 
 def _generate(request_id):
