@@ -40,6 +40,7 @@ EXPECTED = {
     "public-routes-allow-listed": {"prefix-route", "tcp-route"},
     "inference-routes-authenticated": {"prefix-route", "tcp-route", "keyless-auth"},
     "log-groups-encrypted-retained": {"forever-logs"},
+    "model-objects-not-expired": {"expire-models"},
 }
 
 
