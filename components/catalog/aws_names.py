@@ -132,3 +132,17 @@ ELASTICACHE_PREVIOUS_GENERATION: Final = frozenset(
     + [f"cache.r3.{s}" for s in ("large", "xlarge", "2xlarge", "4xlarge", "8xlarge")]
 )
 """'Existing clusters are still supported but creation of new clusters is not supported for these types.'"""
+
+CAPACITY_BLOCK_SOURCE: Final = (
+    "Amazon EC2 User Guide, 'Capacity Blocks for ML', Supported instance types and Regions "
+    "(docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-capacity-blocks.html); read 2026-12-03."
+)
+CAPACITY_BLOCK_FAMILIES: Final = frozenset(
+    {"p4d", "p4de", "p5", "p5e", "p5en", "p6-b200", "p6-b300", "p6e-gb200", "trn1", "trn2"}
+)
+"""Instance families AWS sells Capacity Blocks for ML for (the p4d/p4de/p5/p5e/p5en/p6 and Trainium families)."""
+
+
+def instance_family(instance_type: str) -> str:
+    """``p5`` for ``p5.48xlarge``, ``p6-b200`` for ``p6-b200.48xlarge``."""
+    return instance_type.split(".", 1)[0]

@@ -71,9 +71,32 @@ class CapacitySettings(Section):
     def problems(self, ctx: CheckContext) -> list[Problem]:
         if not self.enabled:
             return []
+        shape = self._shape_problems(ctx)
+        if shape:
+            return shape  # a request the server refuses plans nothing (one problem, not the planner's too)
         region = ctx.region.name if ctx.region else None
         result = plan_for(self, ctx.sections, region, cluster_zones(ctx), production=ctx.production)
         return list(result.problems)
+
+    def _shape_problems(self, ctx: CheckContext) -> list[Problem]:
+        """The planned request must be one the server takes: isl within serving.maxInputLen, isl + osl
+        within serving.maxSeqLen."""
+        serving = ctx.sections.get("serving")
+        if serving is None:
+            return []  # serving reports its own problems
+        out = []
+        max_input, max_seq = serving.max_input_len, serving.max_seq_len  # type: ignore[attr-defined]
+        if self.isl > max_input:
+            out.append(
+                Problem("capacity.isl", f"got {self.isl}; beyond serving.maxInputLen ({max_input}): the server "
+                        "refuses such prompts")
+            )  # fmt: skip
+        elif self.isl + self.osl > max_seq:
+            out.append(
+                Problem("capacity.osl", f"got {self.osl}; isl {self.isl} + osl {self.osl} = {self.isl + self.osl} "
+                        f"tokens is beyond serving.maxSeqLen ({max_seq})")
+            )  # fmt: skip
+        return out
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from typing import ClassVar
 from pydantic import ConfigDict, Field, RootModel
 
 from components import catalog
-from components.catalog import charts, offerings
+from components.catalog import aws_names, charts, offerings
 from components.compute.pool_profile import (
     DEFAULT_CONSOLIDATE_AFTER,
     DEFAULT_DISK_SIZE_GIB,
@@ -166,6 +166,25 @@ def _pool_problems(name: str, pool: NodePoolSettings, *, karpenter: bool, zones:
         out.append(
             Problem(f"{at}.desiredSize", f"{desired} is outside [minSize {pool.min_size}, maxSize {pool.max_size}]")
         )
+    elif karpenter:
+        # A Karpenter NodePool has limits but no minimum or desired count: nodes exist for pending pods only.
+        # Accepting the keys would promise warm nodes that never come.
+        if pool.min_size > 0:
+            out.append(
+                Problem(
+                    f"{at}.minSize",
+                    f"got {pool.min_size}; a Karpenter pool (cluster.provisioning: karpenter) has no minimum, nodes "
+                    "come for pending pods only: keep serving replicas running instead (inference.replicas, "
+                    "autoscaling.minReplicas), or use cluster.provisioning: managed",
+                )
+            )
+        if pool.desired_size is not None:
+            out.append(
+                Problem(
+                    f"{at}.desiredSize",
+                    f"got {pool.desired_size}; a Karpenter pool has no desired node count (nodes follow pending pods)",
+                )
+            )
     if not karpenter and pool.max_size > MAX_MANAGED_NODES:
         out.append(
             Problem(f"{at}.maxSize", f"{pool.max_size} exceeds EKS's {MAX_MANAGED_NODES} nodes per managed node group")
@@ -245,6 +264,15 @@ def _capacity_problems(at: str, pool: NodePoolSettings, karpenter: bool) -> list
             Problem(
                 f"{at}.capacityTypes",
                 "a managed node group takes one capacity type; use cluster.provisioning: karpenter for fallbacks",
+            )
+        )
+    unsold = [t for t in pool.instance_types if aws_names.instance_family(t) not in aws_names.CAPACITY_BLOCK_FAMILIES]
+    if "capacity-block" in kinds and unsold and not any(p.path == f"{at}.capacityTypes" for p in out):
+        out.append(
+            Problem(
+                f"{at}.capacityTypes",
+                f"capacity-block with {', '.join(repr(t) for t in unsold)}: AWS sells Capacity Blocks for ML only for "
+                f"{', '.join(sorted(aws_names.CAPACITY_BLOCK_FAMILIES))} instances",
             )
         )
     reserved = [k for k in kinds if k in ("reservation", "capacity-block")]

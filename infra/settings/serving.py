@@ -341,6 +341,16 @@ class ServingSettings(Section):
 
     def problems(self, ctx: CheckContext) -> list[Problem]:
         out = self.shape_problems()
+        if self.server.model_control_mode == "explicit" and getattr(ctx.sections.get("edge"), "domain", None):
+            # Behind the public edge every client key reaches Triton: with explicit control one client could
+            # unload the model for all (the edge admits the public API only, but gRPC names no path).
+            out.append(
+                Problem(
+                    "serving.server.modelControlMode",
+                    "got 'explicit' while edge.domain puts Triton behind the public edge: the load/unload API must "
+                    "not be reachable with a client's key; use 'none' (the whole repository loads at start)",
+                )
+            )
         if ctx.production and not self.auth.enabled and not _gateway_authenticates(ctx):
             out.append(
                 Problem(

@@ -7,6 +7,7 @@ per-request limits), the error rate, GPU utilisation, and the load's own size an
 
 from __future__ import annotations
 
+import math
 from typing import ClassVar
 
 from pydantic import Field
@@ -106,6 +107,16 @@ class VerificationSettings(Section):
                     f"mean {self.isl.mean} + 3 x spread {self.isl.spread} exceeds serving.maxInputLen ({max_input})",
                 )
             )
+        max_seq = getattr(serving, "max_seq_len", None)
+        longest = self.isl.mean + 3 * self.isl.spread + self.osl.mean + 3 * self.osl.spread
+        if max_seq is not None and longest > max_seq:
+            out.append(
+                Problem(
+                    "verification.osl",
+                    f"the longest request is {longest} tokens (isl and osl mean + 3 x spread), beyond "
+                    f"serving.maxSeqLen ({max_seq}): the server would refuse it or cut the output",
+                )
+            )
         if self.enabled:
             out += self._job_problems(ctx)
         return out
@@ -124,6 +135,7 @@ class VerificationSettings(Section):
                 )
             )
         edge, serving, inference = (ctx.sections.get(k) for k in ("edge", "serving", "inference"))
+        out += self._limit_problems(ctx)
         client = edge_client(self.client, edge)
         clients = getattr(getattr(edge, "auth", None), "clients", {}) or {}
         if self.url is None and getattr(edge, "domain", None) and client in clients and edge.auth.enabled:  # type: ignore[union-attr]
@@ -140,3 +152,67 @@ class VerificationSettings(Section):
                     )
                 )
         return out
+
+    def _limit_problems(self, ctx: CheckContext) -> list[Problem]:
+        """Through the edge the Job meets its client's tier and the WAF's rules, like the load test
+        (infra/settings/load_test.py): a rate the edge refuses would fail every rollout with 429s or 403s.
+
+        The Job's load is closed-loop: ``concurrencyPerReplica`` x replicas requests in flight, each taking
+        about serving.slo ttftP50Ms + osl mean x itlP50Ms (a server meeting its SLO; a faster one sends more),
+        never more than ``maxRequests`` in all."""
+        edge, serving, inference = (ctx.sections.get(k) for k in ("edge", "serving", "inference"))
+        if self.url is not None or serving is None or getattr(edge, "domain", None) is None:
+            return []
+        client = _edge_client(self.client, edge)
+        per_replica = self.concurrency_per_replica or serving.max_batch_size  # type: ignore[attr-defined]
+        in_flight = per_replica * getattr(inference, "replicas", 1)
+        seconds = (serving.slo.ttft_p50_ms + self.osl.mean * serving.slo.itl_p50_ms) / 1000  # type: ignore[attr-defined]
+        rate = in_flight / max(seconds, 1e-3)  # requests/s
+        out = []
+        auth = edge.auth  # type: ignore[union-attr]
+        if auth.enabled and client in auth.clients:
+            tier_name = auth.clients[client].tier
+            tier = edge.rate_limits.tiers.get(tier_name)  # type: ignore[union-attr]
+            per_minute = min(self.max_requests, math.ceil(rate * 60))
+            if tier is not None and per_minute > tier.requests_per_minute:
+                out.append(
+                    Problem(
+                        "verification.client",
+                        f"{client!r} (tier {tier_name!r}) may send {tier.requests_per_minute} requests a minute; the "
+                        f"verification Job sends about {per_minute} ({in_flight} in flight at ~{seconds:.1f} s each, "
+                        "at the serving.slo medians): the edge would answer 429; give it a client of a tier sized "
+                        "for it, or lower verification.concurrencyPerReplica / maxRequests",
+                    )
+                )
+        waf = edge.waf  # type: ignore[union-attr]
+        network = ctx.sections.get("network")
+        if waf.enabled:
+            per_window = min(self.max_requests, math.ceil(rate * waf.window_seconds))
+            nat = {"single": 1, "perAz": getattr(network, "az_count", 1)}.get(
+                getattr(network, "nat_gateways", "single"), 1
+            )
+            if per_window > waf.ip_rate_limit * nat:
+                out.append(
+                    Problem(
+                        "verification.maxRequests",
+                        f"the verification Job sends about {per_window} requests per {waf.window_seconds} s from the "
+                        f"cluster's {nat} NAT address(es); the WAF's per-IP rule (edge.waf.ipRateLimit "
+                        f"{waf.ip_rate_limit}) would block it (403)",
+                    )
+                )
+            if waf.api_key_rate_limit is not None and per_window > waf.api_key_rate_limit:
+                out.append(
+                    Problem(
+                        "verification.maxRequests",
+                        f"the verification Job sends about {per_window} requests per {waf.window_seconds} s with one "
+                        f"API key; the WAF's per-key rule (edge.waf.apiKeyRateLimit {waf.api_key_rate_limit}) "
+                        "would block it (403)",
+                    )
+                )
+        return out
+
+
+def _edge_client(section_client: str | None, edge: object) -> str | None:
+    from infra.settings.load_test import edge_client
+
+    return edge_client(section_client, edge)
