@@ -124,7 +124,7 @@ def _gateway(
         EdgeGatewayArgs(
             provider=compute.provider,
             cluster=compute.cluster_name,
-            policy=cfg.policy(),
+            policy=cfg.policy(max_input_tokens=settings.serving.max_input_len),
             target=target,
             # The rollout's pod selector (components.serving.inference_service): app name + instance.
             inference_pod_labels={

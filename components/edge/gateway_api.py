@@ -13,9 +13,17 @@ to Triton's Service, and the Envoy Gateway policies attached to them:
 
 - ``SecurityPolicy.apiKeyAuth``: keys from an Opaque Secret (one data key per client id, synced
   from Secrets Manager by the CSI driver), client id forwarded, key stripped (``sanitize``);
-- ``BackendTrafficPolicy``: a global rate limit per client id (Redis-backed), circuit breaking,
-  passive health checks (outlier detection), retries only before any byte was sent;
-- ``ClientTrafficPolicy``: connection and stream idle timeouts equal to the ALB idle timeout.
+- ``BackendTrafficPolicy`` on the Gateway (so on both routes): a global rate limit per client id
+  (Redis-backed, one bucket per client across HTTP and gRPC), circuit breaking, passive health checks
+  (outlier detection), retries only before any byte was sent;
+- a second ``BackendTrafficPolicy`` on the HTTPRoute only, merged into the Gateway's (``mergeType``): the
+  request-body limit (``requestBuffer``, 413 beyond it). Not on the GRPCRoute: Envoy Gateway documents
+  request buffering as incompatible with gRPC streaming (a ModelStreamInfer request stream stays open), and
+  one policy applies to all its targets, so the limit needs its own policy; merged rather than a second
+  route-level policy because a route takes one route-level policy, and the rate-limit rules must stay in
+  one policy to share their bucket (``shared``);
+- ``ClientTrafficPolicy``: connection and stream idle timeouts equal to the ALB idle timeout, and a
+  request-headers timeout (``requestHeadersReceivedTimeout``: a slow-header connection is closed).
 
 ``inferctl.serving.edge_envoy`` renders the same policy as an Envoy bootstrap for the local proof;
 ``gateway_summary`` and its ``bootstrap_summary`` read both back for the agreement test.
@@ -94,7 +102,8 @@ def render_gateway_objects(policy: EdgePolicy, target: GatewayTarget) -> list[Ma
         _http_route(policy, target, http_route),
         _grpc_route(policy, target, grpc_route),
         _client_traffic_policy(policy, target),
-        _backend_traffic_policy(policy, target, routes),
+        _backend_traffic_policy(policy, target),
+        _request_body_policy(policy, target, routes[0]),
     ]
     if policy.auth_enabled:
         objects.append(_security_policy(policy, target, routes))
@@ -106,8 +115,12 @@ def render_gateway_objects(policy: EdgePolicy, target: GatewayTarget) -> list[Ma
 def gateway_summary(objects: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """Clients, limits, timeouts and circuit-breaker limits read back from rendered objects (the same
     keys as ``inferctl.serving.edge_envoy.bootstrap_summary``)."""
-    by_kind = {o["kind"]: o for o in objects if o["kind"] != "ReferenceGrant"}
-    backend = by_kind["BackendTrafficPolicy"]["spec"]
+    objects = list(objects)
+    by_kind = {o["kind"]: o for o in objects if o["kind"] not in ("ReferenceGrant", "BackendTrafficPolicy")}
+    policies = [o["spec"] for o in objects if o["kind"] == "BackendTrafficPolicy"]
+    # The Gateway's policy, and what the route-level ones merged into it add per route kind.
+    (backend,) = [p for p in policies if "mergeType" not in p]
+    merged = {ref["kind"]: p for p in policies if "mergeType" in p for ref in p["targetRefs"]}
     security = by_kind.get("SecurityPolicy")
     client = by_kind["ClientTrafficPolicy"]["spec"]
     rules = backend.get("rateLimit", {}).get("global", {}).get("rules", [])
@@ -140,6 +153,11 @@ def gateway_summary(objects: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         "stream_idle_timeout": client["timeout"]["http"]["streamIdleTimeout"],
         "connection_idle_timeout": backend["timeout"]["http"]["connectionIdleTimeout"],
         "route_timeouts": sorted(route_timeouts),
+        "request_headers_timeout": client["timeout"]["http"]["requestHeadersReceivedTimeout"],
+        "max_request_bytes": {
+            name: _buffer_limit(merged.get(kind, backend))
+            for name, kind in (("http", "HTTPRoute"), ("grpc", "GRPCRoute"))
+        },
         "retry_on": sorted({",".join(backend["retry"]["retryOn"]["triggers"])}),
         "max_connections": cb["maxConnections"],
         "max_pending_requests": cb["maxPendingRequests"],
@@ -151,6 +169,12 @@ def gateway_summary(objects: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
             if h["name"] == "retry-after"
         ),
     }
+
+
+def _buffer_limit(spec: Mapping[str, Any]) -> int | None:
+    """``requestBuffer.limit`` of a BackendTrafficPolicy spec in bytes (we render plain byte counts)."""
+    limit = spec.get("requestBuffer", {}).get("limit")
+    return int(limit) if limit is not None else None
 
 
 def _http_match(match: Mapping[str, Any]) -> tuple[str, str]:
@@ -306,10 +330,11 @@ def _security_policy(policy: EdgePolicy, target: GatewayTarget, routes: list[dic
     }
 
 
-def _backend_traffic_policy(policy: EdgePolicy, target: GatewayTarget, routes: list[dict[str, str]]) -> Manifest:
+def _backend_traffic_policy(policy: EdgePolicy, target: GatewayTarget) -> Manifest:
     cb = policy.circuit_breaker
     spec: dict[str, Any] = {
-        "targetRefs": routes,
+        # The Gateway: both routes, and the parent the HTTPRoute's body-limit policy merges into.
+        "targetRefs": [{"group": GATEWAY_GROUP, "kind": "Gateway", "name": target.name}],
         "circuitBreaker": {
             "maxConnections": cb.max_connections,
             "maxPendingRequests": cb.max_pending_requests,
@@ -365,6 +390,25 @@ def _backend_traffic_policy(policy: EdgePolicy, target: GatewayTarget, routes: l
     }
 
 
+def _request_body_policy(policy: EdgePolicy, target: GatewayTarget, http_route: dict[str, str]) -> Manifest:
+    """The HTTP request-body limit, merged into the Gateway's BackendTrafficPolicy for the HTTPRoute only.
+
+    Envoy Gateway v1.9.0 translates ``requestBuffer.limit`` into an ``envoy.filters.http.buffer`` filter,
+    disabled at the listener and enabled per route with ``max_request_bytes``
+    (``internal/xds/translator/request_buffer.go``): a body beyond it, sized or chunked, is 413. A plain byte
+    count (the CRD's pattern takes digits with an optional suffix)."""
+    return {
+        "apiVersion": ENVOY_GATEWAY_API,
+        "kind": "BackendTrafficPolicy",
+        "metadata": _meta(target, f"{target.name}-http-body"),
+        "spec": {
+            "targetRefs": [http_route],
+            "mergeType": "StrategicMerge",
+            "requestBuffer": {"limit": str(policy.max_request_bytes)},
+        },
+    }
+
+
 def _client_traffic_policy(policy: EdgePolicy, target: GatewayTarget) -> Manifest:
     idle = f"{policy.idle_timeout_seconds}s"
     return {
@@ -374,7 +418,15 @@ def _client_traffic_policy(policy: EdgePolicy, target: GatewayTarget) -> Manifes
         "spec": {
             "targetRefs": [{"group": GATEWAY_GROUP, "kind": "Gateway", "name": target.name}],
             # Envoy Gateway's defaults (and Envoy AI Gateway's implicit 60 s) would cut a silent prefill.
-            "timeout": {"http": {"idleTimeout": idle, "streamIdleTimeout": idle}},
+            "timeout": {
+                "http": {
+                    "idleTimeout": idle,
+                    "streamIdleTimeout": idle,
+                    # HCM request_headers_timeout (internal/xds/translator/listener.go v1.9.0). Not
+                    # requestReceivedTimeout: that is request_timeout, the whole request's clock.
+                    "requestHeadersReceivedTimeout": f"{policy.request_headers_timeout_seconds}s",
+                }
+            },
             "headers": {"withUnderscoresAction": "RejectRequest"},
         },
     }

@@ -36,6 +36,29 @@ OUTLIER_CONSECUTIVE_5XX = 5
 OUTLIER_INTERVAL_SECONDS = 10
 OUTLIER_BASE_EJECTION_SECONDS = 30
 OUTLIER_MAX_EJECTION_PERCENT = 50
+# Request bodies (issue 18 §4). The largest body the gateway takes is derived from the longest prompt the
+# model accepts (``serving.maxInputLen`` tokens):
+#     max_request_bytes = maxInputLen x JSON_BYTES_PER_TOKEN + REQUEST_ENVELOPE_BYTES
+# JSON_BYTES_PER_TOKEN = 16 UTF-8 bytes per token (4x the ~4 bytes a token of English text averages; a CJK
+# token is 1-2 characters of 3 bytes, an emoji 4 bytes, long whitespace runs in code are single tokens) times
+# 2 for JSON string escaping (a client that writes ASCII-only JSON sends a 3-byte character as the 6 bytes
+# of ``\uXXXX``, a newline as 2). REQUEST_ENVELOPE_BYTES covers everything besides the prompt: the JSON or
+# KServe tensor envelope, sampling parameters, stop/bad words and a guided-decoding schema or grammar.
+# A prompt that fits maxInputLen always fits; a body beyond it cannot be a valid request and is refused
+# with 413 before Triton sees a byte (dev 4096 tokens: 192 KiB; the finding sent 10 and 50 MiB).
+UTF8_BYTES_PER_TOKEN = 16
+JSON_ESCAPE_FACTOR = 2
+JSON_BYTES_PER_TOKEN = UTF8_BYTES_PER_TOKEN * JSON_ESCAPE_FACTOR
+REQUEST_ENVELOPE_BYTES = 64 * 1024
+# serving.maxInputLen's default (infra/settings/serving.py), for policies built without serving settings.
+DEFAULT_MAX_INPUT_TOKENS = 4096
+# Envoy's buffer filter takes max_request_bytes as a uint32 (envoy.extensions.filters.http.buffer.v3.Buffer),
+# and Envoy Gateway v1.9.0 refuses a requestBuffer.limit above math.MaxUint32.
+MAX_REQUEST_BYTES_LIMIT = 2**32 - 1
+# How long a client may take to send its request headers (from their first byte to their last); beyond it the
+# connection is closed (a slow-header connection held open costs a connection slot forever otherwise). A
+# client, or the ALB in front, sends its headers at once; 10 s is generous for any real one.
+DEFAULT_REQUEST_HEADERS_TIMEOUT_SECONDS = 10
 # Triton's HTTP endpoints a client needs (KServe v2 + the generate extension): per public model, POST
 # inference and GET metadata/readiness; server liveness/readiness.
 MODEL_POST_ENDPOINTS = ("generate", "generate_stream", "infer")
@@ -64,6 +87,13 @@ def public_http_endpoints(models: tuple[str, ...] = PUBLIC_MODELS) -> tuple[Endp
         out += [Endpoint("POST", f"{base}/{kind}") for kind in MODEL_POST_ENDPOINTS]
         out += [Endpoint("GET", f"{base}/{kind}" if kind else base) for kind in MODEL_GET_ENDPOINTS]
     return tuple(out)
+
+
+def request_body_limit(max_input_tokens: int) -> int:
+    """The largest request body, in bytes, a prompt of ``max_input_tokens`` tokens needs (formula above)."""
+    if max_input_tokens < 1:
+        raise ValueError(f"max_input_tokens must be >= 1, got {max_input_tokens}")
+    return min(MAX_REQUEST_BYTES_LIMIT, max_input_tokens * JSON_BYTES_PER_TOKEN + REQUEST_ENVELOPE_BYTES)
 
 
 def public_grpc_paths(methods: tuple[str, ...] = GRPC_METHODS) -> tuple[str, ...]:
@@ -121,6 +151,12 @@ class EdgePolicy:
     public_models: tuple[str, ...] = PUBLIC_MODELS
     """Default ``ensemble`` and ``tensorrt_llm_bls``. The models whose inference, metadata and readiness
     endpoints the gateway admits; every other path of Triton's API is refused."""
+    max_request_bytes: int = field(default_factory=lambda: request_body_limit(DEFAULT_MAX_INPUT_TOKENS))
+    """Default ``request_body_limit(4096)`` (196,608). Largest HTTP request body; beyond it 413 before Triton.
+    gRPC is not buffered (ModelStreamInfer keeps its request stream open), so the limit is HTTP's."""
+    request_headers_timeout_seconds: int = DEFAULT_REQUEST_HEADERS_TIMEOUT_SECONDS
+    """Default 10. Time from the first byte of a request's headers to the last; beyond it the connection is
+    closed (Envoy answers 408 when it still can)."""
 
     @property
     def http_endpoints(self) -> tuple[Endpoint, ...]:

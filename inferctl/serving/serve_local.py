@@ -228,7 +228,7 @@ def _edge_plan(args: argparse.Namespace, settings: Any, work_dir: Path) -> EdgeP
 
     from inferctl.serving.local_edge import generate_keys, write_key_file
 
-    policy = settings.edge.policy()
+    policy = settings.edge.policy(max_input_tokens=settings.serving.max_input_len)
     keys = generate_keys(policy)
     key_file = args.api_key_file or work_dir / "api-keys.json"
     try:

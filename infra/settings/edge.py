@@ -21,11 +21,13 @@ from components.edge.policy import (
     DEFAULT_CLIENT_ID_HEADER,
     DEFAULT_IDLE_TIMEOUT_SECONDS,
     DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_INPUT_TOKENS,
     DEFAULT_MAX_PENDING_REQUESTS,
     CircuitBreaker,
     Client,
     EdgePolicy,
     Tier,
+    request_body_limit,
 )
 from components.network.cidr import internet_wide
 from infra.settings.base import CheckContext, Problem, Section, describe
@@ -239,8 +241,10 @@ class EdgeSettings(Section):
             return self.deletion_protection
         return environment == "production"
 
-    def policy(self) -> EdgePolicy:
-        """What the gateway enforces, for both renderings (Envoy Gateway objects, local Envoy)."""
+    def policy(self, *, max_input_tokens: int = DEFAULT_MAX_INPUT_TOKENS) -> EdgePolicy:
+        """What the gateway enforces, for both renderings (Envoy Gateway objects, local Envoy).
+        ``max_input_tokens`` is the stack's ``serving.maxInputLen``: the request-body limit is derived from it
+        (``components.edge.policy.request_body_limit``)."""
         tiers = {
             name: Tier(name=name, requests_per_minute=t.requests_per_minute, concurrent_streams=t.concurrent_streams)
             for name, t in self.rate_limits.tiers.items()
@@ -262,6 +266,7 @@ class EdgeSettings(Section):
                 max_pending_requests=cb.max_pending_requests,
                 max_parallel_requests=cb.max_parallel_requests,
             ),
+            max_request_bytes=request_body_limit(max_input_tokens),
         )
 
     def _hostname_problems(self, ctx: CheckContext) -> list[Problem]:

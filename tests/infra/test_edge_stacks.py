@@ -196,3 +196,18 @@ def test_the_waf_counts_rather_than_blocks_prompts_over_8_kb_and_external_dns_ke
     npu = stack_plan("npu").run.resources  # an existing certificate and no zone: no ExternalDNS
     assert not [r for r in npu if r.type.endswith("v3:Release") and r.inputs.get("name") == "external-dns"]
     assert not [r for r in npu if r.type == "aws:acm/certificate:Certificate"]
+
+
+@pytest.mark.parametrize(("stack", "max_input_len"), [("dev", 4096), ("prod", 8192), ("npu", 2048)])
+def test_each_stack_limits_http_bodies_from_its_max_input_len_and_times_out_slow_headers(
+    stack_plan, stack, max_input_len
+):
+    """Issue 18 §4: the cluster's limits follow serving.maxInputLen (components/edge/policy.py formula)."""
+    from components.edge.policy import request_body_limit
+
+    resources = stack_plan(stack).run.resources
+    body = next(r for r in resources if r.type.endswith(":BackendTrafficPolicy") and "mergeType" in r.inputs["spec"])
+    assert body.inputs["spec"]["requestBuffer"]["limit"] == str(request_body_limit(max_input_len))
+    assert [ref["kind"] for ref in body.inputs["spec"]["targetRefs"]] == ["HTTPRoute"]
+    client = next(r for r in resources if r.type.endswith(":ClientTrafficPolicy"))
+    assert client.inputs["spec"]["timeout"]["http"]["requestHeadersReceivedTimeout"] == "10s"

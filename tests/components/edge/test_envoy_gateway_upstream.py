@@ -149,7 +149,11 @@ def test_the_backend_traffic_policy_uses_only_fields_its_v1_9_0_crd_has():
     policy = load_settings(
         {"tags": {"owner": "t", "costCenter": "c"}}, project="p", stack="s", region="us-west-2"
     ).edge.policy()
-    (btp,) = [o for o in render_gateway_objects(policy, TARGET) if o["kind"] == "BackendTrafficPolicy"]
+    (btp,) = [
+        o
+        for o in render_gateway_objects(policy, TARGET)
+        if o["kind"] == "BackendTrafficPolicy" and "rateLimit" in o["spec"]
+    ]
     rate_limit = btp["spec"]["rateLimit"]
     assert set(rate_limit) <= set(BACKEND_TRAFFIC_POLICY_RATE_LIMIT_FIELDS)
     assert set(rate_limit["global"]) <= set(GLOBAL_RATE_LIMIT_FIELDS)
@@ -198,7 +202,7 @@ def test_rate_limits_select_on_the_header_api_key_auth_sets_before_the_rate_limi
     policy = load_settings(
         {"tags": {"owner": "t", "costCenter": "c"}}, project="p", stack="s", region="us-west-2"
     ).edge.policy()
-    objects = {o["kind"]: o for o in render_gateway_objects(policy, TARGET)}
+    objects = {o["kind"]: o for o in render_gateway_objects(policy, TARGET) if "mergeType" not in o["spec"]}
     forwarded = objects["SecurityPolicy"]["spec"]["apiKeyAuth"]["forwardClientIDHeader"]
     selected = {
         h["name"]

@@ -87,6 +87,18 @@ def test_both_renderings_agree_on_clients_limits_and_timeouts(case):
     assert envoy["stream_idle_timeout"] == f"{pol.idle_timeout_seconds}s"
     assert envoy["route_timeouts"] == ["0s"]  # no whole-request clock (Envoy's default is 15 s)
     assert envoy["retry_on"] == ["connect-failure,reset-before-request"]
+    # Issue 18 §4: HTTP bodies limited (gRPC streams are not buffered), slow headers timed out.
+    assert envoy["max_request_bytes"] == {"http": pol.max_request_bytes, "grpc": None}
+    assert envoy["request_headers_timeout"] == f"{pol.request_headers_timeout_seconds}s"
+
+
+@pytest.mark.parametrize("max_input_tokens", [2048, 8192, 131_072])
+def test_both_renderings_agree_on_the_body_limit_of_the_stacks_max_input_len(max_input_tokens):
+    settings = load_settings({"tags": TAGS}, project="p", stack="s", region="us-west-2")
+    pol = settings.edge.policy(max_input_tokens=max_input_tokens)
+    gateway = gateway_summary(render_gateway_objects(pol, TARGET))
+    assert gateway == bootstrap_summary(bootstrap(pol))
+    assert gateway["max_request_bytes"] == {"http": max_input_tokens * 32 + 65_536, "grpc": None}
 
 
 def test_tiers_give_each_client_its_tier_limit_and_size_the_parallel_budget():

