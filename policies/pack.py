@@ -5,6 +5,7 @@ from __future__ import annotations
 from pulumi_policy import EnforcementLevel, Policy
 
 from policies.rules import (
+    accelerator_scaling,
     cost,
     edge,
     edge_routes,
@@ -60,6 +61,7 @@ POLICIES: list[Policy] = [
     *kubernetes_exposure.POLICIES,
     *secret_values.POLICIES,
     *cost.POLICIES,
+    *accelerator_scaling.POLICIES,
     *edge.POLICIES,
     *rate_limit_service.POLICIES,
     *edge_routes.POLICIES,

@@ -41,6 +41,8 @@ EXPECTED = {
     "inference-routes-authenticated": {"prefix-route", "tcp-route", "keyless-auth"},
     "log-groups-encrypted-retained": {"forever-logs"},
     "model-objects-not-expired": {"expire-models"},
+    "autoscaling-within-accelerator-capacity": {"unbounded-scaler", "wide-hpa", "gpu-jobs"},
+    "accelerator-pods-bounded": {"gpu-cron", "gpu-pod"},
 }
 
 
