@@ -21,7 +21,7 @@ import shlex
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -278,8 +278,9 @@ def _pip(python: Path, args: list[str], log: Path) -> None:
     assert result.returncode == 0, f"{shlex.join(cmd)} failed:\n{result.stderr[-4000:]}"
 
 
-def image_env(dockerfile: Path, work: Path) -> ImageEnv:
-    """The image's environment in a venv (built, or reused when no input changed); ``work`` is scratch."""
+def image_env(dockerfile: Path, work: Path, *, before_pip: Callable[[], None] = lambda: None) -> ImageEnv:
+    """The image's environment in a venv (built, or reused when no input changed); ``work`` is scratch.
+    ``before_pip`` runs before the first pip install, if any (a check that the index answers)."""
     import time
 
     started = time.monotonic()
@@ -317,13 +318,11 @@ def image_env(dockerfile: Path, work: Path) -> ImageEnv:
         venv_python = venv / "bin" / "python"
         log = venv / "install.log"
         stamp = venv / f".src-{source_hash[:16]}"
-        for step in steps:
-            if step.unresolved:
-                continue
-            if ready.exists() and not step.installs_context:
-                continue
-            if step.installs_context and stamp.exists():
-                continue
+        pending = [s for s in steps if not s.unresolved and not (s.installs_context and stamp.exists())]
+        pending = [s for s in pending if s.installs_context or not ready.exists()]
+        if pending or (stand_ins and not ready.exists()):
+            before_pip()
+        for step in pending:
             args = [str(context) if a == SRC else str(context_path(a, context)) if a.startswith(f"{SRC}/") else a
                     for a in step.args]  # fmt: skip
             if step.installs_context and ready.exists():

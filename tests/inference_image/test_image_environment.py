@@ -13,8 +13,9 @@ and then, in that environment:
   always, then up to the model store (unreachable here: the failure must be the store's, one line) or
   ``prepare --plan-only``.
 
-Needs PyPI the first time (the environments are cached under build/image-env/, keyed by every input):
-without it the tests skip, unless ``CI`` is set.
+Needs PyPI whenever pip must install (the environments are cached under build/image-env/, keyed by every
+input; the package itself is reinstalled when its sources change): without it the tests skip, unless ``CI``
+is set.
 """
 
 from __future__ import annotations
@@ -49,8 +50,8 @@ STACKS = ("dev", "prod", "npu")
 RUN_TIMEOUT = 120
 
 
-@pytest.fixture(scope="module")
-def pypi() -> None:
+def _pypi() -> None:
+    """Called before pip has to install anything: a cached environment needs no index."""
     try:
         with urllib.request.urlopen(urllib.request.Request("https://pypi.org/simple/", method="HEAD"), timeout=10):
             return
@@ -64,10 +65,10 @@ _ENVS: dict[str, ImageEnv] = {}
 
 
 @pytest.fixture(scope="module")
-def env_of(pypi, tmp_path_factory) -> Any:
+def env_of(tmp_path_factory) -> Any:
     def get(dockerfile: str) -> ImageEnv:
         if dockerfile not in _ENVS:
-            _ENVS[dockerfile] = image_env(IMAGE / dockerfile, tmp_path_factory.mktemp(dockerfile))
+            _ENVS[dockerfile] = image_env(IMAGE / dockerfile, tmp_path_factory.mktemp(dockerfile), before_pip=_pypi)
             built = _ENVS[dockerfile]
             print(f"\n{dockerfile}: environment ready in {built.seconds:.1f}s ({built.venv})", file=sys.stderr)
             for note in built.notes:
