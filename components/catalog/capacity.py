@@ -18,9 +18,10 @@ Conventions, each stated once here:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final
 
 from components.catalog import instances as catalog
 from components.catalog import latency, models, prices
@@ -279,18 +280,55 @@ class Plan:
     usd_per_million_output: Money
     usd_per_million_total: Money
     price_per_million_output: float | None = None
+    price_per_million_input: float | None = None
     spot_factor: float = prices.DEFAULT_SPOT_FACTOR
     reserved_factor: float = prices.DEFAULT_RESERVED_FACTOR
+    node_hours_per_day: float = 0.0
+    """Whole nodes (whole multi-node groups) running, summed over the day: what is billed."""
+    accelerator_use: float = 1.0
+    """Accelerators the replicas occupy over accelerators on the billed nodes (node-hour weighted)."""
     notes: tuple[str, ...] = field(default=())
 
     @property
-    def gross_margin(self) -> Money | None:
-        """(price - cost) / price for each purchase mix, at ``price_per_million_output``."""
-        p = self.price_per_million_output
-        if p is None:
+    def node_hour_usd(self) -> float:
+        return self.option.node_hour_usd
+
+    @property
+    def node_monthly_usd(self) -> float:
+        """What one node costs a month on demand, around the clock."""
+        return self.option.node_hour_usd * prices.HOURS_PER_MONTH
+
+    @property
+    def input_share(self) -> float:
+        return 1 - self.demand.output_share
+
+    @property
+    def revenue_per_million_total(self) -> float | None:
+        """Blended selling price of a million tokens (input + output, at the demand's isl:osl), or None
+        without prices. A missing side counts as free."""
+        if self.price_per_million_input is None and self.price_per_million_output is None:
             return None
-        c = self.usd_per_million_output
-        return Money((p - c.on_demand) / p, (p - c.spot) / p, (p - c.reserved) / p)
+        p_in = self.price_per_million_input or 0.0
+        p_out = self.price_per_million_output or 0.0
+        return self.input_share * p_in + self.demand.output_share * p_out
+
+    @property
+    def gross_margin(self) -> Money | None:
+        """(revenue - cost) / revenue per million total tokens, for each purchase mix."""
+        rev = self.revenue_per_million_total
+        if not rev:
+            return None
+        c = self.usd_per_million_total
+        return Money((rev - c.on_demand) / rev, (rev - c.spot) / rev, (rev - c.reserved) / rev)
+
+    @property
+    def margin_per_million_total(self) -> Money | None:
+        """Revenue minus cost per million total tokens (USD), for each purchase mix."""
+        rev = self.revenue_per_million_total
+        if rev is None:
+            return None
+        c = self.usd_per_million_total
+        return Money(rev - c.on_demand, rev - c.spot, rev - c.reserved)
 
 
 def _level(name: str, tps: float, option: Option, target: float, floor: int = 1) -> Level:
@@ -305,6 +343,7 @@ def _level(name: str, tps: float, option: Option, target: float, floor: int = 1)
 
 
 def nodes_for(replicas: int, option: Option) -> int:
+    """Whole nodes ``replicas`` need: whole multi-node groups, or replicas packed per node."""
     if option.replica.nodes > 1:
         return replicas * option.replica.nodes
     return math.ceil(replicas / option.replicas_per_node)
@@ -316,18 +355,25 @@ def plan(
     *,
     region: str = prices.BASE_REGION,
     price_per_million_output: float | None = None,
+    price_per_million_input: float | None = None,
     spot_factor: float = prices.DEFAULT_SPOT_FACTOR,
     reserved_factor: float = prices.DEFAULT_RESERVED_FACTOR,
     surge_replicas: int = 1,
     scaling_target: float = DEFAULT_SCALING_TARGET,
 ) -> Plan:
-    """Replicas, bounds, utilisation and money for ``demand`` served by ``option``."""
+    """Replicas, bounds, utilisation and money for ``demand`` served by ``option``.
+
+    Money counts whole nodes: each level bills ``nodes_for(replicas)`` nodes at the node's hourly price
+    (a replica of one GPU on an 8-GPU node bills the node), so small deployments cost what they rent.
+    """
     if not 0 < spot_factor <= 1:
         raise PlanningError("spot_factor", f"must be in (0, 1], got {spot_factor:g}")
     if not 0 < reserved_factor <= 1:
         raise PlanningError("reserved_factor", f"must be in (0, 1], got {reserved_factor:g}")
-    if price_per_million_output is not None and price_per_million_output <= 0:
-        raise PlanningError("price_per_million_output", f"must be > 0, got {price_per_million_output:g}")
+    for name, value in (("price_per_million_output", price_per_million_output),
+                        ("price_per_million_input", price_per_million_input)):  # fmt: skip
+        if value is not None and value < 0:
+            raise PlanningError(name, f"must be >= 0, got {value:g}")
     if not 0 < scaling_target <= 1:
         raise PlanningError("scaling_target", f"must be in (0, 1], got {scaling_target:g}")
     prices.region_pricing(region)
@@ -339,22 +385,33 @@ def plan(
     pool_max = nodes_for(peak.replicas + surge_replicas, option)
 
     day_hours = 24 - demand.night_hours
-    replica_hours_per_day = day.replicas * day_hours + night.replicas * demand.night_hours
     # The peak sits inside the day: replicas above the day floor run for the peak's share of the day.
     peak_hours = day_hours * max(0.0, 1 - 1 / demand.peak_factor) if demand.peak_factor > 1 else 0.0
-    replica_hours_per_day += (peak.replicas - day.replicas) * peak_hours
+    replica_hours_per_day = (day.replicas * day_hours + night.replicas * demand.night_hours
+                             + (peak.replicas - day.replicas) * peak_hours)  # fmt: skip
+    node_hours_per_day = (day.nodes * day_hours + night.nodes * demand.night_hours
+                          + (peak.nodes - day.nodes) * peak_hours)  # fmt: skip
     capacity_tokens = replica_hours_per_day * 3600 * option.tokens_per_s_per_replica
     served = demand.average_output_tps * SECONDS_PER_DAY
     utilisation = min(1.0, served / capacity_tokens)
+    per_node = option.replica.node.accelerator_count
+    accelerator_use = (replica_hours_per_day * option.accelerators_per_replica / (node_hours_per_day * per_node)
+                       if per_node else 1.0)  # fmt: skip
 
-    hour = option.replica_hour_usd
-    on_demand = replica_hours_per_day * DAYS_PER_MONTH * hour
+    hour = option.node_hour_usd
+    on_demand = node_hours_per_day * DAYS_PER_MONTH * hour
     spot = on_demand * spot_factor
-    floor_hours = night.replicas * 24 * DAYS_PER_MONTH
-    reserved = floor_hours * hour * reserved_factor + (replica_hours_per_day * DAYS_PER_MONTH - floor_hours) * hour
+    floor_hours = night.nodes * 24 * DAYS_PER_MONTH
+    reserved = floor_hours * hour * reserved_factor + (node_hours_per_day * DAYS_PER_MONTH - floor_hours) * hour
     monthly = Money(on_demand, spot, reserved)
     out_m = served * DAYS_PER_MONTH / 1e6
     total_m = demand.tokens_per_day * DAYS_PER_MONTH / 1e6
+    notes = []
+    if accelerator_use < 0.75:
+        notes.append(
+            f"whole nodes: {option.replica.node.name} costs ${hour:,.2f}/h (${hour * prices.HOURS_PER_MONTH:,.0f} a "
+            f"month) and the replicas use {accelerator_use:.0%} of its {per_node} accelerators"
+        )
     return Plan(
         demand=demand,
         option=option,
@@ -371,9 +428,64 @@ def plan(
         usd_per_million_output=Money(on_demand / out_m, spot / out_m, reserved / out_m),
         usd_per_million_total=Money(on_demand / total_m, spot / total_m, reserved / total_m),
         price_per_million_output=price_per_million_output,
+        price_per_million_input=price_per_million_input,
         spot_factor=spot_factor,
         reserved_factor=reserved_factor,
+        node_hours_per_day=node_hours_per_day,
+        accelerator_use=accelerator_use,
+        notes=tuple(notes),
     )
+
+
+def best_plan(demand: Demand, query: Query, **plan_kwargs: Any) -> tuple[Plan, list[Plan]]:
+    """(the cheapest whole-node plan for ``demand`` over every layout and node size that meets the SLO,
+    the other plans cheapest first). Small loads pick the smallest node that carries them; large ones
+    the cheapest per token. PlanningError as ``best_option``."""
+    best_option(query)  # raises the SLO / fit / TP errors
+    met, _ = options(query)
+    plans = [plan(demand, o, region=query.region, **plan_kwargs) for o in met]
+    plans.sort(key=lambda p: (p.monthly_usd.on_demand, p.option.usd_per_million_output_tokens))
+    return plans[0], plans[1:]
+
+
+def smaller_nodes(demand: Demand, query: Query, chosen: Plan, **plan_kwargs: Any) -> list[Plan]:
+    """Plans on smaller instance types of the chosen accelerator that also carry the load, cheapest first
+    (every catalogued size of the chip, even when ``query`` named one instance type)."""
+    node = chosen.option.replica.node
+    assert node.accelerator_model is not None
+    sized = dataclasses.replace(query, accelerator=node.accelerator_model)
+    try:
+        met, _ = options(sized)
+    except PlanningError:
+        return []
+    out = [plan(demand, o, region=query.region, **plan_kwargs) for o in met
+           if o.replica.node.accelerator_count < node.accelerator_count]  # fmt: skip
+    best: dict[str, Plan] = {}
+    for p in sorted(out, key=lambda p: p.monthly_usd.on_demand):
+        best.setdefault(p.option.replica.node.name, p)
+    return list(best.values())[:3]
+
+
+# The limits one cluster and one pool run into (Kubernetes "Considerations for large clusters": at most
+# 5,000 nodes per cluster; EKS service quotas: 450 nodes per managed node group, 30 groups per cluster).
+K8S_MAX_NODES_PER_CLUSTER: Final = 5000
+EKS_MAX_NODES_PER_MANAGED_NODE_GROUP: Final = 450
+
+
+def single_pool_problem(p: Plan) -> str | None:
+    """Why ``p`` cannot be one pool of one cluster (None when it can)."""
+    nodes = p.pool_max_nodes
+    if nodes > K8S_MAX_NODES_PER_CLUSTER:
+        return (f"the peak needs {nodes:,} nodes of {p.option.replica.node.name}: beyond Kubernetes' "
+                f"{K8S_MAX_NODES_PER_CLUSTER:,} nodes per cluster (and EKS's {EKS_MAX_NODES_PER_MANAGED_NODE_GROUP} "
+                "per managed node group)")  # fmt: skip
+    if nodes > EKS_MAX_NODES_PER_MANAGED_NODE_GROUP:
+        return (f"the peak needs {nodes:,} nodes of {p.option.replica.node.name}: beyond EKS's "
+                f"{EKS_MAX_NODES_PER_MANAGED_NODE_GROUP} nodes per managed node group")  # fmt: skip
+    return None
+
+
+RANK_BASIS: Final = "$/M total tokens (input + output), on demand, whole nodes, at this demand"
 
 
 def compare(
@@ -385,7 +497,8 @@ def compare(
     region: str = prices.BASE_REGION,
     kv_dtype: str = catalog.FP8,
 ) -> list[tuple[str, Option | None, str]]:
-    """Every accelerator ranked by $/M output tokens at the SLO: (chip, best option or None, why not)."""
+    """Every accelerator's cheapest layout per output token at full load: (chip, option or None, why not),
+    ranked by ``Option.usd_per_million_output_tokens``. For a given demand use ``compare_plans``."""
     rows: list[tuple[str, Option | None, str]] = []
     for chip in catalog.ACCELERATORS:
         if precision not in chip.precisions or kv_dtype not in chip.precisions:
@@ -398,6 +511,32 @@ def compare(
         except PlanningError as err:
             rows.append((chip.model, None, str(err)))
     rows.sort(key=lambda r: (r[1] is None, r[1].usd_per_million_output_tokens if r[1] else 0.0))
+    return rows
+
+
+def compare_plans(
+    demand: Demand,
+    model: str | models.ModelArchitecture,
+    precision: str,
+    *,
+    region: str = prices.BASE_REGION,
+    kv_dtype: str = catalog.FP8,
+    **plan_kwargs: Any,
+) -> list[tuple[str, Plan | None, str]]:
+    """Every accelerator's cheapest whole-node plan for ``demand``: (chip, plan or None, why not), ranked by
+    the figure ``RANK_BASIS`` names (``Plan.usd_per_million_total.on_demand``), unavailable chips last."""
+    rows: list[tuple[str, Plan | None, str]] = []
+    for chip in catalog.ACCELERATORS:
+        if precision not in chip.precisions or kv_dtype not in chip.precisions:
+            rows.append((chip.model, None, f"{precision} weights / {kv_dtype} KV cache do not run on {chip.model}"))
+            continue
+        try:
+            query = Query(model=model, precision=precision, accelerator=chip.model, workload=demand.workload,
+                          slo=demand.slo, region=region, kv_dtype=kv_dtype)  # fmt: skip
+            rows.append((chip.model, best_plan(demand, query, **plan_kwargs)[0], ""))
+        except PlanningError as err:
+            rows.append((chip.model, None, str(err)))
+    rows.sort(key=lambda r: (r[1] is None, r[1].usd_per_million_total.on_demand if r[1] else 0.0))
     return rows
 
 

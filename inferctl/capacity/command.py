@@ -1,5 +1,5 @@
 """`inferctl capacity throughput|plan|fleet`: the planner on the command line (exit 2 on bad input, naming
-the flag)."""
+the flag; exit 3 when ``plan`` needs more nodes than one pool of one cluster holds: use ``fleet``)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,8 @@ FLAGS: dict[str, str] = {
     "model": "--model",
     "tp": "--tp",
     "slo": "--slo-ttft-ms/--slo-itl-ms",
-    "price_per_million_output": "--price-per-m-tokens",
+    "price_per_million_output": "--price-per-m-output",
+    "price_per_million_input": "--price-per-m-input",
     "spot_factor": "--spot-factor",
     "reserved_factor": "--reserved-factor",
     "scaling_target": "--scaling-target",
@@ -68,7 +69,9 @@ def register(subparsers: Any) -> None:
     group = p.add_mutually_exclusive_group(required=True)
     group.add_argument("--accelerator", help="chip or instance type to plan on")
     group.add_argument("--compare", action="store_true", help="rank every accelerator by $/M tokens at the SLO")
-    p.add_argument("--price-per-m-tokens", type=float, help="selling price per million output tokens (margin)")
+    p.add_argument("--price-per-m-input", type=float, help="selling price per million input tokens (margin)")
+    p.add_argument("--price-per-m-output", type=float, help="selling price per million output tokens (margin)")
+    p.add_argument("--price-per-m-tokens", type=float, help=argparse.SUPPRESS)  # refused: see _plan_kwargs
     p.add_argument("--spot-factor", type=float, default=None, help="spot price / on-demand (default 0.45)")
     p.add_argument("--reserved-factor", type=float, default=None, help="reserved price / on-demand (default 0.65)")
     p.add_argument("--region", default="us-east-1", help="price table region (default us-east-1)")
@@ -280,11 +283,29 @@ def throughput_text(o: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+# Exit code of ``capacity plan`` when the plan is beyond one pool of one cluster (``capacity fleet`` splits it).
+EXIT_BEYOND_ONE_CLUSTER = 3
+
+
 def _plan_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    if getattr(args, "price_per_m_tokens", None) is not None:
+        raise CommandError(
+            "--price-per-m-tokens: no longer accepted: it priced output tokens only, while public prices charge "
+            "input tokens too; give --price-per-m-input and --price-per-m-output (the margin is per million "
+            "input + output tokens at --isl:--osl)",
+            exit_code=2,
+        )
+    check_flags([
+        ("--price-per-m-input", args.price_per_m_input is None or args.price_per_m_input >= 0,
+         f"got {args.price_per_m_input}; expected a price >= 0"),
+        ("--price-per-m-output", args.price_per_m_output is None or args.price_per_m_output >= 0,
+         f"got {args.price_per_m_output}; expected a price >= 0"),
+    ])  # fmt: skip
     return {
         k: v
         for k, v in (
-            ("price_per_million_output", args.price_per_m_tokens),
+            ("price_per_million_input", args.price_per_m_input),
+            ("price_per_million_output", args.price_per_m_output),
             ("spot_factor", args.spot_factor),
             ("reserved_factor", args.reserved_factor),
         )
@@ -300,23 +321,30 @@ def run_plan(args: argparse.Namespace) -> int:
     demand = _demand(args)
     try:
         if args.compare:
-            rows = capacity.compare(args.model, args.precision, demand.workload, demand.slo, region=args.region,
-                                    kv_dtype=args.kv_dtype)  # fmt: skip
-            plans = [(chip, capacity.plan(demand, o, region=args.region, **_plan_kwargs(args)) if o else None, why)
-                     for chip, o, why in rows]  # fmt: skip
+            plans = capacity.compare_plans(demand, args.model, args.precision, region=args.region,
+                                           kv_dtype=args.kv_dtype, **_plan_kwargs(args))  # fmt: skip
             if not any(p for _, p, _ in plans):
                 reasons = "; ".join(f"{c}: {w}" for c, _, w in plans)
                 raise CommandError(f"--slo-ttft-ms/--slo-itl-ms: no accelerator meets the SLO ({reasons})", 2)
             out: dict[str, Any] = compare_json(plans)
             text = compare_text(plans)
         else:
-            option = capacity.best_option(capacity.Query(
+            query = capacity.Query(
                 model=args.model, precision=args.precision, accelerator=args.accelerator, workload=demand.workload,
-                slo=demand.slo, region=args.region, kv_dtype=args.kv_dtype))  # fmt: skip
-            p = capacity.plan(demand, option, region=args.region, **_plan_kwargs(args))
-            plans = [(option.replica.node.accelerator_model, p, "")]
-            out = plan_json(p)
-            text = plan_text(p)
+                slo=demand.slo, region=args.region, kv_dtype=args.kv_dtype)  # fmt: skip
+            p, _ = capacity.best_plan(demand, query, **_plan_kwargs(args))
+            beyond = capacity.single_pool_problem(p)
+            if beyond:
+                raise CommandError(
+                    f"--tokens-per-day: {beyond}; one pool of one cluster cannot carry it. Split the volume over "
+                    "clusters and regions with `inferctl capacity fleet` (same flags, plus --region-quota "
+                    "REGION=GPUS per region)",
+                    exit_code=EXIT_BEYOND_ONE_CLUSTER,
+                )
+            plans = [(p.option.replica.node.accelerator_model, p, "")]
+            smaller = capacity.smaller_nodes(demand, query, p, **_plan_kwargs(args))
+            out = plan_json(p, smaller)
+            text = plan_text(p, smaller)
     except CommandError:
         raise
     except (SizingError, LookupError) as err:

@@ -5,17 +5,22 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from components.catalog.capacity import Fleet, Plan
+from components.catalog.capacity import RANK_BASIS, Fleet, Plan
+
+
+def _round(v: float | None, digits: int = 4) -> float | None:
+    return None if v is None else round(v, digits)
 
 
 def _money(m: Any) -> dict[str, float]:
     return {k: round(v, 4) for k, v in asdict(m).items()}
 
 
-def plan_json(p: Plan) -> dict[str, Any]:
+def plan_json(p: Plan, smaller: list[Plan] | tuple[Plan, ...] = ()) -> dict[str, Any]:
     o = p.option
     d = p.demand
     margin = p.gross_margin
+    per_m = p.margin_per_million_total
     return {
         "model": o.replica.model.name,
         "precision": o.replica.precision,
@@ -50,17 +55,40 @@ def plan_json(p: Plan) -> dict[str, Any]:
         "hpa": {"minReplicas": p.hpa_min, "maxReplicas": p.hpa_max},
         "pool": {"minSize": p.pool_min_nodes, "maxSize": p.pool_max_nodes},
         "expected_utilisation": round(p.expected_utilisation, 3),
+        "nodes": {
+            "billed": "whole nodes (whole multi-node groups) at the node's hourly price",
+            "instance_type": o.replica.node.name,
+            "accelerators_per_node": o.replica.node.accelerator_count,
+            "node_hour_usd": round(p.node_hour_usd, 4),
+            "node_monthly_usd": round(p.node_monthly_usd, 2),
+            "node_hours_per_day": round(p.node_hours_per_day, 2),
+            "accelerator_use": round(p.accelerator_use, 3),
+        },
+        "smaller_instances": [
+            {
+                "instance_type": s.option.replica.node.name,
+                "tp": s.option.replica.tp,
+                "nodes": {"peak": s.peak.nodes, "night_floor": s.night.nodes},
+                "monthly_usd_on_demand": round(s.monthly_usd.on_demand, 2),
+                "accelerator_use": round(s.accelerator_use, 3),
+            }
+            for s in smaller
+        ],  # fmt: skip
         "monthly_usd": _money(p.monthly_usd),
         "usd_per_million_output_tokens": _money(p.usd_per_million_output),
         "usd_per_million_total_tokens": _money(p.usd_per_million_total),
+        "price_per_million_input_tokens": p.price_per_million_input,
         "price_per_million_output_tokens": p.price_per_million_output,
+        "revenue_per_million_total_tokens": _round(p.revenue_per_million_total),
+        "margin_per_million_total_tokens": _money(per_m) if per_m else None,
         "gross_margin": _money(margin) if margin else None,
+        "notes": list(p.notes),
         "factors": {"spot": p.spot_factor, "reserved": p.reserved_factor},
     }
 
 
-def plan_text(p: Plan) -> str:
-    j = plan_json(p)
+def plan_text(p: Plan, smaller: list[Plan] | tuple[Plan, ...] = ()) -> str:
+    j = plan_json(p, smaller)
     r = j["replica"]
     d = j["demand"]
     lines = [
@@ -77,6 +105,9 @@ def plan_text(p: Plan) -> str:
         f"  HPA minReplicas {j['hpa']['minReplicas']}, maxReplicas {j['hpa']['maxReplicas']}; "
         f"pool minSize {j['pool']['minSize']}, maxSize {j['pool']['maxSize']} (peak + one surge replica)",
         f"  expected average utilisation (load / SLO capacity): {j['expected_utilisation']:.0%}",
+        f"  billed by whole nodes: {j['nodes']['instance_type']} ${j['nodes']['node_hour_usd']:,.2f}/h "
+        f"(${j['nodes']['node_monthly_usd']:,.0f} a month around the clock), {j['nodes']['node_hours_per_day']:,.1f} "
+        f"node-hours a day; replicas use {j['nodes']['accelerator_use']:.0%} of the billed accelerators",
         "  monthly cost:          on-demand {on_demand:>14,.0f}   spot {spot:>14,.0f}   reserved floor {reserved:>14,.0f} USD"
         .format(**j["monthly_usd"]),
         "  $ per M output tokens: on-demand {on_demand:>14.3f}   spot {spot:>14.3f}   reserved floor {reserved:>14.3f}"
@@ -85,26 +116,38 @@ def plan_text(p: Plan) -> str:
         .format(**j["usd_per_million_total_tokens"]),
     ]  # fmt: skip
     if j["gross_margin"]:
-        m = j["gross_margin"]
+        m, per_m = j["gross_margin"], j["margin_per_million_total_tokens"]
+        p_in, p_out = j["price_per_million_input_tokens"] or 0, j["price_per_million_output_tokens"] or 0
         lines.append(
-            f"  gross margin at ${j['price_per_million_output_tokens']:g}/M output tokens: on-demand "
-            f"{m['on_demand']:.0%}, spot {m['spot']:.0%}, reserved floor {m['reserved']:.0%}"
+            f"  margin at ${p_in:g}/M input + ${p_out:g}/M output (${j['revenue_per_million_total_tokens']:.3f} per M "
+            f"total tokens at {d['isl']}:{d['osl']}): on-demand ${per_m['on_demand']:.3f}/M ({m['on_demand']:.0%}), "
+            f"spot ${per_m['spot']:.3f}/M ({m['spot']:.0%}), reserved floor ${per_m['reserved']:.3f}/M "
+            f"({m['reserved']:.0%})"
         )
+    for s in j["smaller_instances"]:
+        lines.append(
+            f"  smaller node that fits: {s['instance_type']} TP{s['tp']}, {s['nodes']['peak']} node(s) at peak, "
+            f"{s['monthly_usd_on_demand']:,.0f} USD a month on demand ({s['accelerator_use']:.0%} of its accelerators used)"
+        )
+    lines += [f"  note: {n}" for n in j["notes"]]
     return "\n".join(lines)
 
 
 def compare_json(plans: list[tuple[str, Plan | None, str]]) -> dict[str, Any]:
     return {
+        "ranked_by": RANK_BASIS,
         "ranking": [
             {"accelerator": chip, "plan": plan_json(p)} if p else {"accelerator": chip, "unavailable": why}
             for chip, p, why in plans
-        ]
+        ],
     }
 
 
 def compare_text(plans: list[tuple[str, Plan | None, str]]) -> str:
     lines = [
-        "rank  accelerator   layout               $/M output (on-demand)  GPUs at peak   monthly on-demand USD",
+        f"ranked by {RANK_BASIS}",
+        "rank  accelerator   layout                $/M total (ranked)  $/M output   GPUs at peak  nodes at peak"
+        "   monthly on-demand USD",
     ]
     rank = 0
     for chip, p, why in plans:
@@ -114,8 +157,9 @@ def compare_text(plans: list[tuple[str, Plan | None, str]]) -> str:
         rank += 1
         layout = f"{p.option.replica.node.name} TP{p.option.replica.tp}"
         lines.append(
-            f"{rank:>4}  {chip:<13} {layout:<20} {p.usd_per_million_output.on_demand:>22.3f}"
-            f"{p.peak.accelerators:>14,.0f}{p.monthly_usd.on_demand:>24,.0f}"
+            f"{rank:>4}  {chip:<13} {layout:<21} {p.usd_per_million_total.on_demand:>18.3f}"
+            f"{p.usd_per_million_output.on_demand:>13.3f}{p.peak.accelerators:>15,.0f}{p.peak.nodes:>15,}"
+            f"{p.monthly_usd.on_demand:>24,.0f}"
         )
     return "\n".join(lines)
 

@@ -85,7 +85,7 @@ def test_unmeetable_slo_says_the_best_achievable(capsys):
 
 def test_plan_json_levels_bounds_money_and_margin(capsys):
     code, out, _ = run(capsys, "capacity", "plan", *DEMAND, "--tokens-per-day", "1T", "--accelerator", "b200",
-                       "--price-per-m-tokens", "2", "--json")  # fmt: skip
+                       "--price-per-m-input", "1", "--price-per-m-output", "2", "--json")  # fmt: skip
     assert code == 0
     o = json.loads(out)
     assert (
@@ -104,8 +104,79 @@ def test_plan_compare_ranks_and_plots(capsys, tmp_path):
     png = tmp_path / "c.png"
     code, out, _ = run(capsys, "capacity", "plan", *DEMAND, "--tokens-per-day", "1e12", "--compare", "--plot", str(png))
     assert code == 0 and png.stat().st_size > 10_000
-    ranked = [line.split()[1] for line in out.splitlines()[1:] if line.strip()[:1].isdigit()]
-    assert ranked[:3] == ["b200", "h200", "h100"]
+    assert out.splitlines()[0].startswith("ranked by $/M total tokens")
+    rows = [line.split() for line in out.splitlines()[2:] if line.strip()[:1].isdigit()]
+    assert [r[1] for r in rows][:3] == ["b200", "h200", "h100"]
+    # The ranked column is the one printed: ascending down the table.
+    ranked = [float(r[4]) for r in rows]
+    assert ranked == sorted(ranked)
+
+
+def test_plan_compare_json_ranks_by_the_printed_figure(capsys):
+    # Small volume: whole nodes dominate, and the cheapest plan (not the cheapest GPU-hour at full load) is first.
+    code, out, _ = run(capsys, "capacity", "plan", "--model", "Llama-3.1-8B", "--isl", "1000", "--osl", "1000",
+                       "--slo-ttft-ms", "1000", "--slo-itl-ms", "50", "--tokens-per-day", "1e9", "--compare",
+                       "--json")  # fmt: skip
+    assert code == 0
+    o = json.loads(out)
+    assert o["ranked_by"].startswith("$/M total tokens")
+    figures = [r["plan"]["usd_per_million_total_tokens"]["on_demand"] for r in o["ranking"] if "plan" in r]
+    assert figures == sorted(figures) and len(figures) >= 3
+
+
+def test_small_deployment_on_an_8_gpu_node_is_billed_the_whole_node(capsys):
+    code, out, _ = run(capsys, "capacity", "plan", "--model", "Llama-3.1-8B", "--precision", "fp4", "--isl", "1000",
+                       "--osl", "1000", "--slo-ttft-ms", "1000", "--slo-itl-ms", "50", "--tokens-per-day", "1e9",
+                       "--accelerator", "b200", "--json")  # fmt: skip
+    assert code == 0
+    o = json.loads(out)
+    assert o["levels"]["peak"]["nodes"] == 1 and o["levels"]["peak"]["accelerators"] == 1
+    node_month = 113.93 * 730
+    assert o["nodes"]["node_monthly_usd"] == pytest.approx(node_month, rel=1e-3)
+    assert o["monthly_usd"]["on_demand"] == pytest.approx(node_month, rel=1e-3)  # one whole node, not 1/8
+    assert o["nodes"]["accelerator_use"] == pytest.approx(1 / 8)
+    argv = ["capacity", "plan", "--model", "Llama-3.1-8B", "--precision", "fp4", "--isl", "1000", "--osl", "1000",
+            "--slo-ttft-ms", "1000", "--slo-itl-ms", "50", "--tokens-per-day", "1e9", "--accelerator", "b200"]  # fmt: skip
+    assert main(argv) == 0 and "use 12% of the billed accelerators" in capsys.readouterr().out
+
+
+def test_a_smaller_instance_of_the_same_accelerator_is_offered(capsys):
+    code, out, _ = run(capsys, "capacity", "plan", "--model", "Llama-3.1-8B", "--isl", "1000", "--osl", "1000",
+                       "--slo-ttft-ms", "1000", "--slo-itl-ms", "50", "--tokens-per-day", "1e9",
+                       "--accelerator", "g6e.48xlarge", "--json")  # fmt: skip
+    assert code == 0
+    o = json.loads(out)
+    smaller = o["smaller_instances"]
+    assert smaller and all(s["instance_type"].startswith("g6e.") for s in smaller)
+    assert min(s["monthly_usd_on_demand"] for s in smaller) < o["monthly_usd"]["on_demand"]
+
+
+def test_margin_counts_input_and_output_prices(capsys):
+    # Together's public price for Llama-3.1-70B: $0.88 per million input and output tokens.
+    code, out, _ = run(capsys, "capacity", "plan", *DEMAND, "--tokens-per-day", "1e11", "--accelerator", "h200",
+                       "--price-per-m-input", "0.88", "--price-per-m-output", "0.88", "--json")  # fmt: skip
+    assert code == 0
+    o = json.loads(out)
+    cost = o["usd_per_million_total_tokens"]["on_demand"]
+    assert o["revenue_per_million_total_tokens"] == pytest.approx(0.88)
+    assert o["margin_per_million_total_tokens"]["on_demand"] == pytest.approx(0.88 - cost, abs=1e-3)
+    assert o["gross_margin"]["on_demand"] == pytest.approx((0.88 - cost) / 0.88, abs=1e-3)
+    assert o["gross_margin"]["on_demand"] > 0
+
+
+def test_the_old_output_only_price_flag_is_refused_clearly(capsys):
+    code, _, err = run(capsys, "capacity", "plan", *DEMAND, "--tokens-per-day", "1T", "--accelerator", "h200",
+                       "--price-per-m-tokens", "0.88")  # fmt: skip
+    assert code == 2 and "--price-per-m-input" in err and "output tokens only" in err
+
+
+def test_plan_beyond_one_cluster_is_refused_and_handed_to_fleet(capsys):
+    code, _, err = run(capsys, "capacity", "plan", *DEMAND, "--tokens-per-day", "150T", "--accelerator", "h100")
+    assert code == 3, err
+    assert "5,000 nodes per cluster" in err and "capacity fleet" in err
+    # Beyond one managed node group but inside one cluster: refused as a single pool too.
+    code, _, err = run(capsys, "capacity", "plan", *DEMAND, "--tokens-per-day", "5T", "--accelerator", "h100")
+    assert code == 3 and "450 nodes per managed node group" in err and "capacity fleet" in err
 
 
 @pytest.mark.parametrize(
