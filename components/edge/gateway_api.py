@@ -22,6 +22,13 @@ to Triton's Service, and the Envoy Gateway policies attached to them:
   one policy applies to all its targets, so the limit needs its own policy; merged rather than a second
   route-level policy because a route takes one route-level policy, and the rate-limit rules must stay in
   one policy to share their bucket (``shared``);
+- an ``EnvoyExtensionPolicy`` on both routes: a Lua script refusing a request with more than one API-key
+  header (400), which the ``EnvoyProxy``'s ``filterOrder`` runs before api_key_auth (Envoy Gateway's
+  default order puts Lua after it, where ``sanitize`` has already removed every copy of the header, and
+  api_key_auth itself reads only the first). Chosen over the alternatives at v1.9.0: route header matches
+  see each value alone (no way to count them), the SecurityPolicy's authorization (RBAC) runs after
+  api_key_auth, and an EnvoyPatchPolicy depends on generated xDS names and must be enabled gateway-wide;
+  filterOrder and Lua are both documented API;
 - ``ClientTrafficPolicy``: connection and stream idle timeouts equal to the ALB idle timeout, and a
   request-headers timeout (``requestHeadersReceivedTimeout``: a slow-header connection is closed).
 
@@ -36,7 +43,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from components.edge.policy import (
+    API_KEY_AUTH_FILTER,
     GRPC_SERVICE,
+    LUA_FILTER,
     OUTLIER_BASE_EJECTION_SECONDS,
     OUTLIER_CONSECUTIVE_5XX,
     OUTLIER_INTERVAL_SECONDS,
@@ -107,6 +116,7 @@ def render_gateway_objects(policy: EdgePolicy, target: GatewayTarget) -> list[Ma
     ]
     if policy.auth_enabled:
         objects.append(_security_policy(policy, target, routes))
+        objects.append(_credential_check(policy, target, routes))
     if target.service_namespace != target.namespace:
         objects.append(_reference_grant(target))
     return objects
@@ -123,6 +133,9 @@ def gateway_summary(objects: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     merged = {ref["kind"]: p for p in policies if "mergeType" in p for ref in p["targetRefs"]}
     security = by_kind.get("SecurityPolicy")
     client = by_kind["ClientTrafficPolicy"]["spec"]
+    extension = by_kind.get("EnvoyExtensionPolicy")
+    lua = extension["spec"]["lua"][0]["inline"] if extension else None
+    order = by_kind["EnvoyProxy"]["spec"].get("filterOrder", [])
     rules = backend.get("rateLimit", {}).get("global", {}).get("rules", [])
     per_client = {}
     for rule in rules:
@@ -154,6 +167,9 @@ def gateway_summary(objects: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         "connection_idle_timeout": backend["timeout"]["http"]["connectionIdleTimeout"],
         "route_timeouts": sorted(route_timeouts),
         "request_headers_timeout": client["timeout"]["http"]["requestHeadersReceivedTimeout"],
+        "credential_lua": lua,
+        "credential_lua_before_auth": bool(lua and security)
+        and {"name": LUA_FILTER, "before": API_KEY_AUTH_FILTER} in order,
         "max_request_bytes": {
             name: _buffer_limit(merged.get(kind, backend))
             for name, kind in (("http", "HTTPRoute"), ("grpc", "GRPCRoute"))
@@ -217,7 +233,10 @@ def _envoy_proxy(target: GatewayTarget) -> Manifest:
                         "pod": {"labels": {PROXY_LABEL: target.name}},
                     },
                 },
-            }
+            },
+            # The duplicate-credential Lua must see the key headers before api_key_auth strips them
+            # (api/v1alpha1/envoyproxy_types.go FilterOrder, internal/xds/translator/httpfilters.go v1.9.0).
+            "filterOrder": [{"name": LUA_FILTER, "before": API_KEY_AUTH_FILTER}],
         },
     }
 
@@ -327,6 +346,16 @@ def _security_policy(policy: EdgePolicy, target: GatewayTarget, routes: list[dic
                 "sanitize": True,
             },
         },
+    }
+
+
+def _credential_check(policy: EdgePolicy, target: GatewayTarget, routes: list[dict[str, str]]) -> Manifest:
+    """The duplicate-credential refusal on both routes (the script of ``EdgePolicy.credential_lua``)."""
+    return {
+        "apiVersion": ENVOY_GATEWAY_API,
+        "kind": "EnvoyExtensionPolicy",
+        "metadata": _meta(target, f"{target.name}-credentials"),
+        "spec": {"targetRefs": routes, "lua": [{"type": "Inline", "inline": policy.credential_lua}]},
     }
 
 

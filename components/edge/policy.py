@@ -59,6 +59,15 @@ MAX_REQUEST_BYTES_LIMIT = 2**32 - 1
 # connection is closed (a slow-header connection held open costs a connection slot forever otherwise). A
 # client, or the ALB in front, sends its headers at once; 10 s is generous for any real one.
 DEFAULT_REQUEST_HEADERS_TIMEOUT_SECONDS = 10
+# Ambiguous credentials (issue 18 §4): Envoy's api_key_auth reads the first of several API-key headers, so
+# "valid key, then anything" passed, and what reaches a later hop depends on which value it reads. A request
+# with more than one credential header is refused with 400 before authentication runs, by a Lua filter both
+# renderings place before api_key_auth (Envoy Gateway: an EnvoyExtensionPolicy's Lua, moved before
+# api_key_auth by the EnvoyProxy's filterOrder). Only the API-key header is a credential here: the gateway
+# extracts the key from it alone (``Authorization`` is not read, and passes to Triton like any header).
+AMBIGUOUS_CREDENTIALS_STATUS = 400
+LUA_FILTER = "envoy.filters.http.lua"
+API_KEY_AUTH_FILTER = "envoy.filters.http.api_key_auth"
 # Triton's HTTP endpoints a client needs (KServe v2 + the generate extension): per public model, POST
 # inference and GET metadata/readiness; server liveness/readiness.
 MODEL_POST_ENDPOINTS = ("generate", "generate_stream", "infer")
@@ -94,6 +103,22 @@ def request_body_limit(max_input_tokens: int) -> int:
     if max_input_tokens < 1:
         raise ValueError(f"max_input_tokens must be >= 1, got {max_input_tokens}")
     return min(MAX_REQUEST_BYTES_LIMIT, max_input_tokens * JSON_BYTES_PER_TOKEN + REQUEST_ENVELOPE_BYTES)
+
+
+def duplicate_credentials_lua(header: str) -> str:
+    """The Lua script (Envoy's Lua filter API, ``headers():getNumValues``) refusing a request that carries
+    ``header`` more than once; the same text in both renderings."""
+    if not header or not all(c.isalnum() or c == "-" for c in header):
+        raise ValueError(f"credential header {header!r} is not a plain header name")
+    return (
+        f"-- Refuse ambiguous credentials: more than one {header} header (issue 18 §4).\n"
+        "function envoy_on_request(handle)\n"
+        f'  if handle:headers():getNumValues("{header}") > 1 then\n'
+        f'    handle:respond({{[":status"] = "{AMBIGUOUS_CREDENTIALS_STATUS}", ["content-type"] = "text/plain"}},\n'
+        f'      "ambiguous credentials: more than one {header} header\\n")\n'
+        "  end\n"
+        "end\n"
+    )
 
 
 def public_grpc_paths(methods: tuple[str, ...] = GRPC_METHODS) -> tuple[str, ...]:
@@ -171,6 +196,11 @@ class EdgePolicy:
     @property
     def grpc_paths(self) -> tuple[str, ...]:
         return public_grpc_paths(self.grpc_methods)
+
+    @property
+    def credential_lua(self) -> str | None:
+        """The duplicate-credential refusal both renderings run before api_key_auth; None without auth."""
+        return duplicate_credentials_lua(self.api_key_header) if self.auth_enabled else None
 
     @property
     def tiers(self) -> tuple[Tier, ...]:

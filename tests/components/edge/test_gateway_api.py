@@ -52,6 +52,7 @@ REQUIRED = {
     "SecurityPolicy": [("spec", "targetRefs"), ("spec", "apiKeyAuth", "credentialRefs"), ("spec", "apiKeyAuth")],
     "BackendTrafficPolicy": [("spec", "targetRefs")],
     "ClientTrafficPolicy": [("spec", "targetRefs")],
+    "EnvoyExtensionPolicy": [("spec", "targetRefs"), ("spec", "lua")],
 }
 LISTENER_FIELDS = ("name", "port", "protocol")
 BACKEND_REF_FIELDS = ("name", "port")
@@ -90,6 +91,9 @@ def test_both_renderings_agree_on_clients_limits_and_timeouts(case):
     # Issue 18 §4: HTTP bodies limited (gRPC streams are not buffered), slow headers timed out.
     assert envoy["max_request_bytes"] == {"http": pol.max_request_bytes, "grpc": None}
     assert envoy["request_headers_timeout"] == f"{pol.request_headers_timeout_seconds}s"
+    # Ambiguous credentials (two API-key headers) refused before authentication, by the same script.
+    assert envoy["credential_lua"] == pol.credential_lua
+    assert envoy["credential_lua_before_auth"] is pol.auth_enabled
 
 
 @pytest.mark.parametrize("max_input_tokens", [2048, 8192, 131_072])

@@ -668,3 +668,58 @@ def test_slow_header_connections_are_closed_after_the_request_headers_timeout(ec
             f"\n[edge slow headers] {len(closed)} of {SLOW_CONNECTIONS} closed, after "
             f"{min(closed.values()):.2f}-{max(closed.values()):.2f} s (request_headers_timeout {timeout} s)"
         )
+
+
+def request_with_keys(edge: Edge, keys: list[str], *, body: dict | None = None) -> tuple[int, bytes]:
+    """One HTTPS request carrying each of ``keys`` as its own x-api-key header, in that order."""
+    context = ssl.create_default_context(cafile=str(edge.running.certificates.ca))
+    connection = http.client.HTTPSConnection(edge.running.url.removeprefix("https://"), timeout=30, context=context)
+    try:
+        path = "/v2/models/ensemble/generate" if body is not None else "/v2/health/ready"
+        connection.putrequest("POST" if body is not None else "GET", path)
+        for key in keys:
+            connection.putheader("x-api-key", key)
+        data = json.dumps(body).encode() if body is not None else b""
+        connection.putheader("content-type", "application/json")
+        connection.putheader("content-length", str(len(data)))
+        connection.endheaders(data)
+        response = connection.getresponse()
+        return response.status, response.read()
+    finally:
+        connection.close()
+
+
+def test_two_api_key_headers_are_refused_whichever_comes_first_and_reach_nothing(edge, echo_edge):
+    """The finding: two x-api-key headers, the valid one first, were accepted (api_key_auth reads the first)."""
+    for target in (edge, echo_edge):
+        valid, other = target.keys["alpha"], target.keys["beta"]
+        assert request_with_keys(target, [valid])[0] == 200
+        before = triton_requests(target.triton_metrics) if target.triton_metrics else None
+        _Echo.seen.clear()
+        for keys in ([valid, "x" * 48], ["x" * 48, valid], [valid, valid], [valid, other]):
+            status, text = request_with_keys(target, keys, body=GENERATE)
+            assert status == 400 and b"ambiguous credentials" in text, (keys == [valid, valid], status, text)
+        if before is not None:
+            assert triton_requests(target.triton_metrics) == before
+        else:
+            assert _Echo.seen == []
+    log = edge.running.access_log.read_text()
+    assert not any(key in log for key in edge.keys.values())
+
+
+def test_two_api_key_metadata_entries_are_refused_over_grpc(edge):
+    import grpc
+    from tritonclient.grpc import service_pb2, service_pb2_grpc
+
+    key = edge.keys["alpha"]
+    credentials = grpc.ssl_channel_credentials(root_certificates=edge.running.certificates.ca.read_bytes())
+    with grpc.secure_channel(edge.running.grpc_target, credentials) as channel:
+        stub = service_pb2_grpc.GRPCInferenceServiceStub(channel)
+        ready = service_pb2.ServerReadyRequest()
+        assert stub.ServerReady(ready, metadata=(("x-api-key", key),), timeout=30).ready
+        for metadata in ((("x-api-key", key), ("x-api-key", "y" * 48)), (("x-api-key", "y" * 48), ("x-api-key", key))):
+            with pytest.raises(grpc.RpcError) as raised:
+                stub.ServerReady(ready, metadata=metadata, timeout=30)
+            # Envoy turns a local reply to a gRPC request into grpc-status (HTTP 400 is INTERNAL).
+            assert raised.value.code() == grpc.StatusCode.INTERNAL, raised.value
+            assert "ambiguous credentials" in (raised.value.details() or ""), raised.value
