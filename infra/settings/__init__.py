@@ -7,6 +7,7 @@ every problem, each naming its key path as written in the stack file.
 
 from __future__ import annotations
 
+import copy
 import difflib
 import json
 import re
@@ -14,13 +15,22 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import ValidationError
 from pydantic.alias_generators import to_snake
 
 from components.catalog.names import fit_name
 from components.catalog.regions import REGIONS, Region
 from infra.settings.access import AccessSettings
 from infra.settings.autoscaling import AutoscalingSettings
-from infra.settings.base import CheckContext, Problem, Section, SettingsError, describe, validation_problems
+from infra.settings.base import (
+    CheckContext,
+    Problem,
+    ReadRecorder,
+    Section,
+    SettingsError,
+    describe,
+    validation_problems,
+)
 from infra.settings.capacity import CapacitySettings
 from infra.settings.cluster import ClusterSettings
 from infra.settings.edge import EdgeSettings
@@ -169,21 +179,104 @@ def load_settings(
             )
 
     parsed: dict[str, Section] = {}
+    repaired: dict[str, Section] = {}
     for section in SECTIONS:
         raw = values.get(section.key, {})
         found = validation_problems(section, raw, section.key)
         if found:
             problems += found
+            stand_in = _repaired(section, raw)
+            if stand_in is not None:
+                repaired[section.key] = stand_in
         else:
             parsed[section.key] = section.model_validate(raw)
-    ctx = CheckContext(stack=stack, environment=environment, region=region_info, sections=parsed)
-    for section_value in parsed.values():
-        problems += section_value.problems(ctx)
+    problems += _semantic_problems(parsed, repaired, stack=stack, environment=environment, region=region_info,
+                                   invalid=frozenset(s.key for s in SECTIONS if s.key not in parsed))  # fmt: skip
     if problems:
         raise SettingsError(problems)
     assert region_info is not None  # a missing or unknown region is a problem above
     fields = {to_snake(key): value for key, value in parsed.items()}  # nodePools -> node_pools
     return Settings(project=project, stack=stack, environment=environment, region=region_info, **fields)  # type: ignore[arg-type]
+
+
+def _repaired(section: type[Section], raw: Any, attempts: int = 8) -> Section | None:
+    """A stand-in for a section that failed validation: its raw values with every refused one removed (so
+    it takes its default), or None when that does not validate. Other sections' checks then see the keys the
+    user did write (``edge.domain``) instead of an absent section they would report as missing."""
+    current = copy.deepcopy(raw)
+    for _ in range(attempts):
+        if not isinstance(current, dict):
+            return None
+        try:
+            return section.model_validate(current)
+        except ValidationError as err:
+            locs = [tuple(e["loc"]) for e in err.errors(include_url=False)]
+        dropped = [_drop(current, loc) for loc in locs if loc]
+        if not any(dropped):
+            return None
+    return None
+
+
+def _drop(raw: Any, loc: tuple[Any, ...]) -> bool:
+    """Remove the value at ``loc`` (its nearest removable mapping key) from ``raw``; False when nothing can go."""
+    for depth in range(len(loc), 0, -1):
+        parent: Any = raw
+        try:
+            for part in loc[: depth - 1]:
+                parent = parent[part]
+        except (KeyError, IndexError, TypeError):
+            continue
+        key = loc[depth - 1]
+        if isinstance(parent, dict) and key in parent:
+            del parent[key]
+            return True
+    return False
+
+
+def _semantic_problems(
+    parsed: Mapping[str, Section],
+    repaired: Mapping[str, Section],
+    *,
+    stack: str,
+    environment: str,
+    region: Region | None,
+    invalid: frozenset[str],
+) -> list[Problem]:
+    """Every section's semantic problems, without follow-on errors: one bad value gives one problem.
+
+    A section that failed validation (``invalid``) reports only that; other sections' checks see its stand-in
+    (:func:`_repaired`: its valid values, defaults for the refused ones), or nothing, and it is named in
+    ``CheckContext.failed``. A section whose own checks found a problem is bad too. A check of another section
+    that read a bad section is run again with the bad ones absent, and only the problems found both with and
+    without them are kept, with those about the bad section's own keys: a problem about another key that
+    appears only with the bad values (or only without them) follows from the bad value and is left to its
+    own problem."""
+
+    def run(section: Section, visible: Mapping[str, Section], failed: frozenset[str]) -> tuple[list[Problem], set[str]]:
+        recorder = ReadRecorder(visible)
+        ctx = CheckContext(stack=stack, environment=environment, region=region, sections=recorder, failed=failed)
+        found = section.problems(ctx)
+        return found, recorder.read - {section.key}
+
+    everything = {**repaired, **parsed}
+    first = {key: run(value, everything, invalid) for key, value in parsed.items()}
+    bad = invalid | {key for key, (found, _) in first.items() if found}
+    out: list[Problem] = []
+    for key, value in parsed.items():
+        found, read = first[key]
+        others_bad = (read & bad) - {key}
+        if found and others_bad:
+            visible = {k: v for k, v in everything.items() if k not in others_bad}
+            again, _ = run(value, visible, invalid | others_bad)
+            # Kept: problems found without the bad sections too, and problems about a bad section's own keys
+            # (another view of the same bad value). Dropped: problems about other keys that follow from it.
+            found = [p for p in found if p in again or _under(p.path, others_bad)]
+        out += found
+    return out
+
+
+def _under(path: str, keys: Iterable[str]) -> bool:
+    return any(path == k or path.startswith((f"{k}.", f"{k}[")) for k in keys)
 
 
 def _names(project: str, stack: str) -> list[Problem]:

@@ -52,10 +52,45 @@ class CheckContext:
     environment: str
     region: Region | None
     sections: Mapping[str, Section] = field(default_factory=dict)
+    failed: frozenset[str] = frozenset()
+    """Sections that already failed (their own values are wrong): a check reading one sees it absent and
+    must not report what follows from that absence (``inference-platform:<key>`` keys)."""
 
     @property
     def production(self) -> bool:
         return self.environment == "production"
+
+    def known(self, key: str) -> bool:
+        """Whether section ``key`` is usable: present, or absent only because it was never configured."""
+        return key not in self.failed
+
+
+class ReadRecorder(Mapping[str, "Section"]):
+    """``sections`` for one check: records which other sections it read (load_settings uses it to tell
+    a section's own problems from those that follow from another section's bad value)."""
+
+    def __init__(self, sections: Mapping[str, Section]) -> None:
+        self._sections = sections
+        self.read: set[str] = set()
+
+    def __getitem__(self, key: str) -> Section:
+        self.read.add(key)
+        return self._sections[key]
+
+    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+        self.read.add(key)
+        return self._sections.get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        self.read.add(str(key))
+        return key in self._sections
+
+    def __iter__(self) -> Any:
+        self.read.update(self._sections)
+        return iter(self._sections)
+
+    def __len__(self) -> int:
+        return len(self._sections)
 
 
 class Section(BaseModel):

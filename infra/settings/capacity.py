@@ -128,16 +128,17 @@ def plan_for(
     """Plan the serving pool for ``cap``; problems name the key they come from."""
     serving = sections.get("serving")
     pools = sections.get("nodePools")
-    if serving is None or pools is None or region is None:
-        return PlanResult(None, ())  # those sections report their own problems
     out: list[Problem] = []
+    # The capacity section's own values first: they do not depend on the other sections.
     if cap.tokens_per_day is None or cap.tokens_per_day <= 0:
         out.append(Problem("capacity.tokensPerDay", f"got {cap.tokens_per_day!r}; expected a number > 0"))
     if not 0 < cap.night_fraction <= 1:
         out.append(Problem("capacity.nightFraction", f"got {cap.night_fraction}; expected a value in (0, 1]"))
-    if region not in prices.REGIONS:
+    if region is not None and region not in prices.REGIONS:
         out.append(Problem("capacity", f"the price table has no region {region!r} (aws:region); priced regions: "
                                        f"{', '.join(sorted(prices.REGIONS))}"))  # fmt: skip
+    if serving is None or pools is None or region is None:
+        return PlanResult(None, tuple(out))  # those sections report their own problems
     pool: NodePoolSettings | None = pools.root.get(serving.node_pool)
     if pool is None:
         return PlanResult(None, tuple(out))  # serving names the missing pool
