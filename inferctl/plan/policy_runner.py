@@ -1,7 +1,10 @@
 """Evaluates a CrossGuard pack on recorded resources the way the engine's analyzer does.
 
 Resource policies see each resource's inputs; stack policies see every resource with its parent,
-dependencies and property dependencies resolved to PolicyResource objects. Enforcement levels come
+dependencies and property dependencies resolved to PolicyResource objects. Component resources are judged
+too, with the inputs they register, as the engine's analyzer does (``kubernetes:helm.sh/v4:Chart`` is a
+component whose chart and version the pack must see; ``helm.v3.Chart`` registers none,
+pulumi/pulumi-kubernetes#2144); only the root stack resource is left out. Enforcement levels come
 from the policy, then the pack, then the stack's policy config file (``all`` or per policy), as in
 ``pulumi preview --policy-pack-config``.
 """
@@ -31,6 +34,8 @@ from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
 
 from inferctl.plan.recorder import RecordedResource
 
+ROOT_STACK = "pulumi:pulumi:Stack"
+
 
 @dataclass(frozen=True)
 class Violation:
@@ -53,7 +58,7 @@ def evaluate(
 ) -> list[Violation]:
     config = dict(config or {})
     resources = list(resources)
-    custom = [r for r in resources if r.custom]
+    custom = [r for r in resources if _judged(r)]
     violations: list[Violation] = []
     stack_view: list[PolicyResource] | None = None
     # Deserialized once: every resource policy reads the same (read-only) props.
@@ -109,11 +114,11 @@ def _options(r: RecordedResource) -> PolicyResourceOptions:
 
 
 def _stack_view(resources: list[RecordedResource]) -> list[PolicyResource]:
-    """The custom resources, each linked to its parent, dependencies and property dependencies.
+    """The judged resources (custom and component), each linked to its parent, dependencies and property
+    dependencies.
 
-    Links resolve against every recorded resource, components included, as the engine's analyzer does
-    (a custom resource's parent is usually a component, whose own dependencies its children wait for);
-    the list itself holds only the custom resources, which is what the stack rules iterate.
+    Links resolve against every recorded resource, as the engine's analyzer does (a custom resource's
+    parent is usually a component, whose own dependencies its children wait for).
     """
     views = {
         r.urn: PolicyResource(r.type, _props({**r.inputs, **r.outputs}), r.urn, r.name, _options(r), None, None, [], {})
@@ -126,7 +131,11 @@ def _stack_view(resources: list[RecordedResource]) -> list[PolicyResource]:
         view.property_dependencies = {
             k: [views[u] for u in v if u in views] for k, v in r.property_dependencies.items()
         }
-    return [views[r.urn] for r in resources if r.custom]
+    return [views[r.urn] for r in resources if _judged(r)]
+
+
+def _judged(r: RecordedResource) -> bool:
+    return r.custom or r.type != ROOT_STACK
 
 
 def _level(policy: Policy, pack_level: EnforcementLevel, config: Mapping[str, Any]) -> EnforcementLevel:

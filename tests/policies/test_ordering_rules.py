@@ -303,7 +303,8 @@ def _plan_program(tmp_path, ordered: bool):
             f"""\
             import pulumi
             import pulumi_kubernetes as k8s
-            driver = k8s.helm.v3.Release("driver", chart="secrets-store-csi-driver", version="1.6.0")
+            driver = k8s.helm.v3.Release("driver", chart="secrets-store-csi-driver", version="1.6.0",
+                                         repository_opts={{"repo": "https://kubernetes-sigs.github.io/secrets-store-csi-driver/charts"}})
             k8s.apiextensions.CustomResource(
                 "keys", api_version="secrets-store.csi.x-k8s.io/v1", kind="SecretProviderClass",
                 metadata={{"name": "keys", "namespace": "inference"}},

@@ -80,7 +80,8 @@ def _plan_program(tmp_path, sync: bool):
             import pulumi
             import pulumi_kubernetes as k8s
             driver = k8s.helm.v3.Release("driver", name="csi", chart="secrets-store-csi-driver", version="1.6.0",
-                                         values={{"syncSecret": {{"enabled": {sync}}}}})
+                                         values={{"syncSecret": {{"enabled": {sync}}}}},
+                                         repository_opts={{"repo": "https://kubernetes-sigs.github.io/secrets-store-csi-driver/charts"}})
             # After the driver, which installs the SecretProviderClass CRD (custom-resources-after-crds).
             k8s.apiextensions.CustomResource(
                 "spc", api_version="secrets-store.csi.x-k8s.io/v1", kind="SecretProviderClass",

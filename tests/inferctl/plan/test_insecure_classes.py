@@ -43,6 +43,7 @@ EXPECTED = {
     "model-objects-not-expired": {"expire-models"},
     "autoscaling-within-accelerator-capacity": {"unbounded-scaler", "wide-hpa", "gpu-jobs"},
     "accelerator-pods-bounded": {"gpu-cron", "gpu-pod"},
+    "helm-charts-pinned": {"local-chart", "archive-release"},
 }
 
 
