@@ -16,7 +16,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components import catalog
-from components.catalog import eks_versions
+from components.catalog import cold_start, eks_versions
 from components.cluster.addons import (
     VPC_CNI_NETWORK_POLICY,
     AddonIdentity,
@@ -339,6 +339,9 @@ def _pool_spec(name: str, pool: NodePoolSettings) -> PoolSpec:
         max_size=pool.max_size,
         desired_size=pool.desired_size,
         disk_size_gib=pool.disk_size_gib,
+        disk_throughput_mib_s=_gp3_throughput(pool),
+        disk_iops=_gp3_iops(pool),
+        local_nvme_raid0=pool.local_nvme_raid0(),
         zones=tuple(pool.availability_zones or ()),
         efa=pool.efa,
         ami_family=pool.ami_family,
@@ -348,3 +351,18 @@ def _pool_spec(name: str, pool: NodePoolSettings) -> PoolSpec:
         consolidate_after=pool.consolidate_after,
         disruption_budget=pool.disruption_budget,
     )
+
+
+def _gp3_throughput(pool: NodePoolSettings) -> int | None:
+    """The pool's gp3 MiB/s when above EBS's free 125 (None leaves the volume as AWS defaults it)."""
+    mib_s = pool.disk_throughput()
+    return mib_s if mib_s > cold_start.GP3_BASE_MIB_S else None
+
+
+def _gp3_iops(pool: NodePoolSettings) -> int | None:
+    """IOPS the throughput needs (0.25 MiB/s per IOPS), when above the free 3,000."""
+    mib_s = _gp3_throughput(pool)
+    if mib_s is None:
+        return None
+    iops = cold_start.gp3_iops_for(mib_s)
+    return iops if iops > cold_start.GP3_BASE_IOPS else None

@@ -31,6 +31,7 @@ from infra.settings import Settings
 from infra.settings.autoscaling import day_bounds
 from infra.settings.capacity import planned_replicas
 from infra.settings.capacity import summary as capacity_summary
+from infra.settings.inference import InferenceSettings
 from infra.storage import Storage
 
 
@@ -141,7 +142,7 @@ def _service(
             model=_model_source(settings, storage),
             placement=_placement(settings, pool),
             resources=Resources(cpu=cfg.resources.cpu, memory_gib=cfg.resources.memory_gib),
-            init_resources=Resources(cpu=cfg.init_resources.cpu, memory_gib=cfg.init_resources.memory_gib),
+            init_resources=_init_resources(cfg),
             region=settings.region.name,
             shared_memory_gib=cfg.shared_memory_gib,
             scratch_gib=cfg.scratch_gib,
@@ -305,3 +306,22 @@ def _load_balancer_cidrs(settings: Settings, foundation: Foundation) -> list[str
     net = settings.network
     plans = carve(net.cidr, len(foundation.zones), net.subnet_prefixes)
     return [plan.cidr for plan in plans if plan.tier == "public"]
+
+
+INIT_CPU_MAX = 8
+INIT_MEMORY_GIB_MAX = 16
+
+
+def _init_resources(cfg: InferenceSettings) -> Resources:
+    """The artifact init containers: as set, else up to 8 CPUs and 16 GiB but never more than the server's.
+
+    A pod's request is the larger of its biggest init container and the sum of its containers, so init
+    containers within the server's resources cost no capacity, and a 1-CPU, 2-GiB one starves the copy
+    (its page cache is charged to the container: components/catalog/cold_start.py)."""
+    init = cfg.init_resources
+    return Resources(
+        cpu=init.cpu if init.cpu is not None else min(cfg.resources.cpu, INIT_CPU_MAX),
+        memory_gib=init.memory_gib
+        if init.memory_gib is not None
+        else min(cfg.resources.memory_gib, INIT_MEMORY_GIB_MAX),
+    )

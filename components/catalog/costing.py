@@ -311,7 +311,7 @@ class _Context:
         return node, prices.instance_hour(node.name, self.region)
 
     def _ec2_line(self, r: Mapping[str, Any], pool: str, types: list[str], lo: int, desired: int, hi: int,
-                  spot_share: float, disk_gib: float) -> Line:  # fmt: skip
+                  spot_share: float, disk_gib: float, disk_performance_month: float = 0.0) -> Line:  # fmt: skip
         node, hour = self._pool_price(types)
         if node is None or hour is None:
             return self.line(r, "EC2", "unknown", None, None, None, f"no price for {', '.join(types) or 'any type'}")
@@ -325,12 +325,14 @@ class _Context:
             expected_nodes = node_hours.expected_nodes(parts)
             basis_need = "; " + _demand_basis(loads, parts, shards)
         factor = 1 - spot_share + spot_share * self.usage.spot_factor
-        per_node_month = hour * H * factor + disk_gib * prices.service(prices.EBS_GP3_GB_MONTH, self.region)
+        disk_month = disk_gib * prices.service(prices.EBS_GP3_GB_MONTH, self.region) + disk_performance_month
+        per_node_month = hour * H * factor + disk_month
         category = "EC2 accelerators" if node.is_accelerated else "EC2 general purpose"
         spot = f", {spot_share:.0%} spot at {self.usage.spot_factor:g}x" if spot_share else ", on-demand"
-        basis = (f"{node.name} ${hour:.3f}/h{spot}, {disk_gib:g} GiB gp3 per node; nodes min {lo} / expected "
+        perf = f" + ${disk_performance_month:,.2f}/month provisioned IOPS/throughput" if disk_performance_month else ""
+        basis = (f"{node.name} ${hour:.3f}/h{spot}, {disk_gib:g} GiB gp3{perf} per node; nodes min {lo} / expected "
                  f"{expected_nodes:.4g} / max {hi}{basis_need}")  # fmt: skip
-        on_demand_node_month = hour * H + disk_gib * prices.service(prices.EBS_GP3_GB_MONTH, self.region)
+        on_demand_node_month = hour * H + disk_month
         line = self.line(r, category, "priced", lo * per_node_month, expected_nodes * per_node_month,
                          hi * per_node_month, basis)  # fmt: skip
         return replace(line, spot_share=spot_share, monthly_max_on_demand=hi * on_demand_node_month)
@@ -368,13 +370,14 @@ class _Context:
         desired = int(number(scaling.get("desiredSize"), "scalingConfig.desiredSize", lo))
         spot = 1.0 if str(inputs.get("capacityType", "ON_DEMAND")).upper() == "SPOT" else 0.0
         lt = self.by_id.get(get(inputs, "launchTemplate.id"))
-        disk = 0.0
+        disk, perf = 0.0, 0.0
         for bdm in get(lt or {}, "inputs.blockDeviceMappings", []) or []:
             disk += gib(get(bdm, "ebs.volumeSize"), "launch template ebs.volumeSize")
+            perf += prices.gp3_performance_month(get(bdm, "ebs.iops"), get(bdm, "ebs.throughput"), self.region)
         disk = disk or gib(inputs.get("diskSize"), "diskSize", 20)
         pool = str(get(inputs, f"labels.{POOL_LABEL}", "")) or str(r.get("name", ""))
         return self._ec2_line(r, pool, [str(t) for t in inputs.get("instanceTypes") or []], lo, desired, hi, spot,
-                              disk)  # fmt: skip
+                              disk, perf)  # fmt: skip
 
     def _karpenter(self, r: Mapping[str, Any], inputs: Mapping[str, Any]) -> Line:
         spec = get(inputs, "spec.template.spec", {}) or {}
@@ -394,14 +397,14 @@ class _Context:
             elif "cpu" in limits:
                 hi = int(number(limits["cpu"], "spec.limits.cpu") // node.vcpu)
         node_class = self.node_classes.get(get(spec, "nodeClassRef.name"))
-        disk = sum(
-            gib(get(b, "ebs.volumeSize"), "EC2NodeClass ebs.volumeSize")
-            for b in get(node_class or {}, "inputs.spec.blockDeviceMappings", []) or []
-        )
+        mappings = get(node_class or {}, "inputs.spec.blockDeviceMappings", []) or []
+        disk = sum(gib(get(b, "ebs.volumeSize"), "EC2NodeClass ebs.volumeSize") for b in mappings)
+        perf = sum(prices.gp3_performance_month(get(b, "ebs.iops"), get(b, "ebs.throughput"), self.region)
+                   for b in mappings)  # fmt: skip
         pool = str(get(inputs, "metadata.name", r.get("name", "")))
         if not hi:
             return self.line(r, "EC2", "unknown", None, None, None, "Karpenter pool without a node limit: no maximum")
-        return self._ec2_line(r, pool, types, 0, 0, hi, spot, disk or 20)
+        return self._ec2_line(r, pool, types, 0, 0, hi, spot, disk or 20, perf)
 
 
 def component_of(urn: str) -> str:

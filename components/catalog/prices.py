@@ -83,6 +83,21 @@ SECRET_MONTH: Final = 0.40
 LOGS_INGEST_GB: Final = 0.50
 LOGS_STORE_GB_MONTH: Final = 0.03
 EBS_GP3_GB_MONTH: Final = 0.08
+# gp3 beyond its free 3,000 IOPS and 125 MiB/s (AWS EBS pricing, us-east-1): per provisioned IOPS-month and
+# per MiB/s-month.
+EBS_GP3_IOPS_MONTH: Final = 0.005
+EBS_GP3_MIBPS_MONTH: Final = 0.040
+EBS_GP3_FREE_IOPS: Final = 3000
+EBS_GP3_FREE_MIBPS: Final = 125
+
+
+def gp3_performance_month(iops: float | None, mib_s: float | None, region: str) -> float:
+    """What a gp3 volume's provisioned IOPS and throughput above the free baseline cost a month."""
+    extra_iops = max(0.0, (iops or EBS_GP3_FREE_IOPS) - EBS_GP3_FREE_IOPS)
+    extra_mib_s = max(0.0, (mib_s or EBS_GP3_FREE_MIBPS) - EBS_GP3_FREE_MIBPS)
+    return service(extra_iops * EBS_GP3_IOPS_MONTH + extra_mib_s * EBS_GP3_MIBPS_MONTH, region)
+
+
 EBS_GP2_GB_MONTH: Final = 0.10
 ECR_GB_MONTH: Final = 0.10
 WAF_ACL_MONTH: Final = 5.0

@@ -129,12 +129,18 @@ def node_class_spec(args: KarpenterNodePoolArgs, placement_group: pulumi.Input[s
                     "volumeType": "gp3",
                     "encrypted": True,
                     "deleteOnTermination": True,
+                    **({"throughput": pool.spec.disk_throughput_mib_s} if pool.spec.disk_throughput_mib_s else {}),
+                    **({"iops": pool.spec.disk_iops} if pool.spec.disk_iops else {}),
                     **({"kmsKeyID": args.volume_kms_key_arn} if args.volume_kms_key_arn is not None else {}),
                 },
             }
         ],
         "tags": dict(args.instance_tags),
     }
+    if pool.spec.local_nvme_raid0 and pool.spec.ami_family == "al2023":
+        # Karpenter v1.14.1 pkg/apis/v1/ec2nodeclass.go: RAID0 of every NVMe instance-store disk, holding
+        # /var/lib/containerd and /var/lib/kubelet (images and emptyDir volumes).
+        spec["instanceStorePolicy"] = "RAID0"
     if pool.spec.reservation_ids:
         spec["capacityReservationSelectorTerms"] = [{"id": rid} for rid in pool.spec.reservation_ids]
     if placement_group is not None:

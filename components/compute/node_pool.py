@@ -31,6 +31,7 @@ placement strategy), so a replacement always comes with a new name.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
@@ -134,6 +135,7 @@ class NodePool(pulumi.ComponentResource):
                 "instance_metadata_tags": "disabled",
             },
             block_device_mappings=_block_devices(pool, args.volume_kms_key_arn),
+            user_data=_user_data(pool),
             # With explicit interfaces the groups go on each interface; EC2 refuses both forms at once.
             network_interfaces=_efa_interfaces(pool.efa_interfaces, args.security_group_ids) or None,
             vpc_security_group_ids=None if pool.efa else list(args.security_group_ids),
@@ -237,7 +239,11 @@ def node_group_name(
 
 def _block_devices(pool: PoolProfile, kms_key_arn: pulumi.Input[str] | None) -> list[dict]:
     def ebs(device: str, size: int) -> dict:
-        volume = {"volume_size": size, "volume_type": "gp3", "encrypted": "true", "delete_on_termination": "true"}
+        volume: dict = {"volume_size": size, "volume_type": "gp3", "encrypted": "true", "delete_on_termination": "true"}
+        if pool.spec.disk_throughput_mib_s is not None:
+            volume["throughput"] = pool.spec.disk_throughput_mib_s
+        if pool.spec.disk_iops is not None:
+            volume["iops"] = pool.spec.disk_iops
         if kms_key_arn is not None:
             volume["kms_key_id"] = kms_key_arn
         return {"device_name": device, "ebs": volume}
@@ -246,6 +252,31 @@ def _block_devices(pool: PoolProfile, kms_key_arn: pulumi.Input[str] | None) -> 
         # Bottlerocket keeps the OS on a small root volume and images/containers on the data volume.
         return [ebs(ROOT_DEVICE, BOTTLEROCKET_ROOT_GIB), ebs(BOTTLEROCKET_DATA_DEVICE, pool.spec.disk_size_gib)]
     return [ebs(ROOT_DEVICE, pool.spec.disk_size_gib)]
+
+
+LOCAL_STORAGE_BOUNDARY = "//"
+LOCAL_STORAGE_NODE_CONFIG = """apiVersion: node.eks.aws/v1alpha1
+kind: NodeConfig
+spec:
+  instance:
+    localStorage:
+      strategy: RAID0
+"""
+"""nodeadm's NodeConfig for a RAID0 of the instance-store NVMe disks (awslabs/amazon-eks-ami nodeadm API
+``InstanceOptions.LocalStorage``; what Karpenter v1.14.1 writes for ``instanceStorePolicy: RAID0``,
+pkg/providers/amifamily/bootstrap/nodeadm.go). EKS merges this MIME part with its own bootstrap part."""
+
+
+def _user_data(pool: PoolProfile) -> str | None:
+    """Base64 MIME user data with the local-storage NodeConfig (AL2023 pools with ``local_nvme_raid0``)."""
+    if not pool.spec.local_nvme_raid0 or pool.spec.ami_family != "al2023":
+        return None
+    mime = (
+        f'MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="{LOCAL_STORAGE_BOUNDARY}"\n\n'
+        f"--{LOCAL_STORAGE_BOUNDARY}\nContent-Type: application/node.eks.aws\n\n{LOCAL_STORAGE_NODE_CONFIG}\n"
+        f"--{LOCAL_STORAGE_BOUNDARY}--\n"
+    )
+    return base64.b64encode(mime.encode()).decode()
 
 
 def _efa_interfaces(count: int, security_group_ids: Sequence[pulumi.Input[str]]) -> list[dict]:

@@ -94,6 +94,14 @@ class PoolSpec:
     """Per shard, like min_size."""
     desired_size: int | None = None
     disk_size_gib: int = DEFAULT_DISK_SIZE_GIB
+    disk_throughput_mib_s: int | None = None
+    """gp3 throughput of the node disk (125-1000 MiB/s); None: EBS's free 125 (nothing set)."""
+    disk_iops: int | None = None
+    """gp3 IOPS (3000-16000); None: EBS's free 3000 (nothing set)."""
+    local_nvme_raid0: bool = False
+    """The node's NVMe instance-store disks as one RAID0 array holding containerd and kubelet state (so
+    image layers and emptyDir volumes, the staged model among them): nodeadm ``localStorage.strategy:
+    RAID0`` on managed groups, ``instanceStorePolicy: RAID0`` on Karpenter (AL2023 only)."""
     zones: tuple[str, ...] = ()
     """Zones the pool may use; empty: every zone of the cluster (EFA pools: the first one). An EFA pool
     gets one shard per zone."""

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 import pulumi
 
+from components.catalog import cold_start
 from components.catalog.efa import EFA_ENV
 from components.catalog.serving_contract import (
     GRPC_PORT,
@@ -37,6 +38,12 @@ SCRATCH_DIR = "/tmp"
 SHM_DIR = "/dev/shm"
 CACHE_MOUNT = "/mnt/model-cache"
 LOG_HEADROOM_GIB = 2
+STAGE_STREAMS = cold_start.PARALLEL_COPY_STREAMS
+STAGE_SCRIPT = (
+    '''set -e; mkdir -p "$2"; cd "$1"; find . -type f -print0 | xargs -0 -r -P "$3" -I{} cp --parents -- {} "$2"'''
+)
+"""Copy the version's files from the cache ($1) into $2, $3 at a time (GNU findutils/coreutils in the image);
+xargs exits non-zero when any copy fails, and set -e fails the container with it."""
 """Ephemeral storage beyond the volumes: container logs (the root filesystem is read-only)."""
 SECRETS_CSI_DRIVER = "secrets-store.csi.k8s.io"
 LABEL_ZONE = "topology.kubernetes.io/zone"
@@ -232,8 +239,10 @@ def init_containers(pod: ServerPod) -> list[dict[str, Any]]:
         dest = f"{MODELS_DIR}/{what}"
         mounts = [{"name": "models", "mountPath": str(MODELS_DIR)}, _mount("scratch", SCRATCH_DIR)]
         if model.kind == "fsx":
-            # GNU cp: "<dir>/." copies the contents and creates dest; the server re-hashes every file.
-            command: list[pulumi.Input[str]] = ["cp", "-R", f"{CACHE_MOUNT}{path}.", dest]
+            # Files copied STAGE_STREAMS at a time (one cp -R stream could not fill FSx or the node's disk:
+            # components/catalog/cold_start.py); the server re-hashes every file.
+            command: list[pulumi.Input[str]] = ["sh", "-c", STAGE_SCRIPT, "stage", f"{CACHE_MOUNT}{path}", dest,
+                                                str(STAGE_STREAMS)]  # fmt: skip
             mounts.append({"name": "model-cache", "mountPath": CACHE_MOUNT, "readOnly": True})
             name = f"stage-{what}"
         else:

@@ -20,6 +20,7 @@ from components.autoscaling.scaled_object import DEFAULT_KV_TARGET, DEFAULT_QUEU
 from components.autoscaling.schedule import DEFAULT_NIGHT_FRACTION, DEFAULT_TIMEZONE, NightSchedule
 from components.catalog import downstream_limits as limits
 from components.serving import placement
+from infra.settings import cold_start as cold_start_settings
 from infra.settings.base import CheckContext, Problem, Section
 from infra.settings.capacity import derived_bounds, planned_replicas
 from infra.settings.node_pools import cluster_zones
@@ -32,6 +33,9 @@ MAX_HPA_WINDOW_SECONDS = limits.HPA_WINDOW_SECONDS_MAX
 MAX_HPA_PERIOD_SECONDS = limits.HPA_PERIOD_SECONDS_MAX
 """The HPA API's limit on a scaling policy's periodSeconds."""
 PRODUCTION_MIN_REPLICAS = 2
+DEFAULT_RAMP_PERCENT_PER_HOUR = 100.0
+"""An assumption, not a measurement: the load may double within an hour (e.g. the night floor at 50 % back
+to the day in an hour). Set the stack's own from its traffic."""
 _CLOCK = re.compile(r"^([01][0-9]|2[0-3]):([0-5][0-9])$")
 _DEFAULT_BEHAVIOUR = Behaviour()
 
@@ -119,6 +123,11 @@ class AutoscalingSettings(Section):
     scale_up: ScaleUpSettings = Field(default_factory=ScaleUpSettings)
     scale_down: ScaleDownSettings = Field(default_factory=ScaleDownSettings)
     night: NightSettings = Field(default_factory=NightSettings)
+    ramp_percent_per_hour: float = Field(default=DEFAULT_RAMP_PERCENT_PER_HOUR, ge=0, le=10000)
+    """Default 100, in [0, 10000] (0: no check). The fastest planned rise of the load, in % of itself per
+    hour (100: the load may double within an hour, e.g. the morning ramp from the night floor). During one
+    cold start (components/catalog/cold_start.py) the running replicas must carry that rise, so the target
+    per replica must leave the headroom it needs: refused otherwise, naming the key."""
 
     def bounds(self, replicas: int, slots: int) -> tuple[int, int]:
         """(day floor, day ceiling): the explicit values, else inference.replicas and the pool's slots."""
@@ -163,6 +172,7 @@ class AutoscalingSettings(Section):
                 )
             )
         out += self._night_problems()
+        out += [Problem(key, message) for key, message in cold_start_settings.ramp_problems(self, ctx.sections)]
         inference = ctx.sections.get("inference")
         startup = getattr(getattr(inference, "probes", None), "startup_seconds", None)
         if startup is not None and self.scale_down.stabilization_seconds < startup:

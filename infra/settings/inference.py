@@ -103,10 +103,10 @@ class ResourceSettings(Section):
 
 
 class InitResourceSettings(Section):
-    cpu: float = Field(default=1, gt=0, le=64)
-    """Default 1. CPU of each artifact init container."""
-    memory_gib: float = Field(default=2, gt=0, le=256)
-    """Default 2. Memory (GiB) of each artifact init container."""
+    cpu: float | None = Field(default=None, gt=0, le=64)
+    """Default: the server's CPU up to 8 (infra/inference.py). CPU of each artifact init container."""
+    memory_gib: float | None = Field(default=None, gt=0, le=256)
+    """Default: the server's memory up to 16 GiB. Memory (GiB) of each artifact init container."""
 
 
 class ModelSettings(Section):

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from pydantic import ConfigDict, Field, RootModel
 
 from components import catalog
-from components.catalog import aws_names, charts, offerings
+from components.catalog import aws_names, charts, cold_start, offerings
 from components.compute.pool_profile import (
     DEFAULT_CONSOLIDATE_AFTER,
     DEFAULT_DISK_SIZE_GIB,
@@ -68,6 +68,12 @@ class NodePoolSettings(Section):
     Karpenter, owns it)."""
     disk_size_gib: int = Field(default=DEFAULT_DISK_SIZE_GIB, ge=20, le=16384)
     """Default 200 GiB encrypted gp3 (Triton + TensorRT-LLM images are ~20 GB)."""
+    disk_throughput_mib_s: int | None = Field(default=None, ge=125, le=1000, alias="diskThroughputMiBps")
+    """Default: what the pool's smallest EBS baseline can use, 125-1000 MiB/s (p5: 1000; g6.xlarge: 125). gp3
+    throughput of the node disk; above 125 it is billed (and needs 4 IOPS per MiB/s: set for you)."""
+    local_storage: Literal["auto", "raid0", "none"] = "auto"
+    """Default ``auto``: ``raid0`` when every type has NVMe instance storage at least diskSizeGib large (AL2023).
+    ``raid0`` puts containerd and kubelet state (images, the staged model) on a RAID0 of the NVMe disks."""
     availability_zones: list[str] | None = None
     """Default every cluster zone; for an EFA pool the first only (each zone adds maxSize nodes). Zones
     of the cluster the pool may use. An EFA pool gets one node group, placement group and (Karpenter)
@@ -85,6 +91,26 @@ class NodePoolSettings(Section):
         except catalog.CatalogError:
             return False
         return all(t.efa_by_default for t in types)
+
+    def disk_throughput(self) -> int:
+        """gp3 MiB/s of the node disk: the setting, else the pool's smallest EBS baseline within 125..1000."""
+        if self.disk_throughput_mib_s is not None:
+            return self.disk_throughput_mib_s
+        baselines = [d.ebs_baseline_mb_s * 1e6 / cold_start.MIB for t in self.instance_types
+                     if (d := cold_start.disks(t)) is not None]  # fmt: skip
+        if not baselines or len(baselines) < len(self.instance_types):
+            return int(cold_start.GP3_BASE_MIB_S)
+        return int(min(cold_start.GP3_MAX_MIB_S, max(cold_start.GP3_BASE_MIB_S, min(baselines))))
+
+    def local_nvme_raid0(self) -> bool:
+        """Whether the node's ephemeral storage is the RAID0 of its NVMe disks."""
+        if self.local_storage != "auto":
+            return self.local_storage == "raid0"
+        if self.ami_family != "al2023":
+            return False
+        found = [cold_start.disks(t) for t in self.instance_types]
+        return all(d is not None and d.nvme_count and d.nvme_count * d.nvme_gb * 1e9 / 2**30 >= self.disk_size_gib
+                   for d in found)  # fmt: skip
 
     def zones(self, cluster_zones: Sequence[str]) -> tuple[str, ...]:
         """The zones the pool's nodes use (components.compute.pool_profile.pool_zones)."""

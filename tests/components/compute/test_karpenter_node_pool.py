@@ -111,3 +111,18 @@ def test_bottlerocket_is_refused_for_karpenter_pools():
     with pytest.raises(ComponentArgsError, match="al2023"):
         KarpenterNodePool("p", KarpenterNodePoolArgs(pool=pool, cluster_name="c", node_role_name="n",
                                                      cluster_security_group_id="sg", provider=None))  # fmt: skip
+
+
+def test_instance_store_raid0_and_gp3_throughput(run_components):
+    """Karpenter v1.14.1 EC2NodeClass.spec.instanceStorePolicy: RAID0 (pkg/apis/v1/ec2nodeclass.go)."""
+    _, node_class, _ = crs(
+        run_components, "g6.xlarge", disk_throughput_mib_s=500, disk_iops=3000, local_nvme_raid0=True
+    )
+    spec = node_class.inputs["spec"]
+    assert spec["instanceStorePolicy"] == "RAID0"
+    assert (spec["blockDeviceMappings"][0]["ebs"]["throughput"], spec["blockDeviceMappings"][0]["ebs"]["iops"]) == (
+        500,
+        3000,
+    )
+    _, plain, _ = crs(run_components, "g6.xlarge")
+    assert "instanceStorePolicy" not in plain.inputs["spec"]

@@ -171,3 +171,17 @@ def test_bad_pools_are_reported_together():
                          pool=profile(PoolSpec(name="a-twenty-one-char-efa", instance_types=("p5.48xlarge",)), ZONES),
                          subnet_ids_by_zone=SUBNETS, security_group_ids=["sg"]),
         )  # fmt: skip
+
+
+def test_gp3_throughput_and_nvme_raid0_for_the_model_copy(run_components):
+    """Issue 21 cold start: a provisioned gp3 and a RAID0 of the NVMe disks (nodeadm NodeConfig part)."""
+    import base64
+
+    lt = one(pool_resources(run_components, "p5.48xlarge", disk_throughput_mib_s=1000, disk_iops=4000,
+                            local_nvme_raid0=True), "pool-us-west-2a-lt").inputs  # fmt: skip
+    ebs = lt["blockDeviceMappings"][0]["ebs"]
+    assert (ebs["throughput"], ebs["iops"]) == (1000, 4000)
+    user_data = base64.b64decode(lt["userData"]).decode()
+    assert "Content-Type: application/node.eks.aws" in user_data and "strategy: RAID0" in user_data
+    plain = one(pool_resources(run_components, "g6.xlarge"), "pool-lt").inputs
+    assert "userData" not in plain and "throughput" not in plain["blockDeviceMappings"][0]["ebs"]

@@ -9,6 +9,8 @@ import pytest
 
 from components.compute.pool_profile import Taint
 from components.serving.pod import (
+    STAGE_SCRIPT,
+    STAGE_STREAMS,
     ModelSource,
     Placement,
     Probes,
@@ -125,7 +127,10 @@ def test_fsx_source_stages_from_the_read_only_cache():
                         tokenizer_path="/models/t/v1/")  # fmt: skip
     spec = pod_spec(make_pod(model=model), [], service_account="triton")
     stage = {c["name"]: c for c in spec["initContainers"]}
-    assert stage["stage-engine"]["command"] == ["cp", "-R", "/mnt/model-cache/models/e/v1/.", "/models/engine"]
+    command = stage["stage-engine"]["command"]
+    assert command[:2] == ["sh", "-c"] and command[3:] == ["stage", "/mnt/model-cache/models/e/v1/", "/models/engine",
+                                                           str(STAGE_STREAMS)]  # fmt: skip
+    assert STAGE_STREAMS > 1  # parallel: one cp -R stream could not fill FSx or the node's disk (issue 21)
     cache = [m for m in stage["stage-engine"]["volumeMounts"] if m["name"] == "model-cache"]
     assert cache == [{"name": "model-cache", "mountPath": "/mnt/model-cache", "readOnly": True}]
     volume = next(v for v in spec["volumes"] if v["name"] == "model-cache")
@@ -191,3 +196,23 @@ def test_fetch_init_containers_pin_the_manifests_they_download():
     assert commands["fetch-tokenizer"][-2:] == ["--manifest-sha256", "t" * 64]
     plain = {c["name"]: c["command"] for c in init_containers(make_pod(model=unpinned))}
     assert "--manifest-sha256" not in plain["fetch-engine"]
+
+
+def test_the_stage_script_copies_every_file_in_parallel_and_fails_on_a_failed_copy(tmp_path):
+    """The FSx stage command, run here with this machine's sh, find, xargs and GNU cp."""
+    import subprocess
+
+    src = tmp_path / "cache" / "models" / "e" / "v1"
+    for rel in ("rank0.engine", "rank1.engine", "config.json", "tokenizer/tokenizer.json", "a b/c'd.bin"):
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        (src / rel).write_bytes(rel.encode() * 1000)
+    dest = tmp_path / "models" / "engine"
+    subprocess.run(["sh", "-c", STAGE_SCRIPT, "stage", f"{src}/", str(dest), "3"], check=True)
+    copied = sorted(p.relative_to(dest).as_posix() for p in dest.rglob("*") if p.is_file())
+    assert copied == ["a b/c'd.bin", "config.json", "rank0.engine", "rank1.engine", "tokenizer/tokenizer.json"]
+    assert (dest / "rank1.engine").read_bytes() == (src / "rank1.engine").read_bytes()
+    blocked = tmp_path / "blocked"
+    blocked.mkdir()
+    (blocked / "tokenizer").write_text("a file where a directory must go")  # one copy fails, so must the script
+    failed = subprocess.run(["sh", "-c", STAGE_SCRIPT, "stage", f"{src}/", str(blocked), "3"], capture_output=True)
+    assert failed.returncode != 0
