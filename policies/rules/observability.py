@@ -26,6 +26,7 @@ from pulumi_policy import (
 )
 
 from policies.props import as_list, get
+from policies.rules.helm import HELM_INSTALLS
 
 SCALED_OBJECT = "kubernetes:keda.sh/v1alpha1:ScaledObject"
 PROMETHEUS_RULE = "kubernetes:monitoring.coreos.com/v1:PrometheusRule"
@@ -95,7 +96,7 @@ GRAFANA_ADMIN_ENV = (
 
 
 def _grafana_admin(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if args.resource_type != HELM_RELEASE:
+    if args.resource_type not in HELM_INSTALLS:
         return
     chart = str(get(args.props, "chart") or "")
     if chart.rsplit("/", 1)[-1] not in GRAFANA_CHARTS:

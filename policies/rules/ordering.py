@@ -36,6 +36,7 @@ from components.catalog.chart_pods import WAITED_PODS
 from components.catalog.crds import BUILT_IN_GROUPS, CrdInstaller, crd_source
 from components.catalog.webhooks import FAILING_WEBHOOKS, FailingWebhook, holds
 from policies.props import get
+from policies.rules.helm import HELM_INSTALLS
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 CRD = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
@@ -101,7 +102,7 @@ def _chart(release: PolicyResource) -> str:
 
 def installs(release: PolicyResource, installer: CrdInstaller) -> bool:
     """Whether this release installs the installer's CRDs with the values it sets."""
-    if release.resource_type != RELEASE or _chart(release) != installer.chart.chart:
+    if release.resource_type not in HELM_INSTALLS or _chart(release) != installer.chart.chart:
         return False
     try:
         if installer.crds_dir and get(release.props, "skipCrds", False):
@@ -210,7 +211,7 @@ def _nodes_first(args: StackValidationArgs, report: ReportViolation) -> None:
                 release.urn,
             )
 
-    _each((r for r in args.resources if r.resource_type == RELEASE), check)
+    _each((r for r in args.resources if r.resource_type in HELM_INSTALLS), check)
 
 
 def _labels(labels: Mapping[str, Any]) -> str:
@@ -219,7 +220,7 @@ def _labels(labels: Mapping[str, Any]) -> str:
 
 def failing(release: PolicyResource, webhook: FailingWebhook) -> bool:
     """Whether this release registers ``webhook`` with failurePolicy Fail, given the values it sets."""
-    if release.resource_type != RELEASE or _chart(release) != webhook.chart.chart:
+    if release.resource_type not in HELM_INSTALLS or _chart(release) != webhook.chart.chart:
         return False
     values = get(release.props, "values")
     return all(holds(_value(values, path, default), wanted) for path, default, wanted in webhook.fails_when)
@@ -233,7 +234,7 @@ def _intercepted(webhook: FailingWebhook, resources: Iterable[PolicyResource], r
         token = f"{parsed[0]}/{parsed[1]}:{parsed[2]}" if parsed else None
         if token in webhook.resource_types:
             yield r, f"a {parsed[2] if parsed else r.resource_type}"
-        elif webhook.everywhere and r.resource_type == RELEASE:
+        elif webhook.everywhere and r.resource_type in HELM_INSTALLS:
             yield r, "a release (its chart's objects)"
         elif webhook.everywhere and r.resource_type == ADDON:
             yield r, f"the EKS add-on {get(r.props, 'addonName', r.name)}"
@@ -241,7 +242,7 @@ def _intercepted(webhook: FailingWebhook, resources: Iterable[PolicyResource], r
 
 def _webhooks_after_pods(args: StackValidationArgs, report: ReportViolation) -> None:
     _each(
-        (r for r in args.resources if r.resource_type == RELEASE),
+        (r for r in args.resources if r.resource_type in HELM_INSTALLS),
         lambda release: _check_webhooks(release, args.resources, report),
     )
 

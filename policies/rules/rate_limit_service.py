@@ -16,6 +16,7 @@ from __future__ import annotations
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
 
 from policies.props import as_list, get
+from policies.rules.helm import HELM_INSTALLS
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 ENVOY_GATEWAY_CHART = "gateway-helm"
@@ -23,7 +24,7 @@ REDIS_CERTS_VOLUME = "redis-certs"
 
 
 def _startable(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if args.resource_type != RELEASE:
+    if args.resource_type not in HELM_INSTALLS:
         return
     if str(get(args.props, "chart") or "").rstrip("/").rsplit("/", 1)[-1] != ENVOY_GATEWAY_CHART:
         return

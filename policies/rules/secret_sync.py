@@ -20,6 +20,7 @@ from typing import Any
 from pulumi_policy import EnforcementLevel, ReportViolation, StackValidationArgs, StackValidationPolicy
 
 from policies.props import as_list, get
+from policies.rules.helm import HELM_INSTALLS
 
 SECRET_PROVIDER_CLASS = "kubernetes:secrets-store.csi.x-k8s.io/v1:SecretProviderClass"
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -37,7 +38,7 @@ def syncing_driver_releases(resources: list[Any]) -> list[str]:
     """Names of the Releases in ``resources`` that install the driver with its sync RBAC."""
     found = []
     for resource in resources:
-        if resource.resource_type != RELEASE:
+        if resource.resource_type not in HELM_INSTALLS:
             continue
         values = get(resource.props, "values") or {}
         chart = _chart_name(resource.props)

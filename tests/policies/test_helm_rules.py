@@ -3,8 +3,12 @@ chart at one exact version; local paths, archives, unpinned or ranged versions a
 
 from __future__ import annotations
 
+import pulumi
 import pulumi_kubernetes as k8s
 import pytest
+
+from components.edge.gateway import controller_values
+from components.observability.monitoring_stack import GRAFANA_SERVICE_ACCOUNT, grafana_values
 
 RULE = "helm-charts-pinned"
 REPO = {"repo": "https://kedacore.github.io/charts"}
@@ -64,3 +68,41 @@ def test_a_v3_chart_cannot_be_judged_and_fails(violations):
                              name="tool", parent=None, custom=False, inputs={})  # fmt: skip
     (found,) = evaluate([chart], [BY_NAME[RULE]])
     assert "helm.v3.Chart registers no inputs" in found.message
+
+
+# The rules that read a release's chart and values judge a helm.v4.Chart alike.
+
+
+def test_a_v4_chart_installs_crds_and_orders_custom_resources(violations):
+    def program(ordered):
+        keda = k8s.helm.v4.Chart("keda", chart="keda", version="2.20.2", repository_opts=REPO, namespace="keda")
+        k8s.apiextensions.CustomResource(
+            "scaled", api_version="keda.sh/v1alpha1", kind="ScaledObject",
+            metadata={"name": "scaled", "namespace": "inference"}, spec={"scaleTargetRef": {"name": "triton"}},
+            opts=pulumi.ResourceOptions(depends_on=[keda]) if ordered else None,
+        )  # fmt: skip
+
+    assert violations(lambda: program(True), "custom-resources-after-crds") == []
+    (found,) = violations(lambda: program(False), "custom-resources-after-crds")
+    assert found.urn.endswith("::scaled") and "keda 2.20.2" in found.message
+
+
+def test_a_v4_chart_with_grafanas_default_admin_fails(violations):
+    def program(grafana):
+        k8s.helm.v4.Chart("kps", chart="kube-prometheus-stack", version="88.5.3", namespace="monitoring",
+                          repository_opts={"repo": "https://prometheus-community.github.io/helm-charts"},
+                          values={"grafana": grafana})  # fmt: skip
+
+    good = grafana_values({"node-role": "system"}, f"{GRAFANA_SERVICE_ACCOUNT}-secrets")
+    assert violations(lambda: program(good), "grafana-no-default-admin") == []
+    assert any("chart's default" in v.message for v in violations(lambda: program({}), "grafana-no-default-admin"))
+
+
+def test_a_v4_envoy_gateway_chart_missing_the_redis_certs_volume_fails(violations):
+    def program(values):
+        k8s.helm.v4.Chart("gateway", chart="oci://docker.io/envoyproxy/gateway-helm", version="v1.9.0", values=values)
+
+    bare = {"config": {"envoyGateway": {"rateLimit": {"backend": {"type": "Redis", "redis": {"url": "r", "tls": {}}}}}}}
+    (found,) = violations(lambda: program(bare), "rate-limit-service-startable")
+    assert "redis-certs" in found.message
+    assert violations(lambda: program(controller_values("r:6379", tls=True)), "rate-limit-service-startable") == []
