@@ -20,6 +20,9 @@ import jsonschema
 from pulumi_policy import EnforcementLevel, Policy
 
 ALL = "all"
+DELEGATED = frozenset({"assumptions"})
+"""Properties checked by their own validator, which names each inner key (the cost policies' usage
+assumptions: components.catalog.costing.Usage.from_config, run by inferctl.cost.summary.assumption_problems)."""
 LEVELS = tuple(level.value for level in EnforcementLevel)
 LEVEL_KEY = "enforcementLevel"
 
@@ -51,6 +54,8 @@ def _entry_problems(name: str, entry: Any, policy: Policy | None) -> list[str]:
     schema = (policy.config_schema.properties if policy is not None and policy.config_schema else None) or {}
     for key, value in entry.items():
         if key == LEVEL_KEY:
+            continue
+        if key in DELEGATED and key in schema:
             continue
         if key not in schema:
             allowed = [LEVEL_KEY, *sorted(schema)]

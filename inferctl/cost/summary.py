@@ -24,17 +24,40 @@ def usage_for(stack: str, path: Path | None = None) -> Any:
         config = json.loads(candidate.read_text())
     except (OSError, json.JSONDecodeError) as err:
         raise CommandError(f"--policy-config: {candidate}: {err}", exit_code=2) from None
-    check_assumptions(config, candidate)
+    check_pack_config(config, candidate)
     return costing.Usage.from_config((config.get("cost-monthly-budget") or {}).get("assumptions"))
+
+
+def check_pack_config(config: Any, source: Path | str) -> None:
+    """CommandError (exit 2) with one line per bad entry of a policy-pack configuration
+    (policies/pack_config.py): unknown policies or keys, bad enforcement levels, wrong types, non-finite
+    or negative numbers."""
+    from inferctl.errors import CommandError
+    from policies import pack_config
+    from policies.pack import POLICIES
+
+    found = pack_config.problems(config, POLICIES) + assumption_problems(config)
+    if found:
+        count = f"{len(found)} problem{'s' if len(found) != 1 else ''}"
+        lines = "\n".join(f"  - {p}" for p in found)
+        raise CommandError(f"invalid policy config {source} ({count}):\n{lines}", exit_code=2)
 
 
 def check_assumptions(config: Mapping[str, Any], source: Path | str) -> None:
     """CommandError (exit 2) naming ``<policy>.assumptions.<key>``, value and what is allowed, for every
     cost policy of a policy pack config; the pack would refuse the same config."""
-    from components.catalog import costing
     from inferctl.errors import CommandError
 
-    problems = []
+    problems = assumption_problems(config)
+    if problems:
+        raise CommandError(f"policy config {source}: invalid cost assumptions: " + "; ".join(problems), exit_code=2)
+
+
+def assumption_problems(config: Any) -> list[str]:
+    """``<policy>.assumptions.<key>: <message>`` for every bad usage assumption of every cost policy."""
+    from components.catalog import costing
+
+    problems: list[str] = []
     for name, entry in config.items() if isinstance(config, Mapping) else ():
         if not str(name).startswith("cost-") or not isinstance(entry, Mapping) or "assumptions" not in entry:
             continue
@@ -42,8 +65,7 @@ def check_assumptions(config: Mapping[str, Any], source: Path | str) -> None:
             costing.Usage.from_config(entry["assumptions"])
         except costing.UsageError as err:
             problems += [f"{name}.{key}: {message}" for key, message in err.problems]
-    if problems:
-        raise CommandError(f"policy config {source}: invalid cost assumptions: " + "; ".join(problems), exit_code=2)
+    return problems
 
 
 def resources_as_dicts(resources: Iterable[Any]) -> list[dict[str, Any]]:
@@ -79,7 +101,27 @@ def summary_line(resources: list[dict[str, Any]], outputs: Mapping[str, Any] | N
         f"{money(e.monthly_max)}); largest: {parts}{unknown}. Details: inferctl cost build/plan/{stack}.json"
     )
     planned = (outputs or {}).get("capacityPlan")
-    return f"{capacity_line(planned)}\n{line}" if isinstance(planned, Mapping) else line
+    cold = (outputs or {}).get("coldStart")
+    lines = [capacity_line(planned)] if isinstance(planned, Mapping) else []
+    lines += [cold_start_line(cold)] if isinstance(cold, Mapping) else []
+    return "\n".join([*lines, line])
+
+
+def cold_start_line(c: Mapping[str, Any]) -> str:
+    """The stack's modelled cold start (the ``coldStart`` output) in one line, each phase with its basis."""
+    phases = ", ".join(f"{p['name']} {float(p['seconds']):.0f} s ({p['basis']})" for p in c.get("phases", []))
+    head = (
+        f"Cold start (scale-up to serving): {float(c['newNodeSeconds']) / 60:.1f} min with a new node, "
+        f"{float(c['existingNodeSeconds']) / 60:.1f} min on a running one, "
+        f"{float(c['withLazyLoadingSeconds']) / 60:.1f} min {'without' if c.get('lazyLoading') else 'with'} lazy "
+        f"image loading (SOCI, modelled): {phases}"
+    )
+    if "maxTargetShare" in c:
+        head += (
+            f"; at a ramp of {float(c['rampPercentPerHour']):g} %/h the autoscaler may target at most "
+            f"{float(c['maxTargetShare']):.0%} of a replica's batch (it targets {float(c['targetShare']):.0%})"
+        )
+    return head
 
 
 def capacity_line(p: Mapping[str, Any]) -> str:

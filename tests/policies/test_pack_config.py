@@ -99,3 +99,16 @@ def test_plan_exits_2_naming_each_entry(tmp_path, capsys, text, words):
     assert "Traceback" not in err
     assert all(w in err for w in words), err
     assert not out.exists()  # refused before the program ran
+
+
+def test_inferctl_cost_refuses_the_same_configs(tmp_path):
+    from inferctl.cost.summary import usage_for
+    from inferctl.errors import CommandError
+
+    config = tmp_path / "bad.json"
+    config.write_text('[{"cost-monthly-budget": {"monthlyBudgetUsd": 5}}]')
+    with pytest.raises(CommandError) as err:
+        usage_for("dev", config)
+    assert err.value.exit_code == 2 and "(top level)" in str(err.value)
+    config.write_text('{"cost-monthly-budget": {"monthlyBudgetUsd": 5}}')
+    assert usage_for("dev", config) is not None
