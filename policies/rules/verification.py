@@ -16,9 +16,16 @@ from typing import Any
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
 
 from policies.props import get
+from policies.rules.workloads import POD_SPEC_PATHS
 
 JOB = "kubernetes:batch/v1:Job"
-POD_OWNERS = (JOB, "kubernetes:apps/v1:Deployment", "kubernetes:apps/v1:StatefulSet")
+POD_OWNERS = (
+    JOB,
+    "kubernetes:apps/v1:Deployment",
+    "kubernetes:apps/v1:StatefulSet",
+    "kubernetes:batch/v1:CronJob",
+    "kubernetes:core/v1:Pod",
+)
 NAME_LABEL = "app.kubernetes.io/name"
 LOAD_TEST = "loadtest"
 VERIFICATION = "verification"
@@ -42,7 +49,9 @@ def _name(args: ResourceValidationArgs) -> str | None:
 
 
 def _pod(args: ResourceValidationArgs) -> dict[str, Any]:
-    return get(args.props, "spec.template.spec", {}) or {}
+    """The pod spec of any pod owner (a CronJob's job template, a bare Pod's own spec)."""
+    path = POD_SPEC_PATHS.get(args.resource_type, ("spec.template.spec",))[0]
+    return get(args.props, path, {}) or {}
 
 
 def _off_accelerators(args: ResourceValidationArgs, report: ReportViolation) -> None:

@@ -146,3 +146,24 @@ def test_bare_pods_on_accelerator_nodes_without_a_deadline_fail(violations, plac
 
     (found,) = violations(program, BOUNDED)
     assert "bare Pod on accelerator nodes without activeDeadlineSeconds" in found.message
+
+
+LOAD_TEST_LABELS = {"app.kubernetes.io/name": "loadtest"}
+SYSTEM = {"nodeSelector": {"node-role": "system"}, "containers": [{"name": "locust", "image": "x"}],
+          "restartPolicy": "Never"}  # fmt: skip
+ON_GPU = {**SYSTEM, "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}]}
+
+
+@pytest.mark.parametrize("kind", ["CronJob", "Pod"])
+def test_load_test_cron_jobs_and_pods_stay_off_accelerators(violations, kind):
+    def program(spec):
+        meta = {"name": "locust", "namespace": "loadtest", "labels": LOAD_TEST_LABELS}
+        if kind == "CronJob":
+            k8s.batch.v1.CronJob("locust", metadata=meta, spec={
+                "schedule": "0 3 * * *", "jobTemplate": {"spec": {"template": {"spec": spec}}}})  # fmt: skip
+        else:
+            k8s.core.v1.Pod("locust", metadata=meta, spec=spec)
+
+    assert violations(lambda: program(SYSTEM), "load-test-off-accelerators") == []
+    (found,) = violations(lambda: program(ON_GPU), "load-test-off-accelerators")
+    assert "tolerate the accelerator taint nvidia.com/gpu" in found.message
