@@ -31,6 +31,7 @@ from infra.settings import Settings
 from infra.settings.autoscaling import day_bounds
 from infra.settings.capacity import planned_replicas
 from infra.settings.capacity import summary as capacity_summary
+from infra.settings.cold_start import summary as cold_start_summary
 from infra.settings.inference import InferenceSettings
 from infra.storage import Storage
 
@@ -194,6 +195,10 @@ def _export(
     capacity_plan = capacity_summary(settings)
     if capacity_plan is not None:
         pulumi.export("capacityPlan", capacity_plan)
+    # Modelled cold start of an autoscaled rollout (components/catalog/cold_start.py), for the same readers.
+    cold_start = cold_start_summary(settings) if settings.autoscaling.enabled else None
+    if cold_start is not None:
+        pulumi.export("coldStart", cold_start)
 
 
 def _autoscaled_max(settings: Settings) -> int | None:

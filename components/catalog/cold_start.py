@@ -194,6 +194,7 @@ class ColdStart:
             "newNodeSeconds": round(self.new_node_s),
             "existingNodeSeconds": round(self.existing_node_s),
             "withLazyLoadingSeconds": round(self.lazy_new_node_s),
+            "lazyLoading": self.inputs.lazy_loading,
             "phases": [
                 {"name": p.name, "seconds": round(p.seconds, 1), "basis": p.basis, "source": p.source}
                 for p in self.phases
@@ -317,7 +318,7 @@ def text(cs: ColdStart) -> list[str]:
     lines = [
         f"cold start: {cs.new_node_s / 60:.1f} min with a new node, {cs.existing_node_s / 60:.1f} min on a running "
         f"node ({'with' if cs.inputs.lazy_loading else 'without'} lazy image loading; "
-        f"{'without' if cs.inputs.lazy_loading else 'with'} it: {cs.lazy_new_node_s / 60:.1f} min)"
+        f"{'without' if cs.inputs.lazy_loading else 'with'} it (SOCI, modelled): {cs.lazy_new_node_s / 60:.1f} min)"
     ]
     for p in cs.phases:
         lines.append(f"  {p.name:<16} {p.seconds:7.0f} s  {p.basis:<8}  {p.source}")

@@ -77,6 +77,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--region", default="us-east-1", help="price table region (default us-east-1)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--plot", type=Path, metavar="FILE.png", help="draw throughput vs batch and cost vs tokens/day")
+    from inferctl.capacity import cold_start as cold_start_flags
+
+    cold_start_flags.add_flags(p)
     p.set_defaults(handler=run_plan)
 
     f = sub.add_parser("fleet", help="split a daily volume over clusters and regions with failure headroom")
@@ -316,8 +319,10 @@ def _plan_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 def run_plan(args: argparse.Namespace) -> int:
     from components.catalog import capacity
     from components.catalog.models import SizingError
+    from inferctl.capacity import cold_start as cold_start_view
     from inferctl.capacity.render import compare_json, compare_text, plan_json, plan_text
 
+    check_flags(cold_start_view.checks(args))
     demand = _demand(args)
     try:
         if args.compare:
@@ -345,6 +350,9 @@ def run_plan(args: argparse.Namespace) -> int:
             smaller = capacity.smaller_nodes(demand, query, p, **_plan_kwargs(args))
             out = plan_json(p, smaller)
             text = plan_text(p, smaller)
+            cold = cold_start_view.for_option(p.option, args)
+            out["cold_start"] = cold_start_view.as_json(cold, args.ramp_percent_per_hour)
+            text += "\n" + cold_start_view.as_text(cold, args.ramp_percent_per_hour)
     except CommandError:
         raise
     except (SizingError, LookupError) as err:

@@ -95,6 +95,7 @@ class StackDiff:
     cost_base: Any
     cost_error: str | None
     capacity: dict[str, Any] | None
+    cold_start: dict[str, Any] | None = None
 
     @property
     def mandatory(self) -> list[dict[str, Any]]:
@@ -131,6 +132,7 @@ def compare(stack: str, base: dict[str, Any] | None, head: dict[str, Any]) -> St
         cost_base=cost_base,
         cost_error=error,
         capacity=(head.get("outputs") or {}).get("capacityPlan"),
+        cold_start=(head.get("outputs") or {}).get("coldStart"),
     )
 
 
@@ -289,4 +291,8 @@ def _cost_lines(d: StackDiff) -> list[str]:
         from inferctl.cost.summary import capacity_line
 
         out.append("\n" + capacity_line(d.capacity))
+    if d.cold_start:
+        from inferctl.cost.summary import cold_start_line
+
+        out.append("\n" + cold_start_line(d.cold_start))
     return out

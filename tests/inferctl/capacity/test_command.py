@@ -204,3 +204,22 @@ def test_fleet_prints_the_stacks(capsys):
     code, _, err = run(capsys, "capacity", "fleet", *DEMAND, "--tokens-per-day", "150T", "--accelerator", "b200",
                        "--region-quota", "us-east-1=100")  # fmt: skip
     assert code == 2 and "--region-quota" in err
+
+
+def test_plan_shows_the_cold_start_with_each_figure_measured_or_modelled(capsys):
+    """Issue 21: the plan's cold start, phase by phase, and the headroom a ramp needs."""
+    code, out, _ = run(capsys, "capacity", "plan", *DEMAND, "--tokens-per-day", "1.5e9", "--accelerator", "h100",
+                       "--model-source", "fsx", "--fsx-mb-s", "1200", "--ramp-percent-per-hour", "50", "--json")  # fmt: skip
+    assert code == 0
+    cold = json.loads(out)["cold_start"]
+    assert [p["name"] for p in cold["phases"]][:3] == ["node launch", "image pull", "weights from FSx"]
+    assert all(p["basis"] in ("measured", "modelled") and p["source"] for p in cold["phases"])
+    assert cold["newNodeSeconds"] > cold["existingNodeSeconds"] > 0 and 0 < cold["maxTargetShare"] < 1
+    code, out, _ = run(capsys, "capacity", "plan", *DEMAND, "--tokens-per-day", "1.5e9", "--accelerator", "h100")
+    assert code == 0 and "cold start:" in out and "weights from S3" in out and "measured" in out
+
+
+def test_plan_fsx_source_needs_its_throughput(capsys):
+    code, _, err = run(capsys, "capacity", "plan", *DEMAND, "--tokens-per-day", "1.5e9", "--accelerator", "h100",
+                       "--model-source", "fsx")  # fmt: skip
+    assert code == 2 and "--fsx-mb-s" in err

@@ -90,3 +90,18 @@ def test_names_and_messages_are_text_not_markup():
     (row,) = [line for line in text.splitlines() if line.startswith("| mandatory")]
     assert _cells(row) == 5, row
     assert r"| p\_&lt;b&gt; |" in row and r"bad \*web\`&lt;img" in row and r"\[x\](y)" in row
+
+
+def test_the_comment_shows_the_modelled_cold_start_of_an_autoscaled_stack(plan_dirs):
+    """The recorded plans predate the coldStart output (expected-comment.md stays as recorded); a head plan
+    with it gets a cold-start line with every phase's basis."""
+    from infra.settings import cold_start
+    from tests.infra.test_settings_inference import load
+
+    base, head = plan_dirs
+    head_plan = diff.read_plan(head / "dev.json.gz", "--head")
+    head_plan.setdefault("outputs", {})["coldStart"] = cold_start.summary(load({}, "dev"))
+    d = diff.compare("dev", diff.read_plan(base / "dev.json.gz", "--base"), head_plan)
+    text = diff.render([d])
+    assert "Cold start (scale-up to serving):" in text and "weights from S3" in text and "(measured)" in text
+    assert "the autoscaler may target at most" in text
