@@ -2,26 +2,34 @@
 
 Pure Python, no Pulumi. It refines ``models.decode_step_floor`` (REFERENCE.md §6) into a prediction:
 
-- **Prefill is compute-bound**: ``2 x active params x ISL`` plus causal attention ``2 x layers x ISL^2 x
-  hidden`` FLOPs over the replica's FLOPS at ``prefill_mfu`` (never faster than reading the weights once).
-- **Decode is bandwidth-bound with a compute ceiling**: a step reads the weights (``/TP``) and every
-  sequence's KV cache at ``bandwidth_efficiency`` of peak, and cannot beat ``2 x active params x batch``
-  plus the attention FLOPs at ``decode_mfu``; the slower of the two sets the step.
+- **Each kernel has its own roofline** (``Efficiency``): the linear layers cost the slower of reading the
+  weights (``/TP``) and ``2 x active params`` FLOPs per token at the generation's achievable share of the
+  precision's dense peak (Hopper FP8, Blackwell NVFP4 differ); attention costs the slower of reading
+  every sequence's KV cache (paged reads run below the streaming rate) and its 16-bit FLOPs; the two
+  add, with a soft (k-norm) turn at the ridge point, plus the all-reduces and a fixed step time.
 - **Tensor parallelism communicates**: two all-reduces per layer (attention and MLP outputs, Megatron
   style) of ``tokens x hidden`` 16-bit activations, ring cost ``2 (TP-1)/TP x bytes / link`` plus a
-  per-collective latency, over NVLink inside a node or EFA across nodes (``Interconnect``).
+  per-collective latency, over NVLink/NVSwitch inside a node or EFA across nodes (``Interconnect``). The
+  volume per token does not shrink with TP, which is why TP8 of a 70B model is communication-bound.
 - **KV capacity bounds the batch**: at most ``kv_capacity_tokens / (ISL + OSL/2)`` sequences (in-flight
   batching keeps sequences at every point of their output), and never more than ``MAX_BATCH``.
-- **In-flight batching** interleaves each new request's prefill with the running batch's decode steps,
-  so one generation cycle of ``batch`` requests takes ``OSL x step + batch x prefill``; output tokens/s
-  is ``batch x OSL / cycle``, the mean time per output token (MLPerf's TPOT, what an ITL SLO bounds) is
-  ``cycle / OSL``, and the time to first token is the prefill, one step, and the wait for the prefill
-  slot (M/D/1 at the prefill's share of the cycle).
+- **In-flight batching** mixes each new request's prefill (chunked context) into the running decode
+  steps: one cycle of ``batch`` requests takes ``OSL / tokens-per-step x step + batch x (prefill work +
+  request overhead)``, where the prefill work is its FLOPs and all-reduce bytes (the weight read and the
+  collectives' fixed latency are shared with the step it rides in). Output tokens/s is ``batch x OSL /
+  cycle``; the mean time per output token (MLPerf's TPOT, what an ITL SLO bounds) is ``cycle / OSL``;
+  the time to first token is the request's prefill alone, one step, and the wait for the prefill slot
+  (M/D/1 at the prefill's share of the cycle).
+- **Features** (``Features``): speculative decoding verifies ``1 + drafts`` tokens per sequence and step
+  and emits ``(1 - a^(k+1)) / (1 - a)`` of them; prefix-cache hits skip their share of prefill; measured
+  throughput/latency scales from ``PlanningFactors`` multiply the prediction.
 
-The efficiency constants below were fitted once to the published measurements in
-``latency_calibration.CALIBRATION`` (REFERENCE §6 and §10, each with its source) and are the same for every
-chip and model; a test holds every row within ``CALIBRATION_TOLERANCE``. ``latency_calibration.CHECKS`` are
-published results that were *not* used to fit them.
+The efficiencies were fitted once (``latency_calibration.fit``) to the training split of the dated
+``published_throughput.json`` (TensorRT-LLM performance overview and MLPerf Inference v5.0/v5.1 rows,
+each with its source); the held-out split is never read by the fit, and a test holds every held-out row
+within ±25 % (vendor) or ±35 % (MLPerf). Earlier versions charged 8 us per sequence on every step (16 ms
+at batch 2,048, more than the GEMMs) and paid each prefill's collective latencies and weight read
+separately: the TP8 collapse of issue 21, removed.
 """
 
 from __future__ import annotations
@@ -35,6 +43,7 @@ from components.catalog import instances as catalog
 from components.catalog import models
 from components.catalog.instances import FP4, FP8, InstanceType
 from components.catalog.models import ModelArchitecture, SizingError
+from components.catalog.planning_factors import PlanningFactors, speculative_tokens_per_step
 
 Scenario = Literal["offline", "server"]
 SCENARIOS: Final = ("offline", "server")
@@ -47,28 +56,64 @@ ACTIVATION_BYTES: Final = 2  # all-reduces carry BF16/FP16 activations whatever 
 
 @dataclass(frozen=True, kw_only=True)
 class Efficiency:
-    """Share of peak a real engine reaches. The defaults were fitted once (a coordinate search minimising
-    the largest relative error over ``CALIBRATION``, then rounded); the planner uses them as they are.
-    Fitted errors: -23 % to +20 % over the calibration rows; -24 % to +15 % on ``CHECKS``.
+    """Share of each peak a real engine reaches, per accelerator generation and precision.
+
+    Physically, a step is a sequence of kernels, each bound by its own roofline, not one max over the
+    whole step: the linear layers (GEMMs) read the weights once and do ``2 x active params`` FLOPs per
+    token, attention reads every sequence's KV cache and does ``4 x layers x context x hidden`` FLOPs
+    per token in 16 bits, and the TP all-reduces run between them. So
+
+        step = max(weights / BW, GEMM FLOPs / (peak[precision] x gemm))
+             + max(KV bytes / BW, attention FLOPs / (peak[bf16] x attention))
+             + all-reduces + step_overhead
+
+    ``gemm`` is per generation and precision because the achievable share of the tensor-core peak is:
+    Hopper FP8 GEMMs and Blackwell NVFP4 GEMMs (block scales, FP4 listed at 2 x FP8) reach different
+    shares. ``bandwidth`` is per memory kind (HBM3/HBM3e vs GDDR6). The defaults were fitted once to
+    the training rows of ``published_throughput.json`` (``latency_calibration.fit``; held-out rows are
+    never read by the fit); a test reports the held-out error.
     """
 
-    bandwidth: float = 0.70
-    """Share of peak HBM/GDDR bandwidth a decode step streams at (weights + KV cache)."""
-    prefill_mfu: float = 0.55
-    """Share of dense peak FLOPS prefill GEMMs reach."""
-    decode_mfu: float = 0.50
-    """Share of dense peak FLOPS decode GEMMs reach when a large batch makes them compute-bound."""
-    fp4_mfu_factor: float = 0.45
-    """NVFP4 GEMMs reach a smaller share of their (doubled) peak than FP8 ones: the FP4 peak is listed
-    at 2x FP8, but block-scale handling and the BF16 attention keep the gain well below 2x."""
-    step_overhead_s: float = 0.004
-    """Fixed scheduler, sampling and launch time of one in-flight-batching iteration."""
-    per_sequence_overhead_s: float = 8e-6
-    """Per-sequence bookkeeping of one iteration (sampling, detokenization hand-off, KV block tables)."""
+    gemm: tuple[tuple[str, str, float], ...] = (
+        ("sm90", FP8, 0.70),
+        ("sm100", FP4, 0.38),
+    )
+    """(architecture, precision, share of dense peak) for large-M GEMMs. Pairs not listed use
+    ``gemm_default``; Ada (sm89) uses Hopper's FP8 share (no published Ada row in the training split)."""
+    gemm_default: float = 0.55
+    bandwidth: tuple[tuple[str, float], ...] = (("hbm", 0.90), ("gddr", 0.90))
+    """Share of peak device-memory bandwidth a step streams weights and KV cache at."""
+    kv_bandwidth: float = 0.65
+    """Share of the weight-streaming bandwidth paged-attention KV reads reach (scattered KV blocks,
+    FP8 dequantisation on load): long contexts run below the streaming rate."""
+    attention: float = 0.75
+    """Share of the BF16 dense peak attention math (QK^T, softmax, AV; FP8 KV dequantised) reaches."""
+    step_overhead_s: float = 0.0015
+    """Fixed time of one in-flight-batching iteration (scheduling, launch, sampling), CUDA graphs on."""
+    roofline_sharpness: float = 1.5
+    """How sharply a kernel turns from memory- to compute-bound: its time is the ``k``-norm
+    ``(memory^k + compute^k)^(1/k)`` of the two bounds (``k`` = inf is the ideal roofline's max; finite
+    ``k`` is what measured kernels show near the ridge point, where loads and math do not fully overlap)."""
+    request_overhead_s: float = 0.0001
+    """Host time per request, serialised with the engine loop: admission, tokenisation hand-off,
+    retirement and detokenisation (it dominates only for short requests at high request rates)."""
+    collective: float = 0.45
+    """Share of the link's bandwidth an all-reduce reaches (NCCL bus bandwidth over the link's)."""
 
-    def mfu(self, base: float, precision: str) -> float:
-        return base * (self.fp4_mfu_factor if precision == FP4 else 1.0)
+    def gemm_share(self, architecture: str, precision: str) -> float:
+        arch = "sm90" if architecture == "sm89" else architecture
+        for a, p, share in self.gemm:
+            if a == arch and p == precision:
+                return share
+        return self.gemm_default
 
+    def bandwidth_share(self, architecture: str) -> float:
+        kind = "hbm" if architecture in _HBM_ARCHITECTURES else "gddr"
+        return dict(self.bandwidth)[kind]
+
+
+# HBM parts: A100, H100/H200, B200, and the Neuron chips' HBM; the rest (A10G, L4, L40S) are GDDR6.
+_HBM_ARCHITECTURES: Final = frozenset({"sm80", "sm90", "sm100", "neuron-v2"})
 
 DEFAULT_EFFICIENCY: Final = Efficiency()
 
@@ -254,68 +299,107 @@ def max_batch(r: Replica, workload: Workload) -> int:
     return min(MAX_BATCH, math.floor(kv_capacity_tokens(r) / workload.mean_context))
 
 
-def _unit_rates(r: Replica, eff: Efficiency) -> tuple[float, float | None, float | None, float]:
-    """(bandwidth B/s, decode FLOPS, prefill FLOPS, attention FLOPS) of one TP unit, efficiencies applied."""
+def _unit_rates(r: Replica, eff: Efficiency) -> tuple[float, float | None, float | None]:
+    """(bandwidth B/s, GEMM FLOPS, attention FLOPS) of one TP unit, efficiencies applied."""
     accel = r.node.accelerator
     assert accel is not None
     units = accel.tensor_parallel_units
-    bandwidth = accel.memory_bandwidth_gbs * 1e9 / units * eff.bandwidth
+    bandwidth = accel.memory_bandwidth_gbs * 1e9 / units * eff.bandwidth_share(accel.architecture)
     tflops = accel.dense_tflops(r.precision)
+    gemm = tflops * 1e12 / units * eff.gemm_share(accel.architecture, r.precision) if tflops else None
     # Attention (QK^T, AV) runs in 16 bits even with FP8/FP4 weights (FP8 KV is dequantized on load).
     attn_tflops = accel.bf16_dense_tflops or tflops
-    decode = tflops * 1e12 / units * eff.mfu(eff.decode_mfu, r.precision) if tflops else None
-    prefill = tflops * 1e12 / units * eff.mfu(eff.prefill_mfu, r.precision) if tflops else None
-    attention = (attn_tflops or 0) * 1e12 / units * eff.prefill_mfu
-    return bandwidth, decode, prefill, attention
+    attention = attn_tflops * 1e12 / units * eff.attention if attn_tflops else None
+    return bandwidth, gemm, attention
 
 
-def _all_reduce_s(r: Replica, tokens: float) -> float:
-    """Two all-reduces per layer of ``tokens x hidden`` activations across ``tp`` ranks."""
+def _all_reduce_s(r: Replica, tokens: float, eff: Efficiency, *, latency: bool = True) -> float:
+    """Two all-reduces per layer of ``tokens x hidden`` activations across ``tp`` ranks (ring cost);
+    ``latency=False`` leaves out the fixed per-collective time (prefill chunks share it with decode)."""
     if r.tp == 1:
         return 0.0
     link = r.interconnect
     size = tokens * r.model.hidden_size * ACTIVATION_BYTES
-    one = link.latency_s + 2 * (r.tp - 1) / r.tp * size / (link.bandwidth_gbs * 1e9)
+    one = (link.latency_s if latency else 0.0) + 2 * (r.tp - 1) / r.tp * size / (
+        link.bandwidth_gbs * 1e9 * eff.collective
+    )
     return 2 * r.model.layers * one
 
 
+def _attention_flops(r: Replica, tokens: float, context: float) -> float:
+    """Per TP unit: QK^T and AV over ``context`` keys for ``tokens`` queries (causal prefill: mean context)."""
+    return 4 * r.model.layers * context * r.model.hidden_size * tokens / r.tp
+
+
 def prefill_seconds(r: Replica, isl: int, eff: Efficiency = DEFAULT_EFFICIENCY) -> float:
-    """One request's prefill: compute-bound (never faster than one read of the weights), plus its all-reduces."""
-    bandwidth, _, prefill_flops, attention_flops = _unit_rates(r, eff)
+    """One request's prefill alone (its TTFT share): compute-bound GEMMs and causal attention, never
+    faster than one read of the weights, plus its all-reduces."""
+    bandwidth, gemm_flops, attention_flops = _unit_rates(r, eff)
     arch = r.model
-    gemm = 2 * arch.active_params * isl / r.tp
-    attention = 2 * arch.layers * isl**2 * arch.hidden_size / r.tp
+    gemm = 2 * arch.active_params * isl / r.tp / gemm_flops if gemm_flops else 0.0
+    attention = _attention_flops(r, isl, isl / 2) / attention_flops if attention_flops else 0.0
     read = models.weight_bytes_read_per_step(arch, r.precision, isl) / r.tp / bandwidth
-    compute = (gemm / prefill_flops if prefill_flops else 0.0) + (attention / attention_flops if attention_flops else 0)
-    return max(compute, read) + _all_reduce_s(r, isl)
+    return max(gemm, read) + attention + _all_reduce_s(r, isl, eff)
+
+
+def prefill_work_seconds(r: Replica, isl: int, eff: Efficiency = DEFAULT_EFFICIENCY) -> float:
+    """Engine time one request's prefill adds when in-flight batching mixes it into the running steps
+    (chunked context): its GEMM and attention FLOPs and all-reduce bytes; the weight read and the
+    collectives' fixed latency are shared with the decode step it rides in."""
+    _, gemm_flops, attention_flops = _unit_rates(r, eff)
+    arch = r.model
+    gemm = 2 * arch.active_params * isl / r.tp / gemm_flops if gemm_flops else 0.0
+    attention = _attention_flops(r, isl, isl / 2) / attention_flops if attention_flops else 0.0
+    return gemm + attention + _all_reduce_s(r, isl, eff, latency=False)
 
 
 def decode_step(
-    r: Replica, batch: int, context: float, eff: Efficiency = DEFAULT_EFFICIENCY
+    r: Replica, batch: int, context: float, eff: Efficiency = DEFAULT_EFFICIENCY, *, query_tokens: int = 1
 ) -> tuple[float, str, float]:
-    """(seconds, bound, communication seconds) of one decode iteration of ``batch`` sequences."""
-    bandwidth, decode_flops, _, attention_flops = _unit_rates(r, eff)
+    """(seconds, bound of the GEMMs, communication seconds) of one decode iteration of ``batch``
+    sequences, each verifying ``query_tokens`` tokens (1, or 1 + drafts with speculative decoding)."""
+    bandwidth, gemm_flops, attention_flops = _unit_rates(r, eff)
     arch = r.model
+    tokens = batch * query_tokens
+    weights = models.weight_bytes_read_per_step(arch, r.precision, tokens) / r.tp / bandwidth
+    gemm = 2 * arch.active_params * tokens / r.tp / gemm_flops if gemm_flops else 0.0
     kv_per_unit = models.kv_bytes_per_token(arch, r.kv_dtype) / arch.kv_shards(r.tp)
-    read = models.weight_bytes_read_per_step(arch, r.precision, batch) / r.tp + batch * context * kv_per_unit
-    memory = read / bandwidth
-    gemm = 2 * arch.active_params * batch / r.tp
-    attention = 4 * arch.layers * context * arch.hidden_size * batch / r.tp
-    compute = (gemm / decode_flops if decode_flops else 0.0) + (attention / attention_flops if attention_flops else 0)
-    comm = _all_reduce_s(r, batch)
-    overhead = eff.step_overhead_s + eff.per_sequence_overhead_s * batch
-    bound = "compute" if compute > memory else "memory"
-    return max(memory, compute) + comm + overhead, bound, comm
+    kv = batch * context * kv_per_unit / (bandwidth * eff.kv_bandwidth)
+    attention = _attention_flops(r, tokens, context) / attention_flops if attention_flops else 0.0
+    comm = _all_reduce_s(r, tokens, eff)
+    bound = "compute" if gemm > weights else "memory"
+    k = eff.roofline_sharpness
+    linear = _soft_max(weights, gemm, k)
+    return linear + _soft_max(kv, attention, k) + comm + eff.step_overhead_s, bound, comm
 
 
-def point(r: Replica, workload: Workload, batch: int, eff: Efficiency = DEFAULT_EFFICIENCY) -> Point:
+def _soft_max(a: float, b: float, k: float) -> float:
+    """``(a^k + b^k)^(1/k)``: between max(a, b) (k large) and a + b (k = 1)."""
+    hi = max(a, b)
+    if hi <= 0:
+        return 0.0
+    return hi * ((a / hi) ** k + (b / hi) ** k) ** (1 / k)
+
+
+def point(
+    r: Replica,
+    workload: Workload,
+    batch: int,
+    eff: Efficiency = DEFAULT_EFFICIENCY,
+    features: Features | None = None,
+) -> Point:
     """The steady state of in-flight batching at ``batch`` concurrent sequences (see module doc)."""
-    step, bound, comm = decode_step(r, batch, workload.mean_context, eff)
-    prefill = prefill_seconds(r, workload.isl, eff)
-    prefills = batch * prefill
-    cycle = workload.osl * step + prefills
-    per_replica = batch * workload.osl / cycle
-    # M/D/1 wait for the prefill slot: the prefill engine is busy ``prefills / cycle`` of the time.
+    f = features or NO_FEATURES
+    step, bound, comm = decode_step(r, batch, workload.mean_context, eff, query_tokens=1 + f.draft_tokens)
+    tokens_per_step = f.tokens_per_step
+    # Input tokens found in the KV cache (prefix reuse) skip prefill.
+    fresh_isl = max(1, round(workload.isl * (1 - f.prefix_hit_rate)))
+    prefill = prefill_seconds(r, fresh_isl, eff)
+    prefills = batch * (prefill_work_seconds(r, fresh_isl, eff) + eff.request_overhead_s)
+    steps = workload.osl / tokens_per_step
+    cycle = steps * step + prefills
+    per_replica = batch * workload.osl / cycle * f.throughput_scale
+    # M/D/1 wait for the prefill slot: the engine spends ``prefills / cycle`` of its time on prefill.
     busy = min(prefills / cycle, 0.999)
     wait = busy * prefill / (2 * (1 - busy))
     return Point(
@@ -327,9 +411,42 @@ def point(r: Replica, workload: Workload, batch: int, eff: Efficiency = DEFAULT_
         cycle_s=cycle,
         tokens_per_s_per_replica=per_replica,
         tokens_per_s_per_accelerator=per_replica / r.accelerators,
-        ttft_ms=(prefill + step + wait) * 1e3,
-        itl_ms=cycle / workload.osl * 1e3,
+        ttft_ms=(prefill + step + wait) * 1e3 * f.ttft_scale,
+        itl_ms=cycle / workload.osl * 1e3 * f.itl_scale,
     )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Features:
+    """Serving features the stack turns on, with the planning factors that size their effect."""
+
+    draft_tokens: int = 0
+    """Speculative decoding: draft tokens verified per step (serving.speculative.draftLength; 0 = off)."""
+    speculative_acceptance: float = 0.0
+    """Per-draft acceptance probability (PlanningFactors.speculative_acceptance)."""
+    prefix_hit_rate: float = 0.0
+    """Share of input tokens found in the KV cache (serving.kvCache.enableReuse x PlanningFactors)."""
+    throughput_scale: float = 1.0
+    ttft_scale: float = 1.0
+    itl_scale: float = 1.0
+
+    @property
+    def tokens_per_step(self) -> float:
+        return speculative_tokens_per_step(self.draft_tokens, self.speculative_acceptance)
+
+    @classmethod
+    def from_factors(cls, factors: PlanningFactors, *, draft_tokens: int = 0, prefix_reuse: bool = False) -> Features:
+        return cls(
+            draft_tokens=draft_tokens,
+            speculative_acceptance=factors.speculative_acceptance.value if draft_tokens else 0.0,
+            prefix_hit_rate=factors.prefix_hit_rate.value if prefix_reuse else 0.0,
+            throughput_scale=factors.throughput_scale.value,
+            ttft_scale=factors.ttft_scale.value,
+            itl_scale=factors.itl_scale.value,
+        )
+
+
+NO_FEATURES: Final = Features()
 
 
 def batch_sizes(limit: int) -> list[int]:
@@ -351,6 +468,7 @@ def predict(
     slo: Slo | None = None,
     efficiency: Efficiency = DEFAULT_EFFICIENCY,
     batch_limit: int | None = None,
+    features: Features | None = None,
 ) -> Prediction:
     """The batch that gives the most output tokens/s: offline ignores latency, server keeps ``slo``.
     ``batch_limit`` caps the batch (an engine built with a smaller ``max_batch_size``)."""
@@ -364,7 +482,7 @@ def predict(
             f"{r.model.name} TP {r.tp} on {r.node.name}: the KV cache ({kv_capacity_tokens(r)} tokens) cannot hold "
             f"one sequence of {workload.mean_context:.0f} tokens"
         )
-    sweep = tuple(point(r, workload, b, efficiency) for b in batch_sizes(limit))
+    sweep = tuple(point(r, workload, b, efficiency, features) for b in batch_sizes(limit))
     target = slo if scenario == "server" else None
     meeting = [p for p in sweep if p.meets(target)]
     best = max(meeting, key=lambda p: p.tokens_per_s_per_replica) if meeting else None
