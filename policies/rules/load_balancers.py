@@ -56,10 +56,19 @@ def _action_problems(actions: Iterable[object]) -> list[str]:
     return out
 
 
+def _protocol(listener: PolicyResource) -> str:
+    """The listener's protocol; unset is HTTP on an application load balancer (the provider's default)."""
+    protocol = get(listener.props, "protocol")
+    if protocol:
+        return str(protocol)
+    balancers = _depends_on(listener, "loadBalancerArn", LOAD_BALANCERS)
+    if any(str(get(b.props, "loadBalancerType", "application")) != "application" for b in balancers):
+        return ""
+    return "HTTP"
+
+
 def _no_plain_http(args: StackValidationArgs, report: ReportViolation) -> None:
-    http_listeners = {
-        r.urn for r in args.resources if r.resource_type in LISTENERS and str(get(r.props, "protocol", "")) == "HTTP"
-    }
+    http_listeners = {r.urn for r in args.resources if r.resource_type in LISTENERS and _protocol(r) == "HTTP"}
     for resource in args.resources:
         if resource.urn in http_listeners:
             actions = as_list(get(resource.props, "defaultActions"))

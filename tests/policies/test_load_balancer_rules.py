@@ -74,3 +74,15 @@ def test_an_http_redirect_to_plain_http_fails(violations):
 
     (found,) = violations(program, "lb-listeners-no-plain-http")
     assert "redirects to HTTP instead of HTTPS" in found.message
+
+
+def test_an_unset_protocol_is_http_on_an_application_load_balancer(violations):
+    def program():
+        lb = aws.lb.LoadBalancer("edge", internal=True, subnets=["subnet-1"])
+        tg = aws.lb.TargetGroup("tg", port=8080, protocol="HTTP", vpc_id="vpc-1")
+        aws.lb.Listener("implicit-http", load_balancer_arn=lb.arn, port=8080, default_actions=[_forward(tg)])
+        nlb = aws.lb.LoadBalancer("nlb", load_balancer_type="network", internal=True, subnets=["subnet-1"])
+        aws.lb.Listener("tcp", load_balancer_arn=nlb.arn, port=9000, default_actions=[_forward(tg)])
+
+    (found,) = violations(program, "lb-listeners-no-plain-http")
+    assert found.urn.endswith("::implicit-http") and "(HTTP:8080)" in found.message
