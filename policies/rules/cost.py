@@ -44,10 +44,15 @@ _ASSUMPTIONS = costing.assumptions_schema()
 
 def as_plain(resources: Iterable[PolicyResource]) -> list[dict[str, Any]]:
     """Policy resources as the dicts ``costing`` reads. Launch templates get the id their node groups
-    reference (policy views carry no ids), found through the ``launchTemplate`` property dependency."""
+    reference (policy views carry no ids), found through the ``launchTemplate`` property dependency.
+    A resource other resources are parented to is a component (the engine shows the pack those too):
+    its children carry its cost, so it is not priced itself (it would count as unknown)."""
+    resources = list(resources)
+    parents = {r.parent.urn for r in resources if r.parent is not None}
     out: dict[str, dict[str, Any]] = {}
     for r in resources:
-        out[r.urn] = {"urn": r.urn, "type": r.resource_type, "name": r.name, "custom": True, "inputs": r.props}
+        out[r.urn] = {"urn": r.urn, "type": r.resource_type, "name": r.name, "custom": r.urn not in parents,
+                      "inputs": r.props}  # fmt: skip
     for r in resources:
         if r.resource_type == costing.NODE_GROUP:
             lt_id = get(r.props, "launchTemplate.id")

@@ -125,3 +125,17 @@ def test_the_config_schema_declares_every_assumption():
     for policy in COST:
         schema = policy.config_schema.properties["assumptions"]
         assert schema["additionalProperties"] is False and "s3ModelGib" in schema["properties"], policy.name
+
+
+def test_components_are_not_priced_as_unknown(violations):
+    import pulumi
+
+    class Egress(pulumi.ComponentResource):
+        def __init__(self, name):
+            super().__init__("team:network:Egress", name, None, None)
+            aws.ec2.NatGateway(f"{name}-nat", subnet_id="s", allocation_id="e",
+                               opts=pulumi.ResourceOptions(parent=self))  # fmt: skip
+            self.register_outputs({})
+
+    (v,) = violations(lambda: Egress("egress"), "cost-monthly-budget", {"monthlyBudgetUsd": 1, "region": "us-east-1"})
+    assert "0 resources of unknown cost" in v.message, v.message
