@@ -82,6 +82,10 @@ def register(subparsers: Any) -> None:
     cold_start_flags.add_flags(p)
     p.set_defaults(handler=run_plan)
 
+    from inferctl.capacity import calibrate
+
+    calibrate.register(sub)
+
     f = sub.add_parser("fleet", help="split a daily volume over clusters and regions with failure headroom")
     _model_flags(f)
     _demand_flags(f)

@@ -133,5 +133,15 @@ def capacity_line(p: Mapping[str, Any]) -> str:
         f"replica): replicas peak {r['peak']:.0f} / day {r['day']:.0f} / night {r['night']:.0f}, HPA "
         f"{hpa['minReplicas']:.0f}-{hpa['maxReplicas']:.0f}, pool {pool['minSize']:.0f}-{pool['maxSize']:.0f} "
         f"nodes, utilisation {p['expectedUtilisation']:.0%}; serving ${usd['onDemand']:,.0f}/month on demand "
-        f"(${p['usdPerMillionOutputTokens']:.2f} per M output tokens)"
+        f"(${p['usdPerMillionOutputTokens']:.2f} per M output tokens)" + _factors_note(p.get("factors"))
     )
+
+
+def _factors_note(factors: Any) -> str:
+    """Which planning factors the plan used were measured (inferctl capacity calibrate); the rest modelled."""
+    if not isinstance(factors, Mapping) or not factors:
+        return ""
+    measured = [f"{k} {float(v['value']):g}" for k, v in factors.items() if v.get("source") == "measured"]
+    if not measured:
+        return "; planning factors all modelled"
+    return f"; measured factors: {', '.join(measured)} (the rest modelled)"

@@ -125,6 +125,11 @@ class Section(BaseModel):
         if where is not None:
             inside = f" (at {where})" if where else ""
             raise ValueError(f"expected a number, not the boolean {str(_at(value, where)).lower()}{inside}")
+        if field is not None and isinstance(value, int | float) and not isinstance(value, bool):
+            leaves = _leaves(field.annotation)
+            if bool in leaves and not any(t in (int, float, str, Any) for t in leaves):
+                # ...nor is 1 true: lax mode would read 0/1 as a boolean.
+                raise ValueError("expected true or false, not a number")
         return value
 
     @field_validator("*", mode="after")

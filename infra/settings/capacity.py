@@ -26,6 +26,7 @@ from pydantic import Field
 from components.catalog import capacity as planner
 from components.catalog import latency, prices
 from components.catalog.models import SizingError
+from components.catalog.planning_factors import PlanningFactors
 from infra.settings.base import CheckContext, Problem, Section
 from infra.settings.node_pools import NodePoolSettings, cluster_zones
 
@@ -63,14 +64,29 @@ class CapacitySettings(Section):
     """Default 0.5, in (0, 1]. Night load as a share of the day's."""
     night_hours: float = Field(default=planner.DEFAULT_NIGHT_HOURS, ge=0, lt=24)
     """Default 8. Hours a day at the night level."""
+    factors: dict[str, dict[str, Any]] | None = None
+    """Default unset: the planner's modelled factors (components/catalog/planning_factors.py). Written by
+    ``inferctl capacity calibrate``: ``{<PlanningFactors field, e.g. throughput_scale>: {value, source:
+    measured|modelled, basis}}``, each measured one naming the verify report, stack and date it came from."""
+
+    def planning_factors(self) -> PlanningFactors:
+        return PlanningFactors.from_dict(dict(self.factors)) if self.factors else PlanningFactors()
+
+    def _factor_problems(self) -> list[Problem]:
+        try:
+            self.planning_factors()
+        except ValueError as err:
+            return [Problem("capacity.factors", str(err))]
+        return []
 
     @property
     def enabled(self) -> bool:
         return self.tokens_per_day is not None
 
     def problems(self, ctx: CheckContext) -> list[Problem]:
-        if not self.enabled:
-            return []
+        factors = self._factor_problems()
+        if factors or not self.enabled:
+            return factors
         shape = self._shape_problems(ctx)
         if shape:
             return shape  # a request the server refuses plans nothing (one problem, not the planner's too)
@@ -227,4 +243,9 @@ def summary(settings: Any) -> dict[str, Any] | None:
             "reserved": round(p.monthly_usd.reserved, 2),
         },
         "usdPerMillionOutputTokens": round(p.usd_per_million_output.on_demand, 4),
+        # Which planning figures were measured (capacity.factors from inferctl capacity calibrate) or modelled.
+        "factors": {
+            name: {"value": f["value"], "source": f["source"]}
+            for name, f in settings.capacity.planning_factors().to_dict().items()
+        },
     }

@@ -359,3 +359,21 @@ def test_zones_never_come_from_the_planning_machine(monkeypatch):
     monkeypatch.setattr(zoneinfo, "available_timezones", lambda: {"localtime", "Mars/Olympus"})
     assert not time_zones.is_zone("Mars/Olympus")
     assert time_zones.zone("Europe/Paris").key == "Europe/Paris"
+
+
+BOOLS = number_fields(bool)
+
+
+@pytest.mark.parametrize(("model", "key", "shape"), [b for b in BOOLS if b[2] is None],
+                         ids=[f"{m.__name__}.{k}" for m, k, s in BOOLS if s is None])  # fmt: skip
+def test_every_boolean_refuses_numbers(model, key, shape):
+    for bad in (1, 0, 1.0):
+        found = _errors_at(model, key, bad)
+        assert found and "true or false" in found[0]["msg"], (model.__name__, key, bad, found)
+    assert not _errors_at(model, key, True)
+
+
+def test_booleans_given_as_numbers_name_the_key():
+    assert problems({"edge": {"redirectHttp": 1}}) == {
+        "edge.redirectHttp": "got 1; expected true or false, not a number"
+    }

@@ -1,0 +1,82 @@
+"""``inferctl capacity calibrate``: a real verify.json from the local stack (tests/data/calibrate, made by
+tests/data/calibrate/make_fixture.py: inferctl verify against the CPU Triton stand-in) round-trips into the
+dev stack's planning factors, marked measured, read back by the settings and by ``capacity plan --factors``."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from components.catalog.planning_factors import DEFAULT_FACTORS, PlanningFactors
+from inferctl import stack_settings
+from inferctl.cli import main
+
+REPO = Path(__file__).resolve().parents[3]
+REPORT = REPO / "tests" / "data" / "calibrate" / "verify-dev-local.json"
+
+
+def test_a_real_verify_report_becomes_measured_factors_in_the_stack(tmp_path, capsys):
+    stack = tmp_path / "Pulumi.dev.yaml"
+    shutil.copy(REPO / "stacks" / "Pulumi.dev.yaml", stack)
+    out = tmp_path / "dev-factors.json"
+    code = main(["capacity", "calibrate", "--from", str(REPORT), "--stack-file", str(stack), "--out", str(out)])
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    factors = PlanningFactors.from_json(out.read_text())
+    assert set(factors.measured_fields()) == {"throughput_scale", "ttft_scale", "itl_scale"}
+    assert factors != DEFAULT_FACTORS and factors.throughput_scale.value != 1.0
+    assert "verify-dev-local.json" in factors.throughput_scale.basis and "stack dev" in factors.throughput_scale.basis
+    assert factors.speculative_acceptance == DEFAULT_FACTORS.speculative_acceptance  # not measured by verify
+    # The stack file now carries them (comments kept) and the settings read them back.
+    text = stack.read_text()
+    assert "# Development: one region" in text and "factors:" in text
+    settings = stack_settings.load("dev", stack_file=stack)
+    assert settings.capacity.planning_factors() == factors
+    # And the planner uses them: the measured scale changes the predicted tokens/s per replica.
+    argv = ["capacity", "plan", "--model", "Llama-3.1-8B", "--accelerator", "g6.xlarge", "--tokens-per-day", "1e9",
+            "--isl", "1000", "--osl", "200", "--slo-ttft-ms", "2000", "--slo-itl-ms", "100", "--json"]  # fmt: skip
+    assert main(argv) == 0
+    modelled = json.loads(capsys.readouterr().out)
+    assert main([*argv, "--factors", str(out)]) == 0
+    measured = json.loads(capsys.readouterr().out)
+    assert json.dumps(measured, sort_keys=True) != json.dumps(modelled, sort_keys=True)
+
+
+def test_calibrating_again_replaces_the_factors_and_keeps_the_file_loadable(tmp_path, capsys):
+    stack = tmp_path / "Pulumi.dev.yaml"
+    shutil.copy(REPO / "stacks" / "Pulumi.dev.yaml", stack)
+    argv = ["capacity", "calibrate", "--from", str(REPORT), "--stack-file", str(stack), "--out",
+            str(tmp_path / "f.json")]  # fmt: skip
+    assert main(argv) == 0 and main(argv) == 0
+    assert stack.read_text().count("factors:") == 1
+    stack_settings.load("dev", stack_file=stack)
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        (lambda r: r.update(stack="prod"), "--stack"),
+        (lambda r: r["verdict"].update(passed=False), "--from"),
+        (lambda r: r["load"].update(at_planned_concurrency=None), "--from"),
+    ],
+)
+def test_unusable_reports_exit_2_naming_the_flag(tmp_path, capsys, change, named):
+    report = json.loads(REPORT.read_text())
+    change(report)
+    path = tmp_path / "verify.json"
+    path.write_text(json.dumps(report))
+    code = main(["capacity", "calibrate", "--from", str(path), "--stack", "dev", "--no-write-stack",
+                 "--out", str(tmp_path / "f.json")])  # fmt: skip
+    assert code == 2 and named in capsys.readouterr().err
+
+
+def test_a_bad_factor_in_the_stack_is_a_settings_problem_naming_the_key():
+    from infra.settings import SettingsError
+    from tests.infra.test_settings_inference import load
+
+    with pytest.raises(SettingsError) as err:
+        load({"capacity": {"factors": {"throughput_scale": {"value": -1, "source": "measured"}}}}, "dev")
+    assert [p.path for p in err.value.problems] == ["capacity.factors"]
