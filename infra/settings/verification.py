@@ -125,6 +125,17 @@ class VerificationSettings(Section):
         from infra.settings.load_test import edge_client, target_problems
 
         out = target_problems("verification", self.url, self.client, ctx)
+        if (
+            self.url is not None
+            and self.url.startswith("http://")
+            and not any(p.path == "verification.url" for p in out)
+        ):
+            # components.verification.VerificationJob: a Job given a url goes through the edge and sends its
+            # client's API key, so it speaks TLS (only the default in-cluster target is plain HTTP).
+            out.append(
+                Problem("verification.url", f"got {self.url!r}; the Job sends its client's API key to it: https:// "
+                        "(leave it unset for the in-cluster Service)")
+            )  # fmt: skip
         needed = self.duration_seconds + 2 * self.request_timeout_seconds + JOB_OVERHEAD_SECONDS
         if self.job.active_deadline_seconds < needed:
             out.append(

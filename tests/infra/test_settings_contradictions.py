@@ -129,3 +129,11 @@ def test_a_p5_capacity_block_passes():
         },
     )
     assert not [p for p in found if p.startswith("nodePools.inference.capacityTypes")], found
+
+
+def test_a_verification_url_over_plain_http_is_a_settings_problem_not_a_component_error():
+    found = problems("dev", {"verification.enabled": True, "verification.url": "http://api.dev.example.com"})
+    assert list(found) == ["verification.url"] and "https://" in found["verification.url"], found
+    assert "verification.url" not in problems(
+        "dev", {"verification.enabled": True, "verification.url": "https://api.dev.example.com"}
+    )
