@@ -28,6 +28,7 @@ from components.catalog import latency, models, prices
 from components.catalog.instances import CatalogError, InstanceType
 from components.catalog.latency import Prediction, Replica, Slo, Workload
 from components.catalog.models import SizingError
+from components.catalog.planning_factors import PlanningFactors
 
 SECONDS_PER_DAY: Final = 86_400
 DAYS_PER_MONTH: Final = prices.HOURS_PER_MONTH / 24
@@ -109,6 +110,8 @@ class Option:
     replica: Replica
     prediction: Prediction
     node_hour_usd: float
+    features: latency.Features | None = None
+    """The serving features (speculative decoding, prefix reuse, measured scales) the prediction used."""
 
     @property
     def point(self) -> latency.Point:
@@ -181,6 +184,8 @@ class Query:
     """Default any. Only this tensor-parallel degree."""
     batch_limit: int | None = None
     """Default the KV cache's bound. The serving engine's max batch (``serving.maxBatchSize``)."""
+    features: latency.Features | None = None
+    """Default none. Speculative decoding, prefix-cache reuse and measured scales (``Features.from_factors``)."""
 
 
 def options(query: Query) -> tuple[list[Option], list[Prediction]]:
@@ -200,7 +205,7 @@ def options(query: Query) -> tuple[list[Option], list[Prediction]]:
         for r in layouts:
             try:
                 p = latency.predict(r, query.workload, scenario=query.scenario, slo=query.slo,
-                                    batch_limit=query.batch_limit)  # fmt: skip
+                                    batch_limit=query.batch_limit, features=query.features)  # fmt: skip
             except SizingError as err:
                 problems.append(str(err))
                 continue
@@ -208,7 +213,7 @@ def options(query: Query) -> tuple[list[Option], list[Prediction]]:
             if query.tp is not None and r.tp != query.tp:
                 continue
             if p.met and price is not None:
-                met.append(Option(r, p, price))
+                met.append(Option(r, p, price, query.features))
             elif not p.met:
                 missed.append(p)
     if not fits:
@@ -283,6 +288,8 @@ class Plan:
     price_per_million_input: float | None = None
     spot_factor: float = prices.DEFAULT_SPOT_FACTOR
     reserved_factor: float = prices.DEFAULT_RESERVED_FACTOR
+    factors: PlanningFactors | None = None
+    """The planning factors the plan used (each modelled or measured), when the caller gave them."""
     node_hours_per_day: float = 0.0
     """Whole nodes (whole multi-node groups) running, summed over the day: what is billed."""
     accelerator_use: float = 1.0
@@ -360,6 +367,7 @@ def plan(
     reserved_factor: float = prices.DEFAULT_RESERVED_FACTOR,
     surge_replicas: int = 1,
     scaling_target: float = DEFAULT_SCALING_TARGET,
+    factors: PlanningFactors | None = None,
 ) -> Plan:
     """Replicas, bounds, utilisation and money for ``demand`` served by ``option``.
 
@@ -431,6 +439,7 @@ def plan(
         price_per_million_input=price_per_million_input,
         spot_factor=spot_factor,
         reserved_factor=reserved_factor,
+        factors=factors,
         node_hours_per_day=node_hours_per_day,
         accelerator_use=accelerator_use,
         notes=tuple(notes),
@@ -521,6 +530,7 @@ def compare_plans(
     *,
     region: str = prices.BASE_REGION,
     kv_dtype: str = catalog.FP8,
+    features: latency.Features | None = None,
     **plan_kwargs: Any,
 ) -> list[tuple[str, Plan | None, str]]:
     """Every accelerator's cheapest whole-node plan for ``demand``: (chip, plan or None, why not), ranked by
@@ -532,7 +542,7 @@ def compare_plans(
             continue
         try:
             query = Query(model=model, precision=precision, accelerator=chip.model, workload=demand.workload,
-                          slo=demand.slo, region=region, kv_dtype=kv_dtype)  # fmt: skip
+                          slo=demand.slo, region=region, kv_dtype=kv_dtype, features=features)  # fmt: skip
             rows.append((chip.model, best_plan(demand, query, **plan_kwargs)[0], ""))
         except PlanningError as err:
             rows.append((chip.model, None, str(err)))

@@ -422,6 +422,9 @@ class Features:
 
     draft_tokens: int = 0
     """Speculative decoding: draft tokens verified per step (serving.speculative.draftLength; 0 = off)."""
+    draft_depth: int | None = None
+    """Longest chain of drafts one step can accept (a Medusa/EAGLE tree's depth; default ``draft_tokens``,
+    a single chain)."""
     speculative_acceptance: float = 0.0
     """Per-draft acceptance probability (PlanningFactors.speculative_acceptance)."""
     prefix_hit_rate: float = 0.0
@@ -432,12 +435,21 @@ class Features:
 
     @property
     def tokens_per_step(self) -> float:
-        return speculative_tokens_per_step(self.draft_tokens, self.speculative_acceptance)
+        depth = self.draft_tokens if self.draft_depth is None else min(self.draft_depth, self.draft_tokens)
+        return speculative_tokens_per_step(depth, self.speculative_acceptance)
 
     @classmethod
-    def from_factors(cls, factors: PlanningFactors, *, draft_tokens: int = 0, prefix_reuse: bool = False) -> Features:
+    def from_factors(
+        cls,
+        factors: PlanningFactors,
+        *,
+        draft_tokens: int = 0,
+        draft_depth: int | None = None,
+        prefix_reuse: bool = False,
+    ) -> Features:
         return cls(
             draft_tokens=draft_tokens,
+            draft_depth=draft_depth,
             speculative_acceptance=factors.speculative_acceptance.value if draft_tokens else 0.0,
             prefix_hit_rate=factors.prefix_hit_rate.value if prefix_reuse else 0.0,
             throughput_scale=factors.throughput_scale.value,

@@ -72,7 +72,17 @@ def register(subparsers: Any) -> None:
     p.add_argument("--price-per-m-input", type=float, help="selling price per million input tokens (margin)")
     p.add_argument("--price-per-m-output", type=float, help="selling price per million output tokens (margin)")
     p.add_argument("--price-per-m-tokens", type=float, help=argparse.SUPPRESS)  # refused: see _plan_kwargs
-    p.add_argument("--spot-factor", type=float, default=None, help="spot price / on-demand (default 0.45)")
+    p.add_argument("--factors", type=Path, metavar="FILE.json",
+                   help="planning factors (PlanningFactors JSON, e.g. written by capacity calibrate)")
+    p.add_argument("--speculative-draft-tokens", type=int, default=0, metavar="K",
+                   help="speculative decoding: draft tokens per step (serving.speculative.draftLength; default 0 = off)")
+    p.add_argument("--speculative-acceptance", type=float, metavar="A",
+                   help="per-draft acceptance probability (default the planning factors', 0.6 modelled)")
+    p.add_argument("--prefix-reuse", action="store_true",
+                   help="KV-cache reuse on (serving.kvCache.enableReuse): cached input tokens skip prefill")
+    p.add_argument("--prefix-hit-rate", type=float, metavar="R",
+                   help="share of input tokens found in the cache (implies --prefix-reuse; default 0.2 modelled)")
+    p.add_argument("--spot-factor", type=float, default=None, help="spot price / on-demand (default 0.45)")  # fmt: skip
     p.add_argument("--reserved-factor", type=float, default=None, help="reserved price / on-demand (default 0.65)")
     p.add_argument("--region", default="us-east-1", help="price table region (default us-east-1)")
     p.add_argument("--json", action="store_true")
@@ -320,6 +330,40 @@ def _plan_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def _features(args: argparse.Namespace) -> tuple[Any, Any]:
+    """(PlanningFactors, latency.Features) from --factors and the feature flags; exit 2 naming the flag."""
+    from components.catalog.latency import Features
+    from components.catalog.planning_factors import DEFAULT_FACTORS, Factor, PlanningFactors
+
+    factors = DEFAULT_FACTORS
+    if args.factors is not None:
+        try:
+            factors = PlanningFactors.from_json(args.factors.read_text())
+        except OSError as err:
+            raise CommandError(f"--factors: cannot read {args.factors}: {err.strerror}", exit_code=2) from None
+        except ValueError as err:
+            raise CommandError(f"--factors: {args.factors}: {err}", exit_code=2) from None
+    check_flags([
+        ("--speculative-draft-tokens", 0 <= args.speculative_draft_tokens <= 8,
+         f"got {args.speculative_draft_tokens}; expected 0-8 (the engine's max_draft_len range)"),
+        ("--speculative-acceptance", args.speculative_acceptance is None or 0 <= args.speculative_acceptance < 1,
+         f"got {args.speculative_acceptance}; expected a probability in [0, 1)"),
+        ("--prefix-hit-rate", args.prefix_hit_rate is None or 0 <= args.prefix_hit_rate < 1,
+         f"got {args.prefix_hit_rate}; expected a share in [0, 1)"),
+    ])  # fmt: skip
+    given = {}
+    if args.speculative_acceptance is not None:
+        given["speculative_acceptance"] = Factor(value=args.speculative_acceptance, basis="--speculative-acceptance")
+    if args.prefix_hit_rate is not None:
+        given["prefix_hit_rate"] = Factor(value=args.prefix_hit_rate, basis="--prefix-hit-rate")
+    if given:
+        import dataclasses
+
+        factors = dataclasses.replace(factors, **given)
+    reuse = args.prefix_reuse or args.prefix_hit_rate is not None
+    return factors, Features.from_factors(factors, draft_tokens=args.speculative_draft_tokens, prefix_reuse=reuse)
+
+
 def run_plan(args: argparse.Namespace) -> int:
     from components.catalog import capacity
     from components.catalog.models import SizingError
@@ -328,10 +372,12 @@ def run_plan(args: argparse.Namespace) -> int:
 
     check_flags(cold_start_view.checks(args))
     demand = _demand(args)
+    factors, features = _features(args)
+    plan_kwargs = {**_plan_kwargs(args), "factors": factors}
     try:
         if args.compare:
             plans = capacity.compare_plans(demand, args.model, args.precision, region=args.region,
-                                           kv_dtype=args.kv_dtype, **_plan_kwargs(args))  # fmt: skip
+                                           kv_dtype=args.kv_dtype, features=features, **plan_kwargs)  # fmt: skip
             if not any(p for _, p, _ in plans):
                 reasons = "; ".join(f"{c}: {w}" for c, _, w in plans)
                 raise CommandError(f"--slo-ttft-ms/--slo-itl-ms: no accelerator meets the SLO ({reasons})", 2)
@@ -340,8 +386,8 @@ def run_plan(args: argparse.Namespace) -> int:
         else:
             query = capacity.Query(
                 model=args.model, precision=args.precision, accelerator=args.accelerator, workload=demand.workload,
-                slo=demand.slo, region=args.region, kv_dtype=args.kv_dtype)  # fmt: skip
-            p, _ = capacity.best_plan(demand, query, **_plan_kwargs(args))
+                slo=demand.slo, region=args.region, kv_dtype=args.kv_dtype, features=features)  # fmt: skip
+            p, _ = capacity.best_plan(demand, query, **plan_kwargs)
             beyond = capacity.single_pool_problem(p)
             if beyond:
                 raise CommandError(
@@ -351,7 +397,7 @@ def run_plan(args: argparse.Namespace) -> int:
                     exit_code=EXIT_BEYOND_ONE_CLUSTER,
                 )
             plans = [(p.option.replica.node.accelerator_model, p, "")]
-            smaller = capacity.smaller_nodes(demand, query, p, **_plan_kwargs(args))
+            smaller = capacity.smaller_nodes(demand, query, p, **plan_kwargs)
             out = plan_json(p, smaller)
             text = plan_text(p, smaller)
             cold = cold_start_view.for_option(p.option, args)

@@ -73,7 +73,7 @@ def plan_json(p: Plan, smaller: list[Plan] | tuple[Plan, ...] = ()) -> dict[str,
                 "accelerator_use": round(s.accelerator_use, 3),
             }
             for s in smaller
-        ],  # fmt: skip
+        ],
         "monthly_usd": _money(p.monthly_usd),
         "usd_per_million_output_tokens": _money(p.usd_per_million_output),
         "usd_per_million_total_tokens": _money(p.usd_per_million_total),
@@ -83,8 +83,45 @@ def plan_json(p: Plan, smaller: list[Plan] | tuple[Plan, ...] = ()) -> dict[str,
         "margin_per_million_total_tokens": _money(per_m) if per_m else None,
         "gross_margin": _money(margin) if margin else None,
         "notes": list(p.notes),
+        "features": _features_json(p),
+        "planning_factors": p.factors.to_dict() if p.factors else None,
         "factors": {"spot": p.spot_factor, "reserved": p.reserved_factor},
     }
+
+
+def _features_json(p: Plan) -> dict[str, Any]:
+    f = p.option.features
+    if f is None:
+        return {"speculative_draft_tokens": 0, "prefix_hit_rate": 0.0, "tokens_per_step": 1.0}
+    return {
+        "speculative_draft_tokens": f.draft_tokens,
+        "speculative_acceptance": f.speculative_acceptance,
+        "tokens_per_step": round(f.tokens_per_step, 3),
+        "prefix_hit_rate": f.prefix_hit_rate,
+        "scales": {"throughput": f.throughput_scale, "ttft": f.ttft_scale, "itl": f.itl_scale},
+    }
+
+
+def _factors_text(p: Plan) -> list[str]:
+    if p.factors is None:
+        return []
+    f = p.option.features
+    used = []
+    if f is not None and f.draft_tokens:
+        used.append("speculative_acceptance")
+    if f is not None and f.prefix_hit_rate:
+        used.append("prefix_hit_rate")
+    used += ["throughput_scale", "ttft_scale", "itl_scale"]
+    parts = []
+    for name in used:
+        factor = getattr(p.factors, name)
+        parts.append(f"{name} {factor.value:g} ({factor.source}{': ' + factor.basis if factor.basis else ''})")
+    lines = ["  planning factors: " + "; ".join(parts)]
+    if f is not None and f.draft_tokens:
+        lines.append(f"  speculative decoding: {f.draft_tokens} drafts, {f.tokens_per_step:.2f} tokens per step")
+    if f is not None and f.prefix_hit_rate:
+        lines.append(f"  prefix-cache reuse: {f.prefix_hit_rate:.0%} of input tokens skip prefill")
+    return lines
 
 
 def plan_text(p: Plan, smaller: list[Plan] | tuple[Plan, ...] = ()) -> str:
@@ -130,6 +167,7 @@ def plan_text(p: Plan, smaller: list[Plan] | tuple[Plan, ...] = ()) -> str:
             f"{s['monthly_usd_on_demand']:,.0f} USD a month on demand ({s['accelerator_use']:.0%} of its accelerators used)"
         )
     lines += [f"  note: {n}" for n in j["notes"]]
+    lines += _factors_text(p)
     return "\n".join(lines)
 
 

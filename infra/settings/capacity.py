@@ -24,9 +24,9 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from components.catalog import capacity as planner
-from components.catalog import latency, prices
+from components.catalog import latency, prices, speculative
 from components.catalog.models import SizingError
-from components.catalog.planning_factors import PlanningFactors
+from components.catalog.planning_factors import DEFAULT_FACTORS, PlanningFactors
 from infra.settings.base import CheckContext, Problem, Section
 from infra.settings.node_pools import NodePoolSettings, cluster_zones
 
@@ -172,7 +172,8 @@ def plan_for(
         instance = min(pool.instance_types, key=lambda t: prices.instance_hour(t, region) or float("inf"))
         option = planner.best_option(planner.Query(
             model=arch, precision=serving.precision, accelerator=instance, workload=demand.workload, slo=demand.slo,
-            region=region, kv_dtype=kv_dtype, tp=serving.tensor_parallel, batch_limit=serving.max_batch_size))  # fmt: skip
+            region=region, kv_dtype=kv_dtype, tp=serving.tensor_parallel, batch_limit=serving.max_batch_size,
+            features=serving_features(serving, cap.planning_factors())))  # fmt: skip
     except planner.PlanningError as err:
         key = slo_key if err.field == "slo" else "capacity"
         return PlanResult(None, (Problem(key, f"{err} (serving: {serving.model} {serving.precision} TP "
@@ -200,6 +201,19 @@ def plan_for(
             )
         )
     return PlanResult(bounds, tuple(out))
+
+
+def serving_features(serving: Any, factors: PlanningFactors = DEFAULT_FACTORS) -> latency.Features:
+    """What the stack's serving turns on, sized by ``factors`` (modelled defaults unless measured):
+    speculative decoding (``serving.speculative``: draftLength tokens verified per step, accepted along
+    the tree's depth) and prefix-cache reuse (``serving.kvCache.enableReuse``)."""
+    spec = serving.speculative
+    drafts = (spec.draft_length or 0) if spec.mode != "none" else 0
+    depth = max((len(path) for path in spec.choices), default=None) if spec.choices else None
+    if drafts and depth is None:
+        depth = min(drafts, speculative.MAX_TREE_DEPTH)
+    return latency.Features.from_factors(factors, draft_tokens=drafts, draft_depth=depth,
+                                         prefix_reuse=bool(serving.kv_cache.enable_reuse))  # fmt: skip
 
 
 def derived_bounds(settings: Any) -> CapacityBounds | None:

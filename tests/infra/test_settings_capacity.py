@@ -62,3 +62,18 @@ def test_a_model_that_does_not_fit_and_an_unpriced_region():
     with pytest.raises(Exception) as err:
         load_settings({**stack_values("dev"), "capacity": DEMAND}, project="p", stack="s", region="eu-west-1")
     assert "price table has no region 'eu-west-1'" in str(err.value)
+
+
+def test_the_plan_reads_speculative_decoding_and_kv_reuse_from_serving():
+    from types import SimpleNamespace
+
+    from infra.settings.capacity import serving_features
+
+    spec = SimpleNamespace(mode="medusa", draft_length=6, choices=[[0], [0, 0], [1]])
+    serving = SimpleNamespace(speculative=spec, kv_cache=SimpleNamespace(enable_reuse=True))
+    f = serving_features(serving)
+    assert f.draft_tokens == 6 and f.draft_depth == 2 and f.speculative_acceptance == 0.6
+    assert f.prefix_hit_rate == 0.2 and f.tokens_per_step == pytest.approx(1 + 0.6 + 0.36)
+    off = SimpleNamespace(speculative=SimpleNamespace(mode="none", draft_length=None, choices=None),
+                          kv_cache=SimpleNamespace(enable_reuse=False))  # fmt: skip
+    assert serving_features(off).tokens_per_step == 1.0 and serving_features(off).prefix_hit_rate == 0.0

@@ -223,3 +223,34 @@ def test_plan_fsx_source_needs_its_throughput(capsys):
     code, _, err = run(capsys, "capacity", "plan", *DEMAND, "--tokens-per-day", "1.5e9", "--accelerator", "h100",
                        "--model-source", "fsx")  # fmt: skip
     assert code == 2 and "--fsx-mb-s" in err
+
+
+def test_speculative_decoding_and_prefix_reuse_are_modelled_with_stated_factors(capsys, tmp_path):
+    # A tight ITL keeps batches small (memory-bound steps), where verifying drafts is nearly free.
+    base = ["capacity", "plan", "--model", "Llama-3.1-70B", "--isl", "1000", "--osl", "1000", "--slo-ttft-ms", "400",
+            "--slo-itl-ms", "20", "--tokens-per-day", "1e11", "--accelerator", "h200", "--json"]  # fmt: skip
+    code, out, _ = run(capsys, *base)
+    plain = json.loads(out)
+    assert code == 0 and plain["features"]["tokens_per_step"] == 1.0
+    code, out, _ = run(capsys, *base, "--speculative-draft-tokens", "3", "--speculative-acceptance", "0.7",
+                       "--prefix-hit-rate", "0.5")  # fmt: skip
+    o = json.loads(out)
+    assert code == 0
+    assert o["features"]["tokens_per_step"] == pytest.approx((1 - 0.7**4) / 0.3, rel=1e-3)
+    assert o["features"]["prefix_hit_rate"] == 0.5
+    assert o["planning_factors"]["speculative_acceptance"] == {"value": 0.7, "source": "modelled",
+                                                               "basis": "--speculative-acceptance"}  # fmt: skip
+    assert o["replica"]["tokens_per_s_per_accelerator"] > 1.3 * plain["replica"]["tokens_per_s_per_accelerator"]
+    # A measured factors file (what capacity calibrate writes) replaces the modelled figures and says so.
+    from components.catalog.planning_factors import DEFAULT_FACTORS
+
+    measured = DEFAULT_FACTORS.with_measured("build/verify/dev/verify.json", throughput_scale=0.5)
+    factors = tmp_path / "factors.json"
+    factors.write_text(measured.to_json())
+    code, out, _ = run(capsys, *base, "--factors", str(factors))
+    o = json.loads(out)
+    assert code == 0 and o["planning_factors"]["throughput_scale"]["source"] == "measured"
+    assert o["replica"]["tokens_per_s_per_accelerator"] < 0.6 * plain["replica"]["tokens_per_s_per_accelerator"]
+    factors.write_text('{"throughput_scale": {"value": -1}}')
+    code, _, err = run(capsys, *base, "--factors", str(factors))
+    assert code == 2 and "--factors" in err and "throughput_scale" in err
