@@ -10,7 +10,9 @@ the AWS Load Balancer Controller that ``edge-alb-hardened`` judges:
 - ``lb-internet-facing-waf``: an internet-facing application load balancer (``internal`` unset means
   internet-facing) is the ``resourceArn`` of an ``aws:wafv2/webAclAssociation`` of the same stack, related
   by property dependency (ARNs are unknown during a preview). Network and gateway load balancers cannot
-  carry a WAF association; they are not judged here.
+  carry a WAF association; they are not judged here. An internet-facing Classic Load Balancer
+  (``aws:elb/loadBalancer``) is refused: it can carry no WAF and negotiates no TLS 1.3; its plain ``http``
+  listeners are refused by ``lb-listeners-no-plain-http`` (a Classic Load Balancer cannot redirect).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ LOAD_BALANCERS = frozenset(f"{f}/loadBalancer:LoadBalancer" for f in FAMILIES)
 LISTENERS = frozenset(f"{f}/listener:Listener" for f in FAMILIES)
 LISTENER_RULES = frozenset(f"{f}/listenerRule:ListenerRule" for f in FAMILIES)
 WAF_ASSOCIATION = "aws:wafv2/webAclAssociation:WebAclAssociation"
+CLASSIC_LOAD_BALANCER = "aws:elb/loadBalancer:LoadBalancer"
 AWS_DEFAULT_SSL_POLICY = "ELBSecurityPolicy-2016-08"
 TLS_PROTOCOLS = ("HTTPS", "TLS")
 SAFE_HTTP_ACTIONS = ("redirect", "fixed-response")
@@ -70,6 +73,15 @@ def _protocol(listener: PolicyResource) -> str:
 def _no_plain_http(args: StackValidationArgs, report: ReportViolation) -> None:
     http_listeners = {r.urn for r in args.resources if r.resource_type in LISTENERS and _protocol(r) == "HTTP"}
     for resource in args.resources:
+        if resource.resource_type == CLASSIC_LOAD_BALANCER:
+            for listener in as_list(get(resource.props, "listeners")):
+                if str(get(listener, "lbProtocol", "")).lower() == "http":
+                    report(
+                        f"classic load balancer {resource.name}: listener http:{int(float(get(listener, 'lbPort', 80)))} "
+                        "forwards plain HTTP (a Classic Load Balancer cannot redirect to HTTPS)",
+                        resource.urn,
+                    )
+            continue
         if resource.urn in http_listeners:
             actions = as_list(get(resource.props, "defaultActions"))
             where = f"listener {resource.name} (HTTP:{int(float(get(resource.props, 'port', 80)))})"
@@ -109,6 +121,13 @@ def _internet_facing_waf(args: StackValidationArgs, report: ReportViolation) -> 
         for d in _depends_on(r, "resourceArn", LOAD_BALANCERS)
     }
     for resource in args.resources:
+        if resource.resource_type == CLASSIC_LOAD_BALANCER and get(resource.props, "internal") is not True:
+            report(
+                f"classic load balancer {resource.name} is internet-facing: a Classic Load Balancer can carry no "
+                "WAF web ACL and negotiates no TLS 1.3; use an application load balancer",
+                resource.urn,
+            )
+            continue
         if resource.resource_type not in LOAD_BALANCERS:
             continue
         if get(resource.props, "internal") is True:

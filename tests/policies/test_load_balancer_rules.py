@@ -86,3 +86,17 @@ def test_an_unset_protocol_is_http_on_an_application_load_balancer(violations):
 
     (found,) = violations(program, "lb-listeners-no-plain-http")
     assert found.urn.endswith("::implicit-http") and "(HTTP:8080)" in found.message
+
+
+def test_classic_load_balancers_internet_facing_or_on_plain_http_fail(violations):
+    def program(internal, protocol):
+        aws.elb.LoadBalancer("classic", internal=internal, subnets=["subnet-1"], listeners=[
+            {"lb_port": 443 if protocol == "https" else 80, "lb_protocol": protocol, "instance_port": 8080,
+             "instance_protocol": "http", "ssl_certificate_id": CERT if protocol == "https" else None}])  # fmt: skip
+
+    assert violations(lambda: program(True, "https"), "lb-internet-facing-waf") == []
+    assert violations(lambda: program(True, "https"), "lb-listeners-no-plain-http") == []
+    (found,) = violations(lambda: program(False, "https"), "lb-internet-facing-waf")
+    assert "can carry no WAF web ACL" in found.message
+    (found,) = violations(lambda: program(True, "http"), "lb-listeners-no-plain-http")
+    assert "listener http:80 forwards plain HTTP" in found.message
