@@ -317,7 +317,16 @@ class Plan:
             return None
         p_in = self.price_per_million_input or 0.0
         p_out = self.price_per_million_output or 0.0
-        return self.input_share * p_in + self.demand.output_share * p_out
+        return self.input_share * p_in * self.input_price_share + self.demand.output_share * p_out
+
+    @property
+    def input_price_share(self) -> float:
+        """Share of the input price an average input token earns: prefix-cache hits sell at
+        ``PlanningFactors.cached_input_price_fraction`` of it (1.0 when reuse is off or not discounted)."""
+        f = self.option.features
+        if f is None or not f.prefix_hit_rate or self.factors is None:
+            return 1.0
+        return 1 - f.prefix_hit_rate * (1 - self.factors.cached_input_price_fraction.value)
 
     @property
     def gross_margin(self) -> Money | None:

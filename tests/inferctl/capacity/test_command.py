@@ -254,3 +254,20 @@ def test_speculative_decoding_and_prefix_reuse_are_modelled_with_stated_factors(
     factors.write_text('{"throughput_scale": {"value": -1}}')
     code, _, err = run(capsys, *base, "--factors", str(factors))
     assert code == 2 and "--factors" in err and "throughput_scale" in err
+
+
+def test_cached_input_tokens_sell_at_the_cached_price_share(capsys, tmp_path):
+    from components.catalog.planning_factors import DEFAULT_FACTORS, Factor
+
+    factors = tmp_path / "factors.json"
+    cheap = DEFAULT_FACTORS.to_dict()
+    cheap["cached_input_price_fraction"] = {"value": 0.25, "source": "modelled", "basis": "provider's cached price"}
+    factors.write_text(json.dumps(cheap))
+    argv = ["capacity", "plan", *DEMAND, "--tokens-per-day", "1e11", "--accelerator", "h200", "--json",
+            "--price-per-m-input", "1", "--price-per-m-output", "1", "--factors", str(factors)]  # fmt: skip
+    code, out, _ = run(capsys, *argv)
+    assert code == 0 and json.loads(out)["revenue_per_million_total_tokens"] == pytest.approx(1.0)  # reuse off
+    code, out, _ = run(capsys, *argv, "--prefix-hit-rate", "0.4")
+    # Half the tokens are input; 40 % of them sell at a quarter of the price: 0.5 x (1 - 0.4 x 0.75) + 0.5.
+    assert code == 0 and json.loads(out)["revenue_per_million_total_tokens"] == pytest.approx(0.85)
+    assert Factor(value=0.25).source == "modelled"
