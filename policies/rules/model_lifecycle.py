@@ -14,6 +14,9 @@ or ``date``; removing expired delete markers is fine) nor transition them to GLA
 need a restore before every read: a rollout or a node replacement would then fail to download its engine.
 Transitions to classes read directly (STANDARD_IA, ONEZONE_IA, INTELLIGENT_TIERING, GLACIER_IR) and
 noncurrent-version rules are allowed: ModelStore's own cold rules move tagged objects to STANDARD_IA.
+An S3 Intelligent-Tiering configuration (``aws:s3/bucketIntelligentTieringConfiguration``) whose filter can
+match a served object must not enable the ARCHIVE_ACCESS or DEEP_ARCHIVE_ACCESS tiers either: an engine not
+read for that many days (a rollback target) would need a restore first.
 """
 
 from __future__ import annotations
@@ -41,6 +44,8 @@ LIFECYCLES = frozenset(
         "aws:s3/bucketLifecycleConfigurationV2:BucketLifecycleConfigurationV2",
     }
 )
+TIERING = "aws:s3/bucketIntelligentTieringConfiguration:BucketIntelligentTieringConfiguration"
+ARCHIVE_TIERS = ("ARCHIVE_ACCESS", "DEEP_ARCHIVE_ACCESS")
 MODEL_STORE = "inference:storage:ModelStore"
 BUCKET_ROLE_TAG = "bucket-role"
 MODEL_PREFIXES = ["models/"]
@@ -146,18 +151,46 @@ def _judge(rules: list[Any], inline: bool, served: list[str], where: str, urn: s
             )
 
 
+def _judge_tiering(resource: PolicyResource, served: list[str], report: ReportViolation) -> None:
+    if str(get(resource.props, "status", "Enabled")) != "Enabled":
+        return
+    prefix = str(get(resource.props, "filter.prefix") or "")
+    hit = [s for s in served if s.startswith(prefix) or prefix.startswith(s)]
+    if not hit:
+        return
+    for tier in as_list(get(resource.props, "tierings")):
+        access = str(get(tier, "accessTier", ""))
+        if access in ARCHIVE_TIERS:
+            report(
+                f"intelligent tiering {resource.name} (prefix {prefix!r}) moves objects not read for "
+                f"{int(_days(get(tier, 'days')))} days to {access} (a restore before the next read) under s3 prefix "
+                f"{hit[0]!r} this stack serves from",
+                resource.urn,
+            )
+
+
+def _days(value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return 0.0
+
+
 def _not_expired(args: StackValidationArgs, report: ReportViolation) -> None:
     model_prefixes = [str(p) for p in (args.get_config().get("modelPrefixes") or MODEL_PREFIXES)]
     resources = list(args.resources)
     uris = _served_uris(resources)
     for resource in resources:
         try:
-            if resource.resource_type in LIFECYCLES:
+            if resource.resource_type in (*LIFECYCLES, TIERING):
                 deps = [d for d in resource.property_dependencies.get("bucket", []) if d.resource_type in BUCKETS]
                 literal = get(resource.props, "bucket")
                 if not deps and literal:
                     deps = [b for b in resources if b.resource_type in BUCKETS and literal in _names(b)[0]]
                 served = _served_prefixes(deps, {str(literal)} if literal else set(), uris, model_prefixes)
+            if resource.resource_type == TIERING:
+                _judge_tiering(resource, served, report)
+            elif resource.resource_type in LIFECYCLES:
                 rules = as_list(get(resource.props, "rules"))
                 _judge(rules, False, served, f"lifecycle {resource.name}", resource.urn, report)
             elif resource.resource_type in BUCKETS and get(resource.props, "lifecycleRules"):

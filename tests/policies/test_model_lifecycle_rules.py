@@ -84,3 +84,17 @@ def test_the_model_stores_own_lifecycle_passes_and_an_expiry_on_its_models_bucke
     found = violations(_model_store([{"id": "purge", "status": "Enabled", "filter": {"prefix": "models/"},
                                       "expiration": {"days": 14}}]), RULE)  # fmt: skip
     assert [v.urn.rsplit("::", 1)[-1] for v in found] == ["extra"]
+
+
+@pytest.mark.parametrize("tier", ["ARCHIVE_ACCESS", "DEEP_ARCHIVE_ACCESS"])
+def test_intelligent_tiering_archive_tiers_under_served_prefixes_fail(violations, tier):
+    def program(prefix):
+        b = aws.s3.Bucket("models", bucket="team-models")
+        aws.s3.BucketIntelligentTieringConfiguration("tiering", bucket=b.bucket, name="archive",
+                                                     filter={"prefix": prefix},
+                                                     tierings=[{"access_tier": tier, "days": 180}])  # fmt: skip
+        k8s.core.v1.ConfigMap("serving", metadata={"namespace": "inference"}, data={"ENGINE_URI": URI})
+
+    (found,) = violations(lambda: program("llm/"), RULE)
+    assert f"not read for 180 days to {tier}" in found.message
+    assert violations(lambda: program("scratch/"), RULE) == []
