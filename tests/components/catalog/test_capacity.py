@@ -121,3 +121,38 @@ def test_fleet_keeps_the_slo_when_one_cluster_is_lost():
     with pytest.raises(PlanningError) as err:
         capacity.fleet(p, {"us-east-1": 100})
     assert err.value.field == "region_quota"
+
+
+def test_money_counts_whole_nodes_and_whole_multi_node_groups():
+    # A replica spanning two p5 nodes (TP16 over EFA) bills both nodes, every hour it runs.
+    from components.catalog import latency
+
+    slo = Slo(ttft_ms=5000, itl_ms=200)
+    r = latency.replica("Llama-3.1-405B", "bf16", "p5.48xlarge", 16)
+    option = capacity.Option(r, latency.predict(r, W, slo=slo), prices.instance_hour("p5.48xlarge", "us-east-1"))
+    assert option.replica.nodes == 2 and option.prediction.met
+    p = capacity.plan(_demand(tokens_per_day=1e8, slo=slo), option)
+    assert p.peak.nodes == p.peak.replicas * 2
+    hours = p.node_hours_per_day * capacity.DAYS_PER_MONTH
+    assert p.monthly_usd.on_demand == pytest.approx(hours * prices.instance_hour("p5.48xlarge", "us-east-1"))
+    replica_hours = (
+        p.day.replicas * 16 + p.night.replicas * 8 + (p.peak.replicas - p.day.replicas) * 16 * (1 - 1 / 1.23)
+    )
+    assert p.node_hours_per_day == pytest.approx(2 * replica_hours)  # two whole nodes per replica-hour
+    assert p.accelerator_use == pytest.approx(1.0)
+
+
+def test_compare_plans_ranks_by_the_figure_it_names():
+    rows = capacity.compare_plans(_demand(tokens_per_day=1e9, slo=Slo(ttft_ms=1000, itl_ms=50)), "Llama-3.1-8B", "fp8")
+    ranked = [p.usd_per_million_total.on_demand for _, p, _ in rows if p]
+    assert ranked == sorted(ranked) and len(ranked) >= 3
+    assert capacity.RANK_BASIS.startswith("$/M total tokens")
+    assert all(p is None for _, p, _ in rows[len(ranked) :])
+
+
+def test_single_pool_limits():
+    q = capacity.Query(model="Llama-3.1-70B", precision="fp8", accelerator="h100", workload=W, slo=SLO)
+    small = capacity.best_plan(_demand(tokens_per_day=1e9), q)[0]
+    assert capacity.single_pool_problem(small) is None
+    big = capacity.best_plan(_demand(tokens_per_day=150e12), q)[0]
+    assert "5,000 nodes per cluster" in capacity.single_pool_problem(big)
