@@ -42,6 +42,7 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
+from components.catalog.aws_names import ALB_TLS13_POLICIES
 from policies.props import as_list, get
 
 INGRESS_CLASS_PARAMS = "kubernetes:elbv2.k8s.aws/v1beta1:IngressClassParams"
@@ -69,7 +70,6 @@ MIN_RSA_BITS = 2048
 EC_CURVES = ("secp256r1", "secp384r1")  # P-256 and P-384: what keyAlgorithm allows (EC_prime256v1 = P-256)
 ALB_CONTROLLER = "ingress.k8s.aws/alb"
 ALB = "alb.ingress.kubernetes.io/"
-TLS13_POLICY_PREFIXES = ("ELBSecurityPolicy-TLS13-1-2-", "ELBSecurityPolicy-TLS13-1-3-")
 AUTH_METHODS = ("apiKeyAuth", "jwt", "oidc", "basicAuth", "extAuth")
 INFERENCE_NAMESPACES = ["inference"]
 WAF_MIN_RATE_LIMIT = 10
@@ -129,7 +129,7 @@ def _alb_hardened(args: StackValidationArgs, report: ReportViolation) -> None:
         public_classes.add(name)
         at = f"IngressClassParams {get(params.props, 'metadata.name')}"
         policy = str(get(params.props, "spec.sslPolicy") or "")
-        if not policy.startswith(TLS13_POLICY_PREFIXES):
+        if policy not in ALB_TLS13_POLICIES:
             report(f"{at}: sslPolicy {policy or '(unset: ELBSecurityPolicy-2016-08)'} is not TLS 1.3", params.urn)
         if not as_list(get(params.props, "spec.certificateArn")):
             report(f"{at}: no certificateArn (HTTPS needs one)", params.urn)

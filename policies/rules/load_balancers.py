@@ -4,9 +4,10 @@ the AWS Load Balancer Controller that ``edge-alb-hardened`` judges:
 - ``lb-listeners-no-plain-http``: an HTTP listener (and every listener rule on it) only redirects to HTTPS
   or answers itself (fixed-response); a ``forward`` (or an authenticate action followed by one) carries
   prompts, completions and API keys in clear text.
-- ``lb-listeners-tls13``: an HTTPS or TLS listener pins an ALB/NLB TLS 1.3 policy with TLS 1.2 or 1.3 as
-  minimum, the same list ``edge.tlsPolicy`` accepts (``ELBSecurityPolicy-TLS13-1-2-*`` or ``-TLS13-1-3-*``);
-  unset is AWS's ``ELBSecurityPolicy-2016-08`` (TLS 1.0, no TLS 1.3).
+- ``lb-listeners-tls13``: an HTTPS or TLS listener pins a TLS 1.3 policy with TLS 1.2 or 1.3 as minimum, one
+  of the same vendored list ``edge.tlsPolicy`` accepts (``components.catalog.aws_names.ALB_TLS13_POLICIES``:
+  ``ELBSecurityPolicy-TLS13-1-2-*``/``-TLS13-1-3-*`` that exist); unset is AWS's ``ELBSecurityPolicy-2016-08``
+  (TLS 1.0, no TLS 1.3).
 - ``lb-internet-facing-waf``: an internet-facing application load balancer (``internal`` unset means
   internet-facing) is the ``resourceArn`` of an ``aws:wafv2/webAclAssociation`` of the same stack, related
   by property dependency (ARNs are unknown during a preview). Network and gateway load balancers cannot
@@ -27,8 +28,8 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
+from components.catalog.aws_names import ALB_TLS13_POLICIES
 from policies.props import as_list, get
-from policies.rules.edge import TLS13_POLICY_PREFIXES
 
 FAMILIES = ("aws:lb", "aws:alb")
 LOAD_BALANCERS = frozenset(f"{f}/loadBalancer:LoadBalancer" for f in FAMILIES)
@@ -104,11 +105,11 @@ def _tls13(args: StackValidationArgs, report: ReportViolation) -> None:
         if protocol not in TLS_PROTOCOLS:
             continue
         policy = str(get(resource.props, "sslPolicy") or "")
-        if not policy.startswith(TLS13_POLICY_PREFIXES):
+        if policy not in ALB_TLS13_POLICIES:
             shown = policy or f"(unset: AWS's {AWS_DEFAULT_SSL_POLICY})"
             report(
-                f"listener {resource.name} ({protocol}): sslPolicy {shown} is not a TLS 1.3 policy with TLS 1.2 or "
-                f"1.3 as minimum ({' or '.join(p + '*' for p in TLS13_POLICY_PREFIXES)})",
+                f"listener {resource.name} ({protocol}): sslPolicy {shown} is not one of AWS's TLS 1.3 policies "
+                "with TLS 1.2 or 1.3 as minimum (ELBSecurityPolicy-TLS13-1-2-*/-1-3-*, components/catalog/aws_names.py)",
                 resource.urn,
             )
 

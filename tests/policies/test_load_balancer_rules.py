@@ -54,12 +54,15 @@ def test_forwarding_http_old_tls_and_no_waf_fail(violations, module):
         nlb = module.LoadBalancer("nlb", load_balancer_type="network", subnets=["subnet-1"])
         module.Listener("tls", load_balancer_arn=nlb.arn, port=443, protocol="TLS", certificate_arn=CERT,
                         ssl_policy="ELBSecurityPolicy-2016-08", default_actions=[_forward(tg)])  # fmt: skip
+        # Looks right, is no policy AWS has.
+        module.Listener("made-up", load_balancer_arn=nlb.arn, port=8443, protocol="TLS", certificate_arn=CERT,
+                        ssl_policy="ELBSecurityPolicy-TLS13-1-2-Strict-2030-01", default_actions=[_forward(tg)])  # fmt: skip
 
     http = violations(program, "lb-listeners-no-plain-http")
     assert {v.urn.rsplit("::", 1)[-1] for v in http} == {"http", "api"}
     assert all("forwards over plain HTTP" in v.message for v in http)
     tls = violations(program, "lb-listeners-tls13")
-    assert {v.urn.rsplit("::", 1)[-1] for v in tls} == {"https", "default-policy", "tls"}
+    assert {v.urn.rsplit("::", 1)[-1] for v in tls} == {"https", "default-policy", "tls", "made-up"}
     assert any("unset: AWS's ELBSecurityPolicy-2016-08" in v.message for v in tls)
     (waf,) = violations(program, "lb-internet-facing-waf")
     assert waf.urn.endswith("::edge") and "internet-facing" in waf.message
