@@ -13,8 +13,9 @@
   its nodeSelector, required affinity or tolerations name ``nvidia.com/gpu*``, ``aws.amazon.com/neuron*``, the
   pools' ``accelerator`` label or an accelerated instance type) is bounded: a CronJob forbids or replaces
   overlapping runs (the default ``Allow`` stacks runs on the accelerators) and its Job template sets
-  ``activeDeadlineSeconds`` and ``backoffLimit`` (at most 10), as ``jobs-bounded`` asks of Jobs; a bare Pod,
-  which no controller bounds or scales, sets ``activeDeadlineSeconds``.
+  ``activeDeadlineSeconds`` and ``backoffLimit`` (at most 10), as ``jobs-bounded`` asks of Jobs; so does the
+  ``jobTargetRef`` of a KEDA ScaledJob there; a bare Pod, which no controller bounds or scales, sets
+  ``activeDeadlineSeconds``.
 """
 
 from __future__ import annotations
@@ -276,19 +277,28 @@ def _selects_accelerators(spec: Any) -> bool:
     return any(str(get(t, "key", "")).startswith(ACCELERATOR_KEYS) for t in as_list(get(spec, "tolerations")))
 
 
+def _job_bounds(job: Any, what: str, report: ReportViolation) -> None:
+    if not get(job, "activeDeadlineSeconds"):
+        report(f"{what} on accelerator nodes: activeDeadlineSeconds is unset; a hung run holds them")
+    backoff = get(job, "backoffLimit")
+    if backoff is None or _number(backoff) > MAX_BACKOFF_LIMIT:
+        shown = "unset" if backoff is None else f"{_number(backoff):g}"
+        report(f"{what} on accelerator nodes: backoffLimit {shown} (at most {MAX_BACKOFF_LIMIT})")
+
+
 def _pods_bounded(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if args.resource_type == CRON_JOB:
+    if args.resource_type == SCALED_JOB:
+        job = get(args.props, "spec.jobTargetRef") or {}
+        if _selects_accelerators(get(job, "template.spec") or {}):
+            _job_bounds(job, "ScaledJob jobTargetRef", report)
+    elif args.resource_type == CRON_JOB:
         job = get(args.props, "spec.jobTemplate.spec") or {}
         if not _selects_accelerators(get(job, "template.spec") or {}):
             return
         policy = get(args.props, "spec.concurrencyPolicy", "Allow")
         if policy not in ("Forbid", "Replace"):
             report(f"CronJob on accelerator nodes: concurrencyPolicy {policy} stacks overlapping runs on them")
-        if not get(job, "activeDeadlineSeconds"):
-            report("CronJob on accelerator nodes: jobTemplate activeDeadlineSeconds is unset; a hung run holds them")
-        backoff = get(job, "backoffLimit")
-        if backoff is None or _number(backoff) > MAX_BACKOFF_LIMIT:
-            report(f"CronJob on accelerator nodes: jobTemplate backoffLimit {backoff} (at most {MAX_BACKOFF_LIMIT})")
+        _job_bounds(job, "CronJob jobTemplate", report)
     elif args.resource_type == POD:
         spec = get(args.props, "spec") or {}
         if _selects_accelerators(spec) and not get(spec, "activeDeadlineSeconds"):
@@ -311,8 +321,8 @@ POLICIES = [
     ),
     ResourceValidationPolicy(
         name="accelerator-pods-bounded",
-        description="CronJobs and bare Pods on accelerator nodes are bounded (no overlapping runs, deadlines, "
-        "backoff limits).",
+        description="CronJobs, KEDA ScaledJobs and bare Pods on accelerator nodes are bounded (no overlapping "
+        "runs, deadlines, backoff limits).",
         validate=_pods_bounded,
         enforcement_level=EnforcementLevel.MANDATORY,
     ),

@@ -127,7 +127,7 @@ def test_unbounded_cron_jobs_on_accelerators_fail(violations):
     assert len(found) == 3
     assert any("concurrencyPolicy Allow" in m for m in found)
     assert any("activeDeadlineSeconds is unset" in m for m in found)
-    assert any("backoffLimit None" in m for m in found)
+    assert any("backoffLimit unset" in m for m in found)
 
 
 @pytest.mark.parametrize(
@@ -167,3 +167,16 @@ def test_load_test_cron_jobs_and_pods_stay_off_accelerators(violations, kind):
     assert violations(lambda: program(SYSTEM), "load-test-off-accelerators") == []
     (found,) = violations(lambda: program(ON_GPU), "load-test-off-accelerators")
     assert "tolerate the accelerator taint nvidia.com/gpu" in found.message
+
+
+def test_scaled_jobs_on_accelerators_are_bounded(violations):
+    def program(bounds):
+        k8s.apiextensions.CustomResource("sj", api_version="keda.sh/v1alpha1", kind="ScaledJob",
+                                         metadata={"name": "sj", "namespace": "inference"},
+                                         spec={"jobTargetRef": {**bounds, "template": {"spec": _pod(1)}},
+                                               "maxReplicaCount": 2, "triggers": []})  # fmt: skip
+
+    assert violations(lambda: program({"activeDeadlineSeconds": 3600, "backoffLimit": 1}), BOUNDED) == []
+    found = [v.message for v in violations(lambda: program({"backoffLimit": 50}), BOUNDED)]
+    assert any("ScaledJob jobTargetRef on accelerator nodes: activeDeadlineSeconds is unset" in m for m in found)
+    assert any("backoffLimit 50" in m for m in found)
