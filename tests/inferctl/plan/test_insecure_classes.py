@@ -1,4 +1,4 @@
-"""Another team's program with one resource of every class of hole issue 9 §6 names
+"""Another team's program with one resource of every class of hole issue 9 §6 and issue 18 §3 name
 (tests/fixtures/insecure_classes_program), checked the way users check theirs: `inferctl plan --program`.
 Before the fix, every one of these passed the pack."""
 
