@@ -5,7 +5,8 @@ Pure Python, no Pulumi. It refines ``models.decode_step_floor`` (REFERENCE.md §
 - **Each kernel has its own roofline** (``Efficiency``): the linear layers cost the slower of reading the
   weights (``/TP``) and ``2 x active params`` FLOPs per token at the generation's achievable share of the
   precision's dense peak (Hopper FP8, Blackwell NVFP4 differ); attention costs the slower of reading
-  every sequence's KV cache (paged reads run below the streaming rate) and its 16-bit FLOPs; the two
+  every sequence's KV cache (paged reads run below the streaming rate and read whole 64-token blocks)
+  and its 16-bit FLOPs; the two
   add, with a soft (k-norm) turn at the ridge point, plus the all-reduces and a fixed step time.
 - **Tensor parallelism communicates**: two all-reduces per layer (attention and MLP outputs, Megatron
   style) of ``tokens x hidden`` 16-bit activations, ring cost ``2 (TP-1)/TP x bytes / link`` plus a
@@ -52,6 +53,9 @@ SCENARIOS: Final = ("offline", "server")
 # it a step runs without graphs and the scheduler, not memory, limits the batch.
 MAX_BATCH: Final = 2048
 ACTIVATION_BYTES: Final = 2  # all-reduces carry BF16/FP16 activations whatever the weight precision
+# Paged KV cache: attention reads whole blocks, so a sequence of c tokens reads about c + block/2
+# (TensorRT-LLM's trtllm-build default tokens_per_block is 64). Matters for short contexts only.
+KV_BLOCK_TOKENS: Final = 64
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -77,34 +81,41 @@ class Efficiency:
     gemm: tuple[tuple[str, str, float], ...] = (
         ("sm90", FP8, 0.70),
         ("sm100", FP4, 0.38),
+        ("sm89", FP8, 0.70),
     )
     """(architecture, precision, share of dense peak) for large-M GEMMs. Pairs not listed use
-    ``gemm_default``; Ada (sm89) uses Hopper's FP8 share (no published Ada row in the training split)."""
+    ``gemm_default`` (Ada's other precisions use its FP8 share)."""
     gemm_default: float = 0.55
     bandwidth: tuple[tuple[str, float], ...] = (("hbm", 0.90), ("gddr", 0.90))
     """Share of peak device-memory bandwidth a step streams weights and KV cache at."""
-    kv_bandwidth: float = 0.65
+    kv_bandwidth: float = 0.75
     """Share of the weight-streaming bandwidth paged-attention KV reads reach (scattered KV blocks,
     FP8 dequantisation on load): long contexts run below the streaming rate."""
-    attention: float = 0.75
+    attention: float = 0.60
     """Share of the BF16 dense peak attention math (QK^T, softmax, AV; FP8 KV dequantised) reaches."""
-    step_overhead_s: float = 0.0015
+    step_overhead_s: float = 0.003
     """Fixed time of one in-flight-batching iteration (scheduling, launch, sampling), CUDA graphs on."""
-    roofline_sharpness: float = 1.5
+    roofline_sharpness: float = 1.25
     """How sharply a kernel turns from memory- to compute-bound: its time is the ``k``-norm
     ``(memory^k + compute^k)^(1/k)`` of the two bounds (``k`` = inf is the ideal roofline's max; finite
     ``k`` is what measured kernels show near the ridge point, where loads and math do not fully overlap)."""
-    request_overhead_s: float = 0.0001
+    request_overhead_s: float = 0.0
     """Host time per request, serialised with the engine loop: admission, tokenisation hand-off,
     retirement and detokenisation (it dominates only for short requests at high request rates)."""
     collective: float = 0.45
+    p99_over_mean_ttft: float = 1.0
+    """99th-percentile over mean time to first token under in-flight batching (queueing behind other
+    prefills): used where an SLO is a p99, as MLPerf's are; the stacks' serving.slo are medians."""
+    p99_over_mean_itl: float = 1.1
+    """99th-percentile over mean time per output token (steps that carry other requests' prefill chunks)."""
     """Share of the link's bandwidth an all-reduce reaches (NCCL bus bandwidth over the link's)."""
 
     def gemm_share(self, architecture: str, precision: str) -> float:
-        arch = "sm90" if architecture == "sm89" else architecture
         for a, p, share in self.gemm:
-            if a == arch and p == precision:
+            if a == architecture and p == precision:
                 return share
+        if architecture == "sm89" and precision != FP8:
+            return self.gemm_share("sm89", FP8)
         return self.gemm_default
 
     def bandwidth_share(self, architecture: str) -> float:
@@ -364,8 +375,9 @@ def decode_step(
     weights = models.weight_bytes_read_per_step(arch, r.precision, tokens) / r.tp / bandwidth
     gemm = 2 * arch.active_params * tokens / r.tp / gemm_flops if gemm_flops else 0.0
     kv_per_unit = models.kv_bytes_per_token(arch, r.kv_dtype) / arch.kv_shards(r.tp)
-    kv = batch * context * kv_per_unit / (bandwidth * eff.kv_bandwidth)
-    attention = _attention_flops(r, tokens, context) / attention_flops if attention_flops else 0.0
+    paged = context + KV_BLOCK_TOKENS / 2
+    kv = batch * paged * kv_per_unit / (bandwidth * eff.kv_bandwidth)
+    attention = _attention_flops(r, tokens, paged) / attention_flops if attention_flops else 0.0
     comm = _all_reduce_s(r, tokens, eff)
     bound = "compute" if gemm > weights else "memory"
     k = eff.roofline_sharpness

@@ -196,7 +196,7 @@ def test_plan_bad_input_exits_2_naming_the_flag(capsys, argv, flag):
 
 def test_fleet_prints_the_stacks(capsys):
     code, out, _ = run(capsys, "capacity", "fleet", *DEMAND, "--tokens-per-day", "150T", "--accelerator", "b200",
-                       "--region-quota", "us-east-1=150000", "--region-quota", "us-west-2=150000", "--json")  # fmt: skip
+                       "--region-quota", "us-east-1=250000", "--region-quota", "us-west-2=250000", "--json")  # fmt: skip
     assert code == 0
     o = json.loads(out)
     assert len(o["clusters"]) >= 2 and {c["region"] for c in o["clusters"]} == {"us-east-1", "us-west-2"}
