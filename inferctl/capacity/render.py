@@ -5,7 +5,14 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from components.catalog.capacity import RANK_BASIS, Fleet, Plan
+from components.catalog.capacity import (
+    EKS_MAX_NODES_PER_MANAGED_NODE_GROUP,
+    K8S_MAX_NODES_PER_CLUSTER,
+    RANK_BASIS,
+    Fleet,
+    Plan,
+    single_pool_problem,
+)
 
 
 def _round(v: float | None, digits: int = 4) -> float | None:
@@ -175,7 +182,9 @@ def compare_json(plans: list[tuple[str, Plan | None, str]]) -> dict[str, Any]:
     return {
         "ranked_by": RANK_BASIS,
         "ranking": [
-            {"accelerator": chip, "plan": plan_json(p)} if p else {"accelerator": chip, "unavailable": why}
+            {"accelerator": chip, "plan": plan_json(p), "single_pool_problem": single_pool_problem(p)}
+            if p
+            else {"accelerator": chip, "unavailable": why}
             for chip, p, why in plans
         ],
     }
@@ -197,7 +206,12 @@ def compare_text(plans: list[tuple[str, Plan | None, str]]) -> str:
         lines.append(
             f"{rank:>4}  {chip:<13} {layout:<21} {p.usd_per_million_total.on_demand:>18.3f}"
             f"{p.usd_per_million_output.on_demand:>13.3f}{p.peak.accelerators:>15,.0f}{p.peak.nodes:>15,}"
-            f"{p.monthly_usd.on_demand:>24,.0f}"
+            f"{p.monthly_usd.on_demand:>24,.0f}" + ("  *" if single_pool_problem(p) else "")
+        )
+    if any(p and single_pool_problem(p) for _, p, _ in plans):
+        lines.append(
+            f"  * beyond one pool of one cluster ({EKS_MAX_NODES_PER_MANAGED_NODE_GROUP} nodes per EKS managed node "
+            f"group, {K8S_MAX_NODES_PER_CLUSTER:,} per cluster): split it with `inferctl capacity fleet`"
         )
     return "\n".join(lines)
 

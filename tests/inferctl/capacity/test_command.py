@@ -120,6 +120,7 @@ def test_plan_compare_json_ranks_by_the_printed_figure(capsys):
     assert code == 0
     o = json.loads(out)
     assert o["ranked_by"].startswith("$/M total tokens")
+    assert all("single_pool_problem" in r for r in o["ranking"] if "plan" in r)
     figures = [r["plan"]["usd_per_million_total_tokens"]["on_demand"] for r in o["ranking"] if "plan" in r]
     assert figures == sorted(figures) and len(figures) >= 3
 
