@@ -84,13 +84,16 @@ def run(args: argparse.Namespace) -> int:
     log_offset = _log_offset(args)
 
     smoke_ok = _smoke(args, settings, plan, verdict, report)
+    draw_chart = None
     if smoke_ok:
-        _load(settings, plan, out, verdict, report)
+        draw_chart = _load(settings, plan, out, verdict, report)
     else:
         verdict.add("load", False, "skipped: the smoke checks failed")
     _rate_limits(args, settings, plan, verdict, report)
     _logs(args, log_offset, verdict, report)
     _gpu(args, settings, report, verdict)
+    if draw_chart is not None:
+        draw_chart(verdict)
 
     report["verdict"] = verdict.to_dict()
     (out / "verify.json").write_text(json.dumps(report, indent=2, default=str), encoding="utf-8")
@@ -221,7 +224,8 @@ def _smoke(args: argparse.Namespace, settings: Any, plan: dict[str, Any], verdic
     return True
 
 
-def _load(settings: Any, plan: dict[str, Any], out: Path, verdict: Any, report: dict) -> None:
+def _load(settings: Any, plan: dict[str, Any], out: Path, verdict: Any, report: dict) -> Any:
+    """Run the load and judge it; returns what draws the chart once the verdict is final (None: no data)."""
     from inferctl.loadtest import records as rec
     from inferctl.loadtest.chart import latency_chart
     from inferctl.loadtest.runner import run as run_load
@@ -264,15 +268,25 @@ def _load(settings: Any, plan: dict[str, Any], out: Path, verdict: Any, report: 
     }
     report["window"] = {"start": min((r.start for r in result.records), default=None), "end": time.time()}
     if levels:
-        chart = latency_chart(
-            levels,
-            out / "latency.png",
-            load_label="requests/s offered" if config.shape.kind == "rate" else "requests in flight (all replicas)",
-            title=f"{report['url']} ({config.protocol}, {len(result.records)} requests)",
-            ttft_slo_ms=slo.ttft_p95_ms,
-            itl_slo_ms=vslo.itl_p95_ms,
-        )
-        report["chart"] = str(chart)
+        # Drawn once every check has run (run() calls it), so the picture carries the final verdict.
+        def draw(final: Any) -> None:
+            chart = latency_chart(
+                levels,
+                out / "latency.png",
+                load_label="requests/s offered" if config.shape.kind == "rate" else "requests in flight (all replicas)",
+                title=f"{report['url']} ({config.protocol}, {len(result.records)} requests)",
+                ttft_slo_ms=slo.ttft_p95_ms,
+                itl_slo_ms=vslo.itl_p95_ms,
+                ttft_p50_slo_ms=slo.ttft_p50_ms,
+                itl_p50_slo_ms=slo.itl_p50_ms,
+                verdict=final.passed,
+                failed_checks=[c.name for c in final.checks if c.ok is False],
+                planned_load=planned,
+            )
+            report["chart"] = str(chart)
+
+        return draw
+    return None
 
 
 def _sized(settings: Any, config: Any, api_key: str | None, report: dict) -> Any:
