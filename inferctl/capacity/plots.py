@@ -1,10 +1,13 @@
-"""The two pictures: tokens/s per GPU vs batch with the SLO limits, and cost vs tokens/day by accelerator.
+"""The pictures: tokens/s per GPU vs batch with the SLO limits (capacity throughput); for capacity plan,
+throughput against latency per accelerator with the SLO, and $ per million tokens against tokens/day with
+the chosen option marked.
 
 matplotlib with the Agg backend (files only, no display).
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -69,34 +72,108 @@ def throughput_plot(predictions: list[Any], path: Path) -> Path:
     return path
 
 
+MAX_LABELLED = 4
+"""--compare draws every chip but names only the cheapest few (and the chosen one); the rest are grey."""
+
+
 def plan_plot(plans: list[Plan], path: Path) -> Path:
-    """Left: each plan's replica throughput vs batch with the SLO. Right: monthly on-demand cost vs
-    tokens/day for each plan's layout (the same SLO and request shape)."""
+    """Left: throughput against latency per accelerator (output tokens/s per GPU vs ITL over the batch
+    sweep), the SLO's ITL limit drawn, points missing the TTFT limit hollow, each layout's planned batch
+    starred. Right: $ per million tokens (input + output, on demand, whole nodes billed) against tokens/day
+    for each layout, the chosen option (the cheapest at the planned volume) marked with its figures, and
+    volumes one cluster cannot carry shaded. With many plans (--compare) only the cheapest
+    ``MAX_LABELLED`` are named and coloured."""
     plt = _pyplot()
-    fig, (left, right) = plt.subplots(1, 2, figsize=(13, 5))
-    predictions = [p.option.prediction for p in plans]
-    _throughput_axes(left, predictions)
-    _itl_axes(left.twinx(), predictions)
-    base = plans[0].demand
-    volumes = np.logspace(9, 15, 25)
-    for p in plans:
+    fig, (left, right) = plt.subplots(1, 2, figsize=(14, 5.6))
+    ranked = sorted(plans, key=lambda p: p.usd_per_million_total.on_demand)
+    chosen = ranked[0]
+    named = ranked[:MAX_LABELLED]
+    colours = {id(p): plt.cm.tab10(i) for i, p in enumerate(named)}
+    base = chosen.demand
+    volumes = np.logspace(math.log10(base.tokens_per_day) - 3, math.log10(base.tokens_per_day) + 3, 49)
+    beyond: float | None = None
+    for p in reversed(ranked):  # the named ones drawn last, on top
+        colour = colours.get(id(p), "0.75")
+        label = f"{p.option.replica.node.accelerator_model} ({p.option.label})" if id(p) in colours else None
+        width = 2.2 if p is chosen else (1.4 if label else 0.8)
+        _latency_curve(left, p, colour, label, width)
         costs = []
         for v in volumes:
             demand = capacity.Demand(tokens_per_day=float(v), isl=base.isl, osl=base.osl, slo=base.slo,
                                      peak_factor=base.peak_factor, night_fraction=base.night_fraction,
                                      night_hours=base.night_hours)  # fmt: skip
-            costs.append(capacity.plan(demand, p.option, region=p.region).monthly_usd.on_demand)
-        right.plot(volumes, costs, label=f"{p.option.replica.node.accelerator_model} ({p.option.label})")
-    right.axvline(base.tokens_per_day, color="grey", linestyle=":", linewidth=1)
+            at = capacity.plan(demand, p.option, region=p.region, factors=p.factors)
+            costs.append(at.usd_per_million_total.on_demand)
+            if p is chosen and beyond is None and capacity.single_pool_problem(at):
+                beyond = float(v)
+        right.plot(volumes, costs, color=colour, linewidth=width, label=label, drawstyle="steps-post")
+    cost = chosen.usd_per_million_total.on_demand
+    right.plot([base.tokens_per_day], [cost], marker="*", markersize=16, color="black", zorder=5)
+    right.annotate(
+        f"chosen: {chosen.option.replica.node.accelerator_model} {chosen.option.label}\n"
+        f"${cost:.3f}/M tokens at {base.tokens_per_day:.3g}/day\n"
+        f"{chosen.pool_max_nodes} node(s) at peak, ${chosen.monthly_usd.on_demand:,.0f}/month",
+        (base.tokens_per_day, cost), textcoords="offset points", xytext=(12, 18), fontsize=8,
+        bbox={"boxstyle": "round", "fc": "white", "ec": "0.6"}, arrowprops={"arrowstyle": "-", "color": "0.4"},
+    )  # fmt: skip
+    if beyond is not None:
+        right.axvspan(beyond, volumes[-1], color="tab:red", alpha=0.07)
+        right.text(beyond, 0.5, "beyond one cluster:\ncapacity fleet ", color="tab:red", fontsize=8,
+                   va="bottom", ha="right", transform=right.get_xaxis_transform())  # fmt: skip
     right.set_xscale("log")
     right.set_yscale("log")
     right.set_xlabel("tokens per day (input + output)")
-    right.set_ylabel("monthly on-demand cost, USD")
-    right.set_title(f"cost vs volume ({base.isl}/{base.osl} tokens, same SLO)", fontsize=9)
+    right.set_ylabel("$ per million tokens (on demand, whole nodes)")
+    right.set_title(f"cost per million tokens vs volume ({base.isl}/{base.osl} tokens in/out, same SLO)", fontsize=9)
     right.grid(True, which="both", alpha=0.3)
-    right.legend(fontsize=8)
+    _ranked_legend(right, named, "upper right")
+    slo = base.slo
+    if slo is not None:
+        left.axvline(slo.itl_ms, color="tab:red", linewidth=1, linestyle=":")
+        left.text(slo.itl_ms, left.get_ylim()[1], f" ITL SLO {slo.itl_ms:g} ms", color="tab:red", fontsize=8,
+                  va="top")  # fmt: skip
+    left.set_xlabel("inter-token latency, ms (batch grows to the right)")
+    left.set_ylabel("output tokens/s per GPU")
+    ttft = f"; hollow: TTFT > {slo.ttft_ms:g} ms" if slo is not None else ""
+    left.set_title(f"throughput vs latency per accelerator (star: planned batch{ttft})", fontsize=9)
+    left.grid(True, alpha=0.3)
+    _ranked_legend(left, named, "center right")
+    hidden = len(ranked) - len(named)
+    if hidden > 0:
+        fig.text(0.01, 0.01, f"grey: {hidden} more option(s), dearer per million tokens", fontsize=8, color="0.4")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def _latency_curve(ax: Any, p: Plan, colour: Any, label: str | None, width: float) -> None:
+    prediction = p.option.prediction
+    sweep = prediction.sweep
+    slo = prediction.slo
+    ax.plot([pt.itl_ms for pt in sweep], [pt.tokens_per_s_per_accelerator for pt in sweep], color=colour,
+            linewidth=width, label=label)  # fmt: skip
+    if label is None:
+        return
+    ok = [pt for pt in sweep if slo is None or pt.ttft_ms <= slo.ttft_ms]
+    late = [pt for pt in sweep if slo is not None and pt.ttft_ms > slo.ttft_ms]
+    ax.plot([pt.itl_ms for pt in ok], [pt.tokens_per_s_per_accelerator for pt in ok], "o", color=colour, markersize=3)
+    ax.plot([pt.itl_ms for pt in late], [pt.tokens_per_s_per_accelerator for pt in late], "o", markersize=4,
+            markerfacecolor="white", markeredgecolor=colour)  # fmt: skip
+    best = prediction.best
+    if best is not None:
+        ax.plot([best.itl_ms], [best.tokens_per_s_per_accelerator], "*", color=colour, markersize=13,
+                markeredgecolor="black")  # fmt: skip
+        ax.annotate(f"batch {best.batch}", (best.itl_ms, best.tokens_per_s_per_accelerator), textcoords="offset points",
+                    xytext=(5, -10), fontsize=7, color=colour)  # fmt: skip
+
+
+def _ranked_legend(ax: Any, named: list[Plan], loc: str) -> None:
+    """The legend in rank order (cheapest per million tokens first), whatever order the lines were drawn in."""
+    handles, labels = ax.get_legend_handles_labels()
+    by_label = dict(zip(labels, handles, strict=True))
+    order = [f"{p.option.replica.node.accelerator_model} ({p.option.label})" for p in named]
+    keep = [label for label in order if label in by_label]
+    ax.legend([by_label[label] for label in keep], [f"{i + 1}. {label}" for i, label in enumerate(keep)], fontsize=8,
+              loc=loc, title="by $/M tokens", title_fontsize=8)  # fmt: skip
