@@ -78,6 +78,9 @@ def multi_node_plan(tmp_path_factory):
     )
     # Its demand plan sizes the 70B rollout; this variant serves another model on the same pool.
     config.pop("inference-platform:capacity", None)
+    # 405B FP8 (~378 GiB) stages for ~37 min (components/catalog/cold_start.py): at the default ramp the
+    # autoscaler must scale out at about 60 % of a replica's batch (the settings refuse prod's 75 %).
+    config["inference-platform:autoscaling"] = {"targetRequestsPerReplica": 32}
     rollout = config["inference-platform:inference"]
     rollout.update({"replicas": 2, "rollout": {"maxSurge": 0, "maxUnavailable": 1}})
     rollout["model"].update({"engine": "llama-3.1-405b-instruct/fp8-tp8-pp2-sm90/2026-11-30/", "volumeGib": 256})
