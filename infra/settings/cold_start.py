@@ -39,7 +39,10 @@ def inputs_for(sections: Mapping[str, Any]) -> cold_start.StartInputs | None:
     fsx_mb_s = fsx.storage_capacity_gib / 1024 * fsx.per_unit_storage_throughput if fsx_enabled else None
     starts = 1
     if auto is not None and getattr(auto, "enabled", False):
-        starts = max(1, auto.scale_up.pods)
+        # One scale-up period adds at most scaleUp.pods replicas, never beyond an explicit ceiling. (The pods
+        # of one multi-node replica each stage their own ranks: counted as one start.)
+        added = auto.scale_up.pods if auto.max_replicas is None else min(auto.scale_up.pods, auto.max_replicas)
+        starts = max(1, added)
     return cold_start.StartInputs(
         provisioner=getattr(cluster, "provisioning", "managed"),
         instance_type=node.name,
