@@ -41,7 +41,7 @@ def manifest(resource: RecordedResource) -> dict[str, Any]:
     group_version, kind = resource.type.split(":", 1)[1].rsplit(":", 1)
     group, _, version = group_version.rpartition("/")
     api_version = version if group in ("core", "") else f"{group}/{version}"
-    body = {k: v for k, v in _integral(redact(resource.inputs)).items() if k not in _PROVIDER_ONLY_KEYS}
+    body = {k: v for k, v in _integral(redact(resource.inputs, keep_keys=True)).items() if k not in _PROVIDER_ONLY_KEYS}
     body.setdefault("apiVersion", api_version)
     body.setdefault("kind", kind)
     ordered = {"apiVersion": body.pop("apiVersion"), "kind": body.pop("kind")}

@@ -28,15 +28,29 @@ class Plan:
         return [v for v in self.violations if v.mandatory]
 
 
-def redact(value: Any) -> Any:
-    """Wire-form value with every secret replaced by ``[secret]``."""
+def redact(value: Any, *, keep_keys: bool = False) -> Any:
+    """Wire-form value with every secret replaced by ``[secret]``. With ``keep_keys`` a secret mapping keeps its
+    keys (each value ``[secret]``): a manifest's Secret ``stringData`` is secret as a whole (pulumi-kubernetes
+    wraps it), yet its keys are what the API server and a schema check see."""
     if isinstance(value, dict):
         if value.get(SECRET_SIG_KEY) == SECRET_SIG:
+            inner = value.get("value")
+            if keep_keys and isinstance(inner, dict):
+                return {k: _secret_leaves(v) for k, v in inner.items()}
             return SECRET_TEXT
-        return {k: redact(v) for k, v in value.items()}
+        return {k: redact(v, keep_keys=keep_keys) for k, v in value.items()}
     if isinstance(value, list):
-        return [redact(v) for v in value]
+        return [redact(v, keep_keys=keep_keys) for v in value]
     return value
+
+
+def _secret_leaves(value: Any) -> Any:
+    """Inside a secret: mappings keep their keys, every other value is ``[secret]``."""
+    if isinstance(value, dict) and value.get(SECRET_SIG_KEY) != SECRET_SIG:
+        return {k: _secret_leaves(v) for k, v in value.items()}
+    if isinstance(value, dict) and isinstance(value.get("value"), dict):
+        return _secret_leaves(value["value"])
+    return SECRET_TEXT
 
 
 def to_json(plan: Plan) -> dict[str, Any]:

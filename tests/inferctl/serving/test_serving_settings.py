@@ -293,8 +293,8 @@ def test_a_kv_token_cap_below_the_batch_is_named():
 
 
 def test_triton_cannot_check_the_key_the_gateway_strips():
-    edge = {"domain": "api.example.com", "certificateArn": "arn:aws:acm:us-east-1:123456789012:certificate/abc",
-            "auth": {"clients": {"chat": {"tier": "interactive"}}}}  # fmt: skip
+    cert = "arn:aws:acm:us-east-1:123456789012:certificate/0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b"
+    edge = {"domain": "api.example.com", "certificateArn": cert, "auth": {"clients": {"chat": {"tier": "standard"}}}}
     problems = _problems({"auth": {"enabled": True}}, edge=edge)
     assert any(p.startswith("serving.auth.enabled: true behind a gateway that authenticates on 'x-api-key'")
                for p in problems), problems  # fmt: skip
