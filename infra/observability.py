@@ -27,7 +27,7 @@ from infra.cluster import Compute
 from infra.edge import GATEWAY_NAME, Edge
 from infra.foundation import Foundation
 from infra.inference import Inference
-from infra.settings import Settings
+from infra.settings import Settings, cold_start
 from infra.settings.autoscaling import day_bounds
 from infra.storage import Storage
 
@@ -156,7 +156,9 @@ def _scaled_workload(
         min_replicas=bounds[0],
         max_replicas=bounds[1],
         signal=auto.signal,
-        target_requests_per_replica=auto.target_requests(settings.serving.max_batch_size),
+        target_requests_per_replica=auto.target_requests(
+            settings.serving.max_batch_size, cold_start.max_share(settings)
+        ),
         kv_cache_target=auto.kv_cache_target if scope.has_kv_cache_metrics else None,
         queue_ratio_target=auto.queue_ratio_target,
         polling_interval_seconds=auto.polling_interval_seconds,

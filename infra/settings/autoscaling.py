@@ -113,7 +113,8 @@ class AutoscalingSettings(Section):
     """Default: the replicas the serving pool holds at its maxSize. The day ceiling; x the accelerators
     per replica it must fit the pool at maxSize."""
     target_requests_per_replica: float | None = Field(default=None, gt=0, le=limits.KEDA_THRESHOLD_MAX)
-    """Default 0.75 x serving.maxBatchSize. In-flight requests one replica should carry."""
+    """Default 0.75 x serving.maxBatchSize, lower when the stack's cold start at rampPercentPerHour needs more
+    headroom (components/catalog/cold_start.py). In-flight requests one replica should carry."""
     kv_cache_target: float = Field(default=DEFAULT_KV_TARGET, gt=0, le=1)
     """Default 0.85. KV-cache utilisation per replica to scale at (TensorRT-LLM only)."""
     queue_ratio_target: float = Field(default=DEFAULT_QUEUE_RATIO_TARGET, gt=0, le=limits.KEDA_THRESHOLD_MAX)
@@ -142,10 +143,13 @@ class AutoscalingSettings(Section):
         # Production keeps two replicas at night too: one zone or node may fail at any hour.
         return replace(night, keep_at_least=PRODUCTION_MIN_REPLICAS if production else 0)
 
-    def target_requests(self, max_batch_size: int) -> float:
+    def target_requests(self, max_batch_size: int, max_share: float | None = None) -> float:
+        """The explicit target, else 0.75 x maxBatchSize, lowered to ``max_share`` of it when the stack's cold
+        start at rampPercentPerHour needs more headroom (infra.settings.cold_start.max_share)."""
         if self.target_requests_per_replica is not None:
             return self.target_requests_per_replica
-        return max(1, math.floor(DEFAULT_TARGET_BATCH_SHARE * max_batch_size))
+        share = DEFAULT_TARGET_BATCH_SHARE if max_share is None else min(DEFAULT_TARGET_BATCH_SHARE, max_share)
+        return max(1, math.floor(share * max_batch_size))
 
     def behaviour(self) -> Behaviour:
         return Behaviour(

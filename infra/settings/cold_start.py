@@ -72,6 +72,16 @@ def for_settings(settings: Any) -> cold_start.ColdStart | None:
     return cold_start.model(inputs) if inputs is not None else None
 
 
+def max_share(settings: Any) -> float | None:
+    """The highest share of a replica's batch the autoscaler may target at the stack's ramp (None: no ramp or
+    no rollout); the default target is lowered to it (AutoscalingSettings.target_requests)."""
+    auto = settings.autoscaling
+    if not auto.enabled or auto.ramp_percent_per_hour <= 0:
+        return None
+    cs = for_settings(settings)
+    return cold_start.max_target_share(cs.new_node_s, auto.ramp_percent_per_hour / 100) if cs is not None else None
+
+
 def summary(settings: Any) -> dict[str, Any] | None:
     """The cold start and the headroom it asks of the autoscaler, as plain data (plan summary, PR comment)."""
     cs = for_settings(settings)
@@ -83,9 +93,8 @@ def summary(settings: Any) -> dict[str, Any] | None:
         ramp = auto.ramp_percent_per_hour / 100
         out["rampPercentPerHour"] = auto.ramp_percent_per_hour
         out["maxTargetShare"] = round(cold_start.max_target_share(cs.new_node_s, ramp), 3)
-        out["targetShare"] = round(
-            auto.target_requests(settings.serving.max_batch_size) / settings.serving.max_batch_size, 3
-        )
+        batch = settings.serving.max_batch_size
+        out["targetShare"] = round(auto.target_requests(batch, max_share(settings)) / batch, 3)
     return out
 
 
@@ -94,9 +103,12 @@ def ramp_problems(auto: Any, sections: Mapping[str, Any]) -> list[tuple[str, str
 
     Over one cold start (with a new node) the load grows by ramp x seconds / 3600 of itself; the replicas
     running must carry it meanwhile, so the target share of a replica's batch must be at most
-    1 / (1 + that growth). Checked for the ``requests`` signal (a share of serving.maxBatchSize)."""
+    1 / (1 + that growth). Checked for an explicit targetRequestsPerReplica with the ``requests`` signal (the
+    default is set from the same figure)."""
     if not auto.enabled or auto.signal != "requests" or auto.ramp_percent_per_hour <= 0:
         return []
+    if auto.target_requests_per_replica is None:
+        return []  # the default target is lowered to what the ramp allows (max_share)
     inputs = inputs_for(sections)
     serving = sections.get("serving")
     if inputs is None or serving is None:

@@ -40,7 +40,8 @@ def test_a_target_without_headroom_for_the_ramp_is_refused_naming_the_key():
 
 def test_fsx_starving_simultaneous_starts_names_its_throughput():
     fsx = {**stack_values("prod")["fsx"], "perUnitStorageThroughput": 125}
-    auto = {**stack_values("prod").get("autoscaling", {}), "scaleUp": {"pods": 8}, "rampPercentPerHour": 100}
+    auto = {**stack_values("prod").get("autoscaling", {}), "scaleUp": {"pods": 8}, "rampPercentPerHour": 100,
+            "targetRequestsPerReplica": 48}  # fmt: skip
     keys = [p.path for p in _problems({"fsx": fsx, "autoscaling": auto}) if "headroom" in p.message]
     assert keys == ["fsx.perUnitStorageThroughput"]
 
@@ -49,3 +50,13 @@ def test_ramp_zero_turns_the_check_off():
     auto = {**stack_values("prod").get("autoscaling", {}), "targetRequestsPerReplica": 64, "rampPercentPerHour": 0}
     settings = load({"autoscaling": auto}, "prod")
     assert settings.autoscaling.ramp_percent_per_hour == 0
+
+
+def test_the_default_target_leaves_the_headroom_the_ramp_needs():
+    """Scale-up headroom from the cold start: unset, the target drops below 0.75 x maxBatchSize as needed."""
+    settings = load({"autoscaling": {"rampPercentPerHour": 300}}, "prod")
+    share = settings_cold_start.max_share(settings)
+    assert share is not None and share < 0.75
+    target = settings.autoscaling.target_requests(settings.serving.max_batch_size, share)
+    assert target == int(share * settings.serving.max_batch_size) < 48
+    assert settings_cold_start.summary(settings)["targetShare"] <= share
