@@ -12,8 +12,12 @@ import importlib
 import sys
 
 # name -> module exposing ``main(argv: list[str]) -> int``
-BENCHES: dict[str, str] = {"plan": "bench.plan", "policies": "bench.policies", "artifacts": "bench.artifacts",
-           "cold-start": "bench.cold_start"}
+BENCHES: dict[str, str] = {
+    "plan": "bench.plan",
+    "policies": "bench.policies",
+    "artifacts": "bench.artifacts",
+    "cold-start": "bench.cold_start",
+}
 
 
 def split(argv: list[str]) -> list[tuple[str, list[str]]]:

@@ -72,16 +72,36 @@ def register(subparsers: Any) -> None:
     p.add_argument("--price-per-m-input", type=float, help="selling price per million input tokens (margin)")
     p.add_argument("--price-per-m-output", type=float, help="selling price per million output tokens (margin)")
     p.add_argument("--price-per-m-tokens", type=float, help=argparse.SUPPRESS)  # refused: see _plan_kwargs
-    p.add_argument("--factors", type=Path, metavar="FILE.json",
-                   help="planning factors (PlanningFactors JSON, e.g. written by capacity calibrate)")
-    p.add_argument("--speculative-draft-tokens", type=int, default=0, metavar="K",
-                   help="speculative decoding: draft tokens per step (serving.speculative.draftLength; default 0 = off)")
-    p.add_argument("--speculative-acceptance", type=float, metavar="A",
-                   help="per-draft acceptance probability (default the planning factors', 0.6 modelled)")
-    p.add_argument("--prefix-reuse", action="store_true",
-                   help="KV-cache reuse on (serving.kvCache.enableReuse): cached input tokens skip prefill")
-    p.add_argument("--prefix-hit-rate", type=float, metavar="R",
-                   help="share of input tokens found in the cache (implies --prefix-reuse; default 0.2 modelled)")
+    p.add_argument(
+        "--factors",
+        type=Path,
+        metavar="FILE.json",
+        help="planning factors (PlanningFactors JSON, e.g. written by capacity calibrate)",
+    )
+    p.add_argument(
+        "--speculative-draft-tokens",
+        type=int,
+        default=0,
+        metavar="K",
+        help="speculative decoding: draft tokens per step (serving.speculative.draftLength; default 0 = off)",
+    )
+    p.add_argument(
+        "--speculative-acceptance",
+        type=float,
+        metavar="A",
+        help="per-draft acceptance probability (default the planning factors', 0.6 modelled)",
+    )
+    p.add_argument(
+        "--prefix-reuse",
+        action="store_true",
+        help="KV-cache reuse on (serving.kvCache.enableReuse): cached input tokens skip prefill",
+    )
+    p.add_argument(
+        "--prefix-hit-rate",
+        type=float,
+        metavar="R",
+        help="share of input tokens found in the cache (implies --prefix-reuse; default 0.2 modelled)",
+    )
     p.add_argument("--spot-factor", type=float, default=None, help="spot price / on-demand (default 0.45)")  # fmt: skip
     p.add_argument("--reserved-factor", type=float, default=None, help="reserved price / on-demand (default 0.65)")
     p.add_argument("--region", default="us-east-1", help="price table region (default us-east-1)")
