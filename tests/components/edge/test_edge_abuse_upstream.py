@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from components.edge.gateway_api import GatewayTarget, render_gateway_objects
+from components.edge.gateway_api import render_gateway_objects
 from components.edge.policy import (
     DEFAULT_MAX_INPUT_TOKENS,
     JSON_BYTES_PER_TOKEN,
@@ -29,18 +29,10 @@ from components.edge.policy import (
 from inferctl.serving.edge_envoy import BUFFER_FILTER
 from inferctl.serving.local_edge import envoy_binary
 from infra.settings import load_settings
+from tests.components.edge.targets import TARGET
 
 TAG = "v1.9.0"
 ENVOY_VERSION = "1.40.0"
-TARGET = GatewayTarget(
-    namespace="envoy-gateway-system",
-    name="inference-edge",
-    service="triton",
-    service_namespace="inference",
-    http_port=8000,
-    grpc_port=8001,
-    credentials_secret="inference-api-keys",
-)
 
 # api/v1alpha1/backendtrafficpolicy_types.go @ v1.9.0 RequestBuffer.Limit: "If exceeded, the request will be
 # rejected with HTTP 413"; kubebuilder pattern (also in charts/gateway-helm/charts/crds/crds/generated/

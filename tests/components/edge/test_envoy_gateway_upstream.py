@@ -15,9 +15,10 @@ import pytest
 
 from components.catalog.edge_charts import ENVOY_GATEWAY
 from components.edge.gateway import REDIS_CERTS_VOLUME, controller_values
-from components.edge.gateway_api import GatewayTarget, render_gateway_objects
+from components.edge.gateway_api import render_gateway_objects
 from components.observability import promql as q
 from infra.settings import load_settings
+from tests.components.edge.targets import TARGET
 
 REPOSITORY = "envoyproxy/gateway"
 TAG = "v1.9.0"
@@ -81,16 +82,6 @@ PROXY_METRICS_PATH = "/stats/prometheus"
 # routes get a direct response with status 500 ("setting 500 direct response in routes due to errors in
 # SecurityPolicy"), so a Secret the CSI driver never synced makes every request a 500.
 MISSING_CREDENTIALS_STATUS = 500
-
-TARGET = GatewayTarget(
-    namespace="envoy-gateway-system",
-    name="inference-edge",
-    service="triton",
-    service_namespace="inference",
-    http_port=8000,
-    grpc_port=8001,
-    credentials_secret="inference-api-keys",
-)
 
 
 def _dig(doc: dict[str, Any], path: tuple[str, ...]) -> Any:

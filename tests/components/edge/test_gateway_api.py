@@ -4,28 +4,21 @@ resource, every inference route under an API-key policy, and agreement with the 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from components.edge.gateway_api import GatewayTarget, gateway_summary, render_gateway_objects
+from components.edge.gateway_api import gateway_summary, render_gateway_objects
 from inferctl.serving.edge_envoy import Listener, Upstream, bootstrap_summary, render_bootstrap
 from inferctl.serving.local_edge import envoy_binary, generate_keys
 from infra.settings import load_settings
+from tests.components.edge.targets import TARGET as SHARED_TARGET
 
 TAGS = {"owner": "team", "costCenter": "cc-1"}
-TARGET = GatewayTarget(
-    namespace="envoy-gateway-system",
-    name="inference-edge",
-    service="triton",
-    service_namespace="inference",
-    http_port=8000,
-    grpc_port=8001,
-    credentials_secret="inference-api-keys",
-    hostname="api.dev.example.com",
-)
+TARGET = dataclasses.replace(SHARED_TARGET, hostname="api.dev.example.com")
 EDGES = {
     "defaults": {},
     "tiers": {

@@ -29,9 +29,10 @@ import re
 
 import pytest
 
-from components.edge.gateway_api import GatewayTarget, gateway_summary, render_gateway_objects
+from components.edge.gateway_api import gateway_summary, render_gateway_objects
 from components.edge.policy import GRPC_SERVICE, PUBLIC_MODELS, EdgePolicy, public_grpc_paths, public_http_endpoints
 from inferctl.serving.edge_envoy import Listener, Upstream, bootstrap_summary, render_bootstrap
+from tests.components.edge.targets import TARGET
 
 TRITON_HTTP_SOURCE = "triton-inference-server/server r25.05 src/http_server.cc"
 TRITON_GRPC_SOURCE = "triton-inference-server/common r25.05 protobuf/grpc_service.proto"
@@ -71,16 +72,6 @@ PATH_VALUE = re.compile(r"^(?:[-A-Za-z0-9/._~!$&'()*+,;=:@]|[%][0-9a-fA-F]{2})+$
 GRPC_SERVICE_NAME = re.compile(r"^\.?[a-z_][a-z_0-9]*(\.[a-z_][a-z_0-9]*)*$", re.IGNORECASE)
 GRPC_METHOD_NAME = re.compile(r"^[A-Za-z_][A-Za-z_0-9]*$")
 INTERNAL_MODELS = ("tensorrt_llm", "preprocessing", "postprocessing")
-
-TARGET = GatewayTarget(
-    namespace="envoy-gateway-system",
-    name="inference-edge",
-    service="triton",
-    service_namespace="inference",
-    http_port=8000,
-    grpc_port=8001,
-    credentials_secret="inference-api-keys",
-)
 
 
 def triton_endpoint(path: str) -> str | None:

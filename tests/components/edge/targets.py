@@ -1,0 +1,15 @@
+"""The gateway target the edge tests render against: the names the shipped stacks use."""
+
+from __future__ import annotations
+
+from components.edge.gateway_api import GatewayTarget
+
+TARGET = GatewayTarget(
+    namespace="envoy-gateway-system",
+    name="inference-edge",
+    service="triton",
+    service_namespace="inference",
+    http_port=8000,
+    grpc_port=8001,
+    credentials_secret="inference-api-keys",
+)
