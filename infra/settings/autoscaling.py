@@ -112,12 +112,16 @@ class AutoscalingSettings(Section):
     max_replicas: int | None = Field(default=None, ge=1, le=1000)
     """Default: the replicas the serving pool holds at its maxSize. The day ceiling; x the accelerators
     per replica it must fit the pool at maxSize."""
-    target_requests_per_replica: float | None = Field(default=None, gt=0, le=limits.KEDA_THRESHOLD_MAX)
+    target_requests_per_replica: float | None = Field(
+        default=None, ge=limits.KEDA_THRESHOLD_MIN, le=limits.KEDA_THRESHOLD_MAX
+    )
     """Default 0.75 x serving.maxBatchSize, lower when the stack's cold start at rampPercentPerHour needs more
     headroom (components/catalog/cold_start.py). In-flight requests one replica should carry."""
-    kv_cache_target: float = Field(default=DEFAULT_KV_TARGET, gt=0, le=1)
+    kv_cache_target: float = Field(default=DEFAULT_KV_TARGET, ge=limits.KEDA_THRESHOLD_MIN, le=1)
     """Default 0.85. KV-cache utilisation per replica to scale at (TensorRT-LLM only)."""
-    queue_ratio_target: float = Field(default=DEFAULT_QUEUE_RATIO_TARGET, gt=0, le=limits.KEDA_THRESHOLD_MAX)
+    queue_ratio_target: float = Field(
+        default=DEFAULT_QUEUE_RATIO_TARGET, ge=limits.KEDA_THRESHOLD_MIN, le=limits.KEDA_THRESHOLD_MAX
+    )
     """Default 1.0 (NVIDIA's tutorial: 1000m) of triton:queue_compute:ratio per replica."""
     polling_interval_seconds: int = Field(default=15, ge=5, le=300)
     """Default 15. How often KEDA evaluates the queries."""

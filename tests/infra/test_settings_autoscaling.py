@@ -26,9 +26,9 @@ def test_defaults_follow_the_rollout_and_the_pool():
 @pytest.mark.parametrize(
     ("autoscaling", "path", "words"),
     [
-        ({"targetRequestsPerReplica": 0}, "autoscaling.targetRequestsPerReplica", ["greater than 0"]),
-        ({"kvCacheTarget": -0.1}, "autoscaling.kvCacheTarget", ["greater than 0"]),
-        ({"queueRatioTarget": 0}, "autoscaling.queueRatioTarget", ["greater than 0"]),
+        ({"targetRequestsPerReplica": 0}, "autoscaling.targetRequestsPerReplica", ["greater than or equal to 0.001"]),
+        ({"kvCacheTarget": -0.1}, "autoscaling.kvCacheTarget", ["greater than or equal to 0.001"]),
+        ({"queueRatioTarget": 0}, "autoscaling.queueRatioTarget", ["greater than or equal to 0.001"]),
         ({"minReplicas": 3, "maxReplicas": 2}, "autoscaling.minReplicas", ["3", "above maxReplicas (2)"]),
         ({"night": {"fraction": 0}}, "autoscaling.night.fraction", ["greater than 0"]),
         ({"night": {"fraction": 1.5}}, "autoscaling.night.fraction", ["less than or equal to 1"]),
