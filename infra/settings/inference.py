@@ -383,6 +383,25 @@ class InferenceSettings(Section):
                     f"got {self.resources.cpu:g}; {where} offers pods about {node.cpu:.1f} cores",
                 )
             )
+        # A pod's request is the larger of its containers' sum and each init container's: an init container
+        # beyond the node leaves the pod Pending exactly as the server's own request would.
+        init = self.init_resources
+        if init.cpu is not None and init.cpu * per_node > node.cpu:
+            out.append(
+                Problem(
+                    "inference.initResources.cpu",
+                    f"got {init.cpu:g}; {where} offers pods about {node.cpu:.1f} cores (a pod requests the "
+                    "largest of its init containers, so it would stay Pending)",
+                )
+            )
+        if init.memory_gib is not None and init.memory_gib * per_node > node.memory_gib:
+            out.append(
+                Problem(
+                    "inference.initResources.memoryGib",
+                    f"got {init.memory_gib:g}; {where} offers pods about {node.memory_gib:.0f} GiB (a pod requests "
+                    "the largest of its init containers, so it would stay Pending)",
+                )
+            )
         engine_gib = _engine_gib(serving)
         if engine_gib is not None:
             per_pod = engine_gib / serving.nodes
