@@ -27,6 +27,7 @@ Fields
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, fields, replace
 from typing import Any, Final, Literal
 
@@ -52,16 +53,42 @@ class Factor:
         return cls(value=value, source="measured", basis=basis)
 
 
-# (lower, upper) bounds a value must lie in; upper None = unbounded.
-_BOUNDS: Final[dict[str, tuple[float, float | None, bool]]] = {
-    # name: (lower, upper, lower bound inclusive)
-    "throughput_scale": (0.0, None, False),
-    "ttft_scale": (0.0, None, False),
-    "itl_scale": (0.0, None, False),
-    "speculative_acceptance": (0.0, 0.99, True),
-    "prefix_hit_rate": (0.0, 0.99, True),
-    "cached_input_price_fraction": (0.0, 1.0, True),
+SCALE_RANGE: Final = (0.05, 20.0)
+"""A measured / predicted ratio: beyond 20x either way the roofline is not what is being corrected (a
+wrong instance type, a broken run, a unit slip), and the plan built on it would be fiction."""
+SHARE_RANGE: Final = (0.0, 0.99)
+"""A probability or hit rate: 1 would make the speculative-step formula divide by zero (every draft
+accepted) or prefill free."""
+FRACTION_RANGE: Final = (0.0, 1.0)
+"""A price share: a cached token sells for at most the full input price."""
+
+RANGES: Final[dict[str, tuple[float, float]]] = {
+    # name: (lower, upper), both inclusive
+    "throughput_scale": SCALE_RANGE,
+    "ttft_scale": SCALE_RANGE,
+    "itl_scale": SCALE_RANGE,
+    "speculative_acceptance": SHARE_RANGE,
+    "prefix_hit_rate": SHARE_RANGE,
+    "cached_input_price_fraction": FRACTION_RANGE,
 }
+BASIS_MAX_CHARS: Final = 400
+"""A factor's ``basis`` is one printable line (it is shown in plans and written into stack files)."""
+
+
+def basis_problem(basis: str) -> str | None:
+    """Why ``basis`` is not one short printable line, or None."""
+    if len(basis) > BASIS_MAX_CHARS:
+        return f"expected at most {BASIS_MAX_CHARS} characters, got {len(basis)}"
+    bad = next((ch for ch in basis if not ch.isprintable()), None)
+    if bad is not None:
+        return f"expected one printable line; it holds {bad!r}"
+    return None
+
+
+def one_line(text: str) -> str:
+    """``text`` made a valid basis: control characters become spaces, and it is cut to the limit."""
+    flat = " ".join("".join(ch if ch.isprintable() else " " for ch in text).split())
+    return flat if len(flat) <= BASIS_MAX_CHARS else flat[: BASIS_MAX_CHARS - 3] + "..."
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -84,11 +111,15 @@ class PlanningFactors:
             if not isinstance(factor, Factor):
                 problems.append(f"{f.name}: expected a Factor, got {type(factor).__name__}")
                 continue
-            low, high, inclusive = _BOUNDS[f.name]
-            ok = (factor.value >= low if inclusive else factor.value > low) and (high is None or factor.value <= high)
-            if not ok:
-                span = f"{'[' if inclusive else '('}{low:g}, {'inf)' if high is None else f'{high:g}]'}"
-                problems.append(f"{f.name}: got {factor.value:g}; expected a value in {span}")
+            low, high = RANGES[f.name]
+            value = factor.value
+            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+                problems.append(f"{f.name}: got {value!r}; expected a finite number")
+            elif not low <= value <= high:
+                problems.append(f"{f.name}: got {value:g}; expected a value in [{low:g}, {high:g}]")
+            basis = basis_problem(factor.basis) if isinstance(factor.basis, str) else "expected a string"
+            if basis is not None:
+                problems.append(f"{f.name}.basis: {basis}")
         if problems:
             raise ValueError("; ".join(problems))
 
@@ -120,10 +151,11 @@ class PlanningFactors:
         for name, item in data.items():
             if not isinstance(item, dict) or "value" not in item:
                 raise ValueError(f"{name}: expected {{'value': number, 'source': ..., 'basis': ...}}, got {item!r}")
-            try:
-                value = float(item["value"])
-            except (TypeError, ValueError):
-                raise ValueError(f"{name}.value: expected a number, got {item['value']!r}") from None
+            value = item["value"]
+            # A number, not what float() makes of one: "1.2", true and "inf" are not factors.
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ValueError(f"{name}.value: expected a number, got {value!r}")
+            value = float(value)
             out[name] = Factor(value=value, source=item.get("source", "modelled"), basis=str(item.get("basis", "")))
         return cls(**out)
 

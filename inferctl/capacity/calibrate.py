@@ -115,7 +115,7 @@ def calibrate(report: dict[str, Any], settings: Any, *, source: str) -> dict[str
     from dataclasses import replace
 
     from components.catalog import latency
-    from components.catalog.planning_factors import PlanningFactors
+    from components.catalog.planning_factors import PlanningFactors, one_line
 
     m = measured_point(report)
     serving = settings.serving
@@ -135,7 +135,13 @@ def calibrate(report: dict[str, Any], settings: Any, *, source: str) -> dict[str
         "ttft_scale": m["ttft_ms"] / predicted.ttft_ms,
         "itl_scale": m["itl_ms"] / predicted.itl_ms,
     }
-    factors = current.with_measured(basis, **{k: round(v, 4) for k, v in ratios.items()})
+    # The stack file's capacity.factors takes one printable line per basis (the report's url is free text),
+    # and only ratios in PlanningFactors' ranges: a run 20x off the roofline is a broken run, not a factor.
+    try:
+        factors = current.with_measured(one_line(basis), **{k: round(v, 4) for k, v in ratios.items()})
+    except ValueError as err:
+        raise CommandError(f"--from: the report's measurements give no usable factors ({err}); is it this "
+                           "stack's run?", exit_code=2) from None  # fmt: skip
     return {
         "stack": settings.stack,
         "measured": m,
@@ -156,8 +162,8 @@ def stack_factors(settings: Any) -> Any:
     """The stack's planning factors: ``capacity.factors`` over the modelled defaults."""
     from components.catalog.planning_factors import PlanningFactors
 
-    raw = getattr(settings.capacity, "factors", None)
-    return PlanningFactors.from_dict(dict(raw)) if raw else PlanningFactors()
+    capacity = getattr(settings, "capacity", None)
+    return capacity.planning_factors() if capacity is not None else PlanningFactors()
 
 
 def write_stack_factors(path: Path, factors: Any) -> None:

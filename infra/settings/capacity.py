@@ -19,12 +19,13 @@ the price table lacks.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, create_model, field_validator
 
 from components.catalog import capacity as planner
 from components.catalog import latency, prices, speculative
+from components.catalog import planning_factors as factors_catalog
 from components.catalog.models import SizingError
 from components.catalog.planning_factors import DEFAULT_FACTORS, PlanningFactors
 from infra.settings.base import CheckContext, Problem, Section
@@ -46,6 +47,63 @@ class CapacitySloSettings(Section):
     """Mean inter-token latency the planned batch must meet (ms)."""
 
 
+class _FactorSettings(Section):
+    """One planning factor as ``inferctl capacity calibrate`` writes it (Factor in planning_factors.py)."""
+
+    value: float
+    source: Literal["modelled", "measured"] = "modelled"
+    """Default ``modelled``. ``measured``: written by ``inferctl capacity calibrate`` from a verify report."""
+    basis: str = Field(default="", max_length=factors_catalog.BASIS_MAX_CHARS)
+    """Default empty. Why the value: the assumption, or the report, stack and date it was measured on."""
+
+    @field_validator("basis")
+    @classmethod
+    def _one_line(cls, value: str) -> str:
+        problem = factors_catalog.basis_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
+
+
+def _factor(name: str) -> type[_FactorSettings]:
+    """The settings model of factor ``name``: its value a finite number (not a string) in its range."""
+    low, high = factors_catalog.RANGES[name]
+    title = "".join(part.title() for part in name.split("_"))
+    return create_model(  # type: ignore[no-any-return, call-overload]
+        f"{title}FactorSettings",
+        __base__=_FactorSettings,
+        value=(float, Field(strict=True, ge=low, le=high)),
+    )
+
+
+_ThroughputScale = _factor("throughput_scale")
+_TtftScale = _factor("ttft_scale")
+_ItlScale = _factor("itl_scale")
+_SpeculativeAcceptance = _factor("speculative_acceptance")
+_PrefixHitRate = _factor("prefix_hit_rate")
+_CachedInputPriceFraction = _factor("cached_input_price_fraction")
+
+
+class PlanningFactorsSettings(Section):
+    """``capacity.factors``: one optional key per PlanningFactors field, named as that field (snake_case,
+    as ``inferctl capacity calibrate`` writes them); unset ones keep their modelled defaults."""
+
+    throughput_scale: _ThroughputScale | None = Field(default=None, alias="throughput_scale")  # type: ignore[valid-type]
+    ttft_scale: _TtftScale | None = Field(default=None, alias="ttft_scale")  # type: ignore[valid-type]
+    itl_scale: _ItlScale | None = Field(default=None, alias="itl_scale")  # type: ignore[valid-type]
+    speculative_acceptance: _SpeculativeAcceptance | None = Field(  # type: ignore[valid-type]
+        default=None, alias="speculative_acceptance"
+    )
+    prefix_hit_rate: _PrefixHitRate | None = Field(default=None, alias="prefix_hit_rate")  # type: ignore[valid-type]
+    cached_input_price_fraction: _CachedInputPriceFraction | None = Field(  # type: ignore[valid-type]
+        default=None, alias="cached_input_price_fraction"
+    )
+
+    def as_dict(self) -> dict[str, Any]:
+        """The factors set, as ``PlanningFactors.from_dict`` reads them."""
+        return self.model_dump(exclude_none=True)
+
+
 class CapacitySettings(Section):
     key: ClassVar[str] = "capacity"
 
@@ -64,13 +122,13 @@ class CapacitySettings(Section):
     """Default 0.5, in (0, 1]. Night load as a share of the day's."""
     night_hours: float = Field(default=planner.DEFAULT_NIGHT_HOURS, ge=0, lt=24)
     """Default 8. Hours a day at the night level."""
-    factors: dict[str, dict[str, Any]] | None = None
+    factors: PlanningFactorsSettings | None = None
     """Default unset: the planner's modelled factors (components/catalog/planning_factors.py). Written by
     ``inferctl capacity calibrate``: ``{<PlanningFactors field, e.g. throughput_scale>: {value, source:
     measured|modelled, basis}}``, each measured one naming the verify report, stack and date it came from."""
 
     def planning_factors(self) -> PlanningFactors:
-        return PlanningFactors.from_dict(dict(self.factors)) if self.factors else PlanningFactors()
+        return PlanningFactors.from_dict(self.factors.as_dict()) if self.factors else PlanningFactors()
 
     def _factor_problems(self) -> list[Problem]:
         try:

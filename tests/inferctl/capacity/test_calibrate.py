@@ -81,4 +81,4 @@ def test_a_bad_factor_in_the_stack_is_a_settings_problem_naming_the_key():
 
     with pytest.raises(SettingsError) as err:
         load({"capacity": {"factors": {"throughput_scale": {"value": -1, "source": "measured"}}}}, "dev")
-    assert [p.path for p in err.value.problems] == ["capacity.factors"]
+    assert [p.path for p in err.value.problems] == ["capacity.factors.throughput_scale.value"]
