@@ -103,14 +103,41 @@ class NodePoolSettings(Section):
         return int(min(cold_start.GP3_MAX_MIB_S, max(cold_start.GP3_BASE_MIB_S, min(baselines))))
 
     def local_nvme_raid0(self) -> bool:
-        """Whether the node's ephemeral storage is the RAID0 of its NVMe disks."""
-        if self.local_storage != "auto":
-            return self.local_storage == "raid0"
-        if self.ami_family != "al2023":
+        """Whether the node's ephemeral storage is the RAID0 of its NVMe disks: only where the setting takes
+        effect (AL2023, whose nodeadm NodeConfig or Karpenter instanceStorePolicy builds it, on types that
+        have NVMe instance storage). Bottlerocket gets no such user data (node_pool._user_data)."""
+        if self.local_storage == "none" or self.ami_family != "al2023":
             return False
         found = [cold_start.disks(t) for t in self.instance_types]
+        if self.local_storage == "raid0":
+            return all(d is not None and d.nvme_count > 0 for d in found)
         return all(d is not None and d.nvme_count and d.nvme_count * d.nvme_gb * 1e9 / 2**30 >= self.disk_size_gib
                    for d in found)  # fmt: skip
+
+    def local_storage_problems(self, at: str) -> list[Problem]:
+        """``localStorage: raid0`` where it does nothing: refused, naming why."""
+        if self.local_storage != "raid0":
+            return []
+        if self.ami_family != "al2023":
+            return [
+                Problem(
+                    f"{at}.localStorage",
+                    f"got raid0; it has no effect with amiFamily {self.ami_family} (only AL2023 nodes get the "
+                    "nodeadm NodeConfig that builds the RAID0; Bottlerocket keeps images on its EBS data volume): "
+                    "remove it or use amiFamily al2023",
+                )
+            ]
+        without = [t for t in self.instance_types if not ((d := cold_start.disks(t)) is not None and d.nvme_count)]
+        if without:
+            return [
+                Problem(
+                    f"{at}.localStorage",
+                    f"got raid0; {', '.join(without)} {'has' if len(without) == 1 else 'have'} no NVMe instance "
+                    "storage, so nodes of that type keep their state on the EBS root volume: remove it (auto "
+                    "chooses raid0 where every type has the disks) or list only types with instance storage",
+                )
+            ]
+        return []
 
     def zones(self, cluster_zones: Sequence[str]) -> tuple[str, ...]:
         """The zones the pool's nodes use (components.compute.pool_profile.pool_zones)."""
@@ -224,6 +251,8 @@ def _pool_problems(name: str, pool: NodePoolSettings, *, karpenter: bool, zones:
             out.append(
                 Problem(f"{at}.amiFamily", "bottlerocket is offered for NVIDIA g5/g6/g6e/p4d/p5/p5en types only")
             )
+    if types and len(types) == len(pool.instance_types):
+        out += pool.local_storage_problems(at)
     for key, value in pool.labels.items():
         if key in RESERVED_LABELS:
             out.append(Problem(f"{at}.labels.{key}", "set by the platform from the catalog; choose another key"))
