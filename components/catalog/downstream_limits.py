@@ -48,9 +48,10 @@ KEDA_THRESHOLD_MAX: Final = (2**63 - 1) / 1000
 Quantity (pkg/scalers/scaler.go GetMetricTargetMili); beyond int64 milli-units the HPA target is not the
 number written. NaN, Inf and negatives become 0 there."""
 KEDA_THRESHOLD_MIN: Final = 0.001
-"""The same milli-unit Quantity (``resource.NewMilliQuantity(int64(threshold * 1000), ...)`` in
-pkg/scalers/scaler.go GetMetricTargetMili at v2.20.2) has no unit below 1m: a threshold under 0.001
-truncates to a target of 0, which the HPA cannot scale to."""
+"""The same milli-unit Quantity has no unit below 1m: GetMetricTargetMili (pkg/scalers/scaler.go at
+v2.20.2) builds it with quantityFromFloat64, ``resource.MustParse(fmt.Sprintf("%.3f", value))``, so a
+threshold under 0.001 rounds to 3 decimals and becomes a target of 0 (0.0004 -> "0.000"), which the HPA
+cannot scale to."""
 
 # Kubernetes HorizontalPodAutoscaler behaviour (autoscaling/v2 validation, repeated in KEDA's CRD
 # descriptions: stabilizationWindowSeconds 0-3600, periodSeconds 1-1800).

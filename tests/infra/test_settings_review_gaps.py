@@ -93,7 +93,7 @@ def test_the_values_at_the_bounds_plan(tmp_path, capsys, stack, section, dotted,
 
 def test_the_keda_floor_is_its_milli_unit():
     assert limits.KEDA_THRESHOLD_MIN == 0.001
-    assert "NewMilliQuantity" in (REPO / "components" / "catalog" / "downstream_limits.py").read_text()
+    assert "quantityFromFloat64" in (REPO / "components" / "catalog" / "downstream_limits.py").read_text()
 
 
 @pytest.mark.parametrize(
