@@ -240,20 +240,23 @@ def plan_for(
         return PlanResult(None, (Problem("capacity", str(err)),))
     p = planner.plan(demand, option, region=region)
     floor = PRODUCTION_MIN_REPLICAS if production else 1
+    hpa_min = max(floor, p.hpa_min)
     bounds = CapacityBounds(
         replicas=max(floor, p.day.replicas),
-        hpa_min_replicas=max(floor, p.hpa_min),
-        hpa_max_replicas=p.hpa_max,
+        hpa_min_replicas=hpa_min,
+        # A measured throughput_scale can make the peak one replica while production keeps two: the ceiling
+        # is never below the floor (an HPA with minReplicas > maxReplicas is refused by the API server).
+        hpa_max_replicas=max(hpa_min, p.hpa_max),
         pool_min_nodes=p.pool_min_nodes,
-        pool_max_nodes=p.pool_max_nodes,
+        pool_max_nodes=max(p.pool_max_nodes, planner.nodes_for(max(hpa_min, p.hpa_max) + 1, option)),
         plan=p,
     )
     max_nodes = pool.max_nodes(zones or [])
-    if max_nodes < p.pool_max_nodes:
+    if max_nodes < bounds.pool_max_nodes:
         out.append(
             Problem(
                 f"nodePools.{serving.node_pool}.maxSize",
-                f"the pool holds at most {max_nodes} nodes but the planned peak needs {p.pool_max_nodes} "
+                f"the pool holds at most {max_nodes} nodes but the planned peak needs {bounds.pool_max_nodes} "
                 f"({p.peak.replicas} replicas of {option.label} at {p.peak.output_tps:,.0f} output tokens/s, plus "
                 "one surge replica); raise maxSize or lower capacity.tokensPerDay",
             )

@@ -77,3 +77,16 @@ def test_the_plan_reads_speculative_decoding_and_kv_reuse_from_serving():
     off = SimpleNamespace(speculative=SimpleNamespace(mode="none", draft_length=None, choices=None),
                           kv_cache=SimpleNamespace(enable_reuse=False))  # fmt: skip
     assert serving_features(off).tokens_per_step == 1.0 and serving_features(off).prefix_hit_rate == 0.0
+
+
+def test_a_measured_throughput_scale_never_exports_a_ceiling_below_the_production_floor():
+    # throughput_scale 3 makes prod's peak one replica; production keeps two: the ceiling follows the floor.
+    factors = {"throughput_scale": {"value": 3.0, "source": "measured", "basis": "test"}}
+    values = stack_values("prod")
+    settings = load({"capacity": {**values["capacity"], "factors": factors}}, "prod")
+    bounds = derived_bounds(settings)
+    assert bounds.plan.hpa_max < 2  # what the planner alone says (the bug's input)
+    assert bounds.hpa_min_replicas == 2 <= bounds.hpa_max_replicas
+    out = summary(settings)
+    assert out["hpa"]["minReplicas"] <= out["hpa"]["maxReplicas"]
+    assert bounds.pool_max_nodes >= 1
