@@ -3,8 +3,8 @@ measured into the stack's planning factors (components/catalog/planning_factors.
 
 From the report's load at the planned concurrency: output tokens/s per replica, TTFT p50 and ITL p50,
 at the concurrency per replica and the request shape (isl/osl means) the run used. The planner predicts
-the same point (the stack's serving model, precision, TP and KV dtype on its serving pool's first
-instance type, at that batch and shape, with the stack's current feature factors and unit scales), and
+the same point (the stack's serving model, precision, TP and KV dtype on the instance type the plan picks,
+the serving pool's cheapest: infra.settings.capacity.planned_instance, at that batch and shape, with the stack's current feature factors and unit scales), and
 the ratios measured/predicted become ``throughput_scale``, ``ttft_scale`` and ``itl_scale``, each marked
 ``measured`` with the report it came from. ``inferctl verify`` measures no speculative acceptance or
 prefix-cache hit rate yet: those keep their values and their source.
@@ -14,6 +14,9 @@ Where the factors go (so plans stay reproducible): the stack file, ``capacity.fa
 and the next PR's cost delta read from the committed stack like every other setting, reviewed in the PR
 that changes them; and ``build/capacity/<stack>-factors.json`` (``--out``) for ``capacity plan --factors``.
 A report from another stack, or one that failed or carried no load, is refused (exit 2).
+
+Only the capacity plan reads the factors: on a stack without ``capacity.tokensPerDay`` (dev) they are
+written but change nothing it plans, and calibrate says so in a warning naming ``capacity.tokensPerDay``.
 """
 
 from __future__ import annotations
@@ -116,12 +119,15 @@ def calibrate(report: dict[str, Any], settings: Any, *, source: str) -> dict[str
 
     from components.catalog import latency
     from components.catalog.planning_factors import PlanningFactors, one_line
+    from infra.settings import capacity as capacity_settings
 
     m = measured_point(report)
     serving = settings.serving
     pool = settings.node_pools.root[serving.node_pool]
     current: PlanningFactors = stack_factors(settings)
-    replica = latency.replica(serving.resolved_architecture(), serving.precision, pool.instance_types[0],
+    # The type the plan prices (its cheapest in the stack's region), so the ratio corrects the plan's figure.
+    instance = capacity_settings.planned_instance(pool.instance_types, settings.region.name)
+    replica = latency.replica(serving.resolved_architecture(), serving.precision, instance,
                               serving.tensor_parallel, serving.kv_cache.resolved_dtype())  # fmt: skip
     features = replace(latency.Features.from_factors(current), throughput_scale=1.0, ttft_scale=1.0, itl_scale=1.0)
     predicted = latency.point(replica, latency.Workload(isl=m["isl"], osl=m["osl"]), m["batch"], features=features)
@@ -155,7 +161,23 @@ def calibrate(report: dict[str, Any], settings: Any, *, source: str) -> dict[str
         "not_measured": [
             f for f in ("speculative_acceptance", "prefix_hit_rate") if f not in factors.measured_fields()
         ],
+        "warnings": unused_warnings(settings),
     }
+
+
+def unused_warnings(settings: Any) -> list[str]:
+    """Why the written factors change nothing the stack plans. Only the capacity plan reads them (replicas, HPA
+    and pool bounds, cost): a stack without capacity.tokensPerDay plans none of that (its replicas and pool
+    sizes are as written, and the cold start and autoscaling target do not depend on throughput), so the
+    factors are recorded for ``capacity plan --factors`` and for when the stack sets a demand."""
+    capacity = getattr(settings, "capacity", None)
+    if capacity is not None and capacity.enabled:
+        return []
+    return [
+        f"stack {settings.stack} sets no capacity.tokensPerDay: it plans no replicas, bounds or cost, so these "
+        "factors change nothing in its plan (they are recorded; use them with `inferctl capacity plan --factors` "
+        "or set capacity.tokensPerDay)"
+    ]
 
 
 def stack_factors(settings: Any) -> Any:
@@ -210,4 +232,5 @@ def text(result: dict[str, Any]) -> str:
             f"  kept as they were (inferctl verify does not measure them): {', '.join(result['not_measured'])}"
         )
     lines += [f"  wrote {w}" for w in result.get("written", [])]
+    lines += [f"warning: {w}" for w in result.get("warnings", [])]
     return "\n".join(lines)

@@ -227,7 +227,7 @@ def plan_for(
     kv_dtype = serving.kv_cache.resolved_dtype()
     try:
         arch = serving.resolved_architecture()
-        instance = min(pool.instance_types, key=lambda t: prices.instance_hour(t, region) or float("inf"))
+        instance = planned_instance(pool.instance_types, region)
         option = planner.best_option(planner.Query(
             model=arch, precision=serving.precision, accelerator=instance, workload=demand.workload, slo=demand.slo,
             region=region, kv_dtype=kv_dtype, tp=serving.tensor_parallel, batch_limit=serving.max_batch_size,
@@ -262,6 +262,12 @@ def plan_for(
             )
         )
     return PlanResult(bounds, tuple(out))
+
+
+def planned_instance(instance_types: list[str], region: str) -> str:
+    """The instance type the plan prices the serving layout on: the pool's cheapest on demand in ``region``
+    (the first of equals). ``inferctl capacity calibrate`` predicts on the same one."""
+    return min(instance_types, key=lambda t: prices.instance_hour(t, region) or float("inf"))
 
 
 def serving_features(serving: Any, factors: PlanningFactors = DEFAULT_FACTORS) -> latency.Features:

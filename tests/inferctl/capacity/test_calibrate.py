@@ -82,3 +82,31 @@ def test_a_bad_factor_in_the_stack_is_a_settings_problem_naming_the_key():
     with pytest.raises(SettingsError) as err:
         load({"capacity": {"factors": {"throughput_scale": {"value": -1, "source": "measured"}}}}, "dev")
     assert [p.path for p in err.value.problems] == ["capacity.factors.throughput_scale.value"]
+
+
+def test_calibrate_predicts_on_the_instance_type_the_plan_picks(tmp_path, capsys):
+    # The pool lists the dearer g6.2xlarge first; the plan prices the cheapest (g6.xlarge): so does calibrate.
+    stack = tmp_path / "Pulumi.dev.yaml"
+    text = (REPO / "stacks" / "Pulumi.dev.yaml").read_text()
+    assert "instanceTypes: [g6.xlarge, g6.2xlarge]" in text
+    stack.write_text(text.replace("instanceTypes: [g6.xlarge, g6.2xlarge]", "instanceTypes: [g6.2xlarge, g6.xlarge]"))
+    out = tmp_path / "f.json"
+    argv = ["capacity", "calibrate", "--from", str(REPORT), "--stack-file", str(stack), "--out", str(out),
+            "--no-write-stack"]  # fmt: skip
+    assert main(argv) == 0, capsys.readouterr().out
+    from infra.settings.capacity import planned_instance
+
+    settings = stack_settings.load("dev", stack_file=stack)
+    pool = settings.node_pools.root[settings.serving.node_pool]
+    assert planned_instance(pool.instance_types, settings.region.name) == "g6.xlarge"
+    assert "on g6.xlarge TP" in PlanningFactors.from_json(out.read_text()).throughput_scale.basis
+
+
+def test_calibrate_warns_when_the_stack_plans_nothing_the_factors_change(tmp_path, capsys):
+    argv = ["capacity", "calibrate", "--from", str(REPORT), "--stack", "dev", "--out", str(tmp_path / "f.json"),
+            "--no-write-stack"]  # fmt: skip
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "warning:" in printed and "capacity.tokensPerDay" in printed and "change nothing" in printed
+    assert main([*argv, "--json"]) == 0
+    assert "capacity.tokensPerDay" in json.loads(capsys.readouterr().out)["warnings"][0]
