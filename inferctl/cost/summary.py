@@ -133,8 +133,19 @@ def capacity_line(p: Mapping[str, Any]) -> str:
         f"replica): replicas peak {r['peak']:.0f} / day {r['day']:.0f} / night {r['night']:.0f}, HPA "
         f"{hpa['minReplicas']:.0f}-{hpa['maxReplicas']:.0f}, pool {pool['minSize']:.0f}-{pool['maxSize']:.0f} "
         f"nodes, utilisation {p['expectedUtilisation']:.0%}; serving ${usd['onDemand']:,.0f}/month on demand "
-        f"(${p['usdPerMillionOutputTokens']:.2f} per M output tokens)" + _factors_note(p.get("factors"))
+        f"({_per_million(p)})" + _factors_note(p.get("factors"))
     )
+
+
+def _per_million(p: Mapping[str, Any]) -> str:
+    """$ per million total (input + output, at the plan's isl/osl) and per million output tokens; outputs
+    written before the total was exported show the output figure alone."""
+    out = f"${float(p['usdPerMillionOutputTokens']):.2f} per M output tokens"
+    total = p.get("usdPerMillionTotalTokens")
+    if total is None:
+        return out
+    shape = f" at isl/osl {p['isl']:.0f}/{p['osl']:.0f}" if "isl" in p and "osl" in p else ""
+    return f"${float(total):.2f} per M total tokens (input + output{shape}), {out}"
 
 
 def _factors_note(factors: Any) -> str:

@@ -324,6 +324,11 @@ def summary(settings: Any) -> dict[str, Any] | None:
             "reserved": round(p.monthly_usd.reserved, 2),
         },
         "usdPerMillionOutputTokens": round(p.usd_per_million_output.on_demand, 4),
+        # Input + output tokens at the stack's isl/osl (what public prices charge). No margin: the stack
+        # sets no prices (capacity plan --price-per-m-* gives one).
+        "usdPerMillionTotalTokens": round(p.usd_per_million_total.on_demand, 4),
+        "isl": p.demand.isl,
+        "osl": p.demand.osl,
         # Which planning figures were measured (capacity.factors from inferctl capacity calibrate) or modelled.
         "factors": {
             name: {"value": f["value"], "source": f["source"]}

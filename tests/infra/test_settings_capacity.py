@@ -90,3 +90,12 @@ def test_a_measured_throughput_scale_never_exports_a_ceiling_below_the_productio
     out = summary(settings)
     assert out["hpa"]["minReplicas"] <= out["hpa"]["maxReplicas"]
     assert bounds.pool_max_nodes >= 1
+
+
+def test_the_capacity_plan_output_prices_total_and_output_tokens():
+    out = summary(load({}, "prod"))
+    bounds = derived_bounds(load({}, "prod"))
+    assert out["usdPerMillionTotalTokens"] == round(bounds.plan.usd_per_million_total.on_demand, 4)
+    # prod plans isl 2000 / osl 500: a fifth of the tokens are output, so a total token costs a fifth as much.
+    assert (out["isl"], out["osl"]) == (2000, 500)
+    assert out["usdPerMillionTotalTokens"] == pytest.approx(out["usdPerMillionOutputTokens"] / 5, rel=1e-3)

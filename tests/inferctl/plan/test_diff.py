@@ -105,3 +105,21 @@ def test_the_comment_shows_the_modelled_cold_start_of_an_autoscaled_stack(plan_d
     text = diff.render([d])
     assert "Cold start (scale-up to serving):" in text and "weights from S3" in text and "(measured)" in text
     assert "the autoscaler may target at most" in text
+
+
+def test_the_comment_prices_total_and_output_tokens_of_a_planned_stack(plan_dirs):
+    """The recorded plans predate the total figure; a head plan with prod's capacityPlan shows both."""
+    from inferctl.cost.summary import capacity_line
+    from infra.settings.capacity import summary
+    from tests.infra.test_settings_inference import load
+
+    base, head = plan_dirs
+    planned = summary(load({}, "prod"))
+    head_plan = diff.read_plan(head / "dev.json.gz", "--head")
+    head_plan.setdefault("outputs", {})["capacityPlan"] = planned
+    text = diff.render([diff.compare("dev", diff.read_plan(base / "dev.json.gz", "--base"), head_plan)])
+    total = f"${planned['usdPerMillionTotalTokens']:.2f} per M total tokens (input + output at isl/osl 2000/500)"
+    assert total in text and f"${planned['usdPerMillionOutputTokens']:.2f} per M output tokens" in text
+    # A capacityPlan written before the total was exported still renders (output figure alone).
+    old = {k: v for k, v in planned.items() if k not in ("usdPerMillionTotalTokens", "isl", "osl")}
+    assert "per M total" not in capacity_line(old) and "per M output tokens" in capacity_line(old)
