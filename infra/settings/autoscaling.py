@@ -22,7 +22,7 @@ from components.catalog import downstream_limits as limits
 from components.serving import placement
 from infra.settings import cold_start as cold_start_settings
 from infra.settings.base import CheckContext, Problem, Section
-from infra.settings.capacity import derived_bounds, planned_replicas
+from infra.settings.capacity import derived_bounds, plan_for, planned_replicas
 from infra.settings.node_pools import cluster_zones
 
 DEFAULT_TARGET_BATCH_SHARE = 0.75
@@ -131,8 +131,12 @@ class AutoscalingSettings(Section):
     ramp_percent_per_hour: float = Field(default=DEFAULT_RAMP_PERCENT_PER_HOUR, ge=0, le=10000)
     """Default 100, in [0, 10000] (0: no check). The fastest planned rise of the load, in % of itself per
     hour (100: the load may double within an hour, e.g. the morning ramp from the night floor). During one
-    cold start (components/catalog/cold_start.py) the running replicas must carry that rise, so the target
-    per replica must leave the headroom it needs: refused otherwise, naming the key."""
+    cold start (components/catalog/cold_start.py) the running replicas must carry that rise within the SLO
+    (a replica holds the least of maxBatchSize, its KV cache and the largest batch within the TTFT/ITL SLO):
+    the target (explicit or derived), the KV trigger and the day ceiling (against the capacity plan's peak)
+    must leave the headroom it needs, and the queueRatio signal (which fires with replicas full) is refused
+    unless the KV trigger fires early enough; each refused naming its key
+    (infra.settings.cold_start.ramp_problems)."""
 
     def bounds(self, replicas: int, slots: int) -> tuple[int, int]:
         """(day floor, day ceiling): the explicit values, else inference.replicas and the pool's slots."""
@@ -180,7 +184,7 @@ class AutoscalingSettings(Section):
                 )
             )
         out += self._night_problems()
-        out += [Problem(key, message) for key, message in cold_start_settings.ramp_problems(self, ctx.sections)]
+        out += self._ramp_problems(ctx)
         inference = ctx.sections.get("inference")
         startup = getattr(getattr(inference, "probes", None), "startup_seconds", None)
         if startup is not None and self.scale_down.stabilization_seconds < startup:
@@ -203,6 +207,21 @@ class AutoscalingSettings(Section):
                 )
             )
         return out
+
+    def _ramp_problems(self, ctx: CheckContext) -> list[Problem]:
+        """The bounds against the cold start at rampPercentPerHour (infra.settings.cold_start.ramp_problems),
+        with the ceiling the rollout gets when maxReplicas is unset: the capacity plan's, else the pool's."""
+        if self.ramp_percent_per_hour <= 0:
+            return []
+        region = ctx.region.name if ctx.region else None
+        cap = ctx.sections.get("capacity")
+        plan = None
+        if cap is not None and getattr(cap, "enabled", False) and region is not None:
+            plan = plan_for(cap, dict(ctx.sections), region, cluster_zones(ctx), production=ctx.production).bounds  # type: ignore[arg-type]
+        found = cold_start_settings.ramp_problems(
+            self, ctx.sections, region=region, slots=serving_slots(ctx), plan=plan
+        )
+        return [Problem(key, message) for key, message in found]
 
     def _night_problems(self) -> list[Problem]:
         night = self.night
