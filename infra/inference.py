@@ -28,11 +28,11 @@ from components.serving.pod import Drain, ModelSource, Placement, Probes, Resour
 from infra.cluster import Compute
 from infra.foundation import Foundation
 from infra.settings import Settings
-from infra.settings.autoscaling import day_bounds
 from infra.settings.capacity import planned_replicas
 from infra.settings.capacity import summary as capacity_summary
 from infra.settings.cold_start import summary as cold_start_summary
 from infra.settings.inference import InferenceSettings
+from infra.settings.replica_bounds import day_bounds
 from infra.storage import Storage
 
 

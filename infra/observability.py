@@ -28,7 +28,7 @@ from infra.edge import GATEWAY_NAME, Edge
 from infra.foundation import Foundation
 from infra.inference import Inference
 from infra.settings import Settings, cold_start
-from infra.settings.autoscaling import day_bounds
+from infra.settings.replica_bounds import day_bounds
 from infra.storage import Storage
 
 SYSTEM = {LABEL_NODE_ROLE: ROLE_SYSTEM}

@@ -11,19 +11,18 @@ import math
 import re
 from dataclasses import replace
 from datetime import time
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator
 
-from components import catalog
 from components.autoscaling.scaled_object import DEFAULT_KV_TARGET, DEFAULT_QUEUE_RATIO_TARGET, Behaviour
 from components.autoscaling.schedule import DEFAULT_NIGHT_FRACTION, DEFAULT_TIMEZONE, NightSchedule
 from components.catalog import downstream_limits as limits
-from components.serving import placement
 from infra.settings import cold_start as cold_start_settings
 from infra.settings.base import CheckContext, Problem, Section
-from infra.settings.capacity import derived_bounds, plan_for, planned_replicas
+from infra.settings.capacity import plan_for
 from infra.settings.node_pools import cluster_zones
+from infra.settings.replica_bounds import serving_slots
 
 DEFAULT_TARGET_BATCH_SHARE = 0.75
 """targetRequestsPerReplica defaults to this share of serving.maxBatchSize: scale out before the
@@ -240,55 +239,6 @@ class AutoscalingSettings(Section):
         return out
 
 
-def serving_slots(ctx: CheckContext) -> int | None:
-    """Replicas the serving pool holds at its maxSize; None when nothing rolls out or it cannot tell."""
-    serving = ctx.sections.get("serving")
-    inference = ctx.sections.get("inference")
-    root = getattr(ctx.sections.get("nodePools"), "root", None) or {}
-    if serving is None or not getattr(inference, "has_image", False):
-        return None
-    pool = root.get(serving.node_pool)  # type: ignore[attr-defined]
-    if pool is None:
-        return None  # serving.nodePool names the missing pool
-    try:
-        fit = placement.pool_fit(pool.instance_types, serving.ranks_per_node)  # type: ignore[attr-defined]
-    except (catalog.CatalogError, ValueError):
-        return None
-    if fit.pods_per_node < 1:
-        return None
-    zones = cluster_zones(ctx) or []
-    return placement.replica_slots(
-        fit,
-        max_size=pool.max_size,
-        shards=pool.shard_count(zones),
-        nodes_per_replica=serving.nodes,  # type: ignore[attr-defined]
-    )
-
-
 def _time(value: str) -> time:
     hours, minutes = value.split(":")
     return time(int(hours), int(minutes))
-
-
-def day_bounds(settings: Any) -> tuple[int, int] | None:
-    """(day floor, day ceiling) of the autoscaled rollout; None without a rollout to scale."""
-    ctx = CheckContext(
-        stack=settings.stack,
-        environment=settings.environment,
-        region=settings.region,
-        sections={
-            "serving": settings.serving,
-            "inference": settings.inference,
-            "nodePools": settings.node_pools,
-            "network": settings.network,
-        },
-    )
-    slots = serving_slots(ctx)
-    if slots is None:
-        return None
-    auto = settings.autoscaling
-    plan = derived_bounds(settings)
-    low = auto.min_replicas if auto.min_replicas is not None else planned_replicas(settings)
-    planned_high = plan.hpa_max_replicas if plan is not None else slots
-    high = auto.max_replicas if auto.max_replicas is not None else planned_high
-    return low, max(high, low, 1)

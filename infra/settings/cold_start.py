@@ -15,6 +15,7 @@ from typing import Any
 from components import catalog
 from components.catalog import cold_start, latency, models
 from components.serving import placement
+from infra.settings.replica_bounds import day_bounds
 
 GIB = 2**30
 
@@ -76,8 +77,6 @@ def _sections(settings: Any) -> dict[str, Any]:
 
 
 def for_settings(settings: Any) -> cold_start.ColdStart | None:
-    from infra.settings.autoscaling import day_bounds  # autoscaling imports this module
-
     bounds = day_bounds(settings) if settings.autoscaling.enabled else None
     inputs = inputs_for(_sections(settings), bounds[1] if bounds is not None else None)
     return cold_start.model(inputs) if inputs is not None else None
