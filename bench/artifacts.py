@@ -27,6 +27,7 @@ import shutil
 import statistics
 import tempfile
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -50,21 +51,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--part-size-mib", type=int, help="our part size (default: inferctl's default)")
     args = parser.parse_args(argv)
 
-    from moto.server import ThreadedMotoServer
-
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one access-log line per request otherwise
     with tempfile.TemporaryDirectory(prefix="bench-artifacts-") as tmp:
         root = Path(tmp)
         src = _synthetic_model(root / "src", args.shards)
         total = sum(p.stat().st_size for p in src.rglob("*") if p.is_file())
-        server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-        server.start()
-        try:
-            host, port = server.get_host_and_port()
-            with _fake_aws(f"http://{host}:{port}"):
-                samples = _run(src, root, total, args.repetitions, args.part_size_mib)
-        finally:
-            server.stop()
+        with local_s3():
+            samples = _run(src, root, total, args.repetitions, args.part_size_mib)
     _print_table(samples, total, args.repetitions, args.part_size_mib)
     return 0
 
@@ -185,7 +177,23 @@ def _synthetic_model(root: Path, shards: int) -> Path:
 
 
 @contextmanager
-def _fake_aws(endpoint: str):
+def local_s3() -> Iterator[None]:
+    """A ThreadedMotoServer on 127.0.0.1 for the duration, with the AWS chain pointed at it; stopped after."""
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one access-log line per request otherwise
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    try:
+        host, port = server.get_host_and_port()
+        with _fake_aws(f"http://{host}:{port}"):
+            yield
+    finally:
+        server.stop()
+
+
+@contextmanager
+def _fake_aws(endpoint: str) -> Iterator[None]:
     """Point the AWS chain at the local server with throwaway credentials, then restore it."""
     saved = {k: v for k, v in os.environ.items() if k.startswith("AWS_")}
     for key in saved:

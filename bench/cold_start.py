@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import platform
 import shutil
@@ -26,7 +25,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench.artifacts import MIB, _fake_aws, _synthetic_model
+from bench.artifacts import MIB, _synthetic_model, local_s3
 
 OUT = Path("build/bench/cold-start.json")
 
@@ -40,38 +39,30 @@ def main(argv: list[str]) -> int:
 
     import boto3
     import moto
-    from moto.server import ThreadedMotoServer
 
     from inferctl.artifacts import ModelMetadata, download, upload
 
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)
     rates: list[float] = []
     with tempfile.TemporaryDirectory(prefix="bench-cold-start-") as tmp:
         root = Path(tmp)
         src = _synthetic_model(root / "src", args.shards)
         total = sum(p.stat().st_size for p in src.rglob("*") if p.is_file())
-        server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-        server.start()
-        try:
-            host, port = server.get_host_and_port()
-            with _fake_aws(f"http://{host}:{port}"):
-                session = boto3.Session()
-                session.client("s3").create_bucket(Bucket="bench-cold-start")
-                uri = "s3://bench-cold-start/models/engine/v1/"
-                metadata = ModelMetadata(
-                    architecture="LlamaForCausalLM", precision="fp8", accelerator="nvidia-h100",
-                    builder="tensorrt-llm", builder_version="0.17.0",
-                )  # fmt: skip
-                upload(src, uri, metadata, session=session)
-                for rep in range(args.repetitions):
-                    dest = root / f"dest-{rep}"
-                    start = time.perf_counter()
-                    download(uri, dest, session=session)
-                    rates.append(total / MIB / (time.perf_counter() - start))
-                    shutil.rmtree(dest)
-                    print(f"  repetition {rep + 1}/{args.repetitions}: {rates[-1]:,.0f} MiB/s", flush=True)
-        finally:
-            server.stop()
+        with local_s3():
+            session = boto3.Session()
+            session.client("s3").create_bucket(Bucket="bench-cold-start")
+            uri = "s3://bench-cold-start/models/engine/v1/"
+            metadata = ModelMetadata(
+                architecture="LlamaForCausalLM", precision="fp8", accelerator="nvidia-h100",
+                builder="tensorrt-llm", builder_version="0.17.0",
+            )  # fmt: skip
+            upload(src, uri, metadata, session=session)
+            for rep in range(args.repetitions):
+                dest = root / f"dest-{rep}"
+                start = time.perf_counter()
+                download(uri, dest, session=session)
+                rates.append(total / MIB / (time.perf_counter() - start))
+                shutil.rmtree(dest)
+                print(f"  repetition {rep + 1}/{args.repetitions}: {rates[-1]:,.0f} MiB/s", flush=True)
     median = statistics.median(rates)
     conditions = (
         f"median of {args.repetitions} downloads of {total / MIB:,.0f} MiB through inferctl.artifacts.download "

@@ -33,7 +33,11 @@ def test_upstream_facts_the_stacks_rely_on():
     assert offerings.names_are_account_specific("us-east-1") and not offerings.names_are_account_specific("us-east-2")
 
 
-@pytest.mark.skipif(offerings_refresh.moto_resources()[0] != "5.2.5", reason="the vendored file is from moto 5.2.5")
+@pytest.mark.skipif(
+    offerings_refresh.moto_resources()[0] != "5.2.5",
+    reason=f"this machine has moto {offerings_refresh.moto_resources()[0]}, not 5.2.5, the release the vendored "
+    "offerings were read from (python -m components.catalog.offerings_refresh re-vendors them)",
+)
 def test_refresh_from_the_installed_moto_reproduces_the_vendored_file():
     fresh = offerings_refresh.build(today=offerings.data()["date"])
     assert fresh == json.loads(offerings.DATA_FILE.read_text())
