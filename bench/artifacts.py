@@ -92,10 +92,10 @@ def _run(src: Path, root: Path, total: int, repetitions: int, part_size_mib: int
 
 
 class _Pair:
-    """One repetition's actions: ours through the inferctl.artifacts API, the baseline plain boto3."""
+    """One repetition's actions: ours through the inference_platform.artifacts API, the baseline plain boto3."""
 
     def __init__(self, session, client, bucket, src: Path, files, digests, root: Path, part_size_mib) -> None:
-        from inferctl.artifacts import TransferSettings
+        from inference_platform.artifacts import TransferSettings
 
         self.session, self.client, self.bucket = session, client, bucket
         self.src, self.files, self.digests, self.root = src, files, digests, root
@@ -111,7 +111,7 @@ class _Pair:
         ]
 
     def upload(self) -> None:
-        from inferctl.artifacts import ModelMetadata, upload
+        from inference_platform.artifacts import ModelMetadata, upload
 
         metadata = ModelMetadata(
             architecture="LlamaForCausalLM", precision="fp8", accelerator="nvidia-h100",
@@ -120,17 +120,17 @@ class _Pair:
         upload(self.src, self.ours, metadata, session=self.session, transfer=self.transfer)
 
     def verify(self) -> None:
-        from inferctl.artifacts import verify
+        from inference_platform.artifacts import verify
 
         _require(verify(self.ours, session=self.session, transfer=self.transfer).ok)
 
     def verify_deep(self) -> None:
-        from inferctl.artifacts import verify
+        from inference_platform.artifacts import verify
 
         _require(verify(self.ours, session=self.session, transfer=self.transfer, deep=True).ok)
 
     def download(self) -> None:
-        from inferctl.artifacts import download
+        from inference_platform.artifacts import download
 
         download(self.ours, self.root / "ours", session=self.session, transfer=self.transfer)
 
@@ -212,7 +212,7 @@ def _fake_aws(endpoint: str) -> Iterator[None]:
 
 
 def _print_table(samples: dict[str, dict[str, list[float]]], total: int, repetitions: int, part_mib) -> None:
-    from inferctl.artifacts.transfer import DEFAULT_PART_SIZE
+    from inference_platform.artifacts.transfer import DEFAULT_PART_SIZE
 
     parts = f"ours {part_mib or DEFAULT_PART_SIZE // MIB} MiB parts, baseline 8 MiB"
     print(f"artifact {total / MIB:,.0f} MiB; medians of {repetitions} repetitions; {parts}")

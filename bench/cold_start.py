@@ -1,10 +1,10 @@
 """Weights load for the cold-start model: ``inferctl artifacts download`` from the local S3 emulator, in MiB/s.
 
 A synthetic engine (``--shards`` x 480 MiB plus tokenizer/config files) is uploaded once through
-``inferctl.artifacts.upload`` to a ThreadedMotoServer on 127.0.0.1, then downloaded ``--repetitions``
-times through ``inferctl.artifacts.download`` (parallel ranged GETs, SHA-256 of every byte, atomic
+``inference_platform.artifacts.upload`` to a ThreadedMotoServer on 127.0.0.1, then downloaded ``--repetitions``
+times through ``inference_platform.artifacts.download`` (parallel ranged GETs, SHA-256 of every byte, atomic
 writes, completion marker) into a fresh directory each time. The median MiB/s, with the conditions it was
-measured under, is printed and written to ``build/bench/cold-start.json``; components/catalog/cold_start.py
+measured under, is printed and written to ``build/bench/cold-start.json``; planners/cold_start.py
 ``S3_MEASURED`` records the figure the plan uses (update it from this file when you re-measure).
 
 What it measures: the artifacts library on this machine (moto shares the process's GIL and serves every
@@ -39,8 +39,7 @@ def main(argv: list[str]) -> int:
 
     import boto3
     import moto
-
-    from inferctl.artifacts import ModelMetadata, download, upload
+    from inference_platform.artifacts import ModelMetadata, download, upload
 
     rates: list[float] = []
     with tempfile.TemporaryDirectory(prefix="bench-cold-start-") as tmp:
@@ -65,7 +64,7 @@ def main(argv: list[str]) -> int:
                 print(f"  repetition {rep + 1}/{args.repetitions}: {rates[-1]:,.0f} MiB/s", flush=True)
     median = statistics.median(rates)
     conditions = (
-        f"median of {args.repetitions} downloads of {total / MIB:,.0f} MiB through inferctl.artifacts.download "
+        f"median of {args.repetitions} downloads of {total / MIB:,.0f} MiB through inference_platform.artifacts.download "
         f"from moto {moto.__version__} ThreadedMotoServer on 127.0.0.1, {os.cpu_count()} CPUs, Python "
         f"{platform.python_version()}, {datetime.now(UTC):%Y-%m-%d}"
     )

@@ -95,7 +95,7 @@ def _floor(resources: int, modules: list[str]) -> list[str]:
 
 def _plan(stacks: list[str], out: Path) -> list[str]:
     flags = [arg for stack in stacks for arg in ("--stack", stack)]
-    return [sys.executable, "-m", "inferctl", "plan", *flags, "--quiet", "--out", str(out)]
+    return [sys.executable, "-m", "inference_platform.inferctl", "plan", *flags, "--quiet", "--out", str(out)]
 
 
 def _probe(stack: str) -> tuple[int, list[str]]:
@@ -108,7 +108,7 @@ def _probe(stack: str) -> tuple[int, list[str]]:
 
 
 def _probe_main(stack: str) -> int:
-    from inferctl.plan.command import make_plan
+    from inference_platform.inferctl.plan.command import make_plan
 
     plan = make_plan(REPO, stack)
     loaded = sorted(

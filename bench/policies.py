@@ -3,7 +3,7 @@
 The prod stack's recorded resources are copied ``--scale`` times (URNs and names made unique, parents,
 dependencies and property dependencies remapped per copy) and the whole pack is evaluated over them,
 in this process, after one warm-up. A collector pass walks every live object, so with it running the
-cost grows faster than the resource count; paused (``inferctl.plan.collector``) it grows linearly.
+cost grows faster than the resource count; paused (``inference_platform.offline_plan.collector``) it grows linearly.
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--reps", type=int, default=3)
     args = parser.parse_args(argv)
 
-    from inferctl.plan.collector import collector_paused
-    from inferctl.plan.command import _policy_config, make_plan
-    from inferctl.plan.policy_runner import evaluate
-    from policies.pack import ENFORCEMENT_LEVEL, POLICIES
+    from inference_platform.inferctl.plan.command import _policy_config, make_plan
+    from inference_platform.offline_plan.collector import collector_paused
+    from inference_platform.offline_plan.policy_runner import evaluate
+    from inference_platform.policies.pack import ENFORCEMENT_LEVEL, POLICIES
 
     plan = make_plan(REPO, args.stack)
     config = _policy_config(None, args.stack)

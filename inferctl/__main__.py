@@ -1,3 +1,3 @@
-from inferctl.cli import console
+from inference_platform.inferctl.cli import console
 
 console()

@@ -12,21 +12,21 @@ import os
 import sys
 from collections.abc import Sequence
 
-from inferctl.errors import CommandError
+from inference_platform.errors import CommandError
 
 # name -> module exposing ``register(subparsers)``; the module sets ``handler`` via set_defaults.
 COMMANDS: dict[str, str] = {
-    "plan": "inferctl.plan.command",
-    "artifacts": "inferctl.artifacts.command",
-    "serve-local": "inferctl.serving.serve_local",
-    "smoke": "inferctl.serving.smoke",
-    "serve": "inferctl.serving.serve",
-    "prepare": "inferctl.serving.prepare",
-    "loadtest": "inferctl.loadtest.command",
-    "verify": "inferctl.verify.command",
-    "capacity": "inferctl.capacity.command",
-    "cost": "inferctl.cost.command",
-    "diff": "inferctl.plan.diff",
+    "plan": "inference_platform.inferctl.plan.command",
+    "artifacts": "inference_platform.inferctl.artifacts.command",
+    "serve-local": "inference_platform.inferctl.serving.serve_local",
+    "smoke": "inference_platform.inferctl.serving.smoke",
+    "serve": "inference_platform.inferctl.serving.serve",
+    "prepare": "inference_platform.inferctl.serving.prepare",
+    "loadtest": "inference_platform.inferctl.loadtest.command",
+    "verify": "inference_platform.inferctl.verify.command",
+    "capacity": "inference_platform.inferctl.capacity.command",
+    "cost": "inference_platform.inferctl.cost.command",
+    "diff": "inference_platform.inferctl.plan.diff",
 }
 
 

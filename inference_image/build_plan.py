@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from components import catalog
-from infra.settings.base import Problem
-from infra.settings.serving import ServingSettings, accelerator_problems
+from inference_platform.components import catalog
+from inference_platform.infra.settings.base import Problem
+from inference_platform.infra.settings.serving import ServingSettings, accelerator_problems
 
 # catalog precision -> TensorRT-LLM QuantAlgo member (None: no quantization, dtype only).
 QUANT_ALGOS: dict[str, str | None] = {

@@ -1,7 +1,7 @@
 """The container entrypoint: verified artifacts in, a running tritonserver out — or one clear refusal.
 
 Order matters: nothing is rendered before both artifacts downloaded and verified against their
-manifests (``inferctl.artifacts.download`` marks a directory complete only then), and nothing is
+manifests (``inference_platform.artifacts.download`` marks a directory complete only then), and nothing is
 started before the engine's build metadata matches the settings and the accelerators this pod sees.
 The final step replaces this process with tritonserver (or mpirun), so the server is PID 1's
 successor and receives the pod's SIGTERM directly.
@@ -17,14 +17,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from inferctl.errors import CommandError
-from inference_image import accelerators
-from inference_image.defaults import MODELS_DIR, REPOSITORY_DIR
-from inference_image.repository import XGRAMMAR_TOKENIZER_INFO, render_repository
-from inference_image.runtime.tokenizer import TokenizerError, load_tokenizer
-from inference_image.server_args import Listen, ServerArgsError, check_api_key, command
-from inference_image.testing.cpu_llm.options import StandIn
-from infra.settings.serving import BACKEND_VENDORS, ServingSettings
+from inference_platform.inference_image import accelerators
+from inference_platform.inference_image.defaults import MODELS_DIR, REPOSITORY_DIR
+from inference_platform.inference_image.repository import XGRAMMAR_TOKENIZER_INFO, render_repository
+from inference_platform.inference_image.runtime.tokenizer import TokenizerError, load_tokenizer
+from inference_platform.inference_image.server_args import Listen, ServerArgsError, check_api_key, command
+from inference_platform.inference_image.testing.cpu_llm.options import StandIn
+from inference_platform.infra.settings.serving import BACKEND_VENDORS, ServingSettings
+
+from inference_platform.errors import CommandError
 
 EXIT_CONFIG = 2
 
@@ -72,7 +73,7 @@ def prepare_launch(
 ) -> Launch:
     """Everything up to the exec; raises CommandError (one line, exit code) at the first problem."""
     if download is None:
-        from inferctl.artifacts import download
+        from inference_platform.artifacts import download
     api_key = _api_key(serving, environ)
     engine_dir = options.models_dir / "engine"
     tokenizer_dir = options.models_dir / "tokenizer"
@@ -144,7 +145,7 @@ def _api_key(serving: ServingSettings, environ: Mapping[str, str]) -> str | None
 
 def _download(download: Callable[..., Any], what: str, uri: str, dest: Path, pin: str | None) -> Any:
     """The verified artifact; ``pin`` (serving.artifacts.<what>ManifestSha256) refuses any other manifest."""
-    from inferctl.artifacts import ArtifactError, IntegrityError
+    from inference_platform.artifacts import ArtifactError, IntegrityError
 
     try:
         return download(uri, dest, expected_manifest_sha256=pin)

@@ -16,9 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from inferctl.errors import CommandError
-from inference_image import accelerators
-from inference_image.build_plan import (
+from inference_platform.inference_image import accelerators
+from inference_platform.inference_image.build_plan import (
     NeuronCompilePlan,
     Target,
     TrtllmBuildPlan,
@@ -27,8 +26,10 @@ from inference_image.build_plan import (
     target_for,
     trtllm_plan,
 )
-from inference_image.repository import XGRAMMAR_TOKENIZER_INFO
-from infra.settings.serving import ServingSettings
+from inference_platform.inference_image.repository import XGRAMMAR_TOKENIZER_INFO
+from inference_platform.infra.settings.serving import ServingSettings
+
+from inference_platform.errors import CommandError
 
 EXIT_CONFIG = 2
 # Files of a Hugging Face checkpoint that make up its tokenizer (those present are copied).
@@ -81,7 +82,7 @@ def plan_for(serving: ServingSettings, options: PrepareOptions) -> TrtllmBuildPl
 def metadata_for(
     serving: ServingSettings, target: Target, *, architecture: str, builder: str, builder_version: str
 ) -> Any:
-    from inferctl.artifacts import ModelMetadata
+    from inference_platform.artifacts import ModelMetadata
 
     return ModelMetadata(
         architecture=architecture,
@@ -114,7 +115,7 @@ def run_prepare(
 ) -> tuple[Any, Any]:
     """Refuse, build, publish; returns the (engine, tokenizer) manifests."""
     if upload is None:
-        from inferctl.artifacts import upload
+        from inference_platform.artifacts import upload
     plan = plan_for(serving, options)
     target = target_for(options.instance_type)
     try:
@@ -126,12 +127,12 @@ def run_prepare(
     engine_dir = _fresh(options.work_dir / "engine")
     tokenizer_dir = _fresh(options.work_dir / "tokenizer")
     if isinstance(plan, NeuronCompilePlan):
-        from inference_image.builders import neuron
+        from inference_platform.inference_image.builders import neuron
 
         neuron.compile_model(plan, checkpoint_dir, engine_dir, architecture=architecture, work_dir=options.work_dir)
         builder, version = neuron.BUILDER, neuron.version()
     else:
-        from inference_image.builders import trtllm
+        from inference_platform.inference_image.builders import trtllm
 
         if options.trtllm_checkpoint is not None:
             trtllm.build_from_checkpoint(plan, options.trtllm_checkpoint, engine_dir)
@@ -175,7 +176,7 @@ def _checkpoint(source: str | None, options: PrepareOptions) -> Path:
         assert options.trtllm_checkpoint is not None  # plan_for requires one of them
         return options.trtllm_checkpoint
     if source.startswith("s3://"):
-        from inferctl.artifacts import download
+        from inference_platform.artifacts import download
 
         target = options.work_dir / "checkpoint"
         download(source, target)

@@ -4,7 +4,7 @@ Six models, TensorRT-LLM's in-flight batching layout: ``preprocessing`` -> LLM s
 (``tensorrt_llm``, or ``neuron_llm`` on Neuron) -> ``postprocessing`` -> ``stream_gate`` (where a
 client's cancel reaches the ensemble), wired by ``ensemble``, and ``tensorrt_llm_bls`` offering the
 same contract as one Python model. Every value comes from the
-settings (``repository_values``); every template is rendered strictly (``inference_image.render``) and
+settings (``repository_values``); every template is rendered strictly (``inference_platform.inference_image.render``) and
 all problems of all models are reported together. The repository appears at its destination only
 once complete: it is written beside it and renamed into place, so Triton never sees a partial model.
 """
@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from components.catalog.serving_contract import TTFT_BUCKETS_MS, TTFT_HISTOGRAM_FAMILY
-from inference_image.model_repository import nvidia_keys
-from inference_image.render import Fragment, ParameterBlocks, RenderError, Value, render
-from inference_image.speculative import speculative_parameters
-from inference_image.testing.cpu_llm.options import STAND_IN_FILE, StandIn
-from infra.settings.serving import ServingSettings
+from inference_platform.components.catalog.serving_contract import TTFT_BUCKETS_MS, TTFT_HISTOGRAM_FAMILY
+from inference_platform.inference_image.model_repository import nvidia_keys
+from inference_platform.inference_image.render import Fragment, ParameterBlocks, RenderError, Value, render
+from inference_platform.inference_image.speculative import speculative_parameters
+from inference_platform.inference_image.testing.cpu_llm.options import STAND_IN_FILE, StandIn
+from inference_platform.infra.settings.serving import ServingSettings
 
 VERSION_DIR = "1"
 TEMPLATE_FILE = "config.pbtxt.tmpl"
@@ -34,8 +34,8 @@ CODE_FILE = "model.py"
 XGRAMMAR_TOKENIZER_INFO = "xgrammar_tokenizer_info.json"
 # NVIDIA's template hard-codes this path (tensorrtllm_backend r25.05 tensorrt_llm/config.pbtxt).
 EXECUTOR_WORKER_PATH = "/opt/tritonserver/backends/tensorrtllm/trtllmExecutorWorker"
-_TEMPLATES = "inference_image.model_repository"
-_STAND_IN = "inference_image.testing.cpu_llm"
+_TEMPLATES = "inference_platform.inference_image.model_repository"
+_STAND_IN = "inference_platform.inference_image.testing.cpu_llm"
 _BACKEND_LINE = re.compile(r'^backend: "[a-z_]+"$', re.MULTILINE)
 
 
@@ -312,7 +312,7 @@ def _llm_plan(
     if stand_in is None:
         return ModelPlan("tensorrt_llm", f"{_TEMPLATES}.tensorrt_llm", values)
     # TEST DOUBLE: the production config, only its backend line swapped; the stand-in reads and checks
-    # the C++ backend's parameters (inference_image.testing.cpu_llm.trtllm_parameters).
+    # the C++ backend's parameters (inference_platform.inference_image.testing.cpu_llm.trtllm_parameters).
     return ModelPlan(
         "tensorrt_llm",
         f"{_TEMPLATES}.tensorrt_llm",

@@ -1,13 +1,13 @@
 """The ``tensorrt_llm`` parameters that carry the settings' speculative-decoding tree.
 
-Facts and refusals live in ``components.catalog.speculative`` (the settings validate with them).
+Facts and refusals live in ``inference_platform.components.catalog.speculative`` (the settings validate with them).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from components.catalog.speculative import CHOICES_PARAMETER, format_choices
+from inference_platform.components.catalog.speculative import CHOICES_PARAMETER, format_choices
 
 
 def speculative_parameters(serving: Any) -> dict[str, str]:

@@ -1,5 +1,5 @@
-"""The Pulumi program (``main: infra/``). All composition lives in :mod:`infra.program`."""
+"""The Pulumi program (``main: infra/``). All composition lives in :mod:`inference_platform.infra.program`."""
 
-from infra.program import main
+from inference_platform.infra.program import main
 
 main()

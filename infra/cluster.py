@@ -14,28 +14,34 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
-
-from components import catalog
-from components.catalog import cold_start, eks_versions
-from components.cluster.addons import (
+from inference_platform.components import catalog
+from inference_platform.components.catalog import eks_versions
+from inference_platform.components.cluster.addons import (
     VPC_CNI_NETWORK_POLICY,
     AddonIdentity,
     AddonSpec,
     ClusterAddons,
     ClusterAddonsArgs,
 )
-from components.cluster.eks_cluster import Cluster, ClusterArgs
-from components.compute.accelerator_software import AcceleratorSoftware, AcceleratorSoftwareArgs
-from components.compute.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
-from components.compute.karpenter import Karpenter, KarpenterArgs
-from components.compute.karpenter_node_pool import KarpenterNodePool, KarpenterNodePoolArgs
-from components.compute.node_pool import NodePool, NodePoolArgs
-from components.compute.pool_profile import LABEL_NODE_ROLE, ROLE_SYSTEM, PoolProfile, PoolSpec, profile
-from components.identity.iam_documents import CNI_POLICY, EBS_CSI_POLICY, ebs_kms_policy
-from components.identity.node_role import NodeRole, NodeRoleArgs
-from infra.foundation import Foundation
-from infra.settings import Settings
-from infra.settings.node_pools import NodePoolSettings
+from inference_platform.components.cluster.eks_cluster import Cluster, ClusterArgs
+from inference_platform.components.compute.accelerator_software import AcceleratorSoftware, AcceleratorSoftwareArgs
+from inference_platform.components.compute.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
+from inference_platform.components.compute.karpenter import Karpenter, KarpenterArgs
+from inference_platform.components.compute.karpenter_node_pool import KarpenterNodePool, KarpenterNodePoolArgs
+from inference_platform.components.compute.node_pool import NodePool, NodePoolArgs
+from inference_platform.components.compute.pool_profile import (
+    LABEL_NODE_ROLE,
+    ROLE_SYSTEM,
+    PoolProfile,
+    PoolSpec,
+    profile,
+)
+from inference_platform.components.identity.iam_documents import CNI_POLICY, EBS_CSI_POLICY, ebs_kms_policy
+from inference_platform.components.identity.node_role import NodeRole, NodeRoleArgs
+from inference_platform.infra.foundation import Foundation
+from inference_platform.infra.settings import Settings
+from inference_platform.infra.settings.node_pools import NodePoolSettings
+from inference_platform.planners import cold_start
 
 SYSTEM_POOL = "system"
 

@@ -10,19 +10,27 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pulumi
-
-from components.catalog.serving_contract import GRPC_PORT, HTTP_PORT
-from components.edge.gateway import CREDENTIALS_SECRET, GATEWAY_CLASS, NAMESPACE, EdgeGateway, EdgeGatewayArgs
-from components.edge.gateway_api import GatewayTarget
-from components.edge.load_balancer_controller import LoadBalancerController, LoadBalancerControllerArgs
-from components.edge.public_endpoint import PublicEndpoint, PublicEndpointArgs, WafRules
-from components.edge.rate_limit_store import RateLimitStore, RateLimitStoreArgs
-from components.serving.inference_service import InferenceService
-from infra.cluster import Compute
-from infra.foundation import Foundation
-from infra.inference import Inference
-from infra.settings import Settings
-from infra.storage import Storage
+from inference_platform.components.catalog.serving_contract import GRPC_PORT, HTTP_PORT
+from inference_platform.components.edge.gateway import (
+    CREDENTIALS_SECRET,
+    GATEWAY_CLASS,
+    NAMESPACE,
+    EdgeGateway,
+    EdgeGatewayArgs,
+)
+from inference_platform.components.edge.gateway_api import GatewayTarget
+from inference_platform.components.edge.load_balancer_controller import (
+    LoadBalancerController,
+    LoadBalancerControllerArgs,
+)
+from inference_platform.components.edge.public_endpoint import PublicEndpoint, PublicEndpointArgs, WafRules
+from inference_platform.components.edge.rate_limit_store import RateLimitStore, RateLimitStoreArgs
+from inference_platform.components.serving.inference_service import InferenceService
+from inference_platform.infra.cluster import Compute
+from inference_platform.infra.foundation import Foundation
+from inference_platform.infra.inference import Inference
+from inference_platform.infra.settings import Settings
+from inference_platform.infra.storage import Storage
 
 GATEWAY_NAME = "inference-edge"
 # Where the ALB's target groups send: the Envoy proxies' HTTP listener (TLS ends at the ALB).
@@ -126,7 +134,7 @@ def _gateway(
             cluster=compute.cluster_name,
             policy=cfg.policy(max_input_tokens=settings.serving.max_input_len),
             target=target,
-            # The rollout's pod selector (components.serving.inference_service): app name + instance.
+            # The rollout's pod selector (inference_platform.components.serving.inference_service): app name + instance.
             inference_pod_labels={
                 "app.kubernetes.io/name": service.service_name,
                 "app.kubernetes.io/instance": "inference",

@@ -14,26 +14,25 @@ import posixpath
 from dataclasses import dataclass
 
 import pulumi
-
-from components import catalog
-from components.compute.accelerator_software import NEURON_SCHEDULER_NAME
-from components.compute.pool_profile import LABEL_NODE_ROLE, LABEL_POOL, ROLE_SYSTEM, PoolProfile
-from components.network.cidr import carve
-from components.serving import placement as inference_placement
-from components.serving.controllers import ServingControllers, ServingControllersArgs
-from components.serving.engine_build import EngineBuild, EngineBuildArgs
-from components.serving.image_repository import ImageRepository, ImageRepositoryArgs
-from components.serving.inference_service import Exposure, InferenceService, InferenceServiceArgs
-from components.serving.pod import Drain, ModelSource, Placement, Probes, Resources, SecretMount
-from infra.cluster import Compute
-from infra.foundation import Foundation
-from infra.settings import Settings
-from infra.settings.capacity import planned_replicas
-from infra.settings.capacity import summary as capacity_summary
-from infra.settings.cold_start import summary as cold_start_summary
-from infra.settings.inference import InferenceSettings
-from infra.settings.replica_bounds import day_bounds
-from infra.storage import Storage
+from inference_platform.components import catalog
+from inference_platform.components.compute.accelerator_software import NEURON_SCHEDULER_NAME
+from inference_platform.components.compute.pool_profile import LABEL_NODE_ROLE, LABEL_POOL, ROLE_SYSTEM, PoolProfile
+from inference_platform.components.network.cidr import carve
+from inference_platform.components.serving import placement as inference_placement
+from inference_platform.components.serving.controllers import ServingControllers, ServingControllersArgs
+from inference_platform.components.serving.engine_build import EngineBuild, EngineBuildArgs
+from inference_platform.components.serving.image_repository import ImageRepository, ImageRepositoryArgs
+from inference_platform.components.serving.inference_service import Exposure, InferenceService, InferenceServiceArgs
+from inference_platform.components.serving.pod import Drain, ModelSource, Placement, Probes, Resources, SecretMount
+from inference_platform.infra.cluster import Compute
+from inference_platform.infra.foundation import Foundation
+from inference_platform.infra.settings import Settings
+from inference_platform.infra.settings.capacity import planned_replicas
+from inference_platform.infra.settings.capacity import summary as capacity_summary
+from inference_platform.infra.settings.cold_start import summary as cold_start_summary
+from inference_platform.infra.settings.inference import InferenceSettings
+from inference_platform.infra.settings.replica_bounds import day_bounds
+from inference_platform.infra.storage import Storage
 
 
 @dataclass(frozen=True)
@@ -195,7 +194,7 @@ def _export(
     capacity_plan = capacity_summary(settings)
     if capacity_plan is not None:
         pulumi.export("capacityPlan", capacity_plan)
-    # Modelled cold start of an autoscaled rollout (components/catalog/cold_start.py), for the same readers.
+    # Modelled cold start of an autoscaled rollout (planners/cold_start.py), for the same readers.
     cold_start = cold_start_summary(settings) if settings.autoscaling.enabled else None
     if cold_start is not None:
         pulumi.export("coldStart", cold_start)
@@ -322,7 +321,7 @@ def _init_resources(cfg: InferenceSettings) -> Resources:
 
     A pod's request is the larger of its biggest init container and the sum of its containers, so init
     containers within the server's resources cost no capacity, and a 1-CPU, 2-GiB one starves the copy
-    (its page cache is charged to the container: components/catalog/cold_start.py)."""
+    (its page cache is charged to the container: planners/cold_start.py)."""
     init = cfg.init_resources
     return Resources(
         cpu=init.cpu if init.cpu is not None else min(cfg.resources.cpu, INIT_CPU_MAX),

@@ -11,25 +11,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pulumi
-
-from components import catalog
-from components.autoscaling.keda import Keda, KedaArgs
-from components.autoscaling.scaled_object import ScaleTarget, ScalingPolicy
-from components.autoscaling.scaled_workload import ScaledWorkload, ScaledWorkloadArgs
-from components.compute.accelerator_software import NEURON_MONITOR_LABELS
-from components.compute.pool_profile import LABEL_NODE_ROLE, ROLE_SYSTEM
-from components.edge.gateway_api import PROXY_LABEL
-from components.observability.monitoring_stack import Monitor, MonitoringStack, MonitoringStackArgs
-from components.observability.promql import Scope
-from components.observability.rules import AlertThresholds, RuleSet
-from components.serving.inference_service import DEFAULT_APP_NAME, InferenceService
-from infra.cluster import Compute
-from infra.edge import GATEWAY_NAME, Edge
-from infra.foundation import Foundation
-from infra.inference import Inference
-from infra.settings import Settings, cold_start
-from infra.settings.replica_bounds import day_bounds
-from infra.storage import Storage
+from inference_platform.components import catalog
+from inference_platform.components.autoscaling.keda import Keda, KedaArgs
+from inference_platform.components.autoscaling.scaled_object import ScaleTarget, ScalingPolicy
+from inference_platform.components.autoscaling.scaled_workload import ScaledWorkload, ScaledWorkloadArgs
+from inference_platform.components.compute.accelerator_software import NEURON_MONITOR_LABELS
+from inference_platform.components.compute.pool_profile import LABEL_NODE_ROLE, ROLE_SYSTEM
+from inference_platform.components.edge.gateway_api import PROXY_LABEL
+from inference_platform.components.observability.monitoring_stack import Monitor, MonitoringStack, MonitoringStackArgs
+from inference_platform.components.observability.promql import Scope
+from inference_platform.components.observability.rules import AlertThresholds, RuleSet
+from inference_platform.components.serving.inference_service import DEFAULT_APP_NAME, InferenceService
+from inference_platform.infra.cluster import Compute
+from inference_platform.infra.edge import GATEWAY_NAME, Edge
+from inference_platform.infra.foundation import Foundation
+from inference_platform.infra.inference import Inference
+from inference_platform.infra.settings import Settings, cold_start
+from inference_platform.infra.settings.replica_bounds import day_bounds
+from inference_platform.infra.storage import Storage
 
 SYSTEM = {LABEL_NODE_ROLE: ROLE_SYSTEM}
 KUBE_SYSTEM = "kube-system"

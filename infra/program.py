@@ -8,16 +8,15 @@ Each area builds its components in its own module and hands the next area what i
 from __future__ import annotations
 
 import pulumi
-
-from components.common.tagging import default_tags_transform
-from infra.cluster import build_cluster
-from infra.config_source import read_settings
-from infra.edge import build_edge
-from infra.foundation import build_foundation
-from infra.inference import build_inference
-from infra.observability import build_observability
-from infra.storage import build_storage
-from infra.verification import build_verification
+from inference_platform.components.common.tagging import default_tags_transform
+from inference_platform.infra.cluster import build_cluster
+from inference_platform.infra.config_source import read_settings
+from inference_platform.infra.edge import build_edge
+from inference_platform.infra.foundation import build_foundation
+from inference_platform.infra.inference import build_inference
+from inference_platform.infra.observability import build_observability
+from inference_platform.infra.storage import build_storage
+from inference_platform.infra.verification import build_verification
 
 
 def main() -> None:

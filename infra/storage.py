@@ -11,19 +11,18 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 import pulumi
-
-from components.edge.public_endpoint import DEFAULT_ACCESS_LOG_PREFIX
-from components.secrets.delivery import SecretDelivery, SecretDeliveryArgs
-from components.secrets.secrets_manager import HF_TOKEN, NGC_API_KEY, Secrets, SecretsArgs
-from components.secrets.secrets_store_csi import SecretsStoreCsi, SecretsStoreCsiArgs
-from components.serving.workload_namespace import WorkloadNamespace, WorkloadNamespaceArgs
-from components.storage.fsx_csi import FsxCsi, FsxCsiArgs
-from components.storage.model_access import ModelAccess, ModelAccessArgs, ServiceAccount
-from components.storage.model_cache import ModelCache, ModelCacheArgs
-from components.storage.model_store import LifecycleArgs, ModelStore, ModelStoreArgs
-from infra.config_source import secret_value
-from infra.foundation import Foundation
-from infra.settings import Settings
+from inference_platform.components.edge.public_endpoint import DEFAULT_ACCESS_LOG_PREFIX
+from inference_platform.components.secrets.delivery import SecretDelivery, SecretDeliveryArgs
+from inference_platform.components.secrets.secrets_manager import HF_TOKEN, NGC_API_KEY, Secrets, SecretsArgs
+from inference_platform.components.secrets.secrets_store_csi import SecretsStoreCsi, SecretsStoreCsiArgs
+from inference_platform.components.serving.workload_namespace import WorkloadNamespace, WorkloadNamespaceArgs
+from inference_platform.components.storage.fsx_csi import FsxCsi, FsxCsiArgs
+from inference_platform.components.storage.model_access import ModelAccess, ModelAccessArgs, ServiceAccount
+from inference_platform.components.storage.model_cache import ModelCache, ModelCacheArgs
+from inference_platform.components.storage.model_store import LifecycleArgs, ModelStore, ModelStoreArgs
+from inference_platform.infra.config_source import secret_value
+from inference_platform.infra.foundation import Foundation
+from inference_platform.infra.settings import Settings
 
 INFERENCE = ServiceAccount("inference", "triton")
 MODEL_SYNC = ServiceAccount("model-sync", "model-sync")

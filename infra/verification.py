@@ -13,9 +13,8 @@ import urllib.parse
 from dataclasses import dataclass
 
 import pulumi
-
-from components.catalog.serving_contract import HTTP_PORT
-from components.verification import (
+from inference_platform.components.catalog.serving_contract import HTTP_PORT
+from inference_platform.components.verification import (
     InClusterTarget,
     LoadTest,
     LoadTestArgs,
@@ -23,14 +22,14 @@ from components.verification import (
     VerificationJob,
     VerificationJobArgs,
 )
-from infra.cluster import Compute
-from infra.edge import Edge
-from infra.foundation import Foundation
-from infra.inference import Inference
-from infra.settings import Settings
-from infra.settings.document import settings_document
-from infra.settings.load_test import edge_client
-from infra.storage import Storage
+from inference_platform.infra.cluster import Compute
+from inference_platform.infra.edge import Edge
+from inference_platform.infra.foundation import Foundation
+from inference_platform.infra.inference import Inference
+from inference_platform.infra.settings import Settings
+from inference_platform.infra.settings.document import settings_document
+from inference_platform.infra.settings.load_test import edge_client
+from inference_platform.infra.storage import Storage
 
 
 @dataclass(frozen=True)

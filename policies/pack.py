@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, Policy
-
-from policies.rules import (
+from inference_platform.policies.rules import (
     accelerator_scaling,
     cost,
     edge,
@@ -37,6 +35,7 @@ from policies.rules import (
     volumes,
     workloads,
 )
+from pulumi_policy import EnforcementLevel, Policy
 
 PACK_NAME = "inference-platform"
 ENFORCEMENT_LEVEL = EnforcementLevel.MANDATORY

@@ -1,4 +1,4 @@
-"""One mock engine for every test: the offline plan's recording engine (inferctl.plan.engine).
+"""One mock engine for every test: the offline plan's recording engine (inference_platform.offline_plan.engine).
 
 ``stack_plan(name)`` plans a shipped stack once per session; ``run_components(fn)`` runs component
 code under the same engine and returns what it registered.
@@ -12,9 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from inferctl.plan.engine import ProgramRun, run_function
-from inferctl.plan.recorder import RecordedResource
+from inference_platform.offline_plan.engine import ProgramRun, run_function
+from inference_platform.offline_plan.recorder import RecordedResource
 
 REPO = Path(__file__).resolve().parents[1]
 STACKS = ("dev", "prod", "npu")
@@ -42,7 +41,7 @@ def repo() -> Path:
 @pytest.fixture(scope="session")
 def stack_plan() -> Callable[[str], Any]:
     """Plan of a shipped stack (program run + policy results), computed once per session."""
-    from inferctl.plan.command import make_plan
+    from inference_platform.inferctl.plan.command import make_plan
 
     cache: dict[str, Any] = {}
 

@@ -17,15 +17,35 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGES = ("components", "infra", "inferctl", "inference_image", "policies", "bench")
+NAMESPACE = "inference_platform"
+# The folders setup.py maps into the namespace (inference_platform.<folder>); tests/test_layout.py holds the two equal.
+FOLDERS = (
+    "components",
+    "infra",
+    "policies",
+    "inference_image",
+    "inferctl",
+    "artifacts",
+    "offline_plan",
+    "planners",
+    "loadgen",
+)
+PACKAGES = (NAMESPACE, *FOLDERS, "bench")
 
 
-def _module_name(path: Path) -> str:
+def module_name(path: Path) -> str:
+    """The import name of a source file: the mapped folders live under the namespace, bench stays apart."""
     parts = list(path.relative_to(REPO).with_suffix("").parts)
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+    parts = parts[:-1] if parts[-1] == "__init__" else parts
+    return ".".join([NAMESPACE, *parts] if parts[0] in FOLDERS else parts)
 
 
-MODULES = {_module_name(p): p for pkg in PACKAGES for p in (REPO / pkg).rglob("*.py")}
+def short_name(module: str) -> str:
+    """``inference_platform.components.edge`` -> ``components.edge``: the house's rooms by their folders."""
+    return module.removeprefix(f"{NAMESPACE}.")
+
+
+MODULES = {module_name(p): p for pkg in PACKAGES for p in (REPO / pkg).rglob("*.py")}
 STDLIB = frozenset(sys.stdlib_module_names)
 
 

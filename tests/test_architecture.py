@@ -7,35 +7,41 @@ import importlib
 import inspect
 import subprocess
 import sys
-from pathlib import Path
 
 import pulumi
 import pytest
 
 from tests.conftest import REPO
+from tests.runtime_imports import FOLDERS, NAMESPACE, PACKAGES, module_name, short_name
 
-PACKAGES = ("components", "infra", "inferctl", "inference_image", "policies", "bench")
-# Who may import whom: each package may import only itself, the modules under the prefixes listed and
-# third-party code. The image renders from the stack's typed serving settings and fetches its engine with
-# the artifact library, so it names exactly those two; nothing imports inference_image but inferctl.
+# Who may import whom, by folder (each installs as inference_platform.<folder>): each may import only itself,
+# the folders listed and third-party code. The catalog is data; the planners compute over it; components,
+# settings and policies build on both. The library wing (artifacts, offline_plan, loadgen, the shared error
+# type) sits below the command layer: inferctl may import everything, and nothing imports inferctl but bench.
 ALLOWED = {
+    "inference_platform": (),
     "components.catalog": (),
-    "components": ("components.catalog",),
-    "infra": ("components",),
-    "policies": ("components",),
-    "inference_image": ("components.catalog", "infra.settings", "inferctl.artifacts", "inferctl.errors"),
-    "inferctl": ("infra", "components", "policies", "inference_image"),
-    "bench": ("inferctl", "infra", "components", "policies", "inference_image"),
-}
+    "planners": ("components.catalog",),
+    "components": ("components.catalog", "planners"),
+    "infra": ("components", "planners"),
+    "policies": ("components", "planners"),
+    "artifacts": ("inference_platform", "components.catalog"),
+    "offline_plan": ("inference_platform", "infra", "components", "planners", "policies", "inference_image"),
+    "loadgen": ("inference_platform", "components.catalog", "planners", "infra.settings", "artifacts"),
+    # The image reads a stack's files with the offline planner's stack-file reader (no Pulumi module in it).
+    "inference_image": (
+        "components.catalog", "planners", "infra.settings", "artifacts", "inference_platform",
+        "offline_plan.stack_settings", "offline_plan.project", "offline_plan.project_config",
+    ),
+    "inferctl": (
+        "inference_platform", "infra", "components", "planners", "policies", "inference_image", "artifacts",
+        "offline_plan", "loadgen",
+    ),
+    "bench": ("inferctl", "infra", "components", "planners", "policies", "inference_image", "artifacts",
+              "offline_plan", "loadgen", "inference_platform"),
+}  # fmt: skip
 AREAS = sorted(p.name for p in (REPO / "components").iterdir() if (p / "__init__.py").is_file())
-
-
-def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(REPO).with_suffix("").parts)
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-MODULES = {_module_name(p): p for pkg in PACKAGES for p in (REPO / pkg).rglob("*.py")}
+MODULES = {module_name(p): p for pkg in PACKAGES for p in (REPO / pkg).rglob("*.py")}
 
 
 def _resolve(name: str) -> str | None:
@@ -72,8 +78,23 @@ def _imports(module: str) -> set[str]:
 GRAPH = {module: _imports(module) for module in MODULES}
 
 
+def _folder_module(module: str) -> bool:
+    """A module of one of the mapped folders (inference_platform.<folder>...), not of the namespace root."""
+    return module.startswith(f"{NAMESPACE}.") and module.split(".")[1] in FOLDERS
+
+
 def _owner(module: str) -> str:
-    return "components.catalog" if module.startswith("components.catalog") else module.split(".")[0]
+    if not _folder_module(module):
+        return module.split(".")[0]  # inference_platform's own modules, or bench
+    short = short_name(module)
+    return "components.catalog" if short.startswith("components.catalog") else short.split(".")[0]
+
+
+def _within(module: str, prefix: str) -> bool:
+    if prefix in ("inference_platform", "bench"):
+        return not _folder_module(module) and module.split(".")[0] == prefix
+    short = short_name(module)
+    return _folder_module(module) and (short == prefix or short.startswith(f"{prefix}."))
 
 
 def _cycles() -> list[list[str]]:
@@ -131,12 +152,12 @@ def test_there_are_no_import_circles():
 def test_dependencies_flow_one_way(module):
     owner = _owner(module)
     allowed = (owner, *ALLOWED[owner])
-    wrong = sorted(t for t in GRAPH[module] if not any(t == p or t.startswith(f"{p}.") for p in allowed))
+    wrong = sorted(t for t in GRAPH[module] if not any(_within(t, p) for p in allowed))
     assert wrong == [], f"{module} ({owner}) may import only {sorted(allowed)}; it imports {wrong}"
 
 
 def test_the_catalog_never_loads_pulumi():
-    catalog = sorted(m for m in MODULES if m.startswith("components.catalog"))
+    catalog = sorted(m for m in MODULES if m.startswith("inference_platform.components.catalog"))
     code = "import importlib, sys\nfor m in sys.argv[1:]: importlib.import_module(m)\n"
     code += "loaded = sorted(m for m in sys.modules if m.split('.')[0].startswith('pulumi'))\nprint(loaded)\n"
     result = subprocess.run(
@@ -147,28 +168,34 @@ def test_the_catalog_never_loads_pulumi():
 
 @pytest.mark.parametrize("area", [a for a in AREAS if a != "catalog"])
 def test_each_area_exports_its_components_and_their_args(area):
-    package = importlib.import_module(f"components.{area}")
+    package = importlib.import_module(f"inference_platform.components.{area}")
     public = set(getattr(package, "__all__", ()))
-    for module in sorted(m for m in MODULES if m.startswith(f"components.{area}.")):
+    for module in sorted(m for m in MODULES if m.startswith(f"inference_platform.components.{area}.")):
         for name, obj in vars(importlib.import_module(module)).items():
             if inspect.isclass(obj) and obj.__module__ == module and issubclass(obj, pulumi.ComponentResource):
-                assert name in public, f"components.{area} does not export {name} ({module})"
+                assert name in public, f"inference_platform.components.{area} does not export {name} ({module})"
                 if hasattr(sys.modules[module], f"{name}Args"):
-                    assert f"{name}Args" in public, f"components.{area} does not export {name}Args"
+                    assert f"{name}Args" in public, f"inference_platform.components.{area} does not export {name}Args"
 
 
 # Issue 17 §6: the inference images install this package with --no-deps, so Pulumi is not there. Whatever the
-# images run (their commands, inference_image, infra.settings) must not reach a Pulumi module, not even
+# images run (their commands, inference_image, inference_platform.infra.settings) must not reach a Pulumi module, not even
 # through a package __init__ on the way; tests/inference_image/test_image_environment.py runs them for real.
 def test_what_the_images_run_imports_no_pulumi_module():
     from tests.inference_image.image_env import image_import_roots
     from tests.runtime_imports import chain, closure
 
     roots = image_import_roots()
-    assert "infra.settings" in roots and "inferctl.serving.serve" in roots and "inferctl.verify.command" in roots
+    assert (
+        "inference_platform.infra.settings" in roots
+        and "inference_platform.inferctl.serving.serve" in roots
+        and "inference_platform.inferctl.verify.command" in roots
+    )
     parents, third = closure(roots)
-    reached = {m for m in parents if m.startswith("components.")}
-    assert "components.autoscaling.scaled_object" in reached  # the check sees through infra.settings
+    reached = {m for m in parents if m.startswith("inference_platform.components.")}
+    assert (
+        "inference_platform.components.autoscaling.scaled_object" in reached
+    )  # the check sees through inference_platform.infra.settings
     found = {p: " -> ".join(chain(parents, m)) for p, m in third.items() if p.startswith("pulumi")}
     assert found == {}, f"the images cannot import these (installed --no-deps): {found}"
 
@@ -178,15 +205,18 @@ def test_the_static_check_follows_package_inits_and_lazy_names_to_pulumi():
     to the Pulumi module behind them."""
     from tests.runtime_imports import direct_imports, imports_in_source
 
-    eager_init = "from components.autoscaling.keda import Keda, KedaArgs\n"
-    first, _ = imports_in_source("components.autoscaling", eager_init, is_package=True)
-    assert "components.autoscaling.keda" in first
-    assert "pulumi" in direct_imports("components.autoscaling.keda", deep=False)[1]
-    first, _ = imports_in_source("infra.settings.example", "from components.network import Network\n")
-    assert {"components.network", "components.network.vpc"} <= first
-    assert "pulumi" in direct_imports("components.network.vpc", deep=False)[1]
+    eager_init = "from inference_platform.components.autoscaling.keda import Keda, KedaArgs\n"
+    first, _ = imports_in_source("inference_platform.components.autoscaling", eager_init, is_package=True)
+    assert "inference_platform.components.autoscaling.keda" in first
+    assert "pulumi" in direct_imports("inference_platform.components.autoscaling.keda", deep=False)[1]
+    first, _ = imports_in_source(
+        "inference_platform.infra.settings.example", "from inference_platform.components.network import Network\n"
+    )
+    assert {"inference_platform.components.network", "inference_platform.components.network.vpc"} <= first
+    assert "pulumi" in direct_imports("inference_platform.components.network.vpc", deep=False)[1]
     first, third = imports_in_source(
-        "infra.settings.example", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import pulumi\n"
+        "inference_platform.infra.settings.example",
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import pulumi\n",
     )
     assert third == frozenset()  # a type-only import never runs
 
@@ -200,9 +230,10 @@ def test_each_area_package_exports_lazily_and_consistently(area):
     imports and ``__all__`` name the same things, and each lazy name is the object its module defines."""
     from tests.runtime_imports import direct_imports, lazy_exports
 
-    package = f"components.{area}"
+    package = f"inference_platform.components.{area}"
     first, third = direct_imports(package, deep=False)
-    assert first <= {"components", "components.common", "components.common.exports"}, sorted(first)
+    on_the_way = {"inference_platform", "inference_platform.components", "inference_platform.components.common"}
+    assert first <= {*on_the_way, "inference_platform.components.common.exports"}, sorted(first)
     assert third == frozenset(), sorted(third)
     typed = lazy_exports(package)
     module = importlib.import_module(package)
@@ -215,7 +246,7 @@ def test_each_area_package_exports_lazily_and_consistently(area):
 
 
 def test_importing_every_area_package_loads_no_pulumi():
-    packages = [f"components.{a}" for a in LAZY_AREAS]
+    packages = [f"inference_platform.components.{a}" for a in LAZY_AREAS]
     code = "import importlib, sys\nfor m in sys.argv[1:]: importlib.import_module(m)\n"
     code += "print(sorted(m for m in sys.modules if m.split('.')[0].startswith('pulumi')))\n"
     result = subprocess.run(

@@ -21,7 +21,7 @@ def test_pulumi_yaml_is_what_the_cli_expects(repo):
 
 def test_the_program_imports_components_as_the_real_host_runs_it(repo, tmp_path):
     """The host puts only infra/ on sys.path: components must come from the installed package."""
-    code = "import sys; sys.path.insert(0, sys.argv[1]); import infra.program, components.network, policies.pack"
+    code = "import sys; sys.path.insert(0, sys.argv[1]); import inference_platform.infra.program, inference_platform.components.network, inference_platform.policies.pack"
     result = subprocess.run(
         [sys.executable, "-I", "-c", code, str(repo / "infra")],
         cwd=tmp_path,
@@ -37,7 +37,7 @@ def test_the_program_imports_components_as_the_real_host_runs_it(repo, tmp_path)
 def test_main_stays_a_few_lines_and_importing_the_program_creates_nothing(repo, run_components):
     main = (repo / "infra" / "__main__.py").read_text().strip().splitlines()
     assert len([line for line in main if line.strip() and not line.startswith(('"""', "#"))]) <= 3
-    run = run_components(lambda: __import__("infra.program"))
+    run = run_components(lambda: __import__("inference_platform.infra.program"))
     assert run.resources == []
 
 

@@ -10,13 +10,13 @@ This module is the area's public surface; the modules beside it hold the pieces.
 
 from typing import TYPE_CHECKING
 
-from components.common.exports import lazy_exports
+from inference_platform.components.common.exports import lazy_exports
 
 if TYPE_CHECKING:
-    from components.autoscaling.keda import Keda, KedaArgs
-    from components.autoscaling.scaled_object import Behaviour, ScaleTarget, ScalingPolicy
-    from components.autoscaling.scaled_workload import ScaledWorkload, ScaledWorkloadArgs
-    from components.autoscaling.schedule import NightSchedule, ReplicaBounds, replica_bounds
+    from inference_platform.components.autoscaling.keda import Keda, KedaArgs
+    from inference_platform.components.autoscaling.scaled_object import Behaviour, ScaleTarget, ScalingPolicy
+    from inference_platform.components.autoscaling.scaled_workload import ScaledWorkload, ScaledWorkloadArgs
+    from inference_platform.components.autoscaling.schedule import NightSchedule, ReplicaBounds, replica_bounds
 
 __all__ = [
     "Behaviour",

@@ -12,10 +12,9 @@ from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
-
-from components.catalog import observability_charts
-from components.catalog.charts import Chart
-from components.common.errors import raise_if
+from inference_platform.components.catalog import observability_charts
+from inference_platform.components.catalog.charts import Chart
+from inference_platform.components.common.errors import raise_if
 
 DEFAULT_NAMESPACE = "keda"
 

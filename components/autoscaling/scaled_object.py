@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from components.autoscaling.schedule import NightSchedule, ReplicaBounds, replica_bounds
-from components.observability import promql as q
-from components.observability.promql import Scope
+from inference_platform.components.autoscaling.schedule import NightSchedule, ReplicaBounds, replica_bounds
+from inference_platform.components.observability import promql as q
+from inference_platform.components.observability.promql import Scope
 
 Signal = Literal["requests", "queueRatio"]
 DAY_FLAG = 2

@@ -1,6 +1,6 @@
 """One inference workload's ScaledObject: KEDA scales it on the LLM's own signals, day and night.
 
-The spec is :func:`components.autoscaling.scaled_object.scaled_object_spec` (pure, tested without
+The spec is :func:`inference_platform.components.autoscaling.scaled_object.scaled_object_spec` (pure, tested without
 Pulumi); this component registers it in the workload's namespace once KEDA's CRDs exist.
 """
 
@@ -11,9 +11,8 @@ from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_kubernetes as k8s
-
-from components.autoscaling.scaled_object import ScaleTarget, ScalingPolicy, scaled_object_spec
-from components.common.errors import raise_if
+from inference_platform.components.autoscaling.scaled_object import ScaleTarget, ScalingPolicy, scaled_object_spec
+from inference_platform.components.common.errors import raise_if
 
 API_VERSION = "keda.sh/v1alpha1"
 KIND = "ScaledObject"

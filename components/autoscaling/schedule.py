@@ -2,7 +2,7 @@
 
 Pure. The night is a daily window ``[start, end)`` in an IANA timezone; it may cross midnight (the usual
 22:00-06:00). :func:`replica_bounds` says, for any instant, the bounds the ScaledObject enforces, so a
-test can check a night and a day instant against what KEDA will do (components.autoscaling.scaled_object).
+test can check a night and a day instant against what KEDA will do (inference_platform.components.autoscaling.scaled_object).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 from datetime import datetime, time
 
-from components.catalog import time_zones
+from inference_platform.components.catalog import time_zones
 
 DEFAULT_TIMEZONE = "UTC"
 DEFAULT_NIGHT_START = time(22, 0)
@@ -41,7 +41,7 @@ class NightSchedule:
         """(field, message) pairs; empty when the schedule is usable."""
         out = []
         # The IANA list of the tzdata package, not the planning machine's /usr/share/zoneinfo (where
-        # "localtime" is a file): components.catalog.time_zones.
+        # "localtime" is a file): inference_platform.components.catalog.time_zones.
         if not time_zones.is_zone(self.timezone):
             out.append(
                 (

@@ -3,10 +3,10 @@ regions, EKS versions, Helm chart pins and the serving contract.
 
 Used by every component, by the policies and by ``inferctl``. Nothing here imports pulumi (a test checks
 it). The accelerator and instance catalog is this package's own surface (``catalog.instance("p5.48xlarge")``);
-the other tables live in submodules named for what they hold (``components.catalog.models`` ...).
+the other tables live in submodules named for what they hold (``inference_platform.components.catalog.models`` ...).
 """
 
-from components.catalog.instances import (
+from inference_platform.components.catalog.instances import (
     A10G,
     A100_40GB,
     ACCELERATORS,

@@ -94,7 +94,7 @@ WAF_MANAGED_RULE_GROUPS: Final = frozenset(
     }
 )
 """Vendor ``AWS`` rule groups that run without ManagedRuleGroupConfigs, which is how the edge renders
-them (components.edge.public_endpoint: name and vendor only)."""
+them (inference_platform.components.edge.public_endpoint: name and vendor only)."""
 WAF_CONFIGURED_RULE_GROUPS: Final = frozenset(
     {
         "AWSManagedRulesBotControlRuleSet",

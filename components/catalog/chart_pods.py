@@ -2,7 +2,7 @@
 
 A release waits (Helm's default 300 s) for its Deployments and its hook Jobs. When the chart's values give
 those pods no ``nodeSelector``, they run on any node without a taint; on this platform accelerator pools are
-tainted (components.compute.pool_profile), so on a fresh cluster such pods wait for the system node group.
+tainted (inference_platform.components.compute.pool_profile), so on a fresh cluster such pods wait for the system node group.
 The plan orders each such release after an untainted node group (policies/rules/ordering.py); a release that
 sets one of the selectors falls under the system-node check instead.
 """
@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from components.catalog import edge_charts
-from components.catalog.charts import Chart
+from inference_platform.components.catalog import edge_charts
+from inference_platform.components.catalog.charts import Chart
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from components.catalog import edge_charts, observability_charts, serving_charts, storage_charts
-from components.catalog.charts import KARPENTER, KARPENTER_CRD, Chart
+from inference_platform.components.catalog import edge_charts, observability_charts, serving_charts, storage_charts
+from inference_platform.components.catalog.charts import KARPENTER, KARPENTER_CRD, Chart
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from components.catalog.edge_charts import ENVOY_GATEWAY
+from inference_platform.components.catalog.edge_charts import ENVOY_GATEWAY
 
 UINT32_MAX: Final = 2**32 - 1
 INT32_MAX: Final = 2**31 - 1

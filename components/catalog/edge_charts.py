@@ -1,4 +1,4 @@
-"""Helm charts and images of the edge, each pinned: pure data (the ``Chart`` of components.catalog.charts).
+"""Helm charts and images of the edge, each pinned: pure data (the ``Chart`` of inference_platform.components.catalog.charts).
 
 Sources
 - AWS Load Balancer Controller chart 3.5.0 (app v3.5.0), repository https://aws.github.io/eks-charts
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from components.catalog.charts import Chart
+from inference_platform.components.catalog.charts import Chart
 
 LOAD_BALANCER_CONTROLLER: Final = Chart("aws-load-balancer-controller", "3.5.0", "https://aws.github.io/eks-charts")
 ENVOY_GATEWAY: Final = Chart("oci://docker.io/envoyproxy/gateway-helm", "v1.9.0")

@@ -30,8 +30,8 @@ import math
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from components.catalog import instances as catalog
-from components.catalog.instances import (
+from inference_platform.components.catalog import instances as catalog
+from inference_platform.components.catalog.instances import (
     BF16,
     FP4,
     FP8,

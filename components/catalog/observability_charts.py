@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from components.catalog.charts import Chart
+from inference_platform.components.catalog.charts import Chart
 
 KUBE_PROMETHEUS_STACK: Final = Chart(
     "kube-prometheus-stack", "88.5.3", "https://prometheus-community.github.io/helm-charts"

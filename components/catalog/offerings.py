@@ -3,7 +3,7 @@
 Source: AWS's EC2 DescribeInstanceTypeOfferings answers as moto ships them
 (``moto/ec2/resources/instance_type_offerings/{region,availability-zone,availability-zone-id}/<region>.json.gz``),
 vendored for the catalog's types in ``instance_offerings.json`` with the moto version and the date;
-``python -m components.catalog.offerings_refresh`` rewrites it from the installed moto (``--check``
+``python -m inference_platform.components.catalog.offerings_refresh`` rewrites it from the installed moto (``--check``
 compares). Example: in us-east-2, trn1.32xlarge is offered only in use2-az3 (us-east-2c).
 
 Zone names and zone IDs: a zone ID (``use1-az4``) is the same place in every account. In the Regions AWS

@@ -1,4 +1,4 @@
-"""Refresh ``instance_offerings.json`` from the installed moto: ``python -m components.catalog.offerings_refresh``.
+"""Refresh ``instance_offerings.json`` from the installed moto: ``python -m inference_platform.components.catalog.offerings_refresh``.
 
 moto ships AWS's DescribeInstanceTypeOfferings answers under
 ``moto/ec2/resources/instance_type_offerings/{region,availability-zone,availability-zone-id}/<region>.json``
@@ -24,9 +24,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from components.catalog.instances import CATALOG
-from components.catalog.offerings import DATA_FILE, RESOURCE_DIR
-from components.catalog.regions import REGIONS
+from inference_platform.components.catalog.instances import CATALOG
+from inference_platform.components.catalog.offerings import DATA_FILE, RESOURCE_DIR
+from inference_platform.components.catalog.regions import REGIONS
 
 KINDS = ("region", "availability-zone", "availability-zone-id")
 
@@ -97,7 +97,7 @@ def build(today: str | None = None) -> dict[str, Any]:
             "version": version,
             "path": RESOURCE_DIR + "/{region,availability-zone,availability-zone-id}/<region>.json.gz",
             "what": "EC2 DescribeInstanceTypeOfferings by location type, as shipped in moto",
-            "refresh": "python -m components.catalog.offerings_refresh",
+            "refresh": "python -m inference_platform.components.catalog.offerings_refresh",
         },
         "date": today or dt.date.today().isoformat(),
         "instanceTypes": sorted(CATALOG),
@@ -111,7 +111,9 @@ def render(data: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m components.catalog.offerings_refresh", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m inference_platform.components.catalog.offerings_refresh", description=__doc__
+    )
     parser.add_argument("--check", action="store_true", help="compare with the vendored file, write nothing")
     args = parser.parse_args(argv)
     fresh = build()

@@ -21,8 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from components.catalog import instances as catalog
-from components.catalog.instances import CatalogError
+from inference_platform.components.catalog import instances as catalog
+from inference_platform.components.catalog.instances import CatalogError
 
 PRICE_DATE: Final = catalog.PRICE_DATE
 HOURS_PER_MONTH: Final = 730  # AWS's billing month (8,760 h / 12)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components.catalog import offerings
+from inference_platform.components.catalog import offerings
 
 # Zone letters as AWS publishes them for new accounts (AWS "Regions and Zones" pages, 2026).
 _ZONE_LETTERS: dict[str, str] = {

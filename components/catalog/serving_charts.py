@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from components.catalog.charts import Chart
+from inference_platform.components.catalog.charts import Chart
 
 LEADER_WORKER_SET: Final = Chart("oci://registry.k8s.io/lws/charts/lws", "0.10.0")
 LEADER_WORKER_SET_IMAGE_TAG: Final = "v0.10.0"

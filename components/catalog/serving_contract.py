@@ -1,4 +1,4 @@
-"""The serving contract: what the rollout (components.serving) and the image (inference_image) must agree on.
+"""The serving contract: what the rollout (inference_platform.components.serving) and the image (inference_image) must agree on.
 
 Ports, health and metrics paths, header names and mount paths. Both sides import this one module, so
 neither imports the other; it stays import-free so CLI parsers can use it cheaply.
@@ -14,7 +14,7 @@ LOOPBACK = "127.0.0.1"
 LIVE_PATH = "/v2/health/live"
 READY_PATH = "/v2/health/ready"
 PUBLIC_MODELS = ("ensemble", "tensorrt_llm_bls")
-"""The models clients call, the only ones the public edge admits (``components.edge.policy``); the LLM step
+"""The models clients call, the only ones the public edge admits (``inference_platform.components.edge.policy``); the LLM step
 (no input-length check) and the pre/post-processing steps are internal to them."""
 METRICS_PATH = "/metrics"
 # tritonserver checks a --grpc-restricted-protocol header under this prefix (HTTP: the bare name).

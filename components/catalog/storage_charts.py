@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from components.catalog.charts import Chart
+from inference_platform.components.catalog.charts import Chart
 
 FSX_CSI_DRIVER: Final = Chart("aws-fsx-csi-driver", "1.17.0", "https://kubernetes-sigs.github.io/aws-fsx-csi-driver")
 SECRETS_STORE_CSI_DRIVER: Final = Chart(

@@ -25,8 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from components.catalog import edge_charts, serving_charts
-from components.catalog.charts import Chart
+from inference_platform.components.catalog import edge_charts, serving_charts
+from inference_platform.components.catalog.charts import Chart
 
 
 @dataclass(frozen=True)

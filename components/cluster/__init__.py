@@ -5,11 +5,11 @@ This module is the area's public surface; the modules beside it hold the pieces 
 
 from typing import TYPE_CHECKING
 
-from components.common.exports import lazy_exports
+from inference_platform.components.common.exports import lazy_exports
 
 if TYPE_CHECKING:
-    from components.cluster.addons import AddonIdentity, AddonSpec, ClusterAddons, ClusterAddonsArgs
-    from components.cluster.eks_cluster import Cluster, ClusterArgs
+    from inference_platform.components.cluster.addons import AddonIdentity, AddonSpec, ClusterAddons, ClusterAddonsArgs
+    from inference_platform.components.cluster.eks_cluster import Cluster, ClusterArgs
 
 __all__ = [
     "AddonIdentity",

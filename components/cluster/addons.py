@@ -16,10 +16,9 @@ from typing import Final
 import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
-
-from components.catalog.eks_versions import ADDON_POD_IDENTITY, ADDON_VERSION_PATTERN, ADDONS
-from components.common.errors import raise_if
-from components.identity.pod_identity import PodIdentityRole, PodIdentityRoleArgs
+from inference_platform.components.catalog.eks_versions import ADDON_POD_IDENTITY, ADDON_VERSION_PATTERN, ADDONS
+from inference_platform.components.common.errors import raise_if
+from inference_platform.components.identity.pod_identity import PodIdentityRole, PodIdentityRoleArgs
 
 DEFAULT_STORAGE_CLASS = "gp3"
 VPC_CNI_NETWORK_POLICY: Final[dict[str, str]] = {"enableNetworkPolicy": "true"}

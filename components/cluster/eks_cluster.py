@@ -20,9 +20,12 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
-
-from components.common.errors import raise_if
-from components.identity.iam_documents import EKS_CLUSTER_POLICY, managed_policy_arn, service_trust_policy
+from inference_platform.components.common.errors import raise_if
+from inference_platform.components.identity.iam_documents import (
+    EKS_CLUSTER_POLICY,
+    managed_policy_arn,
+    service_trust_policy,
+)
 
 LOG_TYPES: tuple[str, ...] = ("api", "audit", "authenticator", "controllerManager", "scheduler")
 DEFAULT_LOG_RETENTION_DAYS = 90
@@ -36,7 +39,7 @@ class ClusterArgs:
     cluster_name: str
     """Required. Physical EKS cluster name (1-100 characters); subnets and SGs are tagged with it."""
     kubernetes_version: str
-    """Required. A version EKS offers (settings check it against components.catalog.eks_versions)."""
+    """Required. A version EKS offers (settings check it against inference_platform.components.catalog.eks_versions)."""
     subnet_ids: Sequence[pulumi.Input[str]]
     """Required. Control-plane ENI subnets in at least two zones (intra subnets when the VPC has them)."""
     secrets_key_arn: pulumi.Input[str]

@@ -5,11 +5,11 @@ This module is the area's public surface; the modules beside it hold the pieces 
 
 from typing import TYPE_CHECKING
 
-from components.common.exports import lazy_exports
+from inference_platform.components.common.exports import lazy_exports
 
 if TYPE_CHECKING:
-    from components.common.errors import ComponentArgsError
-    from components.common.tagging import default_tags_transform, is_taggable
+    from inference_platform.components.common.errors import ComponentArgsError
+    from inference_platform.components.common.tagging import default_tags_transform, is_taggable
 
 __all__ = [
     "ComponentArgsError",

@@ -2,14 +2,14 @@
 
 Why: Python runs a package's ``__init__`` before any of its modules, so an ``__init__`` that imported its
 ComponentResources eagerly loaded ``pulumi``, ``pulumi_aws`` and ``pulumi_kubernetes`` for anyone who only
-wanted an area's pure parts (``components.autoscaling.scaled_object``, ``components.network.cidr`` ...).
-``infra.settings`` imports those, and the inference image imports ``infra.settings`` while carrying no Pulumi
+wanted an area's pure parts (``inference_platform.components.autoscaling.scaled_object``, ``inference_platform.components.network.cidr`` ...).
+``inference_platform.infra.settings`` imports those, and the inference image imports ``inference_platform.infra.settings`` while carrying no Pulumi
 (inference_image/Dockerfile installs this package with ``--no-deps``): every ``inferctl serve``, ``prepare``
 and ``verify`` in the image ended in ``ModuleNotFoundError: No module named 'pulumi'``.
 
 So an area's ``__init__`` imports nothing at run time. It lists its exports once for this helper and once
-under ``if TYPE_CHECKING:`` for type checkers and readers; ``from components.network import Network`` works
-as before and loads ``components.network.vpc`` (and Pulumi) only then. tests/test_architecture.py checks the
+under ``if TYPE_CHECKING:`` for type checkers and readers; ``from inference_platform.components.network import Network`` works
+as before and loads ``inference_platform.components.network.vpc`` (and Pulumi) only then. tests/test_architecture.py checks the
 two lists agree with ``__all__``, and that importing any area package loads no Pulumi module.
 
 Source: PEP 562 (module ``__getattr__`` and ``__dir__``), the mechanism scientific-python's ``lazy_loader``

@@ -6,15 +6,15 @@ This module is the area's public surface; the modules beside it hold the pieces 
 
 from typing import TYPE_CHECKING
 
-from components.common.exports import lazy_exports
+from inference_platform.components.common.exports import lazy_exports
 
 if TYPE_CHECKING:
-    from components.compute.accelerator_software import AcceleratorSoftware, AcceleratorSoftwareArgs
-    from components.compute.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
-    from components.compute.karpenter import Karpenter, KarpenterArgs
-    from components.compute.karpenter_node_pool import KarpenterNodePool, KarpenterNodePoolArgs
-    from components.compute.node_pool import NodePool, NodePoolArgs
-    from components.compute.pool_profile import PoolProfile, PoolShard, PoolSpec, Taint
+    from inference_platform.components.compute.accelerator_software import AcceleratorSoftware, AcceleratorSoftwareArgs
+    from inference_platform.components.compute.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
+    from inference_platform.components.compute.karpenter import Karpenter, KarpenterArgs
+    from inference_platform.components.compute.karpenter_node_pool import KarpenterNodePool, KarpenterNodePoolArgs
+    from inference_platform.components.compute.node_pool import NodePool, NodePoolArgs
+    from inference_platform.components.compute.pool_profile import PoolProfile, PoolShard, PoolSpec, Taint
 
 __all__ = [
     "AcceleratorSoftware",

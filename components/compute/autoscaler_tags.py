@@ -2,7 +2,7 @@
 
 - Auto-discovery: the autoscaler manages the ASGs carrying both ``k8s.io/cluster-autoscaler/enabled``
   and ``k8s.io/cluster-autoscaler/<cluster>``; its IAM policy lets it write only to ASGs whose second
-  tag is ``owned`` (components.compute.iam_policies.cluster_autoscaler_policy).
+  tag is ``owned`` (inference_platform.components.compute.iam_policies.cluster_autoscaler_policy).
 - Scale from zero: with no node to copy, the autoscaler builds a template node from the instance type
   plus ``k8s.io/cluster-autoscaler/node-template/{label,taint,resources}/...`` tags. Without them it
   would not know that a node of the group carries ``node-pool=inference``, tolerates nothing but GPU
@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from typing import Final
 
-from components.compute.pool_profile import PoolProfile
+from inference_platform.components.compute.pool_profile import PoolProfile
 
 PREFIX: Final = "k8s.io/cluster-autoscaler"
 ENABLED: Final = f"{PREFIX}/enabled"

@@ -1,10 +1,10 @@
 """The Kubernetes Cluster Autoscaler for managed node groups: its Pod Identity role and Helm release.
 
-Managed node groups leave their desired size to an autoscaler (components.node_pool ignores changes
+Managed node groups leave their desired size to an autoscaler (inference_platform.components.node_pool ignores changes
 to it); this is that autoscaler. It runs on the system nodes in ``kube-system``, finds the groups by
-the ASG tags components.compute.autoscaler_tags defines (both discovery tags, the cluster's with value
+the ASG tags inference_platform.components.compute.autoscaler_tags defines (both discovery tags, the cluster's with value
 ``owned``), builds scale-from-zero templates from the same tags, and may resize only ASGs tagged as
-this cluster's (components.compute.iam_policies.cluster_autoscaler_policy). Karpenter stacks do not install
+this cluster's (inference_platform.components.compute.iam_policies.cluster_autoscaler_policy). Karpenter stacks do not install
 it: Karpenter provisions their pools, and their system group is sized by settings.
 
 Flags, and why:
@@ -27,12 +27,11 @@ from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_kubernetes as k8s
-
-from components.catalog import charts
-from components.common.errors import raise_if
-from components.compute import autoscaler_tags
-from components.compute.iam_policies import cluster_autoscaler_policy
-from components.identity.pod_identity import PodIdentityRole, PodIdentityRoleArgs
+from inference_platform.components.catalog import charts
+from inference_platform.components.common.errors import raise_if
+from inference_platform.components.compute import autoscaler_tags
+from inference_platform.components.compute.iam_policies import cluster_autoscaler_policy
+from inference_platform.components.identity.pod_identity import PodIdentityRole, PodIdentityRoleArgs
 
 NAMESPACE = "kube-system"
 SERVICE_ACCOUNT = "cluster-autoscaler"

@@ -7,8 +7,8 @@ does not let you scope by resource.
 
 from __future__ import annotations
 
-from components.compute.autoscaler_tags import ownership_key
-from components.identity.iam_documents import Document
+from inference_platform.components.compute.autoscaler_tags import ownership_key
+from inference_platform.components.identity.iam_documents import Document
 
 
 def karpenter_controller_policy(
@@ -238,7 +238,7 @@ def _volume_key_statements(key_arn: str, region: str) -> list[Document]:
 def cluster_autoscaler_policy(*, cluster_name: str, partition: str, region: str, account_id: str) -> Document:
     """The Cluster Autoscaler's policy (its AWS README, "Full Cluster Autoscaler Features Policy"), with
     the write half scoped as that README recommends: scaling and terminating only Auto Scaling groups
-    tagged ``k8s.io/cluster-autoscaler/<cluster>=owned`` (components.compute.autoscaler_tags), so it can never
+    tagged ``k8s.io/cluster-autoscaler/<cluster>=owned`` (inference_platform.components.compute.autoscaler_tags), so it can never
     resize another cluster's nodes. Only Describe calls, which AWS cannot scope, run on ``*``;
     ``eks:DescribeNodegroup`` (labels and taints of a managed group at zero) names this cluster's groups.
     ``ec2:GetInstanceTypesFromInstanceRequirements`` is left out: the groups list explicit instance types."""

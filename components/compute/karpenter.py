@@ -2,7 +2,7 @@
 and Helm releases (CRDs separately, so upgrades update them).
 
 Karpenter runs on the system node group (never on nodes it manages), in ``kube-system`` as Karpenter's
-own guide installs it. Its controller policy is scoped by this cluster's tags (components.compute.iam_policies),
+own guide installs it. Its controller policy is scoped by this cluster's tags (inference_platform.components.compute.iam_policies),
 and the interruption queue receives spot interruptions, rebalance recommendations, instance state
 changes, scheduled AWS Health events and capacity-reservation interruptions, so nodes are drained
 before EC2 takes them away.
@@ -18,11 +18,10 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
-
-from components.catalog import charts
-from components.common.errors import raise_if
-from components.compute.iam_policies import interruption_queue_policy, karpenter_controller_policy
-from components.identity.pod_identity import PodIdentityRole, PodIdentityRoleArgs
+from inference_platform.components.catalog import charts
+from inference_platform.components.common.errors import raise_if
+from inference_platform.components.compute.iam_policies import interruption_queue_policy, karpenter_controller_policy
+from inference_platform.components.identity.pod_identity import PodIdentityRole, PodIdentityRoleArgs
 
 NAMESPACE = "kube-system"
 SERVICE_ACCOUNT = "karpenter"

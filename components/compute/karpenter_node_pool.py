@@ -10,7 +10,7 @@ after ``expireAfter`` and get a long ``terminationGracePeriod`` to drain streams
 EFA interfaces come from Karpenter itself: it attaches as many as the pods on a node request
 (``vpc.amazonaws.com/efa``).
 
-An EFA pool has one shard per zone (components.compute.pool_profile): an EC2NodeClass selects one placement
+An EFA pool has one shard per zone (inference_platform.components.compute.pool_profile): an EC2NodeClass selects one placement
 group, and a cluster placement group lives in one zone, so each zone gets its own class, group and
 NodePool, named ``<pool>-<zone suffix>`` and limited to the per-zone maximum. Every shard carries the
 pool's labels, so pods select the pool, not a shard.
@@ -25,11 +25,10 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
-
-from components.catalog import charts
-from components.common.errors import raise_if
-from components.compute.node_pool import IMDS_HOP_LIMIT, ROOT_DEVICE
-from components.compute.pool_profile import PoolProfile, PoolShard
+from inference_platform.components.catalog import charts
+from inference_platform.components.common.errors import raise_if
+from inference_platform.components.compute.node_pool import IMDS_HOP_LIMIT, ROOT_DEVICE
+from inference_platform.components.compute.pool_profile import PoolProfile, PoolShard
 
 NODEPOOL_API = "karpenter.sh/v1"
 NODECLASS_API = "karpenter.k8s.aws/v1"
@@ -38,7 +37,7 @@ NODECLASS_API = "karpenter.k8s.aws/v1"
 @dataclass(frozen=True, kw_only=True)
 class KarpenterNodePoolArgs:
     pool: PoolProfile
-    """Required. The pool (components.compute.pool_profile)."""
+    """Required. The pool (inference_platform.components.compute.pool_profile)."""
     cluster_name: str
     """Required. Physical cluster name: subnets and the node SG are discovered by its tag."""
     node_role_name: pulumi.Input[str]
@@ -53,7 +52,7 @@ class KarpenterNodePoolArgs:
     """Default none. Tags Karpenter puts on instances, volumes and interfaces it creates."""
     volume_kms_key_arn: pulumi.Input[str] | None = None
     """Default none: the account's default EBS key. The customer-managed key of the root volume; Karpenter
-    launches through EC2 Fleet with its own role, which needs grants on this key (components.compute.karpenter)."""
+    launches through EC2 Fleet with its own role, which needs grants on this key (inference_platform.components.compute.karpenter)."""
     ami_alias: str = charts.KARPENTER_AMI_ALIAS
     """Default the pinned AL2023 release (``al2023@vYYYYMMDD``); never ``@latest`` in a plan."""
 

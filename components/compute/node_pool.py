@@ -7,11 +7,11 @@ the stack's tags on instances, volumes and network interfaces (the stack's tag t
 the template itself), capacity reservations, and for EFA pools every EFA interface the instance type
 takes plus a cluster placement group.
 
-A pool is one node group per shard (components.compute.pool_profile): an EFA pool has one per zone, each
+A pool is one node group per shard (inference_platform.components.compute.pool_profile): an EFA pool has one per zone, each
 pinned to its zone with its own placement group (a cluster placement group cannot span zones), so its
 nodes can serve from several zones; other pools are one group across their zones. With
 ``autoscaler_cluster_name`` each group's Auto Scaling group is tagged for the cluster autoscaler
-(components.compute.autoscaler_tags): EKS does not copy a node group's own tags to its ASG, where the
+(inference_platform.components.compute.autoscaler_tags): EKS does not copy a node group's own tags to its ASG, where the
 autoscaler reads them, so the tags go on the ASG itself (as terraform-aws-eks does).
 
 Replacement. ``aws_eks_node_group`` forces a new group when any of ``instance_types``, ``capacity_type``,
@@ -39,10 +39,9 @@ from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_aws as aws
-
-from components.common.errors import raise_if
-from components.compute import autoscaler_tags
-from components.compute.pool_profile import PoolProfile, PoolShard
+from inference_platform.components.common.errors import raise_if
+from inference_platform.components.compute import autoscaler_tags
+from inference_platform.components.compute.pool_profile import PoolProfile, PoolShard
 
 IMDS_HOP_LIMIT = 1
 ROOT_DEVICE = "/dev/xvda"
@@ -66,9 +65,9 @@ class NodePoolArgs:
     kubernetes_version: str
     """Required. The nodes' kubelet version: the cluster's (managed node groups follow it on update)."""
     node_role_arn: pulumi.Input[str]
-    """Required. IAM role of the nodes (components.node_role)."""
+    """Required. IAM role of the nodes (inference_platform.components.node_role)."""
     pool: PoolProfile
-    """Required. The pool, as derived from the catalog (components.compute.pool_profile); its sizes apply to
+    """Required. The pool, as derived from the catalog (inference_platform.components.compute.pool_profile); its sizes apply to
     each of its node groups."""
     subnet_ids_by_zone: Mapping[str, pulumi.Input[str]]
     """Required. Private subnet per zone; the pool uses those of ``pool.zones``."""
@@ -79,7 +78,7 @@ class NodePoolArgs:
     """Default none. Tags for instances, volumes and network interfaces (the stack's default tags)."""
     volume_kms_key_arn: pulumi.Input[str] | None = None
     """Default none: the account's default EBS key. The customer-managed key of every EBS volume; its key
-    policy must let EC2 Auto Scaling's service-linked role use it (components.keys.kms)."""
+    policy must let EC2 Auto Scaling's service-linked role use it (inference_platform.components.keys.kms)."""
     autoscaler_cluster_name: str | None = None
     """Default none: no autoscaler tags (a stack without the cluster autoscaler). The physical cluster
     name: tag every group's ASG for the cluster autoscaler's auto-discovery and scale-from-zero

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
-from components import catalog
+from inference_platform.components import catalog
 
 CapacityType = Literal["on-demand", "spot", "capacity-block", "reservation"]
 RESERVED_CAPACITY: Final = frozenset({"capacity-block", "reservation"})

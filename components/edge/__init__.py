@@ -7,16 +7,19 @@ This module is the area's public surface; the modules beside it hold the pieces.
 
 from typing import TYPE_CHECKING
 
-from components.common.exports import lazy_exports
+from inference_platform.components.common.exports import lazy_exports
 
 if TYPE_CHECKING:
-    from components.edge.client_credentials import ClientCredentials, ClientCredentialsArgs
-    from components.edge.gateway import EdgeGateway, EdgeGatewayArgs
-    from components.edge.gateway_api import GatewayTarget, render_gateway_objects
-    from components.edge.load_balancer_controller import LoadBalancerController, LoadBalancerControllerArgs
-    from components.edge.policy import CircuitBreaker, Client, EdgePolicy, Tier
-    from components.edge.public_endpoint import PublicEndpoint, PublicEndpointArgs, WafRules
-    from components.edge.rate_limit_store import RateLimitStore, RateLimitStoreArgs
+    from inference_platform.components.edge.client_credentials import ClientCredentials, ClientCredentialsArgs
+    from inference_platform.components.edge.gateway import EdgeGateway, EdgeGatewayArgs
+    from inference_platform.components.edge.gateway_api import GatewayTarget, render_gateway_objects
+    from inference_platform.components.edge.load_balancer_controller import (
+        LoadBalancerController,
+        LoadBalancerControllerArgs,
+    )
+    from inference_platform.components.edge.policy import CircuitBreaker, Client, EdgePolicy, Tier
+    from inference_platform.components.edge.public_endpoint import PublicEndpoint, PublicEndpointArgs, WafRules
+    from inference_platform.components.edge.rate_limit_store import RateLimitStore, RateLimitStoreArgs
 
 __all__ = [
     "CircuitBreaker",

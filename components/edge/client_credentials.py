@@ -26,11 +26,10 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 import pulumi_random as random
-
-from components.common.errors import raise_if
-from components.identity.pod_identity import PodIdentityRole, PodIdentityRoleArgs
-from components.secrets.delivery import CSI_DRIVER_NAME, provider_objects
-from components.storage.documents import secret_read_policy
+from inference_platform.components.common.errors import raise_if
+from inference_platform.components.identity.pod_identity import PodIdentityRole, PodIdentityRoleArgs
+from inference_platform.components.secrets.delivery import CSI_DRIVER_NAME, provider_objects
+from inference_platform.components.storage.documents import secret_read_policy
 
 SERVICE_ACCOUNT = "edge-credentials"
 REDIS_AUTH_SECRET = "ratelimit-redis-auth"

@@ -1,8 +1,8 @@
 """Envoy Gateway in the cluster: the pinned controller, the Gateway API objects rendered from the edge
-policy (components.edge.gateway_api), the client credentials, and the NetworkPolicy that admits Triton
+policy (inference_platform.components.edge.gateway_api), the client credentials, and the NetworkPolicy that admits Triton
 traffic only from the gateway's Envoy proxies.
 
-The controller's global rate limits keep their counters in Redis (components.edge.rate_limit_store),
+The controller's global rate limits keep their counters in Redis (inference_platform.components.edge.rate_limit_store),
 set at install (``config.envoyGateway.rateLimit.backend``). Everything the proxies serve comes from
 typed objects whose custom resources are checked offline (tests/components/edge).
 
@@ -31,17 +31,16 @@ from dataclasses import dataclass
 
 import pulumi
 import pulumi_kubernetes as k8s
-
-from components.catalog import edge_charts as charts
-from components.common.errors import raise_if
-from components.edge.client_credentials import (
+from inference_platform.components.catalog import edge_charts as charts
+from inference_platform.components.common.errors import raise_if
+from inference_platform.components.edge.client_credentials import (
     REDIS_AUTH_KEY,
     REDIS_AUTH_SECRET,
     ClientCredentials,
     ClientCredentialsArgs,
 )
-from components.edge.gateway_api import PROXY_LABEL, GatewayTarget, render_gateway_objects
-from components.edge.policy import EdgePolicy
+from inference_platform.components.edge.gateway_api import PROXY_LABEL, GatewayTarget, render_gateway_objects
+from inference_platform.components.edge.policy import EdgePolicy
 
 NAMESPACE = "envoy-gateway-system"
 GATEWAY_CLASS = "envoy-gateway"

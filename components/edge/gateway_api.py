@@ -32,7 +32,7 @@ to Triton's Service, and the Envoy Gateway policies attached to them:
 - ``ClientTrafficPolicy``: connection and stream idle timeouts equal to the ALB idle timeout, and a
   request-headers timeout (``requestHeadersReceivedTimeout``: a slow-header connection is closed).
 
-``inferctl.serving.edge_envoy`` renders the same policy as an Envoy bootstrap for the local proof;
+``inference_platform.inferctl.serving.edge_envoy`` renders the same policy as an Envoy bootstrap for the local proof;
 ``gateway_summary`` and its ``bootstrap_summary`` read both back for the agreement test.
 """
 
@@ -42,7 +42,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from components.edge.policy import (
+from inference_platform.components.edge.policy import (
     API_KEY_AUTH_FILTER,
     GRPC_SERVICE,
     LUA_FILTER,
@@ -124,7 +124,7 @@ def render_gateway_objects(policy: EdgePolicy, target: GatewayTarget) -> list[Ma
 
 def gateway_summary(objects: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """Clients, limits, timeouts and circuit-breaker limits read back from rendered objects (the same
-    keys as ``inferctl.serving.edge_envoy.bootstrap_summary``)."""
+    keys as ``inference_platform.inferctl.serving.edge_envoy.bootstrap_summary``)."""
     objects = list(objects)
     by_kind = {o["kind"]: o for o in objects if o["kind"] not in ("ReferenceGrant", "BackendTrafficPolicy")}
     policies = [o["spec"] for o in objects if o["kind"] == "BackendTrafficPolicy"]

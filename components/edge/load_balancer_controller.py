@@ -1,9 +1,9 @@
 """The AWS Load Balancer Controller: its Pod Identity role (the published policy scoped to this cluster,
-components.edge.iam_documents) and its pinned Helm release.
+inference_platform.components.edge.iam_documents) and its pinned Helm release.
 
 It turns the edge's Ingress into the internet-facing ALB. Chart values, and why:
 - ``createIngressClassResource: false`` and ``ingressClassParams.create: false``: the edge creates its
-  own IngressClass and IngressClassParams (components.edge.public_endpoint) once the controller's CRDs
+  own IngressClass and IngressClassParams (inference_platform.components.edge.public_endpoint) once the controller's CRDs
   and webhook exist, so the settings that matter (scheme, TLS policy, WAF) are pinned there, not in
   Ingress annotations anyone with Ingress access could edit.
 - ``defaultTargetType: ip``: pods behind an ALB are addressed directly (VPC CNI), no NodePort.
@@ -26,11 +26,10 @@ from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_kubernetes as k8s
-
-from components.catalog import edge_charts as charts
-from components.common.errors import raise_if
-from components.edge.iam_documents import load_balancer_controller_policy
-from components.identity.pod_identity import PodIdentityRole, PodIdentityRoleArgs
+from inference_platform.components.catalog import edge_charts as charts
+from inference_platform.components.common.errors import raise_if
+from inference_platform.components.edge.iam_documents import load_balancer_controller_policy
+from inference_platform.components.identity.pod_identity import PodIdentityRole, PodIdentityRoleArgs
 
 NAMESPACE = "kube-system"
 SERVICE_ACCOUNT = "aws-load-balancer-controller"

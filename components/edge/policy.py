@@ -2,7 +2,7 @@
 
 Both renderings read this one object: the Gateway API / Envoy Gateway objects the cluster applies
 (``gateway_api``) and the Envoy bootstrap that proves the same behaviour on a developer machine
-(``inferctl.serving.edge_envoy``). No Pulumi, no I/O.
+(``inference_platform.inferctl.serving.edge_envoy``). No Pulumi, no I/O.
 
 The public API is an allow-list (``public_http_endpoints``, ``GRPC_METHODS``): the inference and health
 endpoints a client needs, of the models clients call (the ensemble and ``tensorrt_llm_bls``), and
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from components.catalog.serving_contract import LIVE_PATH, PUBLIC_MODELS, READY_PATH
+from inference_platform.components.catalog.serving_contract import LIVE_PATH, PUBLIC_MODELS, READY_PATH
 
 DEFAULT_API_KEY_HEADER = "x-api-key"
 DEFAULT_CLIENT_ID_HEADER = "x-client-id"

@@ -42,12 +42,11 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
-
-from components.catalog import edge_charts as charts
-from components.catalog.names import fit_name
-from components.common.errors import raise_if
-from components.edge.iam_documents import external_dns_policy
-from components.identity.pod_identity import PodIdentityRole, PodIdentityRoleArgs
+from inference_platform.components.catalog import edge_charts as charts
+from inference_platform.components.catalog.names import fit_name
+from inference_platform.components.common.errors import raise_if
+from inference_platform.components.edge.iam_documents import external_dns_policy
+from inference_platform.components.identity.pod_identity import PodIdentityRole, PodIdentityRoleArgs
 
 INGRESS_CONTROLLER = "ingress.k8s.aws/alb"
 PARAMS_API = "elbv2.k8s.aws/v1beta1"
@@ -125,7 +124,7 @@ class PublicEndpointArgs:
     deletion_protection: bool = False
     """Default ``false``; production sets ``true``."""
     access_log_prefix: str = DEFAULT_ACCESS_LOG_PREFIX
-    """Default ``alb``: the prefix the log bucket's policy admits ELB to (components.storage.documents)."""
+    """Default ``alb``: the prefix the log bucket's policy admits ELB to (inference_platform.components.storage.documents)."""
     partition: str = "aws"
     """Default ``aws``."""
     tags: Mapping[str, str] = field(default_factory=dict)

@@ -19,10 +19,9 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 import pulumi_random as random
-
-from components.catalog import edge_charts as charts
-from components.catalog.names import fit_name
-from components.common.errors import raise_if
+from inference_platform.components.catalog import edge_charts as charts
+from inference_platform.components.catalog.names import fit_name
+from inference_platform.components.common.errors import raise_if
 
 MODES = ("elasticache", "inCluster")
 REDIS_PORT = 6379

@@ -5,11 +5,11 @@ This module is the area's public surface; the modules beside it hold the pieces 
 
 from typing import TYPE_CHECKING
 
-from components.common.exports import lazy_exports
+from inference_platform.components.common.exports import lazy_exports
 
 if TYPE_CHECKING:
-    from components.identity.node_role import NodeRole, NodeRoleArgs
-    from components.identity.pod_identity import PodIdentityRole, PodIdentityRoleArgs
+    from inference_platform.components.identity.node_role import NodeRole, NodeRoleArgs
+    from inference_platform.components.identity.pod_identity import PodIdentityRole, PodIdentityRoleArgs
 
 __all__ = [
     "NodeRole",

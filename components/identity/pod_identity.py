@@ -21,9 +21,8 @@ from typing import Any
 
 import pulumi
 import pulumi_aws as aws
-
-from components.common.errors import raise_if
-from components.identity.iam_documents import managed_policy_arn
+from inference_platform.components.common.errors import raise_if
+from inference_platform.components.identity.iam_documents import managed_policy_arn
 
 POD_IDENTITY_SERVICE = "pods.eks.amazonaws.com"
 

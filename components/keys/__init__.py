@@ -5,10 +5,10 @@ This module is the area's public surface; the modules beside it hold the pieces 
 
 from typing import TYPE_CHECKING
 
-from components.common.exports import lazy_exports
+from inference_platform.components.common.exports import lazy_exports
 
 if TYPE_CHECKING:
-    from components.keys.kms import Keys, KeysArgs
+    from inference_platform.components.keys.kms import Keys, KeysArgs
 
 __all__ = [
     "Keys",

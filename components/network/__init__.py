@@ -5,12 +5,12 @@ This module is the area's public surface; the modules beside it hold the pieces 
 
 from typing import TYPE_CHECKING
 
-from components.common.exports import lazy_exports
+from inference_platform.components.common.exports import lazy_exports
 
 if TYPE_CHECKING:
-    from components.network.endpoints import InterfaceEndpoints, InterfaceEndpointsArgs
-    from components.network.security_groups import SecurityGroups, SecurityGroupsArgs
-    from components.network.vpc import FlowLogsArgs, Network, NetworkArgs
+    from inference_platform.components.network.endpoints import InterfaceEndpoints, InterfaceEndpointsArgs
+    from inference_platform.components.network.security_groups import SecurityGroups, SecurityGroupsArgs
+    from inference_platform.components.network.vpc import FlowLogsArgs, Network, NetworkArgs
 
 __all__ = [
     "FlowLogsArgs",

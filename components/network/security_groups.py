@@ -13,8 +13,7 @@ from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_aws as aws
-
-from components.common.errors import raise_if
+from inference_platform.components.common.errors import raise_if
 
 # Triton's ports (HTTP, gRPC, Prometheus metrics), see REFERENCE.md §3.
 DEFAULT_SERVING_PORTS: Mapping[str, int] = {"http": 8000, "grpc": 8001}

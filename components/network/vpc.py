@@ -1,6 +1,6 @@
 """The VPC: public, private and intra subnets over N zones, NAT, routes, the S3 endpoint and flow logs.
 
-Subnets come from :func:`components.cidr.carve`, so addresses never move when zones or tiers are
+Subnets come from :func:`inference_platform.components.cidr.carve`, so addresses never move when zones or tiers are
 added. Every zone has its own private route table whatever the NAT mode: switching ``single`` to
 ``perAz`` then only changes routes, never subnet associations.
 """
@@ -14,9 +14,8 @@ from typing import Literal
 
 import pulumi
 import pulumi_aws as aws
-
-from components.common.errors import raise_if
-from components.network.cidr import carve
+from inference_platform.components.common.errors import raise_if
+from inference_platform.components.network.cidr import carve
 
 NatMode = Literal["single", "perAz", "none"]
 DEFAULT_SUBNET_PREFIXES: Mapping[str, int] = {"private": 19, "public": 24, "intra": 26}

@@ -8,12 +8,16 @@ surface; the modules beside it hold the pieces.
 
 from typing import TYPE_CHECKING
 
-from components.common.exports import lazy_exports
+from inference_platform.components.common.exports import lazy_exports
 
 if TYPE_CHECKING:
-    from components.observability.monitoring_stack import Monitor, MonitoringStack, MonitoringStackArgs
-    from components.observability.promql import Scope
-    from components.observability.rules import AlertThresholds, RuleSet, rule_groups
+    from inference_platform.components.observability.monitoring_stack import (
+        Monitor,
+        MonitoringStack,
+        MonitoringStackArgs,
+    )
+    from inference_platform.components.observability.promql import Scope
+    from inference_platform.components.observability.rules import AlertThresholds, RuleSet, rule_groups
 
 __all__ = ["AlertThresholds", "Monitor", "MonitoringStack", "MonitoringStackArgs", "RuleSet", "Scope", "rule_groups"]
 

@@ -33,14 +33,13 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 import pulumi_random as random
-
-from components.catalog import observability_charts
-from components.catalog.charts import Chart
-from components.common.errors import raise_if
-from components.identity.pod_identity import PodIdentityRole, PodIdentityRoleArgs
-from components.observability import dashboards
-from components.observability.rules import RuleSet, rule_groups
-from components.secrets.delivery import CSI_DRIVER_NAME, SecretDelivery, SecretDeliveryArgs
+from inference_platform.components.catalog import observability_charts
+from inference_platform.components.catalog.charts import Chart
+from inference_platform.components.common.errors import raise_if
+from inference_platform.components.identity.pod_identity import PodIdentityRole, PodIdentityRoleArgs
+from inference_platform.components.observability import dashboards
+from inference_platform.components.observability.rules import RuleSet, rule_groups
+from inference_platform.components.secrets.delivery import CSI_DRIVER_NAME, SecretDelivery, SecretDeliveryArgs
 
 DEFAULT_NAMESPACE = "monitoring"
 NODE_EXPORTER_NAMESPACE = "node-exporter"

@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from components.observability import promql as q
-from components.observability.promql import Scope
+from inference_platform.components.observability import promql as q
+from inference_platform.components.observability.promql import Scope
 
 Vendor = Literal["nvidia", "neuron"]
 DEFAULT_RUNBOOK_BASE = "docs/runbooks.md"

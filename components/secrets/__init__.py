@@ -5,12 +5,12 @@ This module is the area's public surface; the modules beside it hold the pieces 
 
 from typing import TYPE_CHECKING
 
-from components.common.exports import lazy_exports
+from inference_platform.components.common.exports import lazy_exports
 
 if TYPE_CHECKING:
-    from components.secrets.delivery import SecretDelivery, SecretDeliveryArgs
-    from components.secrets.secrets_manager import Secrets, SecretsArgs
-    from components.secrets.secrets_store_csi import SecretsStoreCsi, SecretsStoreCsiArgs
+    from inference_platform.components.secrets.delivery import SecretDelivery, SecretDeliveryArgs
+    from inference_platform.components.secrets.secrets_manager import Secrets, SecretsArgs
+    from inference_platform.components.secrets.secrets_store_csi import SecretsStoreCsi, SecretsStoreCsiArgs
 
 __all__ = [
     "SecretDelivery",

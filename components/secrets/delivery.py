@@ -18,9 +18,8 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 import yaml
-
-from components.common.errors import raise_if
-from components.storage.documents import secret_read_policy
+from inference_platform.components.common.errors import raise_if
+from inference_platform.components.storage.documents import secret_read_policy
 
 API_VERSION = "secrets-store.csi.x-k8s.io/v1"
 KIND = "SecretProviderClass"

@@ -15,8 +15,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 import pulumi_random as random
-
-from components.common.errors import raise_if
+from inference_platform.components.common.errors import raise_if
 
 MIN_API_KEY_LENGTH = 32
 DEFAULT_API_KEY_COUNT = 2

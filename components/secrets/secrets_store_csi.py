@@ -15,7 +15,7 @@ What that costs, and why it is acceptable:
 - Synced values sit in etcd: only the Secrets a SecretProviderClass lists under ``secretObjects``, i.e.
   the edge's client API keys and the Redis AUTH token in the gateway's namespace (no model-store or
   serving secret is synced). EKS encrypts Secrets in etcd with the cluster's KMS key (envelope
-  encryption, components.cluster), and the Secret lives only while a pod mounts the class (the driver
+  encryption, inference_platform.components.cluster), and the Secret lives only while a pod mounts the class (the driver
   owns it through the pod's SecretProviderClassPodStatus, so it is garbage-collected with it).
 - The chart's sync RBAC is cluster-wide: a ClusterRole ``secretprovidersyncing-role`` (create, delete,
   get, list, patch, update, watch on every Secret) bound by a ClusterRoleBinding to the driver's service
@@ -32,10 +32,9 @@ from dataclasses import dataclass
 
 import pulumi
 import pulumi_kubernetes as k8s
-
-from components.catalog.charts import Chart
-from components.catalog.storage_charts import SECRETS_STORE_CSI_DRIVER, SECRETS_STORE_PROVIDER_AWS
-from components.common.errors import raise_if
+from inference_platform.components.catalog.charts import Chart
+from inference_platform.components.catalog.storage_charts import SECRETS_STORE_CSI_DRIVER, SECRETS_STORE_PROVIDER_AWS
+from inference_platform.components.common.errors import raise_if
 
 DRIVER_NAMESPACE = "kube-system"
 DEFAULT_ROTATION_POLL_INTERVAL = "2m"

@@ -7,14 +7,14 @@ This module is the area's public surface; the modules beside it hold the pieces 
 
 from typing import TYPE_CHECKING
 
-from components.common.exports import lazy_exports
+from inference_platform.components.common.exports import lazy_exports
 
 if TYPE_CHECKING:
-    from components.serving.controllers import ServingControllers, ServingControllersArgs
-    from components.serving.engine_build import EngineBuild, EngineBuildArgs
-    from components.serving.image_repository import ImageRepository, ImageRepositoryArgs
-    from components.serving.inference_service import Exposure, InferenceService, InferenceServiceArgs
-    from components.serving.workload_namespace import WorkloadNamespace, WorkloadNamespaceArgs
+    from inference_platform.components.serving.controllers import ServingControllers, ServingControllersArgs
+    from inference_platform.components.serving.engine_build import EngineBuild, EngineBuildArgs
+    from inference_platform.components.serving.image_repository import ImageRepository, ImageRepositoryArgs
+    from inference_platform.components.serving.inference_service import Exposure, InferenceService, InferenceServiceArgs
+    from inference_platform.components.serving.workload_namespace import WorkloadNamespace, WorkloadNamespaceArgs
 
 __all__ = [
     "EngineBuild",

@@ -26,11 +26,10 @@ from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_kubernetes as k8s
-
-from components.catalog.serving_contract import MODELS_DIR
-from components.common.errors import raise_if
-from components.compute.pool_profile import LABEL_POOL
-from components.serving.pod import (
+from inference_platform.components.catalog.serving_contract import MODELS_DIR
+from inference_platform.components.common.errors import raise_if
+from inference_platform.components.compute.pool_profile import LABEL_POOL
+from inference_platform.components.serving.pod import (
     SECRETS_CSI_DRIVER,
     SETTINGS_FILE,
     SHM_DIR,

@@ -23,11 +23,10 @@ from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
-
-from components.catalog.serving_contract import GRPC_PORT, HTTP_PORT, METRICS_PATH, METRICS_PORT
-from components.common.errors import raise_if
-from components.serving import mpi_launch
-from components.serving.pod import (
+from inference_platform.components.catalog.serving_contract import GRPC_PORT, HTTP_PORT, METRICS_PATH, METRICS_PORT
+from inference_platform.components.common.errors import raise_if
+from inference_platform.components.serving import mpi_launch
+from inference_platform.components.serving.pod import (
     PORTS,
     SETTINGS_FILE,
     Drain,
@@ -77,7 +76,7 @@ class InferenceServiceArgs:
     serving_config: str
     """Required. The validated serving section as JSON (what ``inferctl serve --settings`` reads)."""
     model: ModelSource
-    """Required. Where engine and tokenizer come from (components.serving.pod.ModelSource)."""
+    """Required. Where engine and tokenizer come from (inference_platform.components.serving.pod.ModelSource)."""
     placement: Placement
     """Required. Pool, taints, accelerators and EFA per pod, spread."""
     resources: Resources
@@ -105,9 +104,9 @@ class InferenceServiceArgs:
     pdb_max_unavailable: int = 1
     """Default 1 (>= 1). Pods a voluntary disruption may evict at once."""
     probes: Probes = field(default_factory=Probes)
-    """Default: a 30-minute startup budget, 10 s period (components.serving.pod.Probes)."""
+    """Default: a 30-minute startup budget, 10 s period (inference_platform.components.serving.pod.Probes)."""
     drain: Drain = field(default_factory=Drain)
-    """Default: 15 s preStop, 60 s grace period (components.serving.pod.Drain)."""
+    """Default: 15 s preStop, 60 s grace period (inference_platform.components.serving.pod.Drain)."""
     secrets: SecretMount | None = None
     """Default none. The API-key files through the secrets CSI driver."""
     neuron: bool = False
@@ -121,7 +120,7 @@ class InferenceServiceArgs:
     depends_on: Sequence[pulumi.Resource] = field(default_factory=tuple)
     """Default none. What custom resources need first (the LeaderWorkerSet and Prometheus CRD releases)."""
     namespace_resources: Sequence[pulumi.Resource] = field(default_factory=tuple)
-    """Default none. The namespace and service account (components.workload_namespace): every object of
+    """Default none. The namespace and service account (inference_platform.components.workload_namespace): every object of
     the rollout waits for them, so ordering is explicit rather than left to API retries."""
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from components.serving.pod import (
+from inference_platform.components.serving.pod import (
     LABEL_HOST,
     LABEL_ZONE,
     SERVER_CONTAINER,

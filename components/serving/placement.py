@@ -10,7 +10,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from components import catalog
+from inference_platform.components import catalog
 
 GIB = 2**30
 # What a node keeps for itself before pods: kubelet and container runtime, the eviction threshold and

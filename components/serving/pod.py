@@ -18,10 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import pulumi
-
-from components.catalog import cold_start
-from components.catalog.efa import EFA_ENV
-from components.catalog.serving_contract import (
+from inference_platform.components.catalog.efa import EFA_ENV
+from inference_platform.components.catalog.serving_contract import (
     GRPC_PORT,
     HTTP_PORT,
     LIVE_PATH,
@@ -29,7 +27,8 @@ from components.catalog.serving_contract import (
     MODELS_DIR,
     READY_PATH,
 )
-from components.compute.pool_profile import LABEL_POOL, Taint
+from inference_platform.components.compute.pool_profile import LABEL_POOL, Taint
+from inference_platform.planners import cold_start
 
 SERVER_CONTAINER = "triton"
 SETTINGS_DIR = "/etc/inference"
@@ -240,7 +239,7 @@ def init_containers(pod: ServerPod) -> list[dict[str, Any]]:
         mounts = [{"name": "models", "mountPath": str(MODELS_DIR)}, _mount("scratch", SCRATCH_DIR)]
         if model.kind == "fsx":
             # Files copied STAGE_STREAMS at a time (one cp -R stream could not fill FSx or the node's disk:
-            # components/catalog/cold_start.py); the server re-hashes every file.
+            # planners/cold_start.py); the server re-hashes every file.
             command: list[pulumi.Input[str]] = ["sh", "-c", STAGE_SCRIPT, "stage", f"{CACHE_MOUNT}{path}", dest,
                                                 str(STAGE_STREAMS)]  # fmt: skip
             mounts.append({"name": "model-cache", "mountPath": CACHE_MOUNT, "readOnly": True})

@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_kubernetes as k8s
-
-from components.common.errors import raise_if
+from inference_platform.components.common.errors import raise_if
 
 POD_SECURITY_LEVELS = ("privileged", "baseline", "restricted")
 DEFAULT_ENFORCE = "restricted"

@@ -6,13 +6,13 @@ This module is the area's public surface; the modules beside it hold the pieces 
 
 from typing import TYPE_CHECKING
 
-from components.common.exports import lazy_exports
+from inference_platform.components.common.exports import lazy_exports
 
 if TYPE_CHECKING:
-    from components.storage.fsx_csi import FsxCsi, FsxCsiArgs
-    from components.storage.model_access import ModelAccess, ModelAccessArgs, ServiceAccount
-    from components.storage.model_cache import ModelCache, ModelCacheArgs
-    from components.storage.model_store import LifecycleArgs, ModelStore, ModelStoreArgs
+    from inference_platform.components.storage.fsx_csi import FsxCsi, FsxCsiArgs
+    from inference_platform.components.storage.model_access import ModelAccess, ModelAccessArgs, ServiceAccount
+    from inference_platform.components.storage.model_cache import ModelCache, ModelCacheArgs
+    from inference_platform.components.storage.model_store import LifecycleArgs, ModelStore, ModelStoreArgs
 
 __all__ = [
     "FsxCsi",

@@ -13,10 +13,9 @@ from dataclasses import dataclass
 
 import pulumi
 import pulumi_kubernetes as k8s
-
-from components.catalog.charts import Chart
-from components.catalog.storage_charts import FSX_CSI_DRIVER
-from components.common.errors import raise_if
+from inference_platform.components.catalog.charts import Chart
+from inference_platform.components.catalog.storage_charts import FSX_CSI_DRIVER
+from inference_platform.components.common.errors import raise_if
 
 CSI_DRIVER_NAME = "fsx.csi.aws.com"
 DRIVER_NAMESPACE = "kube-system"

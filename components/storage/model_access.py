@@ -16,10 +16,9 @@ from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_aws as aws
-
-from components.common.errors import raise_if
-from components.identity.pod_identity import pod_identity_trust
-from components.storage.documents import model_access_policy
+from inference_platform.components.common.errors import raise_if
+from inference_platform.components.identity.pod_identity import pod_identity_trust
+from inference_platform.components.storage.documents import model_access_policy
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 

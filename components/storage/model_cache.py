@@ -14,9 +14,8 @@ from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_aws as aws
-
-from components.common.errors import raise_if
-from components.storage import lustre
+from inference_platform.components.common.errors import raise_if
+from inference_platform.components.storage import lustre
 
 DEFAULT_STORAGE_CAPACITY_GIB = 1200
 DEFAULT_PER_UNIT_THROUGHPUT = 250

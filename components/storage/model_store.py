@@ -15,10 +15,13 @@ from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_aws as aws
-
-from components.catalog.names import fit_name
-from components.common.errors import raise_if
-from components.storage.documents import load_balancer_log_statement, log_bucket_policy, model_bucket_policy
+from inference_platform.components.catalog.names import fit_name
+from inference_platform.components.common.errors import raise_if
+from inference_platform.components.storage.documents import (
+    load_balancer_log_statement,
+    log_bucket_policy,
+    model_bucket_policy,
+)
 
 DEFAULT_MODEL_PREFIX = "models/"
 DEFAULT_NONCURRENT_TRANSITION_DAYS = 30

@@ -7,12 +7,16 @@ This module is the area's public surface; the modules beside it hold the pieces 
 
 from typing import TYPE_CHECKING
 
-from components.common.exports import lazy_exports
+from inference_platform.components.common.exports import lazy_exports
 
 if TYPE_CHECKING:
-    from components.verification.load_test import LoadTest, LoadTestArgs
-    from components.verification.pods import PodShape
-    from components.verification.verification_job import InClusterTarget, VerificationJob, VerificationJobArgs
+    from inference_platform.components.verification.load_test import LoadTest, LoadTestArgs
+    from inference_platform.components.verification.pods import PodShape
+    from inference_platform.components.verification.verification_job import (
+        InClusterTarget,
+        VerificationJob,
+        VerificationJobArgs,
+    )
 
 __all__ = [
     "InClusterTarget",

@@ -6,10 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pulumi
-
-from components.identity.pod_identity import PodIdentityRole, PodIdentityRoleArgs
-from components.secrets.delivery import SecretDelivery, SecretDeliveryArgs
-from components.verification import pods
+from inference_platform.components.identity.pod_identity import PodIdentityRole, PodIdentityRoleArgs
+from inference_platform.components.secrets.delivery import SecretDelivery, SecretDeliveryArgs
+from inference_platform.components.verification import pods
 
 
 def deliver_one_key(

@@ -10,7 +10,7 @@
   ends when the master quits; ``pulumi up`` does not wait on them (``skipAwait``): the master's completion
   is the test's outcome and a missing worker shows there.
 - Image: the serving image (by digest), which carries ``inferctl`` and the Locust extras
-  (inference_image/requirements-image.txt). The locustfile is ``inferctl/loadtest/locustfile.py`` inside
+  (inference_image/requirements-image.txt). The locustfile is ``loadgen/locustfile.py`` inside
   it: a ConfigMap copy could drift from the ``inferctl`` that reads its records, and a stock Locust image
   lacks the LLM-aware user's imports.
 - Workers run on the system node group only (required node affinity to ``node-role: system``, no
@@ -30,20 +30,19 @@ from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_kubernetes as k8s
-
-from components.catalog.load_generator import LOAD_SECONDS_ANNOTATION, LOAD_TEST_WORKER_LABELS
-from components.common.errors import raise_if
-from components.serving.workload_namespace import WorkloadNamespace, WorkloadNamespaceArgs
-from components.verification import pods
-from components.verification.key_delivery import deliver_one_key
-from components.verification.pods import PodShape
-from components.verification.verification_job import REPLACE_UNREADY
+from inference_platform.components.catalog.load_generator import LOAD_SECONDS_ANNOTATION, LOAD_TEST_WORKER_LABELS
+from inference_platform.components.common.errors import raise_if
+from inference_platform.components.serving.workload_namespace import WorkloadNamespace, WorkloadNamespaceArgs
+from inference_platform.components.verification import pods
+from inference_platform.components.verification.key_delivery import deliver_one_key
+from inference_platform.components.verification.pods import PodShape
+from inference_platform.components.verification.verification_job import REPLACE_UNREADY
 
 DEFAULT_NAMESPACE = "loadtest"
 SERVICE_ACCOUNT = "loadtest"
 MASTER_PORT = 5557
 MASTER_SERVICE = "loadtest-master"
-# inferctl/loadtest/runner.py: the master allows 20 s to stop beyond the run and its last requests.
+# loadgen/runner.py: the master allows 20 s to stop beyond the run and its last requests.
 MASTER_STOP_SECONDS = 20
 START_ALLOWANCE_SECONDS = 600
 DEFAULT_EXPECT_WORKERS_SECONDS = 600

@@ -26,11 +26,10 @@ from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_kubernetes as k8s
-
-from components.common.errors import raise_if
-from components.verification import pods
-from components.verification.key_delivery import deliver_one_key
-from components.verification.pods import PodShape
+from inference_platform.components.common.errors import raise_if
+from inference_platform.components.verification import pods
+from inference_platform.components.verification.key_delivery import deliver_one_key
+from inference_platform.components.verification.pods import PodShape
 
 SERVICE_ACCOUNT = "verification"
 REPLACE_UNREADY = "pulumi.com/replaceUnready"

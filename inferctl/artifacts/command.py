@@ -8,11 +8,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from inferctl.artifacts.errors import IntegrityError
-from inferctl.artifacts.metadata import ACCELERATORS, PRECISIONS
+from inference_platform.artifacts.errors import IntegrityError
+from inference_platform.artifacts.metadata import ACCELERATORS, PRECISIONS
 
 if TYPE_CHECKING:
-    from inferctl.artifacts.transfer import TransferSettings
+    from inference_platform.artifacts.transfer import TransferSettings
 
 T = TypeVar("T")
 
@@ -83,8 +83,8 @@ def _transfer_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def _upload(args: argparse.Namespace) -> int:
-    from inferctl.artifacts.metadata import load_metadata
-    from inferctl.artifacts.uploader import upload
+    from inference_platform.artifacts.metadata import load_metadata
+    from inference_platform.artifacts.uploader import upload
 
     fields = (
         "architecture", "precision", "tensor_parallel_size", "pipeline_parallel_size",
@@ -102,7 +102,7 @@ def _upload(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from inferctl.artifacts.verifier import verify
+    from inference_platform.artifacts.verifier import verify
 
     report = verify(
         args.uri,
@@ -120,7 +120,7 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _download(args: argparse.Namespace) -> int:
-    from inferctl.artifacts.downloader import download
+    from inference_platform.artifacts.downloader import download
 
     manifest = _raise_listing(
         lambda: download(
@@ -151,7 +151,7 @@ def _raise_listing(action: Callable[[], T]) -> T:
 
 
 def _settings(args: argparse.Namespace) -> TransferSettings:
-    from inferctl.artifacts.transfer import MIB, TransferSettings
+    from inference_platform.artifacts.transfer import MIB, TransferSettings
 
     overrides = {}
     if args.concurrency is not None:

@@ -1,4 +1,4 @@
-"""The cold start of a ``capacity plan`` option (components/catalog/cold_start.py), for text and JSON.
+"""The cold start of a ``capacity plan`` option (planners/cold_start.py), for text and JSON.
 
 Without a stack, the plan cannot know the provisioner or where the weights come from: flags say it
 (``--provisioner``, ``--model-source``, ``--fsx-mb-s``), and the node's NVMe disks are used when the
@@ -35,7 +35,8 @@ def checks(args: argparse.Namespace) -> list[tuple[str, bool, str]]:
 
 
 def for_option(option: Any, args: argparse.Namespace) -> Any:
-    from components.catalog import cold_start, models
+    from inference_platform.components.catalog import models
+    from inference_platform.planners import cold_start
 
     replica = option.replica
     d = cold_start.disks(replica.node.name)
@@ -55,7 +56,7 @@ def for_option(option: Any, args: argparse.Namespace) -> Any:
 
 
 def as_json(cs: Any, ramp_percent_per_hour: float) -> dict[str, Any]:
-    from components.catalog import cold_start
+    from inference_platform.planners import cold_start
 
     out = cs.to_dict()
     out["rampPercentPerHour"] = ramp_percent_per_hour
@@ -64,7 +65,7 @@ def as_json(cs: Any, ramp_percent_per_hour: float) -> dict[str, Any]:
 
 
 def as_text(cs: Any, ramp_percent_per_hour: float) -> str:
-    from components.catalog import cold_start
+    from inference_platform.planners import cold_start
 
     share = cold_start.max_target_share(cs.new_node_s, ramp_percent_per_hour / 100)
     lines = cold_start.text(cs)

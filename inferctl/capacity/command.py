@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from inferctl.errors import CommandError
+from inference_platform.errors import CommandError
 
 # PlanningError.field -> the flag that sets it.
 FLAGS: dict[str, str] = {
@@ -107,12 +107,12 @@ def register(subparsers: Any) -> None:
     p.add_argument("--region", default="us-east-1", help="price table region (default us-east-1)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--plot", type=Path, metavar="FILE.png", help="draw throughput vs batch and cost vs tokens/day")
-    from inferctl.capacity import cold_start as cold_start_flags
+    from inference_platform.inferctl.capacity import cold_start as cold_start_flags
 
     cold_start_flags.add_flags(p)
     p.set_defaults(handler=run_plan)
 
-    from inferctl.capacity import calibrate
+    from inference_platform.inferctl.capacity import calibrate
 
     calibrate.register(sub)
 
@@ -145,8 +145,8 @@ def _demand_flags(p: argparse.ArgumentParser) -> None:
 
 
 def _bad(err: Exception, fallback: str) -> CommandError:
-    from components.catalog.capacity import PlanningError
-    from components.catalog.prices import PriceError
+    from inference_platform.components.catalog.prices import PriceError
+    from inference_platform.planners.capacity import PlanningError
 
     if isinstance(err, PlanningError):
         flag = FLAGS.get(err.field, err.field)
@@ -184,7 +184,7 @@ def _demand_checks(args: argparse.Namespace) -> list[tuple[str, bool, str]]:
 
 
 def _slo(ttft: float | None, itl: float | None, flags: str) -> Any:
-    from components.catalog.latency import Slo
+    from inference_platform.planners.latency import Slo
 
     if ttft is None or itl is None:
         return None
@@ -195,7 +195,7 @@ def _slo(ttft: float | None, itl: float | None, flags: str) -> Any:
 
 
 def _demand(args: argparse.Namespace) -> Any:
-    from components.catalog import capacity
+    from inference_platform.planners import capacity
 
     check_flags(_demand_checks(args))
     slo = _slo(args.slo_ttft_ms, args.slo_itl_ms, "--slo-ttft-ms/--slo-itl-ms")
@@ -209,8 +209,8 @@ def _demand(args: argparse.Namespace) -> Any:
 
 
 def run_throughput(args: argparse.Namespace) -> int:
-    from components.catalog import capacity, latency
-    from components.catalog.models import SizingError
+    from inference_platform.components.catalog.models import SizingError
+    from inference_platform.planners import capacity, latency
 
     check_flags([
         ("--tp", args.tp >= 1, f"got {args.tp}; expected an integer >= 1"),
@@ -242,7 +242,7 @@ def run_throughput(args: argparse.Namespace) -> int:
         )
     out = throughput_json(prediction)
     if args.plot:
-        from inferctl.capacity.plots import throughput_plot
+        from inference_platform.inferctl.capacity.plots import throughput_plot
 
         throughput_plot([prediction], args.plot)
         out["plot"] = str(args.plot)
@@ -255,8 +255,9 @@ def run_throughput(args: argparse.Namespace) -> int:
 
 def _replica_for(model: str, precision: str, accelerator: str, tp: int, kv_dtype: str) -> Any:
     """The cheapest node type of the chip (per accelerator-hour) on which ``tp`` is a valid layout."""
-    from components.catalog import capacity, latency, models
-    from components.catalog.models import SizingError
+    from inference_platform.components.catalog import models
+    from inference_platform.components.catalog.models import SizingError
+    from inference_platform.planners import capacity, latency
 
     problems = []
     candidates = sorted(capacity.instances_for(accelerator), key=lambda t: t.price_per_accelerator_hour_usd or 0)
@@ -352,8 +353,8 @@ def _plan_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 
 def _features(args: argparse.Namespace) -> tuple[Any, Any]:
     """(PlanningFactors, latency.Features) from --factors and the feature flags; exit 2 naming the flag."""
-    from components.catalog.latency import Features
-    from components.catalog.planning_factors import DEFAULT_FACTORS, Factor, PlanningFactors
+    from inference_platform.planners.latency import Features
+    from inference_platform.planners.planning_factors import DEFAULT_FACTORS, Factor, PlanningFactors
 
     factors = DEFAULT_FACTORS
     if args.factors is not None:
@@ -385,10 +386,10 @@ def _features(args: argparse.Namespace) -> tuple[Any, Any]:
 
 
 def run_plan(args: argparse.Namespace) -> int:
-    from components.catalog import capacity
-    from components.catalog.models import SizingError
-    from inferctl.capacity import cold_start as cold_start_view
-    from inferctl.capacity.render import compare_json, compare_text, plan_json, plan_text
+    from inference_platform.components.catalog.models import SizingError
+    from inference_platform.inferctl.capacity import cold_start as cold_start_view
+    from inference_platform.inferctl.capacity.render import compare_json, compare_text, plan_json, plan_text
+    from inference_platform.planners import capacity
 
     check_flags(cold_start_view.checks(args))
     demand = _demand(args)
@@ -428,7 +429,7 @@ def run_plan(args: argparse.Namespace) -> int:
     except (SizingError, LookupError) as err:
         raise _bad(err, "--model") from None
     if args.plot:
-        from inferctl.capacity.plots import plan_plot
+        from inference_platform.inferctl.capacity.plots import plan_plot
 
         plan_plot([p for _, p, _ in plans if p], args.plot)
         out["plot"] = str(args.plot)
@@ -438,9 +439,9 @@ def run_plan(args: argparse.Namespace) -> int:
 
 
 def run_fleet(args: argparse.Namespace) -> int:
-    from components.catalog import capacity
-    from components.catalog.models import SizingError
-    from inferctl.capacity.render import fleet_json, fleet_text
+    from inference_platform.components.catalog.models import SizingError
+    from inference_platform.inferctl.capacity.render import fleet_json, fleet_text
+    from inference_platform.planners import capacity
 
     demand = _demand(args)
     quotas: dict[str, int] = {}

@@ -12,9 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-from components.catalog import capacity
-from components.catalog.capacity import Plan
+from inference_platform.planners import capacity
+from inference_platform.planners.capacity import Plan
 
 
 def _pyplot() -> Any:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from components.catalog.capacity import (
+from inference_platform.planners.capacity import (
     EKS_MAX_NODES_PER_MANAGED_NODE_GROUP,
     K8S_MAX_NODES_PER_CLUSTER,
     RANK_BASIS,

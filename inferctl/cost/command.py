@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from inferctl.errors import CommandError
+from inference_platform.errors import CommandError
 
 
 def register(subparsers: Any) -> None:
@@ -35,9 +35,9 @@ def load_plan(path: Path, flag: str) -> dict[str, Any]:
 
 
 def estimate_plan(data: dict[str, Any], flag: str, policy_config: Path | None = None) -> Any:
-    from components.catalog import costing
-    from components.catalog.prices import PriceError
-    from inferctl.cost.summary import usage_for
+    from inference_platform.components.catalog.prices import PriceError
+    from inference_platform.inferctl.cost.summary import usage_for
+    from inference_platform.planners import costing
 
     usage = usage_for(str(data.get("stack", "")), policy_config)
     try:
@@ -47,7 +47,7 @@ def estimate_plan(data: dict[str, Any], flag: str, policy_config: Path | None = 
 
 
 def run(args: argparse.Namespace) -> int:
-    from inferctl.cost.render import delta_json, estimate_json, text
+    from inference_platform.inferctl.cost.render import delta_json, estimate_json, text
 
     head = estimate_plan(load_plan(args.plan, "plan"), "plan", args.policy_config)
     base = (

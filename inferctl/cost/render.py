@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.catalog.costing import Estimate, Line
-from components.catalog.prices import PRICE_DATE, SERVICE_SOURCE
+from inference_platform.components.catalog.prices import PRICE_DATE, SERVICE_SOURCE
+from inference_platform.planners.costing import Estimate, Line
 
 
 def _line_json(line: Line) -> dict[str, Any]:

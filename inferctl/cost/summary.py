@@ -14,8 +14,9 @@ def usage_for(stack: str, path: Path | None = None) -> Any:
     """Usage assumptions of the stack's cost policy (``cost-monthly-budget.assumptions`` in
     ``policies/config/<stack>.json`` or ``path``), the same ones the policy prices with. Exit 2 naming
     every bad key of every cost policy's ``assumptions`` at once."""
-    from components.catalog import costing
-    from inferctl.errors import CommandError
+    from inference_platform.planners import costing
+
+    from inference_platform.errors import CommandError
 
     candidate = path or POLICY_CONFIG_DIR / f"{stack}.json"
     if path is None and not candidate.is_file():
@@ -32,9 +33,10 @@ def check_pack_config(config: Any, source: Path | str) -> None:
     """CommandError (exit 2) with one line per bad entry of a policy-pack configuration
     (policies/pack_config.py): unknown policies or keys, bad enforcement levels, wrong types, non-finite
     or negative numbers."""
-    from inferctl.errors import CommandError
-    from policies import pack_config
-    from policies.pack import POLICIES
+    from inference_platform.policies import pack_config
+    from inference_platform.policies.pack import POLICIES
+
+    from inference_platform.errors import CommandError
 
     found = pack_config.problems(config, POLICIES) + assumption_problems(config)
     if found:
@@ -46,7 +48,7 @@ def check_pack_config(config: Any, source: Path | str) -> None:
 def check_assumptions(config: Mapping[str, Any], source: Path | str) -> None:
     """CommandError (exit 2) naming ``<policy>.assumptions.<key>``, value and what is allowed, for every
     cost policy of a policy pack config; the pack would refuse the same config."""
-    from inferctl.errors import CommandError
+    from inference_platform.errors import CommandError
 
     problems = assumption_problems(config)
     if problems:
@@ -55,7 +57,7 @@ def check_assumptions(config: Mapping[str, Any], source: Path | str) -> None:
 
 def assumption_problems(config: Any) -> list[str]:
     """``<policy>.assumptions.<key>: <message>`` for every bad usage assumption of every cost policy."""
-    from components.catalog import costing
+    from inference_platform.planners import costing
 
     problems: list[str] = []
     for name, entry in config.items() if isinstance(config, Mapping) else ():
@@ -69,7 +71,7 @@ def assumption_problems(config: Any) -> list[str]:
 
 
 def resources_as_dicts(resources: Iterable[Any]) -> list[dict[str, Any]]:
-    """Recorded resources (inferctl.plan.recorder) as the dicts ``costing`` reads."""
+    """Recorded resources (inference_platform.offline_plan.recorder) as the dicts ``costing`` reads."""
     return [
         {"urn": r.urn, "type": r.type, "name": r.name, "custom": r.custom, "id": r.id, "inputs": r.inputs}
         for r in resources
@@ -79,15 +81,15 @@ def resources_as_dicts(resources: Iterable[Any]) -> list[dict[str, Any]]:
 def estimate_for(resources: list[dict[str, Any]], outputs: Mapping[str, Any] | None, stack: str,
                  policy_config: Path | None = None) -> Any:  # fmt: skip
     """The stack's estimate; PriceError when its region is not priced."""
-    from components.catalog import costing
+    from inference_platform.planners import costing
 
     region = costing.plan_region({"outputs": outputs or {}, "resources": resources})
     return costing.estimate(resources, region=region, usage=usage_for(stack, policy_config))
 
 
 def summary_line(resources: list[dict[str, Any]], outputs: Mapping[str, Any] | None, stack: str) -> str:
-    from components.catalog.prices import PriceError
-    from inferctl.cost.render import money
+    from inference_platform.components.catalog.prices import PriceError
+    from inference_platform.inferctl.cost.render import money
 
     try:
         e = estimate_for(resources, outputs, stack)

@@ -1,1 +1,2 @@
-"""Load tests on Locust (master/worker): LLM-aware users, load shapes, per-request records, reports."""
+"""``inferctl loadtest``: the command layer and chart over the load-generation library
+(``inference_platform.loadgen``)."""

@@ -16,11 +16,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from inferctl.errors import CommandError
-from inferctl.loadtest import records as rec
-from inferctl.loadtest.config import LoadConfig, Shape, SizeDistribution
-from inferctl.loadtest.runner import run as run_load
-from inferctl.processes import free_port
+from inference_platform.loadgen import records as rec
+from inference_platform.loadgen.config import LoadConfig, Shape, SizeDistribution
+from inference_platform.loadgen.runner import run as run_load
+
+from inference_platform.errors import CommandError
+from inference_platform.processes import free_port
 
 TOKENS = 16
 DEFAULT_USERS = 64
@@ -101,7 +102,7 @@ def stub_bootstrap(port: int, admin_port: int, *, tokens: int = TOKENS) -> dict[
 @contextlib.contextmanager
 def envoy_stub(work_dir: Path, *, tokens: int = TOKENS) -> Iterator[str]:
     """Yield the base URL of a stream-answering Envoy on 127.0.0.1; stop it on exit."""
-    from inferctl.serving.local_edge import envoy_process
+    from inference_platform.inferctl.serving.local_edge import envoy_process
 
     port, admin = free_port(), free_port()
     config = work_dir / "envoy-stub.json"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
-from inferctl.loadtest.records import Summary
+from inference_platform.loadgen.records import Summary
 
 
 def latency_chart(

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from components.catalog.load_generator import MEASURED_PER_WORKER_RPS
+from inference_platform.components.catalog.load_generator import MEASURED_PER_WORKER_RPS
 
 DEFAULT_OUT = Path("build/loadtest")
 
@@ -97,8 +97,9 @@ def register(subparsers: Any) -> None:
 
 
 def parse_size(flag: str, text: str) -> Any:
-    from inferctl.errors import CommandError
-    from inferctl.loadtest.config import SizeDistribution
+    from inference_platform.loadgen.config import SizeDistribution
+
+    from inference_platform.errors import CommandError
 
     mean, _, spread = text.partition(":")
     try:
@@ -108,8 +109,9 @@ def parse_size(flag: str, text: str) -> Any:
 
 
 def build_config(args: argparse.Namespace) -> Any:
-    from inferctl.errors import CommandError
-    from inferctl.loadtest.config import LoadConfig, Shape
+    from inference_platform.loadgen.config import LoadConfig, Shape
+
+    from inference_platform.errors import CommandError
 
     try:
         steps = tuple(int(s) for s in args.steps.split(",")) if args.steps else ()
@@ -146,10 +148,11 @@ def build_config(args: argparse.Namespace) -> Any:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    from inferctl.errors import CommandError
-    from inferctl.loadtest import records as rec
-    from inferctl.loadtest.chart import latency_chart
-    from inferctl.loadtest.runner import run
+    from inference_platform.inferctl.loadtest.chart import latency_chart
+    from inference_platform.loadgen import records as rec
+    from inference_platform.loadgen.runner import run
+
+    from inference_platform.errors import CommandError
 
     config = build_config(args)
     key = _key(args)
@@ -221,8 +224,9 @@ def format_summary(summary: Any, levels: dict[float, Any], knee: float | None, l
 def _worker(args: argparse.Namespace, config: Any, key: str | None) -> int:
     """This process becomes one Locust worker (a worker pod: its index is the Indexed Job's completion
     index) and ends when the master quits."""
-    from inferctl.errors import CommandError
-    from inferctl.loadtest.runner import JOB_INDEX_ENV, locust_argv, role_env
+    from inference_platform.loadgen.runner import JOB_INDEX_ENV, locust_argv, role_env
+
+    from inference_platform.errors import CommandError
 
     index = int(os.environ.get(JOB_INDEX_ENV, args.worker_index))
     if not 0 <= index < config.workers:
@@ -237,7 +241,7 @@ def _worker(args: argparse.Namespace, config: Any, key: str | None) -> int:
 
 
 def calibrate_command(args: argparse.Namespace) -> int:
-    from inferctl.loadtest.calibrate import calibrate
+    from inference_platform.inferctl.loadtest.calibrate import calibrate
 
     found = calibrate(args.out, url=args.url, users=args.users, seconds=args.seconds, tokens=args.tokens)
     s = found.summary
@@ -250,8 +254,9 @@ def calibrate_command(args: argparse.Namespace) -> int:
 
 
 def size_command(args: argparse.Namespace) -> int:
-    from inferctl.errors import CommandError
-    from inferctl.loadtest.sizing import worker_fleet, workers_needed
+    from inference_platform.loadgen.sizing import worker_fleet, workers_needed
+
+    from inference_platform.errors import CommandError
 
     try:
         plan = workers_needed(args.target_rps, args.per_worker_rps, utilization=args.utilization)
@@ -287,8 +292,9 @@ def size_command(args: argparse.Namespace) -> int:
 
 
 def _key(args: argparse.Namespace) -> str | None:
-    from inferctl.errors import CommandError
-    from inferctl.loadtest.config import API_KEY_ENV
+    from inference_platform.loadgen.config import API_KEY_ENV
+
+    from inference_platform.errors import CommandError
 
     if args.api_key_file is not None:
         try:

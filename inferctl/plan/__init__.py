@@ -1,2 +1,2 @@
-"""The offline plan: run a Pulumi Python program under the SDK's mock engine, record every resource
-as the engine would receive it, evaluate the policy pack, and report (`inferctl plan`)."""
+"""``inferctl plan`` and ``inferctl diff``: the command layer over the offline planner
+(``inference_platform.offline_plan``): arguments, the preview-like report and the PR comment."""

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from inferctl.errors import CommandError
+from inference_platform.errors import CommandError
 
 DEFAULT_OUT = Path("build/plan")
 POLICY_CONFIG_DIR = Path(__file__).resolve().parents[2] / "policies" / "config"
@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
 def _collisions(plans: list[Any]) -> int:
     """Two stacks planned together must not share a physical name: in one AWS account the second
     ``pulumi up`` fails on it, or both stacks manage one resource (policies/rules/names.py)."""
-    from policies.rules.names import colliding_names
+    from inference_platform.policies.rules.names import colliding_names
 
     status = 0
     for i, first in enumerate(plans):
@@ -85,7 +85,7 @@ def _run_one(args: argparse.Namespace, stack: str, stack_file: Path | None) -> t
         # (e.g. an ECR repository) otherwise does not say which stack name made it.
         raise CommandError(f"stack {stack}: {err}", exit_code=err.exit_code) from None
     json_path, md_path = write_outputs(plan, args.out)
-    from inferctl.plan.report import policy_lines, tree
+    from inference_platform.inferctl.plan.report import policy_lines, tree
 
     if args.quiet:
         print(f"{stack}: {len(plan.run.resources)} resources; " + policy_lines(plan))
@@ -98,11 +98,11 @@ def _run_one(args: argparse.Namespace, stack: str, stack_file: Path | None) -> t
 def make_plan(program: Path, stack: str, *, stack_file: Path | None = None, policy_config: Path | None = None,
               secret_values: dict[str, str] | None = None) -> Any:  # fmt: skip
     """Run the program, evaluate the pack; the ``Plan`` the reports are made from."""
-    from inferctl.plan.collector import collector_paused
-    from inferctl.plan.engine import run_program
-    from inferctl.plan.policy_runner import evaluate
-    from inferctl.plan.report import Plan
-    from policies.pack import ENFORCEMENT_LEVEL, POLICIES
+    from inference_platform.inferctl.plan.report import Plan
+    from inference_platform.offline_plan.collector import collector_paused
+    from inference_platform.offline_plan.engine import run_program
+    from inference_platform.offline_plan.policy_runner import evaluate
+    from inference_platform.policies.pack import ENFORCEMENT_LEVEL, POLICIES
 
     config = _policy_config(policy_config, stack)
     with collector_paused():
@@ -114,9 +114,9 @@ def make_plan(program: Path, stack: str, *, stack_file: Path | None = None, poli
 
 
 def write_outputs(plan: Any, out: Path) -> tuple[Path, Path]:
-    from inferctl.plan.manifests import write_manifests
-    from inferctl.plan.model_repository import write_model_repository
-    from inferctl.plan.report import write
+    from inference_platform.inferctl.plan.report import write
+    from inference_platform.offline_plan.manifests import write_manifests
+    from inference_platform.offline_plan.model_repository import write_model_repository
 
     paths = write(plan, out)
     write_manifests(plan.run.resources, out / plan.run.config.stack / "manifests")
@@ -132,7 +132,7 @@ def _policy_config(path: Path | None, stack: str) -> dict[str, Any]:
         config = json.loads(candidate.read_text())
     except (OSError, json.JSONDecodeError) as err:
         raise CommandError(f"policy config {candidate}: {err}", exit_code=2) from None
-    from inferctl.cost.summary import check_pack_config
+    from inference_platform.inferctl.cost.summary import check_pack_config
 
     check_pack_config(config, candidate)  # every bad entry, the cost assumptions' keys included
     return config

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from inferctl.errors import CommandError
+from inference_platform.errors import CommandError
 
 MARKER = "<!-- inference-platform:offline-plan -->"
 # What a resource's diff compares: its inputs and the options that change what the engine does.
@@ -160,8 +160,8 @@ def _canon(value: Any) -> str:
 
 
 def _costs(stack: str, base: dict[str, Any] | None, head: dict[str, Any]) -> tuple[Any, Any, str | None]:
-    from components.catalog.prices import PriceError
-    from inferctl.cost.summary import estimate_for
+    from inference_platform.components.catalog.prices import PriceError
+    from inference_platform.inferctl.cost.summary import estimate_for
 
     try:
         h = estimate_for(head["resources"], head.get("outputs"), stack)
@@ -288,11 +288,11 @@ def _cost_lines(d: StackDiff) -> list[str]:
         out.append(f"\n{len(h.unknown)} resource(s) of unknown cost, not counted: "
                    + ", ".join(f"`{u.type}` {u.name}" for u in h.unknown))  # fmt: skip
     if d.capacity:
-        from inferctl.cost.summary import capacity_line
+        from inference_platform.inferctl.cost.summary import capacity_line
 
         out.append("\n" + capacity_line(d.capacity))
     if d.cold_start:
-        from inferctl.cost.summary import cold_start_line
+        from inference_platform.inferctl.cost.summary import cold_start_line
 
         out.append("\n" + cold_start_line(d.cold_start))
     return out

@@ -8,13 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from inferctl.plan.engine import ProgramRun
-from inferctl.plan.policy_runner import Violation
-from inferctl.plan.recorder import RecordedResource
-
-SECRET_SIG_KEY = "4dabf18193072939515e22adb298388d"
-SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
-SECRET_TEXT = "[secret]"
+from inference_platform.offline_plan.engine import ProgramRun
+from inference_platform.offline_plan.policy_runner import Violation
+from inference_platform.offline_plan.recorder import RecordedResource
+from inference_platform.offline_plan.redact import redact
 
 
 @dataclass(frozen=True)
@@ -26,31 +23,6 @@ class Plan:
     @property
     def mandatory(self) -> list[Violation]:
         return [v for v in self.violations if v.mandatory]
-
-
-def redact(value: Any, *, keep_keys: bool = False) -> Any:
-    """Wire-form value with every secret replaced by ``[secret]``. With ``keep_keys`` a secret mapping keeps its
-    keys (each value ``[secret]``): a manifest's Secret ``stringData`` is secret as a whole (pulumi-kubernetes
-    wraps it), yet its keys are what the API server and a schema check see."""
-    if isinstance(value, dict):
-        if value.get(SECRET_SIG_KEY) == SECRET_SIG:
-            inner = value.get("value")
-            if keep_keys and isinstance(inner, dict):
-                return {k: _secret_leaves(v) for k, v in inner.items()}
-            return SECRET_TEXT
-        return {k: redact(v, keep_keys=keep_keys) for k, v in value.items()}
-    if isinstance(value, list):
-        return [redact(v, keep_keys=keep_keys) for v in value]
-    return value
-
-
-def _secret_leaves(value: Any) -> Any:
-    """Inside a secret: mappings keep their keys, every other value is ``[secret]``."""
-    if isinstance(value, dict) and value.get(SECRET_SIG_KEY) != SECRET_SIG:
-        return {k: _secret_leaves(v) for k, v in value.items()}
-    if isinstance(value, dict) and isinstance(value.get("value"), dict):
-        return _secret_leaves(value["value"])
-    return SECRET_TEXT
 
 
 def to_json(plan: Plan) -> dict[str, Any]:
@@ -130,7 +102,7 @@ def tree(plan: Plan) -> str:
 
 def cost_line(plan: Plan) -> str:
     """The stack's monthly estimate (inferctl cost) in one line."""
-    from inferctl.cost.summary import resources_as_dicts, summary_line
+    from inference_platform.inferctl.cost.summary import resources_as_dicts, summary_line
 
     return summary_line(resources_as_dicts(plan.run.resources), plan.run.outputs, plan.run.config.stack)
 

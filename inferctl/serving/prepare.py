@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from inferctl.serving import settings_source
+from inference_platform.inference_image import settings_source
 
 DEFAULT_WORK_DIR = Path("/work")
 
@@ -44,8 +44,9 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from inferctl.errors import CommandError
-    from inference_image import prepare
+    from inference_platform.inference_image import prepare
+
+    from inference_platform.errors import CommandError
 
     serving = settings_source.load(args)
     options = prepare.PrepareOptions(
@@ -70,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def describe(plan: Any, options: Any) -> dict[str, Any]:
-    from inference_image.build_plan import NeuronCompilePlan
+    from inference_platform.inference_image.build_plan import NeuronCompilePlan
 
     out: dict[str, Any] = {"target": dataclasses.asdict(plan.target)}
     if isinstance(plan, NeuronCompilePlan):

@@ -13,11 +13,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from inferctl.serving import settings_source
+from inference_platform.inference_image import settings_source
 
 
 def register(subparsers: Any) -> None:
-    from inference_image import defaults
+    from inference_platform.inference_image import defaults
 
     parser = subparsers.add_parser(
         "serve",
@@ -53,10 +53,11 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from inferctl.errors import CommandError
-    from inference_image import entrypoint
-    from inference_image.server_args import Listen, redacted
-    from inference_image.testing.cpu_llm.options import StandIn
+    from inference_platform.inference_image import entrypoint
+    from inference_platform.inference_image.server_args import Listen, redacted
+    from inference_platform.inference_image.testing.cpu_llm.options import StandIn
+
+    from inference_platform.errors import CommandError
 
     serving = settings_source.load(args)
     engine_uri = args.engine_uri or serving.artifacts.engine_uri

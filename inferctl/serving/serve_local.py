@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from inference_image.defaults import GRPC_PORT, HTTP_PORT, LOOPBACK, METRICS_PORT
+from inference_platform.inference_image.defaults import GRPC_PORT, HTTP_PORT, LOOPBACK, METRICS_PORT
 
 DEFAULT_STACK = "dev"
 DEFAULT_EDGE_PORT = 8443
@@ -65,8 +65,8 @@ def register(subparsers: Any) -> None:
 
 def build_local_repository(serving: Any, work_dir: Path, stand_in: Any) -> LocalRepository:
     """Tokenizer and stand-in engine (test assets) plus the rendered repository under ``work_dir``."""
-    from inference_image.repository import render_repository
-    from inference_image.testing.assets import write_engine, write_tokenizer
+    from inference_platform.inference_image.repository import render_repository
+    from inference_platform.inference_image.testing.assets import write_engine, write_tokenizer
 
     tokenizer_dir = write_tokenizer(work_dir / "tokenizer")
     engine_dir = write_engine(work_dir / "engine", world_size=serving.world_size)
@@ -78,12 +78,13 @@ def build_local_repository(serving: Any, work_dir: Path, stand_in: Any) -> Local
 
 
 def run(args: argparse.Namespace) -> int:
-    from inferctl import stack_settings
-    from inferctl.errors import CommandError
-    from inferctl.serving import local_triton
-    from inferctl.serving.server_process import ServerProcess
-    from inference_image.server_args import Listen, ServerArgsError, rank0_args
-    from inference_image.testing.cpu_llm.options import StandIn
+    from inference_platform.inferctl.serving import local_triton
+    from inference_platform.inferctl.serving.server_process import ServerProcess
+    from inference_platform.inference_image.server_args import Listen, ServerArgsError, rank0_args
+    from inference_platform.inference_image.testing.cpu_llm.options import StandIn
+    from inference_platform.offline_plan import stack_settings
+
+    from inference_platform.errors import CommandError
 
     settings = stack_settings.load(args.stack, stack_file=args.stack_file)
     serving = settings.serving
@@ -152,7 +153,7 @@ def _check_ports_free(args: argparse.Namespace) -> None:
     import errno
     import socket
 
-    from inferctl.errors import CommandError
+    from inference_platform.errors import CommandError
 
     flags = {"--http-port": args.http_port, "--grpc-port": args.grpc_port, "--metrics-port": args.metrics_port}
     if args.edge:
@@ -226,7 +227,7 @@ class EdgePlan:
 def _edge_plan(args: argparse.Namespace, settings: Any, work_dir: Path) -> EdgePlan:
     import secrets
 
-    from inferctl.serving.local_edge import generate_keys, write_key_file
+    from inference_platform.inferctl.serving.local_edge import generate_keys, write_key_file
 
     policy = settings.edge.policy(max_input_tokens=settings.serving.max_input_len)
     keys = generate_keys(policy)
@@ -235,7 +236,7 @@ def _edge_plan(args: argparse.Namespace, settings: Any, work_dir: Path) -> EdgeP
         key_file.parent.mkdir(parents=True, exist_ok=True)
         write_key_file(key_file, keys)
     except OSError as err:
-        from inferctl.errors import CommandError
+        from inference_platform.errors import CommandError
 
         raise CommandError(f"cannot write --api-key-file {key_file}: {err.strerror}", exit_code=2) from None
     auth = settings.serving.auth
@@ -251,9 +252,9 @@ def _edge_plan(args: argparse.Namespace, settings: Any, work_dir: Path) -> EdgeP
 
 
 def _run_edge(edge: EdgePlan, args: argparse.Namespace) -> Any:
-    from inferctl.serving.edge_envoy import Upstream
-    from inferctl.serving.local_edge import run_edge
-    from inference_image.defaults import GRPC_RESTRICTED_HEADER_PREFIX
+    from inference_platform.inferctl.serving.edge_envoy import Upstream
+    from inference_platform.inferctl.serving.local_edge import run_edge
+    from inference_platform.inference_image.defaults import GRPC_RESTRICTED_HEADER_PREFIX
 
     key = edge.triton_key
     upstream = Upstream(
@@ -275,7 +276,7 @@ def _run_edge(edge: EdgePlan, args: argparse.Namespace) -> Any:
 
 
 def _api_key(path: Path | None) -> str:
-    from inferctl.errors import CommandError
+    from inference_platform.errors import CommandError
 
     if path is None:
         raise CommandError("the stack's serving.auth is enabled: pass --api-key-file", exit_code=2)

@@ -102,10 +102,11 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from inferctl import stack_settings
-    from inferctl.api_key_header import api_key_headers
-    from inferctl.errors import CommandError
-    from inferctl.serving.smoke_http import SmokeFailure
+    from inference_platform.inferctl.serving.smoke_http import SmokeFailure
+    from inference_platform.loadgen.api_key_header import api_key_headers
+    from inference_platform.offline_plan import stack_settings
+
+    from inference_platform.errors import CommandError
 
     if args.requests < 1 or args.max_tokens < 2:
         raise CommandError("--requests must be >= 1 and --max-tokens >= 2", exit_code=2)
@@ -140,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
 def smoke_models(llm_model_name: str, *, through_edge: bool) -> list[str]:
     """The models whose readiness smoke checks: every model of the repository on Triton itself; through the
     edge (an ``https`` URL) only the public ones, since the gateway refuses every endpoint of the others."""
-    from components.catalog.serving_contract import PUBLIC_MODELS
+    from inference_platform.components.catalog.serving_contract import PUBLIC_MODELS
 
     if through_edge:
         return list(PUBLIC_MODELS)
@@ -149,10 +150,10 @@ def smoke_models(llm_model_name: str, *, through_edge: bool) -> list[str]:
 
 def run_smoke(config: SmokeConfig, report: SmokeReport, *, grpc_tls: bool = False) -> SmokeReport:
     """Run every check, filling ``report``; raises SmokeFailure at the first failed check."""
-    from inferctl.serving.latency import slo_misses, summarize
-    from inferctl.serving.smoke_grpc import stream_generate
-    from inferctl.serving.smoke_http import HttpEndpoint, check_health, generate, generate_stream
-    from inferctl.serving.structured import GUIDES
+    from inference_platform.inferctl.serving.smoke_grpc import stream_generate
+    from inference_platform.inferctl.serving.smoke_http import HttpEndpoint, check_health, generate, generate_stream
+    from inference_platform.loadgen.latency import slo_misses, summarize
+    from inference_platform.loadgen.structured import GUIDES
 
     http = HttpEndpoint(config.url, config.headers, config.timeout, ca_file=config.ca_file)
     edge = http.tls
@@ -229,14 +230,14 @@ def run_smoke(config: SmokeConfig, report: SmokeReport, *, grpc_tls: bool = Fals
 
 
 def _require(condition: Any, message: str) -> None:
-    from inferctl.serving.smoke_http import SmokeFailure
+    from inference_platform.inferctl.serving.smoke_http import SmokeFailure
 
     if not condition:
         raise SmokeFailure(message)
 
 
 def _api_key(args: argparse.Namespace) -> str | None:
-    from inferctl.errors import CommandError
+    from inference_platform.errors import CommandError
 
     if args.api_key_file is not None:
         try:
@@ -251,7 +252,7 @@ def _client_key(text: str, client: str | None) -> str:
     """The key of ``client`` in a ``{client: key}`` JSON file (the only one when not named)."""
     import json
 
-    from inferctl.errors import CommandError
+    from inference_platform.errors import CommandError
 
     try:
         keys = json.loads(text)

@@ -12,10 +12,9 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-
-from inferctl.serving.latency import StreamTiming
-from inferctl.serving.smoke_http import SmokeFailure
-from inference_image.defaults import GRPC_RESTRICTED_HEADER_PREFIX
+from inference_platform.inferctl.serving.smoke_http import SmokeFailure
+from inference_platform.inference_image.defaults import GRPC_RESTRICTED_HEADER_PREFIX
+from inference_platform.loadgen.latency import StreamTiming
 
 
 def stream_generate(

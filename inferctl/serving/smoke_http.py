@@ -12,7 +12,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from inferctl.serving.latency import StreamTiming
+from inference_platform.loadgen.latency import StreamTiming
 
 
 class SmokeFailure(Exception):

@@ -62,8 +62,8 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from inferctl import stack_settings
-    from inferctl.verify.verdict import Verdict
+    from inference_platform.inferctl.verify.verdict import Verdict
+    from inference_platform.offline_plan import stack_settings
 
     settings = (
         stack_settings.load_document(args.settings_file, args.stack)
@@ -104,9 +104,10 @@ def run(args: argparse.Namespace) -> int:
 
 def build_plan(args: argparse.Namespace, settings: Any) -> dict[str, Any]:
     """The load to offer, from flags over the stack's settings; bad input exits 2 naming each flag."""
-    from inferctl.errors import CommandError
-    from inferctl.loadtest.config import DEFAULT_MAX_IN_FLIGHT, LoadConfig, Shape, SizeDistribution
-    from inferctl.serving.smoke import _api_key
+    from inference_platform.inferctl.serving.smoke import _api_key
+    from inference_platform.loadgen.config import DEFAULT_MAX_IN_FLIGHT, LoadConfig, Shape, SizeDistribution
+
+    from inference_platform.errors import CommandError
 
     verification = settings.verification
     problems: list[str] = []
@@ -169,7 +170,7 @@ def ramp_steps(total: int) -> tuple[int, ...]:
 
 def secrets_manager_key(settings: Any) -> str:
     """The first inference API key from Secrets Manager (``<project>-<stack>/inference/api-key-1-...``)."""
-    from inferctl.errors import CommandError
+    from inference_platform.errors import CommandError
 
     prefix = f"{settings.name_prefix}/inference/api-key-1-"
     try:
@@ -190,9 +191,9 @@ def secrets_manager_key(settings: Any) -> str:
 
 
 def _smoke(args: argparse.Namespace, settings: Any, plan: dict[str, Any], verdict: Any, report: dict) -> bool:
-    from inferctl.api_key_header import api_key_headers
-    from inferctl.serving.smoke import SmokeConfig, SmokeReport, run_smoke, smoke_models
-    from inferctl.serving.smoke_http import SmokeFailure
+    from inference_platform.inferctl.serving.smoke import SmokeConfig, SmokeReport, run_smoke, smoke_models
+    from inference_platform.inferctl.serving.smoke_http import SmokeFailure
+    from inference_platform.loadgen.api_key_header import api_key_headers
 
     config = plan["config"]
     if args.protocol == "openai":
@@ -226,10 +227,10 @@ def _smoke(args: argparse.Namespace, settings: Any, plan: dict[str, Any], verdic
 
 def _load(settings: Any, plan: dict[str, Any], out: Path, verdict: Any, report: dict) -> Any:
     """Run the load and judge it; returns what draws the chart once the verdict is final (None: no data)."""
-    from inferctl.loadtest import records as rec
-    from inferctl.loadtest.chart import latency_chart
-    from inferctl.loadtest.runner import run as run_load
-    from inferctl.verify.verdict import Limits, judge_load
+    from inference_platform.inferctl.loadtest.chart import latency_chart
+    from inference_platform.inferctl.verify.verdict import Limits, judge_load
+    from inference_platform.loadgen import records as rec
+    from inference_platform.loadgen.runner import run as run_load
 
     config = _sized(settings, plan["config"], plan["api_key"], report)
     slo, vslo = settings.serving.slo, settings.verification.slo
@@ -293,9 +294,9 @@ def _sized(settings: Any, config: Any, api_key: str | None, report: dict) -> Any
     """``config`` with prompts sized by the served model's tokenizer and clamped to the server's limits."""
     from dataclasses import replace
 
-    from inferctl.api_key_header import api_key_headers
-    from inferctl.loadtest.config import PromptSizing
-    from inferctl.loadtest.tokens import measure_sizing
+    from inference_platform.loadgen.api_key_header import api_key_headers
+    from inference_platform.loadgen.config import PromptSizing
+    from inference_platform.loadgen.tokens import measure_sizing
 
     serving = settings.serving
     limits = PromptSizing(max_input_tokens=serving.max_input_len, max_seq_len=serving.max_seq_len)
@@ -316,8 +317,8 @@ def _rate_limits(args: argparse.Namespace, settings: Any, plan: dict[str, Any], 
     """Through the edge with a client key, one request must carry the gateway's X-RateLimit headers (or be
     refused with 429): without its rate-limit service the gateway lets every client through unlimited
     (failing open) or answers 500 (failing closed), and neither shows up in the load's latencies."""
-    from inferctl.api_key_header import api_key_headers
-    from inferctl.verify.rate_limits import probe
+    from inference_platform.inferctl.verify.rate_limits import probe
+    from inference_platform.loadgen.api_key_header import api_key_headers
 
     if not args.url.startswith("https://"):
         verdict.add("rate limits", None, "not checked (no gateway: the URL is not https)")
@@ -341,7 +342,7 @@ def _log_offset(args: argparse.Namespace) -> int:
 
 
 def _logs(args: argparse.Namespace, offset: int, verdict: Any, report: dict) -> None:
-    from inferctl.verify import logs
+    from inference_platform.inferctl.verify import logs
 
     if args.namespace:
         try:
@@ -365,7 +366,7 @@ def _logs(args: argparse.Namespace, offset: int, verdict: Any, report: dict) -> 
 
 
 def _gpu(args: argparse.Namespace, settings: Any, report: dict, verdict: Any) -> None:
-    from inferctl.verify.prometheus import gpu_utilization
+    from inference_platform.inferctl.verify.prometheus import gpu_utilization
 
     url = args.prometheus_url or settings.verification.prometheus_url
     if not url:

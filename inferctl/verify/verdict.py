@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from inferctl.loadtest.records import Summary
+from inference_platform.loadgen.records import Summary
 
 EXIT_PASS = 0
 EXIT_FAIL = 1

@@ -7,7 +7,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from inference_image.build_plan import NEURON_MODELS, NeuronCompilePlan
+from inference_platform.inference_image.build_plan import NEURON_MODELS, NeuronCompilePlan
 
 BUILDER = "neuronx-distributed-inference"
 

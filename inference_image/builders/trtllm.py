@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from inference_image.build_plan import TrtllmBuildPlan
+from inference_platform.inference_image.build_plan import TrtllmBuildPlan
 
 BUILDER = "tensorrt-llm"
 

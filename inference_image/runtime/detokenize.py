@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from inference_image.runtime.tokenizer import Tokenizer
+from inference_platform.inference_image.runtime.tokenizer import Tokenizer
 
 _INCOMPLETE = "\ufffd"
 

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from enum import Enum
 
-from inference_image.runtime.llm_request import LlmRequest
+from inference_platform.inference_image.runtime.llm_request import LlmRequest
 
 
 class FinishReason(Enum):

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-
-from inference_image.runtime.generation import Chunk, SequenceState
+from inference_platform.inference_image.runtime.generation import Chunk, SequenceState
 
 # Paged KV-cache block size the perf counters are expressed in (TensorRT-LLM's default tokens_per_block).
 TOKENS_PER_BLOCK = 64

@@ -24,9 +24,8 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
-
-from inference_image.runtime.detokenize import IncrementalText
-from inference_image.runtime.tokenizer import Tokenizer
+from inference_platform.inference_image.runtime.detokenize import IncrementalText
+from inference_platform.inference_image.runtime.tokenizer import Tokenizer
 
 # LLM step outputs the client contracts return as they are (ensemble and BLS).
 LLM_OUTPUTS = (

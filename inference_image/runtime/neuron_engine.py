@@ -18,8 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from inference_image.runtime.generation import Chunk, FinishReason, SequenceState
-from inference_image.runtime.llm_request import LlmRequest, SamplingParams
+from inference_platform.inference_image.runtime.generation import Chunk, FinishReason, SequenceState
+from inference_platform.inference_image.runtime.llm_request import LlmRequest, SamplingParams
 
 DEFAULT_GLOBAL_TOP_K = 256
 """NxD Inference's on-device sampler keeps this many candidates before per-request top-k/top-p."""
@@ -150,7 +150,7 @@ class NeuronEngine:
     """A compiled NxD Inference model loaded onto this pod's NeuronCores."""
 
     def __init__(self, compiled_dir: Path, *, architecture: str, batch_size: int) -> None:
-        from inference_image.builders.neuron import model_class
+        from inference_platform.inference_image.builders.neuron import model_class
 
         self.batch_size = batch_size
         self.model = model_class(architecture)(str(compiled_dir))

@@ -1,6 +1,6 @@
 """Request gauges of a Python-backend LLM step, published through Triton's custom-metrics API.
 
-The autoscaler (components.autoscaling) scales on requests in flight per replica: ``active`` (in the
+The autoscaler (inference_platform.components.autoscaling) scales on requests in flight per replica: ``active`` (in the
 running batch) plus ``waiting`` (queued for a batch slot), with ``max`` the batch size. NVIDIA's
 TensorRT-LLM backend publishes these as ``nv_trt_llm_request_metrics``; the Neuron step has no such
 backend, so it publishes the same ``request_type`` values under its own family,

@@ -15,14 +15,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import ValidationError
-from pydantic.alias_generators import to_snake
-
-from components.catalog.names import fit_name
-from components.catalog.regions import REGIONS, Region
-from infra.settings.access import AccessSettings
-from infra.settings.autoscaling import AutoscalingSettings
-from infra.settings.base import (
+from inference_platform.components.catalog.names import fit_name
+from inference_platform.components.catalog.regions import REGIONS, Region
+from inference_platform.infra.settings.access import AccessSettings
+from inference_platform.infra.settings.autoscaling import AutoscalingSettings
+from inference_platform.infra.settings.base import (
     CheckContext,
     Problem,
     ReadRecorder,
@@ -31,21 +28,23 @@ from infra.settings.base import (
     describe,
     validation_problems,
 )
-from infra.settings.capacity import CapacitySettings
-from infra.settings.cluster import ClusterSettings
-from infra.settings.edge import EdgeSettings
-from infra.settings.fsx import FsxSettings
-from infra.settings.inference import InferenceSettings
-from infra.settings.keys import KeysSettings
-from infra.settings.load_test import LoadTestSettings
-from infra.settings.network import NetworkSettings
-from infra.settings.node_pools import NodePoolsSettings
-from infra.settings.observability import ObservabilitySettings
-from infra.settings.secrets import SecretsSettings
-from infra.settings.serving import ServingSettings
-from infra.settings.storage import StorageSettings
-from infra.settings.tags import TagsSettings
-from infra.settings.verification import VerificationSettings
+from inference_platform.infra.settings.capacity import CapacitySettings
+from inference_platform.infra.settings.cluster import ClusterSettings
+from inference_platform.infra.settings.edge import EdgeSettings
+from inference_platform.infra.settings.fsx import FsxSettings
+from inference_platform.infra.settings.inference import InferenceSettings
+from inference_platform.infra.settings.keys import KeysSettings
+from inference_platform.infra.settings.load_test import LoadTestSettings
+from inference_platform.infra.settings.network import NetworkSettings
+from inference_platform.infra.settings.node_pools import NodePoolsSettings
+from inference_platform.infra.settings.observability import ObservabilitySettings
+from inference_platform.infra.settings.secrets import SecretsSettings
+from inference_platform.infra.settings.serving import ServingSettings
+from inference_platform.infra.settings.storage import StorageSettings
+from inference_platform.infra.settings.tags import TagsSettings
+from inference_platform.infra.settings.verification import VerificationSettings
+from pydantic import ValidationError
+from pydantic.alias_generators import to_snake
 
 __all__ = ["SECTIONS", "Problem", "Settings", "SettingsError", "decode_value", "known_keys", "load_settings"]
 
@@ -130,7 +129,7 @@ class Settings:
     @property
     def name_prefix(self) -> str:
         """Physical-name prefix: ``<project>-<stack>`` when it has at most 40 characters, else its start and a
-        hash of all of it (components.catalog.names.fit_name), so two long stack names never share it."""
+        hash of all of it (inference_platform.components.catalog.names.fit_name), so two long stack names never share it."""
         return fit_name(f"{self.project}-{self.stack}", NAME_PREFIX_MAX)
 
 

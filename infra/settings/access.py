@@ -5,9 +5,8 @@ from __future__ import annotations
 import re
 from typing import ClassVar
 
+from inference_platform.infra.settings.base import CheckContext, Problem, Section
 from pydantic import Field
-
-from infra.settings.base import CheckContext, Problem, Section
 
 _ROLE_ARN = re.compile(r"^arn:(aws|aws-us-gov|aws-cn):iam::(\d{12}):role/[\w+=,.@/-]{1,512}$")
 

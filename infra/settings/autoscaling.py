@@ -1,6 +1,6 @@
 """``inference-platform:autoscaling``: how the serving replicas follow the load, day and night.
 
-KEDA scales the rollout (components.autoscaling) on the LLM's own signals, never on accelerator
+KEDA scales the rollout (inference_platform.components.autoscaling) on the LLM's own signals, never on accelerator
 utilisation. Checks that need other sections run here: the ceiling must fit the serving pool at its
 maxSize, and scale-down must wait longer than a model load (inference.probes.startupSeconds).
 """
@@ -13,16 +13,19 @@ from dataclasses import replace
 from datetime import time
 from typing import ClassVar, Literal
 
+from inference_platform.components.autoscaling.scaled_object import (
+    DEFAULT_KV_TARGET,
+    DEFAULT_QUEUE_RATIO_TARGET,
+    Behaviour,
+)
+from inference_platform.components.autoscaling.schedule import DEFAULT_NIGHT_FRACTION, DEFAULT_TIMEZONE, NightSchedule
+from inference_platform.components.catalog import downstream_limits as limits
+from inference_platform.infra.settings import cold_start as cold_start_settings
+from inference_platform.infra.settings.base import CheckContext, Problem, Section
+from inference_platform.infra.settings.capacity import plan_for
+from inference_platform.infra.settings.node_pools import cluster_zones
+from inference_platform.infra.settings.replica_bounds import serving_slots
 from pydantic import Field, field_validator
-
-from components.autoscaling.scaled_object import DEFAULT_KV_TARGET, DEFAULT_QUEUE_RATIO_TARGET, Behaviour
-from components.autoscaling.schedule import DEFAULT_NIGHT_FRACTION, DEFAULT_TIMEZONE, NightSchedule
-from components.catalog import downstream_limits as limits
-from infra.settings import cold_start as cold_start_settings
-from infra.settings.base import CheckContext, Problem, Section
-from infra.settings.capacity import plan_for
-from infra.settings.node_pools import cluster_zones
-from infra.settings.replica_bounds import serving_slots
 
 DEFAULT_TARGET_BATCH_SHARE = 0.75
 """targetRequestsPerReplica defaults to this share of serving.maxBatchSize: scale out before the
@@ -115,7 +118,7 @@ class AutoscalingSettings(Section):
         default=None, ge=limits.KEDA_THRESHOLD_MIN, le=limits.KEDA_THRESHOLD_MAX
     )
     """Default 0.75 x serving.maxBatchSize, lower when the stack's cold start at rampPercentPerHour needs more
-    headroom (components/catalog/cold_start.py). In-flight requests one replica should carry."""
+    headroom (planners/cold_start.py). In-flight requests one replica should carry."""
     kv_cache_target: float = Field(default=DEFAULT_KV_TARGET, ge=limits.KEDA_THRESHOLD_MIN, le=1)
     """Default 0.85. KV-cache utilisation per replica to scale at (TensorRT-LLM only)."""
     queue_ratio_target: float = Field(
@@ -130,12 +133,12 @@ class AutoscalingSettings(Section):
     ramp_percent_per_hour: float = Field(default=DEFAULT_RAMP_PERCENT_PER_HOUR, ge=0, le=10000)
     """Default 100, in [0, 10000] (0: no check). The fastest planned rise of the load, in % of itself per
     hour (100: the load may double within an hour, e.g. the morning ramp from the night floor). During one
-    cold start (components/catalog/cold_start.py) the running replicas must carry that rise within the SLO
+    cold start (planners/cold_start.py) the running replicas must carry that rise within the SLO
     (a replica holds the least of maxBatchSize, its KV cache and the largest batch within the TTFT/ITL SLO):
     the target (explicit or derived), the KV trigger and the day ceiling (against the capacity plan's peak)
     must leave the headroom it needs, and the queueRatio signal (which fires with replicas full) is refused
     unless the KV trigger fires early enough; each refused naming its key
-    (infra.settings.cold_start.ramp_problems)."""
+    (inference_platform.infra.settings.cold_start.ramp_problems)."""
 
     def bounds(self, replicas: int, slots: int) -> tuple[int, int]:
         """(day floor, day ceiling): the explicit values, else inference.replicas and the pool's slots."""
@@ -152,7 +155,7 @@ class AutoscalingSettings(Section):
 
     def target_requests(self, max_batch_size: int, max_share: float | None = None) -> float:
         """The explicit target, else 0.75 x maxBatchSize, lowered to ``max_share`` of it when the stack's cold
-        start at rampPercentPerHour needs more headroom (infra.settings.cold_start.max_share)."""
+        start at rampPercentPerHour needs more headroom (inference_platform.infra.settings.cold_start.max_share)."""
         if self.target_requests_per_replica is not None:
             return self.target_requests_per_replica
         share = DEFAULT_TARGET_BATCH_SHARE if max_share is None else min(DEFAULT_TARGET_BATCH_SHARE, max_share)
@@ -208,7 +211,7 @@ class AutoscalingSettings(Section):
         return out
 
     def _ramp_problems(self, ctx: CheckContext) -> list[Problem]:
-        """The bounds against the cold start at rampPercentPerHour (infra.settings.cold_start.ramp_problems),
+        """The bounds against the cold start at rampPercentPerHour (inference_platform.infra.settings.cold_start.ramp_problems),
         with the ceiling the rollout gets when maxReplicas is unset: the capacity plan's, else the pool's."""
         if self.ramp_percent_per_hour <= 0:
             return []

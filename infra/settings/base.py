@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, RootModel, ValidationError, Validati
 from pydantic.alias_generators import to_camel
 
 if TYPE_CHECKING:
-    from components.catalog.regions import Region
+    from inference_platform.components.catalog.regions import Region
 
 
 @dataclass(frozen=True)

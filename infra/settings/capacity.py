@@ -1,7 +1,7 @@
 """``inference-platform:capacity``: size serving from demand instead of hand-set replica bounds.
 
 A stack may give ``tokensPerDay`` (input + output tokens), the request shape (``isl``/``osl``) and an
-SLO (default: ``serving.slo`` medians). The planner (components.catalog.capacity) then prices the
+SLO (default: ``serving.slo`` medians). The planner (inference_platform.planners.capacity) then prices the
 serving layout the stack already chose (``serving`` model, precision, TP, KV dtype and maxBatchSize on
 the pool's cheapest instance type)
 and derives:
@@ -21,15 +21,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
+from inference_platform.components.catalog import prices, speculative
+from inference_platform.components.catalog.models import SizingError
+from inference_platform.infra.settings.base import CheckContext, Problem, Section
+from inference_platform.infra.settings.node_pools import NodePoolSettings, cluster_zones
+from inference_platform.planners import capacity as planner
+from inference_platform.planners import latency
+from inference_platform.planners import planning_factors as factors_catalog
+from inference_platform.planners.planning_factors import DEFAULT_FACTORS, PlanningFactors
 from pydantic import Field, create_model, field_validator
-
-from components.catalog import capacity as planner
-from components.catalog import latency, prices, speculative
-from components.catalog import planning_factors as factors_catalog
-from components.catalog.models import SizingError
-from components.catalog.planning_factors import DEFAULT_FACTORS, PlanningFactors
-from infra.settings.base import CheckContext, Problem, Section
-from infra.settings.node_pools import NodePoolSettings, cluster_zones
 
 DEFAULT_ISL = 1000
 DEFAULT_OSL = 1000
@@ -123,7 +123,7 @@ class CapacitySettings(Section):
     night_hours: float = Field(default=planner.DEFAULT_NIGHT_HOURS, ge=0, lt=24)
     """Default 8. Hours a day at the night level."""
     factors: PlanningFactorsSettings | None = None
-    """Default unset: the planner's modelled factors (components/catalog/planning_factors.py). Written by
+    """Default unset: the planner's modelled factors (planners/planning_factors.py). Written by
     ``inferctl capacity calibrate``: ``{<PlanningFactors field, e.g. throughput_scale>: {value, source:
     measured|modelled, basis}}``, each measured one naming the verify report, stack and date it came from."""
 

@@ -7,13 +7,12 @@ import ipaddress
 import re
 from typing import ClassVar, Literal
 
+from inference_platform.components import catalog
+from inference_platform.components.catalog import eks_versions
+from inference_platform.components.network.cidr import internet_wide
+from inference_platform.infra.settings.base import CheckContext, Problem, Section
+from inference_platform.infra.settings.network import LOG_RETENTION_DAYS
 from pydantic import Field
-
-from components import catalog
-from components.catalog import eks_versions
-from components.network.cidr import internet_wide
-from infra.settings.base import CheckContext, Problem, Section
-from infra.settings.network import LOG_RETENTION_DAYS
 
 MAX_MANAGED_NODES = 450  # EKS quota: nodes per managed node group
 SECURITY_GROUP_ID = re.compile(r"^sg-(?:[0-9a-f]{8}|[0-9a-f]{17})$")
@@ -49,7 +48,7 @@ class ClusterSettings(Section):
     key: ClassVar[str] = "cluster"
 
     kubernetes_version: str = eks_versions.DEFAULT_KUBERNETES_VERSION
-    """Default the newest version EKS offers (components.catalog.eks_versions). Must be offered on the day of
+    """Default the newest version EKS offers (inference_platform.components.catalog.eks_versions). Must be offered on the day of
     the plan; versions without pinned add-ons need ``addonVersions``."""
     public_access_cidrs: list[str] = Field(default_factory=list)
     """Default ``[]``: private API endpoint only (deploy from inside the VPC). IPv4 CIDRs that may

@@ -1,4 +1,4 @@
-"""A stack's cold start (components.catalog.cold_start) from its settings, and the ramp check built on it.
+"""A stack's cold start (inference_platform.planners.cold_start) from its settings, and the ramp check built on it.
 
 Not a section: ``autoscaling`` runs ``ramp_problems`` (its triggers and its ceiling must leave the headroom
 a cold start at ``autoscaling.rampPercentPerHour`` needs, against what a replica holds within the SLO), and ``inferctl plan``'s summary and ``capacity plan --stack``
@@ -12,10 +12,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from components import catalog
-from components.catalog import cold_start, latency, models
-from components.serving import placement
-from infra.settings.replica_bounds import day_bounds
+from inference_platform.components import catalog
+from inference_platform.components.catalog import models
+from inference_platform.components.serving import placement
+from inference_platform.infra.settings.replica_bounds import day_bounds
+from inference_platform.planners import cold_start, latency
 
 GIB = 2**30
 
@@ -86,7 +87,7 @@ def for_settings(settings: Any) -> cold_start.ColdStart | None:
 class Hold:
     """In-flight requests one replica holds within the SLO: the least of serving.maxBatchSize, the sequences
     its KV cache holds at the planned shape, and the largest batch the latency model keeps within the TTFT
-    and ITL SLO (components.catalog.latency)."""
+    and ITL SLO (inference_platform.planners.latency)."""
 
     requests: int
     limit: str
@@ -99,7 +100,7 @@ class Hold:
 def replica_hold(sections: Mapping[str, Any], region: str | None = None) -> Hold | None:
     """What one replica holds (``Hold``); None when nothing rolls out. Layouts the latency model cannot
     size fall back to maxBatchSize alone."""
-    from infra.settings import capacity as capacity_settings
+    from inference_platform.infra.settings import capacity as capacity_settings
 
     serving, cap = sections.get("serving"), sections.get("capacity")
     pools = getattr(sections.get("nodePools"), "root", None) or {}
@@ -174,7 +175,7 @@ def ramp_problems(
 ) -> list[tuple[str, str]]:
     """(key, message) for each autoscaling bound that cannot meet the SLO at ``rampPercentPerHour``.
 
-    Over one cold start (with a new node, components.catalog.cold_start) the load grows by g = ramp x
+    Over one cold start (with a new node, inference_platform.planners.cold_start) the load grows by g = ramp x
     seconds / 3600 of itself, and the replicas running must carry it meanwhile within the SLO. A replica
     holds ``replica_hold`` requests within the SLO, so the autoscaler must act at hold / (1 + g) per replica:
 
@@ -205,7 +206,7 @@ def ramp_problems(
     batch = serving.max_batch_size
     allowed = hold.requests / (1 + growth)
     why = (f"a scale-up with a new node takes {cs.new_node_s / 60:.1f} min (modelled, "
-           f"components/catalog/cold_start.py) and at autoscaling.rampPercentPerHour {auto.ramp_percent_per_hour:g} "
+           f"planners/cold_start.py) and at autoscaling.rampPercentPerHour {auto.ramp_percent_per_hour:g} "
            f"the load grows {growth:.0%} meanwhile; a replica holds {hold.requests} requests within the SLO "
            f"(set by {hold.limit})")  # fmt: skip
     if hold.requests < 1:

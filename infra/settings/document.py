@@ -11,9 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from inference_platform.infra.settings import SECTIONS, Settings, load_settings
 from pydantic.alias_generators import to_snake
-
-from infra.settings import SECTIONS, Settings, load_settings
 
 FORMAT = "inference-platform/settings/v1"
 

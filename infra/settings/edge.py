@@ -12,11 +12,9 @@ import ipaddress
 import re
 from typing import ClassVar, Literal
 
-from pydantic import Field
-
-from components.catalog import aws_names
-from components.catalog import downstream_limits as limits
-from components.edge.policy import (
+from inference_platform.components.catalog import aws_names
+from inference_platform.components.catalog import downstream_limits as limits
+from inference_platform.components.edge.policy import (
     DEFAULT_API_KEY_HEADER,
     DEFAULT_CLIENT_ID_HEADER,
     DEFAULT_IDLE_TIMEOUT_SECONDS,
@@ -29,8 +27,9 @@ from components.edge.policy import (
     Tier,
     request_body_limit,
 )
-from components.network.cidr import internet_wide
-from infra.settings.base import CheckContext, Problem, Section, describe
+from inference_platform.components.network.cidr import internet_wide
+from inference_platform.infra.settings.base import CheckContext, Problem, Section, describe
+from pydantic import Field
 
 DEFAULT_TLS_POLICY = "ELBSecurityPolicy-TLS13-1-2-Res-2021-06"
 # What ALB, WAFv2 and Envoy Gateway accept, each read from its source at the pinned version.
@@ -244,7 +243,7 @@ class EdgeSettings(Section):
     def policy(self, *, max_input_tokens: int = DEFAULT_MAX_INPUT_TOKENS) -> EdgePolicy:
         """What the gateway enforces, for both renderings (Envoy Gateway objects, local Envoy).
         ``max_input_tokens`` is the stack's ``serving.maxInputLen``: the request-body limit is derived from it
-        (``components.edge.policy.request_body_limit``)."""
+        (``inference_platform.components.edge.policy.request_body_limit``)."""
         tiers = {
             name: Tier(name=name, requests_per_minute=t.requests_per_minute, concurrent_streams=t.concurrent_streams)
             for name, t in self.rate_limits.tiers.items()

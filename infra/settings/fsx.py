@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
+from inference_platform.components.storage.lustre import capacity_problem, throughput_problem
+from inference_platform.infra.settings.base import CheckContext, Problem, Section
 from pydantic import Field, field_validator
-
-from components.storage.lustre import capacity_problem, throughput_problem
-from infra.settings.base import CheckContext, Problem, Section
 
 DEPLOYMENT_TYPE = "PERSISTENT_2"
 

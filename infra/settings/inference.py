@@ -14,14 +14,13 @@ import re
 from pathlib import PurePosixPath
 from typing import ClassVar, Literal
 
+from inference_platform.components import catalog
+from inference_platform.components.catalog import models
+from inference_platform.components.serving import placement as inference_placement
+from inference_platform.infra.settings.base import CheckContext, Problem, Section
+from inference_platform.infra.settings.node_pools import NodePoolSettings, cluster_zones
+from inference_platform.infra.settings.serving import ServingSettings
 from pydantic import Field, field_validator
-
-from components import catalog
-from components.catalog import models
-from components.serving import placement as inference_placement
-from infra.settings.base import CheckContext, Problem, Section
-from infra.settings.node_pools import NodePoolSettings, cluster_zones
-from infra.settings.serving import ServingSettings
 
 DEFAULT_REPOSITORY = "inference"
 DEFAULT_RUN_AS_USER = 1000

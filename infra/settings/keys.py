@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from inference_platform.infra.settings.base import CheckContext, Problem, Section
 from pydantic import Field
-
-from infra.settings.base import CheckContext, Problem, Section
 
 # A short window in development keeps torn-down stacks cheap; production gets AWS's maximum (30 days)
 # so that a mistaken deletion can still be cancelled.

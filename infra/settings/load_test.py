@@ -11,12 +11,11 @@ import math
 import urllib.parse
 from typing import ClassVar, Literal
 
+from inference_platform.components import catalog
+from inference_platform.components.catalog import load_generator
+from inference_platform.infra.settings.base import CheckContext, Problem, Section
+from inference_platform.infra.settings.types import HttpUrl
 from pydantic import Field
-
-from components import catalog
-from components.catalog import load_generator
-from infra.settings.base import CheckContext, Problem, Section
-from infra.settings.types import HttpUrl
 
 DEFAULT_TARGET_RATE = 100.0
 DEFAULT_DURATION_SECONDS = 300

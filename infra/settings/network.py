@@ -5,11 +5,10 @@ from __future__ import annotations
 import ipaddress
 from typing import ClassVar, Literal
 
+from inference_platform.components.network import endpoint_services
+from inference_platform.components.network.cidr import MAX_ZONES, CarveError, carve
+from inference_platform.infra.settings.base import CheckContext, Problem, Section
 from pydantic import Field, field_validator
-
-from components.network import endpoint_services
-from components.network.cidr import MAX_ZONES, CarveError, carve
-from infra.settings.base import CheckContext, Problem, Section
 
 # CloudWatch Logs accepts only these retention periods (PutRetentionPolicy).
 LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192,
@@ -53,7 +52,7 @@ class NetworkSettings(Section):
     ``interfaceEndpointServices``): each costs ~$0.01 per hour per zone (~$7.30 a month per zone) plus
     $0.01 per GB, so development stacks usually do without."""
     interface_endpoint_services: list[str] | None = None
-    """Default: every service the cluster calls (components.network.endpoint_services.required_services:
+    """Default: every service the cluster calls (inference_platform.components.network.endpoint_services.required_services:
     EC2, ECR api/dkr, STS, Logs, EKS Pod Identity, Secrets Manager, KMS, Elastic Load Balancing, plus
     SQS, SSM and EKS with Karpenter or Auto Scaling without it, and FSx with the FSx cache). An explicit
     list replaces it; names from ``KNOWN_SERVICES`` only. Needs ``interfaceEndpoints: true``."""
@@ -89,7 +88,7 @@ class NetworkSettings(Section):
 
     @property
     def subnet_prefixes(self) -> dict[str, int]:
-        # Intra space is always reserved so enabling it later moves nothing (components.cidr).
+        # Intra space is always reserved so enabling it later moves nothing (inference_platform.components.cidr).
         return {
             "private": self.private_subnet_prefix,
             "public": self.public_subnet_prefix,

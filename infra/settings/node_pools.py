@@ -4,7 +4,7 @@ Pools are data: the npu stack swaps a spec, not a module. The key is the pool's 
 group, NodePool and label ``node-pool``), so reordering pools never replaces one. Every check that
 would otherwise fail at AWS, minutes into an update, is made here and reported by key path.
 
-An EFA pool is provisioned per zone (components.compute.pool_profile): one node group (or Karpenter NodePool)
+An EFA pool is provisioned per zone (inference_platform.components.compute.pool_profile): one node group (or Karpenter NodePool)
 with its own cluster placement group in each zone it lists, named ``<pool>-<zone suffix>``; its sizes
 apply to each zone, so it holds zones x maxSize nodes. Every other pool is one group over its zones
 and its sizes are totals. ``max_nodes`` is the count everything else (the rollout's capacity checks,
@@ -17,11 +17,9 @@ import re
 from collections.abc import Sequence
 from typing import ClassVar, Literal
 
-from pydantic import ConfigDict, Field, RootModel
-
-from components import catalog
-from components.catalog import aws_names, charts, cold_start, offerings
-from components.compute.pool_profile import (
+from inference_platform.components import catalog
+from inference_platform.components.catalog import aws_names, charts, offerings
+from inference_platform.components.compute.pool_profile import (
     DEFAULT_CONSOLIDATE_AFTER,
     DEFAULT_DISK_SIZE_GIB,
     DEFAULT_DISRUPTION_BUDGET,
@@ -33,7 +31,9 @@ from components.compute.pool_profile import (
     pool_zones,
     shards,
 )
-from infra.settings.base import CheckContext, Problem, Section
+from inference_platform.infra.settings.base import CheckContext, Problem, Section
+from inference_platform.planners import cold_start
+from pydantic import ConfigDict, Field, RootModel
 
 MAX_MANAGED_NODES = 450
 MAX_CLUSTER_NODES = 5000
@@ -140,7 +140,7 @@ class NodePoolSettings(Section):
         return []
 
     def zones(self, cluster_zones: Sequence[str]) -> tuple[str, ...]:
-        """The zones the pool's nodes use (components.compute.pool_profile.pool_zones)."""
+        """The zones the pool's nodes use (inference_platform.components.compute.pool_profile.pool_zones)."""
         return pool_zones(self.availability_zones or (), cluster_zones, zonal=self.efa_enabled())
 
     def shard_count(self, cluster_zones: Sequence[str]) -> int:
@@ -375,7 +375,7 @@ def _zone_problems(name: str, pool: NodePoolSettings, zones: list[str] | None) -
 
 
 def _offering_problems(name: str, pool: NodePoolSettings, zones: list[str] | None, region: str | None) -> list[Problem]:
-    """Each type offered in each zone of the pool (components.catalog.offerings: AWS's offerings as moto
+    """Each type offered in each zone of the pool (inference_platform.components.catalog.offerings: AWS's offerings as moto
     ships them). Where zone names map to zones per account only what holds in every account is checked
     here; the program checks the rest against the account's zone IDs (infra/foundation.py)."""
     if region is None or zones is None:

@@ -1,7 +1,7 @@
 """``inference-platform:observability``: the metrics pipeline, its alerts and dashboards.
 
 kube-prometheus-stack (Prometheus, Alertmanager, Grafana, node-exporter, kube-state-metrics) with the
-platform's recording rules, alerts and dashboards (components.observability). SLO thresholds come
+platform's recording rules, alerts and dashboards (inference_platform.components.observability). SLO thresholds come
 from serving.slo (TTFT p95) and verification.slo (inter-token p95); the rest are here.
 """
 
@@ -10,10 +10,9 @@ from __future__ import annotations
 import re
 from typing import ClassVar
 
+from inference_platform.components.observability.rules import AlertThresholds
+from inference_platform.infra.settings.base import CheckContext, Problem, Section
 from pydantic import Field, field_validator
-
-from components.observability.rules import AlertThresholds
-from infra.settings.base import CheckContext, Problem, Section
 
 _RETENTION = re.compile(r"^[1-9][0-9]*(h|d|w|y)$")
 _FOR = re.compile(r"^[1-9][0-9]*(m|h)$")

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from components import catalog
-from components.serving import placement
-from infra.settings.base import CheckContext
-from infra.settings.capacity import derived_bounds, planned_replicas
-from infra.settings.node_pools import cluster_zones
+from inference_platform.components import catalog
+from inference_platform.components.serving import placement
+from inference_platform.infra.settings.base import CheckContext
+from inference_platform.infra.settings.capacity import derived_bounds, planned_replicas
+from inference_platform.infra.settings.node_pools import cluster_zones
 
 
 def serving_slots(ctx: CheckContext) -> int | None:

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
+from inference_platform.infra.settings.base import CheckContext, Problem, Section
 from pydantic import Field
-
-from infra.settings.base import CheckContext, Problem, Section
 
 # A mistaken deletion stays recoverable for AWS's maximum in production; development tears down quickly.
 DEFAULT_RECOVERY_WINDOW_DAYS = {"development": 7, "production": 30}

@@ -13,12 +13,11 @@ import re
 from collections.abc import Sequence
 from typing import ClassVar, Literal, Protocol, runtime_checkable
 
+from inference_platform.components import catalog
+from inference_platform.components.catalog import CatalogError, models, speculative
+from inference_platform.components.catalog.models import ModelArchitecture, UnknownModelError
+from inference_platform.infra.settings.base import CheckContext, Problem, Section
 from pydantic import Field, field_validator
-
-from components import catalog
-from components.catalog import CatalogError, models, speculative
-from components.catalog.models import ModelArchitecture, UnknownModelError
-from infra.settings.base import CheckContext, Problem, Section
 
 DEFAULT_MODEL = "Llama-3.1-8B"
 DEFAULT_NODE_POOL = "inference"

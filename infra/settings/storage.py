@@ -5,9 +5,8 @@ from __future__ import annotations
 import re
 from typing import ClassVar, Literal
 
+from inference_platform.infra.settings.base import CheckContext, Problem, Section
 from pydantic import Field, field_validator
-
-from infra.settings.base import CheckContext, Problem, Section
 
 # S3 refuses lifecycle transitions to STANDARD_IA before an object is 30 days old (current and
 # noncurrent alike); Intelligent-Tiering has no minimum.

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from inference_platform.infra.settings.base import CheckContext, Problem, Section
 from pydantic import Field
-
-from infra.settings.base import CheckContext, Problem, Section
 
 # Keys the platform sets itself; `extra` may not override them.
 RESERVED_TAG_KEYS = frozenset({"project", "stack", "owner", "cost-center"})

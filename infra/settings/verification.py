@@ -10,10 +10,9 @@ from __future__ import annotations
 import math
 from typing import ClassVar
 
+from inference_platform.infra.settings.base import CheckContext, Problem, Section
+from inference_platform.infra.settings.types import HttpUrl
 from pydantic import Field
-
-from infra.settings.base import CheckContext, Problem, Section
-from infra.settings.types import HttpUrl
 
 DEFAULT_DURATION_SECONDS = 60
 DEFAULT_MAX_DURATION_SECONDS = 600
@@ -122,7 +121,7 @@ class VerificationSettings(Section):
         return out
 
     def _job_problems(self, ctx: CheckContext) -> list[Problem]:
-        from infra.settings.load_test import edge_client, target_problems
+        from inference_platform.infra.settings.load_test import edge_client, target_problems
 
         out = target_problems("verification", self.url, self.client, ctx)
         if (
@@ -130,7 +129,7 @@ class VerificationSettings(Section):
             and self.url.startswith("http://")
             and not any(p.path == "verification.url" for p in out)
         ):
-            # components.verification.VerificationJob: a Job given a url goes through the edge and sends its
+            # inference_platform.components.verification.VerificationJob: a Job given a url goes through the edge and sends its
             # client's API key, so it speaks TLS (only the default in-cluster target is plain HTTP).
             out.append(
                 Problem("verification.url", f"got {self.url!r}; the Job sends its client's API key to it: https:// "
@@ -224,6 +223,6 @@ class VerificationSettings(Section):
 
 
 def _edge_client(section_client: str | None, edge: object) -> str | None:
-    from infra.settings.load_test import edge_client
+    from inference_platform.infra.settings.load_test import edge_client
 
     return edge_client(section_client, edge)

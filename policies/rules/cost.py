@@ -1,4 +1,4 @@
-"""Cost rules, priced with the same estimate `inferctl cost` prints (components.catalog.costing):
+"""Cost rules, priced with the same estimate `inferctl cost` prints (inference_platform.planners.costing):
 
 - ``cost-monthly-budget``: the stack's expected monthly cost stays within ``monthlyBudgetUsd`` (0: no
   ceiling). Usage assumptions (NAT GiB, log GiB, bucket GiB, spot factor ...) come from ``assumptions``,
@@ -21,6 +21,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from inference_platform.components.catalog import prices
+from inference_platform.components.catalog.prices import PriceError
+from inference_platform.planners import costing
+from inference_platform.planners.costing import Usage, UsageError
+from inference_platform.policies.props import get
 from pulumi_policy import (
     EnforcementLevel,
     PolicyConfigSchema,
@@ -29,11 +34,6 @@ from pulumi_policy import (
     StackValidationArgs,
     StackValidationPolicy,
 )
-
-from components.catalog import costing, prices
-from components.catalog.costing import Usage, UsageError
-from components.catalog.prices import PriceError
-from policies.props import get
 
 NAT = "aws:ec2/natGateway:NatGateway"
 DEVELOPMENT = "development"

@@ -32,6 +32,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from inference_platform.components.catalog.aws_names import ALB_TLS13_POLICIES
+from inference_platform.policies.props import as_list, get
 from pulumi_policy import (
     EnforcementLevel,
     PolicyConfigSchema,
@@ -41,9 +43,6 @@ from pulumi_policy import (
     StackValidationArgs,
     StackValidationPolicy,
 )
-
-from components.catalog.aws_names import ALB_TLS13_POLICIES
-from policies.props import as_list, get
 
 INGRESS_CLASS_PARAMS = "kubernetes:elbv2.k8s.aws/v1beta1:IngressClassParams"
 INGRESS_CLASS = "kubernetes:networking.k8s.io/v1:IngressClass"

@@ -1,7 +1,7 @@
 """Public route rules: a route toward inference admits only the edge policy's allow-list of Triton's API.
 
 - ``public-routes-allow-listed``: every HTTPRoute whose backends are in an inference namespace matches
-  only ``Exact`` paths of ``components.edge.policy.public_http_endpoints`` (the public models' inference,
+  only ``Exact`` paths of ``inference_platform.components.edge.policy.public_http_endpoints`` (the public models' inference,
   metadata and readiness endpoints and the health endpoints). A ``PathPrefix`` or ``RegularExpression``
   match, a match without a path and a rule without matches (both mean ``PathPrefix /`` in Gateway API
   v1, as bundled by Envoy Gateway v1.9.0) admit more: ``/v2/logging``, ``/v2/repository/...``, the raw LLM
@@ -18,6 +18,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from inference_platform.components.edge.policy import PUBLIC_MODELS, public_grpc_paths, public_http_endpoints
+from inference_platform.policies.props import as_list, get
+from inference_platform.policies.rules.edge import route_kind
 from pulumi_policy import (
     EnforcementLevel,
     PolicyConfigSchema,
@@ -25,10 +28,6 @@ from pulumi_policy import (
     StackValidationArgs,
     StackValidationPolicy,
 )
-
-from components.edge.policy import PUBLIC_MODELS, public_grpc_paths, public_http_endpoints
-from policies.props import as_list, get
-from policies.rules.edge import route_kind
 
 HTTP_ROUTE = "kubernetes:gateway.networking.k8s.io/v1:HTTPRoute"
 GRPC_ROUTE = "kubernetes:gateway.networking.k8s.io/v1:GRPCRoute"

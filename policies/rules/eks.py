@@ -5,7 +5,7 @@ add-ons (coredns, kube-proxy, vpc-cni) for a cluster that does not let EKS boots
 Unset properties are read with EKS's own defaults (the engine shows only what the program set): the
 public endpoint is ON unless ``endpointPublicAccess`` is false, and open to 0.0.0.0/0 unless
 ``publicAccessCidrs`` says otherwise. CIDRs that together reach more public addresses than a /8 count as
-0.0.0.0/0 (``components.network.cidr.internet_wide``).
+0.0.0.0/0 (``inference_platform.components.network.cidr.internet_wide``).
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 
+from inference_platform.components.network.cidr import internet_wide
+from inference_platform.policies.props import as_list, get
 from pulumi_policy import (
     EnforcementLevel,
     PolicyConfigSchema,
@@ -23,9 +25,6 @@ from pulumi_policy import (
     StackValidationArgs,
     StackValidationPolicy,
 )
-
-from components.network.cidr import internet_wide
-from policies.props import as_list, get
 
 CLUSTER = "aws:eks/cluster:Cluster"
 ACCESS_ENTRY = "aws:eks/accessEntry:AccessEntry"
@@ -124,7 +123,7 @@ def _api_reachable(args: StackValidationArgs, report: ReportViolation) -> None:
 
 def _core_addons(args: StackValidationArgs, report: ReportViolation) -> None:
     """An EKS cluster that skips EKS's self-managed add-ons (``bootstrapSelfManagedAddons: false``, as
-    components.cluster.Cluster creates it) has managed coredns, kube-proxy and vpc-cni add-ons in the stack."""
+    inference_platform.components.cluster.Cluster creates it) has managed coredns, kube-proxy and vpc-cni add-ons in the stack."""
     addons = [r for r in args.resources if r.resource_type == ADDON]
     for cluster in args.resources:
         if cluster.resource_type != CLUSTER or get(cluster.props, "bootstrapSelfManagedAddons", True) is not False:
@@ -141,7 +140,7 @@ def _core_addons(args: StackValidationArgs, report: ReportViolation) -> None:
             report(
                 f"{cluster.name}: bootstrapSelfManagedAddons is false and the stack installs no {', '.join(missing)} "
                 "add-on for it: nodes get no pod network, Services no routing, pods no DNS; add them "
-                "(components.cluster.ClusterAddons) or let EKS bootstrap its own",
+                "(inference_platform.components.cluster.ClusterAddons) or let EKS bootstrap its own",
                 cluster.urn,
             )
 

@@ -7,6 +7,8 @@ the NAT gateways without anyone noticing.
 
 from __future__ import annotations
 
+from inference_platform.components.network.endpoint_services import KNOWN_SERVICES
+from inference_platform.policies.props import get
 from pulumi_policy import (
     EnforcementLevel,
     PolicyConfigSchema,
@@ -14,9 +16,6 @@ from pulumi_policy import (
     StackValidationArgs,
     StackValidationPolicy,
 )
-
-from components.network.endpoint_services import KNOWN_SERVICES
-from policies.props import get
 
 VPC = "aws:ec2/vpc:Vpc"
 ENDPOINT = "aws:ec2/vpcEndpoint:VpcEndpoint"
@@ -67,7 +66,7 @@ POLICIES = [
                     "type": "array",
                     "items": {"type": "string"},
                     "default": [],
-                    "description": "interface endpoint services (components.network.endpoint_services) every VPC "
+                    "description": "interface endpoint services (inference_platform.components.network.endpoint_services) every VPC "
                     "must have; empty for stacks that go through NAT",
                 }
             }

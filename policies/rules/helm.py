@@ -16,9 +16,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from inference_platform.policies.props import get
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
-
-from policies.props import get
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 CHART_V4 = "kubernetes:helm.sh/v4:Chart"

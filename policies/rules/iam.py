@@ -12,9 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from inference_platform.policies.props import as_document, as_list, get, statements
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
-
-from policies.props import as_document, as_list, get, statements
 
 POLICY_TYPES = frozenset(
     {
@@ -87,7 +86,7 @@ def _no_wildcards(args: ResourceValidationArgs, report: ReportViolation) -> None
 
 POD_IDENTITY_SERVICE = "pods.eks.amazonaws.com"
 # Either names the cluster: the session tag EKS documents for Pod Identity, or a source ARN (accepted where a
-# team has validated it; components.identity.pod_identity says why ours does not use it).
+# team has validated it; inference_platform.components.identity.pod_identity says why ours does not use it).
 CLUSTER_KEYS = ("aws:requesttag/eks-cluster-arn", "aws:requesttag/eks-cluster-name", "aws:sourcearn")
 
 
@@ -112,7 +111,7 @@ def _pod_identity_trust_scoped(args: ResourceValidationArgs, report: ReportViola
             report(
                 f"the trust of {POD_IDENTITY_SERVICE} has no {' and no '.join(missing)} condition: any EKS cluster's "
                 "Pod Identity association could assume the role; name this account and the cluster ARN "
-                "(components.identity.pod_identity.pod_identity_trust)"
+                "(inference_platform.components.identity.pod_identity.pod_identity_trust)"
             )
 
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from inference_platform.policies.props import as_document, as_list, get, statements
+from inference_platform.policies.rules.iam_exposure import is_scoped
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
-
-from policies.props import as_document, as_list, get, statements
-from policies.rules.iam_exposure import is_scoped
 
 KEY = "aws:kms/key:Key"
 KEY_POLICY = "aws:kms/keyPolicy:KeyPolicy"
@@ -27,7 +26,7 @@ def _rotation(args: ResourceValidationArgs, report: ReportViolation) -> None:
 
 def wildcard_principals(document: dict[str, Any] | None) -> list[str]:
     """Sids (or positions) of Allow statements whose principal is anyone, unless a condition names the
-    caller (policies.rules.iam_exposure.is_scoped, plus ``kms:CallerAccount``: AWS's own pattern for
+    caller (inference_platform.policies.rules.iam_exposure.is_scoped, plus ``kms:CallerAccount``: AWS's own pattern for
     "any principal of this account, through EBS", ``kms:CallerAccount`` + ``kms:ViaService``)."""
     found = []
     for i, statement in enumerate(statements(document)):

@@ -25,6 +25,8 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from inference_platform.policies.props import as_list, get
+from inference_platform.policies.rules.storage import BUCKETS
 from pulumi_policy import (
     EnforcementLevel,
     PolicyConfigSchema,
@@ -34,9 +36,6 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 from pulumi_policy.proxy import UnknownValueError
-
-from policies.props import as_list, get
-from policies.rules.storage import BUCKETS
 
 LIFECYCLES = frozenset(
     {

@@ -19,6 +19,9 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from inference_platform.components import catalog
+from inference_platform.components.catalog import offerings
+from inference_platform.policies.props import as_list, get
 from pulumi_policy import (
     EnforcementLevel,
     PolicyConfigSchema,
@@ -29,10 +32,6 @@ from pulumi_policy import (
     StackValidationArgs,
     StackValidationPolicy,
 )
-
-from components import catalog
-from components.catalog import offerings
-from policies.props import as_list, get
 
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 INSTANCE = "aws:ec2/instance:Instance"
@@ -286,7 +285,7 @@ _ZONE_NAME = re.compile(r"^([a-z]{2}(?:-[a-z]+)+-\d+)[a-z]$")
 
 def _offered_in_zones(args: StackValidationArgs, report: ReportViolation) -> None:
     """Each node group's instance types are offered in the zones of its subnets (AWS's offerings as moto
-    ships them, components.catalog.offerings). By zone name where names are the same place in every account;
+    ships them, inference_platform.components.catalog.offerings). By zone name where names are the same place in every account;
     where they are mapped per account, only what holds in every account (enough zones offer the type)."""
     subnets = {r.urn: r for r in args.resources if r.resource_type == SUBNET}
     by_id = {get(r.props, "id"): r for r in subnets.values() if get(r.props, "id")}

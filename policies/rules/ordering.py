@@ -23,6 +23,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+from inference_platform.components.catalog.chart_pods import WAITED_PODS
+from inference_platform.components.catalog.crds import BUILT_IN_GROUPS, CrdInstaller, crd_source
+from inference_platform.components.catalog.webhooks import FAILING_WEBHOOKS, FailingWebhook, holds
+from inference_platform.policies.props import get
+from inference_platform.policies.rules.helm import HELM_INSTALLS
 from pulumi_policy import (
     EnforcementLevel,
     PolicyResource,
@@ -32,18 +37,12 @@ from pulumi_policy import (
 )
 from pulumi_policy.proxy import UnknownValueError
 
-from components.catalog.chart_pods import WAITED_PODS
-from components.catalog.crds import BUILT_IN_GROUPS, CrdInstaller, crd_source
-from components.catalog.webhooks import FAILING_WEBHOOKS, FailingWebhook, holds
-from policies.props import get
-from policies.rules.helm import HELM_INSTALLS
-
 RELEASE = "kubernetes:helm.sh/v3:Release"
 CRD = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 ADDON = "aws:eks/addon:Addon"
 SYSTEM_LABELS = {"node-role": "system"}
-"""The system node group's label (components.compute.pool_profile LABEL_NODE_ROLE=ROLE_SYSTEM)."""
+"""The system node group's label (inference_platform.components.compute.pool_profile LABEL_NODE_ROLE=ROLE_SYSTEM)."""
 
 
 def prerequisites(resource: PolicyResource) -> set[str]:

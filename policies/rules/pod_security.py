@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from inference_platform.policies.props import as_list, get
+from inference_platform.policies.rules.workloads import NAMESPACE, containers, pod_specs
 from pulumi_policy import (
     EnforcementLevel,
     PolicyConfigSchema,
@@ -21,9 +23,6 @@ from pulumi_policy import (
     StackValidationArgs,
     StackValidationPolicy,
 )
-
-from policies.props import as_list, get
-from policies.rules.workloads import NAMESPACE, containers, pod_specs
 
 ENFORCE_LABEL = "pod-security.kubernetes.io/enforce"
 PART_OF_LABEL = "app.kubernetes.io/part-of"

@@ -1,7 +1,7 @@
 """Secrets as literals under any name: a credential-looking value in a container's environment, a
 ConfigMap, a Lambda environment or a Kubernetes Secret's ``stringData``/``data`` written into the program.
 
-no-secret-literals (policies.rules.secrets) judges names (``*TOKEN*`` ...); this rule judges values,
+no-secret-literals (inference_platform.policies.rules.secrets) judges names (``*TOKEN*`` ...); this rule judges values,
 with Yelp's detect-secrets detectors: known credential formats (AWS access keys, private keys, GitHub,
 Slack, Stripe, OpenAI tokens, JWTs, basic-auth URLs ...) and high-entropy strings (base64 above 4.5 bits
 per character, hex above 3.0, detect-secrets' defaults). A value computed by another resource (a
@@ -24,6 +24,8 @@ from functools import lru_cache
 from typing import Any
 
 from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+from inference_platform.policies.props import as_list, get
+from inference_platform.policies.rules.workloads import containers, pod_specs, workload_id
 from pulumi_policy import (
     EnforcementLevel,
     PolicyConfigSchema,
@@ -31,9 +33,6 @@ from pulumi_policy import (
     ResourceValidationArgs,
     ResourceValidationPolicy,
 )
-
-from policies.props import as_list, get
-from policies.rules.workloads import containers, pod_specs, workload_id
 
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
 K8S_SECRET = "kubernetes:core/v1:Secret"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from inference_platform.components.common.tagging import is_taggable
+from inference_platform.policies.props import get
 from pulumi_policy import (
     EnforcementLevel,
     PolicyConfigSchema,
@@ -9,9 +11,6 @@ from pulumi_policy import (
     ResourceValidationArgs,
     ResourceValidationPolicy,
 )
-
-from components.common.tagging import is_taggable
-from policies.props import get
 
 REQUIRED_TAGS = ("project", "stack", "owner", "cost-center")
 

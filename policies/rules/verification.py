@@ -13,10 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from inference_platform.policies.props import get
+from inference_platform.policies.rules.workloads import POD_SPEC_PATHS
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
-
-from policies.props import get
-from policies.rules.workloads import POD_SPEC_PATHS
 
 JOB = "kubernetes:batch/v1:Job"
 POD_OWNERS = (

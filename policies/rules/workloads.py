@@ -17,6 +17,8 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from inference_platform.components import catalog
+from inference_platform.policies.props import as_list, get
 from pulumi_policy import (
     EnforcementLevel,
     PolicyConfigSchema,
@@ -26,9 +28,6 @@ from pulumi_policy import (
     StackValidationArgs,
     StackValidationPolicy,
 )
-
-from components import catalog
-from policies.props import as_list, get
 
 LEADER_WORKER_SET = "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet"
 POD_SPEC_PATHS: dict[str, tuple[str, ...]] = {

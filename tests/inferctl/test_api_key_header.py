@@ -12,13 +12,12 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-
-from inferctl import stack_settings
-from inferctl.api_key_header import api_key_headers
-from inferctl.loadtest.config import LoadConfig, Shape, SizeDistribution
-from inferctl.loadtest.runner import run
-from inferctl.verify.command import _smoke
-from inferctl.verify.verdict import Verdict
+from inference_platform.inferctl.verify.command import _smoke
+from inference_platform.inferctl.verify.verdict import Verdict
+from inference_platform.loadgen.api_key_header import api_key_headers
+from inference_platform.loadgen.config import LoadConfig, Shape, SizeDistribution
+from inference_platform.loadgen.runner import run
+from inference_platform.offline_plan import stack_settings
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from inferctl import stack_settings
-from inference_image.runtime.tokenizer import Tokenizer, load_tokenizer
-from inference_image.testing.assets import write_tokenizer
-from infra.settings.serving import ServingSettings
+from inference_platform.inference_image.runtime.tokenizer import Tokenizer, load_tokenizer
+from inference_platform.inference_image.testing.assets import write_tokenizer
+from inference_platform.infra.settings.serving import ServingSettings
+from inference_platform.offline_plan import stack_settings
 
 STACKS = ("dev", "prod", "npu")
 

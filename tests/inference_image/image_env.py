@@ -168,7 +168,7 @@ def entrypoint(dockerfile: Path) -> list[str]:
 def image_commands() -> set[tuple[str, ...]]:
     """Every ``inferctl <command> [<sub-command>]`` the images run: their Dockerfiles' ENTRYPOINT, and what the
     components' pods and Jobs name (``["inferctl", "serve", ...]`` lists and shell strings in their sources)."""
-    from inferctl.cli import COMMANDS
+    from inference_platform.inferctl.cli import COMMANDS
 
     found = {tuple(entrypoint(d)[:2]) for d in sorted(IMAGE.glob("Dockerfile*")) if d.suffix != ".dockerignore"}
     quoted = r"[\"']?,?\s*[\"']?"
@@ -340,18 +340,21 @@ def image_env(dockerfile: Path, work: Path, *, before_pip: Callable[[], None] = 
 def image_import_roots() -> dict[str, bool | tuple[str, ...]]:
     """What the images run, as roots for tests/runtime_imports.py ``closure``: each command they run (its
     handler runs, so its function-level imports count), every module of ``inference_image`` (Triton runs its
-    models, the entrypoint renders from them) and of ``infra.settings``, and the CLI, which imports every
+    models, the entrypoint renders from them) and of ``inference_platform.infra.settings``, and the CLI, which imports every
     command module and runs its ``register`` to build the parser."""
-    from inferctl.cli import COMMANDS
+    from inference_platform.inferctl.cli import COMMANDS
+
     from tests.runtime_imports import MODULES
 
     roots: dict[str, bool | tuple[str, ...]] = {
         m: True
         for m in MODULES
-        if m.startswith("inference_image") or m == "infra.settings" or m.startswith("infra.settings.")
+        if m.startswith("inference_platform.inference_image")
+        or m == "inference_platform.infra.settings"
+        or m.startswith("inference_platform.infra.settings.")
     }
     roots.update({COMMANDS[argv[1]]: True for argv in image_commands()})
-    roots["inferctl.cli"] = True
+    roots["inference_platform.inferctl.cli"] = True
     for module in COMMANDS.values():
         roots.setdefault(module, ("register",))
     return roots

@@ -6,8 +6,13 @@ import json
 import subprocess
 
 import pytest
-
-from inference_image.accelerators import ProbeError, VisibleAccelerators, placement_problem, probe_neuron, probe_nvidia
+from inference_platform.inference_image.accelerators import (
+    ProbeError,
+    VisibleAccelerators,
+    placement_problem,
+    probe_neuron,
+    probe_nvidia,
+)
 
 
 def _runner(stdout="", returncode=0, stderr="", missing=False):

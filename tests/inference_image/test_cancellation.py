@@ -21,9 +21,9 @@ import urllib.request
 
 import numpy as np
 import pytest
+from inference_platform.inference_image.testing.cpu_llm.options import StandIn
+from inference_platform.offline_plan import stack_settings
 
-from inferctl import stack_settings
-from inference_image.testing.cpu_llm.options import StandIn
 from tests.inferctl.serving.conftest import start_stand_in_server
 
 pytestmark = [pytest.mark.triton, pytest.mark.timeout(300)]

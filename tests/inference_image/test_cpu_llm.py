@@ -7,10 +7,9 @@ import json
 import re
 
 import pytest
-
-from inference_image.runtime.llm_request import LlmRequest, RequestError
-from inference_image.testing.cpu_llm.echo import body_tokens, echo, refusal
-from inference_image.testing.cpu_llm.guided import GuideError, satisfying_text
+from inference_platform.inference_image.runtime.llm_request import LlmRequest, RequestError
+from inference_platform.inference_image.testing.cpu_llm.echo import body_tokens, echo, refusal
+from inference_platform.inference_image.testing.cpu_llm.guided import GuideError, satisfying_text
 
 
 def _request(**fields) -> LlmRequest:

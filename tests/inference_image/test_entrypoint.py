@@ -9,14 +9,14 @@ from pathlib import Path
 
 import boto3
 import pytest
+from inference_platform.artifacts import ModelMetadata, upload
+from inference_platform.inference_image.accelerators import VisibleAccelerators
+from inference_platform.inference_image.entrypoint import EntrypointOptions, exec_launch, prepare_launch
+from inference_platform.inference_image.testing.assets import write_engine
+from inference_platform.inference_image.testing.cpu_llm.options import StandIn
 from moto import mock_aws
 
-from inferctl.artifacts import ModelMetadata, upload
-from inferctl.errors import CommandError
-from inference_image.accelerators import VisibleAccelerators
-from inference_image.entrypoint import EntrypointOptions, exec_launch, prepare_launch
-from inference_image.testing.assets import write_engine
-from inference_image.testing.cpu_llm.options import StandIn
+from inference_platform.errors import CommandError
 
 BUCKET = "inference-models"
 ENGINE_URI = f"s3://{BUCKET}/llama-3.1-8b/engine/1/"

@@ -32,11 +32,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from inference_platform.inferctl.cli import COMMANDS
+from inference_platform.inferctl.plan.report import to_json
+from inference_platform.infra.settings.serving import BACKEND_VENDORS
+from inference_platform.offline_plan import stack_settings
 
-from inferctl import stack_settings
-from inferctl.cli import COMMANDS
-from inferctl.plan.report import to_json
-from infra.settings.serving import BACKEND_VENDORS
 from tests.inference_image.image_env import IMAGE, ImageEnv, entrypoint, image_commands, image_env, image_import_roots
 from tests.runtime_imports import chain, closure
 
@@ -201,9 +201,9 @@ def test_the_environment_has_no_pulumi_and_its_settings_import_none(dockerfile, 
     assert result.returncode != 0 and "No module named 'pulumi'" in result.stderr, _describe(["import pulumi"], result)
     code = (
         "import importlib, pkgutil, sys\n"
-        "import infra.settings, inference_image\n"
-        "names = ['infra.settings.' + m.name for m in pkgutil.iter_modules(infra.settings.__path__)]\n"
-        "names += ['inference_image.entrypoint', 'inference_image.prepare', 'inferctl.cli']\n"
+        "import inference_platform.infra.settings, inference_image\n"
+        "names = ['inference_platform.infra.settings.' + m.name for m in pkgutil.iter_modules(inference_platform.infra.settings.__path__)]\n"
+        "names += ['inference_platform.inference_image.entrypoint', 'inference_platform.inference_image.prepare', 'inference_platform.inferctl.cli']\n"
         "names += list(sys.argv[1:])\n"
         "for name in names: importlib.import_module(name)\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0].startswith('pulumi')))\n"

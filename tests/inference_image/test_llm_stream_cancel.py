@@ -38,8 +38,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from inference_image.runtime.llm_stream import CANCEL_POLL_S, CancelWatch, LlmStream
+from inference_platform.inference_image.runtime.llm_stream import CANCEL_POLL_S, CancelWatch, LlmStream
 
 UPSTREAM = json.loads(
     (Path(__file__).resolve().parents[1] / "data" / "upstream" / "triton_cancellation_r24.10_r25.05.json").read_text()
@@ -209,7 +208,7 @@ def test_a_failing_poll_ends_the_watch_without_firing():
 
 
 def test_a_stop_request_stops_only_the_running_requests_with_its_id():
-    from inference_image.runtime.stop_requests import RunningById, is_stop_request
+    from inference_platform.inference_image.runtime.stop_requests import RunningById, is_stop_request
 
     running = RunningById()
     a1, a2, b = running.add("a"), running.add("a"), running.add("b")

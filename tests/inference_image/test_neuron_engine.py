@@ -5,10 +5,9 @@ from __future__ import annotations
 import threading
 
 import pytest
-
-from inference_image.runtime.generation import FinishReason, SequenceState
-from inference_image.runtime.llm_request import LlmRequest, SamplingParams
-from inference_image.runtime.neuron_engine import BatchScheduler, Job, neuron_refusal, sampling_row
+from inference_platform.inference_image.runtime.generation import FinishReason, SequenceState
+from inference_platform.inference_image.runtime.llm_request import LlmRequest, SamplingParams
+from inference_platform.inference_image.runtime.neuron_engine import BatchScheduler, Job, neuron_refusal, sampling_row
 
 
 def _job(prompt, *, sink, max_new=4, end_id=0, cancelled=lambda: False):

@@ -11,8 +11,7 @@ import types
 
 import numpy as np
 import pytest
-
-from inference_image.runtime.stop_requests import NO_ID, RunningById
+from inference_platform.inference_image.runtime.stop_requests import NO_ID, RunningById
 
 
 class _Tensor:
@@ -53,7 +52,7 @@ def model(monkeypatch):
         _Tensor(name, request._tensors[name]) if name in request._tensors else None
     )
     monkeypatch.setitem(sys.modules, "triton_python_backend_utils", pb)
-    name = "inference_image.model_repository.neuron_llm.model"
+    name = "inference_platform.inference_image.model_repository.neuron_llm.model"
     module = importlib.reload(importlib.import_module(name)) if name in sys.modules else importlib.import_module(name)
     instance = module.TritonPythonModel.__new__(module.TritonPythonModel)
     instance.decoupled, instance.exclude_default, instance.max_seq_len = False, False, 64

@@ -6,13 +6,12 @@ from pathlib import Path
 
 import pytest
 from google.protobuf import text_format
+from inference_platform.inferctl.plan.command import write_outputs
+from inference_platform.inference_image.defaults import MODELS_DIR
+from inference_platform.inference_image.model_repository import nvidia_keys
+from inference_platform.inference_image.repository import render_repository
+from inference_platform.offline_plan.model_repository import serving_json, write_model_repository
 from tritonclient.grpc import model_config_pb2
-
-from inferctl.plan.command import write_outputs
-from inferctl.plan.model_repository import serving_json, write_model_repository
-from inference_image.defaults import MODELS_DIR
-from inference_image.model_repository import nvidia_keys
-from inference_image.repository import render_repository
 
 MODELS = {"preprocessing", "tensorrt_llm", "postprocessing", "stream_gate", "ensemble", "tensorrt_llm_bls"}
 

@@ -6,11 +6,18 @@ import json
 from pathlib import Path
 
 import pytest
+from inference_platform.inference_image.accelerators import VisibleAccelerators
+from inference_platform.inference_image.build_plan import NeuronCompilePlan, TrtllmBuildPlan, target_for
+from inference_platform.inference_image.prepare import (
+    PrepareOptions,
+    check_node,
+    copy_tokenizer,
+    metadata_for,
+    plan_for,
+    run_prepare,
+)
 
-from inferctl.errors import CommandError
-from inference_image.accelerators import VisibleAccelerators
-from inference_image.build_plan import NeuronCompilePlan, TrtllmBuildPlan, target_for
-from inference_image.prepare import PrepareOptions, check_node, copy_tokenizer, metadata_for, plan_for, run_prepare
+from inference_platform.errors import CommandError
 
 POOLS = {"dev": "g6.xlarge", "prod": "p5.48xlarge", "npu": "inf2.24xlarge"}
 

@@ -5,8 +5,14 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-from inference_image.render import Fragment, ParameterBlocks, RenderError, format_value, placeholders, render
+from inference_platform.inference_image.render import (
+    Fragment,
+    ParameterBlocks,
+    RenderError,
+    format_value,
+    placeholders,
+    render,
+)
 
 TEMPLATE = (
     'name: "{{ name }}"\nmax_batch_size: {{ batch }}\nparameters { key: "x" value: { string_value: "{{ flag }}" } }\n'

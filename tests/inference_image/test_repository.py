@@ -8,13 +8,17 @@ from pathlib import Path
 
 import pytest
 from google.protobuf import text_format
+from inference_platform.inference_image.model_repository import nvidia_keys
+from inference_platform.inference_image.render import RenderError
+from inference_platform.inference_image.repository import (
+    model_parameters,
+    plan_repository,
+    render_configs,
+    render_repository,
+)
+from inference_platform.inference_image.testing.cpu_llm.options import StandIn
+from inference_platform.infra.settings.serving import ServingSettings
 from tritonclient.grpc import model_config_pb2
-
-from inference_image.model_repository import nvidia_keys
-from inference_image.render import RenderError
-from inference_image.repository import model_parameters, plan_repository, render_configs, render_repository
-from inference_image.testing.cpu_llm.options import StandIn
-from infra.settings.serving import ServingSettings
 
 STACKS = ("dev", "prod", "npu")
 ENGINE = Path("/models/engine")
@@ -250,19 +254,19 @@ def test_the_repository_appears_only_complete(serving, tmp_path, monkeypatch):
     def fail(*args, **kwargs):
         raise OSError("disk full")
 
-    monkeypatch.setattr("inference_image.repository.os.rename", fail)
+    monkeypatch.setattr("inference_platform.inference_image.repository.os.rename", fail)
     with pytest.raises(OSError, match="disk full"):
         render_repository(serving["dev"], destination, engine_dir=ENGINE, tokenizer_dir=TOKENIZER)
     assert list(tmp_path.iterdir()) == []  # neither the destination nor the staging directory
 
 
 def test_templates_and_model_code_ship_as_package_data():
-    root = resources.files("inference_image.model_repository")
+    root = resources.files("inference_platform.inference_image.model_repository")
     for model in ("ensemble", "preprocessing", "postprocessing", "tensorrt_llm", "neuron_llm", "tensorrt_llm_bls"):
         assert (root / model / "config.pbtxt.tmpl").is_file()
     for model in ("preprocessing", "postprocessing", "stream_gate", "neuron_llm", "tensorrt_llm_bls"):
         assert (root / model / "model.py").is_file()
-    assert (resources.files("inference_image.testing.cpu_llm") / "config.pbtxt.tmpl").is_file()
+    assert (resources.files("inference_platform.inference_image.testing.cpu_llm") / "config.pbtxt.tmpl").is_file()
 
 
 @pytest.mark.parametrize("stack", STACKS)

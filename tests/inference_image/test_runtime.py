@@ -8,15 +8,14 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-from inference_image.runtime.detokenize import IncrementalText
-from inference_image.runtime.generation import FinishReason, SequenceState, completes_word
-from inference_image.runtime.llm_outputs import output_arrays
-from inference_image.runtime.llm_request import LlmRequest, RequestError, parse_request
-from inference_image.runtime.params import ModelConfigError, Parameters
-from inference_image.runtime.tokenizer import TokenizerError, load_tokenizer
-from inference_image.runtime.words import from_word_list, to_word_list_format
-from inference_image.testing.assets import EOS
+from inference_platform.inference_image.runtime.detokenize import IncrementalText
+from inference_platform.inference_image.runtime.generation import FinishReason, SequenceState, completes_word
+from inference_platform.inference_image.runtime.llm_outputs import output_arrays
+from inference_platform.inference_image.runtime.llm_request import LlmRequest, RequestError, parse_request
+from inference_platform.inference_image.runtime.params import ModelConfigError, Parameters
+from inference_platform.inference_image.runtime.tokenizer import TokenizerError, load_tokenizer
+from inference_platform.inference_image.runtime.words import from_word_list, to_word_list_format
+from inference_platform.inference_image.testing.assets import EOS
 
 words = st.lists(st.lists(st.integers(0, 50_000), min_size=1, max_size=5), max_size=6)
 

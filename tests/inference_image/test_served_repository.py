@@ -12,15 +12,15 @@ import re
 from pathlib import Path
 
 import pytest
+from inference_platform.inferctl.serving import local_triton
+from inference_platform.inferctl.serving.serve_local import build_local_repository
+from inference_platform.inferctl.serving.server_process import ServerProcess
+from inference_platform.inferctl.serving.smoke_grpc import stream_generate
+from inference_platform.inferctl.serving.smoke_http import HttpEndpoint, generate, generate_stream
+from inference_platform.inference_image.server_args import rank0_args
+from inference_platform.offline_plan import stack_settings
 
-from inferctl import stack_settings
-from inferctl.errors import CommandError
-from inferctl.serving import local_triton
-from inferctl.serving.serve_local import build_local_repository
-from inferctl.serving.server_process import ServerProcess
-from inferctl.serving.smoke_grpc import stream_generate
-from inferctl.serving.smoke_http import HttpEndpoint, generate, generate_stream
-from inference_image.server_args import rank0_args
+from inference_platform.errors import CommandError
 from tests.inferctl.serving.conftest import FAST, LOOPBACK, READY_TIMEOUT, listen, start_stand_in_server
 
 pytestmark = pytest.mark.triton

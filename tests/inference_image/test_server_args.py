@@ -5,8 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from inference_image.server_args import Listen, ServerArgsError, check_api_key, command, rank0_args, redacted
+from inference_platform.inference_image.server_args import (
+    Listen,
+    ServerArgsError,
+    check_api_key,
+    command,
+    rank0_args,
+    redacted,
+)
 
 REPO = Path("/tmp/inferctl/model_repository")
 MODELS = ["preprocessing", "tensorrt_llm", "postprocessing", "stream_gate", "ensemble", "tensorrt_llm_bls"]

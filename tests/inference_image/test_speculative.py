@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import pytest
-
-from components.catalog.speculative import choices_problems, format_choices, parse_choices, unsupported
-from inference_image.speculative import speculative_parameters
+from inference_platform.components.catalog.speculative import (
+    choices_problems,
+    format_choices,
+    parse_choices,
+    unsupported,
+)
+from inference_platform.inference_image.speculative import speculative_parameters
 
 
 def _with(serving, **speculative):

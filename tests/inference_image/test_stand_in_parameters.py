@@ -6,12 +6,11 @@ from pathlib import Path
 
 import pytest
 from google.protobuf import text_format
+from inference_platform.inference_image.repository import render_repository
+from inference_platform.inference_image.testing.cpu_llm import trtllm_parameters
+from inference_platform.inference_image.testing.cpu_llm.options import StandIn
+from inference_platform.inference_image.testing.cpu_llm.trtllm_parameters import ParameterError, read
 from tritonclient.grpc import model_config_pb2
-
-from inference_image.repository import render_repository
-from inference_image.testing.cpu_llm import trtllm_parameters
-from inference_image.testing.cpu_llm.options import StandIn
-from inference_image.testing.cpu_llm.trtllm_parameters import ParameterError, read
 
 ENGINE = Path("/models/engine")
 TOKENIZER = Path("/models/tokenizer")
@@ -79,7 +78,7 @@ def test_combinations_the_backend_throws_on_are_refused(serving, tmp_path):
 
 
 def test_every_key_has_a_rule():
-    from inference_image.model_repository.nvidia_keys import TENSORRT_LLM
+    from inference_platform.inference_image.model_repository.nvidia_keys import TENSORRT_LLM
 
     ruled = (
         trtllm_parameters.INTEGER

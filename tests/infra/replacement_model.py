@@ -22,7 +22,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from inferctl.plan.recorder import RecordedResource
+from inference_platform.offline_plan.recorder import RecordedResource
 
 FACTS = Path(__file__).resolve().parents[1] / "data" / "upstream" / "replacement.json"
 MISSING = object()

@@ -10,8 +10,8 @@ import json
 import kubernetes_validate
 import pytest
 import yaml
+from inference_platform.offline_plan.manifests import write_manifests
 
-from inferctl.plan.manifests import write_manifests
 from tests.conftest import STACKS
 
 VERSIONS = ("1.36", "1.33")
@@ -204,7 +204,7 @@ def test_each_stack_limits_http_bodies_from_its_max_input_len_and_times_out_slow
     stack_plan, stack, max_input_len
 ):
     """Issue 18 §4: the cluster's limits follow serving.maxInputLen (components/edge/policy.py formula)."""
-    from components.edge.policy import request_body_limit
+    from inference_platform.components.edge.policy import request_body_limit
 
     resources = stack_plan(stack).run.resources
     body = next(r for r in resources if r.type.endswith(":BackendTrafficPolicy") and "mergeType" in r.inputs["spec"])

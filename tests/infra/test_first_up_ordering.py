@@ -19,10 +19,10 @@ import json
 from typing import Any
 
 import pytest
+from inference_platform.components.catalog import edge_charts
+from inference_platform.components.catalog.crds import BUILT_IN_GROUPS, crd_source
+from inference_platform.inferctl.plan.command import write_outputs
 
-from components.catalog import edge_charts
-from components.catalog.crds import BUILT_IN_GROUPS, crd_source
-from inferctl.plan.command import write_outputs
 from tests.conftest import STACKS
 
 RELEASE = "kubernetes:helm.sh/v3:Release"

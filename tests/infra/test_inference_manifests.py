@@ -12,10 +12,10 @@ import json
 import kubernetes_validate
 import pytest
 import yaml
+from inference_platform.components.catalog.efa import EFA_ENV
+from inference_platform.inferctl.plan.command import make_plan
+from inference_platform.offline_plan.manifests import write_manifests
 
-from components.catalog.efa import EFA_ENV
-from inferctl.plan.command import make_plan
-from inferctl.plan.manifests import write_manifests
 from tests.conftest import REPO, STACKS
 
 VERSIONS = ("1.36", "1.33")
@@ -78,7 +78,7 @@ def multi_node_plan(tmp_path_factory):
     )
     # Its demand plan sizes the 70B rollout; this variant serves another model on the same pool.
     config.pop("inference-platform:capacity", None)
-    # 405B FP8 (~378 GiB) stages for ~37 min (components/catalog/cold_start.py): at the default ramp the
+    # 405B FP8 (~378 GiB) stages for ~37 min (planners/cold_start.py): at the default ramp the
     # autoscaler must scale out at about 60 % of a replica's batch (the settings refuse prod's 75 %).
     config["inference-platform:autoscaling"] = {"targetRequestsPerReplica": 32}
     rollout = config["inference-platform:inference"]

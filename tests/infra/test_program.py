@@ -6,9 +6,9 @@ import ipaddress
 import json
 
 import pytest
+from inference_platform.components.common.tagging import is_taggable
+from inference_platform.policies.rules.tagging import REQUIRED_TAGS
 
-from components.common.tagging import is_taggable
-from policies.rules.tagging import REQUIRED_TAGS
 from tests.conftest import STACKS, by_type
 
 EXPECTED = {
@@ -79,8 +79,8 @@ def test_urns_take_the_engine_form(stack_plan):
 
 def test_no_plaintext_secret_in_the_plan_json(tmp_path, repo):
     """A program that puts a secret config value on a resource: the plan shows `[secret]` only."""
-    from inferctl.plan.command import make_plan
-    from inferctl.plan.report import to_json
+    from inference_platform.inferctl.plan.command import make_plan
+    from inference_platform.inferctl.plan.report import to_json
 
     plan = make_plan(repo / "tests" / "fixtures" / "secret_program", "test", secret_values={"token": "s3cr3t-VALUE-42"})
     text = json.dumps(to_json(plan))

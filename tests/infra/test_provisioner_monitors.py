@@ -7,8 +7,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
-
-from infra.observability import KUBE_SYSTEM, PROVISIONER_METRICS_PORTS, _monitors
+from inference_platform.infra.observability import KUBE_SYSTEM, PROVISIONER_METRICS_PORTS, _monitors
 
 
 @pytest.mark.parametrize(

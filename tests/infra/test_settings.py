@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 import yaml
-
-from infra.settings import SECTIONS, SettingsError, known_keys, load_settings
+from inference_platform.infra.settings import SECTIONS, SettingsError, known_keys, load_settings
 
 TAGS = {"owner": "team", "costCenter": "cc-1"}
 

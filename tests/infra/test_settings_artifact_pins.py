@@ -7,8 +7,8 @@ import copy
 
 import pytest
 import yaml
+from inference_platform.inferctl.cli import main as inferctl
 
-from inferctl.cli import main as inferctl
 from tests.conftest import REPO
 from tests.infra.test_settings_inference import _stack_file, problems, stack_values
 

@@ -4,10 +4,10 @@ plan exits 2 on any SettingsError), and the derived bounds follow the rollout an
 from __future__ import annotations
 
 import pytest
+from inference_platform.infra.settings import SettingsError
+from inference_platform.infra.settings.autoscaling import serving_slots
+from inference_platform.infra.settings.base import CheckContext
 
-from infra.settings import SettingsError
-from infra.settings.autoscaling import serving_slots
-from infra.settings.base import CheckContext
 from tests.infra.test_settings_inference import load, problems
 
 

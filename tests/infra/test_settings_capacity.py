@@ -6,8 +6,8 @@ from __future__ import annotations
 import copy
 
 import pytest
+from inference_platform.infra.settings.capacity import derived_bounds, planned_replicas, summary
 
-from infra.settings.capacity import derived_bounds, planned_replicas, summary
 from tests.infra.test_settings_inference import load, problems, stack_values
 
 DEMAND = {"tokensPerDay": 1.5e9, "isl": 2000, "osl": 500}
@@ -57,7 +57,7 @@ def test_a_model_that_does_not_fit_and_an_unpriced_region():
     serving = copy.deepcopy(stack_values("dev")["serving"])
     found = problems({"capacity": DEMAND, "serving": {**serving, "model": "Llama-3.1-405B"}}, "dev")
     assert any(k.startswith("serving") or k == "capacity" for k in found), found
-    from infra.settings import load_settings
+    from inference_platform.infra.settings import load_settings
 
     with pytest.raises(Exception) as err:
         load_settings({**stack_values("dev"), "capacity": DEMAND}, project="p", stack="s", region="eu-west-1")
@@ -67,7 +67,7 @@ def test_a_model_that_does_not_fit_and_an_unpriced_region():
 def test_the_plan_reads_speculative_decoding_and_kv_reuse_from_serving():
     from types import SimpleNamespace
 
-    from infra.settings.capacity import serving_features
+    from inference_platform.infra.settings.capacity import serving_features
 
     spec = SimpleNamespace(mode="medusa", draft_length=6, choices=[[0], [0, 0], [1]])
     serving = SimpleNamespace(speculative=spec, kv_cache=SimpleNamespace(enable_reuse=True))

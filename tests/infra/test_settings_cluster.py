@@ -8,13 +8,13 @@ import datetime as dt
 
 import pytest
 import yaml
+from inference_platform.inferctl.cli import main
+from inference_platform.infra.settings import SettingsError, load_settings
+from inference_platform.infra.settings.base import CheckContext
+from inference_platform.infra.settings.cluster import ClusterSettings
+from inference_platform.infra.settings.node_pools import NodePoolsSettings
+from inference_platform.offline_plan.engine import ProgramError, run_program
 
-from inferctl.cli import main
-from inferctl.plan.engine import ProgramError, run_program
-from infra.settings import SettingsError, load_settings
-from infra.settings.base import CheckContext
-from infra.settings.cluster import ClusterSettings
-from infra.settings.node_pools import NodePoolsSettings
 from tests.conftest import REPO
 
 TAGS = {"owner": "team", "costCenter": "cc-1"}

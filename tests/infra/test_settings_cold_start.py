@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from inference_platform.infra.settings import SettingsError, load_settings
+from inference_platform.infra.settings import cold_start as settings_cold_start
+from inference_platform.planners import cold_start
 
-from components.catalog import cold_start
-from infra.settings import SettingsError, load_settings
-from infra.settings import cold_start as settings_cold_start
 from tests.infra.test_settings_inference import load, stack_values
 
 
@@ -99,7 +99,7 @@ def test_the_ceiling_must_carry_the_planned_peak_plus_the_cold_start_growth():
     assert "autoscaling.maxReplicas" in _headroom_keys({"autoscaling": auto, "inference": inference})
     # Derived: 2.4 replicas' worth at the peak plans a ceiling of 3 (at the plan's 80 % target), but with the
     # growth during one cold start (~27 %) it needs 4: named, with what to set.
-    from infra.settings.capacity import derived_bounds
+    from inference_platform.infra.settings.capacity import derived_bounds
 
     settings = load({}, "prod")
     p = derived_bounds(settings).plan

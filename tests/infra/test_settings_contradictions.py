@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-
-from infra.settings import SettingsError, load_settings
+from inference_platform.infra.settings import SettingsError, load_settings
 
 STACKS = Path(__file__).resolve().parents[2] / "stacks"
 PROJECT = "inference-platform"

@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from inference_platform.infra.settings import SECRET_KEYS
+from inference_platform.infra.settings.document import FORMAT, settings_document
+from inference_platform.offline_plan import stack_settings
 
-from inferctl import stack_settings
-from inferctl.errors import CommandError
-from infra.settings import SECRET_KEYS
-from infra.settings.document import FORMAT, settings_document
+from inference_platform.errors import CommandError
 
 
 @pytest.mark.parametrize("stack", ["dev", "prod", "npu"])
@@ -43,7 +43,7 @@ def test_wrong_stack_or_broken_document_exits_2(tmp_path):
 
 def test_verify_reads_the_document_instead_of_the_stack_files(tmp_path, capsys):
     """``inferctl verify --settings-file``: a bad flag still exits 2 naming it, with the document's settings."""
-    from inferctl.cli import main
+    from inference_platform.inferctl.cli import main
 
     path = tmp_path / "settings.json"
     path.write_text(json.dumps(settings_document(stack_settings.load("prod"))))

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 import yaml
-
-from infra.settings import SettingsError, load_settings
+from inference_platform.infra.settings import SettingsError, load_settings
 
 TAGS = {"owner": "team", "costCenter": "cc-1"}
 ZONE = {"domain": "api.dev.example.com", "hostedZoneId": "Z0123456789ABCDEFGHIJ", "hostedZoneName": "example.com"}
@@ -123,7 +122,7 @@ def test_tiers_and_clients_become_the_gateway_policy():
 
 
 def test_plan_exits_2_naming_the_edge_key(repo, tmp_path, capsys):
-    from inferctl.cli import main
+    from inference_platform.inferctl.cli import main
 
     stack = yaml.safe_load((repo / "stacks" / "Pulumi.dev.yaml").read_text())
     stack["config"]["inference-platform:edge"] = {"tlsPolicy": "ELBSecurityPolicy-2016-08", "idleTimeoutSeconds": 0}
@@ -144,7 +143,7 @@ def test_rate_limits_fail_closed_in_production_and_open_in_development_unless_se
 
 
 def test_a_bad_fail_closed_is_refused_naming_its_key(repo, tmp_path, capsys):
-    from inferctl.cli import main
+    from inference_platform.inferctl.cli import main
 
     assert "edge.rateLimits.failClosed" in problems({"rateLimits": {"failClosed": "sometimes"}})
     stack = yaml.safe_load((repo / "stacks" / "Pulumi.dev.yaml").read_text())

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+from inference_platform.inferctl.cli import main as inferctl
+from inference_platform.infra.settings import SettingsError, decode_value, load_settings
+from inference_platform.offline_plan.engine import ProgramError, run_program
+from inference_platform.offline_plan.project import load_project, load_stack_config
 
-from inferctl.cli import main as inferctl
-from inferctl.plan.engine import ProgramError, run_program
-from inferctl.plan.project import load_project, load_stack_config
-from infra.settings import SettingsError, decode_value, load_settings
 from tests.conftest import REPO
 
 

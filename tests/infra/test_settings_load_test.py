@@ -8,11 +8,11 @@ import copy
 
 import pytest
 import yaml
+from inference_platform.components.catalog import load_generator
+from inference_platform.infra.settings import load_settings
+from inference_platform.offline_plan import stack_settings
 
-from components.catalog import load_generator
-from inferctl import stack_settings
-from inferctl.errors import CommandError
-from infra.settings import load_settings
+from inference_platform.errors import CommandError
 
 TAGS = {"owner": "team", "costCenter": "cc-1"}
 P = "inference-platform:"
@@ -137,7 +137,7 @@ def test_production_without_an_edge_has_no_tls_target(repo, tmp_path, prod):
 
 
 def test_plan_exits_2_naming_the_load_test_key(repo, tmp_path, prod, capsys):
-    from inferctl.cli import main
+    from inference_platform.inferctl.cli import main
 
     stack = copy.deepcopy(prod)
     stack["config"][P + "loadTest"] = {"enabled": True, "targetRate": 0, "concurrencyPerWorker": 0}

@@ -4,9 +4,9 @@ ones; a stack name AWS would refuse inside physical names is a settings problem 
 from __future__ import annotations
 
 import pytest
+from inference_platform.infra.settings import SettingsError, load_settings
+from inference_platform.offline_plan import stack_settings
 
-from inferctl import stack_settings
-from infra.settings import SettingsError, load_settings
 from tests.conftest import STACKS
 
 TAGS = {"owner": "team", "costCenter": "cc-1"}
@@ -59,7 +59,7 @@ def test_a_project_name_that_cannot_start_physical_names_is_a_problem():
 
 
 def test_inferctl_plan_refuses_such_a_stack_with_exit_2_naming_it(repo, tmp_path, capsys):
-    from inferctl.cli import main
+    from inference_platform.inferctl.cli import main
 
     stack_file = tmp_path / "Pulumi.Prod_Blue.yaml"
     stack_file.write_text((repo / "stacks" / "Pulumi.dev.yaml").read_text())

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import copy
 
-from components.catalog import charts
+from inference_platform.components.catalog import charts
+
 from tests.conftest import one
 from tests.infra.test_settings_inference import load, problems, stack_values
 

@@ -8,10 +8,10 @@ import copy
 
 import pytest
 import yaml
+from inference_platform.components.catalog import offerings
+from inference_platform.inferctl.cli import main
+from inference_platform.infra.settings import SettingsError, load_settings
 
-from components.catalog import offerings
-from inferctl.cli import main
-from infra.settings import SettingsError, load_settings
 from tests.conftest import REPO
 
 

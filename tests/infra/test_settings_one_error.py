@@ -10,8 +10,8 @@ import math
 from typing import Any
 
 import pytest
+from inference_platform.infra.settings import SECTIONS, SettingsError, load_settings
 
-from infra.settings import SECTIONS, SettingsError, load_settings
 from tests.infra.test_settings_contradictions import PROJECT, mutate, stack_values
 from tests.infra.test_settings_values import number_fields
 

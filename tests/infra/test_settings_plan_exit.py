@@ -8,8 +8,8 @@ import copy
 
 import pytest
 import yaml
+from inference_platform.inferctl.cli import main
 
-from inferctl.cli import main
 from tests.conftest import REPO
 
 

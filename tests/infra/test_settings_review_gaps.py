@@ -14,11 +14,11 @@ import json
 import shutil
 
 import pytest
+from inference_platform.components.catalog import downstream_limits as limits
+from inference_platform.inferctl.cli import main
+from inference_platform.offline_plan import stack_settings
+from inference_platform.planners.planning_factors import BASIS_MAX_CHARS, Factor, PlanningFactors
 
-from components.catalog import downstream_limits as limits
-from components.catalog.planning_factors import BASIS_MAX_CHARS, Factor, PlanningFactors
-from inferctl import stack_settings
-from inferctl.cli import main
 from tests.conftest import REPO
 from tests.infra.test_settings_plan_exit import stack_text
 
@@ -178,8 +178,8 @@ def test_raid0_on_al2023_nvme_types_plans(tmp_path, capsys):
     ],
 )
 def test_the_cold_start_counts_nvme_only_where_raid0_takes_effect(values, nvme):
-    from components.catalog import cold_start
-    from infra.settings.node_pools import NodePoolSettings
+    from inference_platform.infra.settings.node_pools import NodePoolSettings
+    from inference_platform.planners import cold_start
 
     pool = NodePoolSettings.model_validate(values)
     assert pool.local_nvme_raid0() is nvme

@@ -11,10 +11,9 @@ import typing
 from typing import Any
 
 import pytest
+from inference_platform.infra.settings import SECTIONS, SettingsError, load_settings
+from inference_platform.infra.settings.base import Section
 from pydantic import BaseModel, RootModel
-
-from infra.settings import SECTIONS, SettingsError, load_settings
-from infra.settings.base import Section
 
 TAGS = {"owner": "team", "costCenter": "cc-1"}
 
@@ -353,7 +352,7 @@ def test_zones_never_come_from_the_planning_machine(monkeypatch):
     """With the host's zoneinfo holding extra files, the list and the zones read are still tzdata's."""
     import zoneinfo
 
-    from components.catalog import time_zones
+    from inference_platform.components.catalog import time_zones
 
     assert "localtime" not in time_zones.names() and "Europe/Paris" in time_zones.names()
     monkeypatch.setattr(zoneinfo, "available_timezones", lambda: {"localtime", "Mars/Olympus"})

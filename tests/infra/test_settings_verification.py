@@ -4,8 +4,7 @@ the serving section."""
 from __future__ import annotations
 
 import pytest
-
-from infra.settings import SettingsError, load_settings
+from inference_platform.infra.settings import SettingsError, load_settings
 
 TAGS = {"owner": "team", "costCenter": "cc-1"}
 

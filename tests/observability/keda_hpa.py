@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from components.autoscaling.scaled_object import hpa_desired
+from inference_platform.components.autoscaling.scaled_object import hpa_desired
+
 from tests.observability.expr_lang import evaluate
 
 CRON_OUTSIDE_WINDOW = 1

@@ -10,16 +10,16 @@ from datetime import UTC, datetime, time
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from components.autoscaling.scaled_object import (
+from inference_platform.components.autoscaling.scaled_object import (
     ScaleTarget,
     ScalingPolicy,
     desired_replicas,
     scaled_object_spec,
     triggers,
 )
-from components.autoscaling.schedule import NightSchedule
-from components.observability.promql import Scope
+from inference_platform.components.autoscaling.schedule import NightSchedule
+from inference_platform.components.observability.promql import Scope
+
 from tests.observability.expr_lang import ExprError, evaluate
 from tests.observability.keda_hpa import recommendation
 

@@ -11,9 +11,9 @@ import json
 import time
 
 import pytest
+from inference_platform.components.observability.dashboards import expand, queries, render
+from inference_platform.offline_plan import stack_settings
 
-from components.observability.dashboards import expand, queries, render
-from inferctl import stack_settings
 from tests.inferctl.serving.conftest import free_port
 from tests.inferctl.serving.test_local_edge import EDGE, edge_in_front, edge_policy, request, triton_upstream
 from tests.observability.prometheus_server import Target, running_prometheus

@@ -24,8 +24,7 @@ from typing import Any
 
 import pytest
 import yaml
-
-from components.autoscaling.scaled_object import (
+from inference_platform.components.autoscaling.scaled_object import (
     HPA_TOLERANCE,
     ScaleTarget,
     ScalingPolicy,
@@ -33,14 +32,15 @@ from components.autoscaling.scaled_object import (
     scaled_object_spec,
     triggers,
 )
-from components.observability.dashboards import expand, queries, render
-from components.observability.promql import Scope
-from components.observability.rules import RuleSet, rule_groups, rules_file
-from inferctl import stack_settings
-from inferctl.serving import local_triton
-from inferctl.serving.serve_local import build_local_repository
-from inferctl.serving.server_process import ServerProcess
-from inference_image.server_args import rank0_args
+from inference_platform.components.observability.dashboards import expand, queries, render
+from inference_platform.components.observability.promql import Scope
+from inference_platform.components.observability.rules import RuleSet, rule_groups, rules_file
+from inference_platform.inferctl.serving import local_triton
+from inference_platform.inferctl.serving.serve_local import build_local_repository
+from inference_platform.inferctl.serving.server_process import ServerProcess
+from inference_platform.inference_image.server_args import rank0_args
+from inference_platform.offline_plan import stack_settings
+
 from tests.inferctl.serving.conftest import FAST, READY_TIMEOUT, RunningServer, free_port, leftover_processes, listen
 from tests.observability.keda_hpa import composite, recommendation
 from tests.observability.prometheus_server import Target, running_prometheus

@@ -6,10 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-
-from inferctl.plan.engine import run_function
-from inferctl.plan.policy_runner import Violation, evaluate
-from policies.pack import POLICIES
+from inference_platform.offline_plan.engine import run_function
+from inference_platform.offline_plan.policy_runner import Violation, evaluate
+from inference_platform.policies.pack import POLICIES
 
 BY_NAME = {p.name: p for p in POLICIES}
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import pulumi_aws as aws
 import pytest
-
-from inferctl.plan.command import _policy_config
-from inferctl.plan.policy_runner import evaluate
-from policies.pack import POLICIES
+from inference_platform.inferctl.plan.command import _policy_config
+from inference_platform.offline_plan.policy_runner import evaluate
+from inference_platform.policies.pack import POLICIES
 
 DEV = {"environment": "development", "region": "us-east-1"}
 PROD = {"environment": "production", "region": "us-east-1"}
@@ -77,10 +76,10 @@ def test_shipped_stacks_pass_their_cost_policies(stack, stack_plan):
 
 
 def night_scheduled_gpus():
-    """4 replicas x 8 H100s on a pool from 0 to 4 nodes, and the ScaledObject components.autoscaling renders
+    """4 replicas x 8 H100s on a pool from 0 to 4 nodes, and the ScaledObject inference_platform.components.autoscaling renders
     (day 06:00-22:00 UTC at 4 replicas, night at 2)."""
-    from components.autoscaling.scaled_object import ScaleTarget, ScalingPolicy, scaled_object_spec
-    from components.observability.promql import Scope
+    from inference_platform.components.autoscaling.scaled_object import ScaleTarget, ScalingPolicy, scaled_object_spec
+    from inference_platform.components.observability.promql import Scope
 
     def program():
         import pulumi_kubernetes as k8s
@@ -120,7 +119,7 @@ def test_bad_assumptions_are_reported_together_by_key(violations):
 
 
 def test_the_config_schema_declares_every_assumption():
-    from policies.rules.cost import POLICIES as COST
+    from inference_platform.policies.rules.cost import POLICIES as COST
 
     for policy in COST:
         schema = policy.config_schema.properties["assumptions"]

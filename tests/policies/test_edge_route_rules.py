@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import pulumi_kubernetes as k8s
 import pytest
-
-from components.edge.gateway_api import GatewayTarget, render_gateway_objects
-from components.edge.policy import GRPC_SERVICE, EdgePolicy
+from inference_platform.components.edge.gateway_api import GatewayTarget, render_gateway_objects
+from inference_platform.components.edge.policy import GRPC_SERVICE, EdgePolicy
 
 RULE = "public-routes-allow-listed"
 TARGET = GatewayTarget(

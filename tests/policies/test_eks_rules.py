@@ -6,8 +6,7 @@ from __future__ import annotations
 import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
-
-from components.cluster.eks_cluster import Cluster, ClusterArgs
+from inference_platform.components.cluster.eks_cluster import Cluster, ClusterArgs
 
 
 def our_cluster(**kw):
@@ -139,8 +138,8 @@ def test_two_explicit_entries_for_one_principal_fail(violations):
 
 
 def test_the_shipped_karpenter_stack_gives_its_nodes_their_own_role(stack_plan):
-    from inferctl.plan.policy_runner import evaluate
-    from policies.pack import POLICIES
+    from inference_platform.offline_plan.policy_runner import evaluate
+    from inference_platform.policies.pack import POLICIES
 
     plan = stack_plan("dev")
     assert not [v for v in plan.violations if v.policy == "eks-one-access-entry-per-principal"]
@@ -149,7 +148,7 @@ def test_the_shipped_karpenter_stack_gives_its_nodes_their_own_role(stack_plan):
     assert evaluate(plan.run.resources, [p for p in POLICIES if p.name == "eks-api-reachable"]) == []
 
 
-# eks-core-addons: components.cluster.Cluster turns EKS's self-managed add-ons off, so a program that builds
+# eks-core-addons: inference_platform.components.cluster.Cluster turns EKS's self-managed add-ons off, so a program that builds
 # one without ClusterAddons gets a cluster with no pod network, no kube-proxy and no DNS.
 
 
@@ -159,7 +158,7 @@ def test_our_cluster_without_core_addons_is_refused(violations):
 
 
 def test_our_cluster_with_its_core_addons_passes_and_each_missing_one_is_named(violations):
-    from components.cluster.addons import AddonSpec, ClusterAddons, ClusterAddonsArgs
+    from inference_platform.components.cluster.addons import AddonSpec, ClusterAddons, ClusterAddonsArgs
 
     def with_addons(names):
         def program():

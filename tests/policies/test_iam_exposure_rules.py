@@ -7,9 +7,8 @@ import json
 
 import pulumi_aws as aws
 import pytest
-
-from policies.rules.iam import is_wildcard_resource, problems
-from policies.rules.iam_exposure import is_scoped, open_statements
+from inference_platform.policies.rules.iam import is_wildcard_resource, problems
+from inference_platform.policies.rules.iam_exposure import is_scoped, open_statements
 
 
 def doc(*statements):

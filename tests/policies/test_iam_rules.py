@@ -6,8 +6,7 @@ import json
 
 import pulumi_aws as aws
 import pytest
-
-from policies.rules.iam import is_read_only, problems
+from inference_platform.policies.rules.iam import is_read_only, problems
 
 
 def doc(*statements):
@@ -83,7 +82,7 @@ def test_pod_identity_trust_without_source_conditions_is_refused(violations):
 
 
 def test_our_pod_identity_trust_passes(violations):
-    from components.identity.pod_identity import PodIdentityRole, PodIdentityRoleArgs
+    from inference_platform.components.identity.pod_identity import PodIdentityRole, PodIdentityRoleArgs
 
     def program():
         PodIdentityRole("x", PodIdentityRoleArgs(cluster_name="demo", namespace="ns", service_account="sa"))

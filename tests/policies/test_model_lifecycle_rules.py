@@ -7,8 +7,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 import pytest
-
-from components.storage import ModelStore, ModelStoreArgs
+from inference_platform.components.storage import ModelStore, ModelStoreArgs
 
 RULE = "model-objects-not-expired"
 URI = "s3://team-models/llm/llama/fp8/2026-11-30/"

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pulumi_aws as aws
-
-from components.network.security_groups import SecurityGroups, SecurityGroupsArgs
+from inference_platform.components.network.security_groups import SecurityGroups, SecurityGroupsArgs
 
 
 def lb_and_nodes():

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import pulumi_kubernetes as k8s
 import pytest
-
-from components.autoscaling.scaled_object import ScaleTarget, ScalingPolicy, scaled_object_spec
-from components.observability.monitoring_stack import GRAFANA_SERVICE_ACCOUNT, grafana_values
-from components.observability.promql import Scope
-from components.observability.rules import RuleSet, rule_groups
+from inference_platform.components.autoscaling.scaled_object import ScaleTarget, ScalingPolicy, scaled_object_spec
+from inference_platform.components.observability.monitoring_stack import GRAFANA_SERVICE_ACCOUNT, grafana_values
+from inference_platform.components.observability.promql import Scope
+from inference_platform.components.observability.rules import RuleSet, rule_groups
 
 SCOPE = Scope(namespace="inference", job="triton")
 GOOD_SPEC = scaled_object_spec(ScalingPolicy(scope=SCOPE, prometheus_url="http://p:9090"), ScaleTarget(name="triton"))

@@ -11,8 +11,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 import pytest
-
-from inferctl.cli import main
+from inference_platform.inferctl.cli import main
 
 CRDS = "custom-resources-after-crds"
 NODES = "releases-after-system-nodes"
@@ -327,7 +326,7 @@ def test_inferctl_plan_exits_1_naming_a_custom_resource_ahead_of_its_crd(tmp_pat
 
 @pytest.mark.parametrize("name", [CRDS, NODES, WEBHOOKS])
 def test_each_rule_is_in_the_pack_and_mandatory(name):
-    from policies.pack import POLICIES
+    from inference_platform.policies.pack import POLICIES
 
     (policy,) = [p for p in POLICIES if p.name == name]
     assert policy.enforcement_level.value == "mandatory"
@@ -345,9 +344,8 @@ def _view(type_: str, name: str, props: dict, parent=None, dependencies=()):
 
 
 def test_a_value_unknown_during_preview_skips_that_resource_not_the_rule():
+    from inference_platform.policies.rules.ordering import POLICIES
     from pulumi_policy import StackValidationArgs
-
-    from policies.rules.ordering import POLICIES
 
     unknown = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"  # the engine's unknown sentinel (pulumi.runtime.rpc.UNKNOWN)
     nodes = _view("aws:eks/nodeGroup:NodeGroup", "system-ng", {"labels": {"node-role": "system"}})

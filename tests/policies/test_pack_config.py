@@ -8,10 +8,9 @@ import math
 from pathlib import Path
 
 import pytest
-
-from inferctl.cli import main
-from policies import pack_config
-from policies.pack import POLICIES
+from inference_platform.inferctl.cli import main
+from inference_platform.policies import pack_config
+from inference_platform.policies.pack import POLICIES
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -102,8 +101,9 @@ def test_plan_exits_2_naming_each_entry(tmp_path, capsys, text, words):
 
 
 def test_inferctl_cost_refuses_the_same_configs(tmp_path):
-    from inferctl.cost.summary import usage_for
-    from inferctl.errors import CommandError
+    from inference_platform.inferctl.cost.summary import usage_for
+
+    from inference_platform.errors import CommandError
 
     config = tmp_path / "bad.json"
     config.write_text('[{"cost-monthly-budget": {"monthlyBudgetUsd": 5}}]')

@@ -6,9 +6,8 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 import pytest
-
-from components.secrets.secrets_manager import Secrets, SecretsArgs
-from policies.rules.secrets import secret_literals
+from inference_platform.components.secrets.secrets_manager import Secrets, SecretsArgs
+from inference_platform.policies.rules.secrets import secret_literals
 
 KEY = "arn:aws:kms:us-west-2:123456789012:key/storage"
 KUBECONFIG = "apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n"

@@ -8,9 +8,8 @@ import json
 import pulumi
 import pulumi_aws as aws
 import pytest
-
-from components.storage.model_access import ModelAccess, ModelAccessArgs
-from components.storage.model_store import ModelStore, ModelStoreArgs
+from inference_platform.components.storage.model_access import ModelAccess, ModelAccessArgs
+from inference_platform.components.storage.model_store import ModelStore, ModelStoreArgs
 
 KEY = "arn:aws:kms:us-west-2:123456789012:key/storage"
 S3_RULES = ("s3-kms-encryption", "s3-public-access-blocked", "s3-tls-only", "s3-versioning", "s3-access-logging")

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pulumi_aws as aws
 import pytest
-
-from components.network.cidr import internet_wide
+from inference_platform.components.network.cidr import internet_wide
 
 
 @pytest.mark.parametrize(

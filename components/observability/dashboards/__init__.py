@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from components.observability.dashboards import cost, edge, fleet, serving
-from components.observability.dashboards.panels import expand, queries, to_json
+from inference_platform.components.observability.dashboards import cost, edge, fleet, serving
+from inference_platform.components.observability.dashboards.panels import expand, queries, to_json
 
 DASHBOARDS: dict[str, Callable[[], Any]] = {
     "inference-serving.json": serving.build,

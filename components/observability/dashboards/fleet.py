@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.observability import promql as q
-from components.observability.dashboards.panels import dashboard, label_variable, series, single
+from inference_platform.components.observability import promql as q
+from inference_platform.components.observability.dashboards.panels import dashboard, label_variable, series, single
 
 UID = "inference-accelerators"
 POOL = 'label_node_pool=~"$pool"'

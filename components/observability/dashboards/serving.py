@@ -4,8 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.observability import promql as q
-from components.observability.dashboards.panels import RATE, dashboard, label_variable, series, single
+from inference_platform.components.observability import promql as q
+from inference_platform.components.observability.dashboards.panels import (
+    RATE,
+    dashboard,
+    label_variable,
+    series,
+    single,
+)
 
 UID = "inference-serving"
 W = 'namespace=~"$namespace"'

@@ -13,14 +13,13 @@ import json
 from pathlib import Path
 
 import triton_python_backend_utils as pb_utils
-
-from inference_image.runtime.generation import SequenceState
-from inference_image.runtime.llm_outputs import output_arrays
-from inference_image.runtime.llm_request import LLM_INPUTS, RequestError, parse_request
-from inference_image.runtime.neuron_engine import BatchScheduler, Job, NeuronEngine, neuron_refusal
-from inference_image.runtime.params import ModelConfigError, Parameters
-from inference_image.runtime.request_gauges import NEURON_FAMILY, RequestGauges
-from inference_image.runtime.stop_requests import NO_ID, RunningById, is_stop_request
+from inference_platform.inference_image.runtime.generation import SequenceState
+from inference_platform.inference_image.runtime.llm_outputs import output_arrays
+from inference_platform.inference_image.runtime.llm_request import LLM_INPUTS, RequestError, parse_request
+from inference_platform.inference_image.runtime.neuron_engine import BatchScheduler, Job, NeuronEngine, neuron_refusal
+from inference_platform.inference_image.runtime.params import ModelConfigError, Parameters
+from inference_platform.inference_image.runtime.request_gauges import NEURON_FAMILY, RequestGauges
+from inference_platform.inference_image.runtime.stop_requests import NO_ID, RunningById, is_stop_request
 
 NEURON_CONFIG = "neuron_config.json"
 

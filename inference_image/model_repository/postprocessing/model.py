@@ -15,10 +15,9 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 
 import triton_python_backend_utils as pb_utils
-
-from inference_image.runtime.llm_stream import LlmStream
-from inference_image.runtime.params import Parameters
-from inference_image.runtime.tokenizer import load_tokenizer
+from inference_platform.inference_image.runtime.llm_stream import LlmStream
+from inference_platform.inference_image.runtime.params import Parameters
+from inference_platform.inference_image.runtime.tokenizer import load_tokenizer
 
 
 class TritonPythonModel:

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 import triton_python_backend_utils as pb_utils
-
-from inference_image.runtime.params import Parameters
-from inference_image.runtime.tokenizer import load_tokenizer
-from inference_image.runtime.words import to_word_list_format
+from inference_platform.inference_image.runtime.params import Parameters
+from inference_platform.inference_image.runtime.tokenizer import load_tokenizer
+from inference_platform.inference_image.runtime.words import to_word_list_format
 
 
 class TritonPythonModel:

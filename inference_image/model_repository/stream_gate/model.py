@@ -15,9 +15,8 @@ from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 
 import triton_python_backend_utils as pb_utils
-
-from inference_image.runtime.llm_stream import stop_llm_request
-from inference_image.runtime.params import Parameters
+from inference_platform.inference_image.runtime.llm_stream import stop_llm_request
+from inference_platform.inference_image.runtime.params import Parameters
 
 REQUEST_ID = "LLM_REQUEST_ID"
 GATED = "GATED_"

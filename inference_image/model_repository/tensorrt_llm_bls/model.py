@@ -18,10 +18,9 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 
 import triton_python_backend_utils as pb_utils
-
-from inference_image.runtime.llm_stream import LlmStream
-from inference_image.runtime.params import ModelConfigError, Parameters
-from inference_image.runtime.tokenizer import load_tokenizer
+from inference_platform.inference_image.runtime.llm_stream import LlmStream
+from inference_platform.inference_image.runtime.params import ModelConfigError, Parameters
+from inference_platform.inference_image.runtime.tokenizer import load_tokenizer
 
 # client input -> preprocessing input
 PREPROCESS_INPUTS = {

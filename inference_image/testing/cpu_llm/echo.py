@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from inference_image.runtime.generation import completes_word
-from inference_image.runtime.llm_request import LlmRequest, RequestError
-from inference_image.runtime.tokenizer import Tokenizer
-from inference_image.testing.cpu_llm.guided import GuideError, satisfying_text
+from inference_platform.inference_image.runtime.generation import completes_word
+from inference_platform.inference_image.runtime.llm_request import LlmRequest, RequestError
+from inference_platform.inference_image.runtime.tokenizer import Tokenizer
+from inference_platform.inference_image.testing.cpu_llm.guided import GuideError, satisfying_text
 
 
 def refusal(request: LlmRequest, *, max_beam_width: int, guided_backend: str) -> str | None:

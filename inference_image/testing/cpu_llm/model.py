@@ -21,17 +21,16 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import triton_python_backend_utils as pb_utils
-
-from inference_image.runtime.generation import FinishReason, SequenceState
-from inference_image.runtime.llm_outputs import output_arrays
-from inference_image.runtime.llm_request import LLM_INPUTS, RequestError, parse_request
-from inference_image.runtime.params import ModelConfigError, Parameters
-from inference_image.runtime.stop_requests import NO_ID, RunningById, is_stop_request
-from inference_image.runtime.tokenizer import load_tokenizer
-from inference_image.testing.cpu_llm import trtllm_parameters
-from inference_image.testing.cpu_llm.echo import body_tokens, echo, refusal
-from inference_image.testing.cpu_llm.metrics import StandInMetrics
-from inference_image.testing.cpu_llm.options import STAND_IN_FILE
+from inference_platform.inference_image.runtime.generation import FinishReason, SequenceState
+from inference_platform.inference_image.runtime.llm_outputs import output_arrays
+from inference_platform.inference_image.runtime.llm_request import LLM_INPUTS, RequestError, parse_request
+from inference_platform.inference_image.runtime.params import ModelConfigError, Parameters
+from inference_platform.inference_image.runtime.stop_requests import NO_ID, RunningById, is_stop_request
+from inference_platform.inference_image.runtime.tokenizer import load_tokenizer
+from inference_platform.inference_image.testing.cpu_llm import trtllm_parameters
+from inference_platform.inference_image.testing.cpu_llm.echo import body_tokens, echo, refusal
+from inference_platform.inference_image.testing.cpu_llm.metrics import StandInMetrics
+from inference_platform.inference_image.testing.cpu_llm.options import STAND_IN_FILE
 
 # A TensorRT-LLM engine directory always holds its build config; the stand-in insists on it too, so a
 # partly downloaded engine fails the same way with the stand-in as with the real backend.

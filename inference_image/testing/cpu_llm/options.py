@@ -12,7 +12,7 @@ STAND_IN_FILE = "stand_in.json"
 
 @dataclass(frozen=True, kw_only=True)
 class StandIn:
-    """Render ``inference_image.testing.cpu_llm`` under the LLM step's name instead of the real step."""
+    """Render ``inference_platform.inference_image.testing.cpu_llm`` under the LLM step's name instead of the real step."""
 
     first_token_delay_ms: int = DEFAULT_FIRST_TOKEN_DELAY_MS
     """Default 50. Simulated prefill before the first token."""

@@ -21,8 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from components.catalog.speculative import parse_choices
-from inference_image.model_repository.nvidia_keys import TENSORRT_LLM
+from inference_platform.components.catalog.speculative import parse_choices
+from inference_platform.inference_image.model_repository.nvidia_keys import TENSORRT_LLM
 
 INTEGER = frozenset(
     {

@@ -6,9 +6,8 @@ from __future__ import annotations
 import re
 
 import botocore.session
+from inference_platform.components.catalog import aws_names, time_zones
 from moto.elbv2.ssl_policies import SSL_POLICIES
-
-from components.catalog import aws_names, time_zones
 
 
 def test_every_moto_policy_is_classified_and_ours_match_its_protocols():

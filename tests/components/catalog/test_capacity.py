@@ -6,10 +6,10 @@ from __future__ import annotations
 import math
 
 import pytest
-
-from components.catalog import capacity, prices
-from components.catalog.capacity import Demand, PlanningError
-from components.catalog.latency import Slo, Workload
+from inference_platform.components.catalog import prices
+from inference_platform.planners import capacity
+from inference_platform.planners.capacity import Demand, PlanningError
+from inference_platform.planners.latency import Slo, Workload
 
 SLO = Slo(ttft_ms=400, itl_ms=40)
 W = Workload(isl=1000, osl=1000)
@@ -125,7 +125,7 @@ def test_fleet_keeps_the_slo_when_one_cluster_is_lost():
 
 def test_money_counts_whole_nodes_and_whole_multi_node_groups():
     # A replica spanning two p5 nodes (TP16 over EFA) bills both nodes, every hour it runs.
-    from components.catalog import latency
+    from inference_platform.planners import latency
 
     slo = Slo(ttft_ms=5000, itl_ms=200)
     r = latency.replica("Llama-3.1-405B", "bf16", "p5.48xlarge", 16)

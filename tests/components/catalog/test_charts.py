@@ -5,9 +5,8 @@ from __future__ import annotations
 import re
 
 import pytest
-
-from components.catalog import charts, serving_charts, storage_charts
-from components.catalog.charts import Chart
+from inference_platform.components.catalog import charts, serving_charts, storage_charts
+from inference_platform.components.catalog.charts import Chart
 
 PINNED = [
     value

@@ -1,12 +1,11 @@
-"""The cold-start model (components/catalog/cold_start.py): phases, their basis, what shortens them."""
+"""The cold-start model (planners/cold_start.py): phases, their basis, what shortens them."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
 import pytest
-
-from components.catalog import cold_start as cs
+from inference_platform.planners import cold_start as cs
 
 P5 = cs.StartInputs(provisioner="managed", instance_type="p5.48xlarge", accelerators_per_node=8, model_gib=67.7,
                     source="fsx", fsx_mb_s=1200, starts_at_once=4, pods_per_node=2)  # fmt: skip

@@ -6,12 +6,12 @@ from __future__ import annotations
 from datetime import time
 
 import pytest
-
-from components.autoscaling.scaled_object import ScaleTarget, ScalingPolicy, scaled_object_spec
-from components.autoscaling.schedule import NightSchedule
-from components.catalog import costing, prices
-from components.catalog.costing import Usage, UsageError
-from components.observability.promql import Scope
+from inference_platform.components.autoscaling.scaled_object import ScaleTarget, ScalingPolicy, scaled_object_spec
+from inference_platform.components.autoscaling.schedule import NightSchedule
+from inference_platform.components.catalog import prices
+from inference_platform.components.observability.promql import Scope
+from inference_platform.planners import costing
+from inference_platform.planners.costing import Usage, UsageError
 
 H = prices.HOURS_PER_MONTH
 URN = "urn:pulumi:s::p::inference:compute:NodePool$aws:eks/nodeGroup:NodeGroup::{}"
@@ -46,7 +46,7 @@ def deployment(pool="gpu", replicas=3, gpus=4, name="triton"):
 
 
 def scaled_object(day_min, day_max, night=None, target="triton", kind="Deployment"):
-    """A ScaledObject as components.autoscaling renders it (the real renderer, not a copy of its shape)."""
+    """A ScaledObject as inference_platform.components.autoscaling renders it (the real renderer, not a copy of its shape)."""
     policy = ScalingPolicy(scope=Scope(namespace="inference", job="triton"), prometheus_url="http://p:9090",
                            min_replicas=day_min, max_replicas=day_max, night=night)  # fmt: skip
     spec = scaled_object_spec(policy, ScaleTarget(name=target, kind=kind))

@@ -10,12 +10,17 @@ from __future__ import annotations
 import re
 
 import pytest
-
-from components.catalog import charts, edge_charts, observability_charts, serving_charts, storage_charts
-from components.catalog.chart_pods import WAITED_PODS
-from components.catalog.charts import Chart
-from components.catalog.crds import BUILT_IN_GROUPS, CRD_SOURCES, crd_source
-from components.catalog.webhooks import FAILING_WEBHOOKS, holds
+from inference_platform.components.catalog import (
+    charts,
+    edge_charts,
+    observability_charts,
+    serving_charts,
+    storage_charts,
+)
+from inference_platform.components.catalog.chart_pods import WAITED_PODS
+from inference_platform.components.catalog.charts import Chart
+from inference_platform.components.catalog.crds import BUILT_IN_GROUPS, CRD_SOURCES, crd_source
+from inference_platform.components.catalog.webhooks import FAILING_WEBHOOKS, holds
 
 PINNED = {
     value

@@ -9,9 +9,8 @@ import re
 from pathlib import Path
 
 import botocore.session
-
-from components.catalog import downstream_limits as limits
-from components.catalog.edge_charts import ENVOY_GATEWAY
+from inference_platform.components.catalog import downstream_limits as limits
+from inference_platform.components.catalog.edge_charts import ENVOY_GATEWAY
 
 UPSTREAM = Path(__file__).resolve().parents[2] / "data" / "upstream"
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
-
-from components.catalog import eks_versions
-from components.catalog.eks_versions import (
+from inference_platform.components.catalog import eks_versions
+from inference_platform.components.catalog.eks_versions import (
     ADDONS,
     CALENDAR,
     DEFAULT_KUBERNETES_VERSION,

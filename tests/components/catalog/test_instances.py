@@ -6,9 +6,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-from components import catalog
-from components.catalog import CatalogError, InstanceType
+from inference_platform.components import catalog
+from inference_platform.components.catalog import CatalogError, InstanceType
 
 ALL_TYPES = [catalog.CATALOG[n] for n in catalog.known_instance_types()]
 ACCELERATED = [t for t in ALL_TYPES if t.is_accelerated]

@@ -7,11 +7,17 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from components.catalog import latency, latency_calibration
-from components.catalog.latency import Slo, Workload
-from components.catalog.latency_calibration import DATA_FILE, HOLDOUT, HOLDOUT_TOLERANCE, LLAMA2_70B, ROWS, TRAINING
-from components.catalog.models import SizingError
+from inference_platform.components.catalog.models import SizingError
+from inference_platform.planners import latency, latency_calibration
+from inference_platform.planners.latency import Slo, Workload
+from inference_platform.planners.latency_calibration import (
+    DATA_FILE,
+    HOLDOUT,
+    HOLDOUT_TOLERANCE,
+    LLAMA2_70B,
+    ROWS,
+    TRAINING,
+)
 
 W1K = Workload(isl=1000, osl=1000)
 

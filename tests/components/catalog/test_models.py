@@ -8,10 +8,9 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from components import catalog
-from components.catalog import models
-from components.catalog.models import ModelArchitecture, SizingError
+from inference_platform.components import catalog
+from inference_platform.components.catalog import models
+from inference_platform.components.catalog.models import ModelArchitecture, SizingError
 
 KIB = 1024
 ARCHS = [models.architecture(n) for n in models.known_architectures()]

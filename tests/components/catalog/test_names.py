@@ -6,8 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
-
-from components.catalog.names import HASH_LENGTH, fit_name, name_hash
+from inference_platform.components.catalog.names import HASH_LENGTH, fit_name, name_hash
 
 
 @pytest.mark.parametrize("name", ["inference-platform-dev", "inference-platform-prod-rl", "x" * 40])

@@ -5,12 +5,16 @@ from __future__ import annotations
 from datetime import UTC, datetime, time, timedelta
 
 import pytest
-
-from components.autoscaling.scaled_object import ScaleTarget, ScalingPolicy, bounds, scaled_object_spec
-from components.autoscaling.schedule import NightSchedule
-from components.catalog import node_hours
-from components.catalog.node_hours import Bounds, Load
-from components.observability.promql import Scope
+from inference_platform.components.autoscaling.scaled_object import (
+    ScaleTarget,
+    ScalingPolicy,
+    bounds,
+    scaled_object_spec,
+)
+from inference_platform.components.autoscaling.schedule import NightSchedule
+from inference_platform.components.observability.promql import Scope
+from inference_platform.planners import node_hours
+from inference_platform.planners.node_hours import Bounds, Load
 
 SCOPE = Scope(namespace="inference", job="triton")
 

@@ -8,10 +8,9 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from components.catalog import offerings, offerings_refresh
-from components.catalog.instances import CATALOG
-from components.catalog.regions import REGIONS
+from inference_platform.components.catalog import offerings, offerings_refresh
+from inference_platform.components.catalog.instances import CATALOG
+from inference_platform.components.catalog.regions import REGIONS
 
 
 def test_the_data_file_names_its_source_version_path_and_date():
@@ -36,7 +35,7 @@ def test_upstream_facts_the_stacks_rely_on():
 @pytest.mark.skipif(
     offerings_refresh.moto_resources()[0] != "5.2.5",
     reason=f"this machine has moto {offerings_refresh.moto_resources()[0]}, not 5.2.5, the release the vendored "
-    "offerings were read from (python -m components.catalog.offerings_refresh re-vendors them)",
+    "offerings were read from (python -m inference_platform.components.catalog.offerings_refresh re-vendors them)",
 )
 def test_refresh_from_the_installed_moto_reproduces_the_vendored_file():
     fresh = offerings_refresh.build(today=offerings.data()["date"])

@@ -1,6 +1,5 @@
 import pytest
-
-from components.catalog.planning_factors import (
+from inference_platform.planners.planning_factors import (
     DEFAULT_FACTORS,
     Factor,
     PlanningFactors,

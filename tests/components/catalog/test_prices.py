@@ -4,8 +4,7 @@ regions are refused."""
 from __future__ import annotations
 
 import pytest
-
-from components.catalog import prices
+from inference_platform.components.catalog import prices
 
 
 @pytest.mark.parametrize(

@@ -6,10 +6,16 @@ from __future__ import annotations
 import json
 
 import pytest
+from inference_platform.components.cluster.eks_cluster import (
+    LOG_TYPES,
+    Cluster,
+    ClusterArgs,
+    kubeconfig_document,
+    principal_key,
+)
+from inference_platform.components.common.errors import ComponentArgsError
+from inference_platform.inferctl.plan.report import SECRET_SIG, SECRET_SIG_KEY
 
-from components.cluster.eks_cluster import LOG_TYPES, Cluster, ClusterArgs, kubeconfig_document, principal_key
-from components.common.errors import ComponentArgsError
-from inferctl.plan.report import SECRET_SIG, SECRET_SIG_KEY
 from tests.conftest import by_type, one
 
 ADMIN = "arn:aws:iam::123456789012:role/platform-admin"

@@ -5,9 +5,15 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-from components import catalog
-from components.compute.pool_profile import PoolShard, PoolSpec, Taint, ami_type, profile, zone_suffix
+from inference_platform.components import catalog
+from inference_platform.components.compute.pool_profile import (
+    PoolShard,
+    PoolSpec,
+    Taint,
+    ami_type,
+    profile,
+    zone_suffix,
+)
 
 ZONES = ("us-east-1a", "us-east-1b", "us-east-1c")
 ACCELERATED = [t for t in catalog.known_instance_types() if catalog.instance(t).is_accelerated]

@@ -5,12 +5,12 @@ service-linked role through the key policy, the Karpenter controller through its
 from __future__ import annotations
 
 import pulumi_kubernetes as k8s
+from inference_platform.components.compute.iam_policies import karpenter_controller_policy
+from inference_platform.components.compute.karpenter_node_pool import KarpenterNodePool, KarpenterNodePoolArgs
+from inference_platform.components.compute.node_pool import NodePool, NodePoolArgs
+from inference_platform.components.compute.pool_profile import PoolSpec, profile
+from inference_platform.components.keys.kms import KeysArgs, autoscaling_service_role_arn, key_policy
 
-from components.compute.iam_policies import karpenter_controller_policy
-from components.compute.karpenter_node_pool import KarpenterNodePool, KarpenterNodePoolArgs
-from components.compute.node_pool import NodePool, NodePoolArgs
-from components.compute.pool_profile import PoolSpec, profile
-from components.keys.kms import KeysArgs, autoscaling_service_role_arn, key_policy
 from tests.conftest import one
 
 KEY = "arn:aws:kms:us-west-2:123456789012:key/volumes"
@@ -70,7 +70,7 @@ def test_karpenter_controller_may_have_ec2_use_the_volume_key_and_nothing_else()
 
 
 def test_a_new_account_gets_the_auto_scaling_role_before_the_keys(run_components):
-    from components.keys.kms import Keys
+    from inference_platform.components.keys.kms import Keys
 
     def program(create):
         def build():
@@ -89,7 +89,7 @@ def test_a_new_account_gets_the_auto_scaling_role_before_the_keys(run_components
 def test_storage_key_policy_admits_the_spot_role_beside_auto_scaling():
     """Spot launches go through AWSServiceRoleForEC2Spot, which must be admitted to the key of the
     CMK-encrypted root volume or the instance terminates at launch (aws/karpenter-provider-aws #933, #1407)."""
-    from components.keys.kms import spot_service_role_arn
+    from inference_platform.components.keys.kms import spot_service_role_arn
 
     spot = spot_service_role_arn("aws", "123456789012")
     assert spot == "arn:aws:iam::123456789012:role/aws-service-role/spot.amazonaws.com/AWSServiceRoleForEC2Spot"
@@ -101,7 +101,7 @@ def test_storage_key_policy_admits_the_spot_role_beside_auto_scaling():
 
 
 def test_a_new_account_gets_the_spot_role_before_the_keys_only_when_asked(run_components):
-    from components.keys.kms import Keys
+    from inference_platform.components.keys.kms import Keys
 
     def program(create):
         def build():

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from components.edge.gateway_api import GatewayTarget
+from inference_platform.components.edge.gateway_api import GatewayTarget
 
 TARGET = GatewayTarget(
     namespace="envoy-gateway-system",

@@ -17,18 +17,18 @@ import subprocess
 from typing import Any
 
 import pytest
-
-from components.edge.gateway_api import render_gateway_objects
-from components.edge.policy import (
+from inference_platform.components.edge.gateway_api import render_gateway_objects
+from inference_platform.components.edge.policy import (
     DEFAULT_MAX_INPUT_TOKENS,
     JSON_BYTES_PER_TOKEN,
     MAX_REQUEST_BYTES_LIMIT,
     REQUEST_ENVELOPE_BYTES,
     request_body_limit,
 )
-from inferctl.serving.edge_envoy import BUFFER_FILTER
-from inferctl.serving.local_edge import envoy_binary
-from infra.settings import load_settings
+from inference_platform.inferctl.serving.edge_envoy import BUFFER_FILTER
+from inference_platform.inferctl.serving.local_edge import envoy_binary
+from inference_platform.infra.settings import load_settings
+
 from tests.components.edge.targets import TARGET
 
 TAG = "v1.9.0"

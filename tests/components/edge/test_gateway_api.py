@@ -10,11 +10,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from inference_platform.components.edge.gateway_api import gateway_summary, render_gateway_objects
+from inference_platform.inferctl.serving.edge_envoy import Listener, Upstream, bootstrap_summary, render_bootstrap
+from inference_platform.inferctl.serving.local_edge import envoy_binary, generate_keys
+from inference_platform.infra.settings import load_settings
 
-from components.edge.gateway_api import gateway_summary, render_gateway_objects
-from inferctl.serving.edge_envoy import Listener, Upstream, bootstrap_summary, render_bootstrap
-from inferctl.serving.local_edge import envoy_binary, generate_keys
-from infra.settings import load_settings
 from tests.components.edge.targets import TARGET as SHARED_TARGET
 
 TAGS = {"owner": "team", "costCenter": "cc-1"}
@@ -148,7 +148,7 @@ def test_without_auth_there_is_no_security_policy_and_no_per_client_limit():
 
 
 def test_the_real_envoy_accepts_the_rendered_bootstrap(tmp_path):
-    from inferctl.serving.edge_tls import write_local_certificates
+    from inference_platform.inferctl.serving.edge_tls import write_local_certificates
 
     certs = write_local_certificates(tmp_path / "tls")
     for case in sorted(EDGES):

@@ -4,14 +4,13 @@ cluster (tag), account, region and the features in use, loses no permission the 
 from __future__ import annotations
 
 import pytest
-
-from components.edge.iam_documents import (
+from inference_platform.components.edge.iam_documents import (
     CLUSTER_TAG,
     external_dns_policy,
     load_balancer_controller_policy,
     published_load_balancer_controller_policy,
 )
-from policies.rules.iam import problems
+from inference_platform.policies.rules.iam import problems
 
 SCOPE = {"cluster_name": "inference-platform-prod", "account_id": "123456789012", "region": "us-east-1"}
 DROPPED = {

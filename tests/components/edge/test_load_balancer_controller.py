@@ -9,11 +9,10 @@ unless ``enableServiceMutatorWebhook`` is false; until a controller pod is Ready
 from __future__ import annotations
 
 import pulumi_kubernetes as k8s
-
-from components.catalog import edge_charts
-from components.catalog.webhooks import FAILING_WEBHOOKS, holds
-from components.edge.load_balancer_controller import LoadBalancerControllerArgs, release_values
-from policies.props import get
+from inference_platform.components.catalog import edge_charts
+from inference_platform.components.catalog.webhooks import FAILING_WEBHOOKS, holds
+from inference_platform.components.edge.load_balancer_controller import LoadBalancerControllerArgs, release_values
+from inference_platform.policies.props import get
 
 KUBECONFIG = "apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n"
 

@@ -28,10 +28,16 @@ from __future__ import annotations
 import re
 
 import pytest
+from inference_platform.components.edge.gateway_api import gateway_summary, render_gateway_objects
+from inference_platform.components.edge.policy import (
+    GRPC_SERVICE,
+    PUBLIC_MODELS,
+    EdgePolicy,
+    public_grpc_paths,
+    public_http_endpoints,
+)
+from inference_platform.inferctl.serving.edge_envoy import Listener, Upstream, bootstrap_summary, render_bootstrap
 
-from components.edge.gateway_api import gateway_summary, render_gateway_objects
-from components.edge.policy import GRPC_SERVICE, PUBLIC_MODELS, EdgePolicy, public_grpc_paths, public_http_endpoints
-from inferctl.serving.edge_envoy import Listener, Upstream, bootstrap_summary, render_bootstrap
 from tests.components.edge.targets import TARGET
 
 TRITON_HTTP_SOURCE = "triton-inference-server/server r25.05 src/http_server.cc"

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from components.identity.node_role import NodeRole, NodeRoleArgs
+from inference_platform.components.identity.node_role import NodeRole, NodeRoleArgs
+
 from tests.conftest import by_type, one
 
 

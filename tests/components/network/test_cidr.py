@@ -7,8 +7,7 @@ import ipaddress
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-from components.network.cidr import MAX_ZONES, TIERS, CarveError, carve
+from inference_platform.components.network.cidr import MAX_ZONES, TIERS, CarveError, carve
 
 
 @st.composite

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from components.network import endpoint_services as es
+from inference_platform.components.network import endpoint_services as es
 
 
 @pytest.mark.parametrize(

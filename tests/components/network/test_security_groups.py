@@ -4,9 +4,14 @@ load balancer, metrics only from the VPC, all traffic between nodes, every rule 
 from __future__ import annotations
 
 import pytest
+from inference_platform.components.common.errors import ComponentArgsError
+from inference_platform.components.network.security_groups import (
+    ROLE_LOAD_BALANCER,
+    ROLE_TAG,
+    SecurityGroups,
+    SecurityGroupsArgs,
+)
 
-from components.common.errors import ComponentArgsError
-from components.network.security_groups import ROLE_LOAD_BALANCER, ROLE_TAG, SecurityGroups, SecurityGroupsArgs
 from tests.conftest import by_type, one
 
 INGRESS = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"

@@ -7,9 +7,9 @@ import ipaddress
 import json
 
 import pytest
+from inference_platform.components.common.errors import ComponentArgsError
+from inference_platform.components.network.vpc import FlowLogsArgs, Network, NetworkArgs
 
-from components.common.errors import ComponentArgsError
-from components.network.vpc import FlowLogsArgs, Network, NetworkArgs
 from tests.conftest import by_type, one
 
 ZONES = ["us-west-2a", "us-west-2b", "us-west-2c"]
@@ -31,7 +31,7 @@ def network_args(**overrides) -> NetworkArgs:
 
 @pytest.fixture(scope="module")
 def resources():
-    from inferctl.plan.engine import run_function
+    from inference_platform.offline_plan.engine import run_function
 
     return run_function(lambda: Network("net", network_args(nat_gateways="perAz", intra_subnets=True))).resources
 

@@ -10,9 +10,16 @@ from typing import Any
 
 import pytest
 import yaml
+from inference_platform.components.observability.promql import Scope
+from inference_platform.components.observability.rules import (
+    AlertThresholds,
+    RuleError,
+    RuleSet,
+    alert_names,
+    rule_groups,
+    rules_file,
+)
 
-from components.observability.promql import Scope
-from components.observability.rules import AlertThresholds, RuleError, RuleSet, alert_names, rule_groups, rules_file
 from tests.system_tools import require_tool
 
 NS, JOB = "inference", "triton"

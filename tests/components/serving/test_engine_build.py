@@ -7,12 +7,12 @@ import json
 
 import kubernetes_validate
 import pytest
+from inference_platform.components.common.errors import ComponentArgsError
+from inference_platform.components.compute.pool_profile import Taint
+from inference_platform.components.serving.engine_build import EngineBuild, EngineBuildArgs
+from inference_platform.components.serving.pod import Placement, Resources, SecretMount
+from inference_platform.offline_plan.manifests import is_object, manifest
 
-from components.common.errors import ComponentArgsError
-from components.compute.pool_profile import Taint
-from components.serving.engine_build import EngineBuild, EngineBuildArgs
-from components.serving.pod import Placement, Resources, SecretMount
-from inferctl.plan.manifests import is_object, manifest
 from tests.components.storage.test_fsx_csi import provider
 from tests.conftest import by_type
 

@@ -9,16 +9,16 @@ import json
 import pulumi
 import pulumi_kubernetes as k8s
 import pytest
-
-from components.common.errors import ComponentArgsError
-from components.serving.inference_service import (
+from inference_platform.components.common.errors import ComponentArgsError
+from inference_platform.components.serving.inference_service import (
     Exposure,
     InferenceService,
     InferenceServiceArgs,
     rollout_timeout_seconds,
 )
-from components.serving.pod import ModelSource, Placement, Resources, SecretMount
-from inferctl.plan.manifests import manifest
+from inference_platform.components.serving.pod import ModelSource, Placement, Resources, SecretMount
+from inference_platform.offline_plan.manifests import manifest
+
 from tests.components.storage.test_fsx_csi import provider
 from tests.conftest import by_type, one
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import kubernetes_validate
 import pytest
+from inference_platform.components.serving import mpi_launch
 
-from components.serving import mpi_launch
 from tests.components.serving.test_pod import SELECTOR, make_pod
 
 

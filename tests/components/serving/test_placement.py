@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
-from components import catalog
-from components.serving.placement import (
+from inference_platform.components import catalog
+from inference_platform.components.serving.placement import (
     RESERVED_MEMORY_GIB,
     accelerators_per_pod,
     allocatable,

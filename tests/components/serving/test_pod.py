@@ -6,9 +6,8 @@ import dataclasses
 
 import kubernetes_validate
 import pytest
-
-from components.compute.pool_profile import Taint
-from components.serving.pod import (
+from inference_platform.components.compute.pool_profile import Taint
+from inference_platform.components.serving.pod import (
     STAGE_SCRIPT,
     STAGE_STREAMS,
     ModelSource,
@@ -24,7 +23,7 @@ from components.serving.pod import (
     server_args,
     server_container,
 )
-from inference_image.defaults import GRPC_PORT, HTTP_PORT, LIVE_PATH, METRICS_PORT, READY_PATH
+from inference_platform.inference_image.defaults import GRPC_PORT, HTTP_PORT, LIVE_PATH, METRICS_PORT, READY_PATH
 
 SELECTOR = {"app.kubernetes.io/name": "triton", "app.kubernetes.io/instance": "inference"}
 

@@ -4,8 +4,11 @@ delivery service principal in regions opened since August 2022, only under the A
 from __future__ import annotations
 
 import pytest
-
-from components.storage.documents import ELB_LOG_ACCOUNTS, load_balancer_log_statement, log_bucket_policy
+from inference_platform.components.storage.documents import (
+    ELB_LOG_ACCOUNTS,
+    load_balancer_log_statement,
+    log_bucket_policy,
+)
 
 BUCKET = "arn:aws:s3:::p-logs-1"
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import subprocess
 import sys
 
-import inferctl.artifacts as artifacts
-from inferctl.errors import CommandError
+import inference_platform.artifacts as artifacts
+
+from inference_platform.errors import CommandError
 
 
 def test_every_documented_name_resolves() -> None:
@@ -20,7 +21,7 @@ def test_every_documented_name_resolves() -> None:
 
 def test_help_does_not_import_boto3() -> None:
     code = (
-        "import sys; from inferctl.cli import build_parser; build_parser(); "
+        "import sys; from inference_platform.inferctl.cli import build_parser; build_parser(); "
         "print(sorted(m for m in ('boto3', 'botocore', 's3transfer', 'tqdm') if m in sys.modules))"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)

@@ -8,8 +8,7 @@ from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from inferctl.artifacts.checksums import HashingSink, b64_to_hex, hash_file
+from inference_platform.artifacts.checksums import HashingSink, b64_to_hex, hash_file
 
 
 def _reference_composite(data: bytes, part: int) -> str:

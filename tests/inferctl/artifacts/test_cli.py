@@ -1,4 +1,4 @@
-"""``inferctl artifacts`` through ``inferctl.cli.main``: exit codes, one-line errors, no tracebacks."""
+"""``inferctl artifacts`` through ``inference_platform.inferctl.cli.main``: exit codes, one-line errors, no tracebacks."""
 
 from __future__ import annotations
 
@@ -6,8 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-
-from inferctl.cli import main
+from inference_platform.inferctl.cli import main
 
 from .conftest import METADATA, Store
 

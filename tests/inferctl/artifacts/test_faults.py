@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 from boto3.s3.transfer import TransferConfig
-
-from inferctl.artifacts import ArtifactError, IntegrityError, Manifest, ManifestFile, download, upload, verify
-from inferctl.artifacts.transfer import MIB
+from inference_platform.artifacts import ArtifactError, IntegrityError, Manifest, ManifestFile, download, upload, verify
+from inference_platform.artifacts.transfer import MIB
 
 from .conftest import METADATA, SMALL_TRANSFER, Store, model_files, sha256
 

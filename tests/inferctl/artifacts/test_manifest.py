@@ -7,10 +7,9 @@ import json
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-from inferctl.artifacts.errors import ArtifactError, IntegrityError, InvalidInputError
-from inferctl.artifacts.manifest import Manifest, ManifestFile, check_relative_path
-from inferctl.artifacts.metadata import ACCELERATORS, ModelMetadata
+from inference_platform.artifacts.errors import ArtifactError, IntegrityError, InvalidInputError
+from inference_platform.artifacts.manifest import Manifest, ManifestFile, check_relative_path
+from inference_platform.artifacts.metadata import ACCELERATORS, ModelMetadata
 
 from .conftest import METADATA
 

@@ -6,9 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-
-from inferctl.artifacts.errors import InvalidInputError
-from inferctl.artifacts.metadata import ACCELERATORS, ModelMetadata, load_metadata
+from inference_platform.artifacts.errors import InvalidInputError
+from inference_platform.artifacts.metadata import ACCELERATORS, ModelMetadata, load_metadata
 
 GOOD = {
     "architecture": "LlamaForCausalLM",

@@ -6,10 +6,9 @@ import hashlib
 from pathlib import Path
 
 import pytest
-
-from inferctl.artifacts import ArtifactError, TransferSettings, download, downloader, upload
-from inferctl.artifacts.localfs import exclusive, promote
-from inferctl.artifacts.transfer import MIB
+from inference_platform.artifacts import ArtifactError, TransferSettings, download, downloader, upload
+from inference_platform.artifacts.localfs import exclusive, promote
+from inference_platform.artifacts.transfer import MIB
 
 from .conftest import METADATA, Store
 from .test_faults import assert_no_partial_model

@@ -6,8 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from inferctl.artifacts import ArtifactError, download, upload, verify
+from inference_platform.artifacts import ArtifactError, download, upload, verify
 
 from .conftest import METADATA, SMALL_TRANSFER, Store
 

@@ -10,9 +10,8 @@ import boto3
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from inferctl.artifacts import ArtifactError, IntegrityError, Manifest, download, upload, uploader, verify
-from inferctl.artifacts.manifest import check_relative_path
+from inference_platform.artifacts import ArtifactError, IntegrityError, Manifest, download, upload, uploader, verify
+from inference_platform.artifacts.manifest import check_relative_path
 
 from .conftest import METADATA, SMALL_TRANSFER, Store, model_files, sha256
 

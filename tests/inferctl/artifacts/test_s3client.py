@@ -5,9 +5,8 @@ from __future__ import annotations
 import boto3
 import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError, NoCredentialsError
-
-from inferctl.artifacts.s3client import describe_error, make_client
-from inferctl.artifacts.transfer import DEFAULT_MAX_ATTEMPTS, TransferSettings
+from inference_platform.artifacts.s3client import describe_error, make_client
+from inference_platform.artifacts.transfer import DEFAULT_MAX_ATTEMPTS, TransferSettings
 
 
 def test_defaults_standard_retries_with_more_attempts() -> None:

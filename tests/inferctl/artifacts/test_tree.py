@@ -7,9 +7,8 @@ import os
 from pathlib import Path
 
 import pytest
-
-from inferctl.artifacts.errors import InvalidInputError
-from inferctl.artifacts.tree import list_files
+from inference_platform.artifacts.errors import InvalidInputError
+from inference_platform.artifacts.tree import list_files
 
 
 def _write(root: Path, rel: str, data: bytes = b"x") -> None:

@@ -8,9 +8,8 @@ import os
 from pathlib import Path
 
 import pytest
-
-from inferctl.artifacts import IntegrityError, InvalidInputError, Manifest, download, upload, verify
-from inferctl.cli import main
+from inference_platform.artifacts import IntegrityError, InvalidInputError, Manifest, download, upload, verify
+from inference_platform.inferctl.cli import main
 
 from .conftest import METADATA, SMALL_TRANSFER, Store, model_files, sha256
 
@@ -62,7 +61,7 @@ def test_an_untouched_complete_download_is_neither_fetched_nor_rehashed(
     download(store.uri(), dest, session=store.session, transfer=SMALL_TRANSFER)
     assert json.loads((dest / JOURNAL).read_text())["files"].keys() == set(model_files())
 
-    from inferctl.artifacts import downloader
+    from inference_platform.artifacts import downloader
 
     hashed: list[Path] = []
     monkeypatch.setattr(downloader, "hash_file", lambda path, *a: hashed.append(path) or (0, "", None))

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
-from inferctl.artifacts.errors import InvalidInputError
-from inferctl.artifacts.uri import parse_uri
+from inference_platform.artifacts.errors import InvalidInputError
+from inference_platform.artifacts.uri import parse_uri
 
 
 @pytest.mark.parametrize(

@@ -9,10 +9,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-
-from components.catalog.planning_factors import DEFAULT_FACTORS, PlanningFactors
-from inferctl import stack_settings
-from inferctl.cli import main
+from inference_platform.inferctl.cli import main
+from inference_platform.offline_plan import stack_settings
+from inference_platform.planners.planning_factors import DEFAULT_FACTORS, PlanningFactors
 
 REPO = Path(__file__).resolve().parents[3]
 REPORT = REPO / "tests" / "data" / "calibrate" / "verify-dev-local.json"
@@ -36,7 +35,7 @@ def test_a_real_verify_report_becomes_measured_factors_in_the_stack(tmp_path, ca
     settings = stack_settings.load("dev", stack_file=stack)
     assert settings.capacity.planning_factors() == factors
     # And the planner uses them: the measured scales change the predicted tokens/s per replica.
-    from components.catalog import capacity, latency
+    from inference_platform.planners import capacity, latency
 
     def best(features):
         query = capacity.Query(model="Llama-3.1-8B", precision="fp8", accelerator="g6.xlarge",
@@ -76,7 +75,8 @@ def test_unusable_reports_exit_2_naming_the_flag(tmp_path, capsys, change, named
 
 
 def test_a_bad_factor_in_the_stack_is_a_settings_problem_naming_the_key():
-    from infra.settings import SettingsError
+    from inference_platform.infra.settings import SettingsError
+
     from tests.infra.test_settings_inference import load
 
     with pytest.raises(SettingsError) as err:
@@ -94,7 +94,7 @@ def test_calibrate_predicts_on_the_instance_type_the_plan_picks(tmp_path, capsys
     argv = ["capacity", "calibrate", "--from", str(REPORT), "--stack-file", str(stack), "--out", str(out),
             "--no-write-stack"]  # fmt: skip
     assert main(argv) == 0, capsys.readouterr().out
-    from infra.settings.capacity import planned_instance
+    from inference_platform.infra.settings.capacity import planned_instance
 
     settings = stack_settings.load("dev", stack_file=stack)
     pool = settings.node_pools.root[settings.serving.node_pool]

@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from inferctl.cli import main
+from inference_platform.inferctl.cli import main
 
 THROUGHPUT = ["capacity", "throughput", "--model", "Llama-3.1-70B", "--precision", "fp8", "--isl", "1000",
               "--osl", "1000"]  # fmt: skip
@@ -243,7 +242,7 @@ def test_speculative_decoding_and_prefix_reuse_are_modelled_with_stated_factors(
                                                                "basis": "--speculative-acceptance"}  # fmt: skip
     assert o["replica"]["tokens_per_s_per_accelerator"] > 1.3 * plain["replica"]["tokens_per_s_per_accelerator"]
     # A measured factors file (what capacity calibrate writes) replaces the modelled figures and says so.
-    from components.catalog.planning_factors import DEFAULT_FACTORS
+    from inference_platform.planners.planning_factors import DEFAULT_FACTORS
 
     measured = DEFAULT_FACTORS.with_measured("build/verify/dev/verify.json", throughput_scale=0.5)
     factors = tmp_path / "factors.json"
@@ -258,7 +257,7 @@ def test_speculative_decoding_and_prefix_reuse_are_modelled_with_stated_factors(
 
 
 def test_cached_input_tokens_sell_at_the_cached_price_share(capsys, tmp_path):
-    from components.catalog.planning_factors import DEFAULT_FACTORS, Factor
+    from inference_platform.planners.planning_factors import DEFAULT_FACTORS, Factor
 
     factors = tmp_path / "factors.json"
     cheap = DEFAULT_FACTORS.to_dict()

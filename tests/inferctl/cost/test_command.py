@@ -6,9 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from inferctl.cli import main
-from inferctl.plan.report import to_json
+from inference_platform.inferctl.cli import main
+from inference_platform.inferctl.plan.report import to_json
 
 
 @pytest.fixture
@@ -62,7 +61,7 @@ def test_bad_plans_and_unpriced_regions_exit_2(plan_file, tmp_path, capsys):
 
 @pytest.mark.parametrize("stack", ["dev", "prod", "npu"])
 def test_the_plan_report_shows_the_monthly_estimate(stack, stack_plan):
-    from inferctl.plan.report import markdown, tree
+    from inference_platform.inferctl.plan.report import markdown, tree
 
     plan = stack_plan(stack)
     for text in (tree(plan), markdown(plan)):

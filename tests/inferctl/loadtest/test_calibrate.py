@@ -6,9 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from inferctl.loadtest.calibrate import calibrate, stub_bootstrap
-from inferctl.loadtest.records import read_jsonl
+from inference_platform.inferctl.loadtest.calibrate import calibrate, stub_bootstrap
+from inference_platform.loadgen.records import read_jsonl
 
 pytestmark = [pytest.mark.live, pytest.mark.timeout(180)]
 

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from inferctl.loadtest.config import LoadConfig, Shape, SizeDistribution
+from inference_platform.loadgen.config import LoadConfig, Shape, SizeDistribution
 
 
 def config(**overrides):

@@ -11,12 +11,12 @@ import json
 from collections.abc import Iterator
 
 import pytest
+from inference_platform.inferctl.cli import main
+from inference_platform.loadgen import records as rec
+from inference_platform.loadgen.config import LoadConfig, Shape, SizeDistribution
+from inference_platform.loadgen.runner import run
+from inference_platform.offline_plan import stack_settings
 
-from inferctl import stack_settings
-from inferctl.cli import main
-from inferctl.loadtest import records as rec
-from inferctl.loadtest.config import LoadConfig, Shape, SizeDistribution
-from inferctl.loadtest.runner import run
 from tests.inferctl.serving.conftest import RunningServer, leftover_processes, start_stand_in_server
 
 pytestmark = [pytest.mark.triton, pytest.mark.timeout(300)]
@@ -86,7 +86,7 @@ def test_roles_as_the_cluster_runs_them_master_here_workers_as_their_own_process
     import subprocess
     import sys
 
-    from inferctl.processes import free_port
+    from inference_platform.processes import free_port
 
     port = free_port()
     common = ["--url", server.http_url, "--shape", "concurrency", "--concurrency", "4", "--isl", "8", "--osl", "6",
@@ -96,7 +96,7 @@ def test_roles_as_the_cluster_runs_them_master_here_workers_as_their_own_process
     try:
         for index in range(2):
             env = {**os.environ, "JOB_COMPLETION_INDEX": str(index)}
-            argv = [sys.executable, "-m", "inferctl", "loadtest", "run", *common, "--role", "worker",
+            argv = [sys.executable, "-m", "inference_platform.inferctl", "loadtest", "run", *common, "--role", "worker",
                     "--out", str(tmp_path / f"worker-{index}")]  # fmt: skip
             log = open(tmp_path / f"worker-{index}.log", "wb")  # noqa: SIM115 - closed with the process
             workers.append((subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT), log))

@@ -11,11 +11,10 @@ from __future__ import annotations
 import random
 
 import pytest
-
-from inferctl.loadtest.config import LoadConfig, PromptSizing, Shape, SizeDistribution
-from inferctl.loadtest.requests import WORDS, plan_request, prompt, prompt_limit
-from inference_image.runtime.tokenizer import Tokenizer, load_tokenizer
-from inference_image.testing.assets import write_tokenizer
+from inference_platform.inference_image.runtime.tokenizer import Tokenizer, load_tokenizer
+from inference_platform.inference_image.testing.assets import write_tokenizer
+from inference_platform.loadgen.config import LoadConfig, PromptSizing, Shape, SizeDistribution
+from inference_platform.loadgen.requests import WORDS, plan_request, prompt, prompt_limit
 
 DEV_LIMITS = {"max_input_tokens": 4096, "max_seq_len": 8192}
 

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from inferctl.loadtest.records import (
+from inference_platform.loadgen.records import (
     RequestRecord,
     Slo,
     by_load,

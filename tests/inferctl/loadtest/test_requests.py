@@ -5,9 +5,15 @@ from __future__ import annotations
 import json
 import random
 
-from inferctl.loadtest.config import LoadConfig, Shape, SizeDistribution
-from inferctl.loadtest.requests import STRUCTURED_MAX_TOKENS, draw, parse_event, plan_request, structured_problem
-from inferctl.serving.structured import ANSWER_SCHEMA
+from inference_platform.loadgen.config import LoadConfig, Shape, SizeDistribution
+from inference_platform.loadgen.requests import (
+    STRUCTURED_MAX_TOKENS,
+    draw,
+    parse_event,
+    plan_request,
+    structured_problem,
+)
+from inference_platform.loadgen.structured import ANSWER_SCHEMA
 
 
 def config(**overrides):

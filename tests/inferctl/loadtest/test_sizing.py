@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from inferctl.loadtest.sizing import worker_fleet, workers_needed
+from inference_platform.loadgen.sizing import worker_fleet, workers_needed
 
 
 def test_workers_for_the_reference_peak():
@@ -33,7 +32,7 @@ def test_workers_never_go_on_accelerator_nodes():
 def test_size_command_prints_workers_nodes_and_price(capsys):
     import json
 
-    from inferctl.cli import main
+    from inference_platform.inferctl.cli import main
 
     assert main(["loadtest", "size", "--target-rps", "100000", "--per-worker-rps", "701", "--json"]) == 0
     printed = json.loads(capsys.readouterr().out)
@@ -46,8 +45,8 @@ def test_size_defaults_to_the_measured_worker_and_prices_one_run(capsys):
     """`inferctl loadtest size --qps 100000`: the measured 701 requests/s per worker is the default."""
     import json
 
-    from components.catalog.load_generator import MEASURED_PER_WORKER_RPS, workers_for
-    from inferctl.cli import main
+    from inference_platform.components.catalog.load_generator import MEASURED_PER_WORKER_RPS, workers_for
+    from inference_platform.inferctl.cli import main
 
     assert main(["loadtest", "size", "--qps", "100000", "--minutes", "10", "--json"]) == 0
     printed = json.loads(capsys.readouterr().out)

@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-
-from inferctl.cli import main
-from inferctl.plan.engine import ProgramError, run_program
+from inference_platform.inferctl.cli import main
+from inference_platform.offline_plan.engine import ProgramError, run_program
 
 GOOD = {
     "aws:region": "us-west-2",

@@ -11,9 +11,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-
-from inferctl.cli import main
-from inferctl.plan import diff
+from inference_platform.inferctl.cli import main
+from inference_platform.inferctl.plan import diff
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "plan_diff"
 
@@ -95,7 +94,8 @@ def test_names_and_messages_are_text_not_markup():
 def test_the_comment_shows_the_modelled_cold_start_of_an_autoscaled_stack(plan_dirs):
     """The recorded plans predate the coldStart output (expected-comment.md stays as recorded); a head plan
     with it gets a cold-start line with every phase's basis."""
-    from infra.settings import cold_start
+    from inference_platform.infra.settings import cold_start
+
     from tests.infra.test_settings_inference import load
 
     base, head = plan_dirs
@@ -109,8 +109,9 @@ def test_the_comment_shows_the_modelled_cold_start_of_an_autoscaled_stack(plan_d
 
 def test_the_comment_prices_total_and_output_tokens_of_a_planned_stack(plan_dirs):
     """The recorded plans predate the total figure; a head plan with prod's capacityPlan shows both."""
-    from inferctl.cost.summary import capacity_line
-    from infra.settings.capacity import summary
+    from inference_platform.inferctl.cost.summary import capacity_line
+    from inference_platform.infra.settings.capacity import summary
+
     from tests.infra.test_settings_inference import load
 
     base, head = plan_dirs

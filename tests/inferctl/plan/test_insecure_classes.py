@@ -8,7 +8,7 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
-from inferctl.cli import main
+from inference_platform.inferctl.cli import main
 
 PROGRAM = Path(__file__).resolve().parents[2] / "fixtures" / "insecure_classes_program"
 

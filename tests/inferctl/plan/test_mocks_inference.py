@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 
-from inferctl.plan import mocks
-from inferctl.plan.mocks import MockContext
-from inferctl.plan.mocks_inference import OUTPUTS
+from inference_platform.offline_plan import mocks
+from inference_platform.offline_plan.mocks import MockContext
+from inference_platform.offline_plan.mocks_inference import OUTPUTS
 
 REPOSITORY = "aws:ecr/repository:Repository"
 

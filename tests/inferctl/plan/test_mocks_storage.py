@@ -7,10 +7,9 @@ import re
 import string
 
 import pytest
-
-from inferctl.plan import mocks
-from inferctl.plan.mocks import MockContext
-from inferctl.plan.mocks_storage import OUTPUTS, random_password
+from inference_platform.offline_plan import mocks
+from inference_platform.offline_plan.mocks import MockContext
+from inference_platform.offline_plan.mocks_storage import OUTPUTS, random_password
 
 CTX = MockContext.for_region("us-east-1")
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from inferctl.plan.project import ConfigError, load_project, load_stack_config, secret_placeholder
+from inference_platform.offline_plan.project import ConfigError, load_project, load_stack_config, secret_placeholder
 
 
 def write(tmp_path, project: str, stack: str):
@@ -70,13 +69,13 @@ def test_bad_projects_are_refused(tmp_path, text, message):
         write(tmp_path, text, "config: {}\n")
 
 
-# The Pulumi CLI's project-config rules (inferctl/plan/project_config.py), checked before the program.
+# The Pulumi CLI's project-config rules (offline_plan/project_config.py), checked before the program.
 
 REQUIRED = "tests/fixtures/required_config_program"
 
 
 def plan_exit(repo, tmp_path, program, stack) -> int:
-    from inferctl.cli import main
+    from inference_platform.inferctl.cli import main
 
     return main(["plan", "--program", str(repo / program), "--stack", stack, "--out", str(tmp_path), "--quiet"])
 
@@ -130,7 +129,7 @@ def test_the_shipped_stacks_pass_the_cli_rules(repo, stack):
     ],
 )
 def test_values_match_types_as_the_cli_decides(decl, value, ok):
-    from inferctl.plan.project_config import value_matches
+    from inference_platform.offline_plan.project_config import value_matches
 
     assert value_matches(decl, value) is ok
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from inferctl.plan.report import SECRET_SIG, SECRET_SIG_KEY, SECRET_TEXT, redact
+from inference_platform.offline_plan.redact import SECRET_SIG, SECRET_SIG_KEY, SECRET_TEXT, redact
 
 
 def _secret(value):

@@ -8,9 +8,8 @@ import gc
 import json
 
 import pytest
-
-from inferctl.cli import main
-from inferctl.plan.collector import collector_paused
+from inference_platform.inferctl.cli import main
+from inference_platform.offline_plan.collector import collector_paused
 
 
 def test_two_stacks_in_one_process_match_their_single_plans(repo, tmp_path, capsys):

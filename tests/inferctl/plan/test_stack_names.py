@@ -7,9 +7,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from inferctl.cli import main
-from infra.settings import Settings
+from inference_platform.inferctl.cli import main
+from inference_platform.infra.settings import Settings
 
 BLUE, GREEN = "production-us-east-1a-blue", "production-us-east-1a-green"
 
@@ -89,7 +88,7 @@ def test_one_stack_file_per_stack(repo, tmp_path, capsys):
 
 
 def test_the_shipped_stacks_share_no_physical_name(stack_plan):
-    from policies.rules.names import colliding_names
+    from inference_platform.policies.rules.names import colliding_names
 
     plans = {s: stack_plan(s).run.resources for s in ("dev", "prod", "npu")}
     for a, b in (("dev", "prod"), ("dev", "npu"), ("prod", "npu")):

@@ -14,14 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from inference_platform.inferctl.serving import local_triton
+from inference_platform.inferctl.serving.serve_local import LocalRepository, build_local_repository
+from inference_platform.inferctl.serving.server_process import ServerProcess
+from inference_platform.inference_image.server_args import Listen, rank0_args
+from inference_platform.inference_image.testing.cpu_llm.options import StandIn
+from inference_platform.offline_plan import stack_settings
 
-from inferctl import stack_settings
-from inferctl.processes import free_port
-from inferctl.serving import local_triton
-from inferctl.serving.serve_local import LocalRepository, build_local_repository
-from inferctl.serving.server_process import ServerProcess
-from inference_image.server_args import Listen, rank0_args
-from inference_image.testing.cpu_llm.options import StandIn
+from inference_platform.processes import free_port
 
 LOOPBACK = "127.0.0.1"
 READY_TIMEOUT = 90.0

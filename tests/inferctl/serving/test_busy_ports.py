@@ -19,12 +19,12 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from inference_platform.inferctl.serving.server_process import ServerProcess, listening_pids
 
-from inferctl.errors import CommandError
-from inferctl.serving.server_process import ServerProcess, listening_pids
+from inference_platform.errors import CommandError
 from tests.inferctl.serving.conftest import LOOPBACK, listen
 
-INFERCTL = [sys.executable, "-m", "inferctl"]
+INFERCTL = [sys.executable, "-m", "inference_platform.inferctl"]
 
 
 class _Ready(http.server.BaseHTTPRequestHandler):

@@ -6,11 +6,11 @@ import json
 
 import pytest
 import yaml
+from inference_platform.inferctl.cli import build_parser, main
+from inference_platform.inference_image.settings_source import load_file
+from inference_platform.offline_plan import stack_settings
 
-from inferctl import stack_settings
-from inferctl.cli import build_parser, main
-from inferctl.errors import CommandError
-from inferctl.serving.settings_source import load_file
+from inference_platform.errors import CommandError
 
 
 def test_every_serving_command_is_registered():

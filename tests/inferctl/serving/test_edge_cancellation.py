@@ -15,8 +15,8 @@ import urllib.parse
 
 import numpy as np
 import pytest
+from inference_platform.offline_plan import stack_settings
 
-from inferctl import stack_settings
 from tests.inferctl.serving.conftest import start_stand_in_server
 from tests.inferctl.serving.test_local_edge import EDGE, edge_in_front, edge_policy, triton_upstream
 from tests.inference_image.test_cancellation import FREED_WITHIN_S, SLOW, TOKENS, _body, _wait_active

@@ -17,16 +17,16 @@ from pathlib import Path
 
 import boto3
 import pytest
+from inference_platform.artifacts import ModelMetadata, upload
+from inference_platform.inferctl.serving import local_triton
+from inference_platform.inferctl.serving.smoke import SmokeConfig, SmokeReport, run_smoke
+from inference_platform.inferctl.serving.smoke_grpc import stream_generate
+from inference_platform.inferctl.serving.smoke_http import SmokeFailure
+from inference_platform.inference_image.testing.assets import STAND_IN_MARKER, write_engine
+from inference_platform.infra.settings.serving import SloSettings
+from inference_platform.offline_plan import stack_settings
 from moto.server import ThreadedMotoServer
 
-from inferctl import stack_settings
-from inferctl.artifacts import ModelMetadata, upload
-from inferctl.serving import local_triton
-from inferctl.serving.smoke import SmokeConfig, SmokeReport, run_smoke
-from inferctl.serving.smoke_grpc import stream_generate
-from inferctl.serving.smoke_http import SmokeFailure
-from inference_image.testing.assets import STAND_IN_MARKER, write_engine
-from infra.settings.serving import SloSettings
 from tests.inferctl.serving.conftest import leftover_processes, listen
 from tests.inferctl.serving.test_serve_local import INFERCTL, wait_ready
 
@@ -70,7 +70,7 @@ def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
             patch.delenv(name)
         for name, value in env.items():
             patch.setenv(name, value)
-        from inference_image.testing.assets import write_tokenizer
+        from inference_platform.inference_image.testing.assets import write_tokenizer
 
         boto3.client("s3").create_bucket(Bucket=BUCKET)
         upload(write_engine(home / "engine"), ENGINE_URI, METADATA)

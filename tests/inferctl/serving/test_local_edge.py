@@ -26,21 +26,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from components.edge.policy import (
+from inference_platform.components.edge.policy import (
     DEFAULT_MAX_INPUT_TOKENS,
     DEFAULT_REQUEST_HEADERS_TIMEOUT_SECONDS,
     request_body_limit,
 )
-from inferctl import stack_settings
-from inferctl.serving.edge_envoy import Upstream
-from inferctl.serving.local_edge import LocalEdge, generate_keys, run_edge
-from inferctl.serving.smoke import SmokeConfig, SmokeReport, run_smoke, smoke_models
-from inferctl.serving.smoke_grpc import stream_generate
-from inferctl.serving.smoke_http import HttpEndpoint, SmokeFailure, generate_stream
-from inference_image.testing.cpu_llm.options import StandIn
-from infra.settings import load_settings
-from infra.settings.serving import SloSettings
+from inference_platform.inferctl.serving.edge_envoy import Upstream
+from inference_platform.inferctl.serving.local_edge import LocalEdge, generate_keys, run_edge
+from inference_platform.inferctl.serving.smoke import SmokeConfig, SmokeReport, run_smoke, smoke_models
+from inference_platform.inferctl.serving.smoke_grpc import stream_generate
+from inference_platform.inferctl.serving.smoke_http import HttpEndpoint, SmokeFailure, generate_stream
+from inference_platform.inference_image.testing.cpu_llm.options import StandIn
+from inference_platform.infra.settings import load_settings
+from inference_platform.infra.settings.serving import SloSettings
+from inference_platform.offline_plan import stack_settings
+
 from tests.inferctl.serving.conftest import FAST, LOOPBACK, free_port, start_stand_in_server
 
 pytestmark = [pytest.mark.triton, pytest.mark.edge]

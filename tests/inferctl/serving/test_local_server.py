@@ -8,12 +8,12 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from inference_platform.inferctl.serving.smoke import SmokeConfig, SmokeReport, run_smoke
+from inference_platform.inferctl.serving.smoke_grpc import stream_generate
+from inference_platform.inferctl.serving.smoke_http import HttpEndpoint, SmokeFailure, generate, generate_stream
+from inference_platform.infra.settings.serving import SloSettings
+from inference_platform.offline_plan import stack_settings
 
-from inferctl import stack_settings
-from inferctl.serving.smoke import SmokeConfig, SmokeReport, run_smoke
-from inferctl.serving.smoke_grpc import stream_generate
-from inferctl.serving.smoke_http import HttpEndpoint, SmokeFailure, generate, generate_stream
-from infra.settings.serving import SloSettings
 from tests.inferctl.serving.conftest import start_stand_in_server
 
 pytestmark = pytest.mark.triton

@@ -15,7 +15,7 @@ import pytest
 from tests.inferctl.serving.conftest import READY_TIMEOUT, leftover_processes, listen
 
 pytestmark = pytest.mark.triton
-INFERCTL = [sys.executable, "-m", "inferctl"]
+INFERCTL = [sys.executable, "-m", "inference_platform.inferctl"]
 
 
 def wait_ready(process: subprocess.Popen, url: str, timeout: float = READY_TIMEOUT) -> None:

@@ -23,7 +23,7 @@ from tests.conftest import REPO
 from tests.inferctl.serving.conftest import READY_TIMEOUT, free_port, leftover_processes, listen
 
 pytestmark = [pytest.mark.triton, pytest.mark.edge]
-INFERCTL = [sys.executable, "-m", "inferctl"]
+INFERCTL = [sys.executable, "-m", "inference_platform.inferctl"]
 # Two clients of different tiers instead of dev's one default client.
 EDGE = {
     "allowedIngressCidrs": ["198.51.100.0/24"],

@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from inferctl.serving.server_process import ServerProcess
+from inference_platform.inferctl.serving.server_process import ServerProcess
 
 # A "server" whose two children ignore SIGTERM (Triton's stubs outlive a killed server the same way).
 SCRIPT = """

@@ -7,15 +7,15 @@ from typing import Any
 
 import pytest
 import yaml
+from inference_platform.components import catalog
+from inference_platform.components.catalog import models
+from inference_platform.infra.settings import SettingsError, load_settings
+from inference_platform.infra.settings.base import CheckContext, validation_problems
+from inference_platform.infra.settings.serving import NodePoolLookup, ServingSettings, accelerator_problems
+from inference_platform.offline_plan import stack_settings
+from inference_platform.offline_plan.stack_settings import REPO_ROOT as REPO
 
-from components import catalog
-from components.catalog import models
-from inferctl import stack_settings
-from inferctl.errors import CommandError
-from inferctl.stack_settings import REPO_ROOT as REPO
-from infra.settings import SettingsError, load_settings
-from infra.settings.base import CheckContext, validation_problems
-from infra.settings.serving import NodePoolLookup, ServingSettings, accelerator_problems
+from inference_platform.errors import CommandError
 
 BASE = {"tags": {"owner": "team", "costCenter": "cc"}}
 
@@ -195,7 +195,7 @@ def test_multi_node_spreads_ranks_over_nodes():
 
 
 class _Pools:
-    """What the node-pool section must offer (infra.settings.serving.NodePoolLookup)."""
+    """What the node-pool section must offer (inference_platform.infra.settings.serving.NodePoolLookup)."""
 
     key = "nodePools"
 

@@ -8,8 +8,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-
-from inferctl.serving.smoke_http import HttpEndpoint, SmokeFailure, check_health
+from inference_platform.inferctl.serving.smoke_http import HttpEndpoint, SmokeFailure, check_health
 
 CONTRACT = {"inputs": ["text_input", "max_tokens"], "outputs": ["text_output"]}
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from inferctl.serving.structured import ANSWER_SCHEMA, GUIDES, Guide, schema_problem
+from inference_platform.loadgen.structured import ANSWER_SCHEMA, GUIDES, Guide, schema_problem
 
 SCHEMA_GUIDE, REGEX_GUIDE = GUIDES
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import boto3
 import pytest
+from inference_platform.inferctl.verify.command import secrets_manager_key
+from inference_platform.offline_plan import stack_settings
 from moto import mock_aws
 
-from inferctl import stack_settings
-from inferctl.errors import CommandError
-from inferctl.verify.command import secrets_manager_key
+from inference_platform.errors import CommandError
 
 
 def test_the_first_api_key_comes_from_secrets_manager(aws_env):

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from inference_platform.inferctl.verify.prometheus import gpu_utilization
 
-from inferctl.processes import free_port
-from inferctl.verify.prometheus import gpu_utilization
+from inference_platform.processes import free_port
 from tests.system_tools import require_tool
 
 pytestmark = [pytest.mark.live, pytest.mark.timeout(120)]

@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 import yaml
+from inference_platform.inferctl.cli import main
+from inference_platform.inference_image.testing.cpu_llm.options import StandIn
+from inference_platform.offline_plan import stack_settings
 
-from inferctl import stack_settings
-from inferctl.cli import main
-from inference_image.testing.cpu_llm.options import StandIn
 from tests.inferctl.serving.conftest import RunningServer, start_stand_in_server
 
 pytestmark = [pytest.mark.triton, pytest.mark.timeout(300)]
@@ -104,7 +104,7 @@ def test_a_server_killed_mid_run_fails_the_verdict_with_errors_counted(tmp_path)
     out = tmp_path / "out"
     stack = stack_file(tmp_path, durationSeconds=20, maxRequests=400)
     with start_stand_in_server(serving, work, StandIn()) as running:
-        argv = [sys.executable, "-m", "inferctl", "verify", "--stack", "dev", "--stack-file", str(stack),
+        argv = [sys.executable, "-m", "inference_platform.inferctl", "verify", "--stack", "dev", "--stack-file", str(stack),
                 "--url", running.http_url, "--out", str(out)]  # fmt: skip
         verify_process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=REPO)
         try:

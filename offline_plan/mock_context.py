@@ -1,0 +1,38 @@
+"""What every mock table shares: the region/account context, the signatures of invoke and resource
+answers, and the deterministic digest ids are made from. The tables (mocks_*.py) and the mocks that
+merge them (mocks.py) import this module, never each other."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from inference_platform.components.catalog.regions import REGIONS, Region
+
+OFFLINE_ACCOUNT_ID = "123456789012"
+DEFAULT_REGION = "us-east-1"
+
+
+@dataclass(frozen=True)
+class MockContext:
+    region: Region
+    account_id: str = OFFLINE_ACCOUNT_ID
+
+    @property
+    def partition(self) -> str:
+        return self.region.partition
+
+    @classmethod
+    def for_region(cls, name: str | None) -> MockContext:
+        return cls(REGIONS.get(name or DEFAULT_REGION, REGIONS[DEFAULT_REGION]))
+
+
+def digest(*parts: str, length: int = 17) -> str:
+    return hashlib.sha256("/".join(parts).encode()).hexdigest()[:length]
+
+
+Invoke = Callable[[dict[str, Any], MockContext], dict[str, Any]]
+
+Outputs = Callable[[str, dict[str, Any], MockContext, str], dict[str, Any]]
