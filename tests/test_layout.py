@@ -61,3 +61,22 @@ def test_every_dependency_range_has_an_upper_bound(repo):
     for requirement in [*deps, *dev]:
         assert re.search(r"<\s*[\d.]+", requirement), f"{requirement} has no upper bound"
     assert all("==" in line for line in pinned)
+
+
+def test_every_installed_folder_is_mapped_into_the_one_namespace(repo):
+    """setup.py's FOLDERS are what installs under inference_platform; the import checker must see the same
+    rooms, and a new top-level package folder that neither lists would be left out of the wheel."""
+    import ast
+
+    from tests.runtime_imports import FOLDERS
+
+    tree = ast.parse((repo / "setup.py").read_text())
+    declared = next(
+        ast.literal_eval(node.value)
+        for node in tree.body
+        if isinstance(node, ast.Assign) and [t.id for t in node.targets if isinstance(t, ast.Name)] == ["FOLDERS"]
+    )
+    assert tuple(declared) == FOLDERS
+    packages = {p.parent.name for p in repo.glob("*/__init__.py")}
+    assert packages - {"tests", "bench", "inference_platform"} == set(FOLDERS)
+    assert (repo / "inference_platform" / "py.typed").is_file()
