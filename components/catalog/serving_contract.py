@@ -17,6 +17,14 @@ PUBLIC_MODELS = ("ensemble", "tensorrt_llm_bls")
 """The models clients call, the only ones the public edge admits (``inference_platform.components.edge.policy``); the LLM step
 (no input-length check) and the pre/post-processing steps are internal to them."""
 METRICS_PATH = "/metrics"
+OPENAI_PORT = 9000
+"""The OpenAI-compatible server in the serving pod (Triton's own OpenAI frontend listens here by default): the
+only port the public edge routes to; Triton's KServe v2 ports stay inside the cluster."""
+OPENAI_HEALTH_PATH = "/health"
+"""GET; 200 only when the engine can generate. Public at the edge beside the OpenAI routes."""
+OPENAI_MODELS_PATH = "/v1/models"
+OPENAI_CHAT_PATH = "/v1/chat/completions"
+OPENAI_COMPLETIONS_PATH = "/v1/completions"
 # tritonserver checks a --grpc-restricted-protocol header under this prefix (HTTP: the bare name).
 GRPC_RESTRICTED_HEADER_PREFIX = "triton-grpc-protocol-"
 MODELS_DIR = Path("/models")
