@@ -16,6 +16,7 @@ FOLDERS = (
     "offline_plan",
     "planners",
     "loadgen",
+    "batch",
 )
 
 packages = ["inference_platform"]

@@ -29,6 +29,7 @@ FOLDERS = (
     "offline_plan",
     "planners",
     "loadgen",
+    "batch",
 )
 PACKAGES = (NAMESPACE, *FOLDERS, "bench")
 

@@ -28,6 +28,8 @@ ALLOWED = {
     "artifacts": ("inference_platform", "components.catalog"),
     "offline_plan": ("inference_platform", "infra", "components", "planners", "policies", "inference_image"),
     "loadgen": ("inference_platform", "components.catalog", "planners", "infra.settings", "artifacts"),
+    # The batch image's code (the Batch API and the queue workers): the catalog's contracts only.
+    "batch": ("components.catalog",),
     # The image reads a stack's files with the offline planner's stack-file reader (no Pulumi module in it).
     "inference_image": (
         "components.catalog", "planners", "infra.settings", "artifacts", "inference_platform",
