@@ -1,0 +1,47 @@
+"""What every facade shares: the keys a caller set, as keyword arguments of the real Args, and the
+Kubernetes provider resource option."""
+
+from collections.abc import Mapping
+from enum import Enum
+from typing import Any
+
+import pulumi
+from inference_platform.components.common.errors import ComponentArgsError
+
+KUBERNETES_PACKAGE = "kubernetes"
+
+
+def supplied(args: Mapping[str, Any], *keys: str, **renamed: str) -> dict[str, Any]:
+    """The keys of ``args`` the caller set (the provider passes no others), as keyword arguments for the
+    component's own Args: ``keys`` keep their name, ``renamed`` maps a facade key to the Args field. A key
+    left out takes the default the component's Args declare, so every default has one definition."""
+    fields = {**{key: key for key in keys}, **renamed}
+    return {field: plain(args[key]) for key, field in fields.items() if args.get(key) is not None}
+
+
+def plain(value: Any) -> Any:
+    """An enum member as its value, a list as a tuple (the Args are frozen dataclasses)."""
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, list):
+        return tuple(plain(v) for v in value)
+    return value
+
+
+def kubernetes_provider(component: str, opts: pulumi.ResourceOptions | None) -> pulumi.ProviderResource:
+    """The ``kubernetes`` provider of the ``providers`` resource option, as a multi-language component
+    receives it (the engine hands the caller's providers to Construct)."""
+    providers = (opts.providers if opts else None) or {}
+    if isinstance(providers, Mapping):
+        found = providers.get(KUBERNETES_PACKAGE)
+    else:
+        found = next((p for p in providers if getattr(p, "package", None) == KUBERNETES_PACKAGE), None)
+    if found is None:
+        raise ComponentArgsError(
+            component,
+            [
+                "providers: the cluster's Kubernetes provider is required as the resource option "
+                "`providers: {kubernetes: <provider>}` (a kubernetes.Provider built from the Cluster's kubeconfig)"
+            ],
+        )
+    return found

@@ -1,0 +1,238 @@
+"""Construct through the running plugin, as the engine calls it for a TypeScript or YAML program's
+``new Network(...)``: the facade and the component under it register with the (stand-in) engine, with the
+same children, names and inputs a Python program gets from the component itself."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import grpc
+import pytest
+from google.protobuf import struct_pb2
+from inference_platform.components.network import FlowLogsArgs
+from inference_platform.components.network import Network as PythonNetwork
+from inference_platform.components.network import NetworkArgs as PythonNetworkArgs
+from inference_platform.offline_plan.engine import run_function
+from pulumi.runtime.proto import provider_pb2
+
+PKG = "inference-platform"
+ACCOUNT = "123456789012"
+KEY = f"arn:aws:kms:us-west-2:{ACCOUNT}:key/0f6b1c9e-0000-4000-8000-000000000001"
+ZONES = ["us-west-2a", "us-west-2b"]
+NETWORK = {
+    "cidr": "10.0.0.0/16",
+    "availabilityZones": ZONES,
+    "clusterName": "team-a",
+    "region": "us-west-2",
+    "accountId": ACCOUNT,
+    "flowLogsKmsKeyArn": KEY,
+    "natGateways": "perAz",
+}
+INPUTS: dict[str, dict[str, Any]] = {
+    "Network": NETWORK,
+    "Cluster": {
+        "clusterName": "team-a",
+        "kubernetesVersion": "1.33",
+        "subnetIds": ["subnet-0a", "subnet-0b"],
+        "secretsKeyArn": KEY,
+        "logsKeyArn": KEY,
+        "region": "us-west-2",
+    },
+    "NodePool": {
+        "clusterName": "team-a",
+        "namePrefix": "team-a",
+        "kubernetesVersion": "1.33",
+        "nodeRoleArn": f"arn:aws:iam::{ACCOUNT}:role/team-a-nodes",
+        "pool": {"name": "gpu", "instanceTypes": ["g6e.2xlarge"], "maxSize": 2, "capacityTypes": ["on-demand"]},
+        "clusterZones": ZONES,
+        "subnetIdsByZone": {"us-west-2a": "subnet-0a", "us-west-2b": "subnet-0b"},
+        "securityGroupIds": ["sg-0c"],
+    },
+    "ModelStore": {
+        "namePrefix": "team-a-models",
+        "accountId": ACCOUNT,
+        "kmsKeyArn": KEY,
+        "lifecycle": {"coldStorageClass": "INTELLIGENT_TIERING"},
+    },
+    "InferenceService": {
+        "namespace": "inference",
+        "serviceAccount": "triton",
+        "image": f"{ACCOUNT}.dkr.ecr.us-west-2.amazonaws.com/triton@sha256:{'a' * 64}",
+        "imageVersion": "v1",
+        "servingConfig": json.dumps({"model": "llama"}),
+        "region": "us-west-2",
+        "engineUri": "s3://team-a-models/models/engines/v1/",
+        "tokenizerUri": "s3://team-a-models/models/tokenizers/v1/",
+        "modelVolumeGib": 50,
+        "modelSource": "download",
+        "pool": "gpu",
+        "tolerations": [{"key": "nvidia.com/gpu", "value": "true"}],
+        "cpu": 6,
+        "memoryGib": 48,
+    },
+    "PublicEndpoint": {
+        "namespace": "edge",
+        "namePrefix": "team-a",
+        "clusterName": "team-a",
+        "cluster": "team-a",
+        "domain": "api.example.com",
+        "backendService": "envoy-inference",
+        "backendPort": 8080,
+        "securityGroupId": "sg-0d",
+        "accessLogBucket": "team-a-logs",
+        "certificateArn": f"arn:aws:acm:us-west-2:{ACCOUNT}:certificate/0f6b1c9e-0000-4000-8000-000000000002",
+        "waf": {"managedRuleGroups": ["AWSManagedRulesCommonRuleSet"], "ipRateLimit": 1000},
+    },
+}
+# The component each facade builds, and resources of it every construction must register.
+INNER = {
+    "Network": ("inference:network:Network", {"aws:ec2/vpc:Vpc", "aws:ec2/subnet:Subnet", "aws:ec2/flowLog:FlowLog"}),
+    "Cluster": ("inference:cluster:Cluster", {"aws:eks/cluster:Cluster", "aws:cloudwatch/logGroup:LogGroup"}),
+    "NodePool": (
+        "inference:compute:NodePool",
+        {"aws:eks/nodeGroup:NodeGroup", "aws:ec2/launchTemplate:LaunchTemplate"},
+    ),
+    "ModelStore": ("inference:storage:ModelStore", {"aws:s3/bucket:Bucket"}),
+    "InferenceService": (
+        "inference:serving:InferenceService",
+        {"kubernetes:apps/v1:Deployment", "kubernetes:core/v1:Service", "kubernetes:core/v1:ConfigMap"},
+    ),
+    "PublicEndpoint": (
+        "inference:edge:PublicEndpoint",
+        {"aws:wafv2/webAcl:WebAcl", "kubernetes:networking.k8s.io/v1:IngressClass"},
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def k8s(engine) -> str:
+    """The consumer's Kubernetes provider, built from the Cluster's kubeconfig in a real program."""
+    return engine.register_provider("kubernetes", "k8s", {"kubeconfig": "{}"})
+
+
+def construct(plugin, engine, component: str, name: str, inputs: dict[str, Any], providers: dict[str, str]):
+    struct = struct_pb2.Struct()
+    struct.update(inputs)
+    request = provider_pb2.ConstructRequest(
+        project=engine.recorder.project,
+        stack=engine.recorder.stack,
+        name=name,
+        type=f"{PKG}:index:{component}",
+        inputs=struct,
+        parent=engine.recorder.stack_urn,
+        monitorEndpoint=engine.address,
+        dryRun=True,
+        providers=providers,
+    )
+    return plugin.Construct(request, timeout=120)
+
+
+def _under(engine, urn: str) -> list:
+    return [
+        r
+        for r in engine.recorder.recorded.values()
+        if r.urn != urn and r.urn.split("::")[2].startswith(urn.split("::")[2] + "$")
+    ]
+
+
+@pytest.mark.parametrize("component", list(INPUTS))
+def test_construct_registers_the_facade_the_component_and_its_children(plugin, engine, k8s, component):
+    name = f"c-{component.lower()}"
+    response = construct(plugin, engine, component, name, INPUTS[component], {"kubernetes": k8s})
+    facade = f"{PKG}:index:{component}"
+    assert response.urn == f"urn:pulumi:dev::consumer::{facade}::{name}"
+    record = engine.recorder.recorded[response.urn]
+    assert not record.custom and record.parent is None  # a child of the consumer's stack
+    inner_type, expected = INNER[component]
+    inner = engine.recorder.recorded[f"urn:pulumi:dev::consumer::{facade}${inner_type}::{name}"]
+    assert inner.parent == response.urn
+    children = [
+        r for r in engine.recorder.recorded.values() if r.urn.split("::")[2].startswith(f"{facade}${inner_type}$")
+    ]
+    assert expected <= {r.type for r in children}, sorted({r.type for r in children})
+    assert all(r.name.startswith(name) for r in children)
+    outputs = set(json.loads(open_schema())["resources"][facade]["properties"])
+    assert set(response.state) <= outputs and response.state, (sorted(response.state), sorted(outputs))
+
+
+def open_schema() -> str:
+    from inference_platform.components.multilang.schema import SCHEMA_FILE
+
+    return SCHEMA_FILE.read_text()
+
+
+def test_kubernetes_objects_use_the_provider_the_caller_passed(plugin, engine, k8s):
+    construct(plugin, engine, "InferenceService", "svc-provider", INPUTS["InferenceService"], {"kubernetes": k8s})
+    objects = [
+        r
+        for r in engine.recorder.recorded.values()
+        if r.type.startswith("kubernetes:") and r.name.startswith("svc-provider")
+    ]
+    assert objects and {r.provider for r in objects} == {k8s.rsplit("::", 1)[0]}
+
+
+def test_the_facade_builds_what_the_python_component_builds(plugin, engine):
+    """Same child names, types and inputs as ``Network`` built from Python with the same values."""
+    construct(plugin, engine, "Network", "same", NETWORK, {})
+    through_plugin = {
+        (r.type, r.name): r.inputs
+        for r in engine.recorder.recorded.values()
+        if "$inference:network:Network$" in r.urn and r.name.startswith("same-")
+    }
+
+    def python_program() -> None:
+        PythonNetwork(
+            "same",
+            PythonNetworkArgs(
+                cidr=NETWORK["cidr"],
+                availability_zones=ZONES,
+                cluster_name=NETWORK["clusterName"],
+                region=NETWORK["region"],
+                account_id=ACCOUNT,
+                flow_logs=FlowLogsArgs(kms_key_arn=KEY),
+                nat_gateways="perAz",
+            ),
+        )
+
+    direct = {(r.type, r.name): r.inputs for r in run_function(python_program).resources if r.custom}
+    assert len(direct) > 20 and through_plugin == direct
+
+
+def _error(call) -> grpc.RpcError:
+    with pytest.raises(grpc.RpcError) as raised:
+        call()
+    return raised.value
+
+
+def test_a_missing_required_input_is_refused_naming_it(plugin, engine):
+    inputs = {k: v for k, v in NETWORK.items() if k != "cidr"}
+    error = _error(lambda: construct(plugin, engine, "Network", "no-cidr", inputs, {}))
+    assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+    trailers = dict(error.trailing_metadata() or ())
+    assert b"Missing required input 'cidr' on 'Network'" in trailers.get("grpc-status-details-bin", b"")
+
+
+def test_a_value_outside_an_enum_is_refused_naming_the_property(plugin, engine):
+    inputs = {**NETWORK, "natGateways": "everywhere"}
+    error = _error(lambda: construct(plugin, engine, "Network", "bad-nat", inputs, {}))
+    assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+    details = dict(error.trailing_metadata() or ()).get("grpc-status-details-bin", b"")
+    assert b"natGateways" in details and b"everywhere" in details
+
+
+def test_the_component_s_own_validation_reaches_the_caller(plugin, engine):
+    inputs = {**NETWORK, "availabilityZones": ["eu-west-1a"]}
+    error = _error(lambda: construct(plugin, engine, "Network", "bad-zone", inputs, {}))
+    assert "availability_zones: ['eu-west-1a'] are not zones of us-west-2" in error.details()
+
+
+def test_an_unknown_instance_type_is_refused_naming_the_pool(plugin, engine):
+    pool = {**INPUTS["NodePool"], "pool": {"name": "gpu", "instanceTypes": ["g99.mega"]}}
+    error = _error(lambda: construct(plugin, engine, "NodePool", "bad-type", pool, {}))
+    assert "invalid NodePool arguments: pool:" in error.details() and "g99.mega" in error.details()
+
+
+def test_kubernetes_components_say_how_to_pass_the_provider(plugin, engine):
+    error = _error(lambda: construct(plugin, engine, "InferenceService", "no-k8s", INPUTS["InferenceService"], {}))
+    assert "providers: {kubernetes: <provider>}" in error.details()
