@@ -7,7 +7,7 @@ from typing import NotRequired, TypedDict
 import pulumi
 from inference_platform.components.cluster import Cluster as _Cluster
 from inference_platform.components.cluster import ClusterArgs as _ClusterArgs
-from inference_platform.components.multilang.options import supplied
+from inference_platform.components.multilang.options import inner_options, supplied
 
 
 class SupportType(Enum):
@@ -99,7 +99,7 @@ class Cluster(pulumi.ComponentResource):
                     "protect",
                 )
             ),
-            pulumi.ResourceOptions(parent=self),
+            inner_options(self, opts),
         )
         self.cluster_name = cluster.cluster_name
         self.cluster_arn = cluster.cluster_arn

@@ -6,7 +6,7 @@ from typing import NotRequired, TypedDict
 
 import pulumi
 from inference_platform.components.compute.pool_profile import Taint
-from inference_platform.components.multilang.options import kubernetes_provider, supplied
+from inference_platform.components.multilang.options import depends_on, inner_options, kubernetes_provider, supplied
 from inference_platform.components.serving import Exposure
 from inference_platform.components.serving import InferenceService as _InferenceService
 from inference_platform.components.serving import InferenceServiceArgs as _InferenceServiceArgs
@@ -115,6 +115,9 @@ class InferenceService(pulumi.ComponentResource):
             name,
             _InferenceServiceArgs(
                 k8s_provider=provider,
+                # The caller's dependsOn (CRD releases, the namespace and its service account): every object waits.
+                depends_on=tuple(depends_on(opts)),
+                namespace_resources=tuple(depends_on(opts)),
                 model=ModelSource(
                     **supplied(
                         args,
@@ -150,7 +153,7 @@ class InferenceService(pulumi.ComponentResource):
                     "app_name",
                 ),
             ),
-            pulumi.ResourceOptions(parent=self),
+            inner_options(self, opts),
         )
         self.workload_kind = pulumi.Output.from_input(service.workload_kind)
         self.workload_name = pulumi.Output.from_input(service.workload_name)

@@ -5,7 +5,7 @@ from enum import Enum
 from typing import NotRequired, TypedDict
 
 import pulumi
-from inference_platform.components.multilang.options import supplied
+from inference_platform.components.multilang.options import inner_options, supplied
 from inference_platform.components.storage import LifecycleArgs
 from inference_platform.components.storage import ModelStore as _ModelStore
 from inference_platform.components.storage import ModelStoreArgs as _ModelStoreArgs
@@ -107,7 +107,7 @@ class ModelStore(pulumi.ComponentResource):
                     "partition",
                 ),
             ),
-            pulumi.ResourceOptions(parent=self),
+            inner_options(self, opts),
         )
         self.bucket_name = store.bucket_name
         self.bucket_arn = store.bucket_arn

@@ -6,7 +6,7 @@ from enum import Enum
 from typing import NotRequired, TypedDict
 
 import pulumi
-from inference_platform.components.multilang.options import supplied
+from inference_platform.components.multilang.options import inner_options, supplied
 from inference_platform.components.network import FlowLogsArgs
 from inference_platform.components.network import Network as _Network
 from inference_platform.components.network import NetworkArgs as _NetworkArgs
@@ -73,7 +73,7 @@ class Network(pulumi.ComponentResource):
                 ),
                 **supplied(args, "nat_gateways", "intra_subnets"),
             ),
-            pulumi.ResourceOptions(parent=self),
+            inner_options(self, opts),
         )
         self.vpc_id = network.vpc_id
         self.public_subnet_ids = pulumi.Output.all(*network.public_subnet_ids)

@@ -12,7 +12,7 @@ from inference_platform.components.compute import NodePool as _NodePool
 from inference_platform.components.compute import NodePoolArgs as _NodePoolArgs
 from inference_platform.components.compute import PoolSpec
 from inference_platform.components.compute.pool_profile import ROLE_INFERENCE, CapacityType, profile
-from inference_platform.components.multilang.options import supplied
+from inference_platform.components.multilang.options import inner_options, supplied
 
 CAPACITY_TYPES: tuple[str, ...] = get_args(CapacityType)
 
@@ -147,7 +147,7 @@ class NodePool(pulumi.ComponentResource):
                     "autoscaler_cluster_name",
                 ),
             ),
-            pulumi.ResourceOptions(parent=self),
+            inner_options(self, opts),
         )
         self.node_group_names = pulumi.Output.all(**node_pool.node_group_names)
         self.node_group_arns = pulumi.Output.all(**node_pool.node_group_arns)

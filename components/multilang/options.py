@@ -28,6 +28,20 @@ def plain(value: Any) -> Any:
     return value
 
 
+def inner_options(parent: pulumi.Resource, opts: pulumi.ResourceOptions | None) -> pulumi.ResourceOptions:
+    """Options of the component a facade builds: its child, waiting on what the caller's ``dependsOn``
+    names (a component's children do not inherit its ``depends_on``; the component itself reads it)."""
+    return pulumi.ResourceOptions(parent=parent, depends_on=depends_on(opts) or None)
+
+
+def depends_on(opts: pulumi.ResourceOptions | None) -> list[pulumi.Resource]:
+    """The ``dependsOn`` resource option as a list (Construct passes the caller's as resources)."""
+    found = opts.depends_on if opts is not None else None
+    if found is None:
+        return []
+    return [found] if isinstance(found, pulumi.Resource) else [d for d in found if isinstance(d, pulumi.Resource)]
+
+
 def kubernetes_provider(component: str, opts: pulumi.ResourceOptions | None) -> pulumi.ProviderResource:
     """The ``kubernetes`` provider of the ``providers`` resource option, as a multi-language component
     receives it (the engine hands the caller's providers to Construct)."""

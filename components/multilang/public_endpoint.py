@@ -8,7 +8,7 @@ import pulumi
 from inference_platform.components.edge import PublicEndpoint as _PublicEndpoint
 from inference_platform.components.edge import PublicEndpointArgs as _PublicEndpointArgs
 from inference_platform.components.edge import WafRules
-from inference_platform.components.multilang.options import kubernetes_provider, supplied
+from inference_platform.components.multilang.options import inner_options, kubernetes_provider, supplied
 
 
 class Waf(TypedDict):
@@ -125,7 +125,7 @@ class PublicEndpoint(pulumi.ComponentResource):
                     "tags",
                 ),
             ),
-            pulumi.ResourceOptions(parent=self),
+            inner_options(self, opts),
         )
         self.certificate_arn = endpoint.certificate_arn
         self.web_acl_arn = endpoint.web_acl_arn

@@ -75,15 +75,20 @@ class EngineStandIn:
     recorder: RecordingMonitor
     engine: _Engine
 
-    def register_provider(self, package: str, name: str, inputs: dict[str, str]) -> str:
-        """Register a provider as the consumer's program would (``new k8s.Provider(...)``); returns its
-        reference (``<urn>::<id>``), what a ConstructRequest's ``providers`` carries."""
+    def register(self, type_: str, name: str, inputs: dict[str, str]) -> tuple[str, str]:
+        """Register a resource as the consumer's own program would; returns its URN and id."""
         request = resource_pb2.RegisterResourceRequest(
-            type=f"pulumi:providers:{package}", name=name, custom=True, parent=self.recorder.stack_urn
+            type=type_, name=name, custom=True, parent=self.recorder.stack_urn
         )
         request.object.update(inputs)
         response = self.recorder.RegisterResource(request)
-        return f"{response.urn}::{response.id}"
+        return response.urn, response.id
+
+    def register_provider(self, package: str, name: str, inputs: dict[str, str]) -> str:
+        """A provider of the consumer's program (``new k8s.Provider(...)``) as a ConstructRequest's
+        ``providers`` carries it: ``<urn>::<id>``."""
+        urn, id_ = self.register(f"pulumi:providers:{package}", name, inputs)
+        return f"{urn}::{id_}"
 
 
 @contextmanager

@@ -111,7 +111,9 @@ def k8s(engine) -> str:
     return engine.register_provider("kubernetes", "k8s", {"kubeconfig": "{}"})
 
 
-def construct(plugin, engine, component: str, name: str, inputs: dict[str, Any], providers: dict[str, str]):
+def construct(
+    plugin, engine, component: str, name: str, inputs: dict[str, Any], providers: dict[str, str], depends_on=()
+):
     struct = struct_pb2.Struct()
     struct.update(inputs)
     request = provider_pb2.ConstructRequest(
@@ -124,6 +126,7 @@ def construct(plugin, engine, component: str, name: str, inputs: dict[str, Any],
         monitorEndpoint=engine.address,
         dryRun=True,
         providers=providers,
+        dependencies=list(depends_on),
     )
     return plugin.Construct(request, timeout=120)
 
@@ -170,6 +173,21 @@ def test_kubernetes_objects_use_the_provider_the_caller_passed(plugin, engine, k
         if r.type.startswith("kubernetes:") and r.name.startswith("svc-provider")
     ]
     assert objects and {r.provider for r in objects} == {k8s.rsplit("::", 1)[0]}
+
+
+def test_every_kubernetes_object_waits_for_what_the_caller_depends_on(plugin, engine, k8s):
+    namespace, _ = engine.register("kubernetes:core/v1:Namespace", "inference-ns", {"metadata": {"name": "inference"}})
+    construct(
+        plugin, engine, "InferenceService", "svc-after", INPUTS["InferenceService"], {"kubernetes": k8s}, [namespace]
+    )
+    objects = [
+        r
+        for r in engine.recorder.recorded.values()
+        if r.type.startswith("kubernetes:") and r.name.startswith("svc-after")
+    ]
+    assert objects and all(namespace in r.dependencies for r in objects), [
+        r.urn for r in objects if namespace not in r.dependencies
+    ]
 
 
 def test_the_facade_builds_what_the_python_component_builds(plugin, engine):
