@@ -26,9 +26,9 @@ $(CHECKOV_VENV)/.installed: requirements-checkov.txt
 	$(CHECKOV_VENV)/bin/python -m pip install --quiet -r requirements-checkov.txt
 	@touch $@
 
-# Debian/Ubuntu packages the live tests run for real (Prometheus + promtool). Installed with apt where it
+# Debian/Ubuntu packages the live tests run for real (Prometheus + promtool, Open MPI 4.1). Installed with apt where it
 # exists; elsewhere the tests that need them skip, saying how to install them (and fail instead when CI=true).
-APT_PACKAGES := prometheus
+APT_PACKAGES := prometheus openmpi-bin
 
 .PHONY: venv checkov system-deps plan test lint bench serve-local clean
 venv: $(VENV)/.installed
