@@ -21,7 +21,7 @@ DEFAULT_FILES_PREFIX = "files/"
 DEFAULT_RESULTS_PREFIX = "results/"
 DEFAULT_COMPLETION_WINDOW_HOURS = 24
 DEFAULT_REQUEST_TIMEOUT_SECONDS = 600.0
-VISIBILITY_MARGIN_SECONDS = 30
+VISIBILITY_MARGIN_SECONDS = 5
 """The queue's visibility timeout must exceed the request timeout by this much: a request still running when its
 message reappears would be answered twice (the second answer is dropped, but the serving time is spent twice)."""
 DEFAULT_METRICS_PORT = 9090
