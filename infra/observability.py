@@ -15,6 +15,7 @@ from inference_platform.components import catalog
 from inference_platform.components.autoscaling.keda import Keda, KedaArgs
 from inference_platform.components.autoscaling.scaled_object import ScaleTarget, ScalingPolicy
 from inference_platform.components.autoscaling.scaled_workload import ScaledWorkload, ScaledWorkloadArgs
+from inference_platform.components.batch.keda_objects import QueueAuthentication, QueueAuthenticationArgs
 from inference_platform.components.compute.accelerator_software import NEURON_MONITOR_LABELS
 from inference_platform.components.compute.pool_profile import LABEL_NODE_ROLE, ROLE_SYSTEM
 from inference_platform.components.edge.gateway_api import PROXY_LABEL
@@ -22,6 +23,7 @@ from inference_platform.components.observability.monitoring_stack import Monitor
 from inference_platform.components.observability.promql import Scope
 from inference_platform.components.observability.rules import AlertThresholds, RuleSet
 from inference_platform.components.serving.inference_service import DEFAULT_APP_NAME, InferenceService
+from inference_platform.infra.batch import Batch, batch_monitors
 from inference_platform.infra.cluster import Compute
 from inference_platform.infra.edge import GATEWAY_NAME, Edge
 from inference_platform.infra.foundation import Foundation
@@ -50,6 +52,7 @@ def build_observability(
     storage: Storage,
     inference: Inference,
     edge: Edge | None,
+    batch: Batch | None = None,
 ) -> Observability:
     if not settings.observability.enabled:
         return Observability(None)
@@ -63,16 +66,17 @@ def build_observability(
     )
     bounds = day_bounds(settings)
     scaled = settings.autoscaling.enabled and service is not None and bounds is not None
-    stack = _monitoring_stack(settings, foundation, compute, storage, inference, edge, scope, scaled)
+    stack = _monitoring_stack(settings, foundation, compute, storage, inference, edge, scope, scaled, batch)
     if not scaled or service is None or bounds is None:
         return Observability(stack)
     keda = Keda(
         "keda",
         KedaArgs(k8s_provider=compute.provider, system_node_selector=SYSTEM),
-        # Its pods run on the system nodes: Helm waits for them.
-        opts=pulumi.ResourceOptions(depends_on=[compute.system_nodes]),
+        # Its pods run on the system nodes: Helm waits for them. With the batch lane, its queue role first:
+        # Pod Identity injects credentials when a pod is created.
+        opts=pulumi.ResourceOptions(depends_on=[compute.system_nodes, *([batch.monitor_role] if batch else [])]),
     )
-    workload = _scaled_workload(settings, compute, service, stack, keda, scope, bounds)
+    workload = _scaled_workload(settings, compute, service, stack, keda, scope, bounds, batch)
     return Observability(stack, keda, workload)
 
 
@@ -85,6 +89,7 @@ def _monitoring_stack(
     edge: Edge | None,
     scope: Scope,
     scaled: bool,
+    batch: Batch | None = None,
 ) -> MonitoringStack:
     cfg, service, bounds = settings.observability, inference.service, day_bounds(settings)
     hpa = f"keda-hpa-{service.workload_name}" if scaled and service is not None else None
@@ -121,7 +126,7 @@ def _monitoring_stack(
             alertmanager_storage_gib=cfg.alertmanager_storage_gib,
             system_node_selector=SYSTEM,
             rule_sets=[rules],
-            monitors=_monitors(compute, edge),
+            monitors=[*_monitors(compute, edge), *batch_monitors(batch)],
             secret_recovery_days=settings.secrets.recovery_window(settings.environment),
             protect=settings.production,
             install_crds="prometheus_crds" not in releases,
@@ -147,8 +152,17 @@ def _scaled_workload(
     keda: Keda,
     scope: Scope,
     bounds: tuple[int, int],
+    batch: Batch | None = None,
 ) -> ScaledWorkload:
     auto = settings.autoscaling
+    night = auto.schedule(settings.production)
+    # The lane's queue holds the day floor at night while batch work waits (batch.backfill).
+    backfill = batch.signal if batch and settings.batch.backfill.hold_floor_at_night and night else None
+    queue_auth = (
+        [QueueAuthentication("inference-queue-auth", QueueAuthenticationArgs(
+            k8s_provider=compute.provider, namespace=scope.namespace, depends_on=[keda.release]))]
+        if backfill is not None else []
+    )  # fmt: skip
     policy = ScalingPolicy(
         scope=scope,
         prometheus_url=stack.prometheus_url,
@@ -162,7 +176,8 @@ def _scaled_workload(
         queue_ratio_target=auto.queue_ratio_target,
         polling_interval_seconds=auto.polling_interval_seconds,
         behaviour=auto.behaviour(),
-        night=auto.schedule(settings.production),
+        night=night,
+        backfill=backfill,
     )
     workload = ScaledWorkload(
         "inference-autoscaling",
@@ -173,7 +188,7 @@ def _scaled_workload(
                 name=service.workload_name,
                 kind="LeaderWorkerSet" if service.workload_kind == "LeaderWorkerSet" else "Deployment",
             ),
-            depends_on=[keda.release, service, stack],
+            depends_on=[keda.release, service, stack, *queue_auth],
         ),
     )
     pulumi.export(

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 import pulumi
+from inference_platform.components.batch.bucket import BUCKET_ROLE as BATCH_BUCKET_ROLE
 from inference_platform.components.edge.public_endpoint import DEFAULT_ACCESS_LOG_PREFIX
 from inference_platform.components.secrets.delivery import SecretDelivery, SecretDeliveryArgs
 from inference_platform.components.secrets.secrets_manager import HF_TOKEN, NGC_API_KEY, Secrets, SecretsArgs
@@ -19,7 +20,7 @@ from inference_platform.components.serving.workload_namespace import WorkloadNam
 from inference_platform.components.storage.fsx_csi import FsxCsi, FsxCsiArgs
 from inference_platform.components.storage.model_access import ModelAccess, ModelAccessArgs, ServiceAccount
 from inference_platform.components.storage.model_cache import ModelCache, ModelCacheArgs
-from inference_platform.components.storage.model_store import LifecycleArgs, ModelStore, ModelStoreArgs
+from inference_platform.components.storage.model_store import LifecycleArgs, ModelStore, ModelStoreArgs, bucket_prefix
 from inference_platform.infra.config_source import secret_value
 from inference_platform.infra.foundation import Foundation
 from inference_platform.infra.settings import Settings
@@ -111,8 +112,15 @@ def _model_store(settings: Settings, foundation: Foundation) -> ModelStore:
             load_balancer_log_prefix=DEFAULT_ACCESS_LOG_PREFIX if settings.edge.domain is not None else None,
             region=settings.region.name,
             partition=foundation.partition,
+            # The asynchronous lane's bucket logs here too (infra/batch.py).
+            log_sources=[_batch_log_source(settings, foundation.partition)] if settings.batch.enabled else [],
         ),
     )
+
+
+def _batch_log_source(settings: Settings, partition: str) -> str:
+    """The lane's bucket as an ``aws:SourceArn`` pattern: its name is the provider's, after the prefix."""
+    return f"arn:{partition}:s3:::{bucket_prefix(settings.name_prefix, BATCH_BUCKET_ROLE)}*"
 
 
 def _secrets(settings: Settings, foundation: Foundation) -> Secrets:

@@ -31,6 +31,8 @@ from datetime import datetime
 from typing import Any, Literal
 
 from inference_platform.components.autoscaling.schedule import NightSchedule, ReplicaBounds, replica_bounds
+from inference_platform.components.batch.scaling import TRIGGER_NAME as BACKFILL_TRIGGER
+from inference_platform.components.batch.scaling import QueueSignal, queue_trigger
 from inference_platform.components.observability import promql as q
 from inference_platform.components.observability.promql import Scope
 
@@ -120,6 +122,10 @@ class ScalingPolicy:
     behaviour: Behaviour = field(default_factory=Behaviour)
     night: NightSchedule | None = field(default_factory=NightSchedule)
     """Default: 22:00-06:00 UTC at half the day bounds. ``None``: the same bounds all day."""
+    backfill: QueueSignal | None = None
+    """Default none. The asynchronous lane's work queue: while it holds messages the night floor is the DAY
+    floor (batch work fills the replicas interactive demand leaves idle); at night the rollout falls to the
+    night floor only when the queue is empty. Needs ``night`` (without one the floor never drops)."""
 
     def problems(self) -> list[str]:
         out = []
@@ -136,6 +142,8 @@ class ScalingPolicy:
             out.append(f"kv_cache_target: the {self.scope.backend} backend publishes no KV-cache metrics")
         if self.night is not None:
             out += [f"night.{f}: {m}" for f, m in self.night.problems()]
+        if self.backfill is not None and self.night is None:
+            out.append("backfill: needs a night schedule (without one the floor never drops, nothing to hold)")
         return out
 
 
@@ -183,7 +191,17 @@ def formula(policy: ScalingPolicy) -> str | None:
     wanted = f"max({demand})" if len(triggers(policy)) > 1 else demand
     day, night = bounds_by_day_and_night(policy, policy.night)
     top = policy.max_replicas
-    return f"day >= {DAY_FLAG} ? {_clamp(wanted, day, top)} : {_clamp(wanted, night, top)}"
+    at_night = _clamp(wanted, night, top)
+    if policy.backfill is not None:
+        held = backfill_bounds(policy, policy.night)
+        at_night = f"({BACKFILL_TRIGGER} > 0 ? {_clamp(wanted, held, top)} : {at_night})"
+    return f"day >= {DAY_FLAG} ? {_clamp(wanted, day, top)} : {at_night}"
+
+
+def backfill_bounds(policy: ScalingPolicy, night: NightSchedule) -> ReplicaBounds:
+    """The night bounds while batch work waits: the day floor held, the night ceiling (never below it)."""
+    _, lowered = bounds_by_day_and_night(policy, night)
+    return ReplicaBounds(policy.min_replicas, max(policy.min_replicas, lowered.ceiling))
 
 
 def bounds_by_day_and_night(policy: ScalingPolicy, night: NightSchedule) -> tuple[ReplicaBounds, ReplicaBounds]:
@@ -239,6 +257,10 @@ def scaled_object_spec(policy: ScalingPolicy, target: ScaleTarget) -> dict[str, 
             "metricType": "AverageValue",
         }
         bounds_floor = night.night_value(policy.min_replicas)
+        if policy.backfill is not None:
+            # Read by the formula only (scalingModifiers composes every trigger into its one metric): the
+            # queue's depth never adds replicas by itself, it only keeps the day floor while it is above 0.
+            trigger_specs.append(queue_trigger(policy.backfill))
     return {
         "scaleTargetRef": {"apiVersion": target.api_version, "kind": target.kind, "name": target.name},
         "pollingInterval": policy.polling_interval_seconds,
@@ -277,6 +299,8 @@ def desired_replicas(policy: ScalingPolicy, values: Mapping[str, float], current
         return min(max(wanted, policy.min_replicas), policy.max_replicas)
     day, night = bounds_by_day_and_night(policy, policy.night)
     limit = night if policy.night.is_night(instant) else day
+    if limit is night and policy.backfill is not None and values.get(BACKFILL_TRIGGER, 0) > 0:
+        limit = backfill_bounds(policy, policy.night)
     composite = max(max(values[t.name] / t.target for t in triggers(policy)), limit.floor)
     if limit.ceiling < policy.max_replicas:
         composite = min(composite, limit.ceiling)

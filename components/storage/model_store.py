@@ -11,16 +11,17 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_aws as aws
 from inference_platform.components.catalog.names import fit_name
 from inference_platform.components.common.errors import raise_if
+from inference_platform.components.storage.bucket_controls import kms_encryption, kms_only_policy, private_versioned
 from inference_platform.components.storage.documents import (
     load_balancer_log_statement,
     log_bucket_policy,
-    model_bucket_policy,
 )
 
 DEFAULT_MODEL_PREFIX = "models/"
@@ -81,6 +82,9 @@ class ModelStoreArgs:
     """Default none. The stack's region (which ELB log-delivery principal applies)."""
     partition: str = "aws"
     """Default ``aws``."""
+    log_sources: Sequence[str] = ()
+    """Default none. ``aws:SourceArn`` patterns (ArnLike) of the stack's other buckets whose server access logs
+    the log bucket takes (the asynchronous lane's: ``arn:aws:s3:::<bucket_prefix(name_prefix, "batch")>*``)."""
 
 
 class ModelStore(pulumi.ComponentResource):
@@ -110,7 +114,7 @@ class ModelStore(pulumi.ComponentResource):
             tags={BUCKET_ROLE_TAG: "access-logs"},
             opts=stateful,
         )
-        log_controls = _private_versioned(f"{name}-logs", logs, config)
+        log_controls = private_versioned(f"{name}-logs", logs, config)
         aws.s3.BucketServerSideEncryptionConfiguration(
             f"{name}-logs-encryption",
             bucket=logs.bucket,
@@ -146,43 +150,27 @@ class ModelStore(pulumi.ComponentResource):
             tags={BUCKET_ROLE_TAG: "models"},
             opts=stateful,
         )
-        model_controls = _private_versioned(f"{name}-models", models, config)
-        aws.s3.BucketServerSideEncryptionConfiguration(
-            f"{name}-models-encryption",
-            bucket=models.bucket,
-            rules=[
-                {
-                    "apply_server_side_encryption_by_default": {
-                        "sse_algorithm": "aws:kms",
-                        "kms_master_key_id": args.kms_key_arn,
-                    },
-                    # One data key per bucket instead of one KMS call per object: model loads read
-                    # thousands of shards and would otherwise meet KMS request quotas.
-                    "bucket_key_enabled": True,
-                    "blocked_encryption_types": ["SSE-C"],
-                }
-            ],
-            opts=config,
-        )
+        model_controls = private_versioned(f"{name}-models", models, config)
+        kms_encryption(f"{name}-models", models, args.kms_key_arn, config)
         aws.s3.BucketLifecycleConfiguration(
             f"{name}-models-lifecycle",
             bucket=models.bucket,
             rules=lifecycle_rules(args.lifecycle),
             opts=pulumi.ResourceOptions.merge(config, pulumi.ResourceOptions(depends_on=model_controls)),
         )
-        aws.s3.BucketPolicy(
-            f"{name}-models-policy",
-            bucket=models.bucket,
-            policy=pulumi.Output.all(models.arn, args.kms_key_arn).apply(
-                lambda v: json.dumps(model_bucket_policy(v[0], v[1]))
-            ),
-            opts=pulumi.ResourceOptions.merge(config, pulumi.ResourceOptions(depends_on=model_controls)),
+        kms_only_policy(
+            f"{name}-models",
+            models,
+            args.kms_key_arn,
+            pulumi.ResourceOptions.merge(config, pulumi.ResourceOptions(depends_on=model_controls)),
         )
         log_policy = aws.s3.BucketPolicy(
             f"{name}-logs-policy",
             bucket=logs.bucket,
             policy=pulumi.Output.all(logs.arn, models.arn).apply(
-                lambda v: json.dumps(log_bucket_policy(v[0], [v[1]], args.account_id, _log_writers(args, v[0])))
+                lambda v: json.dumps(
+                    log_bucket_policy(v[0], [v[1], *args.log_sources], args.account_id, _log_writers(args, v[0]))
+                )
             ),
             opts=pulumi.ResourceOptions.merge(config, pulumi.ResourceOptions(depends_on=log_controls)),
         )
@@ -250,31 +238,19 @@ def lifecycle_rules(lifecycle: LifecycleArgs) -> list[dict]:
     return rules
 
 
-def _private_versioned(name: str, bucket: aws.s3.Bucket, opts: pulumi.ResourceOptions) -> list[pulumi.Resource]:
-    """Ownership enforced (ACLs off), every public access path blocked, versioning on."""
-    ownership = aws.s3.BucketOwnershipControls(
-        f"{name}-ownership", bucket=bucket.bucket, rule={"object_ownership": "BucketOwnerEnforced"}, opts=opts
-    )
-    public = aws.s3.BucketPublicAccessBlock(
-        f"{name}-public-access",
-        bucket=bucket.bucket,
-        block_public_acls=True,
-        block_public_policy=True,
-        ignore_public_acls=True,
-        restrict_public_buckets=True,
-        opts=opts,
-    )
-    versioning = aws.s3.BucketVersioning(
-        f"{name}-versioning", bucket=bucket.bucket, versioning_configuration={"status": "Enabled"}, opts=opts
-    )
-    return [ownership, public, versioning]
-
-
 def _bucket_prefix(name_prefix: str) -> str:
     """``name_prefix`` as a valid S3 bucket-name start, leaving room for the role word and suffix."""
     cleaned = re.sub(r"[^a-z0-9-]+", "-", name_prefix.lower()).strip("-")
     room = _BUCKET_PREFIX_MAX - len("models-") - 1
     return f"{fit_name(cleaned, room)}-"
+
+
+def bucket_prefix(name_prefix: str, role: str) -> str:
+    """The ``bucket_prefix`` of the stack's bucket for ``role`` (at most as long as ``models``):
+    ``<fitted prefix>-<role>-``, the shape of the model store's own two buckets."""
+    if len(role) > len("models"):
+        raise ValueError(f"bucket role {role!r} is longer than 'models': the fitted prefix leaves no room for it")
+    return f"{_bucket_prefix(name_prefix)}{role}-"
 
 
 def _validate(args: ModelStoreArgs) -> None:

@@ -28,6 +28,7 @@ from inference_platform.infra.settings.base import (
     describe,
     validation_problems,
 )
+from inference_platform.infra.settings.batch import BatchSettings
 from inference_platform.infra.settings.capacity import CapacitySettings
 from inference_platform.infra.settings.cluster import ClusterSettings
 from inference_platform.infra.settings.edge import EdgeSettings
@@ -78,6 +79,7 @@ SECTIONS: tuple[type[Section], ...] = (
     VerificationSettings,
     LoadTestSettings,
     CapacitySettings,
+    BatchSettings,
 )
 # Top-level keys holding one plain value.
 SCALAR_KEYS: tuple[str, ...] = ("environment",)
@@ -110,6 +112,7 @@ class Settings:
     verification: VerificationSettings
     load_test: LoadTestSettings
     capacity: CapacitySettings
+    batch: BatchSettings
 
     @property
     def production(self) -> bool:

@@ -1,0 +1,176 @@
+"""The pods of the asynchronous lane, as plain typed data: the Batch API service and the queue workers.
+
+Both run the lane's image (batch/Dockerfile, ``python -m inference_platform.batch api|worker``) on the system
+nodes only: required node affinity to ``node-role: system``, no accelerator toleration or resource (policy
+``batch-workers-off-accelerators``). Hardened like every platform pod (non-root, read-only root filesystem,
+no capabilities, RuntimeDefault seccomp), requests = limits. The environment is the running code's contract
+(h7, ``inference_platform.batch``): every variable the code reads at start, each validated there.
+
+The worker sends the one API key it is given (a Secrets Store CSI file, verification style) to the serving
+endpoint inside the cluster, and backs off while the servers' waiting requests or KV-cache use per replica
+is above the stack's thresholds (``BATCH_SHED_RULES``, PromQL against the stack's Prometheus).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from inference_platform.components.secrets.delivery import CSI_DRIVER_NAME
+from inference_platform.components.serving.pod import container_security, pod_security, quantity_cpu, quantity_gib
+from inference_platform.components.verification.pods import system_affinity
+
+API_PORT = 8080
+WORKER_METRICS_PORT = 9102
+HEALTH_PATH = "/healthz"
+READY_PATH = "/readyz"
+METRICS_PATH = "/metrics"
+SECRETS_DIR = "/mnt/secrets/batch"
+API_KEY_FILE = "api-key"
+API = "batch-api"
+WORKER = "batch-worker"
+PART_OF = {"app.kubernetes.io/part-of": "inference-platform"}
+API_LABELS = {**PART_OF, "app.kubernetes.io/name": API}
+WORKER_LABELS = {**PART_OF, "app.kubernetes.io/name": WORKER}
+STOP_MARGIN_SECONDS = 30
+"""SIGTERM: the worker stops receiving and finishes what is in flight (at most the request timeout), then exits."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Shape:
+    cpu: float
+    memory_gib: float
+    run_as_user: int = 1000
+
+
+@dataclass(frozen=True, kw_only=True)
+class ShedRule:
+    """The worker stops taking work while ``expr`` (PromQL, max over its result) is above ``above``."""
+
+    expr: str
+    above: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class LaneEnv:
+    """What both roles read (h7's contract §2)."""
+
+    region: str
+    bucket: Any
+    queue_url: Any
+    dead_letter_url: Any
+    kms_key_arn: Any
+    completion_window_hours: int
+    max_file_bytes: int
+    max_requests: int
+    max_output_tokens: int
+    quota_requests: int
+    quota_tokens: int
+    quota_overrides: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    endpoints: Sequence[str] = ("/v1/chat/completions", "/v1/completions")
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkerEnv:
+    """What the workers read besides :class:`LaneEnv` (h7's contract §2, worker role)."""
+
+    concurrency: int
+    request_timeout_seconds: int
+    prometheus_url: str | None
+    """The stack's Prometheus (back-off signals); None: no shedding (the worker warns at start)."""
+    shed_rules: Sequence[ShedRule] = ()
+
+
+def common_env(env: LaneEnv) -> list[dict[str, Any]]:
+    return [
+        {"name": "AWS_REGION", "value": env.region},
+        {"name": "BATCH_BUCKET", "value": env.bucket},
+        {"name": "BATCH_QUEUE_URL", "value": env.queue_url},
+        {"name": "BATCH_DLQ_URL", "value": env.dead_letter_url},
+        # The bucket policy refuses uploads under another key; naming the stack's key on every put says so.
+        {"name": "BATCH_SSE_KMS_KEY_ID", "value": env.kms_key_arn},
+    ]
+
+
+def api_env(env: LaneEnv) -> list[dict[str, Any]]:
+    overrides = {c: {"requests": q["requests"], "tokens": q["tokens"]} for c, q in sorted(env.quota_overrides.items())}
+    return [
+        *common_env(env),
+        {"name": "BATCH_API_PORT", "value": str(API_PORT)},
+        {"name": "BATCH_ENDPOINTS", "value": ",".join(env.endpoints)},
+        {"name": "BATCH_COMPLETION_WINDOWS", "value": f"{env.completion_window_hours}h"},
+        {"name": "BATCH_MAX_FILE_BYTES", "value": str(env.max_file_bytes)},
+        {"name": "BATCH_MAX_REQUESTS", "value": str(env.max_requests)},
+        {"name": "BATCH_MAX_OUTPUT_TOKENS", "value": str(env.max_output_tokens)},
+        {"name": "BATCH_QUOTA_REQUESTS", "value": str(env.quota_requests)},
+        {"name": "BATCH_QUOTA_TOKENS", "value": str(env.quota_tokens)},
+        {"name": "BATCH_QUOTA_OVERRIDES", "value": json.dumps(overrides, sort_keys=True)},
+    ]
+
+
+def worker_env(env: LaneEnv, worker: WorkerEnv, *, serving_url: str, key_file: str | None) -> list[dict[str, Any]]:
+    out = [
+        *common_env(env),
+        {"name": "BATCH_SERVING_URL", "value": serving_url},
+        {"name": "BATCH_CONCURRENCY", "value": str(worker.concurrency)},
+        {"name": "BATCH_REQUEST_TIMEOUT_SECONDS", "value": str(worker.request_timeout_seconds)},
+        {"name": "BATCH_METRICS_PORT", "value": str(WORKER_METRICS_PORT)},
+    ]
+    if key_file is not None:
+        out.append({"name": "BATCH_API_KEY_FILE", "value": key_file})
+    if worker.prometheus_url is not None:
+        rules = [{"expr": r.expr, "above": r.above} for r in worker.shed_rules]
+        out += [
+            {"name": "BATCH_SIGNALS_SOURCE", "value": "prometheus"},
+            {"name": "BATCH_SIGNALS_URL", "value": worker.prometheus_url},
+            {"name": "BATCH_SHED_RULES", "value": json.dumps(rules)},
+        ]
+    return out
+
+
+def container(role: str, image: Any, env: list[dict[str, Any]], shape: Shape, *, port: int, port_name: str,
+              key_mounted: bool) -> dict[str, Any]:  # fmt: skip
+    amounts = {"cpu": quantity_cpu(shape.cpu), "memory": quantity_gib(shape.memory_gib)}
+    probe = {"httpGet": {"path": HEALTH_PATH, "port": port_name}, "periodSeconds": 10, "failureThreshold": 6}
+    out: dict[str, Any] = {
+        "name": role,
+        "image": image,
+        "imagePullPolicy": "IfNotPresent",
+        "args": ["api" if role == API else "worker"],
+        "env": env,
+        "ports": [{"name": port_name, "containerPort": port, "protocol": "TCP"}],
+        "resources": {"requests": dict(amounts), "limits": dict(amounts)},
+        "securityContext": container_security(shape.run_as_user),
+        "livenessProbe": probe,
+        "readinessProbe": {"httpGet": {"path": READY_PATH, "port": port_name}, "periodSeconds": 10},
+    }
+    if key_mounted:
+        out["volumeMounts"] = [{"name": "api-key", "mountPath": SECRETS_DIR, "readOnly": True}]
+    return out
+
+
+def pod_spec(service_account: str, main: dict[str, Any], shape: Shape, *, key_class: str | None,
+             grace_seconds: int) -> dict[str, Any]:  # fmt: skip
+    spec: dict[str, Any] = {
+        "serviceAccountName": service_account,
+        "automountServiceAccountToken": False,
+        "enableServiceLinks": False,
+        "terminationGracePeriodSeconds": grace_seconds,
+        "securityContext": pod_security(shape.run_as_user),
+        "affinity": system_affinity(),
+        "containers": [main],
+    }
+    if key_class is not None:
+        spec["volumes"] = [
+            {
+                "name": "api-key",
+                "csi": {
+                    "driver": CSI_DRIVER_NAME,
+                    "readOnly": True,
+                    "volumeAttributes": {"secretProviderClass": key_class},
+                },
+            }
+        ]
+    return spec

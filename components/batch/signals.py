@@ -1,0 +1,146 @@
+"""What the lane measures and watches, as plain data: its metric names, recording rules, alerts, the worker's
+back-off rules and its Grafana dashboard.
+
+Metric names are the running code's (h7's contract §4, ``inference_platform.batch``, prefix
+``inference_batch_``). SQS's own ApproximateAgeOfOldestMessage is a CloudWatch metric only, so the completion
+window is watched through the age of the oldest open batch, which the lane exports; queue depth and the
+dead-letter count are the queues' GetQueueAttributes as the lane's pods export them (every pod exports the
+same value: rules take the max).
+
+Alerts (each with a runbook section in docs/runbooks.md):
+- ``BatchCompletionWindowAtRisk`` (critical): the oldest open batch is older than ``window_share`` of the
+  completion window; past the window it expires with its remaining lines unanswered.
+- ``BatchDeadLetters`` (warning): the dead-letter queue is not empty: lines failed every delivery.
+- ``BatchWorkerErrors`` (warning): the workers keep failing against S3, SQS, the servers or the signals.
+- ``BatchQueueStalled`` (warning): messages wait while nothing completes (workers absent or all shedding).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from inference_platform.components.batch.pods import ShedRule
+from inference_platform.components.observability import promql as q
+from inference_platform.components.observability.promql import Scope
+
+QUEUE_MESSAGES = "inference_batch_queue_messages"
+"""Gauge, labels ``queue`` (work, dead_letter) and ``state`` (visible, in_flight, delayed)."""
+OLDEST_OPEN_BATCH_SECONDS = "inference_batch_oldest_open_batch_age_seconds"
+OPEN_REQUESTS = "inference_batch_open_requests"
+"""Gauge, label ``state`` (total, done): lines of the open batches."""
+OPEN_BATCHES = "inference_batch_open_batches"
+REQUESTS = "inference_batch_requests_total"
+"""Counter, label ``outcome`` (succeeded, failed, retried, duplicate, cancelled, expired)."""
+WORKER_ERRORS = "inference_batch_worker_errors_total"
+"""Counter, label ``kind`` (s3, sqs, serving, signals)."""
+SHEDDING = "inference_batch_shedding"
+IN_FLIGHT = "inference_batch_in_flight"
+REJECTED = "inference_batch_submissions_rejected_total"
+"""Counter, label ``reason`` (quota_requests, quota_tokens, invalid)."""
+
+PROGRESS = "batch:open_requests_done:ratio"
+QUEUED = "batch:work_queue_messages:max"
+DEAD_LETTERS = "batch:dead_letter_messages:max"
+RUNBOOK_BASE = "docs/runbooks.md"
+
+
+@dataclass(frozen=True, kw_only=True)
+class LaneWatch:
+    namespace: str
+    """The lane's namespace (the scrape's ``namespace`` label)."""
+    completion_window_hours: int
+    window_share: float = 0.75
+    """Default 0.75. Share of the completion window the oldest open batch may reach before the alert."""
+    error_rate: float = 0.1
+    """Default 0.1. Worker errors per second (10-minute rate) that warn."""
+
+    def selector(self, **extra: str) -> str:
+        return q.selector({"namespace": self.namespace, **extra})
+
+
+def recording_rules(watch: LaneWatch) -> list[dict[str, Any]]:
+    s = watch.selector
+    return [
+        {"record": QUEUED, "expr": f"max({QUEUE_MESSAGES}{s(queue='work', state='=~visible|in_flight')}) or vector(0)"},
+        {
+            "record": DEAD_LETTERS,
+            "expr": f"max({QUEUE_MESSAGES}{s(queue='dead_letter', state='visible')}) or vector(0)",
+        },
+        {
+            "record": PROGRESS,
+            "expr": f"max({OPEN_REQUESTS}{s(state='done')}) / clamp_min(max({OPEN_REQUESTS}{s(state='total')}), 1)",
+        },
+    ]
+
+
+def rule_groups(watch: LaneWatch) -> list[dict[str, Any]]:
+    if not 0 < watch.window_share <= 1:
+        raise ValueError(f"window_share={watch.window_share}: in (0, 1]")
+    s = watch.selector
+    limit = watch.completion_window_hours * 3600 * watch.window_share
+    done = f"sum(increase({REQUESTS}{s(outcome='=~succeeded|failed')}[15m]))"
+    alerts = [
+        _alert(
+            "BatchCompletionWindowAtRisk",
+            f"max({OLDEST_OPEN_BATCH_SECONDS}{s()}) > {limit:g}",
+            "5m",
+            "critical",
+            "A batch is close to its completion window",
+            f"The oldest open batch is {{{{ $value | humanizeDuration }}}} old: beyond {watch.window_share:.0%} of the "
+            f"{watch.completion_window_hours} h completion window; when the window ends it expires unfinished.",
+        ),
+        _alert(
+            "BatchDeadLetters",
+            f"{DEAD_LETTERS} > 0",
+            "5m",
+            "warning",
+            "Batch lines are in the dead-letter queue",
+            "{{ $value }} message(s) failed every delivery (maxReceiveCount) and sit in the dead-letter queue; "
+            "their lines are in the batches' error files.",
+        ),
+        _alert(
+            "BatchWorkerErrors",
+            f"sum(rate({WORKER_ERRORS}{s()}[10m])) > {watch.error_rate:g}",
+            "15m",
+            "warning",
+            "Batch workers keep failing",
+            "{{ $value }} errors/s against S3, SQS, the serving endpoint or the back-off signals.",
+        ),
+        _alert(
+            "BatchQueueStalled",
+            f"{QUEUED} > 0 and on() ({done} or vector(0)) == 0",
+            "30m",
+            "warning",
+            "Batch work waits and nothing completes",
+            "Messages are queued but no line completed in 15 minutes: no worker runs, or every worker sheds "
+            "because the interactive tier keeps the servers busy.",
+        ),
+    ]
+    name = f"{watch.namespace}-lane"
+    return [{"name": f"{name}.recording", "rules": recording_rules(watch)}, {"name": f"{name}.alerts", "rules": alerts}]
+
+
+def _alert(name: str, expr: str, for_: str, severity: str, summary: str, description: str) -> dict[str, Any]:
+    return {
+        "alert": name,
+        "expr": expr,
+        "for": for_,
+        "labels": {"severity": severity},
+        "annotations": {
+            "summary": summary,
+            "description": description,
+            "runbook_url": f"{RUNBOOK_BASE}#{name.lower()}",
+        },
+    }
+
+
+def shed_rules(scope: Scope, *, waiting_per_replica: float, kv_cache_ratio: float) -> list[ShedRule]:
+    """The worker pauses while the servers' waiting requests per replica or their KV-cache use is above these:
+    interactive requests come first (the backends without KV-cache metrics get the first rule only)."""
+    waiting = f"sum({scope.request_metrics}{scope.selector(model=scope.llm_model, request_type='waiting')})"
+    replicas = f"clamp_min(count({q.UP}{scope.selector()} == 1), 1)"
+    rules = [ShedRule(expr=f"{waiting} / {replicas}", above=waiting_per_replica)]
+    if scope.has_kv_cache_metrics:
+        rules.append(ShedRule(expr=q.kv_cache_utilisation(scope), above=kv_cache_ratio))
+    return rules

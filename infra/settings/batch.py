@@ -1,0 +1,275 @@
+"""``inference-platform:batch``: the asynchronous lane (issue 22), the OpenAI Batch API beside the synchronous one.
+
+Clients upload a JSONL file of requests and create a batch with a completion window; the Batch API service
+stores the file in an encrypted S3 bucket and enqueues one message per line on an SQS queue; workers on the
+system nodes take the messages, call the serving endpoint inside the cluster and write each line's result once.
+KEDA scales the workers on the queue's depth, and the serving rollout holds its day floor at night while the
+queue holds work (``backfill``), so the night's idle accelerators serve batch work instead of idling.
+
+Off by default (a costly feature: it keeps accelerator nodes up at night while work is queued); the prod and
+npu stacks turn it on. A stack without an image for the lane (``batch.image``) gets its AWS parts (bucket,
+queues, roles) and no pods yet, as ``inference.image`` does for the rollout.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from inference_platform.infra.settings.base import CheckContext, Problem, Section
+from inference_platform.infra.settings.inference import ImageSettings
+from pydantic import Field
+
+# SQS limits (botocore sqs/2012-11-05 service-2.json, CreateQueue Attributes; tests/data/upstream pins them).
+SQS_MAX_VISIBILITY_SECONDS = 43_200
+SQS_MAX_RETENTION_SECONDS = 1_209_600
+SQS_MAX_RECEIVE_COUNT = 1000
+SQS_MIN_DATA_KEY_REUSE_SECONDS = 60
+SQS_MAX_DATA_KEY_REUSE_SECONDS = 86_400
+# OpenAI's Batch API limits (openai-python types/batch_create_params.py completion_window "24h"; OpenAI's batch
+# guide: 50,000 requests and 200 MB per input file).
+OPENAI_MAX_REQUESTS_PER_BATCH = 50_000
+OPENAI_MAX_FILE_BYTES = 200 * 1000 * 1000
+DEFAULT_COMPLETION_WINDOW_HOURS = 24
+DEFAULT_REQUEST_TIMEOUT_SECONDS = 600
+VISIBILITY_MARGIN_SECONDS = 60
+"""Default visibility above the longest generation: the worker's read of the message, its result write."""
+WORKER_VISIBILITY_MARGIN_SECONDS = 30
+"""The worker refuses to start unless VisibilityTimeout > BATCH_REQUEST_TIMEOUT_SECONDS + 30 (h7's contract,
+batch/ worker start-up check): the settings refuse what the worker would."""
+DEFAULT_MAX_RECEIVE_COUNT = 5
+RETENTION_MARGIN_HOURS = 24
+"""Work-queue messages live the completion window and a day more: a batch expires before its messages do."""
+DEFAULT_FILE_RETENTION_DAYS = 30
+"""OpenAI's default for batch files."""
+DEFAULT_RESULT_RETENTION_DAYS = 7
+"""Per-line results: the assembled output and error files hold them once a batch is finalised."""
+SQS_MAX_MESSAGE_BYTES = 262_144
+"""One line per message; the API refuses a line beyond 256 KiB (h7's contract), the queue's MaximumMessageSize."""
+DEFAULT_MAX_FILE_BYTES = 100 * 1024 * 1024
+SYSTEM_POOL = "system"
+DEFAULT_IMAGE_REPOSITORY = "batch"
+
+
+class BatchImageSettings(ImageSettings):
+    repository: str = DEFAULT_IMAGE_REPOSITORY
+    """Default ``batch``. ECR repository of the lane's image (batch/Dockerfile), ``<project>-<stack>/batch``."""
+
+
+class QuotaSettings(Section):
+    queued_tokens: int = Field(default=20_000_000, ge=1)
+    """Default 20,000,000. Tokens (prompt bytes / 4 + max_tokens of every line) a client may have queued over its
+    open batches; beyond, 429 at submission."""
+    queued_requests: int = Field(default=100_000, ge=1)
+    """Default 100,000. Lines a client may have queued over its open batches; beyond, 429 at submission."""
+
+
+class QuotasSettings(Section):
+    default: QuotaSettings = Field(default_factory=QuotaSettings)
+    """Every client's quota unless ``clients`` names it."""
+    clients: dict[str, QuotaSettings] = Field(default_factory=dict)
+    """Default none. Per edge client (``edge.auth.clients``) overrides."""
+
+
+class WorkerSettings(Section):
+    min_replicas: int = Field(default=0, ge=0, le=1000)
+    """Default 0: no worker while the queue is empty (KEDA's activation)."""
+    max_replicas: int = Field(default=4, ge=1, le=1000)
+    """Default 4. KEDA's ceiling; with ``concurrency`` it bounds what batch work may put on the servers."""
+    concurrency: int = Field(default=8, ge=1, le=1024)
+    """Default 8. Requests one worker keeps in flight against the serving endpoint."""
+    messages_per_worker: int | None = Field(default=None, ge=1, le=100_000)
+    """Default ``concurrency``. KEDA's ``queueLength``: queued + in-flight messages per worker replica."""
+    cpu: float = Field(default=0.5, gt=0, le=16)
+    """Default 0.5 vCPU (requests = limits)."""
+    memory_gib: float = Field(default=1, gt=0, le=64)
+    """Default 1 GiB."""
+    node_pool: str = SYSTEM_POOL
+    """Default ``system``, the only value allowed: workers never take accelerator capacity."""
+
+    @property
+    def queue_length_target(self) -> int:
+        return self.messages_per_worker if self.messages_per_worker is not None else self.concurrency
+
+
+class ApiSettings(Section):
+    replicas: int = Field(default=2, ge=1, le=100)
+    """Default 2. Batch API service replicas (production at least 2)."""
+    cpu: float = Field(default=0.5, gt=0, le=16)
+    """Default 0.5 vCPU."""
+    memory_gib: float = Field(default=1, gt=0, le=64)
+    """Default 1 GiB."""
+
+
+class BackoffSettings(Section):
+    waiting_per_replica: float = Field(default=2, gt=0)
+    """Default 2. Waiting requests per serving replica above which workers stop taking new work: interactive
+    traffic comes first."""
+    kv_cache_ratio: float = Field(default=0.85, gt=0, le=1)
+    """Default 0.85. KV-cache use per serving replica above which workers stop taking new work."""
+
+
+class BackfillSettings(Section):
+    hold_floor_at_night: bool = True
+    """Default ``true``: while the queue holds work, the serving rollout keeps its day floor at night (KEDA's
+    aws-sqs-queue trigger in its ScaledObject); it falls to the night floor only when the queue is empty."""
+    tokens_per_day: float | None = Field(default=None, gt=0)
+    """Default unset: the plan fills the night's free capacity. Batch tokens (input + output) a day the
+    planner counts on; at most what the held floor can serve."""
+    target_utilisation: float = Field(default=0.8, gt=0, le=1)
+    """Default 0.8. Share of the held replicas' SLO capacity batch work may fill (the rest is headroom)."""
+
+
+class BatchSettings(Section):
+    key: ClassVar[str] = "batch"
+
+    enabled: bool = False
+    """Default ``false``. The Batch API (/v1/files, /v1/batches), its bucket, queues and workers."""
+    image: BatchImageSettings = Field(default_factory=BatchImageSettings)
+    """Default: repository ``batch``, no image yet (the AWS parts only)."""
+    completion_window_hours: int = Field(default=DEFAULT_COMPLETION_WINDOW_HOURS, ge=1, le=312)
+    """Default 24 (OpenAI's ``24h``). A batch not done by then expires; <= 312 so its messages fit SQS's 14 days."""
+    request_timeout_seconds: int = Field(default=DEFAULT_REQUEST_TIMEOUT_SECONDS, ge=1, le=21_600)
+    """Default 600. The longest one line's generation may take; the worker abandons it beyond."""
+    visibility_timeout_seconds: int | None = Field(default=None, ge=1, le=SQS_MAX_VISIBILITY_SECONDS)
+    """Default requestTimeoutSeconds + 60. A received message stays hidden this long; must exceed
+    requestTimeoutSeconds, or a line still generating is handed to a second worker."""
+    max_receive_count: int = Field(default=DEFAULT_MAX_RECEIVE_COUNT, ge=1, le=SQS_MAX_RECEIVE_COUNT)
+    """Default 5. Deliveries before SQS moves a message to the dead-letter queue (its line to the error file)."""
+    data_key_reuse_seconds: int = Field(
+        default=300, ge=SQS_MIN_DATA_KEY_REUSE_SECONDS, le=SQS_MAX_DATA_KEY_REUSE_SECONDS
+    )
+    """Default 300 (SQS's). How long SQS reuses a data key of the CMK before calling KMS again."""
+    file_retention_days: int = Field(default=DEFAULT_FILE_RETENTION_DAYS, ge=1, le=3650)
+    """Default 30. Input, output and error files and batch records expire after this many days (lifecycle)."""
+    result_retention_days: int = Field(default=DEFAULT_RESULT_RETENTION_DAYS, ge=1, le=3650)
+    """Default 7; at most fileRetentionDays. Per-line results expire after this many days (the assembled
+    output file keeps them)."""
+    max_file_bytes: int = Field(default=DEFAULT_MAX_FILE_BYTES, ge=1024, le=OPENAI_MAX_FILE_BYTES)
+    """Default 100 MiB; at most OpenAI's 200 MB. Largest input file the API accepts (413 beyond)."""
+    max_requests_per_batch: int = Field(default=OPENAI_MAX_REQUESTS_PER_BATCH, ge=1, le=OPENAI_MAX_REQUESTS_PER_BATCH)
+    """Default 50,000 (OpenAI's limit). Lines of one input file."""
+    quotas: QuotasSettings = Field(default_factory=QuotasSettings)
+    workers: WorkerSettings = Field(default_factory=WorkerSettings)
+    api: ApiSettings = Field(default_factory=ApiSettings)
+    backoff: BackoffSettings = Field(default_factory=BackoffSettings)
+    backfill: BackfillSettings = Field(default_factory=BackfillSettings)
+
+    @property
+    def visibility_timeout(self) -> int:
+        if self.visibility_timeout_seconds is not None:
+            return self.visibility_timeout_seconds
+        return self.request_timeout_seconds + VISIBILITY_MARGIN_SECONDS
+
+    @property
+    def queue_retention_seconds(self) -> int:
+        return min(SQS_MAX_RETENTION_SECONDS, (self.completion_window_hours + RETENTION_MARGIN_HOURS) * 3600)
+
+    @property
+    def has_image(self) -> bool:
+        return self.image.tag is not None or self.image.digest is not None
+
+    def problems(self, ctx: CheckContext) -> list[Problem]:
+        if not self.enabled:
+            return []
+        out: list[Problem] = []
+        needed = self.request_timeout_seconds + WORKER_VISIBILITY_MARGIN_SECONDS
+        if self.visibility_timeout <= needed:
+            out.append(
+                Problem(
+                    "batch.visibilityTimeoutSeconds",
+                    f"got {self.visibility_timeout}; must exceed batch.requestTimeoutSeconds + "
+                    f"{WORKER_VISIBILITY_MARGIN_SECONDS} ({needed}): a line still generating would be delivered to a "
+                    "second worker (and the worker refuses to start)",
+                )
+            )
+        if self.result_retention_days > self.file_retention_days:
+            out.append(
+                Problem(
+                    "batch.resultRetentionDays",
+                    f"got {self.result_retention_days}; at most batch.fileRetentionDays ({self.file_retention_days})",
+                )
+            )
+        if self.visibility_timeout * self.max_receive_count > self.queue_retention_seconds:
+            out.append(
+                Problem(
+                    "batch.maxReceiveCount",
+                    f"got {self.max_receive_count}; {self.max_receive_count} deliveries x "
+                    f"{self.visibility_timeout} s visibility outlast the queue's retention "
+                    f"({self.queue_retention_seconds} s = completionWindowHours + {RETENTION_MARGIN_HOURS} h): "
+                    "a poison line would expire instead of reaching the error file",
+                )
+            )
+        if self.workers.min_replicas > self.workers.max_replicas:
+            out.append(
+                Problem(
+                    "batch.workers.minReplicas",
+                    f"got {self.workers.min_replicas}; above batch.workers.maxReplicas ({self.workers.max_replicas})",
+                )
+            )
+        if self.workers.node_pool != SYSTEM_POOL:
+            pools = getattr(ctx.sections.get("nodePools"), "root", None) or {}
+            why = "an accelerator pool: batch workers never run on accelerator nodes" if (
+                self.workers.node_pool in pools) else "not a node pool"  # fmt: skip
+            out.append(Problem("batch.workers.nodePool", f"got {self.workers.node_pool!r}, {why}; allowed: 'system'"))
+        if ctx.production and self.api.replicas < 2:
+            out.append(Problem("batch.api.replicas", f"got {self.api.replicas}; production serves from at least 2"))
+        if ctx.production and self.has_image and self.image.digest is None:
+            out.append(
+                Problem(
+                    "batch.image.digest",
+                    f"missing; production references the image by digest, not by tag ({self.image.tag})",
+                )
+            )
+        out += self._edge_problems(ctx)
+        out += self._scaling_problems(ctx)
+        return out
+
+    def _edge_problems(self, ctx: CheckContext) -> list[Problem]:
+        out = []
+        edge = ctx.sections.get("edge")
+        auth = getattr(edge, "auth", None)
+        clients = sorted(getattr(auth, "clients", {}) or {})
+        for name in sorted(self.quotas.clients):
+            if name not in clients:
+                out.append(
+                    Problem(f"batch.quotas.clients.{name}", f"not an edge client; expected one of edge.auth.clients: "
+                            f"{clients}")
+                )  # fmt: skip
+        if ctx.known("edge") and edge is not None and getattr(edge, "domain", None) is None and ctx.production:
+            out.append(
+                Problem(
+                    "batch.enabled",
+                    "true while edge.domain is unset: production serves the Batch API only through the edge "
+                    "(authenticated, rate-limited per client); set edge.domain",
+                )
+            )
+        return out
+
+    def _scaling_problems(self, ctx: CheckContext) -> list[Problem]:
+        out = []
+        autoscaling = ctx.sections.get("autoscaling")
+        if ctx.known("autoscaling") and autoscaling is not None and not getattr(autoscaling, "enabled", True):
+            out.append(
+                Problem(
+                    "batch.enabled",
+                    "true while autoscaling.enabled is false: KEDA (installed with autoscaling) scales the batch "
+                    "workers on the queue's depth; enable autoscaling or disable the lane",
+                )
+            )
+        observability = ctx.sections.get("observability")
+        if ctx.known("observability") and observability is not None and not getattr(observability, "enabled", True):
+            out.append(
+                Problem(
+                    "batch.enabled",
+                    "true while observability.enabled is false: the workers back off on the servers' queue and "
+                    "KV-cache signals from this Prometheus",
+                )
+            )
+        return out
+
+    def planned_batch_tokens(self, free_tokens_per_day: float) -> float:
+        """Batch tokens a day the plan counts on: the stack's figure, at most what the free capacity serves."""
+        fill = free_tokens_per_day * self.backfill.target_utilisation
+        if self.backfill.tokens_per_day is None:
+            return fill
+        return min(self.backfill.tokens_per_day, fill)
