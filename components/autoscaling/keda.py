@@ -21,6 +21,9 @@ DEFAULT_NAMESPACE = "keda"
 
 @dataclass(frozen=True, kw_only=True)
 class KedaArgs:
+    """What KEDA's install needs: the cluster's provider, its namespace, the system nodes' selector and the pinned
+    chart."""
+
     k8s_provider: pulumi.ProviderResource
     """Required. The cluster's Kubernetes provider."""
     namespace: str = DEFAULT_NAMESPACE
@@ -32,6 +35,8 @@ class KedaArgs:
 
 
 class Keda(pulumi.ComponentResource):
+    """KEDA from its pinned chart on the system nodes: the operator that turns ScaledObjects into HPAs."""
+
     release: k8s.helm.v3.Release
     namespace: str
 

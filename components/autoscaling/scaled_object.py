@@ -90,6 +90,8 @@ class Behaviour:
 
 @dataclass(frozen=True, kw_only=True)
 class ScaleTarget:
+    """The workload a ScaledObject scales: its name and kind (Deployment or LeaderWorkerSet)."""
+
     name: str
     """Required. The Deployment or LeaderWorkerSet."""
     kind: Literal["Deployment", "LeaderWorkerSet"] = "Deployment"
@@ -102,6 +104,9 @@ class ScaleTarget:
 
 @dataclass(frozen=True, kw_only=True)
 class ScalingPolicy:
+    """What one workload scales on: its triggers and their targets, replica bounds, night schedule and whose series
+    the triggers read."""
+
     scope: Scope
     """Required. Whose series the triggers read."""
     prometheus_url: str

@@ -20,6 +20,8 @@ KIND = "ScaledObject"
 
 @dataclass(frozen=True, kw_only=True)
 class ScaledWorkloadArgs:
+    """What a ScaledWorkload needs: the cluster's provider, the target workload and its scaling policy."""
+
     k8s_provider: pulumi.ProviderResource
     """Required. The cluster's Kubernetes provider."""
     policy: ScalingPolicy
@@ -31,6 +33,8 @@ class ScaledWorkloadArgs:
 
 
 class ScaledWorkload(pulumi.ComponentResource):
+    """One inference workload's KEDA ScaledObject: scaled on the LLM's own signals, day and night."""
+
     scaled_object_name: str
     hpa_name: str
     """The HPA KEDA creates (what kube-state-metrics reports and the waste alert reads)."""

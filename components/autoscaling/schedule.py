@@ -23,6 +23,8 @@ DEFAULT_NIGHT_FRACTION = 0.5
 
 @dataclass(frozen=True, kw_only=True)
 class NightSchedule:
+    """When the replica floor (and, where set, the ceiling) drops to a fraction: the window and its timezone."""
+
     timezone: str = DEFAULT_TIMEZONE
     """Default ``UTC``. IANA timezone the window is read in (``Europe/Paris``); daylight saving applies."""
     start: time = DEFAULT_NIGHT_START
@@ -79,6 +81,8 @@ class NightSchedule:
 
 @dataclass(frozen=True)
 class ReplicaBounds:
+    """A replica floor and ceiling, by day or by night."""
+
     floor: int
     ceiling: int
 

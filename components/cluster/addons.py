@@ -42,6 +42,8 @@ class AddonIdentity:
 
 @dataclass(frozen=True, kw_only=True)
 class AddonSpec:
+    """One EKS managed add-on at an exact version, with its Pod Identity and configuration."""
+
     name: str
     """Required. EKS add-on name (``vpc-cni``, ``coredns``...)."""
     version: str
@@ -54,6 +56,8 @@ class AddonSpec:
 
 @dataclass(frozen=True, kw_only=True)
 class ClusterAddonsArgs:
+    """What a group of add-ons needs: the cluster, the add-ons and, for the storage group, the StorageClass key."""
+
     cluster_name: pulumi.Input[str]
     """Required."""
     addons: Sequence[AddonSpec]
@@ -70,6 +74,8 @@ class ClusterAddonsArgs:
 
 
 class ClusterAddons(pulumi.ComponentResource):
+    """A group of EKS managed add-ons at pinned versions with their Pod Identity roles (and the gp3 StorageClass)."""
+
     addon_arns: dict[str, pulumi.Output[str]]
     role_arns: dict[str, pulumi.Output[str]]
     storage_class_name: str | None

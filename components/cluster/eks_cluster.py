@@ -36,6 +36,8 @@ _ROLE_ARN = re.compile(r"^arn:[\w-]+:iam::\d{12}:(role|user)/(?:[\w+=,.@-]+/)*([
 
 @dataclass(frozen=True, kw_only=True)
 class ClusterArgs:
+    """What the EKS control plane needs: name, version, subnets, keys, endpoint access and who administers it."""
+
     cluster_name: str
     """Required. Physical EKS cluster name (1-100 characters); subnets and SGs are tagged with it."""
     kubernetes_version: str

@@ -6,6 +6,8 @@ from collections.abc import Iterable
 
 
 class ComponentArgsError(ValueError):
+    """A component's Args were refused: every problem at once (``problems``), each naming its field."""
+
     def __init__(self, component: str, problems: Iterable[str]) -> None:
         self.problems = tuple(problems)
         super().__init__(f"invalid {component} arguments: " + "; ".join(self.problems))

@@ -42,6 +42,9 @@ ALL_ACCELERATOR_TOLERATIONS = [toleration(catalog.VENDOR_NVIDIA), toleration(cat
 
 @dataclass(frozen=True, kw_only=True)
 class AcceleratorSoftwareArgs:
+    """What the accelerator software needs: the cluster's provider, which accelerators (NVIDIA, Neuron, EFA) and
+    where it runs."""
+
     provider: k8s.Provider
     """Required. The cluster's Kubernetes provider."""
     nvidia: bool = False
@@ -64,6 +67,9 @@ class AcceleratorSoftwareArgs:
 
 
 class AcceleratorSoftware(pulumi.ComponentResource):
+    """Device plugins and accelerator monitoring (GPU Operator pieces, Neuron, EFA), only for the accelerators a
+    stack has."""
+
     releases: dict[str, k8s.helm.v3.Release]
 
     def __init__(self, name: str, args: AcceleratorSoftwareArgs, opts: pulumi.ResourceOptions | None = None) -> None:

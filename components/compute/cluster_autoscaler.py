@@ -48,6 +48,8 @@ NONROOT_UID = 65534
 
 @dataclass(frozen=True, kw_only=True)
 class ClusterAutoscalerArgs:
+    """What the Cluster Autoscaler needs: the cluster, its version (the image tag), region, account and provider."""
+
     cluster_name: str
     """Required. Physical cluster name: the tag scope of discovery and of every write permission."""
     cluster: pulumi.Input[str]
@@ -71,6 +73,8 @@ class ClusterAutoscalerArgs:
 
 
 class ClusterAutoscaler(pulumi.ComponentResource):
+    """The Kubernetes Cluster Autoscaler for managed node groups: its Pod Identity role and Helm release."""
+
     role_arn: pulumi.Output[str]
     release: k8s.helm.v3.Release
 

@@ -41,6 +41,8 @@ INTERRUPTION_EVENTS: Mapping[str, dict[str, Any]] = {
 
 @dataclass(frozen=True, kw_only=True)
 class KarpenterArgs:
+    """What Karpenter's controller needs: the cluster, its node role, region, account and provider."""
+
     cluster_name: str
     """Required. Physical cluster name: the tag scope of every permission."""
     cluster: pulumi.Input[str]
@@ -70,6 +72,9 @@ class KarpenterArgs:
 
 
 class Karpenter(pulumi.ComponentResource):
+    """The Karpenter v1 controller: its interruption queue and rules, Pod Identity role, node access entry and
+    release."""
+
     queue_name: pulumi.Output[str]
     queue_arn: pulumi.Output[str]
     controller_role_arn: pulumi.Output[str]

@@ -36,6 +36,8 @@ NODECLASS_API = "karpenter.k8s.aws/v1"
 
 @dataclass(frozen=True, kw_only=True)
 class KarpenterNodePoolArgs:
+    """What a Karpenter pool needs: the pool's profile, the cluster, node role, cluster security group and provider."""
+
     pool: PoolProfile
     """Required. The pool (inference_platform.components.compute.pool_profile)."""
     cluster_name: str
@@ -58,6 +60,8 @@ class KarpenterNodePoolArgs:
 
 
 class KarpenterNodePool(pulumi.ComponentResource):
+    """One pool provisioned by Karpenter: an EC2NodeClass and a NodePool per shard (and placement groups for EFA)."""
+
     node_pool_names: list[str]
     """The NodePools (and EC2NodeClasses, named alike), one per shard."""
     placement_group_names: dict[str, pulumi.Output[str]]

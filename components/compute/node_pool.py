@@ -57,6 +57,9 @@ REPLACEMENT_DIGEST_CHARS = 8
 
 @dataclass(frozen=True, kw_only=True)
 class NodePoolArgs:
+    """What a managed pool needs: the cluster, the pool's profile (``profile``), node role, subnets and security
+    groups."""
+
     cluster_name: pulumi.Input[str]
     """Required. The cluster the nodes join."""
     name_prefix: str
@@ -86,6 +89,9 @@ class NodePoolArgs:
 
 
 class NodePool(pulumi.ComponentResource):
+    """One pool as EKS managed node groups, one per shard, with hardened launch templates (and placement groups for
+    EFA)."""
+
     node_group_names: dict[str, pulumi.Output[str]]
     """By shard name (``inference``, or ``inference-a`` for an EFA pool's zone a)."""
     node_group_arns: dict[str, pulumi.Output[str]]

@@ -67,6 +67,8 @@ _REGION_PREFIX: Final = re.compile(r"^[a-z]{2}(-gov)?-[a-z]+-\d+-?")
 
 @dataclass(frozen=True)
 class Taint:
+    """A node taint (key, value, effect); pods of the pool tolerate it."""
+
     key: str
     value: str
     effect: str = "NoSchedule"

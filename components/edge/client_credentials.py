@@ -44,6 +44,8 @@ SYNC_LABELS = {"app.kubernetes.io/name": "credentials-sync", "app.kubernetes.io/
 
 @dataclass(frozen=True, kw_only=True)
 class ClientCredentialsArgs:
+    """What the client credentials need: the cluster's provider, the namespace and Secret, the clients and their key."""
+
     provider: k8s.Provider
     """Required. The cluster's Kubernetes provider."""
     cluster: pulumi.Input[str]
@@ -76,6 +78,9 @@ class ClientCredentialsArgs:
 
 
 class ClientCredentials(pulumi.ComponentResource):
+    """The gateway clients' API keys: one generated key per client in Secrets Manager, synced to the gateway as a
+    Secret."""
+
     secret_arns: dict[str, pulumi.Output[str]]
 
     def __init__(self, name: str, args: ClientCredentialsArgs, opts: pulumi.ResourceOptions | None = None) -> None:

@@ -52,6 +52,8 @@ REDIS_CERTS_VOLUME = "redis-certs"
 
 @dataclass(frozen=True, kw_only=True)
 class EdgeGatewayArgs:
+    """What the gateway needs: the cluster's provider, the edge policy, its target and the rate-limit Redis."""
+
     provider: k8s.Provider
     """Required. The cluster's Kubernetes provider."""
     cluster: pulumi.Input[str]
@@ -87,6 +89,9 @@ class EdgeGatewayArgs:
 
 
 class EdgeGateway(pulumi.ComponentResource):
+    """Envoy Gateway in the cluster: the pinned controller, the Gateway API objects of the edge policy, the client
+    credentials."""
+
     proxy_service: str
     namespace: str
     release: k8s.helm.v3.Release

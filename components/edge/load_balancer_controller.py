@@ -38,6 +38,8 @@ NONROOT_UID = 65534
 
 @dataclass(frozen=True, kw_only=True)
 class LoadBalancerControllerArgs:
+    """What the AWS Load Balancer Controller needs: the cluster, VPC, region, account and provider."""
+
     cluster_name: str
     """Required. Physical cluster name: the tag scope of every write permission."""
     cluster: pulumi.Input[str]
@@ -63,6 +65,8 @@ class LoadBalancerControllerArgs:
 
 
 class LoadBalancerController(pulumi.ComponentResource):
+    """The AWS Load Balancer Controller: its Pod Identity role, scoped to this cluster, and its Helm release."""
+
     role_arn: pulumi.Output[str]
     release: k8s.helm.v3.Release
 

@@ -160,6 +160,9 @@ class CircuitBreaker:
 
 @dataclass(frozen=True, kw_only=True)
 class EdgePolicy:
+    """What the gateway enforces, as plain data: clients and authentication, timeouts, circuit breaking, retries,
+    body limits and routes."""
+
     clients: tuple[Client, ...]
     """Empty only when authentication is off (then nobody is rate limited per client)."""
     auth_enabled: bool = True

@@ -69,6 +69,8 @@ NONROOT_UID = 65534
 
 @dataclass(frozen=True, kw_only=True)
 class WafRules:
+    """The ALB's web ACL: AWS managed rule groups, rate limits per source IP (and per API key), counted rules."""
+
     managed_rule_groups: Sequence[str]
     """Required. AWS managed rule group names, evaluated in this order."""
     ip_rate_limit: int
@@ -86,6 +88,8 @@ class WafRules:
 
 @dataclass(frozen=True, kw_only=True)
 class PublicEndpointArgs:
+    """What the public edge needs: the domain, the gateway's Service, the load-balancer security group, logs and WAF."""
+
     provider: k8s.Provider
     """Required. The cluster's Kubernetes provider."""
     namespace: str
@@ -132,6 +136,8 @@ class PublicEndpointArgs:
 
 
 class PublicEndpoint(pulumi.ComponentResource):
+    """The internet-facing ALB in front of the gateway: certificate, WAF, the Ingress class and Ingresses, DNS."""
+
     certificate_arn: pulumi.Output[str]
     web_acl_arn: pulumi.Output[str]
     ingress_class: str

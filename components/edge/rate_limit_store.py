@@ -31,6 +31,8 @@ IN_CLUSTER_NAME = "ratelimit-redis"
 
 @dataclass(frozen=True, kw_only=True)
 class RateLimitStoreArgs:
+    """What the rate-limit Redis needs: its mode and, for ElastiCache, the network, key and sizes."""
+
     mode: str
     """Required. ``elasticache`` or ``inCluster``."""
     name_prefix: str
@@ -56,6 +58,8 @@ class RateLimitStoreArgs:
 
 
 class RateLimitStore(pulumi.ComponentResource):
+    """The Redis behind Envoy Gateway's global rate limits: ElastiCache, or one in-cluster pod."""
+
     url: pulumi.Output[str]
     """``host:port`` for Envoy Gateway's ``rateLimit.backend.redis.url``."""
     tls: bool

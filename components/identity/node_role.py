@@ -18,6 +18,8 @@ from inference_platform.components.identity.iam_documents import NODE_POLICIES, 
 
 @dataclass(frozen=True, kw_only=True)
 class NodeRoleArgs:
+    """What a node role needs: the cluster, the partition and what the role is for."""
+
     cluster_name: str
     """Required. Used in the role's description."""
     partition: str = "aws"
@@ -28,6 +30,8 @@ class NodeRoleArgs:
 
 
 class NodeRole(pulumi.ComponentResource):
+    """The IAM role the nodes of a cluster run as, with the managed policies nodes need."""
+
     role_arn: pulumi.Output[str]
     role_name: pulumi.Output[str]
 

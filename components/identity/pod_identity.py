@@ -87,6 +87,8 @@ def pod_identity_trust(
 
 @dataclass(frozen=True, kw_only=True)
 class PodIdentityRoleArgs:
+    """What one service account's role needs: the cluster, the service account and what it may do."""
+
     cluster_name: pulumi.Input[str]
     """Required. The cluster whose pods receive the role."""
     namespace: str

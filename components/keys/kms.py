@@ -40,6 +40,9 @@ VOLUME_SERVICE_ACTIONS: tuple[str, ...] = (
 
 @dataclass(frozen=True, kw_only=True)
 class KeysArgs:
+    """What the stack's KMS keys need: alias prefix, account, region, administrators, the roles that use volume keys,
+    deletion and rotation."""
+
     alias_prefix: str
     """Required. Aliases are ``alias/<alias_prefix>/<purpose>``; use a per-stack prefix."""
     account_id: str

@@ -20,6 +20,8 @@ DEFAULT_SERVICES: tuple[str, ...] = ("ecr.api", "ecr.dkr", "sts", "logs", "ec2")
 
 @dataclass(frozen=True, kw_only=True)
 class InterfaceEndpointsArgs:
+    """What the interface endpoints need: the VPC, its subnets, security group and the services."""
+
     vpc_id: pulumi.Input[str]
     """Required."""
     region: str
@@ -35,6 +37,8 @@ class InterfaceEndpointsArgs:
 
 
 class InterfaceEndpoints(pulumi.ComponentResource):
+    """Interface VPC endpoints, so nodes and controllers reach AWS APIs without NAT."""
+
     endpoint_ids: dict[str, pulumi.Output[str]]
 
     def __init__(self, name: str, args: InterfaceEndpointsArgs, opts: pulumi.ResourceOptions | None = None) -> None:

@@ -24,6 +24,8 @@ ROLE_LOAD_BALANCER = "load-balancer"
 
 @dataclass(frozen=True, kw_only=True)
 class SecurityGroupsArgs:
+    """What the security groups need: the VPC, its CIDR and the CIDRs admitted to the load balancer."""
+
     vpc_id: pulumi.Input[str]
     """Required."""
     vpc_cidr: str
@@ -41,6 +43,8 @@ class SecurityGroupsArgs:
 
 
 class SecurityGroups(pulumi.ComponentResource):
+    """The security groups: the load balancer's, the inference nodes' and the interface endpoints'."""
+
     load_balancer_sg_id: pulumi.Output[str]
     node_sg_id: pulumi.Output[str]
     endpoint_sg_id: pulumi.Output[str]

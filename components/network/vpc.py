@@ -24,6 +24,8 @@ DEFAULT_FLOW_LOG_RETENTION_DAYS = 30
 
 @dataclass(frozen=True, kw_only=True)
 class FlowLogsArgs:
+    """The VPC's flow logs: the key of their log group, retention, traffic type and aggregation interval."""
+
     kms_key_arn: pulumi.Input[str]
     """Required. KMS key that encrypts the flow-log group (its policy must admit CloudWatch Logs)."""
     retention_days: int = DEFAULT_FLOW_LOG_RETENTION_DAYS
@@ -36,6 +38,8 @@ class FlowLogsArgs:
 
 @dataclass(frozen=True, kw_only=True)
 class NetworkArgs:
+    """What the VPC needs: its CIDR, zones, cluster name, region, account, flow logs and NAT layout."""
+
     cidr: str
     """Required. The VPC's IPv4 block, e.g. ``10.0.0.0/16``."""
     availability_zones: Sequence[str]

@@ -83,6 +83,8 @@ class Monitor:
 
 @dataclass(frozen=True, kw_only=True)
 class MonitoringStackArgs:
+    """What the monitoring stack needs: the cluster's provider, the chart, retention, alerts and where it runs."""
+
     k8s_provider: pulumi.ProviderResource
     """Required. The cluster's Kubernetes provider."""
     cluster_name: pulumi.Input[str]
@@ -123,6 +125,8 @@ class MonitoringStackArgs:
 
 
 class MonitoringStack(pulumi.ComponentResource):
+    """The metrics pipeline: kube-prometheus-stack from its pinned chart, the platform's rules and dashboards."""
+
     namespace: str
     prometheus_url: str
     """In-cluster URL of Prometheus (what KEDA queries)."""

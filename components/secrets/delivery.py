@@ -30,6 +30,9 @@ _FILE_NAME = re.compile(r"^[A-Za-z0-9._-]{1,255}$")
 
 @dataclass(frozen=True, kw_only=True)
 class SecretDeliveryArgs:
+    """What a secret delivery needs: the cluster's provider, the service account and its role, the secret files and
+    their key."""
+
     k8s_provider: pulumi.ProviderResource
     """Required. The cluster's Kubernetes provider."""
     namespace: str
@@ -47,6 +50,8 @@ class SecretDeliveryArgs:
 
 
 class SecretDelivery(pulumi.ComponentResource):
+    """Chosen Secrets Manager secrets delivered to the pods of one service account, as files."""
+
     class_name: str
     """The SecretProviderClass pods name in their ``csi`` volume."""
     file_names: list[str]

@@ -37,6 +37,9 @@ def api_key_name(index: int) -> str:
 
 @dataclass(frozen=True, kw_only=True)
 class SecretsArgs:
+    """What the stack's secrets need: the name prefix, the key, the API keys to generate and the tokens a stack
+    passes."""
+
     name_prefix: str
     """Required. Secret names start ``<name_prefix>/``."""
     kms_key_arn: pulumi.Input[str]
@@ -58,6 +61,9 @@ class SecretsArgs:
 
 
 class Secrets(pulumi.ComponentResource):
+    """Secrets Manager secrets under a customer-managed key: generated inference API keys and the tokens a stack
+    passes."""
+
     secret_arns: dict[str, pulumi.Output[str]]
     """Secret ARN by logical name: ``api-key-<i>``, and ``ngc-api-key``/``hf-token`` when given."""
     api_key_names: list[str]

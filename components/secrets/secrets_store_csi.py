@@ -46,6 +46,8 @@ TOLERATE_EVERYTHING = [{"operator": "Exists"}]
 
 @dataclass(frozen=True, kw_only=True)
 class SecretsStoreCsiArgs:
+    """What the Secrets Store CSI driver needs: the cluster's provider and the two pinned charts."""
+
     k8s_provider: pulumi.ProviderResource
     """Required. The cluster's Kubernetes provider."""
     region: str
@@ -59,6 +61,8 @@ class SecretsStoreCsiArgs:
 
 
 class SecretsStoreCsi(pulumi.ComponentResource):
+    """The Secrets Store CSI driver and its AWS provider: pods read Secrets Manager values as files."""
+
     driver_release_name: str
     provider_release_name: str
 

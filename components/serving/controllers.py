@@ -24,6 +24,8 @@ CRDS_NAMESPACE = "kube-system"
 
 @dataclass(frozen=True, kw_only=True)
 class ServingControllersArgs:
+    """What the serving controllers need: the cluster's provider, which controllers and their pinned charts."""
+
     k8s_provider: pulumi.ProviderResource
     """Required. The cluster's Kubernetes provider."""
     leader_worker_set: bool = False
@@ -39,6 +41,9 @@ class ServingControllersArgs:
 
 
 class ServingControllers(pulumi.ComponentResource):
+    """Cluster-wide pieces the inference rollout needs, installed only when it needs them (LeaderWorkerSet,
+    Prometheus CRDs)."""
+
     releases: dict[str, k8s.helm.v3.Release]
 
     def __init__(self, name: str, args: ServingControllersArgs, opts: pulumi.ResourceOptions | None = None) -> None:

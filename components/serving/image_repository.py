@@ -23,6 +23,8 @@ _NAME = re.compile(r"^[a-z0-9]+(?:[._-][a-z0-9]+)*(?:/[a-z0-9]+(?:[._-][a-z0-9]+
 
 @dataclass(frozen=True, kw_only=True)
 class ImageRepositoryArgs:
+    """What the image repository needs: its name, key and how many images to keep."""
+
     name: str
     """Required. Repository name (``<project>-<stack>/inference``); 2-256 characters, lower case."""
     kms_key_arn: pulumi.Input[str]
@@ -40,6 +42,8 @@ class ImageRepositoryArgs:
 
 
 class ImageRepository(pulumi.ComponentResource):
+    """The ECR repository of the inference image: immutable tags, scan on push, KMS, a lifecycle policy."""
+
     repository_name: pulumi.Output[str]
     repository_url: pulumi.Output[str]
     repository_arn: pulumi.Output[str]

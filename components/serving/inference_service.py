@@ -51,6 +51,8 @@ _LABEL_VALUE = re.compile(r"^(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)
 
 @dataclass(frozen=True, kw_only=True)
 class Exposure:
+    """Who may reach a rollout: load-balancer CIDRs for HTTP and gRPC, the monitoring namespace for metrics."""
+
     load_balancer_cidrs: Sequence[str] = ()
     """Default none. Source CIDRs admitted to HTTP and gRPC (the load balancers' subnets)."""
     monitoring_namespace: str = "monitoring"
@@ -63,6 +65,9 @@ class Exposure:
 
 @dataclass(frozen=True, kw_only=True)
 class InferenceServiceArgs:
+    """What a rollout needs: the cluster's provider, namespace, image, serving configuration, model source, placement
+    and resources."""
+
     k8s_provider: pulumi.ProviderResource
     """Required. The cluster's Kubernetes provider."""
     namespace: str
@@ -125,6 +130,8 @@ class InferenceServiceArgs:
 
 
 class InferenceService(pulumi.ComponentResource):
+    """One Triton inference rollout: its serving ConfigMap, workload, Service, PDB, NetworkPolicy and ServiceMonitor."""
+
     workload_kind: str
     workload_name: str
     service_name: str

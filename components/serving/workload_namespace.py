@@ -23,6 +23,8 @@ _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 @dataclass(frozen=True, kw_only=True)
 class WorkloadNamespaceArgs:
+    """What a workload namespace needs: the cluster's provider, its name, service accounts and Pod Security level."""
+
     k8s_provider: pulumi.ProviderResource
     """Required. The cluster's Kubernetes provider."""
     namespace: str
@@ -37,6 +39,8 @@ class WorkloadNamespaceArgs:
 
 
 class WorkloadNamespace(pulumi.ComponentResource):
+    """A namespace for one platform workload, its Pod Security level and the service accounts its pods run as."""
+
     namespace: str
     service_accounts: list[str]
 

@@ -26,6 +26,8 @@ _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 @dataclass(frozen=True, kw_only=True)
 class FsxCsiArgs:
+    """What the FSx CSI driver and its volume need: the cluster's provider, the file system and the namespace."""
+
     k8s_provider: pulumi.ProviderResource
     """Required. The cluster's Kubernetes provider."""
     file_system_id: pulumi.Input[str]
@@ -49,6 +51,8 @@ class FsxCsiArgs:
 
 
 class FsxCsi(pulumi.ComponentResource):
+    """The FSx for Lustre CSI driver and a read-only volume of the model cache for one namespace."""
+
     claim_name: str
     storage_class_name: str
     volume_name: str

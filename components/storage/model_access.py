@@ -37,6 +37,9 @@ class ServiceAccount:
 
 @dataclass(frozen=True, kw_only=True)
 class ModelAccessArgs:
+    """What the model access roles need: the bucket, its key, the model prefix and the service accounts that read and
+    write."""
+
     bucket_arn: pulumi.Input[str]
     """Required. The model bucket."""
     model_prefix: str
@@ -54,6 +57,8 @@ class ModelAccessArgs:
 
 
 class ModelAccess(pulumi.ComponentResource):
+    """Who may touch the model store: a read-only role for inference pods, a read-write role for model sync."""
+
     reader_role_arn: pulumi.Output[str]
     reader_role_name: pulumi.Output[str]
     writer_role_arn: pulumi.Output[str]

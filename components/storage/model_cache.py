@@ -34,6 +34,8 @@ LOG_GROUP_PREFIX = "/aws/fsx/"
 
 @dataclass(frozen=True, kw_only=True)
 class ModelCacheArgs:
+    """What the model cache needs: the bucket, network, key, capacity and throughput."""
+
     name_prefix: str
     """Required. Names the security group and the log group."""
     account_id: str
@@ -71,6 +73,8 @@ class ModelCacheArgs:
 
 
 class ModelCache(pulumi.ComponentResource):
+    """FSx for Lustre in front of the model bucket: GPUs load weights at file-system speed, not S3 speed."""
+
     file_system_id: pulumi.Output[str]
     dns_name: pulumi.Output[str]
     mount_name: pulumi.Output[str]

@@ -41,6 +41,8 @@ _BUCKET_PREFIX_MAX = 37
 
 @dataclass(frozen=True, kw_only=True)
 class LifecycleArgs:
+    """Lifecycle rules of the model bucket: replaced versions, unfinished uploads and cold objects."""
+
     noncurrent_version_transition_days: int | None = DEFAULT_NONCURRENT_TRANSITION_DAYS
     """Default 30. Replaced versions move to STANDARD_IA after this many days (>= 30); None keeps them."""
     noncurrent_version_expiration_days: int = DEFAULT_NONCURRENT_EXPIRATION_DAYS
@@ -59,6 +61,8 @@ class LifecycleArgs:
 
 @dataclass(frozen=True, kw_only=True)
 class ModelStoreArgs:
+    """What the model store needs: the bucket name prefix, account, key, lifecycle and protection."""
+
     name_prefix: str
     """Required. Start of both bucket names (lower-cased, cut to S3's bucket_prefix limit)."""
     account_id: str
@@ -88,6 +92,8 @@ class ModelStoreArgs:
 
 
 class ModelStore(pulumi.ComponentResource):
+    """The model store: a versioned, KMS-encrypted, private S3 bucket for model artifacts and its access-log bucket."""
+
     bucket_name: pulumi.Output[str]
     bucket_arn: pulumi.Output[str]
     bucket_regional_domain_name: pulumi.Output[str]

@@ -55,6 +55,8 @@ WORKER_LABELS = {**PART_OF, **LOAD_TEST_WORKER_LABELS}
 
 @dataclass(frozen=True, kw_only=True)
 class LoadTestArgs:
+    """What a load test needs: the cluster's provider, the target, the load shape and where its pods run."""
+
     k8s_provider: pulumi.ProviderResource
     """Required. The cluster's Kubernetes provider."""
     cluster_name: pulumi.Input[str]
@@ -110,6 +112,8 @@ class LoadTestArgs:
 
 
 class LoadTest(pulumi.ComponentResource):
+    """A distributed load test in the cluster, as Locust's own distributed deployment (master and worker Jobs)."""
+
     namespace: str
     master_job: str
     worker_job: str

@@ -25,6 +25,8 @@ HTTPS_PORT = 443
 
 @dataclass(frozen=True, kw_only=True)
 class PodShape:
+    """Resources and user of the verification and load-test pods (requests = limits), and their working volume."""
+
     cpu: float
     """CPU (requests = limits)."""
     memory_gib: float

@@ -54,6 +54,8 @@ class InClusterTarget:
 
 @dataclass(frozen=True, kw_only=True)
 class VerificationJobArgs:
+    """What the verification Job needs: the cluster's provider, the image, the endpoint and one client's API key."""
+
     k8s_provider: pulumi.ProviderResource
     """Required. The cluster's Kubernetes provider."""
     cluster_name: pulumi.Input[str]
@@ -95,6 +97,8 @@ class VerificationJobArgs:
 
 
 class VerificationJob(pulumi.ComponentResource):
+    """The post-rollout verification Job: ``inferctl verify`` inside the cluster, awaited by ``pulumi up``."""
+
     job_name: str
     service_account: str
 
