@@ -20,7 +20,9 @@ import os
 import time
 from collections.abc import Awaitable, Callable
 
-DEADLINE_ENV = "INFERENCE_READINESS_DEADLINE_SECONDS"
+from inference_platform.components.catalog.serving_contract import READINESS_DEADLINE_ENV
+
+DEADLINE_ENV = READINESS_DEADLINE_ENV
 """Set on the server container by the rollout (components/serving/pod.py): the probe timeout less a margin."""
 DEFAULT_DEADLINE_SECONDS = 4.0
 DEFAULT_FRESH_SECONDS = 10.0

@@ -25,6 +25,23 @@ EFA_INSTALLER_URL = f"https://efa-installer.amazonaws.com/aws-efa-installer-{EFA
 LIBFABRIC_DIR = "/opt/amazon/efa"
 OFI_NCCL_DIR = "/opt/amazon/ofi-nccl"
 
+HUGEPAGES_2MI = "hugepages-2Mi"
+EFA_HUGEPAGES_2MI_MIB = 5120
+"""Huge pages an EFA pod requests (requests = limits), as AWS's EKS EFA guidance does for its p5 NCCL test worker
+(awsdocs/amazon-eks-user-guide latest/ug/ml/node-efa.adoc; aws-samples/awsome-distributed-training
+micro-benchmarks/nccl-tests/kubernetes/nccl-tests.yaml). libfabric's EFA provider (v2.4.0, what installer 1.49.0
+ships) allocates its registered bounce-buffer pools from huge pages unless FI_EFA_USE_HUGE_PAGE is off
+(prov/efa/src/rdm/efa_rdm_ep_fiops.c OFI_BUFPOOL_HUGEPAGES; prov/util/src/util_buf.c falls back to 4 KiB pages
+when none are available). EKS accelerated AMIs with EFA report them allocatable (the guide's node shows
+``hugepages-2Mi`` capacity); a pod may only use what it requests (the hugetlb cgroup).
+
+No capability comes with EFA: ``IPC_LOCK`` in ``capabilities.add`` is inert for a non-root container (Kubernetes
+sets no ambient capabilities, so the exec as UID 1000 clears the permitted and effective sets: capabilities(7);
+measured CapEff 0 in NVIDIA/nvidia-container-toolkit#2037 and with setpriv in tests/policies), and Pod Security
+``restricted`` refuses it. What EFA memory registration needs is a locked-memory limit, a property of the node's
+container runtime (nodeadm ``containerd.baseRuntimeSpec.process.rlimits``, awslabs/amazon-eks-ami v20260724
+nodeadm/doc/examples.md "Modifying container RLIMITs")."""
+
 EFA_ENV: tuple[tuple[str, str], ...] = (
     # Load aws-ofi-nccl (libnccl-net-ofi.so); without it NCCL falls back to TCP sockets across nodes.
     ("NCCL_NET_PLUGIN", "ofi"),

@@ -22,6 +22,9 @@ OPENAI_PORT = 9000
 only port the public edge routes to; Triton's KServe v2 ports stay inside the cluster."""
 OPENAI_HEALTH_PATH = "/health"
 """GET; 200 only when the engine can generate. Public at the edge beside the OpenAI routes."""
+READINESS_DEADLINE_ENV = "INFERENCE_READINESS_DEADLINE_SECONDS"
+"""Seconds the health endpoint's 1-token generation may take (inference_image/readiness.py); the rollout sets it
+below the readiness probe's timeout (components/serving/pod.py)."""
 OPENAI_MODELS_PATH = "/v1/models"
 OPENAI_CHAT_PATH = "/v1/chat/completions"
 OPENAI_COMPLETIONS_PATH = "/v1/completions"

@@ -4,8 +4,8 @@
   its content hash so that a settings change rolls the pods.
 - A Deployment when a replica fits one node; a LeaderWorkerSet (mpirun across the group) when it
   spans ``nodes`` > 1 (components/serving/mpi_launch.py), with the leader's launch Role.
-- A Service (http 8000, grpc 8001, metrics 8002), a PodDisruptionBudget, a NetworkPolicy admitting
-  only the load-balancer subnets (HTTP/gRPC) and the monitoring namespace (metrics), and a
+- A Service (openai 9000, http 8000, grpc 8001, metrics 8002), a PodDisruptionBudget, a NetworkPolicy
+  admitting only the load-balancer subnets (the OpenAI server) and the monitoring namespace (metrics), and a
   ServiceMonitor.
 Rolling updates add a pod before removing one (``maxUnavailable`` 0 by default) and wait as long as
 a model load takes; the pod shape comes from components/serving/pod.py.
@@ -23,7 +23,7 @@ from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
-from inference_platform.components.catalog.serving_contract import GRPC_PORT, HTTP_PORT, METRICS_PATH, METRICS_PORT
+from inference_platform.components.catalog.serving_contract import METRICS_PATH, METRICS_PORT, OPENAI_PORT
 from inference_platform.components.common.errors import raise_if
 from inference_platform.components.serving import mpi_launch
 from inference_platform.components.serving.pod import (
@@ -340,7 +340,7 @@ def _autoscaled(args: InferenceServiceArgs, opts: pulumi.ResourceOptions) -> pul
 
 
 def service_ports() -> list[dict[str, Any]]:
-    protocols = {"http": "http", "grpc": "kubernetes.io/h2c", "metrics": "http"}
+    protocols = {"openai": "http", "http": "http", "grpc": "kubernetes.io/h2c", "metrics": "http"}
     return [
         {"name": name, "port": port, "targetPort": name, "protocol": "TCP", "appProtocol": protocols[name]}
         for name, port in PORTS
@@ -348,14 +348,15 @@ def service_ports() -> list[dict[str, Any]]:
 
 
 def network_policy_spec(selector: Mapping[str, str], exposure: Exposure, *, group_traffic: bool) -> dict[str, Any]:
-    """Ingress only from the load balancers' subnets (HTTP/gRPC) and monitoring (metrics). Kubelet
-    probes come from the node, which NetworkPolicy always admits."""
+    """Ingress only from the load balancers' subnets (the OpenAI server) and monitoring (metrics). Triton's
+    KServe v2 HTTP/gRPC ports stay pod-internal: the OpenAI server reaches them on loopback. Kubelet probes come
+    from the node, which NetworkPolicy always admits."""
     rules: list[dict[str, Any]] = []
     if exposure.load_balancer_cidrs:
         rules.append(
             {
                 "from": [{"ipBlock": {"cidr": cidr}} for cidr in exposure.load_balancer_cidrs],
-                "ports": [{"port": HTTP_PORT, "protocol": "TCP"}, {"port": GRPC_PORT, "protocol": "TCP"}],
+                "ports": [{"port": OPENAI_PORT, "protocol": "TCP"}],
             }
         )
     rules.append(

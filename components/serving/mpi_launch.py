@@ -3,8 +3,13 @@
 One replica spans ``nodes`` pods (leader + workers), one per node. Every pod downloads, verifies and
 renders the same repository (workers with ``inferctl serve --prepare-only``, then hold their
 accelerators); the leader waits until every worker is ready and runs the image entrypoint with
-``--hosts``, which execs ``mpirun``: rank 0 on the leader serves HTTP/gRPC/metrics, the other ranks
-start on the workers without listeners (REFERENCE §3, inference_image/server_args.py).
+``--hosts``, which runs ``mpirun ... trtllm-llmapi-launch``: rank 0 on the leader runs the server, the
+other ranks the LLM API's workers (inference_image/mpi_world.py).
+
+Drain: the leader's entrypoint supervises mpirun instead of becoming it, and on SIGTERM drains the server
+before the MPI world stops; a worker's PID 1 (``drain hold``) keeps its container alive while its ranks run,
+so deleting a group (every pod gets SIGTERM at once) does not cut the leader's drain short
+(inference_image/drain.py; why mpirun cannot be told to wait: components/catalog/open_mpi.py).
 
 mpirun starts its daemons on the workers through the agent below, ``kubectl exec`` into the
 worker's server container: the pattern of NVIDIA's EKS multi-node Triton + TensorRT-LLM tutorial,
@@ -17,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from inference_platform.components.catalog.open_mpi import launch_agent_env
 from inference_platform.components.serving.pod import (
     LABEL_HOST,
     LABEL_ZONE,
@@ -45,6 +51,7 @@ exec kubectl exec "$host" --container {SERVER_CONTAINER} -- /bin/sh -c "$*"
 """
 WORKER_READY_FILE = "/tmp/prepared.json"
 """Written (atomically) by a worker once its repository is rendered: its readiness signal."""
+HOLD = "python3 -m inference_platform.inference_image.drain hold --budget-seconds"
 
 
 def worker_pod_names(name: str, groups: int, nodes: int) -> list[str]:
@@ -69,9 +76,9 @@ def hosts_arg(nodes: int) -> str:
 def leader_spec(
     pod: ServerPod, *, service_account: str, nodes: int, launcher_config_map: str, wait_seconds: int
 ) -> dict[str, Any]:
-    env = [*_identity_env(), {"name": "OMPI_MCA_plm_rsh_agent", "value": f"{LAUNCHER_DIR}/{LAUNCHER_FILE}"},
-           # Workers hold no API token: every daemon must be started from the leader, not by tree spawn.
-           {"name": "OMPI_MCA_plm_rsh_no_tree_spawn", "value": "1"}]  # fmt: skip
+    # Workers hold no API token: every daemon is started from the leader (no tree spawn), on either Open MPI line.
+    agent = launch_agent_env(f"{LAUNCHER_DIR}/{LAUNCHER_FILE}")
+    env = [*_identity_env(), *({"name": name, "value": value} for name, value in agent)]
     mount = {"name": "mpi-launcher", "mountPath": LAUNCHER_DIR, "readOnly": True}
     container = server_container(pod, args=server_args(pod, hosts_arg(nodes)), extra_env=env, extra_mounts=[mount])
     spec = pod_spec(
@@ -101,7 +108,8 @@ def worker_spec(pod: ServerPod, *, service_account: str, selector: Mapping[str, 
     prepare = (
         f'inferctl serve --settings {SETTINGS_DIR}/{SETTINGS_FILE} --engine-uri "$1" --tokenizer-uri "$2" '
         f"--prepare-only > {WORKER_READY_FILE}.tmp && mv {WORKER_READY_FILE}.tmp {WORKER_READY_FILE} "
-        "&& exec sleep infinity"
+        # On SIGTERM, stay while the leader's ranks run here, up to the grace period (the kubelet's own bound).
+        f"&& exec {HOLD} {pod.drain.grace_period_seconds}"
     )
     container = server_container(
         pod,

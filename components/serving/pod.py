@@ -18,14 +18,16 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import pulumi
-from inference_platform.components.catalog.efa import EFA_ENV
+from inference_platform.components.catalog.efa import EFA_ENV, EFA_HUGEPAGES_2MI_MIB, HUGEPAGES_2MI
 from inference_platform.components.catalog.serving_contract import (
     GRPC_PORT,
     HTTP_PORT,
     LIVE_PATH,
     METRICS_PORT,
     MODELS_DIR,
-    READY_PATH,
+    OPENAI_HEALTH_PATH,
+    OPENAI_PORT,
+    READINESS_DEADLINE_ENV,
 )
 from inference_platform.components.compute.pool_profile import LABEL_POOL, Taint
 from inference_platform.planners import cold_start
@@ -47,7 +49,9 @@ xargs exits non-zero when any copy fails, and set -e fails the container with it
 SECRETS_CSI_DRIVER = "secrets-store.csi.k8s.io"
 LABEL_ZONE = "topology.kubernetes.io/zone"
 LABEL_HOST = "kubernetes.io/hostname"
-PORTS = (("http", HTTP_PORT), ("grpc", GRPC_PORT), ("metrics", METRICS_PORT))
+PORTS = (("openai", OPENAI_PORT), ("http", HTTP_PORT), ("grpc", GRPC_PORT), ("metrics", METRICS_PORT))
+READINESS_MARGIN_SECONDS = 1
+"""The health endpoint answers this much before the probe's timeout, so the reason is the server's, not the kubelet's."""
 
 Spread = Literal["required", "preferred"]
 _WHEN = {"required": "DoNotSchedule", "preferred": "ScheduleAnyway"}
@@ -62,7 +66,8 @@ class Probes:
     timeout_seconds: int = 5
     """Default 5. Below period_seconds."""
     readiness_failures: int = 3
-    """Default 3. Failed /v2/health/ready probes before the pod leaves its Service."""
+    """Default 3. Failed readiness probes (the OpenAI server's health: a 1-token generation) before the pod
+    leaves its Service."""
     liveness_failures: int = 6
     """Default 6. Failed /v2/health/live probes before the container restarts."""
 
@@ -125,6 +130,9 @@ class Placement:
     """Default 1. Devices per pod (requests = limits)."""
     efa: int = 0
     """``vpc.amazonaws.com/efa`` interfaces (0: none)."""
+    hugepages_2mi_mib: int = EFA_HUGEPAGES_2MI_MIB
+    """Default 5120 (AWS's EKS EFA guidance). ``hugepages-2Mi`` requested with EFA interfaces: libfabric's EFA
+    provider backs its registered buffers with huge pages (components/catalog/efa.py); 0 requests none."""
     zones: Spread = "required"
     """Default ``required`` (DoNotSchedule): at most one replica more in any zone than in another.
     Required rather than preferred: ScheduleAnyway only scores, so pods fill whichever zone has free
@@ -214,7 +222,8 @@ def server_container(
         container["startupProbe"] = _http_probe(
             LIVE_PATH, probes, math.ceil(probes.startup_seconds / probes.period_seconds)
         )
-        container["readinessProbe"] = _http_probe(READY_PATH, probes, probes.readiness_failures)
+        # Ready means the engine can generate (inference_image/readiness.py), not only that Triton answers.
+        container["readinessProbe"] = _http_probe(OPENAI_HEALTH_PATH, probes, probes.readiness_failures, port="openai")
         container["livenessProbe"] = _http_probe(LIVE_PATH, probes, probes.liveness_failures)
         # Keep serving while load balancers deregister the pod; SIGTERM then starts Triton's drain.
         container["lifecycle"] = {"preStop": {"sleep": {"seconds": pod.drain.pre_stop_seconds}}}
@@ -385,6 +394,9 @@ def _env(pod: ServerPod) -> list[dict[str, Any]]:
     if pod.placement.efa:
         # NCCL loads aws-ofi-nccl only when asked; without it, ranks on different nodes talk over TCP.
         env += [{"name": name, "value": value} for name, value in EFA_ENV]
+    env.append(
+        {"name": READINESS_DEADLINE_ENV, "value": str(max(1, pod.probes.timeout_seconds - READINESS_MARGIN_SECONDS))}
+    )
     return env
 
 
@@ -398,6 +410,9 @@ def _server_resources(pod: ServerPod) -> dict[str, Any]:
     }
     if placement.efa:
         amounts["vpc.amazonaws.com/efa"] = str(placement.efa)
+        if placement.hugepages_2mi_mib:
+            # Huge pages are their own resource (not memory) and must be requested = limited.
+            amounts[HUGEPAGES_2MI] = f"{placement.hugepages_2mi_mib}Mi"
     return _equal(amounts)
 
 
@@ -422,9 +437,9 @@ def _mount(name: str, path: str) -> dict[str, Any]:
     return {"name": name, "mountPath": path}
 
 
-def _http_probe(path: str, probes: Probes, failures: int) -> dict[str, Any]:
+def _http_probe(path: str, probes: Probes, failures: int, port: str = "http") -> dict[str, Any]:
     return {
-        "httpGet": {"path": path, "port": "http"},
+        "httpGet": {"path": path, "port": port},
         "periodSeconds": probes.period_seconds,
         "timeoutSeconds": probes.timeout_seconds,
         "failureThreshold": failures,

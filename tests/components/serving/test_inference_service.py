@@ -96,6 +96,7 @@ def test_service_pdb_and_service_monitor(run_components):
     service = one(resources, "svc-service").inputs["spec"]
     assert service["selector"] == SELECTOR and service["type"] == "ClusterIP"
     assert [(p["name"], int(p["port"])) for p in service["ports"]] == [
+        ("openai", 9000),
         ("http", 8000),
         ("grpc", 8001),
         ("metrics", 8002),
@@ -115,7 +116,7 @@ def test_network_policy_admits_only_load_balancers_and_monitoring(run_components
     assert policy["policyTypes"] == ["Ingress"] and policy["podSelector"] == {"matchLabels": SELECTOR}
     lb, metrics = policy["ingress"]
     assert lb["from"] == [{"ipBlock": {"cidr": "10.0.192.0/24"}}]
-    assert sorted(int(p["port"]) for p in lb["ports"]) == [8000, 8001]
+    assert [int(p["port"]) for p in lb["ports"]] == [9000]  # the OpenAI server only; Triton stays pod-internal
     assert metrics["from"] == [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}]
     assert [int(p["port"]) for p in metrics["ports"]] == [8002]
 

@@ -46,8 +46,9 @@ def test_leader_serves_waits_for_workers_and_runs_mpirun_through_the_launcher():
     (server,) = leader["containers"]
     assert server["args"][-1] == "--hosts=$(POD_NAME),$(POD_NAME)-1" and server["ports"]
     env = {e["name"]: e.get("value") for e in server["env"]}
-    assert env["OMPI_MCA_plm_rsh_agent"] == "/opt/inference/mpi/kubexec"
-    assert env["OMPI_MCA_plm_rsh_no_tree_spawn"] == "1"
+    # Both Open MPI lines: 4.1 reads plm_rsh_*, 5.0 (PRRTE) only plm_ssh_* (tests/components/catalog/test_open_mpi.py).
+    assert env["OMPI_MCA_plm_rsh_agent"] == env["PRTE_MCA_plm_ssh_agent"] == "/opt/inference/mpi/kubexec"
+    assert env["OMPI_MCA_plm_rsh_no_tree_spawn"] == env["PRTE_MCA_plm_ssh_no_tree_spawn"] == "1"
     assert leader["automountServiceAccountToken"] is True
     wait = leader["initContainers"][-1]
     assert wait["name"] == "wait-for-workers" and wait["command"][:3] == ["kubectl", "wait", "--for=condition=Ready"]
@@ -62,7 +63,8 @@ def test_workers_prepare_without_listeners_and_follow_their_leaders_zone():
     assert "ports" not in server and "startupProbe" not in server and "livenessProbe" not in server
     script = server["command"][2]
     assert server["command"][:2] == ["/bin/sh", "-c"] and "--prepare-only" in script
-    assert script.endswith("exec sleep infinity")
+    # The worker's PID 1 holds its ranks through the leader's drain, at most the grace period.
+    assert script.endswith("exec python3 -m inference_platform.inference_image.drain hold --budget-seconds 60")
     assert server["args"] == ["s3://b/models/e/v1/", "s3://b/models/t/v1/"]
     assert server["readinessProbe"]["exec"]["command"] == ["test", "-s", mpi_launch.WORKER_READY_FILE]
     assert worker["automountServiceAccountToken"] is False

@@ -6,6 +6,11 @@ import dataclasses
 
 import kubernetes_validate
 import pytest
+from inference_platform.components.catalog.serving_contract import (
+    OPENAI_HEALTH_PATH,
+    OPENAI_PORT,
+    READINESS_DEADLINE_ENV,
+)
 from inference_platform.components.compute.pool_profile import Taint
 from inference_platform.components.serving.pod import (
     STAGE_SCRIPT,
@@ -23,7 +28,7 @@ from inference_platform.components.serving.pod import (
     server_args,
     server_container,
 )
-from inference_platform.inference_image.defaults import GRPC_PORT, HTTP_PORT, LIVE_PATH, METRICS_PORT, READY_PATH
+from inference_platform.inference_image.defaults import GRPC_PORT, HTTP_PORT, LIVE_PATH, METRICS_PORT
 
 SELECTOR = {"app.kubernetes.io/name": "triton", "app.kubernetes.io/instance": "inference"}
 
@@ -66,9 +71,12 @@ def test_the_server_container_follows_the_image_contract():
                                  "--tokenizer-uri", "s3://b/models/t/v1/"]  # fmt: skip
     assert "command" not in container  # the image's entrypoint (inferctl serve) runs
     assert [(p["name"], p["containerPort"]) for p in container["ports"]] == [
-        ("http", HTTP_PORT), ("grpc", GRPC_PORT), ("metrics", METRICS_PORT)
+        ("openai", OPENAI_PORT), ("http", HTTP_PORT), ("grpc", GRPC_PORT), ("metrics", METRICS_PORT)
     ]  # fmt: skip
-    assert container["readinessProbe"]["httpGet"]["path"] == READY_PATH
+    # Ready = the OpenAI server's 1-token generation answers, within the probe timeout less a margin.
+    assert container["readinessProbe"]["httpGet"] == {"path": OPENAI_HEALTH_PATH, "port": "openai"}
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert env[READINESS_DEADLINE_ENV] == str(pod.probes.timeout_seconds - 1)
     assert container["livenessProbe"]["httpGet"]["path"] == LIVE_PATH
     startup = container["startupProbe"]
     assert startup["periodSeconds"] * startup["failureThreshold"] >= pod.probes.startup_seconds
@@ -82,8 +90,12 @@ def test_requests_equal_limits_with_accelerators_efa_and_ephemeral_storage():
     pod = make_pod(placement=Placement(pool="inference", accelerators=4, efa=16))
     resources = server_container(pod, args=[])["resources"]
     assert resources["requests"] == resources["limits"] == {
-        "cpu": "3", "memory": "12Gi", "ephemeral-storage": "32Gi", "nvidia.com/gpu": "4", "vpc.amazonaws.com/efa": "16"
+        "cpu": "3", "memory": "12Gi", "ephemeral-storage": "32Gi", "nvidia.com/gpu": "4", "vpc.amazonaws.com/efa": "16",
+        "hugepages-2Mi": "5120Mi",  # AWS's EKS EFA guidance (components/catalog/efa.py)
     }  # fmt: skip
+    assert "hugepages-2Mi" not in server_container(make_pod(), args=[])["resources"]["requests"]
+    none = make_pod(placement=Placement(pool="inference", accelerators=4, efa=16, hugepages_2mi_mib=0))
+    assert "hugepages-2Mi" not in server_container(none, args=[])["resources"]["limits"]
     spec = pod_spec(pod, [server_container(pod, args=[])], service_account="triton")
     for init in spec["initContainers"]:
         assert init["resources"]["requests"] == init["resources"]["limits"] == {"cpu": "1", "memory": "2Gi"}
