@@ -72,8 +72,7 @@ def build_batch(
             name_prefix=settings.name_prefix,
             kms_key_arn=key,
             log_bucket=storage.store.log_bucket_name,
-            file_retention_days=cfg.file_retention_days,
-            result_retention_days=cfg.result_retention_days,
+            retention_days=cfg.retention_days,
             protect=settings.production,
             force_destroy=settings.storage.force_destroy and not settings.production,
         ),
@@ -175,19 +174,21 @@ def _workloads(
                 dead_letter_url=queues.dead_letter_url,
                 kms_key_arn=foundation.keys.storage_key_arn,
                 completion_window_hours=cfg.completion_window_hours,
+                request_timeout_seconds=cfg.request_timeout_seconds,
+                visibility_timeout_seconds=cfg.visibility_timeout,
+                max_receive_count=cfg.max_receive_count,
                 max_file_bytes=cfg.max_file_bytes,
                 max_requests=cfg.max_requests_per_batch,
                 max_output_tokens=settings.serving.max_seq_len - settings.serving.max_input_len,
                 quota_requests=quotas.default.queued_requests,
                 quota_tokens=quotas.default.queued_tokens,
-                quota_overrides={
-                    client: {"requests": q.queued_requests, "tokens": q.queued_tokens}
-                    for client, q in quotas.clients.items()
-                },
             ),
+            quota_overrides={
+                client: {"queuedRequests": q.queued_requests, "queuedTokens": q.queued_tokens}
+                for client, q in quotas.clients.items()
+            },
             worker=WorkerEnv(
                 concurrency=cfg.workers.concurrency,
-                request_timeout_seconds=cfg.request_timeout_seconds,
                 prometheus_url=PROMETHEUS_URL,
                 shed_rules=shed_rules(
                     scope,
@@ -229,7 +230,7 @@ def batch_monitors(batch: Batch | None) -> list[Monitor]:
 
     ns = batch.workloads.namespace
     return [
-        Monitor(name=pods.API, namespace=ns, kind="PodMonitor", match_labels=pods.API_LABELS, port="http"),
+        Monitor(name=pods.API, namespace=ns, kind="PodMonitor", match_labels=pods.API_LABELS, port="metrics"),
         Monitor(name=pods.WORKER, namespace=ns, kind="PodMonitor", match_labels=pods.WORKER_LABELS, port="metrics"),
     ]
 

@@ -4,7 +4,7 @@ output and error files.
 Hardened as the model store's bucket is, from the same blocks (``components.storage.bucket_controls``):
 private, versioned, SSE-KMS under the stack's CMK with a bucket key, TLS-only and KMS-only uploads, server
 access logs to the stack's log bucket. Unlike models, everything here is transient: a lifecycle expires files
-and batch records after ``file_retention_days`` and per-line results after ``result_retention_days``. In
+and results (batch records, per-line results, assembled output files) after ``retention_days``. In
 production the bucket is protected and retained like every stateful resource: clients' files outlive a
 mistaken ``pulumi destroy``.
 """
@@ -21,8 +21,8 @@ from inference_platform.components.storage.bucket_controls import kms_encryption
 from inference_platform.components.storage.model_store import BUCKET_ROLE_TAG, bucket_prefix
 
 BUCKET_ROLE = "batch"
-DEFAULT_FILE_RETENTION_DAYS = 30
-DEFAULT_RESULT_RETENTION_DAYS = 7
+DEFAULT_RETENTION_DAYS = 30
+"""OpenAI's default for batch files."""
 ACCESS_LOG_PREFIX = "batch/"
 
 
@@ -34,10 +34,8 @@ class BatchBucketArgs:
     """Required. The stack's storage CMK (SSE-KMS with a bucket key)."""
     log_bucket: pulumi.Input[str]
     """Required. The stack's access-log bucket (the model store's; it admits this bucket's deliveries)."""
-    file_retention_days: int = DEFAULT_FILE_RETENTION_DAYS
-    """Default 30. Files and batch records expire after this many days."""
-    result_retention_days: int = DEFAULT_RESULT_RETENTION_DAYS
-    """Default 7; at most file_retention_days. Per-line results expire after this many days."""
+    retention_days: int = DEFAULT_RETENTION_DAYS
+    """Default 30, >= 1. Files and results expire after this many days."""
     protect: bool = False
     """Default ``False``. Protect and retain the bucket and its configuration (production)."""
     force_destroy: bool = False
@@ -68,7 +66,7 @@ class BatchBucket(pulumi.ComponentResource):
         aws.s3.BucketLifecycleConfiguration(
             f"{name}-bucket-lifecycle",
             bucket=bucket.bucket,
-            rules=lifecycle_rules(file_days=args.file_retention_days, result_days=args.result_retention_days),
+            rules=lifecycle_rules(retention_days=args.retention_days),
             opts=after_controls,
         )
         kms_only_policy(f"{name}-bucket", bucket, args.kms_key_arn, after_controls)
@@ -87,15 +85,8 @@ class BatchBucket(pulumi.ComponentResource):
 
 def _validate(args: BatchBucketArgs) -> None:
     problems = []
-    for label, days in (("file_retention_days", args.file_retention_days),
-                        ("result_retention_days", args.result_retention_days)):  # fmt: skip
-        if days < 1:
-            problems.append(f"{label}={days} must be >= 1")
-    if args.result_retention_days > args.file_retention_days:
-        problems.append(
-            f"result_retention_days={args.result_retention_days} must be <= file_retention_days="
-            f"{args.file_retention_days}: results are what the output file is assembled from"
-        )
+    if args.retention_days < 1:
+        problems.append(f"retention_days={args.retention_days} must be >= 1")
     if args.force_destroy and args.protect:
         problems.append("force_destroy and protect exclude each other: protected data is never force-destroyed")
     raise_if("BatchBucket", problems)

@@ -22,13 +22,15 @@ from typing import Any
 
 VERSION = "2012-10-17"
 FILES_PREFIX = "files/"
-BATCHES_PREFIX = "batches/"
+"""Uploaded input files and every file's metadata, under the owning client's id."""
 RESULTS_PREFIX = "results/"
-LANE_PREFIXES = (FILES_PREFIX, BATCHES_PREFIX, RESULTS_PREFIX)
-"""The key layout under the bucket (h7's contract §6): what the roles and the lifecycle name."""
+"""Batch records, write-once per-line results and the assembled output and error files."""
+LANE_PREFIXES = (FILES_PREFIX, RESULTS_PREFIX)
+"""The key layout under the bucket (the lane's code, h7's contract §6): what the roles and the lifecycle name."""
 
 API_S3_ACTIONS = ("s3:PutObject", "s3:GetObject", "s3:DeleteObject")
 WORKER_S3_ACTIONS = ("s3:PutObject", "s3:GetObject")
+"""Workers read and write results only (the line travels in its message)."""
 API_SQS_ACTIONS = ("sqs:SendMessage", "sqs:GetQueueAttributes")
 WORKER_SQS_ACTIONS = (
     "sqs:ReceiveMessage",
@@ -69,30 +71,35 @@ def redrive_allow_policy(source_arns: Sequence[str]) -> dict[str, Any]:
 def api_policy(
     bucket_arn: str, work_queue_arn: str, dead_letter_arn: str, kms_key_arn: str, region: str
 ) -> dict[str, Any]:
+    """Files and results; enqueue on the work queue; both queues' depth (its gauges and start-up checks)."""
     return _role_policy(
         bucket_arn,
         API_S3_ACTIONS,
+        LANE_PREFIXES,
         [
             ("EnqueueLines", list(API_SQS_ACTIONS), [work_queue_arn]),
             ("WatchDeadLetters", list(MONITOR_SQS_ACTIONS), [dead_letter_arn]),
         ],
         kms_key_arn,
         region,
+        listing=True,
     )
 
 
 def worker_policy(
     bucket_arn: str, work_queue_arn: str, dead_letter_arn: str, kms_key_arn: str, region: str
 ) -> dict[str, Any]:
+    """Results only; take, extend and delete work messages. No dead-letter access: SQS's redrive moves a poison
+    message there, the worker never does."""
+    del dead_letter_arn
     return _role_policy(
         bucket_arn,
         WORKER_S3_ACTIONS,
-        [
-            ("TakeWork", list(WORKER_SQS_ACTIONS), [work_queue_arn]),
-            ("WatchDeadLetters", list(MONITOR_SQS_ACTIONS), [dead_letter_arn]),
-        ],
+        (RESULTS_PREFIX,),
+        [("TakeWork", list(WORKER_SQS_ACTIONS), [work_queue_arn])],
         kms_key_arn,
         region,
+        listing=False,
     )
 
 
@@ -114,47 +121,59 @@ def monitor_policy(queue_arns: Sequence[str]) -> dict[str, Any]:
 def _role_policy(
     bucket_arn: str,
     s3_actions: Sequence[str],
+    prefixes: Sequence[str],
     queues: Sequence[tuple[str, list[str], list[str]]],
     kms_key_arn: str,
     region: str,
+    *,
+    listing: bool,
 ) -> dict[str, Any]:
-    objects = [f"{bucket_arn}/{prefix}*" for prefix in LANE_PREFIXES]
-    return {
-        "Version": VERSION,
-        "Statement": [
-            {"Sid": "LaneObjects", "Effect": "Allow", "Action": list(s3_actions), "Resource": objects},
+    statements: list[dict[str, Any]] = [
+        {
+            "Sid": "LaneObjects",
+            "Effect": "Allow",
+            "Action": list(s3_actions),
+            "Resource": [f"{bucket_arn}/{p}*" for p in prefixes],
+        },
+    ]
+    if listing:
+        statements.append(
             {
                 "Sid": "ListLanePrefixes",
                 "Effect": "Allow",
                 "Action": "s3:ListBucket",
                 "Resource": bucket_arn,
-                "Condition": {"StringLike": {"s3:prefix": [f"{p}*" for p in LANE_PREFIXES]}},
+                "Condition": {"StringLike": {"s3:prefix": [f"{p}*" for p in prefixes]}},
+            }
+        )
+    statements += [
+        {"Sid": sid, "Effect": "Allow", "Action": actions, "Resource": arns} for sid, actions, arns in queues
+    ]
+    statements.append(
+        {
+            "Sid": "StackKeyThroughS3AndSqs",
+            "Effect": "Allow",
+            "Action": list(KEY_ACTIONS),
+            "Resource": kms_key_arn,
+            "Condition": {
+                "StringEquals": {"kms:ViaService": [f"s3.{region}.amazonaws.com", f"sqs.{region}.amazonaws.com"]}
             },
-            *({"Sid": sid, "Effect": "Allow", "Action": actions, "Resource": arns} for sid, actions, arns in queues),
-            {
-                "Sid": "StackKeyThroughS3AndSqs",
-                "Effect": "Allow",
-                "Action": list(KEY_ACTIONS),
-                "Resource": kms_key_arn,
-                "Condition": {
-                    "StringEquals": {"kms:ViaService": [f"s3.{region}.amazonaws.com", f"sqs.{region}.amazonaws.com"]}
-                },
-            },
-        ],
-    }
+        }
+    )
+    return {"Version": VERSION, "Statement": statements}
 
 
-def lifecycle_rules(*, file_days: int, result_days: int) -> list[dict[str, Any]]:
-    """Files and batch records expire after ``file_days``, per-line results after ``result_days`` (the assembled
-    output file holds them); replaced versions go a day later, unfinished uploads after a day. Stable ids."""
+def lifecycle_rules(*, retention_days: int) -> list[dict[str, Any]]:
+    """Files and results (records, per-line results, assembled output and error files) expire after
+    ``retention_days``; replaced versions a day later, unfinished uploads after a day. Stable ids."""
     rules: list[dict[str, Any]] = [
         {
             "id": f"expire-{prefix.rstrip('/')}",
             "status": "Enabled",
             "filter": {"prefix": prefix},
-            "expiration": {"days": days},
+            "expiration": {"days": retention_days},
         }
-        for prefix, days in ((FILES_PREFIX, file_days), (BATCHES_PREFIX, file_days), (RESULTS_PREFIX, result_days))
+        for prefix in LANE_PREFIXES
     ]
     rules.append(
         {

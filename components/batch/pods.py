@@ -15,15 +15,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+from inference_platform.components.batch.documents import FILES_PREFIX, RESULTS_PREFIX
 from inference_platform.components.secrets.delivery import CSI_DRIVER_NAME
 from inference_platform.components.serving.pod import container_security, pod_security, quantity_cpu, quantity_gib
 from inference_platform.components.verification.pods import system_affinity
 
 API_PORT = 8080
-WORKER_METRICS_PORT = 9102
+METRICS_PORT = 9090
+"""Both roles: ``/metrics``, ``/healthz``, ``/readyz`` (the API serves the Batch API on API_PORT besides)."""
+QUOTAS_DIR = "/etc/batch"
+QUOTAS_FILE = "quotas.json"
 HEALTH_PATH = "/healthz"
 READY_PATH = "/readyz"
 METRICS_PATH = "/metrics"
@@ -63,12 +67,14 @@ class LaneEnv:
     dead_letter_url: Any
     kms_key_arn: Any
     completion_window_hours: int
+    request_timeout_seconds: int
+    visibility_timeout_seconds: int
+    max_receive_count: int
     max_file_bytes: int
     max_requests: int
     max_output_tokens: int
     quota_requests: int
     quota_tokens: int
-    quota_overrides: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     endpoints: Sequence[str] = ("/v1/chat/completions", "/v1/completions")
 
 
@@ -77,7 +83,6 @@ class WorkerEnv:
     """What the workers read besides :class:`LaneEnv` (h7's contract §2, worker role)."""
 
     concurrency: int
-    request_timeout_seconds: int
     prometheus_url: str | None
     """The stack's Prometheus (back-off signals); None: no shedding (the worker warns at start)."""
     shed_rules: Sequence[ShedRule] = ()
@@ -87,27 +92,38 @@ def common_env(env: LaneEnv) -> list[dict[str, Any]]:
     return [
         {"name": "AWS_REGION", "value": env.region},
         {"name": "BATCH_BUCKET", "value": env.bucket},
+        {"name": "BATCH_FILES_PREFIX", "value": FILES_PREFIX},
+        {"name": "BATCH_RESULTS_PREFIX", "value": RESULTS_PREFIX},
         {"name": "BATCH_QUEUE_URL", "value": env.queue_url},
         {"name": "BATCH_DLQ_URL", "value": env.dead_letter_url},
+        {"name": "BATCH_COMPLETION_WINDOW_HOURS", "value": str(env.completion_window_hours)},
+        {"name": "BATCH_REQUEST_TIMEOUT_SECONDS", "value": str(env.request_timeout_seconds)},
+        # Cross-checked by the code against the queue itself at start: drift between the two refuses to run.
+        {"name": "BATCH_VISIBILITY_TIMEOUT_SECONDS", "value": str(env.visibility_timeout_seconds)},
+        {"name": "BATCH_MAX_RECEIVE_COUNT", "value": str(env.max_receive_count)},
+        {"name": "BATCH_METRICS_PORT", "value": str(METRICS_PORT)},
         # The bucket policy refuses uploads under another key; naming the stack's key on every put says so.
         {"name": "BATCH_SSE_KMS_KEY_ID", "value": env.kms_key_arn},
     ]
 
 
 def api_env(env: LaneEnv) -> list[dict[str, Any]]:
-    overrides = {c: {"requests": q["requests"], "tokens": q["tokens"]} for c, q in sorted(env.quota_overrides.items())}
     return [
         *common_env(env),
         {"name": "BATCH_API_PORT", "value": str(API_PORT)},
         {"name": "BATCH_ENDPOINTS", "value": ",".join(env.endpoints)},
-        {"name": "BATCH_COMPLETION_WINDOWS", "value": f"{env.completion_window_hours}h"},
         {"name": "BATCH_MAX_FILE_BYTES", "value": str(env.max_file_bytes)},
-        {"name": "BATCH_MAX_REQUESTS", "value": str(env.max_requests)},
+        {"name": "BATCH_MAX_REQUESTS_PER_BATCH", "value": str(env.max_requests)},
         {"name": "BATCH_MAX_OUTPUT_TOKENS", "value": str(env.max_output_tokens)},
-        {"name": "BATCH_QUOTA_REQUESTS", "value": str(env.quota_requests)},
-        {"name": "BATCH_QUOTA_TOKENS", "value": str(env.quota_tokens)},
-        {"name": "BATCH_QUOTA_OVERRIDES", "value": json.dumps(overrides, sort_keys=True)},
+        {"name": "BATCH_QUOTA_QUEUED_REQUESTS", "value": str(env.quota_requests)},
+        {"name": "BATCH_QUOTA_QUEUED_TOKENS", "value": str(env.quota_tokens)},
+        {"name": "BATCH_QUOTAS_FILE", "value": f"{QUOTAS_DIR}/{QUOTAS_FILE}"},
     ]
+
+
+def quotas_document(overrides: Mapping[str, Mapping[str, int]]) -> str:
+    """``BATCH_QUOTAS_FILE``: ``{client: {queuedTokens, queuedRequests}}`` (a ConfigMap the API mounts)."""
+    return json.dumps({c: dict(q) for c, q in sorted(overrides.items())}, sort_keys=True, indent=2)
 
 
 def worker_env(env: LaneEnv, worker: WorkerEnv, *, serving_url: str, key_file: str | None) -> list[dict[str, Any]]:
@@ -115,44 +131,54 @@ def worker_env(env: LaneEnv, worker: WorkerEnv, *, serving_url: str, key_file: s
         *common_env(env),
         {"name": "BATCH_SERVING_URL", "value": serving_url},
         {"name": "BATCH_CONCURRENCY", "value": str(worker.concurrency)},
-        {"name": "BATCH_REQUEST_TIMEOUT_SECONDS", "value": str(worker.request_timeout_seconds)},
-        {"name": "BATCH_METRICS_PORT", "value": str(WORKER_METRICS_PORT)},
     ]
     if key_file is not None:
         out.append({"name": "BATCH_API_KEY_FILE", "value": key_file})
     if worker.prometheus_url is not None:
         rules = [{"expr": r.expr, "above": r.above} for r in worker.shed_rules]
         out += [
-            {"name": "BATCH_SIGNALS_SOURCE", "value": "prometheus"},
-            {"name": "BATCH_SIGNALS_URL", "value": worker.prometheus_url},
+            {"name": "BATCH_PROMETHEUS_URL", "value": worker.prometheus_url},
             {"name": "BATCH_SHED_RULES", "value": json.dumps(rules)},
         ]
     return out
 
 
-def container(role: str, image: Any, env: list[dict[str, Any]], shape: Shape, *, port: int, port_name: str,
-              key_mounted: bool) -> dict[str, Any]:  # fmt: skip
+def container(role: str, image: Any, env: list[dict[str, Any]], shape: Shape, *, key_mounted: bool = False,
+              quotas_mounted: bool = False) -> dict[str, Any]:  # fmt: skip
+    """The role's container: health and metrics on METRICS_PORT (``metrics``), the API on API_PORT (``http``)."""
     amounts = {"cpu": quantity_cpu(shape.cpu), "memory": quantity_gib(shape.memory_gib)}
-    probe = {"httpGet": {"path": HEALTH_PATH, "port": port_name}, "periodSeconds": 10, "failureThreshold": 6}
+    ports = [{"name": "metrics", "containerPort": METRICS_PORT, "protocol": "TCP"}]
+    if role == API:
+        ports.insert(0, {"name": "http", "containerPort": API_PORT, "protocol": "TCP"})
+    mounts = []
+    if key_mounted:
+        mounts.append({"name": "api-key", "mountPath": SECRETS_DIR, "readOnly": True})
+    if quotas_mounted:
+        mounts.append({"name": "quotas", "mountPath": QUOTAS_DIR, "readOnly": True})
     out: dict[str, Any] = {
         "name": role,
         "image": image,
         "imagePullPolicy": "IfNotPresent",
+        # The image's entrypoint is ``python -m inference_platform.batch``; the argument picks the role.
         "args": ["api" if role == API else "worker"],
         "env": env,
-        "ports": [{"name": port_name, "containerPort": port, "protocol": "TCP"}],
+        "ports": ports,
         "resources": {"requests": dict(amounts), "limits": dict(amounts)},
         "securityContext": container_security(shape.run_as_user),
-        "livenessProbe": probe,
-        "readinessProbe": {"httpGet": {"path": READY_PATH, "port": port_name}, "periodSeconds": 10},
+        "livenessProbe": {
+            "httpGet": {"path": HEALTH_PATH, "port": "metrics"},
+            "periodSeconds": 10,
+            "failureThreshold": 6,
+        },
+        "readinessProbe": {"httpGet": {"path": READY_PATH, "port": "metrics"}, "periodSeconds": 10},
     }
-    if key_mounted:
-        out["volumeMounts"] = [{"name": "api-key", "mountPath": SECRETS_DIR, "readOnly": True}]
+    if mounts:
+        out["volumeMounts"] = mounts
     return out
 
 
-def pod_spec(service_account: str, main: dict[str, Any], shape: Shape, *, key_class: str | None,
-             grace_seconds: int) -> dict[str, Any]:  # fmt: skip
+def pod_spec(service_account: str, main: dict[str, Any], shape: Shape, *, grace_seconds: int,
+             key_class: str | None = None, quotas_config_map: str | None = None) -> dict[str, Any]:  # fmt: skip
     spec: dict[str, Any] = {
         "serviceAccountName": service_account,
         "automountServiceAccountToken": False,
@@ -162,8 +188,9 @@ def pod_spec(service_account: str, main: dict[str, Any], shape: Shape, *, key_cl
         "affinity": system_affinity(),
         "containers": [main],
     }
+    volumes: list[dict[str, Any]] = []
     if key_class is not None:
-        spec["volumes"] = [
+        volumes.append(
             {
                 "name": "api-key",
                 "csi": {
@@ -172,5 +199,9 @@ def pod_spec(service_account: str, main: dict[str, Any], shape: Shape, *, key_cl
                     "volumeAttributes": {"secretProviderClass": key_class},
                 },
             }
-        ]
+        )
+    if quotas_config_map is not None:
+        volumes.append({"name": "quotas", "configMap": {"name": quotas_config_map}})
+    if volumes:
+        spec["volumes"] = volumes
     return spec

@@ -1,11 +1,11 @@
 """What the lane measures and watches, as plain data: its metric names, recording rules, alerts, the worker's
 back-off rules and its Grafana dashboard.
 
-Metric names are the running code's (h7's contract §4, ``inference_platform.batch``, prefix
-``inference_batch_``). SQS's own ApproximateAgeOfOldestMessage is a CloudWatch metric only, so the completion
-window is watched through the age of the oldest open batch, which the lane exports; queue depth and the
-dead-letter count are the queues' GetQueueAttributes as the lane's pods export them (every pod exports the
-same value: rules take the max).
+Metric names are the running code's (``inference_platform.batch.metrics``, batch/metrics.py). SQS's own
+ApproximateAgeOfOldestMessage is a CloudWatch metric only, so the completion window is watched through the age
+of the oldest open batch, which the Batch API exports; queue depth and the dead-letter count are the queues'
+GetQueueAttributes as the API exports them (it always runs; KEDA scales the workers to zero; with two API
+replicas both export the same value: rules take the max).
 
 Alerts (each with a runbook section in docs/runbooks.md):
 - ``BatchCompletionWindowAtRisk`` (critical): the oldest open batch is older than ``window_share`` of the
@@ -24,20 +24,22 @@ from inference_platform.components.batch.pods import ShedRule
 from inference_platform.components.observability import promql as q
 from inference_platform.components.observability.promql import Scope
 
-QUEUE_MESSAGES = "inference_batch_queue_messages"
-"""Gauge, labels ``queue`` (work, dead_letter) and ``state`` (visible, in_flight, delayed)."""
-OLDEST_OPEN_BATCH_SECONDS = "inference_batch_oldest_open_batch_age_seconds"
-OPEN_REQUESTS = "inference_batch_open_requests"
-"""Gauge, label ``state`` (total, done): lines of the open batches."""
-OPEN_BATCHES = "inference_batch_open_batches"
-REQUESTS = "inference_batch_requests_total"
-"""Counter, label ``outcome`` (succeeded, failed, retried, duplicate, cancelled, expired)."""
-WORKER_ERRORS = "inference_batch_worker_errors_total"
-"""Counter, label ``kind`` (s3, sqs, serving, signals)."""
-SHEDDING = "inference_batch_shedding"
-IN_FLIGHT = "inference_batch_in_flight"
-REJECTED = "inference_batch_submissions_rejected_total"
-"""Counter, label ``reason`` (quota_requests, quota_tokens, invalid)."""
+QUEUE_MESSAGES = "batch_queue_messages"
+"""Gauge (the API), labels ``queue`` (work, dead_letter) and ``state`` (visible, in_flight, delayed)."""
+OLDEST_OPEN_BATCH_SECONDS = "batch_oldest_open_batch_age_seconds"
+"""Gauge (the API): age of the oldest batch not yet finished, 0 when none is open."""
+OPEN_REQUESTS = "batch_open_requests"
+"""Gauge (the API), label ``state`` (total, done): lines of the open batches."""
+BATCHES = "batch_batches"
+"""Gauge (the API), label ``status``: stored batches by status."""
+REQUESTS = "batch_requests_total"
+"""Counter (workers), label ``status`` (completed, failed, retried, duplicate, cancelled, expired)."""
+WORKER_ERRORS = "batch_worker_errors_total"
+"""Counter (workers), label ``reason`` (s3, sqs, serving, signals)."""
+SHEDDING = "batch_worker_shedding"
+IN_FLIGHT = "batch_worker_in_flight"
+QUOTA_REJECTIONS = "batch_quota_rejections_total"
+"""Counter (the API), labels ``client`` and ``kind`` (requests, tokens): 429s at submission."""
 
 PROGRESS = "batch:open_requests_done:ratio"
 QUEUED = "batch:work_queue_messages:max"
@@ -79,7 +81,7 @@ def rule_groups(watch: LaneWatch) -> list[dict[str, Any]]:
         raise ValueError(f"window_share={watch.window_share}: in (0, 1]")
     s = watch.selector
     limit = watch.completion_window_hours * 3600 * watch.window_share
-    done = f"sum(increase({REQUESTS}{s(outcome='=~succeeded|failed')}[15m]))"
+    done = f"sum(increase({REQUESTS}{s(status='=~completed|failed')}[15m]))"
     alerts = [
         _alert(
             "BatchCompletionWindowAtRisk",

@@ -7,8 +7,8 @@
   that one key, read through the worker role, so no batch pod can read the gateway's clients' keys.
 - Deployments on the system nodes (``components.batch.pods``). The workers' replica count belongs to KEDA
   (``BatchScaling``): ``spec.replicas`` is the first count only and ignored afterwards.
-- NetworkPolicies: the API admits the edge gateway's Envoy pods and monitoring; the workers admit monitoring
-  only; both reach DNS, the EKS Pod Identity agent (169.254.170.23:80) and HTTPS (S3, SQS, STS through the
+- NetworkPolicies: the API admits the edge gateway's Envoy pods on its API port and monitoring on its metrics
+  port; the workers admit monitoring only; both reach DNS, the EKS Pod Identity agent (169.254.170.23:80) and HTTPS (S3, SQS, STS through the
   VPC's endpoints or NAT); the workers also reach the serving pods' HTTP port and Prometheus, and the serving
   pods admit the workers on that port (a policy of their own beside the rollout's: policies add up).
 """
@@ -58,7 +58,9 @@ class BatchWorkloadsArgs:
     lane: LaneEnv
     """Required. Bucket, queues, key, limits and quotas both roles read."""
     worker: WorkerEnv
-    """Required. The serving endpoint, concurrency, timeout and back-off signals."""
+    """Required. Concurrency and back-off signals."""
+    quota_overrides: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    """Default none. Per-client queued quotas ``{client: {queuedTokens, queuedRequests}}`` (a ConfigMap)."""
     serving: ServingTarget
     """Required. Whose HTTP port the workers may reach."""
     bucket_arn: pulumi.Input[str]
@@ -140,8 +142,13 @@ class BatchWorkloads(pulumi.ComponentResource):
             },
             opts=k8s_opts,
         )
-        api_main = pods.container(pods.API, args.image, pods.api_env(args.lane), args.api_shape, port=pods.API_PORT,
-                                  port_name="http", key_mounted=False)  # fmt: skip
+        quotas = k8s.core.v1.ConfigMap(
+            f"{name}-quotas",
+            metadata={"name": "batch-quotas", "namespace": args.namespace, "labels": pods.API_LABELS},
+            data={pods.QUOTAS_FILE: pods.quotas_document(args.quota_overrides)},
+            opts=k8s_opts,
+        )
+        api_main = pods.container(pods.API, args.image, pods.api_env(args.lane), args.api_shape, quotas_mounted=True)
         k8s.apps.v1.Deployment(
             f"{name}-api-deployment",
             metadata={"name": pods.API, "namespace": args.namespace, "labels": pods.API_LABELS},
@@ -150,10 +157,12 @@ class BatchWorkloads(pulumi.ComponentResource):
                 "selector": {"matchLabels": pods.API_LABELS},
                 "template": {
                     "metadata": {"labels": pods.API_LABELS},
-                    "spec": pods.pod_spec(pods.API, api_main, args.api_shape, key_class=None, grace_seconds=30),
+                    "spec": pods.pod_spec(
+                        pods.API, api_main, args.api_shape, grace_seconds=30, quotas_config_map="batch-quotas"
+                    ),
                 },
             },
-            opts=after,
+            opts=pulumi.ResourceOptions.merge(after, pulumi.ResourceOptions(depends_on=[quotas])),
         )
         if args.api_replicas >= 2:
             k8s.policy.v1.PodDisruptionBudget(
@@ -164,8 +173,7 @@ class BatchWorkloads(pulumi.ComponentResource):
             )
         key_file = f"{pods.SECRETS_DIR}/{pods.API_KEY_FILE}" if key_class else None
         env = pods.worker_env(args.lane, args.worker, serving_url=args.serving.url, key_file=key_file)
-        worker_main = pods.container(pods.WORKER, args.image, env, args.worker_shape, port=pods.WORKER_METRICS_PORT,
-                                     port_name="metrics", key_mounted=key_class is not None)  # fmt: skip
+        worker_main = pods.container(pods.WORKER, args.image, env, args.worker_shape, key_mounted=key_class is not None)
         self.worker_deployment = pods.WORKER
         k8s.apps.v1.Deployment(
             f"{name}-worker-deployment",
@@ -180,7 +188,7 @@ class BatchWorkloads(pulumi.ComponentResource):
                         worker_main,
                         args.worker_shape,
                         key_class=key_class,
-                        grace_seconds=args.worker.request_timeout_seconds + pods.STOP_MARGIN_SECONDS,
+                        grace_seconds=args.lane.request_timeout_seconds + pods.STOP_MARGIN_SECONDS,
                     ),
                 },
             },
@@ -225,9 +233,9 @@ class BatchWorkloads(pulumi.ComponentResource):
             # S3 (gateway endpoint: public prefixes), SQS, STS and KMS (interface endpoints or NAT): HTTPS only.
             {"ports": [{"protocol": "TCP", "port": HTTPS_PORT}]},
         ]
-        api_from = [monitoring]
+        gateway = []
         if args.gateway_namespace is not None:
-            api_from.append(
+            gateway.append(
                 {
                     "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": args.gateway_namespace}},
                     "podSelector": {"matchLabels": dict(args.gateway_pod_labels)},
@@ -243,7 +251,10 @@ class BatchWorkloads(pulumi.ComponentResource):
             spec={
                 "podSelector": {"matchLabels": pods.API_LABELS},
                 "policyTypes": ["Ingress", "Egress"],
-                "ingress": [{"from": api_from, "ports": [{"protocol": "TCP", "port": pods.API_PORT}]}],
+                "ingress": [
+                    {"from": [monitoring], "ports": [{"protocol": "TCP", "port": pods.METRICS_PORT}]},
+                    *([{"from": gateway, "ports": [{"protocol": "TCP", "port": pods.API_PORT}]}] if gateway else []),
+                ],
                 "egress": aws_egress,
             },
             opts=opts,
@@ -254,7 +265,7 @@ class BatchWorkloads(pulumi.ComponentResource):
             spec={
                 "podSelector": {"matchLabels": pods.WORKER_LABELS},
                 "policyTypes": ["Ingress", "Egress"],
-                "ingress": [{"from": [monitoring], "ports": [{"protocol": "TCP", "port": pods.WORKER_METRICS_PORT}]}],
+                "ingress": [{"from": [monitoring], "ports": [{"protocol": "TCP", "port": pods.METRICS_PORT}]}],
                 "egress": [
                     *aws_egress,
                     {"to": [serving], "ports": [{"protocol": "TCP", "port": args.serving.port}]},

@@ -34,15 +34,17 @@ DEFAULT_REQUEST_TIMEOUT_SECONDS = 600
 VISIBILITY_MARGIN_SECONDS = 60
 """Default visibility above the longest generation: the worker's read of the message, its result write."""
 WORKER_VISIBILITY_MARGIN_SECONDS = 30
-"""The worker refuses to start unless VisibilityTimeout > BATCH_REQUEST_TIMEOUT_SECONDS + 30 (h7's contract,
-batch/ worker start-up check): the settings refuse what the worker would."""
+"""Room above the longest generation for the worker's result write and delete. (The lane's code refuses to start
+below BATCH_REQUEST_TIMEOUT_SECONDS + 5; the settings ask for more.)"""
 DEFAULT_MAX_RECEIVE_COUNT = 5
 RETENTION_MARGIN_HOURS = 24
 """Work-queue messages live the completion window and a day more: a batch expires before its messages do."""
-DEFAULT_FILE_RETENTION_DAYS = 30
+DEFAULT_RETENTION_DAYS = 30
 """OpenAI's default for batch files."""
-DEFAULT_RESULT_RETENTION_DAYS = 7
-"""Per-line results: the assembled output and error files hold them once a batch is finalised."""
+UPLOAD_MEMORY_FACTOR = 2.5
+UPLOAD_MEMORY_BASE_MIB = 128
+"""The API holds an upload in memory while it checks and stores it: 2.5 x the largest file + 128 MiB (the lane's
+code, h7's contract §1)."""
 SQS_MAX_MESSAGE_BYTES = 262_144
 """One line per message; the API refuses a line beyond 256 KiB (h7's contract), the queue's MaximumMessageSize."""
 DEFAULT_MAX_FILE_BYTES = 100 * 1024 * 1024
@@ -139,11 +141,9 @@ class BatchSettings(Section):
         default=300, ge=SQS_MIN_DATA_KEY_REUSE_SECONDS, le=SQS_MAX_DATA_KEY_REUSE_SECONDS
     )
     """Default 300 (SQS's). How long SQS reuses a data key of the CMK before calling KMS again."""
-    file_retention_days: int = Field(default=DEFAULT_FILE_RETENTION_DAYS, ge=1, le=3650)
-    """Default 30. Input, output and error files and batch records expire after this many days (lifecycle)."""
-    result_retention_days: int = Field(default=DEFAULT_RESULT_RETENTION_DAYS, ge=1, le=3650)
-    """Default 7; at most fileRetentionDays. Per-line results expire after this many days (the assembled
-    output file keeps them)."""
+    retention_days: int = Field(default=DEFAULT_RETENTION_DAYS, ge=1, le=3650)
+    """Default 30 (OpenAI's for batch files). Input, output and error files and batch records expire after this
+    many days (the bucket's lifecycle)."""
     max_file_bytes: int = Field(default=DEFAULT_MAX_FILE_BYTES, ge=1024, le=OPENAI_MAX_FILE_BYTES)
     """Default 100 MiB; at most OpenAI's 200 MB. Largest input file the API accepts (413 beyond)."""
     max_requests_per_batch: int = Field(default=OPENAI_MAX_REQUESTS_PER_BATCH, ge=1, le=OPENAI_MAX_REQUESTS_PER_BATCH)
@@ -179,14 +179,16 @@ class BatchSettings(Section):
                     "batch.visibilityTimeoutSeconds",
                     f"got {self.visibility_timeout}; must exceed batch.requestTimeoutSeconds + "
                     f"{WORKER_VISIBILITY_MARGIN_SECONDS} ({needed}): a line still generating would be delivered to a "
-                    "second worker (and the worker refuses to start)",
+                    "second worker before its result is written",
                 )
             )
-        if self.result_retention_days > self.file_retention_days:
+        needed_mib = UPLOAD_MEMORY_FACTOR * self.max_file_bytes / 2**20 + UPLOAD_MEMORY_BASE_MIB
+        if self.api.memory_gib * 1024 < needed_mib:
             out.append(
                 Problem(
-                    "batch.resultRetentionDays",
-                    f"got {self.result_retention_days}; at most batch.fileRetentionDays ({self.file_retention_days})",
+                    "batch.api.memoryGib",
+                    f"got {self.api.memory_gib:g}; an upload of batch.maxFileBytes ({self.max_file_bytes}) needs "
+                    f"{needed_mib / 1024:.2f} GiB (2.5 x the file + 128 MiB while it is checked and stored)",
                 )
             )
         if self.visibility_timeout * self.max_receive_count > self.queue_retention_seconds:

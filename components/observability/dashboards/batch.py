@@ -59,7 +59,7 @@ def build(namespace: str = "batch", completion_window_hours: int = 24) -> Any:
         .with_panel(
             series(
                 "Lines by outcome",
-                [(f"sum by (outcome) (rate({b.REQUESTS}{{{NS}}}[{RATE}]))", "{{outcome}}")],
+                [(f"sum by (status) (rate({b.REQUESTS}{{{NS}}}[{RATE}]))", "{{status}}")],
                 unit="reqps",
             )
         )
@@ -67,7 +67,7 @@ def build(namespace: str = "batch", completion_window_hours: int = 24) -> Any:
             series(
                 "Worker errors and shedding",
                 [
-                    (f"sum by (kind) (rate({b.WORKER_ERRORS}{{{NS}}}[{RATE}]))", "errors {{kind}}"),
+                    (f"sum by (reason) (rate({b.WORKER_ERRORS}{{{NS}}}[{RATE}]))", "errors {{reason}}"),
                     (f"sum({b.SHEDDING}{{{NS}}})", "workers shedding"),
                     (f"sum({b.IN_FLIGHT}{{{NS}}})", "lines in flight"),
                 ],
@@ -75,8 +75,8 @@ def build(namespace: str = "batch", completion_window_hours: int = 24) -> Any:
         )
         .with_panel(
             series(
-                "Submissions refused",
-                [(f"sum by (reason) (rate({b.REJECTED}{{{NS}}}[{RATE}]))", "{{reason}}")],
+                "Submissions refused over quota (429)",
+                [(f"sum by (client, kind) (rate({b.QUOTA_REJECTIONS}{{{NS}}}[{RATE}]))", "{{client}} over {{kind}}")],
                 unit="reqps",
             )
         )
