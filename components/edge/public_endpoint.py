@@ -9,10 +9,10 @@ and the DNS record.
   Load Balancer Controller gives IngressClassParams precedence over Ingress annotations, so no one editing
   an Ingress can detach the WAF or weaken TLS (an absent ``wafv2-acl-arn`` annotation means "leave
   unchanged", ``none`` means detach: both are overridden here).
-- Two Ingresses in one group, one ALB: HTTP/1.1 and SSE on ``/v2``, gRPC on ``/inference.GRPCInferenceService``
-  with the target-group protocol version ``GRPC`` (balanced per request at L7, not stuck to one server as
-  behind an L4 balancer). Target type ``ip``, our load-balancer security group (so our rules are the ones in
-  force), HTTP only to redirect.
+- One Ingress, one ALB: HTTP/1.1 and SSE for the OpenAI API (``/v1`` and the server's health) to the
+  gateway, which admits only its allow-list (issue 20: no gRPC and no KServe v2 is public, so the gRPC Ingress
+  with its ``GRPC`` target groups is gone). Target type ``ip``, our load-balancer security group (so our rules
+  are the ones in force), HTTP only to redirect.
 - DNS: ExternalDNS owns the alias record, rather than a Route 53 record here fed by a tag look-up of the
   ALB. The controller creates the ALB only after the Ingress exists, so a look-up in the same update
   would race the controller and the first ``pulumi up`` would fail or need a second run. ExternalDNS
@@ -44,6 +44,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 from inference_platform.components.catalog import edge_charts as charts
 from inference_platform.components.catalog.names import fit_name
+from inference_platform.components.catalog.serving_contract import OPENAI_HEALTH_PATH
 from inference_platform.components.common.errors import raise_if
 from inference_platform.components.edge.iam_documents import external_dns_policy
 from inference_platform.components.identity.pod_identity import PodIdentityRole, PodIdentityRoleArgs
@@ -54,8 +55,8 @@ ALB = "alb.ingress.kubernetes.io/"
 WAIT_FOR = "pulumi.com/waitFor"
 ALB_READY = "jsonpath={.status.loadBalancer.ingress[0].hostname}"
 """What the controller writes on the Ingress once the ALB exists (its DNS name)."""
-GRPC_PATH = "/inference.GRPCInferenceService"
-HTTP_PATH = "/v2"
+# What the ALB forwards to the gateway (a coarse first cut: the gateway's routes are the allow-list).
+HTTP_PATHS = (("/v1", "Prefix"), (OPENAI_HEALTH_PATH, "Exact"))
 EXTERNAL_DNS_NAMESPACE = "kube-system"
 EXTERNAL_DNS_SERVICE_ACCOUNT = "external-dns"
 WAF_WINDOWS = (60, 120, 300, 600)
@@ -232,7 +233,7 @@ def ingress_class_params_spec(
 def ingress_manifests(
     args: PublicEndpointArgs, ingress_class: str, security_group_id: str
 ) -> dict[str, dict[str, Any]]:
-    """The HTTP and gRPC Ingresses (one ALB through the class's group)."""
+    """The Ingress of the OpenAI API (one ALB through the class's group), by role."""
     listen = [{"HTTPS": 443}, *([{"HTTP": 80}] if args.redirect_http else [])]
     common = {
         f"{ALB}target-type": "ip",
@@ -248,38 +249,24 @@ def ingress_manifests(
     }
     if args.redirect_http:
         common[f"{ALB}ssl-redirect"] = "443"
-    out = {}
-    for role, path, version in (("http", HTTP_PATH, "HTTP1"), ("grpc", GRPC_PATH, "GRPC")):
-        annotations = {**common, f"{ALB}backend-protocol": "HTTP", f"{ALB}backend-protocol-version": version}
-        if version == "GRPC":
-            annotations[f"{ALB}healthcheck-path"] = f"{GRPC_PATH}/ServerLive"
-            annotations[f"{ALB}success-codes"] = "0-99"
-        out[role] = {
-            "metadata": {"name": f"edge-{role}", "namespace": args.namespace, "annotations": annotations},
+    annotations = {**common, f"{ALB}backend-protocol": "HTTP", f"{ALB}backend-protocol-version": "HTTP1"}
+    backend = {"service": {"name": args.backend_service, "port": {"number": args.backend_port}}}
+    return {
+        "http": {
+            "metadata": {"name": "edge-http", "namespace": args.namespace, "annotations": annotations},
             "spec": {
                 "ingressClassName": ingress_class,
                 "rules": [
                     {
                         "host": args.domain,
                         "http": {
-                            "paths": [
-                                {
-                                    "path": path,
-                                    "pathType": "Prefix",
-                                    "backend": {
-                                        "service": {
-                                            "name": args.backend_service,
-                                            "port": {"number": args.backend_port},
-                                        }
-                                    },
-                                }
-                            ]
+                            "paths": [{"path": path, "pathType": kind, "backend": backend} for path, kind in HTTP_PATHS]
                         },
                     }
                 ],
             },
         }
-    return out
+    }
 
 
 def waf_rules(waf: WafRules, prefix: str) -> list[dict[str, Any]]:

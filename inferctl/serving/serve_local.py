@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from inference_platform.components.catalog.serving_contract import OPENAI_PORT
 from inference_platform.inference_image.defaults import GRPC_PORT, HTTP_PORT, LOOPBACK, METRICS_PORT
 
 DEFAULT_STACK = "dev"
@@ -47,6 +48,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--http-port", type=int, default=HTTP_PORT)
     parser.add_argument("--grpc-port", type=int, default=GRPC_PORT)
     parser.add_argument("--metrics-port", type=int, default=METRICS_PORT)
+    parser.add_argument(
+        "--openai-port", type=int, default=OPENAI_PORT, help="the OpenAI server (what the edge routes to)"
+    )
     parser.add_argument("--first-token-delay-ms", type=int, default=None, help="stand-in prefill delay (default 50)")
     parser.add_argument("--token-delay-ms", type=int, default=None, help="stand-in per-token delay (default 20)")
     parser.add_argument("--stack-file", type=Path, help="alternative stack config file (e.g. other edge settings)")
@@ -194,10 +198,10 @@ def _serve(server: Any, models: list[str], edge: EdgePlan | None, args: argparse
             return server.wait()
         with _run_edge(edge, args) as running:
             print(
-                f"serve-local: edge {running.url} (gRPC {running.grpc_target}), CA {running.certificates.ca}, "
+                f"serve-local: edge {running.url} (the OpenAI API), CA {running.certificates.ca}, "
                 f"keys {edge.key_file}, access log {running.access_log}\n"
-                f"  try: curl --cacert {running.certificates.ca} -H '{edge.policy.api_key_header}: <key>' "
-                f"{running.url}/v2/health/ready",
+                f"  try: curl --cacert {running.certificates.ca} -H 'Authorization: Bearer <key>' "
+                f"{running.url}/v1/models",
                 file=sys.stderr,
                 flush=True,
             )
@@ -254,16 +258,10 @@ def _edge_plan(args: argparse.Namespace, settings: Any, work_dir: Path) -> EdgeP
 def _run_edge(edge: EdgePlan, args: argparse.Namespace) -> Any:
     from inference_platform.inferctl.serving.edge_envoy import Upstream
     from inference_platform.inferctl.serving.local_edge import run_edge
-    from inference_platform.inference_image.defaults import GRPC_RESTRICTED_HEADER_PREFIX
 
     key = edge.triton_key
-    upstream = Upstream(
-        address=LOOPBACK,
-        http_port=args.http_port,
-        grpc_port=args.grpc_port,
-        http_headers=((edge.triton_header, key),) if key else (),
-        grpc_headers=((GRPC_RESTRICTED_HEADER_PREFIX + edge.triton_header, key),) if key else (),
-    )
+    # The edge routes only the OpenAI API, to the OpenAI server (never to Triton's KServe v2 ports).
+    upstream = Upstream(address=LOOPBACK, port=args.openai_port, headers=((edge.triton_header, key),) if key else ())
     return run_edge(
         edge.policy,
         keys=edge.keys,

@@ -13,8 +13,8 @@
   the ALB, through the gateway, is the only way in.
 - ``inference-routes-authenticated``: every Gateway API route (HTTPRoute, GRPCRoute, TCPRoute, TLSRoute,
   UDPRoute, of any version) whose backends are in an inference namespace is targeted by a SecurityPolicy
-  with a configured authentication method: apiKeyAuth with credentialRefs (and somewhere to extract the key
-  from), jwt with providers, oidc with a provider and client, basicAuth with users, extAuth with a backend.
+  with a configured authentication method: apiKeyAuth with credentialRefs, somewhere to extract the key
+  from and ``sanitize`` (the key never reaches the server, issue 20), jwt with providers, oidc with a provider and client, basicAuth with users, extAuth with a backend.
   A SecurityPolicy whose method names no credentials is reported itself.
 - ``rate-limit-store-encrypted``: an ElastiCache replication group encrypts at rest with a customer key,
   requires TLS in transit and an AUTH token (or RBAC user groups); a serverless cache names a customer key
@@ -90,6 +90,8 @@ def _method_problem(spec: Any, method: str) -> str | None:
             return "apiKeyAuth has no credentialRefs: no key is valid, or (with an empty list) none is checked"
         if not as_list(get(config, "extractFrom")):
             return "apiKeyAuth has no extractFrom: the key is read from nowhere"
+        if get(config, "sanitize") is not True:
+            return "apiKeyAuth without sanitize: true forwards the client's key to the server"
     elif method == "jwt" and not as_list(get(config, "providers")):
         return "jwt has no providers"
     elif method == "oidc" and not (get(config, "provider.issuer") and get(config, "clientID")):

@@ -21,7 +21,6 @@ CUSTOM_REQUIRED = {
     ("gateway.networking.k8s.io/v1", "GatewayClass"): ("spec.controllerName",),
     ("gateway.networking.k8s.io/v1", "Gateway"): ("spec.gatewayClassName", "spec.listeners"),
     ("gateway.networking.k8s.io/v1", "HTTPRoute"): ("spec.parentRefs", "spec.rules"),
-    ("gateway.networking.k8s.io/v1", "GRPCRoute"): ("spec.parentRefs", "spec.rules"),
     ("gateway.networking.k8s.io/v1beta1", "ReferenceGrant"): ("spec.from", "spec.to"),
     ("gateway.envoyproxy.io/v1alpha1", "EnvoyProxy"): ("spec.provider.type",),
     ("gateway.envoyproxy.io/v1alpha1", "SecurityPolicy"): ("spec.targetRefs", "spec.apiKeyAuth.credentialRefs"),
@@ -67,10 +66,10 @@ def test_every_stack_has_the_edge_and_its_manifests_validate(stack_plan, stack, 
         ), f"{path.name}: custom resource without required-field checks"
         for version in VERSIONS:
             kubernetes_validate.validate(doc, version, strict=True)
+    assert "GRPCRoute" not in kinds, stack  # issue 20: KServe v2 (gRPC included) is not public
     for kind in (
         "Gateway",
         "HTTPRoute",
-        "GRPCRoute",
         "SecurityPolicy",
         "BackendTrafficPolicy",
         "Ingress",
@@ -80,7 +79,7 @@ def test_every_stack_has_the_edge_and_its_manifests_validate(stack_plan, stack, 
     assert [v for v in plan.violations if v.level == "mandatory"] == []
 
 
-def test_triton_admits_http_and_grpc_only_from_the_gateway(stack_plan):
+def test_the_serving_pods_admit_only_their_openai_port_from_the_gateway(stack_plan):
     resources = stack_plan("dev").run.resources
     policies = [r for r in resources if r.type == "kubernetes:networking.k8s.io/v1:NetworkPolicy"]
     rollout = next(p for p in policies if "InferenceService" in (p.parent or ""))
@@ -91,7 +90,8 @@ def test_triton_admits_http_and_grpc_only_from_the_gateway(stack_plan):
     (peer,) = rule["from"]
     assert peer["namespaceSelector"]["matchLabels"] == {"kubernetes.io/metadata.name": "envoy-gateway-system"}
     assert peer["podSelector"]["matchLabels"] == {"inference.platform/edge-gateway": "inference-edge"}
-    assert sorted(p["port"] for p in rule["ports"]) == [8000, 8001]
+    # The OpenAI server's port only: Triton's KServe v2 ports are not the gateway's to reach.
+    assert [p["port"] for p in rule["ports"]] == [9000]
 
 
 @pytest.mark.parametrize(
@@ -131,13 +131,18 @@ def test_prod_clients_and_tiers_reach_the_gateway_and_no_key_is_in_any_manifest(
         assert str(value["value"]) not in manifests
 
 
-def test_the_grpc_ingress_uses_grpc_target_groups_and_the_project_security_group(stack_plan):
+def test_one_ingress_carries_the_openai_api_and_no_grpc_is_public(stack_plan):
     resources = stack_plan("dev").run.resources
     ingresses = {r.inputs["metadata"]["name"]: r.inputs for r in resources if r.type.endswith("v1:Ingress")}
-    grpc = ingresses["edge-grpc"]["metadata"]["annotations"]
-    assert grpc["alb.ingress.kubernetes.io/backend-protocol-version"] == "GRPC"
+    # Issue 20: the gRPC Ingress (KServe v2 ModelInfer reached every model) is gone.
+    assert set(ingresses) == {"edge-http"}
+    http = ingresses["edge-http"]
+    annotations = http["metadata"]["annotations"]
+    assert annotations["alb.ingress.kubernetes.io/backend-protocol-version"] == "HTTP1"
+    paths = {(p["path"], p["pathType"]) for rule in http["spec"]["rules"] for p in rule["http"]["paths"]}
+    assert paths == {("/v1", "Prefix"), ("/health", "Exact")}
     # Awaited on create (the ALB's name) and on delete (tests/infra/test_replacement.py).
-    assert grpc["pulumi.com/waitFor"] == "jsonpath={.status.loadBalancer.ingress[0].hostname}"
+    assert annotations["pulumi.com/waitFor"] == "jsonpath={.status.loadBalancer.ingress[0].hostname}"
     lb_sg = next(
         r for r in resources if r.type == "aws:ec2/securityGroup:SecurityGroup" and r.name == "security-groups-lb"
     )

@@ -1,7 +1,7 @@
-"""Gateway API routes of every version and kind toward inference (issue 18 §3): v1beta1 HTTPRoute and
-v1alpha2 GRPCRoute are allow-listed and must be authenticated like v1; TCPRoute, TLSRoute (v1alpha2,
-v1alpha3) and UDPRoute toward inference are refused; a SecurityPolicy's apiKeyAuth without credentialRefs
-authenticates no one."""
+"""Gateway API routes of every version and kind toward inference (issue 18 §3, issue 20): v1beta1 HTTPRoute
+is allow-listed and must be authenticated like v1; a GRPCRoute of any version toward inference is refused
+(KServe v2 is internal); TCPRoute, TLSRoute (v1alpha2, v1alpha3) and UDPRoute toward inference are refused;
+a SecurityPolicy's apiKeyAuth without credentialRefs, extractFrom or sanitize authenticates no one."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ import pytest
 
 GROUP = "gateway.networking.k8s.io"
 BACKEND = {"name": "triton", "namespace": "inference", "port": 8000}
-EXACT = [{"matches": [{"path": {"type": "Exact", "value": "/v2/health/ready"}}], "backendRefs": [BACKEND]}]
+EXACT = [{"matches": [{"path": {"type": "Exact", "value": "/health"}, "method": "GET"}], "backendRefs": [BACKEND]}]
 PREFIX = [{"matches": [{"path": {"type": "PathPrefix", "value": "/"}}], "backendRefs": [BACKEND]}]
 GRPC_EXACT = [{"matches": [{"method": {"service": "inference.GRPCInferenceService", "method": "ServerLive"}}],
                "backendRefs": [BACKEND]}]  # fmt: skip
 GRPC_SERVICE_WIDE = [{"matches": [{"method": {"service": "inference.GRPCInferenceService"}}], "backendRefs": [BACKEND]}]
 CONNECTION = [{"backendRefs": [BACKEND]}]
-API_KEY = {"credentialRefs": [{"name": "keys"}], "extractFrom": [{"headers": ["x-api-key"]}]}
+API_KEY = {"credentialRefs": [{"name": "keys"}], "extractFrom": [{"headers": ["x-api-key"]}], "sanitize": True}
 
 
 def _program(routes, api_key=API_KEY):
@@ -44,10 +44,17 @@ def _program(routes, api_key=API_KEY):
 OLDER_VERSIONS = [("v1beta1", "HTTPRoute", EXACT), ("v1alpha2", "GRPCRoute", GRPC_EXACT)]
 
 
-def test_older_versions_allow_listed_and_authenticated_pass(violations):
+def test_older_versions_authenticated_pass_and_only_the_http_route_is_allow_listed(violations):
     program = _program(OLDER_VERSIONS)
-    assert violations(program, "public-routes-allow-listed") == []
+    (found,) = violations(program, "public-routes-allow-listed")
+    assert found.message.startswith("GRPCRoute envoy-gateway-system/grpcroute-v1alpha2-1: gRPC toward inference")
     assert violations(program, "inference-routes-authenticated") == []
+
+
+@pytest.mark.parametrize("version", ["v1", "v1alpha2"])
+def test_a_grpc_route_toward_inference_fails_even_naming_one_method(violations, version):
+    (found,) = violations(_program([(version, "GRPCRoute", GRPC_EXACT)]), "public-routes-allow-listed")
+    assert "Triton's KServe v2 API, internal" in found.message
 
 
 def test_older_versions_with_prefixes_fail(violations):
@@ -81,7 +88,10 @@ def test_connection_routes_elsewhere_pass(violations):
     ("api_key", "words"),
     [({"extractFrom": [{"headers": ["x-api-key"]}]}, "apiKeyAuth has no credentialRefs"),
      ({"credentialRefs": [], "extractFrom": [{"headers": ["x-api-key"]}]}, "apiKeyAuth has no credentialRefs"),
-     ({"credentialRefs": [{"name": "keys"}]}, "apiKeyAuth has no extractFrom")],
+     ({"credentialRefs": [{"name": "keys"}]}, "apiKeyAuth has no extractFrom"),
+     ({"credentialRefs": [{"name": "keys"}], "extractFrom": [{"headers": ["x-api-key"]}]}, "apiKeyAuth without sanitize"),
+     ({"credentialRefs": [{"name": "keys"}], "extractFrom": [{"headers": ["authorization"]}], "sanitize": False},
+      "apiKeyAuth without sanitize: true forwards the client's key")],
 )  # fmt: skip
 def test_api_key_auth_without_credentials_fails(violations, api_key, words):
     found = violations(_program(OLDER_VERSIONS, api_key=api_key), "inference-routes-authenticated")

@@ -1,12 +1,13 @@
-"""Public route rules (issue 17 §7): a route toward inference admits only the edge policy's exact public
-endpoints; a path prefix (``/`` or ``/v2``), a regex, a defaulted match or a service-wide gRPC match fails."""
+"""Public route rules (issue 17 §7, issue 20): a route toward inference admits only the edge policy's exact
+OpenAI endpoints with their methods; a path prefix (``/`` or ``/v1``), a regex, a defaulted match, a KServe v2
+path or any GRPCRoute fails."""
 
 from __future__ import annotations
 
 import pulumi_kubernetes as k8s
 import pytest
 from inference_platform.components.edge.gateway_api import GatewayTarget, render_gateway_objects
-from inference_platform.components.edge.policy import GRPC_SERVICE, EdgePolicy
+from inference_platform.components.edge.policy import EdgePolicy
 
 RULE = "public-routes-allow-listed"
 TARGET = GatewayTarget(
@@ -14,11 +15,11 @@ TARGET = GatewayTarget(
     name="edge",
     service="triton",
     service_namespace="inference",
-    http_port=8000,
-    grpc_port=8001,
+    port=9000,
     credentials_secret="keys",
 )
-BACKEND = {"name": "triton", "namespace": "inference", "port": 8000}
+BACKEND = {"name": "triton", "namespace": "inference", "port": 9000}
+GRPC_SERVICE = "inference.GRPCInferenceService"
 
 
 def _route(kind, rules, name="edge-route", namespace="envoy-gateway-system"):
@@ -52,17 +53,14 @@ def test_exact_public_endpoints_pass(violations):
     rules = [
         {
             "matches": [
-                {"path": {"type": "Exact", "value": "/v2/models/ensemble/generate_stream"}, "method": "POST"},
-                {"path": {"type": "Exact", "value": "/v2/health/ready"}},
+                {"path": {"type": "Exact", "value": "/v1/chat/completions"}, "method": "POST"},
+                {"path": {"type": "Exact", "value": "/v1/models"}, "method": "GET"},
+                {"path": {"type": "Exact", "value": "/health"}, "method": "GET"},
             ],
             "backendRefs": [BACKEND],
         }
     ]
     assert violations(_route("HTTPRoute", rules), RULE) == []
-    grpc = [
-        {"matches": [{"method": {"service": GRPC_SERVICE, "method": "ModelStreamInfer"}}], "backendRefs": [BACKEND]}
-    ]
-    assert violations(_route("GRPCRoute", grpc), RULE) == []
 
 
 def test_a_route_elsewhere_is_not_judged(violations):
@@ -75,14 +73,20 @@ def test_a_route_elsewhere_is_not_judged(violations):
 @pytest.mark.parametrize(
     ("matches", "words"),
     [
-        ([{"path": {"type": "PathPrefix", "value": "/v2"}}], "PathPrefix /v2 admits paths beyond the public API"),
+        ([{"path": {"type": "PathPrefix", "value": "/v1"}}], "PathPrefix /v1 admits paths beyond the public API"),
         ([{"path": {"type": "PathPrefix", "value": "/"}}], "PathPrefix / admits paths beyond"),
-        ([{"path": {"value": "/v2/models"}}], "PathPrefix /v2/models admits"),  # the type defaults to PathPrefix
-        ([{"path": {"type": "RegularExpression", "value": "/v2/models/.*"}}], "RegularExpression /v2/models/.* admits"),
+        ([{"path": {"value": "/v1/models"}}], "PathPrefix /v1/models admits"),  # the type defaults to PathPrefix
+        ([{"path": {"type": "RegularExpression", "value": "/v1/.*"}}], "RegularExpression /v1/.* admits"),
         ([{"method": "POST"}], "PathPrefix / admits"),  # a match without a path is PathPrefix /
         (None, "PathPrefix / admits"),  # a rule without matches is PathPrefix /
-        ([{"path": {"type": "Exact", "value": "/v2/logging"}}], "Exact /v2/logging is not a public endpoint"),
+        # KServe v2 stays internal, its inference endpoints first of all (they reach every model).
+        ([{"path": {"type": "Exact", "value": "/v2/health/ready"}}], "Exact /v2/health/ready is not a public"),
         ([{"path": {"type": "Exact", "value": "/v2/models/tensorrt_llm/generate"}}], "is not a public endpoint"),
+        (
+            [{"path": {"type": "Exact", "value": "/v1/chat/completions"}}],
+            "admits method any; the public API takes POST",
+        ),
+        ([{"path": {"type": "Exact", "value": "/v1/models"}, "method": "DELETE"}], "admits method DELETE"),
     ],
 )
 def test_an_http_route_admitting_more_than_the_public_api_fails(violations, matches, words):
@@ -92,22 +96,16 @@ def test_an_http_route_admitting_more_than_the_public_api_fails(violations, matc
 
 
 @pytest.mark.parametrize(
-    ("matches", "words"),
+    "matches",
     [
-        ([{"method": {"type": "Exact", "service": GRPC_SERVICE}}], f"service {GRPC_SERVICE} method * admits"),
-        ([{"method": {"type": "RegularExpression", "service": GRPC_SERVICE, "method": ".*"}}], "RegularExpression"),
-        (None, "a match without a method admits every gRPC method"),
-        ([{"method": {"service": GRPC_SERVICE, "method": "LogSettings"}}], "LogSettings is not a public gRPC method"),
-        ([{"method": {"service": GRPC_SERVICE, "method": "RepositoryModelUnload"}}], "is not a public gRPC method"),
+        [{"method": {"type": "Exact", "service": GRPC_SERVICE}}],
+        [{"method": {"type": "RegularExpression", "service": GRPC_SERVICE, "method": ".*"}}],
+        None,
+        [{"method": {"service": GRPC_SERVICE, "method": "ModelStreamInfer"}}],
+        [{"method": {"service": GRPC_SERVICE, "method": "ServerReady"}}],
     ],
 )
-def test_a_grpc_route_admitting_more_than_the_public_methods_fails(violations, matches, words):
+def test_any_grpc_route_toward_inference_fails(violations, matches):
     rule = {"backendRefs": [BACKEND], **({"matches": matches} if matches is not None else {})}
     (found,) = violations(_route("GRPCRoute", [rule]), RULE)
-    assert "GRPCRoute envoy-gateway-system/edge-route" in found.message and words in found.message, found.message
-
-
-def test_the_allowed_models_are_configurable(violations):
-    rules = [{"matches": [{"path": {"type": "Exact", "value": "/v2/models/chat/generate"}}], "backendRefs": [BACKEND]}]
-    assert len(violations(_route("HTTPRoute", rules), RULE)) == 1
-    assert violations(_route("HTTPRoute", rules), RULE, {"publicModels": ["chat"]}) == []
+    assert "GRPCRoute envoy-gateway-system/edge-route: gRPC toward inference is Triton's KServe v2 API" in found.message

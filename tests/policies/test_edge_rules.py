@@ -163,7 +163,11 @@ def _routes(*, auth=True, target_grpc=True):
             targets.append({"group": "gateway.networking.k8s.io", "kind": "GRPCRoute", "name": "edge-grpcroute"})
         spec = {"targetRefs": targets}
         if auth:
-            spec["apiKeyAuth"] = {"credentialRefs": [{"name": "keys"}], "extractFrom": [{"headers": ["x-api-key"]}]}
+            spec["apiKeyAuth"] = {
+                "credentialRefs": [{"name": "keys"}],
+                "extractFrom": [{"headers": ["x-api-key", "authorization"]}],
+                "sanitize": True,
+            }
         k8s.apiextensions.CustomResource(
             "security", api_version="gateway.envoyproxy.io/v1alpha1", kind="SecurityPolicy",
             metadata={"name": "edge-api-keys", "namespace": "envoy-gateway-system"}, spec=spec,

@@ -9,7 +9,6 @@ TARGET = GatewayTarget(
     name="inference-edge",
     service="triton",
     service_namespace="inference",
-    http_port=8000,
-    grpc_port=8001,
+    port=9000,
     credentials_secret="inference-api-keys",
 )

@@ -41,7 +41,6 @@ REQUIRED = {
     "EnvoyProxy": [("spec", "provider", "type")],
     "ReferenceGrant": [("spec", "from"), ("spec", "to")],
     "HTTPRoute": [("spec", "parentRefs"), ("spec", "rules")],
-    "GRPCRoute": [("spec", "parentRefs"), ("spec", "rules")],
     "SecurityPolicy": [("spec", "targetRefs"), ("spec", "apiKeyAuth", "credentialRefs"), ("spec", "apiKeyAuth")],
     "BackendTrafficPolicy": [("spec", "targetRefs")],
     "ClientTrafficPolicy": [("spec", "targetRefs")],
@@ -67,7 +66,7 @@ def bootstrap(pol, tmp: Path = Path("/nonexistent")):
             admin_port=9901,
             access_log=tmp / "access.log",
         ),
-        upstream=Upstream(address="127.0.0.1", http_port=8000, grpc_port=8001),
+        upstream=Upstream(address="127.0.0.1", port=9000),
     )
 
 
@@ -81,12 +80,16 @@ def test_both_renderings_agree_on_clients_limits_and_timeouts(case):
     assert envoy["stream_idle_timeout"] == f"{pol.idle_timeout_seconds}s"
     assert envoy["route_timeouts"] == ["0s"]  # no whole-request clock (Envoy's default is 15 s)
     assert envoy["retry_on"] == ["connect-failure,reset-before-request"]
-    # Issue 18 §4: HTTP bodies limited (gRPC streams are not buffered), slow headers timed out.
-    assert envoy["max_request_bytes"] == {"http": pol.max_request_bytes, "grpc": None}
+    # Issue 18 §4: the OpenAI route's bodies limited, slow headers timed out.
+    assert envoy["routes"]["inference"]["max_request_bytes"] == pol.max_request_bytes
     assert envoy["request_headers_timeout"] == f"{pol.request_headers_timeout_seconds}s"
-    # Ambiguous credentials (two API-key headers) refused before authentication, by the same script.
+    # Ambiguous credentials (two keys, in either header) refused before authentication, by the same script.
     assert envoy["credential_lua"] == pol.credential_lua
     assert envoy["credential_lua_before_auth"] is pol.auth_enabled
+    # Issue 20: the key read from the configured header, then Authorization, and stripped either way.
+    if pol.auth_enabled:
+        assert envoy["credential_headers"] == ["x-api-key", "authorization"]
+        assert envoy["credentials_stripped"] is True and envoy["secured_routes"] == ["inference"]
 
 
 @pytest.mark.parametrize("max_input_tokens", [2048, 8192, 131_072])
@@ -95,7 +98,7 @@ def test_both_renderings_agree_on_the_body_limit_of_the_stacks_max_input_len(max
     pol = settings.edge.policy(max_input_tokens=max_input_tokens)
     gateway = gateway_summary(render_gateway_objects(pol, TARGET))
     assert gateway == bootstrap_summary(bootstrap(pol))
-    assert gateway["max_request_bytes"] == {"http": max_input_tokens * 32 + 65_536, "grpc": None}
+    assert gateway["routes"]["inference"]["max_request_bytes"] == max_input_tokens * 32 + 65_536
 
 
 def test_tiers_give_each_client_its_tier_limit_and_size_the_parallel_budget():
@@ -131,10 +134,12 @@ def test_custom_resources_have_their_required_fields(case):
 def test_every_inference_route_has_an_api_key_policy_and_never_the_key_in_a_manifest():
     pol = policy({})
     objects = render_gateway_objects(pol, TARGET)
-    routes = {(o["kind"], o["metadata"]["name"]) for o in objects if o["kind"] in ("HTTPRoute", "GRPCRoute")}
+    routes = {(o["kind"], o["metadata"]["name"]) for o in objects if o["kind"].endswith("Route")}
+    assert routes == {("HTTPRoute", "inference-edge-http")}
     security = next(o for o in objects if o["kind"] == "SecurityPolicy")["spec"]
     assert {(r["kind"], r["name"]) for r in security["targetRefs"]} == routes
     assert security["apiKeyAuth"]["sanitize"] is True
+    assert security["apiKeyAuth"]["extractFrom"] == [{"headers": ["x-api-key", "authorization"]}]
     assert security["apiKeyAuth"]["credentialRefs"] == [{"group": "", "kind": "Secret", "name": "inference-api-keys"}]
     keys = generate_keys(pol)
     assert not any(key in json.dumps(objects) for key in keys.values())
@@ -186,5 +191,5 @@ def test_a_client_without_a_key_is_refused():
                 admin_port=2,
                 access_log=Path("a"),
             ),
-            upstream=Upstream(address="127.0.0.1", http_port=3, grpc_port=4),
+            upstream=Upstream(address="127.0.0.1", port=3),
         )
