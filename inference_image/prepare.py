@@ -1,10 +1,12 @@
-"""``prepare``: build the stack's engine on a node of its pool and publish engine + tokenizer.
+"""``prepare``: compile a Neuron stack's model on a node of its pool and publish it + its tokenizer.
 
-Runs as a Kubernetes Job in the image. Refuses before any work when the pool's accelerators cannot
-run the settings (precision, TP x PP per node, memory) or when this node is not the target
-architecture (an engine only runs where it was built for). Publishes through the artifacts API, with
-the target accelerator and its architecture in the manifest metadata, tokenizer files alongside
-(plus xgrammar's tokenizer info when guided decoding is on).
+Refuses before any work when the pool's accelerators cannot run the settings (precision, TP per node,
+memory) or when this node is not the target NeuronCore generation (a compiled model only runs where it
+was compiled for). Publishes through the artifacts API, with the target accelerator and its
+architecture in the manifest metadata, tokenizer files alongside.
+
+GPU stacks have nothing to prepare: TensorRT-LLM's LLM API loads the Hugging Face or ModelOpt (FP8/FP4)
+checkpoint itself, which ``inferctl artifacts upload`` publishes and the manifest pins (docs/serving.md).
 """
 
 from __future__ import annotations
@@ -20,13 +22,10 @@ from inference_platform.inference_image import accelerators
 from inference_platform.inference_image.build_plan import (
     NeuronCompilePlan,
     Target,
-    TrtllmBuildPlan,
     build_problems,
     neuron_plan,
     target_for,
-    trtllm_plan,
 )
-from inference_platform.inference_image.repository import XGRAMMAR_TOKENIZER_INFO
 from inference_platform.infra.settings.serving import ServingSettings
 
 from inference_platform.errors import CommandError
@@ -50,33 +49,29 @@ class PrepareOptions:
     work_dir: Path
     checkpoint: str | None = None
     """Override of serving.checkpoint: HF id, directory, or s3:// artifact version."""
-    trtllm_checkpoint: Path | None = None
-    """An already converted TensorRT-LLM checkpoint: build with trtllm-build instead of the LLM API."""
-    speculative_checkpoint: str | None = None
-    """Medusa heads / EAGLE draft weights when serving.speculative.mode is set."""
     force: bool = False
 
 
-def plan_for(serving: ServingSettings, options: PrepareOptions) -> TrtllmBuildPlan | NeuronCompilePlan:
-    """The build plan, or CommandError (exit 2) listing every reason it cannot be built."""
+# Said to whoever runs prepare for a GPU stack (the old engine flow).
+NOTHING_TO_BUILD = (
+    "serving.backend tensorrtllm: nothing to prepare. TensorRT-LLM's LLM API serves the Hugging Face or "
+    "ModelOpt (FP8/FP4) checkpoint itself (no engine build); publish the checkpoint directory with "
+    "`inferctl artifacts upload <dir> <s3-uri>` and pin its manifest SHA-256 in serving.artifacts (docs/serving.md)"
+)
+
+
+def plan_for(serving: ServingSettings, options: PrepareOptions) -> NeuronCompilePlan:
+    if serving.backend != "neuron":
+        raise CommandError(NOTHING_TO_BUILD, EXIT_CONFIG)
     problems = build_problems(serving, options.instance_type)
     checkpoint = options.checkpoint or serving.checkpoint
-    if checkpoint is None and options.trtllm_checkpoint is None:
+    if checkpoint is None:
         problems = [*problems, "serving.checkpoint: missing; set it or pass --checkpoint"]
-    if (
-        serving.speculative.mode != "none"
-        and options.speculative_checkpoint is None
-        and options.trtllm_checkpoint is None
-    ):
-        problems = [*problems, f"serving.speculative.mode {serving.speculative.mode} needs --speculative-checkpoint"]
-    if problems:
+    if problems or checkpoint is None:
         raise CommandError(
             f"refusing to build for {options.instance_type}: " + "; ".join(map(str, problems)), EXIT_CONFIG
         )
-    source = checkpoint or str(options.trtllm_checkpoint)
-    if serving.backend == "neuron":
-        return neuron_plan(serving, options.instance_type, checkpoint=source)
-    return trtllm_plan(serving, options.instance_type, checkpoint=source)
+    return neuron_plan(serving, options.instance_type, checkpoint=checkpoint)
 
 
 def metadata_for(
@@ -122,26 +117,15 @@ def run_prepare(
         check_node(target, (probe or accelerators.probe_for(serving.backend))())
     except accelerators.ProbeError as err:
         raise CommandError(f"cannot list this node's accelerators: {err}", 1) from None
-    checkpoint_dir = _checkpoint(options.checkpoint or serving.checkpoint, options)
-    architecture = _hf_architecture(checkpoint_dir, options.trtllm_checkpoint)
+    checkpoint_dir = _checkpoint(plan.checkpoint, options)
+    architecture = _hf_architecture(checkpoint_dir)
     engine_dir = _fresh(options.work_dir / "engine")
     tokenizer_dir = _fresh(options.work_dir / "tokenizer")
-    if isinstance(plan, NeuronCompilePlan):
-        from inference_platform.inference_image.builders import neuron
+    from inference_platform.inference_image.builders import neuron
 
-        neuron.compile_model(plan, checkpoint_dir, engine_dir, architecture=architecture, work_dir=options.work_dir)
-        builder, version = neuron.BUILDER, neuron.version()
-    else:
-        from inference_platform.inference_image.builders import trtllm
-
-        if options.trtllm_checkpoint is not None:
-            trtllm.build_from_checkpoint(plan, options.trtllm_checkpoint, engine_dir)
-        else:
-            trtllm.build_with_llm_api(plan, engine_dir, speculative_model=options.speculative_checkpoint)
-        builder, version = trtllm.BUILDER, trtllm.version()
+    neuron.compile_model(plan, checkpoint_dir, engine_dir, architecture=architecture, work_dir=options.work_dir)
+    builder, version = neuron.BUILDER, neuron.version()
     copy_tokenizer(checkpoint_dir, tokenizer_dir)
-    if serving.guided_decoding.backend == "xgrammar":
-        write_xgrammar_info(checkpoint_dir, tokenizer_dir)
     meta = metadata_for(serving, target, architecture=architecture, builder=builder, builder_version=version)
     engine = upload(engine_dir, options.engine_uri, meta, force=options.force)
     tokenizer = upload(tokenizer_dir, options.tokenizer_uri, meta, force=options.force)
@@ -161,20 +145,8 @@ def copy_tokenizer(checkpoint_dir: Path, tokenizer_dir: Path) -> list[str]:
     return copied
 
 
-def write_xgrammar_info(checkpoint_dir: Path, tokenizer_dir: Path) -> None:
-    """xgrammar's tokenizer description, which TensorRT-LLM's C++ guided decoder loads."""
-    from tensorrt_llm.llmapi.tokenizer import _xgrammar_tokenizer_info
-    from transformers import AutoTokenizer
-
-    info = _xgrammar_tokenizer_info(AutoTokenizer.from_pretrained(str(checkpoint_dir)))
-    (tokenizer_dir / XGRAMMAR_TOKENIZER_INFO).write_text(json.dumps(info), encoding="utf-8")
-
-
-def _checkpoint(source: str | None, options: PrepareOptions) -> Path:
+def _checkpoint(source: str, options: PrepareOptions) -> Path:
     """A local directory holding the Hugging Face checkpoint (config + tokenizer)."""
-    if source is None:
-        assert options.trtllm_checkpoint is not None  # plan_for requires one of them
-        return options.trtllm_checkpoint
     if source.startswith("s3://"):
         from inference_platform.artifacts import download
 
@@ -189,8 +161,8 @@ def _checkpoint(source: str | None, options: PrepareOptions) -> Path:
     return Path(snapshot_download(repo_id=source, local_dir=str(options.work_dir / "checkpoint")))
 
 
-def _hf_architecture(checkpoint_dir: Path, trtllm_checkpoint: Path | None) -> str:
-    config_path = (trtllm_checkpoint or checkpoint_dir) / "config.json"
+def _hf_architecture(checkpoint_dir: Path) -> str:
+    config_path = checkpoint_dir / "config.json"
     try:
         config = json.loads(config_path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as err:

@@ -24,7 +24,6 @@ from pathlib import Path
 from inference_platform.components.catalog.serving_contract import TTFT_BUCKETS_MS, TTFT_HISTOGRAM_FAMILY
 from inference_platform.inference_image.model_repository import nvidia_keys
 from inference_platform.inference_image.render import Fragment, ParameterBlocks, RenderError, Value, render
-from inference_platform.inference_image.speculative import speculative_parameters
 from inference_platform.inference_image.testing.cpu_llm.options import STAND_IN_FILE, StandIn
 from inference_platform.infra.settings.serving import ServingSettings
 
@@ -324,9 +323,8 @@ def _llm_plan(
 
 
 def decoding_mode(serving: ServingSettings) -> str:
-    """TensorRT-LLM's decoding_mode: the speculative mode, else beam search or top-k/top-p sampling."""
-    if serving.speculative.mode != "none":
-        return serving.speculative.mode
+    """TensorRT-LLM's decoding_mode: beam search or top-k/top-p sampling (speculative decoding is served
+    only by the LLM API model, inference_image/llmapi)."""
     return "beam_search" if serving.max_beam_width > 1 else "top_k_top_p"
 
 
@@ -355,7 +353,6 @@ def trtllm_parameters(
         # The C++ guided-decoding path ignores tokenizer_dir (it logs so); the CPU stand-in and
         # NVIDIA's Python backend read it, so it is always the tokenizer.
         "tokenizer_dir": str(tokenizer_dir),
-        **speculative_parameters(serving),
     }
     if serving.nodes == 1:
         # Leader mode on one node: rank r drives local GPU r. Across nodes each rank picks its local

@@ -20,7 +20,6 @@ from inference_platform.components.compute.pool_profile import LABEL_NODE_ROLE, 
 from inference_platform.components.network.cidr import carve
 from inference_platform.components.serving import placement as inference_placement
 from inference_platform.components.serving.controllers import ServingControllers, ServingControllersArgs
-from inference_platform.components.serving.engine_build import EngineBuild, EngineBuildArgs
 from inference_platform.components.serving.image_repository import ImageRepository, ImageRepositoryArgs
 from inference_platform.components.serving.inference_service import Exposure, InferenceService, InferenceServiceArgs
 from inference_platform.components.serving.pod import Drain, ModelSource, Placement, Probes, Resources, SecretMount
@@ -39,7 +38,6 @@ from inference_platform.infra.storage import Storage
 class Inference:
     repository: ImageRepository
     service: InferenceService | None
-    build: EngineBuild | None = None
     controllers: ServingControllers | None = None
     """The LeaderWorkerSet controller and Prometheus Operator CRDs, when the stack installs them."""
 
@@ -58,8 +56,7 @@ def build_inference(settings: Settings, foundation: Foundation, compute: Compute
     image = _image(settings, repository)
     service = _service(settings, foundation, compute, storage, pool, image, controllers)
     _export(settings, storage, pool, service, image)
-    build = _engine_build(settings, storage, pool, image, compute.provider) if serving.build.enabled else None
-    return Inference(repository, service, build, controllers)
+    return Inference(repository, service, controllers)
 
 
 def _repository(settings: Settings, foundation: Foundation) -> ImageRepository:
@@ -206,45 +203,6 @@ def _autoscaled_max(settings: Settings) -> int | None:
         return None
     bounds = day_bounds(settings)
     return bounds[1] if bounds is not None else None
-
-
-def _engine_build(
-    settings: Settings, storage: Storage, pool: PoolProfile, image: pulumi.Input[str], provider: pulumi.ProviderResource
-) -> EngineBuild:
-    """The Job that builds what the rollout serves, for the pool's first instance type (the one it pins)."""
-    cfg, serving, build = settings.inference, settings.serving, settings.serving.build
-    model = _model_source(settings, storage)
-    secrets = storage.secret_classes.get(storage.model_sync)
-    namespace = storage.namespaces.get(storage.model_sync)
-    return EngineBuild(
-        "engine-build",
-        EngineBuildArgs(
-            k8s_provider=provider,
-            namespace=storage.model_sync.namespace,
-            service_account=storage.model_sync.name,
-            image=image,
-            serving_config=json.dumps(
-                serving.model_dump(mode="json", by_alias=True, exclude_none=True), indent=2, sort_keys=True
-            ),
-            instance_type=pool.spec.instance_types[0],
-            placement=_placement(settings, pool),
-            engine_uri=model.engine_uri,
-            tokenizer_uri=model.tokenizer_uri,
-            region=settings.region.name,
-            resources=Resources(
-                cpu=build.cpu or cfg.resources.cpu, memory_gib=build.memory_gib or cfg.resources.memory_gib
-            ),
-            work_gib=build.work_gib,
-            shared_memory_gib=cfg.shared_memory_gib,
-            secrets=SecretMount(class_name=secrets, mount_dir="/mnt/secrets/model-sync") if secrets else None,
-            force=build.force,
-            backoff_limit=build.backoff_limit,
-            active_deadline_seconds=build.active_deadline_seconds,
-            ttl_seconds_after_finished=build.ttl_seconds_after_finished,
-            run_as_user=cfg.run_as_user,
-            depends_on=[namespace] if namespace is not None else [],
-        ),
-    )
 
 
 def _model_source(settings: Settings, storage: Storage) -> ModelSource:

@@ -1,6 +1,5 @@
 """The inference rollout: the image repository, the workload namespace, the serving controllers
-(LeaderWorkerSet), the inference service with its pods, multi-node launch and placement, and the
-engine-build Job.
+(LeaderWorkerSet), the inference service with its pods, multi-node launch and placement.
 
 This module is the area's public surface; the modules beside it hold the pieces and private helpers.
 """
@@ -11,14 +10,11 @@ from inference_platform.components.common.exports import lazy_exports
 
 if TYPE_CHECKING:
     from inference_platform.components.serving.controllers import ServingControllers, ServingControllersArgs
-    from inference_platform.components.serving.engine_build import EngineBuild, EngineBuildArgs
     from inference_platform.components.serving.image_repository import ImageRepository, ImageRepositoryArgs
     from inference_platform.components.serving.inference_service import Exposure, InferenceService, InferenceServiceArgs
     from inference_platform.components.serving.workload_namespace import WorkloadNamespace, WorkloadNamespaceArgs
 
 __all__ = [
-    "EngineBuild",
-    "EngineBuildArgs",
     "Exposure",
     "ImageRepository",
     "ImageRepositoryArgs",
@@ -33,7 +29,6 @@ __all__ = [
 # Imported on first use (components/common/exports.py): importing this package loads no Pulumi module.
 _EXPORTS = {
     "controllers": ("ServingControllers", "ServingControllersArgs"),
-    "engine_build": ("EngineBuild", "EngineBuildArgs"),
     "image_repository": ("ImageRepository", "ImageRepositoryArgs"),
     "inference_service": ("Exposure", "InferenceService", "InferenceServiceArgs"),
     "workload_namespace": ("WorkloadNamespace", "WorkloadNamespaceArgs"),

@@ -1,8 +1,9 @@
-"""``inferctl prepare``: build the stack's TensorRT-LLM engine (or Neuron model) and publish it.
+"""``inferctl prepare``: compile a Neuron stack's model and publish it.
 
-Runs in the image as a Kubernetes Job on a node of the serving pool. ``--plan-only`` prints what
-would be built (LLM API arguments, the trtllm-build command, or NxD Inference's NeuronConfig) and
-refuses the same way, anywhere. Exit status: 0 published, 1 build/store failure, 2 refused.
+Runs in the Neuron image on a node of the serving pool. ``--plan-only`` prints what would be compiled
+(NxD Inference's NeuronConfig) and refuses the same way, anywhere. GPU stacks are refused (exit 2): the
+LLM API serves the published checkpoint, nothing is built. Exit status: 0 published, 1 build/store
+failure, 2 refused.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ DEFAULT_WORK_DIR = Path("/work")
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "prepare",
-        help="build the engine for the serving pool and publish it with the artifacts API",
+        help="compile a Neuron model for the serving pool and publish it with the artifacts API",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -35,8 +36,6 @@ def register(subparsers: Any) -> None:
         "--tokenizer-uri", help="s3:// version for the tokenizer (default serving.artifacts.tokenizerUri)"
     )
     parser.add_argument("--checkpoint", help="HF model id, directory or s3:// version (default serving.checkpoint)")
-    parser.add_argument("--trtllm-checkpoint", type=Path, help="build with trtllm-build from this converted checkpoint")
-    parser.add_argument("--speculative-checkpoint", help="Medusa heads / EAGLE draft weights")
     parser.add_argument("--work-dir", type=Path, default=DEFAULT_WORK_DIR)
     parser.add_argument("--force", action="store_true", help="replace an existing version")
     parser.add_argument("--plan-only", action="store_true", help="print the build plan and exit")
@@ -55,8 +54,6 @@ def run(args: argparse.Namespace) -> int:
         tokenizer_uri=args.tokenizer_uri or serving.artifacts.tokenizer_uri or "",
         work_dir=args.work_dir,
         checkpoint=args.checkpoint,
-        trtllm_checkpoint=args.trtllm_checkpoint,
-        speculative_checkpoint=args.speculative_checkpoint,
         force=args.force,
     )
     plan = prepare.plan_for(serving, options)
@@ -74,10 +71,6 @@ def describe(plan: Any, options: Any) -> dict[str, Any]:
     from inference_platform.inference_image.build_plan import NeuronCompilePlan
 
     out: dict[str, Any] = {"target": dataclasses.asdict(plan.target)}
-    if isinstance(plan, NeuronCompilePlan):
-        out["neuron_config"] = plan.neuron_config_arguments(options.work_dir / "quantized" if plan.quantized else None)
-    elif options.trtllm_checkpoint is not None:
-        out["trtllm_build"] = plan.trtllm_build_argv(options.trtllm_checkpoint, options.work_dir / "engine")
-    else:
-        out["llm_api"] = plan.llm_api_arguments(options.speculative_checkpoint)
+    assert isinstance(plan, NeuronCompilePlan)
+    out["neuron_config"] = plan.neuron_config_arguments(options.work_dir / "quantized" if plan.quantized else None)
     return out

@@ -1,4 +1,3 @@
-"""Engine builders that run inside the image on a GPU or Neuron node (their frameworks import lazily).
-
-They execute a ``build_plan`` plan; everything they decide is in the plan, which is tested here.
-"""
+"""The Neuron compiler that runs inside the Neuron image on an Inferentia/Trainium node (its framework
+imports lazily). It executes a ``build_plan`` plan; everything it decides is in the plan, which is tested
+here. GPU stacks compile nothing (TensorRT-LLM's LLM API loads the checkpoint)."""

@@ -109,6 +109,8 @@ class Section(BaseModel):
 
     # The top-level config key this section is read from (without the project namespace).
     key: ClassVar[str]
+    # camelCase keys this section no longer has -> what replaces them (the "unknown key" error says so).
+    retired_keys: ClassVar[Mapping[str, str]] = {}
 
     def problems(self, ctx: CheckContext) -> list[Problem]:
         """Semantic problems of this section; the default has none."""
@@ -253,6 +255,9 @@ def _problem(model: type[BaseModel], prefix: str, error: Mapping[str, Any]) -> P
     path = _join(prefix, loc)
     kind = error["type"]
     if kind == "extra_forbidden":
+        retired = _retired(model, loc)
+        if retired is not None:
+            return Problem(path, f"no longer a setting: {retired}")
         allowed = _allowed_keys(model, loc[:-1])
         hint = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
         did_you_mean = f" (did you mean '{hint[0]}'?)" if hint else ""
@@ -287,6 +292,18 @@ def _allowed_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
         current = field.annotation if field is not None else _element(current)
     target = _as_model(current)
     return sorted(f.alias or n for n, f in target.model_fields.items()) if target is not None else []
+
+
+def _retired(model: type[BaseModel], loc: tuple[Any, ...]) -> str | None:
+    """What replaces the removed key at ``loc`` (the ``retired_keys`` of the model holding it), if any."""
+    current: Any = model
+    for part in loc[:-1]:
+        found = _as_model(current)
+        field = _field(found, part) if found is not None and isinstance(part, str) else None
+        current = field.annotation if field is not None else _element(current)
+    holder = _as_model(current)
+    retired = getattr(holder, "retired_keys", None) if holder is not None else None
+    return retired.get(str(loc[-1])) if isinstance(retired, Mapping) else None
 
 
 def _field(model: type[BaseModel], key: str) -> Any:

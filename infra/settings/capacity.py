@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from inference_platform.components.catalog import prices, speculative
+from inference_platform.components.catalog import prices
 from inference_platform.components.catalog.models import SizingError
 from inference_platform.infra.settings.base import CheckContext, Problem, Section
 from inference_platform.infra.settings.node_pools import NodePoolSettings, cluster_zones
@@ -272,13 +272,11 @@ def planned_instance(instance_types: list[str], region: str) -> str:
 
 def serving_features(serving: Any, factors: PlanningFactors = DEFAULT_FACTORS) -> latency.Features:
     """What the stack's serving turns on, sized by ``factors`` (modelled defaults unless measured):
-    speculative decoding (``serving.speculative``: draftLength tokens verified per step, accepted along
-    the tree's depth) and prefix-cache reuse (``serving.kvCache.enableReuse``)."""
+    speculative decoding (``serving.speculative``: maxDraftLen tokens drafted as one chain and verified per
+    step, so the chain's depth is its length) and prefix-cache reuse (``serving.kvCache.enableReuse``)."""
     spec = serving.speculative
-    drafts = (spec.draft_length or 0) if spec.mode != "none" else 0
-    depth = max((len(path) for path in spec.choices), default=None) if spec.choices else None
-    if drafts and depth is None:
-        depth = min(drafts, speculative.MAX_TREE_DEPTH)
+    drafts = (spec.max_draft_len or 0) if spec.method != "none" else 0
+    depth = drafts or None
     return latency.Features.from_factors(factors, draft_tokens=drafts, draft_depth=depth,
                                          prefix_reuse=bool(serving.kv_cache.enable_reuse))  # fmt: skip
 

@@ -10,7 +10,7 @@ node-pool section can run them for its pools; here they run when a ``nodePools``
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import ClassVar, Literal, Protocol, runtime_checkable
 
 from inference_platform.components import catalog
@@ -104,7 +104,11 @@ class CustomArchitecture(Section):
 class BatchingSettings(Section):
     scheduler_policy: Literal["max_utilization", "guaranteed_no_evict"] = "guaranteed_no_evict"
     """Default ``guaranteed_no_evict`` (a started request is never paused). ``max_utilization`` packs more
-    requests per iteration and may pause some when the KV cache runs out."""
+    requests per iteration and may pause some when the KV cache runs out (the LLM API's
+    ``scheduler_config.capacity_scheduler_policy``)."""
+    overlap_scheduler: bool | None = None
+    """Default: on with TensorRT-LLM (the LLM API's ``disable_overlap_scheduler: false``: the CPU schedules
+    step n+1 while the GPU runs step n). ``false`` turns it off; the Neuron path has none."""
     max_queue_delay_microseconds: int = Field(default=0, ge=0, le=1_000_000)
     """Default 0. How long Triton holds a request to batch it with others (0-1,000,000 us)."""
     max_queue_size: int = Field(default=0, ge=0)
@@ -117,31 +121,48 @@ class KvCacheSettings(Section):
     enable_reuse: bool = True
     """Default ``true``. Reuse KV blocks of shared prompt prefixes (system prompts)."""
     enable_chunked_context: bool = True
-    """Default ``true``. Split long prefills into maxNumTokens chunks interleaved with decode steps."""
+    """Default ``true``. Chunked prefill (the LLM API's ``enable_chunked_prefill``): split long prompts
+    into maxNumTokens chunks interleaved with decode steps."""
     dtype: KvDtype = "auto"
     """Default ``auto`` (the activation dtype, fp16). ``fp8`` halves the cache (sm89+ only); ``int8``."""
     max_tokens: int | None = Field(default=None, gt=0)
     """Default: no cap beyond freeGpuMemFraction. Upper bound on KV-cache tokens."""
+    host_cache_fraction: float = Field(default=0, ge=0, le=0.5)
+    """Default 0 (no host tier). Share of the serving container's memory (inference.resources.memoryGib,
+    else the node's RAM from the catalog) that holds KV blocks evicted from accelerator memory, so a
+    returning prefix is copied back instead of recomputed (the LLM API's ``kv_cache_config.host_cache_size``,
+    split over the ranks of a node). Needs enableReuse; at most 0.5 (weights load through host memory)."""
 
     def resolved_dtype(self) -> str:
         return models.DEFAULT_KV_DTYPE if self.dtype == "auto" else self.dtype
 
 
 class SpeculativeSettings(Section):
-    mode: Literal["none", "medusa", "eagle"] = "none"
-    """Default ``none``. ``medusa``/``eagle`` need a checkpoint with those heads; both are built into
-    the target engine (a separate draft model is not supported)."""
-    draft_length: int | None = Field(default=None, ge=1, le=64)
-    """Required with a mode, 1-64. Draft tokens verified per step (the engine's max_draft_len)."""
-    choices: list[list[int]] | None = None
-    """Default unset (TensorRT-LLM's default tree, mc_sim_7b_63). The tree of draft paths verified per
-    step, e.g. ``[[0], [0, 0], [1]]``: every path's parent listed, at most draftLength paths. Rendered
-    as the tensorrt_llm model's ``medusa_choices``/``eagle_choices``."""
+    retired_keys: ClassVar[Mapping[str, str]] = {
+        "mode": "use speculative.method (none, eagle3, mtp, ngram, draft_model); Medusa and the engine's "
+        "built-in EAGLE left with the TensorRT engine flow",
+        "draftLength": "use speculative.maxDraftLen (the LLM API's max_draft_len)",
+        "choices": "the LLM API drafts one linear chain of maxDraftLen tokens; draft trees are not served",
+    }
+
+    method: Literal[speculative.METHODS] = "none"  # type: ignore[valid-type]
+    """Default ``none``. ``eagle3`` (an EAGLE-3 head, draftModel), ``draft_model`` (a smaller model of the
+    same tokenizer, draftModel), ``mtp`` (the checkpoint's own multi-token-prediction layers, DeepSeek-style)
+    or ``ngram`` (drafts from the prompt and the text so far). The LLM API's speculative_config."""
+    max_draft_len: int | None = Field(default=None, ge=1, le=64)
+    """Required with a method, 1-64. Candidate tokens drafted and verified per step (max_draft_len; for
+    mtp the MTP modules used, num_nextn_predict_layers). Lower it, or set method none, when output garbles."""
+    draft_model: str | None = None
+    """Required with eagle3 and draft_model, refused otherwise. Hugging Face id or ``s3://`` URI of the
+    EAGLE-3 head or draft model (the LLM API's speculative_model)."""
+    max_matching_ngram_size: int = Field(default=2, ge=1, le=16)
+    """Default 2 (the LLM API's default). ngram only: longest run of recent tokens looked up."""
 
 
 class GuidedDecodingSettings(Section):
-    backend: Literal["none", "xgrammar"] = "none"
-    """Default ``none``. ``xgrammar`` enables json / json_schema / regex / ebnf_grammar guides
+    backend: Literal["none", "xgrammar", "llguidance"] = "none"
+    """Default ``none``. ``xgrammar`` or ``llguidance`` (the LLM API's guided_decoding_backend) lets requests
+    constrain output: OpenAI ``response_format`` json_object / json_schema, and regex / EBNF guides
     (request inputs guided_decoding_guide_type and guided_decoding_guide)."""
 
 
@@ -220,26 +241,6 @@ class SloSettings(Section):
     """Default 20. Median per-request output rate (tokens after the first / decode time)."""
 
 
-class BuildSettings(Section):
-    enabled: bool = False
-    """Default ``false``. Render the engine-build Job (``inferctl prepare`` on the serving pool, publishing
-    ``inference.model.engine``/``tokenizer`` with the read-write model role). Needs ``checkpoint``."""
-    backoff_limit: int = Field(default=1, ge=0, le=10)
-    """Default 1. Retries of a failed build."""
-    active_deadline_seconds: int = Field(default=14_400, ge=600, le=604_800)
-    """Default 14400 (4 h). The build is killed after this long."""
-    ttl_seconds_after_finished: int = Field(default=86_400, ge=0, le=2_592_000)
-    """Default 86400. The finished Job and its logs are deleted after this long."""
-    work_gib: int = Field(default=500, ge=10, le=16_384)
-    """Default 500. Node-disk scratch for the checkpoint and the build (a 70B checkpoint is ~140 GB)."""
-    cpu: float | None = Field(default=None, gt=0, le=512)
-    """Default unset: inference.resources.cpu. CPU cores of the build container."""
-    memory_gib: float | None = Field(default=None, gt=0, le=4096)
-    """Default unset: inference.resources.memoryGib. Host memory of the build container."""
-    force: bool = False
-    """Default ``false``. Replace an existing published version instead of refusing to overwrite it."""
-
-
 class ArtifactSettings(Section):
     engine_uri: str | None = None
     """Default unset (the rollout passes it). ``s3://<bucket>/<prefix>/`` of the built engine version."""
@@ -270,6 +271,11 @@ class ArtifactSettings(Section):
 
 class ServingSettings(Section):
     key: ClassVar[str] = "serving"
+    retired_keys: ClassVar[Mapping[str, str]] = {
+        "build": "no engine is built any more: TensorRT-LLM's LLM API loads the Hugging Face or ModelOpt "
+        "(FP8/FP4) checkpoint itself; publish the checkpoint with `inferctl artifacts upload` and pin its "
+        "manifest in serving.artifacts (docs/serving.md)",
+    }
 
     node_pool: str = DEFAULT_NODE_POOL
     """Default ``inference``. Name of the node pool (nodePools section) whose nodes serve the model."""
@@ -316,7 +322,6 @@ class ServingSettings(Section):
     auth: AuthSettings = Field(default_factory=AuthSettings)
     slo: SloSettings = Field(default_factory=SloSettings)
     artifacts: ArtifactSettings = Field(default_factory=ArtifactSettings)
-    build: BuildSettings = Field(default_factory=BuildSettings)
 
     @property
     def world_size(self) -> int:
@@ -381,18 +386,6 @@ class ServingSettings(Section):
                             "`inferctl artifacts upload` (or prepare) printed for it",
                         )
                     )
-        if self.build.enabled and self.checkpoint is None:
-            out.append(
-                Problem("serving.checkpoint", "missing; serving.build.enabled builds from it (an HF id or s3://)")
-            )
-        if self.build.enabled and self.nodes > 1:
-            out.append(
-                Problem(
-                    "serving.build.enabled",
-                    f"true with nodes {self.nodes}: the Job builds on one node; build a multi-node engine with "
-                    "`inferctl prepare --trtllm-checkpoint` and publish it, then set false",
-                )
-            )
         pools = ctx.sections.get("nodePools")
         if isinstance(pools, NodePoolLookup) and not out:
             types = pools.instance_types(self.node_pool)
@@ -434,13 +427,15 @@ class ServingSettings(Section):
                     f"(maxInputLen {self.max_input_len}) must fit one iteration",
                 )
             )
-        if self.speculative.mode != "none" and self.speculative.draft_length is None:
-            out.append(
-                Problem("serving.speculative.draftLength", f"missing; required with mode {self.speculative.mode}")
-            )
-        if self.speculative.mode == "none" and self.speculative.draft_length is not None:
-            out.append(Problem("serving.speculative.draftLength", "set without a speculative mode"))
         out += self._speculative_problems()
+        if self.kv_cache.host_cache_fraction and not self.kv_cache.enable_reuse:
+            out.append(
+                Problem(
+                    "serving.kvCache.hostCacheFraction",
+                    f"got {self.kv_cache.host_cache_fraction}; the host tier keeps blocks for reuse: "
+                    "needs kvCache.enableReuse true",
+                )
+            )
         if self.backend == "neuron":
             out += self._neuron_problems()
         if self.slo.ttft_p95_ms < self.slo.ttft_p50_ms:
@@ -472,30 +467,39 @@ class ServingSettings(Section):
 
     def _speculative_problems(self) -> list[Problem]:
         spec = self.speculative
-        out = [
-            Problem(found.key, f"{found.message} with speculative.mode {spec.mode} (source: {found.source})")
-            for found in speculative.unsupported(
-                mode=spec.mode,
-                pipeline_parallel=self.pipeline_parallel,
-                max_beam_width=self.max_beam_width,
-                enable_chunked_context=self.kv_cache.enable_chunked_context,
+        key = "serving.speculative"
+        out = []
+        if spec.method != "none" and spec.max_draft_len is None:
+            out.append(Problem(f"{key}.maxDraftLen", f"missing; required with method {spec.method}"))
+        if spec.method == "none" and spec.max_draft_len is not None:
+            out.append(Problem(f"{key}.maxDraftLen", "set without a speculative method"))
+        if spec.method in speculative.NEEDS_DRAFT_MODEL and spec.draft_model is None:
+            out.append(
+                Problem(
+                    f"{key}.draftModel",
+                    f"missing; method {spec.method} drafts with a second checkpoint (source: {speculative.SOURCE})",
+                )
             )
-        ]
-        if spec.choices is not None and spec.mode == "none":
-            out.append(Problem("serving.speculative.choices", "set without a speculative mode"))
-        elif spec.choices is not None:
-            out += [
-                Problem("serving.speculative.choices", f"got {spec.choices}; {problem}")
-                for problem in speculative.choices_problems(spec.choices, spec.draft_length)
-            ]
+        if spec.method not in speculative.NEEDS_DRAFT_MODEL and spec.draft_model is not None:
+            out.append(
+                Problem(f"{key}.draftModel", f"set with method {spec.method}; only eagle3 and draft_model use one")
+            )
+        if spec.method != "ngram" and "max_matching_ngram_size" in spec.model_fields_set:
+            out.append(Problem(f"{key}.maxMatchingNgramSize", f"set with method {spec.method}; ngram only"))
         return out
 
     def _neuron_problems(self) -> list[Problem]:
         out = []
-        if self.speculative.mode != "none":
-            out.append(Problem("serving.speculative.mode", f"{self.speculative.mode} is not available on Neuron"))
+        if self.speculative.method != "none":
+            out.append(Problem("serving.speculative.method", f"{self.speculative.method} is not available on Neuron"))
         if self.guided_decoding.backend != "none":
-            out.append(Problem("serving.guidedDecoding.backend", "xgrammar is not available on Neuron"))
+            out.append(
+                Problem("serving.guidedDecoding.backend", f"{self.guided_decoding.backend} is not available on Neuron")
+            )
+        if self.kv_cache.host_cache_fraction:
+            out.append(Problem("serving.kvCache.hostCacheFraction", "the Neuron path has no host KV-cache tier"))
+        if self.batching.overlap_scheduler:
+            out.append(Problem("serving.batching.overlapScheduler", "true: the Neuron path has no overlap scheduler"))
         if self.max_beam_width > 1:
             out.append(Problem("serving.maxBeamWidth", "beam search is not available on Neuron"))
         if self.nodes > 1:

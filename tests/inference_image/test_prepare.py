@@ -1,4 +1,5 @@
-"""``prepare``: build arguments per stack, refusals, the node check and the published metadata."""
+"""``prepare``: the Neuron compile arguments, refusals (GPU stacks build nothing), the node check and the
+published metadata."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ from pathlib import Path
 
 import pytest
 from inference_platform.inference_image.accelerators import VisibleAccelerators
-from inference_platform.inference_image.build_plan import NeuronCompilePlan, TrtllmBuildPlan, target_for
+from inference_platform.inference_image.build_plan import NeuronCompilePlan, target_for
 from inference_platform.inference_image.prepare import (
+    NOTHING_TO_BUILD,
     PrepareOptions,
     check_node,
     copy_tokenizer,
@@ -32,41 +34,13 @@ def _options(instance_type: str, **fields) -> PrepareOptions:
     return PrepareOptions(**(base | fields))
 
 
-def test_dev_builds_fp8_for_one_l4_with_the_llm_api(serving):
-    plan = plan_for(serving["dev"], _options("g6.xlarge"))
-    assert isinstance(plan, TrtllmBuildPlan)
-    args = plan.llm_api_arguments()
-    assert args["model"] == "meta-llama/Llama-3.1-8B-Instruct"
-    assert (args["tensor_parallel_size"], args["pipeline_parallel_size"], args["dtype"]) == (1, 1, "bfloat16")
-    assert args["quant_config"] == {"quant_algo": "FP8", "kv_cache_quant_algo": "FP8"}
-    assert args["calib_config"] == {"calib_batches": 512}
-    assert args["build_config"] == {
-        "max_batch_size": 16,
-        "max_input_len": 4096,
-        "max_seq_len": 8192,
-        "max_num_tokens": 4096,
-        "max_beam_width": 1,
-        "kv_cache_type": "PAGED",
-        "plugin_config": {"use_paged_context_fmha": True},
-    }
-    assert plan.target.accelerator == "nvidia-l4" and plan.target.architecture == "sm89"
-
-
-def test_prod_builds_tp4_on_h100_and_the_trtllm_build_route_checks_the_checkpoint(serving):
-    plan = plan_for(serving["prod"], _options("p5.48xlarge"))
-    assert plan.llm_api_arguments()["tensor_parallel_size"] == 4
-    argv = plan.trtllm_build_argv(Path("/ckpt"), Path("/work/engine"))
-    assert argv[:3] == ["trtllm-build", "--checkpoint_dir=/ckpt", "--output_dir=/work/engine"]
-    for flag in ("--max_batch_size=64", "--max_seq_len=16384", "--kv_cache_type=paged", "--workers=4"):
-        assert flag in argv
-    assert "--use_paged_context_fmha=enable" in argv and "--use_fp8_context_fmha=enable" in argv
-    good = {
-        "quantization": {"quant_algo": "FP8", "kv_cache_quant_algo": "FP8"},
-        "mapping": {"tp_size": 4, "pp_size": 1},
-    }
-    assert plan.checkpoint_problems(good) == []
-    bad = {"quantization": {"quant_algo": None}, "mapping": {"tp_size": 2}}
-    assert len(plan.checkpoint_problems(bad)) == 3
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_gpu_stacks_have_no_engine_to_build(serving, stack):
+    """The engine flow is gone: prepare says what replaces it, before looking at anything else."""
+    with pytest.raises(CommandError) as err:
+        plan_for(serving[stack], _options(POOLS[stack]))
+    assert err.value.exit_code == 2 and str(err.value) == NOTHING_TO_BUILD
+    assert "inferctl artifacts upload" in NOTHING_TO_BUILD and "no engine build" in NOTHING_TO_BUILD
 
 
 def test_npu_compiles_bf16_over_eight_neuroncores(serving):
@@ -84,14 +58,11 @@ def test_npu_compiles_bf16_over_eight_neuroncores(serving):
 @pytest.mark.parametrize(
     ("stack", "instance_type", "update", "message"),
     [
-        ("dev", "g5.xlarge", {}, "serving.precision: fp8 does not run on g5.xlarge (a10g, sm86)"),
-        ("prod", "g6.xlarge", {}, "needs 4 GPUs per node; g6.xlarge has 1 and no multi-node set"),
-        ("prod", "p5.48xlarge", {"tensor_parallel": 16}, "needs 16 GPUs per node; p5.48xlarge has 8"),
-        ("prod", "p5.48xlarge", {"tensor_parallel": 1, "precision": "bf16"}, "less than one maxSeqLen sequence"),
-        ("dev", "g6.xlarge", {"model": "Llama-9-1T"}, "serving.model: unknown model 'Llama-9-1T'"),
-        ("dev", "g6.xlarge", {"checkpoint": None}, "serving.checkpoint: missing"),
+        ("npu", "inf2.24xlarge", {"tensor_parallel": 32}, "needs 32 NeuronCores per node; inf2.24xlarge has 12"),
+        ("npu", "inf2.24xlarge", {"model": "Llama-9-1T"}, "serving.model: unknown model 'Llama-9-1T'"),
+        ("npu", "inf2.24xlarge", {"checkpoint": None}, "serving.checkpoint: missing"),
         ("npu", "p5.48xlarge", {}, "neuron needs neuron accelerators; p5.48xlarge has h100"),
-        ("dev", "m7i.large", {}, "tensorrtllm needs nvidia accelerators; m7i.large has none"),
+        ("npu", "m7i.large", {}, "neuron needs neuron accelerators; m7i.large has none"),
     ],
 )
 def test_prepare_refuses_what_the_pool_cannot_run(serving, stack, instance_type, update, message):
@@ -99,21 +70,6 @@ def test_prepare_refuses_what_the_pool_cannot_run(serving, stack, instance_type,
         plan_for(serving[stack].model_copy(update=update), _options(instance_type))
     assert err.value.exit_code == 2
     assert message in str(err.value)
-
-
-def test_speculative_builds_need_the_draft_weights(serving):
-    medusa = serving["dev"].model_copy(
-        update={"speculative": serving["dev"].speculative.model_copy(update={"mode": "medusa", "draft_length": 4})}
-    )
-    with pytest.raises(CommandError, match="needs --speculative-checkpoint"):
-        plan_for(medusa, _options("g6.xlarge"))
-    plan = plan_for(medusa, _options("g6.xlarge", speculative_checkpoint="/heads"))
-    assert plan.llm_api_arguments("/heads")["speculative_config"] == {
-        "decoding_type": "Medusa",
-        "max_draft_len": 4,
-        "speculative_model": "/heads",
-    }
-    assert "--speculative_decoding_mode=medusa" in plan.trtllm_build_argv(Path("/c"), Path("/o"))
 
 
 def test_the_manifest_records_the_target_accelerator_and_its_architecture(serving):
@@ -142,12 +98,14 @@ def test_a_refused_prepare_never_builds_or_uploads(serving):
     def fail(*args, **kwargs):
         raise AssertionError("nothing may run after a refusal")
 
-    with pytest.raises(CommandError, match=r"refusing to build for g5.xlarge"):
-        run_prepare(serving["dev"], _options("g5.xlarge"), probe=fail, upload=fail)
-    with pytest.raises(CommandError, match="must be built on sm89"):
+    with pytest.raises(CommandError, match=r"refusing to build for p5.48xlarge"):
+        run_prepare(serving["npu"], _options("p5.48xlarge"), probe=fail, upload=fail)
+    with pytest.raises(CommandError, match="nothing to prepare"):
+        run_prepare(serving["dev"], _options("g6.xlarge"), probe=fail, upload=fail)
+    with pytest.raises(CommandError, match="must be built on neuron-v2"):
         run_prepare(
-            serving["dev"],
-            _options("g6.xlarge"),
+            serving["npu"],
+            _options("inf2.24xlarge"),
             probe=lambda: VisibleAccelerators("nvidia", "sm86", 1, 1),
             upload=fail,
         )

@@ -105,16 +105,13 @@ def test_optional_parameters_follow_the_settings(serving, tmp_path):
             "nodes": 2,
             "tensor_parallel": 2,
             "kv_cache": serving["dev"].kv_cache.model_copy(update={"max_tokens": 100_000}),
-            "speculative": serving["dev"].speculative.model_copy(
-                update={"mode": "medusa", "draft_length": 4, "choices": [[0], [0, 0], [1], [0, 1]]}
-            ),
             "guided_decoding": serving["dev"].guided_decoding.model_copy(update={"backend": "none"}),
         }
     )
     params = _params(_render(settings, tmp_path)["tensorrt_llm"])
     assert params["max_tokens_in_paged_kv_cache"] == "100000"
-    assert params["decoding_mode"] == "medusa"
-    assert params["medusa_choices"] == "{0}, {0, 0}, {1}, {0, 1}" and params["eagle_choices"] == ""
+    assert params["decoding_mode"] == "top_k_top_p"
+    assert params["medusa_choices"] == "" and params["eagle_choices"] == ""
     assert params["num_nodes"] == "2" and params["participant_ids"] == "0,1"
     assert params["gpu_device_ids"] == ""  # across nodes every rank picks its local GPU
     # Guided decoding off: the keys are still there (the C++ backend reads them with no fallback), empty.

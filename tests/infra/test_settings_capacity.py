@@ -69,12 +69,13 @@ def test_the_plan_reads_speculative_decoding_and_kv_reuse_from_serving():
 
     from inference_platform.infra.settings.capacity import serving_features
 
-    spec = SimpleNamespace(mode="medusa", draft_length=6, choices=[[0], [0, 0], [1]])
+    # One linear chain of maxDraftLen candidates: its depth is its length.
+    spec = SimpleNamespace(method="eagle3", max_draft_len=2)
     serving = SimpleNamespace(speculative=spec, kv_cache=SimpleNamespace(enable_reuse=True))
     f = serving_features(serving)
-    assert f.draft_tokens == 6 and f.draft_depth == 2 and f.speculative_acceptance == 0.6
+    assert f.draft_tokens == 2 and f.draft_depth == 2 and f.speculative_acceptance == 0.6
     assert f.prefix_hit_rate == 0.2 and f.tokens_per_step == pytest.approx(1 + 0.6 + 0.36)
-    off = SimpleNamespace(speculative=SimpleNamespace(mode="none", draft_length=None, choices=None),
+    off = SimpleNamespace(speculative=SimpleNamespace(method="none", max_draft_len=None),
                           kv_cache=SimpleNamespace(enable_reuse=False))  # fmt: skip
     assert serving_features(off).tokens_per_step == 1.0 and serving_features(off).prefix_hit_rate == 0.0
 

@@ -239,15 +239,3 @@ def test_bad_input_exits_2_naming_the_key_with_nothing_registered(tmp_path, caps
         run_program(REPO, stack, stack_file=stack_file)
     assert stopped.value.registered == 0 and key in str(stopped.value)
     assert not (out / f"{stack}.json").exists()
-
-
-def test_the_build_job_needs_a_checkpoint_and_one_node():
-    serving = copy.deepcopy(stack_values("dev")["serving"])
-    serving.pop("checkpoint", None)
-    serving["build"] = {"enabled": True}
-    assert "builds from it" in problems({"serving": serving})["serving.checkpoint"]
-    serving.update(checkpoint="meta-llama/Llama-3.1-8B-Instruct", nodes=2, tensorParallel=2)
-    assert "one node" in problems({"serving": serving})["serving.build.enabled"]
-    serving.update(nodes=1, tensorParallel=1)
-    serving["build"] = {"enabled": True, "backoffLimit": 50}
-    assert "serving.build.backoffLimit" in problems({"serving": serving})

@@ -21,7 +21,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from inference_platform.components.catalog.speculative import parse_choices
 from inference_platform.inference_image.model_repository.nvidia_keys import TENSORRT_LLM
 
 INTEGER = frozenset(
@@ -167,3 +166,19 @@ def _value_problem(key: str, value: str) -> str | None:
     if key in PATHS:
         return None if value.startswith("/") else f"{value!r} is not an absolute path"
     raise AssertionError(f"no rule for {key}")  # a new key in nvidia_keys needs a rule here
+
+
+def parse_choices(text: str) -> list[list[int]]:
+    """NVIDIA's text form of a draft tree, ``{0}, {0, 0}, {1}``, as paths; ValueError on anything else."""
+    text = text.strip()
+    if not text:
+        return []
+    if not (text.startswith("{") and text.endswith("}")):
+        raise ValueError(f"expected {{i, j}}, {{k}} ..., got {text!r}")
+    paths = []
+    for part in text[1:-1].split("}"):
+        part = part.strip().lstrip(",").strip().lstrip("{").strip()
+        if not part:
+            raise ValueError(f"empty path in {text!r}")
+        paths.append([int(i) for i in part.split(",")])
+    return paths

@@ -97,14 +97,15 @@ def test_every_semantic_problem_is_reported_at_once():
             "tensorParallel": 3,
             "maxInputLen": 9000,
             "maxSeqLen": 8192,
-            "speculative": {"mode": "medusa"},
+            "speculative": {"method": "eagle3"},
             "slo": {"ttftP50Ms": 900, "ttftP95Ms": 100},
             "auth": {"enabled": True, "keyFile": None},
         }
     )
     assert "serving.tensorParallel: got 3; Llama-3.1-8B: 32 attention heads do not divide by TP 3" in problems
     assert any(p.startswith("serving.maxInputLen: got 9000") for p in problems)
-    assert "serving.speculative.draftLength: missing; required with mode medusa" in problems
+    assert "serving.speculative.maxDraftLen: missing; required with method eagle3" in problems
+    assert any(p.startswith("serving.speculative.draftModel: missing; method eagle3 drafts") for p in problems)
     assert any(p.startswith("serving.slo.ttftP95Ms") for p in problems)
     assert "serving.auth: set exactly one of keyFile and keyEnv" in problems
 
@@ -145,11 +146,69 @@ def test_neuron_refuses_what_its_serving_path_lacks():
         {
             "backend": "neuron",
             "guidedDecoding": {"backend": "xgrammar"},
-            "speculative": {"mode": "eagle", "draftLength": 3},
+            "speculative": {"method": "ngram", "maxDraftLen": 3},
+            "kvCache": {"hostCacheFraction": 0.1},
+            "batching": {"overlapScheduler": True},
         }
     )
     assert "serving.guidedDecoding.backend: xgrammar is not available on Neuron" in problems
-    assert "serving.speculative.mode: eagle is not available on Neuron" in problems
+    assert "serving.speculative.method: ngram is not available on Neuron" in problems
+    assert "serving.kvCache.hostCacheFraction: the Neuron path has no host KV-cache tier" in problems
+    assert "serving.batching.overlapScheduler: true: the Neuron path has no overlap scheduler" in problems
+
+
+@pytest.mark.parametrize(
+    ("values", "key", "words"),
+    [
+        (
+            {"speculative": {"method": "ngram", "maxDraftLen": 4, "draftModel": "x/y"}},
+            "speculative.draftModel",
+            "only eagle3",
+        ),
+        ({"speculative": {"maxDraftLen": 4}}, "speculative.maxDraftLen", "set without a speculative method"),
+        (
+            {"speculative": {"method": "mtp", "maxDraftLen": 1, "maxMatchingNgramSize": 3}},
+            "speculative.maxMatchingNgramSize",
+            "ngram only",
+        ),
+        (
+            {"speculative": {"method": "medusa", "maxDraftLen": 4}},
+            "speculative.method",
+            "expected 'none', 'eagle3', 'mtp', 'ngram'",
+        ),
+        (
+            {"speculative": {"method": "eagle3", "maxDraftLen": 0, "draftModel": "x/y"}},
+            "speculative.maxDraftLen",
+            "greater than or equal to 1",
+        ),
+        (
+            {"kvCache": {"enableReuse": False, "hostCacheFraction": 0.2}},
+            "kvCache.hostCacheFraction",
+            "needs kvCache.enableReuse",
+        ),
+        ({"kvCache": {"hostCacheFraction": 0.9}}, "kvCache.hostCacheFraction", "less than or equal to 0.5"),
+        ({"guidedDecoding": {"backend": "outlines"}}, "guidedDecoding.backend", "'xgrammar' or 'llguidance'"),
+    ],
+)
+def test_the_llm_api_features_are_validated(values, key, words):
+    problems = _problems({"model": "Llama-3.1-8B", **values})
+    line = next((p for p in problems if p.startswith(f"serving.{key}:")), "")
+    assert words in line, problems
+
+
+@pytest.mark.parametrize(
+    ("values", "key", "replacement"),
+    [
+        ({"build": {"enabled": True}}, "serving.build", "no engine is built any more"),
+        ({"speculative": {"mode": "medusa"}}, "serving.speculative.mode", "use speculative.method"),
+        ({"speculative": {"draftLength": 4}}, "serving.speculative.draftLength", "use speculative.maxDraftLen"),
+        ({"speculative": {"choices": [[0]]}}, "serving.speculative.choices", "one linear chain"),
+    ],
+)
+def test_keys_of_the_engine_flow_are_refused_with_what_replaces_them(values, key, replacement):
+    problems = _problems({"model": "Llama-3.1-8B", **values})
+    line = next((p for p in problems if p.startswith(f"{key}:")), "")
+    assert line.startswith(f"{key}: no longer a setting:") and replacement in line, problems
 
 
 def test_neuron_refuses_settings_that_assume_in_flight_batching():
