@@ -1,8 +1,9 @@
-"""A tritonserver child process with a bounded readiness wait and a teardown that always reaps it.
+"""A server child process (tritonserver, the OpenAI server) with a bounded readiness wait and a teardown that
+always reaps it.
 
-Readiness is the child's own: a 200 from ``/v2/health/ready`` counts only once the HTTP port's
-listening socket belongs to a process of the child's group, so another server already on that port
-(a second ``serve-local``) never makes this one look ready.
+Readiness is the child's own: a 200 from its readiness path (Triton's ``/v2/health/ready`` by default)
+counts only once the HTTP port's listening socket belongs to a process of the child's group, so another
+server already on that port (a second ``serve-local``) never makes this one look ready.
 """
 
 from __future__ import annotations
@@ -28,11 +29,22 @@ STOP_TIMEOUT = 20.0
 
 
 class ServerProcess:
-    def __init__(self, argv: Sequence[str], *, env: dict[str, str], http_url: str, log: Path | None = None) -> None:
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        env: dict[str, str],
+        http_url: str,
+        log: Path | None = None,
+        ready_path: str = READY_PATH,
+        name: str = "tritonserver",
+    ) -> None:
         self.argv = list(argv)
         self.env = env
         self.http_url = http_url.rstrip("/")
         self.log = log
+        self.ready_path = ready_path
+        self.name = name
         self.process: subprocess.Popen[bytes] | None = None
         self._output: BinaryIO | None = None
 
@@ -46,17 +58,17 @@ class ServerProcess:
         return self
 
     def wait_ready(self, timeout: float = DEFAULT_READY_TIMEOUT) -> None:
-        """Return once /v2/health/ready answers 200; raise CommandError if the server exits or times out."""
+        """Return once the readiness path answers 200; raise CommandError if the server exits or times out."""
         assert self.process is not None, "start() first"
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             code = self.process.poll()
             if code is not None:
-                raise CommandError(f"tritonserver exited with status {code} before it was ready{self._log_hint()}")
-            if _ready(self.http_url + READY_PATH) and self._owns_http_port():
+                raise CommandError(f"{self.name} exited with status {code} before it was ready{self._log_hint()}")
+            if _ready(self.http_url + self.ready_path) and self._owns_http_port():
                 return
             time.sleep(0.25)
-        raise CommandError(f"tritonserver was not ready within {timeout:.0f} s{self._log_hint()}")
+        raise CommandError(f"{self.name} was not ready within {timeout:.0f} s{self._log_hint()}")
 
     def wait(self) -> int:
         assert self.process is not None

@@ -1,0 +1,99 @@
+"""The ASGI application: OpenAI routes, errors in OpenAI's shape, and a readiness route for the pod."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from inference_platform.components.catalog.serving_contract import (
+    OPENAI_CHAT_PATH,
+    OPENAI_COMPLETIONS_PATH,
+    OPENAI_HEALTH_PATH,
+    OPENAI_MODELS_PATH,
+)
+from inference_platform.inference_image.openai_api.errors import (
+    INVALID_REQUEST,
+    NOT_FOUND,
+    SERVER_ERROR,
+    UNAVAILABLE,
+    ApiError,
+    invalid,
+    unknown_model,
+)
+from inference_platform.inference_image.openai_api.requests import parse_chat, parse_completion
+from inference_platform.inference_image.openai_api.service import Service
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+
+def build_app(service: Service) -> Starlette:
+    async def models(request: Request) -> Response:
+        return JSONResponse({"object": "list", "data": [service.model_card()]})
+
+    async def model(request: Request) -> Response:
+        name = request.path_params["model"]
+        if name != service.served_model:
+            raise unknown_model(name, service.served_model)
+        return JSONResponse(service.model_card())
+
+    async def chat(request: Request) -> Response:
+        return await _generate(service, parse_chat(await _json(request)))
+
+    async def completions(request: Request) -> Response:
+        return await _generate(service, parse_completion(await _json(request)))
+
+    async def health(request: Request) -> Response:
+        ready, reason = await service.readiness.ready()
+        if not ready:
+            raise ApiError(503, f"{service.served_model} cannot generate: {reason}", type=UNAVAILABLE)
+        return JSONResponse({"status": "ready", "model": service.served_model, "reason": reason})
+
+    routes = [
+        Route(OPENAI_MODELS_PATH, models, methods=["GET"]),
+        Route(OPENAI_MODELS_PATH + "/{model:path}", model, methods=["GET"]),
+        Route(OPENAI_CHAT_PATH, chat, methods=["POST"]),
+        Route(OPENAI_COMPLETIONS_PATH, completions, methods=["POST"]),
+        Route(OPENAI_HEALTH_PATH, health, methods=["GET"]),
+    ]
+    handlers = {ApiError: _api_error, HTTPException: _http_error, Exception: _server_error}
+    app = Starlette(routes=routes, exception_handlers=handlers)
+    app.state.service = service
+    return app
+
+
+async def _generate(service: Service, generation: Any) -> Response:
+    if generation.stream:
+        events = service.stream(generation)
+        return StreamingResponse(events, media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+    return JSONResponse(await service.complete(generation))
+
+
+async def _json(request: Request) -> Any:
+    body = await request.body()
+    try:
+        return json.loads(body)
+    except ValueError as err:
+        raise invalid(f"the request body is not valid JSON: {err}") from None
+
+
+def _error_response(err: ApiError) -> Response:
+    return JSONResponse(err.body(), status_code=err.status)
+
+
+async def _api_error(request: Request, err: Exception) -> Response:
+    assert isinstance(err, ApiError)
+    return _error_response(err)
+
+
+async def _http_error(request: Request, err: Exception) -> Response:
+    assert isinstance(err, HTTPException)
+    kind = NOT_FOUND if err.status_code == 404 else INVALID_REQUEST
+    message = f"{request.method} {request.url.path}: {err.detail}"
+    return _error_response(ApiError(err.status_code, message, type=kind))
+
+
+async def _server_error(request: Request, err: Exception) -> Response:
+    return _error_response(ApiError(500, f"internal error: {type(err).__name__}", type=SERVER_ERROR))

@@ -1,0 +1,37 @@
+"""Build the application from the model configuration and run it under uvicorn."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from inference_platform.inference_image.openai_api.app import build_app
+from inference_platform.inference_image.openai_api.config import from_model_dir
+from inference_platform.inference_image.openai_api.llm_client import TritonLlm
+from inference_platform.inference_image.openai_api.model_files import ModelFilesError, Prompting
+from inference_platform.inference_image.openai_api.service import Limits, Service
+
+GRACEFUL_SHUTDOWN_S = 30
+"""How long running streams may finish after SIGTERM (the pod's drain covers it)."""
+
+
+def build(*, model_dir: Path, served_model: str, tokenizer_dir: Path | None, triton_url: str, triton_model: str) -> Any:
+    config = from_model_dir(model_dir, served_model=served_model, tokenizer_dir=tokenizer_dir)
+    try:
+        prompting = Prompting(config.tokenizer_dir)
+    except ModelFilesError as err:
+        raise ValueError(str(err)) from None
+    service = Service(
+        served_model=config.served_model,
+        prompting=prompting,
+        engine=TritonLlm(triton_url, triton_model),
+        limits=Limits(max_input_len=config.max_input_len, max_seq_len=config.max_seq_len),
+        streaming_engine=config.decoupled,
+    )
+    return build_app(service)
+
+
+def serve(app: Any, *, host: str, port: int) -> None:
+    import uvicorn
+
+    uvicorn.run(app, host=host, port=port, log_level="info", timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S)
