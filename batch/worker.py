@@ -172,12 +172,7 @@ class Worker:
                 delivery.receives,
                 self.limits.max_receives,
             )
-            await asyncio.to_thread(
-                self.sqs.change_message_visibility,
-                QueueUrl=self.config.common.queue_url,
-                ReceiptHandle=delivery.receipt,
-                VisibilityTimeout=self.config.retry_delay_seconds,
-            )
+            await self._visibility(delivery, self.config.retry_delay_seconds)
             return
         failed = not objects.is_success(outcome.result)
         if outcome.retriable:
@@ -187,7 +182,6 @@ class Worker:
                 batch_id,
                 outcome.reason,
             )
-        # The last failing try keeps its message: the redrive policy moves it to the DLQ on its next receive.
         await self._write(
             delivery,
             outcome.result,
@@ -195,6 +189,10 @@ class Worker:
             status="failed" if failed else "completed",
             delete=not outcome.retriable,
         )
+        if outcome.retriable:
+            # The last failing try keeps its message, visible again at once: the redrive policy moves it to the
+            # DLQ on its next receive, not after another whole visibility timeout.
+            await self._visibility(delivery, 0)
 
     async def _write(
         self, delivery: Delivery, result: dict[str, Any], *, failed: bool, status: str, delete: bool = True
@@ -205,6 +203,14 @@ class Worker:
         metrics.REQUESTS.labels(status=status if written else "duplicate").inc()
         if delete:
             await self._delete(delivery)
+
+    async def _visibility(self, delivery: Delivery, seconds: int) -> None:
+        await asyncio.to_thread(
+            self.sqs.change_message_visibility,
+            QueueUrl=self.config.common.queue_url,
+            ReceiptHandle=delivery.receipt,
+            VisibilityTimeout=seconds,
+        )
 
     async def _delete(self, delivery: Delivery) -> None:
         await asyncio.to_thread(

@@ -1,0 +1,134 @@
+"""The lane's faults, each on its own bucket, queues and processes: a worker SIGKILLed mid-request, a
+duplicate delivery, a request that always fails, the emulator restarted mid-batch, a client over quota."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import openai
+import pytest
+
+from inference_platform.batch import queue
+from inference_platform.batch.input_file import Request
+from tests.batch.conftest import stand_in_serving
+from tests.batch.lane_requests import chat_line, file_lines, submit, wait_finished
+
+pytestmark = [pytest.mark.motoserver, pytest.mark.live]
+
+
+def wait_for(condition, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"{what} did not happen within {timeout:.0f} s"
+        time.sleep(0.1)
+
+
+def assert_exactly_once_in_order(lines, output):
+    assert [o["custom_id"] for o in output] == [line["custom_id"] for line in lines]
+
+
+def test_a_worker_killed_mid_request_is_redelivered_after_the_visibility_timeout(lane_factory, tmp_path):
+    with stand_in_serving(tmp_path, slots=4, token_ms=250, first_token_ms=50) as serving:
+        lane = lane_factory(visibility=8)  # request timeout 3 s; one request takes ~1.8 s
+        api = lane.api()
+        client = api.openai()
+        first = lane.worker("doomed", BATCH_SERVING_URL=serving.url, BATCH_CONCURRENCY="3")
+        lines = [chat_line(i) for i in range(3)]
+        batch = submit(client, lines)
+        wait_for(lambda: first.metric("batch_worker_in_flight") == 3, 20, "three requests in flight")
+        first.kill()
+        killed_at = time.monotonic()
+        second = lane.worker("survivor", BATCH_SERVING_URL=serving.url, BATCH_CONCURRENCY="3")
+        done = wait_finished(client, batch.id, timeout=60)
+        assert done.status == "completed" and done.request_counts.completed == 3
+        assert_exactly_once_in_order(lines, file_lines(client, done.output_file_id))
+        # Nothing was written before the kill, so the survivor answered all three, after their messages
+        # reappeared (the visibility timeout, 8 s, counted from the receive before the kill).
+        assert second.metric("batch_requests_total", status="completed") == 3
+        assert time.monotonic() - killed_at >= 8 - 2
+
+
+def test_a_duplicate_delivery_makes_no_second_line(lane_factory, serving):
+    lane = lane_factory()
+    api = lane.api()
+    client = api.openai()
+    lines = [chat_line(i) for i in range(5)]
+    batch = submit(client, lines)
+    # A standard queue may deliver a message twice: queue a copy of line 2 as the API queued it.
+    copy = Request(2, lines[2]["custom_id"], lines[2]["url"], lines[2]["body"], 0)
+    lane.moto.client("sqs").send_message(QueueUrl=lane.queue_url, MessageBody=queue.message(batch.id, "team-a", copy))
+    worker = lane.worker(BATCH_SERVING_URL=serving.url, BATCH_CONCURRENCY="1")
+    done = wait_finished(client, batch.id, timeout=60)
+    assert done.status == "completed"
+    assert_exactly_once_in_order(lines, file_lines(client, done.output_file_id))
+    wait_for(lambda: worker.metric("batch_requests_total", status="duplicate") == 1, 20, "the copy dropped")
+    assert worker.metric("batch_requests_total", status="completed") == 5
+
+
+def test_a_request_that_always_fails_ends_in_the_error_file_and_the_dead_letter_queue(lane_factory, serving):
+    lane = lane_factory(max_receives=3)
+    api = lane.api()
+    client = api.openai()
+    worker = lane.worker(BATCH_SERVING_URL=serving.url)
+    lines = [chat_line(i) for i in range(6)]
+    lines[3] = chat_line(3, content="ALWAYS-FAIL: this prompt crashes the server")
+    batch = submit(client, lines)
+    done = wait_finished(client, batch.id, timeout=60)
+    assert done.status == "completed"
+    assert (done.request_counts.completed, done.request_counts.failed) == (5, 1)
+    output = file_lines(client, done.output_file_id)
+    errors = file_lines(client, done.error_file_id)
+    assert [o["custom_id"] for o in output] == [line["custom_id"] for i, line in enumerate(lines) if i != 3]
+    assert [e["custom_id"] for e in errors] == ["req-00003"]
+    assert errors[0]["response"]["status_code"] == 500
+    # Tried maxReceiveCount (3) times; the redrive policy moved it to the DLQ on the next receive.
+    assert worker.metric("batch_requests_total", status="retried") == 2
+    wait_for(lambda: worker.metric("batch_requests_total", status="failed") == 1, 10, "the error line")
+    bodies = []
+    wait_for(lambda: bodies.extend(lane.dlq_bodies()) or bodies, 20, "the poison message in the DLQ")
+    assert [(b["batch_id"], b["line"], b["custom_id"]) for b in bodies] == [(batch.id, 3, "req-00003")]
+
+
+def test_the_emulator_restarted_mid_batch_keeps_its_data_and_the_batch_completes(lane_factory, tmp_path):
+    with stand_in_serving(tmp_path, slots=4, token_ms=10, first_token_ms=20) as serving:
+        lane = lane_factory()
+        api = lane.api()
+        client = api.openai(max_retries=5)
+        worker = lane.worker(BATCH_SERVING_URL=serving.url, BATCH_CONCURRENCY="4")
+        lines = [chat_line(i) for i in range(200)]
+        batch = submit(client, lines)
+        wait_for(lambda: worker.metric("batch_requests_total", status="completed") >= 20, 60, "20 lines done")
+        lane.moto.stop()
+        before = worker.metric("batch_requests_total", status="completed")
+        time.sleep(3)
+        during = worker.metric("batch_requests_total", status="completed")
+        # Down means down: nothing is stored while the emulator is away (at most the stores already under way).
+        assert during <= before + 4 and during < 200, (before, during)
+        lane.moto.start()
+        done = wait_finished(client, batch.id, timeout=180)
+        assert done.status == "completed" and done.request_counts.completed == 200
+        assert_exactly_once_in_order(lines, file_lines(client, done.output_file_id))
+
+
+def test_a_client_over_its_queued_quota_gets_a_429_at_submission(lane_factory, tmp_path):
+    quotas = tmp_path / "quotas.json"
+    quotas.write_text(json.dumps({"team-b": {"queuedTokens": 100}}))
+    lane = lane_factory()
+    api = lane.api(BATCH_QUOTA_QUEUED_REQUESTS="10", BATCH_QUOTAS_FILE=str(quotas))
+    team_a = api.openai("team-a", max_retries=0)
+    submit(team_a, [chat_line(i) for i in range(8)])  # no workers: these stay queued
+    with pytest.raises(openai.RateLimitError) as refused:
+        submit(team_a, [chat_line(i) for i in range(5)])
+    assert refused.value.status_code == 429
+    assert refused.value.code == "batch_quota_exceeded"
+    assert "13 queued requests" in refused.value.message and "quota is 10" in refused.value.message
+    # Another client's queue is its own; a token quota binds on tokens (10 lines x (prompt + 8) > 100).
+    submit(api.openai("team-c", max_retries=0), [chat_line(i) for i in range(10)])
+    with pytest.raises(openai.RateLimitError) as tokens:
+        submit(api.openai("team-b", max_retries=0), [chat_line(i) for i in range(10)])
+    assert "queued tokens" in tokens.value.message
+    assert api.process.metric("batch_quota_rejections_total", client="team-a", kind="requests") == 1
+    assert api.process.metric("batch_quota_rejections_total", client="team-b", kind="tokens") == 1
+    batches = team_a.batches.list()
+    assert len(batches.data) == 1, "the refused batch must not exist"
