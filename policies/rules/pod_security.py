@@ -14,12 +14,15 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from inference_platform.components.catalog.efa import HUGEPAGES_2MI
 from inference_platform.policies.props import as_list, get
 from inference_platform.policies.rules.workloads import NAMESPACE, containers, pod_specs
 from pulumi_policy import (
     EnforcementLevel,
     PolicyConfigSchema,
     ReportViolation,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
     StackValidationArgs,
     StackValidationPolicy,
 )
@@ -52,6 +55,11 @@ BASELINE_CAPABILITIES = frozenset(
         "SYS_CHROOT",
     }
 )
+
+
+EFA_RESOURCE = "vpc.amazonaws.com/efa"
+INERT_FOR_NON_ROOT = frozenset({"IPC_LOCK", "SYS_RESOURCE"})
+"""What EFA guides reach for to lift the locked-memory limit; a non-root container never holds them."""
 
 
 def _label(props: Mapping[str, Any], key: str) -> Any:
@@ -145,6 +153,41 @@ def _restricted(spec: Any) -> Iterator[str]:
             yield f"{where}: adds capabilities {', '.join(sorted(added))}"
 
 
+def _efa_pods_get_huge_pages_not_capabilities(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    for path, spec in pod_specs(args.resource_type, args.props):
+        for problem in _efa_problems(spec):
+            report(f"{path}: {problem}")
+
+
+def _efa_problems(spec: Any) -> Iterator[str]:
+    pod_user = get(spec, "securityContext.runAsUser")
+    pod_non_root = get(spec, "securityContext.runAsNonRoot")
+    for where, container in containers(spec):
+        context = get(container, "securityContext") or {}
+        user = get(context, "runAsUser", pod_user)
+        non_root = get(context, "runAsNonRoot", pod_non_root) is True or (user is not None and float(user) != 0)
+        added = {str(c) for c in as_list(get(context, "capabilities.add"))} & INERT_FOR_NON_ROOT
+        if added and non_root:
+            yield (
+                f"{where}: adds {', '.join(sorted(added))} to a non-root container, which never holds it (Kubernetes "
+                "sets no ambient capabilities; the exec as a non-root user clears them): raise the locked-memory "
+                "limit on the node's container runtime instead (components/catalog/efa.py)"
+            )
+        requests = dict(get(container, "resources.requests") or {})
+        limits = dict(get(container, "resources.limits") or {})
+        if float(limits.get(EFA_RESOURCE, requests.get(EFA_RESOURCE, 0)) or 0) <= 0:
+            continue
+        pages = requests.get(HUGEPAGES_2MI, limits.get(HUGEPAGES_2MI))
+        if not pages or str(pages) in ("0", "0Mi", "0Gi"):
+            yield (
+                f"{where}: requests {EFA_RESOURCE} without {HUGEPAGES_2MI}: libfabric's EFA provider backs its "
+                "registered buffers with huge pages, and a pod may use only what it requests (AWS's EKS EFA "
+                "guidance requests 5120Mi)"
+            )
+        elif str(requests.get(HUGEPAGES_2MI)) != str(limits.get(HUGEPAGES_2MI)):
+            yield f"{where}: {HUGEPAGES_2MI} requests and limits differ; Kubernetes requires them equal"
+
+
 POLICIES = [
     StackValidationPolicy(
         name="pod-security-platform-namespaces-restricted",
@@ -161,6 +204,13 @@ POLICIES = [
                 }
             }
         ),
+    ),
+    ResourceValidationPolicy(
+        name="efa-pods-huge-pages-no-inert-capabilities",
+        description="Pods with EFA interfaces request hugepages-2Mi (= limits); no non-root container adds "
+        "IPC_LOCK/SYS_RESOURCE, which it could never hold (the locked-memory limit is the node's).",
+        validate=_efa_pods_get_huge_pages_not_capabilities,
+        enforcement_level=EnforcementLevel.MANDATORY,
     ),
     StackValidationPolicy(
         name="pod-security-admission",
