@@ -24,13 +24,13 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--reps", type=int, default=3)
     args = parser.parse_args(argv)
 
-    from inference_platform.inferctl.plan.command import _policy_config, make_plan
+    from inference_platform.inferctl.plan.command import make_plan
     from inference_platform.offline_plan.collector import collector_paused
     from inference_platform.offline_plan.policy_runner import evaluate
     from inference_platform.policies.pack import ENFORCEMENT_LEVEL, POLICIES
 
     plan = make_plan(REPO, args.stack)
-    config = _policy_config(None, args.stack)
+    config = plan.policy_config.values
     print(f"{'resources':>9} {'collector on s':>15} {'paused s':>9} {'ratio':>6}")
     for scale in args.scales:
         resources = _copies(plan.run.resources, scale)

@@ -15,6 +15,7 @@ from typing import Any, Final
 from inference_platform.components.catalog import instances as catalog
 from inference_platform.planners import node_hours
 from inference_platform.planners.node_hours import Load
+from inference_platform.planners.quantities import parse_quantity
 
 NODE_GROUP: Final = "aws:eks/nodeGroup:NodeGroup"
 KARPENTER_POOL: Final = "kubernetes:karpenter.sh/v1:NodePool"
@@ -117,9 +118,6 @@ def number(value: Any, what: str, default: float = 0.0) -> float:
         raise QuantityError(f"{what}: {value!r} is not a number")
     if isinstance(value, int | float):
         return float(value)
-    # kubernetes' package init loads its whole API client (~0.3 s): only quantities need it.
-    from kubernetes.utils.quantity import parse_quantity
-
     try:
         return float(parse_quantity(value))
     except (ValueError, TypeError) as err:

@@ -2,72 +2,21 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-POLICY_CONFIG_DIR = Path(__file__).resolve().parents[2] / "policies" / "config"
 
-
-def usage_for(stack: str, path: Path | None = None) -> Any:
-    """Usage assumptions of the stack's cost policy (``cost-monthly-budget.assumptions`` in
-    ``policies/config/<stack>.json`` or ``path``), the same ones the policy prices with. Exit 2 naming
-    every bad key of every cost policy's ``assumptions`` at once."""
+def usage_for(stack: str, path: Path | None = None, project_root: Path | None = None) -> Any:
+    """Usage assumptions of the stack's cost policy (``cost-monthly-budget.assumptions`` in the policy config
+    ``inference_platform.offline_plan.policy_config.select`` chooses: ``path``, else the project's
+    ``policies/config/<stack>.json``; the project is the current directory unless given), the same ones the
+    policy prices with. Exit 2 naming every bad key of every cost policy's ``assumptions`` at once."""
+    from inference_platform.offline_plan import policy_config
     from inference_platform.planners import costing
 
-    from inference_platform.errors import CommandError
-
-    candidate = path or POLICY_CONFIG_DIR / f"{stack}.json"
-    if path is None and not candidate.is_file():
-        return costing.Usage()
-    try:
-        config = json.loads(candidate.read_text())
-    except (OSError, json.JSONDecodeError) as err:
-        raise CommandError(f"--policy-config: {candidate}: {err}", exit_code=2) from None
-    check_pack_config(config, candidate)
-    return costing.Usage.from_config((config.get("cost-monthly-budget") or {}).get("assumptions"))
-
-
-def check_pack_config(config: Any, source: Path | str) -> None:
-    """CommandError (exit 2) with one line per bad entry of a policy-pack configuration
-    (policies/pack_config.py): unknown policies or keys, bad enforcement levels, wrong types, non-finite
-    or negative numbers."""
-    from inference_platform.policies import pack_config
-    from inference_platform.policies.pack import POLICIES
-
-    from inference_platform.errors import CommandError
-
-    found = pack_config.problems(config, POLICIES) + assumption_problems(config)
-    if found:
-        count = f"{len(found)} problem{'s' if len(found) != 1 else ''}"
-        lines = "\n".join(f"  - {p}" for p in found)
-        raise CommandError(f"invalid policy config {source} ({count}):\n{lines}", exit_code=2)
-
-
-def check_assumptions(config: Mapping[str, Any], source: Path | str) -> None:
-    """CommandError (exit 2) naming ``<policy>.assumptions.<key>``, value and what is allowed, for every
-    cost policy of a policy pack config; the pack would refuse the same config."""
-    from inference_platform.errors import CommandError
-
-    problems = assumption_problems(config)
-    if problems:
-        raise CommandError(f"policy config {source}: invalid cost assumptions: " + "; ".join(problems), exit_code=2)
-
-
-def assumption_problems(config: Any) -> list[str]:
-    """``<policy>.assumptions.<key>: <message>`` for every bad usage assumption of every cost policy."""
-    from inference_platform.planners import costing
-
-    problems: list[str] = []
-    for name, entry in config.items() if isinstance(config, Mapping) else ():
-        if not str(name).startswith("cost-") or not isinstance(entry, Mapping) or "assumptions" not in entry:
-            continue
-        try:
-            costing.Usage.from_config(entry["assumptions"])
-        except costing.UsageError as err:
-            problems += [f"{name}.{key}: {message}" for key, message in err.problems]
-    return problems
+    chosen = policy_config.select(path, project_root or Path.cwd(), stack)
+    return costing.Usage.from_config((chosen.values.get("cost-monthly-budget") or {}).get("assumptions"))
 
 
 def resources_as_dicts(resources: Iterable[Any]) -> list[dict[str, Any]]:
@@ -79,20 +28,21 @@ def resources_as_dicts(resources: Iterable[Any]) -> list[dict[str, Any]]:
 
 
 def estimate_for(resources: list[dict[str, Any]], outputs: Mapping[str, Any] | None, stack: str,
-                 policy_config: Path | None = None) -> Any:  # fmt: skip
+                 policy_config: Path | None = None, project_root: Path | None = None) -> Any:  # fmt: skip
     """The stack's estimate; PriceError when its region is not priced."""
     from inference_platform.planners import costing
 
     region = costing.plan_region({"outputs": outputs or {}, "resources": resources})
-    return costing.estimate(resources, region=region, usage=usage_for(stack, policy_config))
+    return costing.estimate(resources, region=region, usage=usage_for(stack, policy_config, project_root))
 
 
-def summary_line(resources: list[dict[str, Any]], outputs: Mapping[str, Any] | None, stack: str) -> str:
+def summary_line(resources: list[dict[str, Any]], outputs: Mapping[str, Any] | None, stack: str,
+                 policy_config: Path | None = None, project_root: Path | None = None) -> str:  # fmt: skip
     from inference_platform.components.catalog.prices import PriceError
     from inference_platform.inferctl.cost.render import money
 
     try:
-        e = estimate_for(resources, outputs, stack)
+        e = estimate_for(resources, outputs, stack, policy_config, project_root)
     except PriceError as err:
         return f"Monthly cost: not estimated ({err})"
     top = sorted(e.by("category").items(), key=lambda kv: -kv[1][1])[:3]

@@ -4,15 +4,14 @@ program error). ``--stack`` repeats: several stacks in one process pay the provi
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
 from inference_platform.errors import CommandError
 
-DEFAULT_OUT = Path("build/plan")
-POLICY_CONFIG_DIR = Path(__file__).resolve().parents[2] / "policies" / "config"
+DEFAULT_OUT = Path("build") / "plan"
+"""Under the planned project's root (the folder of its Pulumi.yaml): each project writes its own plans."""
 
 
 def register(subparsers: Any) -> None:
@@ -32,9 +31,14 @@ def register(subparsers: Any) -> None:
         help="alternative stack config file; with several --stack, one per --stack in the same order",
     )
     parser.add_argument("--program", type=Path, default=Path("."), help="directory holding Pulumi.yaml")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output directory (default build/plan)")
     parser.add_argument(
-        "--policy-config", type=Path, help="policy pack config JSON (default policies/config/<stack>.json)"
+        "--out", type=Path, help="output directory (default build/plan under the program's project, beside Pulumi.yaml)"
+    )
+    parser.add_argument(
+        "--policy-config",
+        type=Path,
+        help="policy pack config JSON (default: policies/config/<stack>.json of the program's project, if it has one; "
+        "without either the pack runs on its defaults, which allow no accelerators, and the plan says so)",
     )
     parser.add_argument("--quiet", action="store_true", help="print only the summary line and violations")
     parser.set_defaults(handler=run)
@@ -84,7 +88,7 @@ def _run_one(args: argparse.Namespace, stack: str, stack_file: Path | None) -> t
         # Every error names its stack: a component's refusal of a physical name derived from it
         # (e.g. an ECR repository) otherwise does not say which stack name made it.
         raise CommandError(f"stack {stack}: {err}", exit_code=err.exit_code) from None
-    json_path, md_path = write_outputs(plan, args.out)
+    json_path, md_path = write_outputs(plan, args.out or plan.run.project.root / DEFAULT_OUT)
     from inference_platform.inferctl.plan.report import policy_lines, tree
 
     if args.quiet:
@@ -104,13 +108,24 @@ def make_plan(program: Path, stack: str, *, stack_file: Path | None = None, poli
     from inference_platform.offline_plan.policy_runner import evaluate
     from inference_platform.policies.pack import ENFORCEMENT_LEVEL, POLICIES
 
-    config = _policy_config(policy_config, stack)
+    chosen = policy_config_for(program, stack, policy_config)
     with collector_paused():
         program_run = run_program(program, stack, stack_file=stack_file, secret_values=secret_values)
-        violations = evaluate(program_run.resources, POLICIES, pack_level=ENFORCEMENT_LEVEL, config=config)
+        violations = evaluate(program_run.resources, POLICIES, pack_level=ENFORCEMENT_LEVEL, config=chosen.values)
     for line in program_run.logs:
         print(line, file=sys.stderr)
-    return Plan(program_run, violations, [p.name for p in POLICIES])
+    if chosen.note:
+        print(f"stack {stack}: {chosen.note}", file=sys.stderr)
+    return Plan(program_run, violations, [p.name for p in POLICIES], chosen)
+
+
+def policy_config_for(program: Path, stack: str, path: Path | None = None) -> Any:
+    """The pack configuration a plan of ``stack`` uses (offline_plan.policy_config.select): ``path``, else the
+    program's project's ``policies/config/<stack>.json``, else none."""
+    from inference_platform.offline_plan.policy_config import select
+    from inference_platform.offline_plan.project import load_project
+
+    return select(path, load_project(program).root, stack)
 
 
 def write_outputs(plan: Any, out: Path) -> tuple[Path, Path]:
@@ -122,17 +137,3 @@ def write_outputs(plan: Any, out: Path) -> tuple[Path, Path]:
     write_manifests(plan.run.resources, out / plan.run.config.stack / "manifests")
     write_model_repository(plan.run.resources, out / plan.run.config.stack / "model-repository")
     return paths
-
-
-def _policy_config(path: Path | None, stack: str) -> dict[str, Any]:
-    candidate = path or POLICY_CONFIG_DIR / f"{stack}.json"
-    if path is None and not candidate.is_file():
-        return {}
-    try:
-        config = json.loads(candidate.read_text())
-    except (OSError, json.JSONDecodeError) as err:
-        raise CommandError(f"policy config {candidate}: {err}", exit_code=2) from None
-    from inference_platform.inferctl.cost.summary import check_pack_config
-
-    check_pack_config(config, candidate)  # every bad entry, the cost assumptions' keys included
-    return config

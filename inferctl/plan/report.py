@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from inference_platform.offline_plan.engine import ProgramRun
+from inference_platform.offline_plan.policy_config import PolicyConfig
 from inference_platform.offline_plan.policy_runner import Violation
 from inference_platform.offline_plan.recorder import RecordedResource
 from inference_platform.offline_plan.redact import redact
@@ -19,6 +20,8 @@ class Plan:
     run: ProgramRun
     violations: list[Violation]
     policies: list[str]
+    policy_config: PolicyConfig = field(default_factory=PolicyConfig)
+    """The pack configuration the violations were found with (offline_plan.policy_config.select)."""
 
     @property
     def mandatory(self) -> list[Violation]:
@@ -104,13 +107,15 @@ def cost_line(plan: Plan) -> str:
     """The stack's monthly estimate (inferctl cost) in one line."""
     from inference_platform.inferctl.cost.summary import resources_as_dicts, summary_line
 
-    return summary_line(resources_as_dicts(plan.run.resources), plan.run.outputs, plan.run.config.stack)
+    return summary_line(resources_as_dicts(plan.run.resources), plan.run.outputs, plan.run.config.stack,
+                        plan.policy_config.source, plan.run.project.root)  # fmt: skip
 
 
 def policy_lines(plan: Plan) -> str:
+    config = f"policy config {plan.policy_config.source}" if plan.policy_config.source else plan.policy_config.note
     if not plan.violations:
-        return f"Policies: {len(plan.policies)} evaluated, no violations."
-    lines = [f"Policies: {len(plan.policies)} evaluated, {len(plan.violations)} violation(s):"]
+        return f"Policies: {len(plan.policies)} evaluated, no violations ({config})."
+    lines = [f"Policies: {len(plan.policies)} evaluated, {len(plan.violations)} violation(s) ({config}):"]
     for v in plan.violations:
         lines.append(f"  [{v.level}] {v.policy}: {v.message}" + (f"\n      {v.urn}" if v.urn else ""))
     return "\n".join(lines)

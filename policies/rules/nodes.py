@@ -204,7 +204,9 @@ def _templates_of(resource: PolicyResource) -> list[PolicyResource]:
 
 
 def _budget(args: StackValidationArgs, report: ReportViolation) -> None:
-    budget = int(args.get_config().get("maxAccelerators", 0))
+    # No default in the schema: an absent budget is a missing configuration, which the message must say.
+    configured = args.get_config().get("maxAccelerators")
+    budget = int(configured or 0)
     total, parts, used_templates = 0, [], set()
     for resource in args.resources:
         if resource.resource_type not in CAPACITY_TYPES:
@@ -228,7 +230,13 @@ def _budget(args: StackValidationArgs, report: ReportViolation) -> None:
                     "from it escapes the accelerator budget",
                     resource.urn,
                 )
-    if total > budget:
+    if total > budget and configured is None:
+        report(
+            f"pools can hold {total} accelerators ({'; '.join(parts)}), and no policy configuration sets "
+            "accelerator-budget.maxAccelerators, so none are allowed: configure the pack (inferctl plan "
+            "--policy-config FILE or the project's policies/config/<stack>.json; pulumi preview --policy-pack-config)"
+        )
+    elif total > budget:
         report(f"pools can hold {total} accelerators ({'; '.join(parts)}), over this stack's budget of {budget}")
 
 
@@ -345,7 +353,7 @@ POLICIES = [
         validate=_budget,
         enforcement_level=EnforcementLevel.MANDATORY,
         config_schema=PolicyConfigSchema(
-            properties={"maxAccelerators": {"type": "integer", "default": 0, "minimum": 0}}
+            properties={"maxAccelerators": {"type": "integer", "minimum": 0}}
         ),
     ),
     StackValidationPolicy(

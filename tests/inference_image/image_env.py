@@ -62,7 +62,8 @@ def stand_in_requirements(dockerfile: Path) -> list[str]:
 
     from packaging.requirements import Requirement
 
-    declared = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    declared = [*project["dependencies"], *(d for extra in project["optional-dependencies"].values() for d in extra)]
     by_name = {Requirement(d).name.lower(): d for d in declared}
     return [by_name[name] for name in BASE_IMAGE_STAND_INS[dockerfile.name]]
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pulumi_aws as aws
 import pytest
-from inference_platform.inferctl.plan.command import _policy_config
 from inference_platform.offline_plan.policy_runner import evaluate
 from inference_platform.policies.pack import POLICIES
 
@@ -71,7 +70,7 @@ def test_development_accelerator_pools_scale_to_zero(violations):
 @pytest.mark.parametrize("stack", ["dev", "prod", "npu"])
 def test_shipped_stacks_pass_their_cost_policies(stack, stack_plan):
     cost = [p for p in POLICIES if p.name.startswith("cost-")]
-    found = evaluate(stack_plan(stack).run.resources, cost, config=_policy_config(None, stack))
+    found = evaluate(stack_plan(stack).run.resources, cost, config=stack_plan(stack).policy_config.values)
     assert found == [], [v.message for v in found]
 
 

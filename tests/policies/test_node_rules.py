@@ -91,7 +91,11 @@ def test_accelerators_over_budget_fail_and_within_pass(violations):
     assert violations(two_pools, "accelerator-budget", {"maxAccelerators": 44}) == []
     (found,) = violations(two_pools, "accelerator-budget", {"maxAccelerators": 40})
     assert "44 accelerators" in found.message and "budget of 40" in found.message
-    assert violations(two_pools, "accelerator-budget")  # no budget configured: none allowed
+    (unconfigured,) = violations(two_pools, "accelerator-budget")  # no budget configured: none allowed, and said
+    assert "no policy configuration sets accelerator-budget.maxAccelerators" in unconfigured.message
+    assert "budget of 0" not in unconfigured.message
+    (zero,) = violations(two_pools, "accelerator-budget", {"maxAccelerators": 0})  # configured 0: a budget of 0
+    assert "budget of 0" in zero.message
 
 
 def test_an_efa_pool_counts_every_zone(violations):

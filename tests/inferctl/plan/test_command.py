@@ -10,6 +10,8 @@ import yaml
 from inference_platform.inferctl.cli import main
 from inference_platform.offline_plan.engine import ProgramError, run_program
 
+from tests.conftest import REPO
+
 GOOD = {
     "aws:region": "us-west-2",
     "inference-platform:tags": {"owner": "team", "costCenter": "cc"},
@@ -143,3 +145,38 @@ def test_make_plan_says_which_failure_make_reports_as_2(repo, tmp_path):
     made = subprocess.run(args, cwd=repo, capture_output=True, text=True, timeout=300)
     assert made.returncode == 2 and "mandatory policy violations (inferctl plan exit 1" in made.stderr
     assert main(["plan", "--program", str(program), "--stack", "test", "--out", str(tmp_path), "--quiet"]) == 1
+
+
+def _gpu_program(root):
+    """Another team's project (its own Pulumi.yaml) with a stack called dev, as ours is, and 2 GPUs."""
+    root.mkdir()
+    (root / "Pulumi.yaml").write_text("name: team\nruntime: python\n")
+    (root / "Pulumi.dev.yaml").write_text("config:\n  aws:region: us-west-2\n")
+    (root / "__main__.py").write_text(
+        "import pulumi_aws as aws\n"
+        "aws.eks.NodeGroup('gpu', cluster_name='c', node_role_arn='r', subnet_ids=['s'], instance_types=['g6.xlarge'],"
+        " scaling_config={'min_size': 0, 'max_size': 2, 'desired_size': 0})\n"
+    )
+    return root
+
+
+def test_a_program_elsewhere_never_gets_this_repositorys_policy_config(tmp_path, capsys, monkeypatch):
+    program = _gpu_program(tmp_path / "team")
+    monkeypatch.chdir(REPO)  # run from our checkout, whose policies/config/dev.json allows accelerators
+    assert main(["plan", "--program", str(program), "--stack", "dev", "--quiet"]) == 1
+    captured = capsys.readouterr()
+    assert "stack dev: no policy configuration applies" in captured.err
+    assert "no policy configuration sets accelerator-budget.maxAccelerators" in captured.out
+    assert "budget of 0" not in captured.out
+    # Its plan is written under its own project, not over ours (build/plan/dev.json of this checkout).
+    assert (program / "build" / "plan" / "dev.json").is_file()
+    assert str(program / "build" / "plan" / "dev.json") in captured.out
+
+
+def test_a_project_keeps_its_own_policy_config_beside_its_stacks(tmp_path, capsys):
+    program = _gpu_program(tmp_path / "team")
+    (program / "policies" / "config").mkdir(parents=True)
+    (program / "policies" / "config" / "dev.json").write_text(json.dumps({"all": "advisory"}))
+    assert main(["plan", "--program", str(program), "--stack", "dev", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert f"policy config {program / 'policies' / 'config' / 'dev.json'}" in out
