@@ -428,6 +428,15 @@ class ServingSettings(Section):
                 )
             )
         out += self._speculative_problems()
+        if self.backend == "tensorrtllm" and self.kv_cache.dtype not in ("auto", "fp8"):
+            # KvCacheConfig.dtype: "auto" (the model's dtype) or "fp8" (TorchLlmArgs maps only fp8 onto the
+            # quant config; llm_args.py, 1.2 line).
+            out.append(
+                Problem(
+                    "serving.kvCache.dtype",
+                    f"got {self.kv_cache.dtype!r}; TensorRT-LLM's LLM API takes auto (the model's dtype) or fp8",
+                )
+            )
         if self.kv_cache.host_cache_fraction and not self.kv_cache.enable_reuse:
             out.append(
                 Problem(
