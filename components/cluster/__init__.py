@@ -8,7 +8,13 @@ from typing import TYPE_CHECKING
 from inference_platform.components.common.exports import lazy_exports
 
 if TYPE_CHECKING:
-    from inference_platform.components.cluster.addons import AddonIdentity, AddonSpec, ClusterAddons, ClusterAddonsArgs
+    from inference_platform.components.cluster.addons import (
+        AddonIdentity,
+        AddonSpec,
+        ClusterAddons,
+        ClusterAddonsArgs,
+        addon_versions,
+    )
     from inference_platform.components.cluster.eks_cluster import Cluster, ClusterArgs
 
 __all__ = [
@@ -18,11 +24,12 @@ __all__ = [
     "ClusterAddons",
     "ClusterAddonsArgs",
     "ClusterArgs",
+    "addon_versions",
 ]
 
 # Imported on first use (components/common/exports.py): importing this package loads no Pulumi module.
 _EXPORTS = {
-    "addons": ("AddonIdentity", "AddonSpec", "ClusterAddons", "ClusterAddonsArgs"),
+    "addons": ("AddonIdentity", "AddonSpec", "ClusterAddons", "ClusterAddonsArgs", "addon_versions"),
     "eks_cluster": ("Cluster", "ClusterArgs"),
 }
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

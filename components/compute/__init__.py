@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from inference_platform.components.compute.karpenter import Karpenter, KarpenterArgs
     from inference_platform.components.compute.karpenter_node_pool import KarpenterNodePool, KarpenterNodePoolArgs
     from inference_platform.components.compute.node_pool import NodePool, NodePoolArgs
-    from inference_platform.components.compute.pool_profile import PoolProfile, PoolShard, PoolSpec, Taint
+    from inference_platform.components.compute.pool_profile import PoolProfile, PoolShard, PoolSpec, Taint, profile
 
 __all__ = [
     "AcceleratorSoftware",
@@ -31,6 +31,7 @@ __all__ = [
     "PoolShard",
     "PoolSpec",
     "Taint",
+    "profile",
 ]
 
 # Imported on first use (components/common/exports.py): importing this package loads no Pulumi module.
@@ -40,6 +41,6 @@ _EXPORTS = {
     "karpenter": ("Karpenter", "KarpenterArgs"),
     "karpenter_node_pool": ("KarpenterNodePool", "KarpenterNodePoolArgs"),
     "node_pool": ("NodePool", "NodePoolArgs"),
-    "pool_profile": ("PoolProfile", "PoolShard", "PoolSpec", "Taint"),
+    "pool_profile": ("PoolProfile", "PoolShard", "PoolSpec", "Taint", "profile"),
 }
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

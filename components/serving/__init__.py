@@ -12,14 +12,21 @@ if TYPE_CHECKING:
     from inference_platform.components.serving.controllers import ServingControllers, ServingControllersArgs
     from inference_platform.components.serving.image_repository import ImageRepository, ImageRepositoryArgs
     from inference_platform.components.serving.inference_service import Exposure, InferenceService, InferenceServiceArgs
+    from inference_platform.components.serving.pod import Drain, ModelSource, Placement, Probes, Resources, SecretMount
     from inference_platform.components.serving.workload_namespace import WorkloadNamespace, WorkloadNamespaceArgs
 
 __all__ = [
+    "Drain",
     "Exposure",
     "ImageRepository",
     "ImageRepositoryArgs",
     "InferenceService",
     "InferenceServiceArgs",
+    "ModelSource",
+    "Placement",
+    "Probes",
+    "Resources",
+    "SecretMount",
     "ServingControllers",
     "ServingControllersArgs",
     "WorkloadNamespace",
@@ -31,6 +38,7 @@ _EXPORTS = {
     "controllers": ("ServingControllers", "ServingControllersArgs"),
     "image_repository": ("ImageRepository", "ImageRepositoryArgs"),
     "inference_service": ("Exposure", "InferenceService", "InferenceServiceArgs"),
+    "pod": ("Drain", "ModelSource", "Placement", "Probes", "Resources", "SecretMount"),
     "workload_namespace": ("WorkloadNamespace", "WorkloadNamespaceArgs"),
 }
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
