@@ -6,6 +6,7 @@ it). The accelerator and instance catalog is this package's own surface (``catal
 the other tables live in submodules named for what they hold (``inference_platform.components.catalog.models`` ...).
 """
 
+from inference_platform.components.catalog.charts import Chart
 from inference_platform.components.catalog.instances import (
     A10G,
     A100_40GB,
@@ -102,6 +103,7 @@ __all__ = [
     "VENDOR_NVIDIA",
     "Accelerator",
     "CatalogError",
+    "Chart",
     "InstanceType",
     "Vendor",
     "accelerator",

