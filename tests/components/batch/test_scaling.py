@@ -9,8 +9,8 @@ from datetime import UTC, datetime
 
 import pytest
 from inference_platform.components.autoscaling.scaled_object import (
-    ScalingPolicy,
     ScaleTarget,
+    ScalingPolicy,
     backfill_bounds,
     desired_replicas,
     formula,
@@ -66,7 +66,7 @@ def test_keda_reads_the_queue_with_its_own_pod_identity():
     assert trigger_authentication_spec() == {"podIdentity": {"provider": POD_IDENTITY_PROVIDER}}
     assert POD_IDENTITY_PROVIDER in UPSTREAM["provider_values"]["values"]
     assert "roleArn" not in trigger_authentication_spec()["podIdentity"], UPSTREAM["pod_identity"]["without_role_arn"]
-    assert KEDA_OPERATOR_SERVICE_ACCOUNT == UPSTREAM["operator_service_account"]["name"]
+    assert UPSTREAM["operator_service_account"]["name"] == KEDA_OPERATOR_SERVICE_ACCOUNT
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from inference_platform.batch.config import api_config, worker_config
 from inference_platform.components.batch import pods
-from inference_platform.components.batch.pods import LaneEnv, ShedRule, Shape, WorkerEnv
+from inference_platform.components.batch.pods import LaneEnv, Shape, ShedRule, WorkerEnv
 from inference_platform.components.batch.workloads import BatchWorkloads, BatchWorkloadsArgs, ServingTarget
 
 from tests.conftest import by_type, one
