@@ -22,7 +22,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-PROBE_PATH = "/v2/health/ready"
+from inference_platform.components.catalog.serving_contract import OPENAI_HEALTH_PATH
+
+PROBE_PATH = OPENAI_HEALTH_PATH
 LIMIT_HEADER = "x-ratelimit-limit"
 REMAINING_HEADER = "x-ratelimit-remaining"
 TIMEOUT_S = 10.0
@@ -42,8 +44,8 @@ class RateLimitProbe:
 def probe(
     base_url: str, headers: Mapping[str, str], *, ca_file: str | None = None, timeout: float = TIMEOUT_S
 ) -> RateLimitProbe:
-    """GET ``<base_url>/v2/health/ready`` as a client (its API-key header in ``headers``) and judge the
-    rate-limit headers of the answer."""
+    """GET ``<base_url>/health`` (the public health endpoint) as a client (its API-key header in ``headers``) and
+    judge the rate-limit headers of the answer."""
     request = urllib.request.Request(base_url.rstrip("/") + PROBE_PATH, headers=dict(headers), method="GET")
     context = ssl.create_default_context(cafile=ca_file) if base_url.startswith("https://") else None
     try:

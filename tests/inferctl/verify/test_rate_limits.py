@@ -319,11 +319,9 @@ def test_verify_runs_the_check_through_the_local_https_edge_and_it_passes(tmp_pa
                              region="us-west-2")  # fmt: skip
     with (
         upstream() as port,
-        edge_in_front(
-            edge_policy(EDGE), Upstream(address="127.0.0.1", http_port=port, grpc_port=port), tmp_path, None
-        ) as e,
+        edge_in_front(edge_policy(EDGE), Upstream(address="127.0.0.1", port=port), _Upstream, tmp_path) as e,
     ):
-        config = SimpleNamespace(api_key_header="x-api-key", ca_file=str(e.running.certificates.ca))
+        config = SimpleNamespace(api_key_header="authorization", ca_file=str(e.running.certificates.ca))
         plan = {"config": config, "api_key": e.keys["alpha"]}
         verdict, report = Verdict(), {}
         _rate_limits(SimpleNamespace(url=e.running.url), settings, plan, verdict, report)
