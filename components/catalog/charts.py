@@ -30,6 +30,8 @@ from typing import Any, Final
 
 @dataclass(frozen=True)
 class Chart:
+    """A Helm chart pinned to an exact version, and where ``helm`` fetches it from."""
+
     chart: str
     """Chart name in ``repository``, or a full ``oci://`` reference (then ``repository`` is None)."""
     version: str

@@ -511,10 +511,12 @@ CATALOG: Final[dict[str, InstanceType]] = {t.name: t for t in _INSTANCE_TYPES}
 
 
 def known_instance_types() -> tuple[str, ...]:
+    """Every instance type the catalog knows, sorted."""
     return tuple(sorted(CATALOG))
 
 
 def known_families() -> tuple[str, ...]:
+    """Every instance family of the catalog (``p5``, ``g6e``, ``inf2`` ...), sorted."""
     return tuple(sorted({t.family for t in CATALOG.values()}))
 
 
@@ -555,6 +557,7 @@ def accelerator(model: str) -> Accelerator:
 
 
 def is_efa_capable(name: str | InstanceType) -> bool:
+    """Whether the instance type has an EFA interface (raises CatalogError for a type the catalog does not know)."""
     return instance(name).efa_capable
 
 

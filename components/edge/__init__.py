@@ -12,16 +12,17 @@ from inference_platform.components.common.exports import lazy_exports
 if TYPE_CHECKING:
     from inference_platform.components.edge.client_credentials import ClientCredentials, ClientCredentialsArgs
     from inference_platform.components.edge.gateway import EdgeGateway, EdgeGatewayArgs
-    from inference_platform.components.edge.gateway_api import GatewayTarget, render_gateway_objects
+    from inference_platform.components.edge.gateway_api import Backend, GatewayTarget, render_gateway_objects
     from inference_platform.components.edge.load_balancer_controller import (
         LoadBalancerController,
         LoadBalancerControllerArgs,
     )
-    from inference_platform.components.edge.policy import CircuitBreaker, Client, EdgePolicy, Tier
+    from inference_platform.components.edge.policy import CircuitBreaker, Client, EdgePolicy, Endpoint, RouteGroup, Tier
     from inference_platform.components.edge.public_endpoint import PublicEndpoint, PublicEndpointArgs, WafRules
     from inference_platform.components.edge.rate_limit_store import RateLimitStore, RateLimitStoreArgs
 
 __all__ = [
+    "Backend",
     "CircuitBreaker",
     "Client",
     "ClientCredentials",
@@ -29,6 +30,7 @@ __all__ = [
     "EdgeGateway",
     "EdgeGatewayArgs",
     "EdgePolicy",
+    "Endpoint",
     "GatewayTarget",
     "LoadBalancerController",
     "LoadBalancerControllerArgs",
@@ -36,6 +38,7 @@ __all__ = [
     "PublicEndpointArgs",
     "RateLimitStore",
     "RateLimitStoreArgs",
+    "RouteGroup",
     "Tier",
     "WafRules",
     "render_gateway_objects",
@@ -45,9 +48,9 @@ __all__ = [
 _EXPORTS = {
     "client_credentials": ("ClientCredentials", "ClientCredentialsArgs"),
     "gateway": ("EdgeGateway", "EdgeGatewayArgs"),
-    "gateway_api": ("GatewayTarget", "render_gateway_objects"),
+    "gateway_api": ("Backend", "GatewayTarget", "render_gateway_objects"),
     "load_balancer_controller": ("LoadBalancerController", "LoadBalancerControllerArgs"),
-    "policy": ("CircuitBreaker", "Client", "EdgePolicy", "Tier"),
+    "policy": ("CircuitBreaker", "Client", "EdgePolicy", "Endpoint", "RouteGroup", "Tier"),
     "public_endpoint": ("PublicEndpoint", "PublicEndpointArgs", "WafRules"),
     "rate_limit_store": ("RateLimitStore", "RateLimitStoreArgs"),
 }

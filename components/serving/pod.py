@@ -59,6 +59,8 @@ _WHEN = {"required": "DoNotSchedule", "preferred": "ScheduleAnyway"}
 
 @dataclass(frozen=True, kw_only=True)
 class Probes:
+    """The server's startup, readiness and liveness probes: the startup budget, period, timeout and failure counts."""
+
     startup_seconds: int = 1800
     """Default 1800. Budget for download, verification and model load before a restart."""
     period_seconds: int = 10
@@ -74,6 +76,8 @@ class Probes:
 
 @dataclass(frozen=True, kw_only=True)
 class Drain:
+    """How a pod stops: how long it keeps serving after leaving the endpoints, and its termination grace period."""
+
     pre_stop_seconds: int = 15
     """Default 15. Serving continues this long after the pod left the endpoints (LB deregistration)."""
     grace_period_seconds: int = 60
@@ -82,6 +86,8 @@ class Drain:
 
 @dataclass(frozen=True, kw_only=True)
 class Resources:
+    """CPU and memory of one container (requests = limits)."""
+
     cpu: float
     """Required. Cores (requests = limits)."""
     memory_gib: float
@@ -112,6 +118,8 @@ class ModelSource:
 
 @dataclass(frozen=True, kw_only=True)
 class SecretMount:
+    """The API-key files a pod reads through the Secrets Store CSI driver: its SecretProviderClass and mount."""
+
     class_name: str
     """The SecretProviderClass of the pod's service account."""
     mount_dir: str
@@ -120,6 +128,8 @@ class SecretMount:
 
 @dataclass(frozen=True, kw_only=True)
 class Placement:
+    """Where the serving pods run: the pool, its taints, accelerators and EFA interfaces per pod, the zone and host spread."""
+
     pool: str
     """The ``node-pool`` label value of the serving pool."""
     taints: Sequence[Taint] = ()
