@@ -93,9 +93,9 @@ def test_image_requirements_resolve_with_the_base_images_packages(pypi, tmp_path
 
 @pytest.mark.network
 def test_the_resolver_catches_the_conflict_the_image_had(pypi, tmp_path):
-    """The check can fail: the old ``tokenizers>=0.22`` against the base's transformers==4.51.0."""
+    """The check can fail: a ``tokenizers`` below what the base's transformers==4.57.1 needs (>=0.22)."""
     broken = tmp_path / "broken.txt"
-    broken.write_text(REQUIREMENTS.read_text() + "tokenizers>=0.22,<0.24\n")
+    broken.write_text(REQUIREMENTS.read_text() + "tokenizers>=0.20,<0.22\n")
     result = _resolve(tmp_path, broken, CONSTRAINTS)
     assert result.returncode != 0
     assert "tokenizers" in result.stderr and "conflict" in result.stderr.lower()
