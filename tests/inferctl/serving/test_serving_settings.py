@@ -188,6 +188,8 @@ def test_neuron_refuses_what_its_serving_path_lacks():
         ),
         ({"kvCache": {"hostCacheFraction": 0.9}}, "kvCache.hostCacheFraction", "less than or equal to 0.5"),
         ({"guidedDecoding": {"backend": "outlines"}}, "guidedDecoding.backend", "'xgrammar' or 'llguidance'"),
+        ({"precision": "int4_awq"}, "precision", "LLM API serves bf16, fp16, fp8, fp4"),
+        ({"kvCache": {"dtype": "int8"}}, "kvCache.dtype", "auto (the model's dtype) or fp8"),
     ],
 )
 def test_the_llm_api_features_are_validated(values, key, words):
