@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from inference_platform.policies.rules import (
     accelerator_scaling,
+    batch,
     cost,
     edge,
     edge_routes,
@@ -72,4 +73,5 @@ POLICIES: list[Policy] = [
     *observability.POLICIES,
     *verification.POLICIES,
     *names.POLICIES,
+    *batch.POLICIES,
 ]

@@ -56,7 +56,12 @@ def _pod(args: ResourceValidationArgs) -> dict[str, Any]:
 def _off_accelerators(args: ResourceValidationArgs, report: ReportViolation) -> None:
     if _name(args) != LOAD_TEST:
         return
-    pod = _pod(args)
+    report_off_accelerators(_pod(args), "load-test", report)
+
+
+def report_off_accelerators(pod: dict[str, Any], what: str, report: ReportViolation) -> None:
+    """``what``'s pods must be pinned to the system nodes, tolerate no accelerator taint and ask for no
+    accelerator (policy load-test-off-accelerators; batch-workers-off-accelerators the same)."""
     terms = get(pod, "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms", [])
     pinned = bool(terms) and all(
         any(
@@ -67,17 +72,17 @@ def _off_accelerators(args: ResourceValidationArgs, report: ReportViolation) -> 
     )
     selector = (pod.get("nodeSelector") or {}).get(NODE_ROLE)
     if not pinned and selector != SYSTEM:
-        report(f"load-test pods are not pinned to the system nodes (required node affinity {NODE_ROLE} In [system])")
+        report(f"{what} pods are not pinned to the system nodes (required node affinity {NODE_ROLE} In [system])")
     for toleration in pod.get("tolerations") or []:
         key = toleration.get("key")
         if key in ACCELERATOR_TAINTS or (toleration.get("operator") == "Exists" and not key):
-            report(f"load-test pods tolerate the accelerator taint {key or '(every taint)'}")
+            report(f"{what} pods tolerate the accelerator taint {key or '(every taint)'}")
     for container in [*(pod.get("containers") or []), *(pod.get("initContainers") or [])]:
         resources = container.get("resources") or {}
         for kind in ("requests", "limits"):
             asked = [r for r in ACCELERATOR_RESOURCES if r in (resources.get(kind) or {})]
             if asked:
-                report(f"load-test container {container.get('name')} {kind} {', '.join(asked)}")
+                report(f"{what} container {container.get('name')} {kind} {', '.join(asked)}")
 
 
 def _awaited(args: ResourceValidationArgs, report: ReportViolation) -> None:
