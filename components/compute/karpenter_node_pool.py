@@ -27,7 +27,12 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 from inference_platform.components.catalog import charts
 from inference_platform.components.common.errors import raise_if
-from inference_platform.components.compute.node_pool import IMDS_HOP_LIMIT, ROOT_DEVICE
+from inference_platform.components.compute.node_pool import (
+    EFA_MEMLOCK_NODE_CONFIG,
+    IMDS_HOP_LIMIT,
+    ROOT_DEVICE,
+    node_config_mime,
+)
 from inference_platform.components.compute.pool_profile import PoolProfile, PoolShard
 
 NODEPOOL_API = "karpenter.sh/v1"
@@ -144,6 +149,10 @@ def node_class_spec(args: KarpenterNodePoolArgs, placement_group: pulumi.Input[s
         # Karpenter v1.14.1 pkg/apis/v1/ec2nodeclass.go: RAID0 of every NVMe instance-store disk, holding
         # /var/lib/containerd and /var/lib/kubelet (images and emptyDir volumes).
         spec["instanceStorePolicy"] = "RAID0"
+    if pool.efa and pool.spec.ami_family == "al2023":
+        # Karpenter merges a MIME NodeConfig part of userData into the node's own (bootstrap/nodeadm.go):
+        # the EFA containers' locked-memory limit (components/compute/node_pool.py EFA_MEMLOCK_NODE_CONFIG).
+        spec["userData"] = node_config_mime([EFA_MEMLOCK_NODE_CONFIG])
     if pool.spec.reservation_ids:
         spec["capacityReservationSelectorTerms"] = [{"id": rid} for rid in pool.spec.reservation_ids]
     if placement_group is not None:

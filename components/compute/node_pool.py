@@ -270,18 +270,54 @@ spec:
 """nodeadm's NodeConfig for a RAID0 of the instance-store NVMe disks (awslabs/amazon-eks-ami nodeadm API
 ``InstanceOptions.LocalStorage``; what Karpenter v1.14.1 writes for ``instanceStorePolicy: RAID0``,
 pkg/providers/amifamily/bootstrap/nodeadm.go). EKS merges this MIME part with its own bootstrap part."""
+EFA_MEMLOCK_BYTES = 2**63 - 1
+"""Effectively unlimited, and an int64: nodeadm decodes the YAML into JSON numbers, where 2**64 - 1
+(RLIM_INFINITY) would not survive as an exact integer."""
+EFA_MEMLOCK_NODE_CONFIG = f"""apiVersion: node.eks.aws/v1alpha1
+kind: NodeConfig
+spec:
+  containerd:
+    baseRuntimeSpec:
+      process:
+        rlimits:
+          - type: RLIMIT_MEMLOCK
+            hard: {EFA_MEMLOCK_BYTES}
+            soft: {EFA_MEMLOCK_BYTES}
+"""
+"""The locked-memory limit of every container on an EFA node. EFA registers (pins) host memory for its
+buffers; a container inherits containerd's limit (8 MiB by default) and a non-root pod cannot raise it
+(IPC_LOCK is inert without ambient capabilities: components/catalog/efa.py). nodeadm's
+``containerd.baseRuntimeSpec`` is merged into the OCI spec every container starts from (awslabs/amazon-eks-ami
+v20260724 nodeadm/doc/examples.md "Modifying container RLIMITs"; base-runtime-spec.json sets only
+RLIMIT_NOFILE)."""
+
+
+def node_config_parts(pool: PoolProfile) -> list[str]:
+    """nodeadm NodeConfig documents an AL2023 node of ``pool`` needs beyond EKS's own bootstrap part."""
+    if pool.spec.ami_family != "al2023":
+        return []
+    parts = []
+    if pool.spec.local_nvme_raid0:
+        parts.append(LOCAL_STORAGE_NODE_CONFIG)
+    if pool.efa:
+        parts.append(EFA_MEMLOCK_NODE_CONFIG)
+    return parts
+
+
+def node_config_mime(parts: Sequence[str]) -> str:
+    body = "".join(f"--{LOCAL_STORAGE_BOUNDARY}\nContent-Type: application/node.eks.aws\n\n{part}\n" for part in parts)
+    return (
+        f'MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="{LOCAL_STORAGE_BOUNDARY}"\n\n'
+        f"{body}--{LOCAL_STORAGE_BOUNDARY}--\n"
+    )
 
 
 def _user_data(pool: PoolProfile) -> str | None:
-    """Base64 MIME user data with the local-storage NodeConfig (AL2023 pools with ``local_nvme_raid0``)."""
-    if not pool.spec.local_nvme_raid0 or pool.spec.ami_family != "al2023":
+    """Base64 MIME user data with the pool's NodeConfig parts (AL2023: RAID0 local storage, EFA memlock)."""
+    parts = node_config_parts(pool)
+    if not parts:
         return None
-    mime = (
-        f'MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="{LOCAL_STORAGE_BOUNDARY}"\n\n'
-        f"--{LOCAL_STORAGE_BOUNDARY}\nContent-Type: application/node.eks.aws\n\n{LOCAL_STORAGE_NODE_CONFIG}\n"
-        f"--{LOCAL_STORAGE_BOUNDARY}--\n"
-    )
-    return base64.b64encode(mime.encode()).decode()
+    return base64.b64encode(node_config_mime(parts).encode()).decode()
 
 
 def _efa_interfaces(count: int, security_group_ids: Sequence[pulumi.Input[str]]) -> list[dict]:
