@@ -16,9 +16,10 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 work=${GPU_CHECK_WORK:-$(mktemp -d -t gpu-check.XXXXXX)}
 model_id=${GPU_CHECK_MODEL:-Qwen/Qwen2.5-0.5B-Instruct}
-served=${GPU_CHECK_SERVED_NAME:-qwen2.5-0.5b-instruct}
+# The OpenAI model id is serving.model exactly (the server's one rule).
+served=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["model"])' "$here/serving.json")
 bucket=gpu-check
-prefix=models/$served/v1
+prefix=models/gpu-check/v1
 openai_port=9000
 started=$(date +%s)
 step() { printf '[%4ss] %s\n' "$(( $(date +%s) - started ))" "$*"; }
