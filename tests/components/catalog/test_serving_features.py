@@ -55,3 +55,7 @@ def test_the_matrix_names_every_feature_once():
     assert len(keys) == len(set(keys))
     table = serving_features.matrix_markdown()
     assert all(f"`{k}`" in table for k in keys) and table.count("\n") == len(keys) + 1
+
+
+def test_docs_show_the_matrix_as_the_catalog_has_it(repo):
+    assert serving_features.matrix_markdown() in (repo / "docs" / "serving.md").read_text()
