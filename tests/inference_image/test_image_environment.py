@@ -201,7 +201,7 @@ def test_the_environment_has_no_pulumi_and_its_settings_import_none(dockerfile, 
     assert result.returncode != 0 and "No module named 'pulumi'" in result.stderr, _describe(["import pulumi"], result)
     code = (
         "import importlib, pkgutil, sys\n"
-        "import inference_platform.infra.settings, inference_image\n"
+        "import inference_platform.infra.settings, inference_platform.inference_image\n"
         "names = ['inference_platform.infra.settings.' + m.name for m in pkgutil.iter_modules(inference_platform.infra.settings.__path__)]\n"
         "names += ['inference_platform.inference_image.entrypoint', 'inference_platform.inference_image.prepare', 'inference_platform.inferctl.cli']\n"
         "names += list(sys.argv[1:])\n"

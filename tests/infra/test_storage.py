@@ -12,12 +12,13 @@ from pathlib import Path
 import pytest
 import yaml
 from inference_platform.inferctl.plan.command import make_plan
-from inference_platform.inferctl.plan.report import SECRET_SIG, SECRET_SIG_KEY, to_json
+from inference_platform.inferctl.plan.report import to_json
 from inference_platform.infra.cluster import build_cluster
 from inference_platform.infra.foundation import build_foundation
 from inference_platform.infra.storage import INFERENCE, MODEL_SYNC, build_storage
 from inference_platform.offline_plan.engine import ProgramError
 from inference_platform.offline_plan.manifests import write_manifests
+from inference_platform.offline_plan.redact import SECRET_SIG, SECRET_SIG_KEY
 from inference_platform.offline_plan.stack_settings import load as load_stack_settings
 
 from tests.conftest import STACKS, by_type, one

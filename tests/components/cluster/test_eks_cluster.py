@@ -14,7 +14,7 @@ from inference_platform.components.cluster.eks_cluster import (
     principal_key,
 )
 from inference_platform.components.common.errors import ComponentArgsError
-from inference_platform.inferctl.plan.report import SECRET_SIG, SECRET_SIG_KEY
+from inference_platform.offline_plan.redact import SECRET_SIG, SECRET_SIG_KEY
 
 from tests.conftest import by_type, one
 
