@@ -29,6 +29,11 @@ import pulumi
 import pulumi_kubernetes as k8s
 from inference_platform.components.catalog import charts
 from inference_platform.components.common.errors import raise_if
+from inference_platform.components.common.security_context import (
+    NOBODY_UID,
+    container_security_context,
+    pod_security_context,
+)
 from inference_platform.components.compute import autoscaler_tags
 from inference_platform.components.compute.iam_policies import cluster_autoscaler_policy
 from inference_platform.components.identity.pod_identity import PodIdentityRole, PodIdentityRoleArgs
@@ -43,7 +48,6 @@ BALANCING_IGNORED_LABELS = (
     "eks.amazonaws.com/sourceLaunchTemplateVersion",
     "eks.amazonaws.com/nodegroup-image",
 )
-NONROOT_UID = 65534
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -133,17 +137,8 @@ def release_values(args: ClusterAutoscalerArgs) -> dict:
         "replicaCount": 1,
         "priorityClassName": "system-cluster-critical",
         "resources": {"requests": {"cpu": "100m", "memory": "600Mi"}, "limits": {"memory": "600Mi"}},
-        "securityContext": {
-            "runAsNonRoot": True,
-            "runAsUser": NONROOT_UID,
-            "runAsGroup": NONROOT_UID,
-            "seccompProfile": {"type": "RuntimeDefault"},
-        },
-        "containerSecurityContext": {
-            "allowPrivilegeEscalation": False,
-            "readOnlyRootFilesystem": True,
-            "capabilities": {"drop": ["ALL"]},
-        },
+        "securityContext": pod_security_context(NOBODY_UID, group=True),
+        "containerSecurityContext": container_security_context(),
     }
 
 

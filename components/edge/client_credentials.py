@@ -27,6 +27,11 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 import pulumi_random as random
 from inference_platform.components.common.errors import raise_if
+from inference_platform.components.common.security_context import (
+    NOBODY_UID,
+    container_security_context,
+    pod_security_context,
+)
 from inference_platform.components.identity.pod_identity import PodIdentityRole, PodIdentityRoleArgs
 from inference_platform.components.secrets.delivery import CSI_DRIVER_NAME, provider_objects
 from inference_platform.components.storage.documents import secret_read_policy
@@ -37,7 +42,6 @@ REDIS_AUTH_KEY = "token"
 _REDIS_AUTH_OBJECT = "redis-auth"
 # The Kubernetes pause image (3.10), by digest: it only holds the CSI mount.
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10@sha256:ee6521f290b2168b6e0935a181d4cff9be1ac3f505666ef0e3c98fae8199917a"
-NONROOT_UID = 65534
 MIN_KEY_LENGTH = 32
 SYNC_LABELS = {"app.kubernetes.io/name": "credentials-sync", "app.kubernetes.io/part-of": "inference-edge"}
 
@@ -209,12 +213,7 @@ def sync_deployment_spec(provider_class: str, synced_secrets: Sequence[str] = ()
                 "serviceAccountName": SERVICE_ACCOUNT,
                 "automountServiceAccountToken": False,
                 "nodeSelector": {"node-role": "system"},
-                "securityContext": {
-                    "runAsNonRoot": True,
-                    "runAsUser": NONROOT_UID,
-                    "runAsGroup": NONROOT_UID,
-                    "seccompProfile": {"type": "RuntimeDefault"},
-                },
+                "securityContext": pod_security_context(NOBODY_UID, group=True),
                 "containers": [
                     {
                         "name": "pause",
@@ -223,11 +222,7 @@ def sync_deployment_spec(provider_class: str, synced_secrets: Sequence[str] = ()
                             "requests": {"cpu": "5m", "memory": "16Mi"},
                             "limits": {"cpu": "50m", "memory": "16Mi"},
                         },
-                        "securityContext": {
-                            "allowPrivilegeEscalation": False,
-                            "readOnlyRootFilesystem": True,
-                            "capabilities": {"drop": ["ALL"]},
-                        },
+                        "securityContext": container_security_context(),
                         "volumeMounts": [
                             {"name": "keys", "mountPath": "/mnt/keys", "readOnly": True},
                             *(

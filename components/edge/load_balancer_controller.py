@@ -28,12 +28,16 @@ import pulumi
 import pulumi_kubernetes as k8s
 from inference_platform.components.catalog import edge_charts as charts
 from inference_platform.components.common.errors import raise_if
+from inference_platform.components.common.security_context import (
+    NOBODY_UID,
+    container_security_context,
+    pod_security_context,
+)
 from inference_platform.components.edge.iam_documents import load_balancer_controller_policy
 from inference_platform.components.identity.pod_identity import PodIdentityRole, PodIdentityRoleArgs
 
 NAMESPACE = "kube-system"
 SERVICE_ACCOUNT = "aws-load-balancer-controller"
-NONROOT_UID = 65534
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -124,17 +128,8 @@ def release_values(args: LoadBalancerControllerArgs, vpc_id: str) -> dict:
         "nodeSelector": dict(args.node_selector),
         "priorityClassName": "system-cluster-critical",
         "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "256Mi"}},
-        "podSecurityContext": {
-            "runAsNonRoot": True,
-            "runAsUser": NONROOT_UID,
-            "fsGroup": NONROOT_UID,
-            "seccompProfile": {"type": "RuntimeDefault"},
-        },
-        "securityContext": {
-            "allowPrivilegeEscalation": False,
-            "readOnlyRootFilesystem": True,
-            "capabilities": {"drop": ["ALL"]},
-        },
+        "podSecurityContext": pod_security_context(NOBODY_UID, fs_group=True),
+        "securityContext": container_security_context(),
     }
 
 

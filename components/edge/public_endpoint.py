@@ -46,6 +46,11 @@ from inference_platform.components.catalog import edge_charts as charts
 from inference_platform.components.catalog.names import fit_name
 from inference_platform.components.catalog.serving_contract import OPENAI_HEALTH_PATH
 from inference_platform.components.common.errors import raise_if
+from inference_platform.components.common.security_context import (
+    NOBODY_UID,
+    container_security_context,
+    pod_security_context,
+)
 from inference_platform.components.edge.iam_documents import external_dns_policy
 from inference_platform.components.identity.pod_identity import PodIdentityRole, PodIdentityRoleArgs
 
@@ -65,7 +70,6 @@ WAF_WINDOWS = (60, 120, 300, 600)
 DEFAULT_COUNTED_RULES: dict[str, tuple[str, ...]] = {"AWSManagedRulesCommonRuleSet": ("SizeRestrictions_BODY",)}
 # Where the ALB writes its access logs in the log bucket (the bucket policy admits ELB there only).
 DEFAULT_ACCESS_LOG_PREFIX = "alb"
-NONROOT_UID = 65534
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -399,17 +403,8 @@ def external_dns_values(args: PublicEndpointArgs) -> dict[str, Any]:
         "serviceAccount": {"create": True, "name": EXTERNAL_DNS_SERVICE_ACCOUNT},
         "nodeSelector": {"node-role": "system"},
         "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"memory": "128Mi"}},
-        "podSecurityContext": {
-            "runAsNonRoot": True,
-            "runAsUser": NONROOT_UID,
-            "fsGroup": NONROOT_UID,
-            "seccompProfile": {"type": "RuntimeDefault"},
-        },
-        "securityContext": {
-            "allowPrivilegeEscalation": False,
-            "readOnlyRootFilesystem": True,
-            "capabilities": {"drop": ["ALL"]},
-        },
+        "podSecurityContext": pod_security_context(NOBODY_UID, fs_group=True),
+        "securityContext": container_security_context(),
     }
 
 

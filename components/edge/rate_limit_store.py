@@ -22,6 +22,7 @@ import pulumi_random as random
 from inference_platform.components.catalog import edge_charts as charts
 from inference_platform.components.catalog.names import fit_name
 from inference_platform.components.common.errors import raise_if
+from inference_platform.components.common.security_context import container_security_context, pod_security_context
 
 MODES = ("elasticache", "inCluster")
 REDIS_PORT = 6379
@@ -191,13 +192,7 @@ def in_cluster_deployment_spec(labels: dict[str, str]) -> dict:
             "spec": {
                 "automountServiceAccountToken": False,
                 "nodeSelector": {"node-role": "system"},
-                "securityContext": {
-                    "runAsNonRoot": True,
-                    "runAsUser": NONROOT_UID,
-                    "runAsGroup": NONROOT_UID,
-                    "fsGroup": NONROOT_UID,
-                    "seccompProfile": {"type": "RuntimeDefault"},
-                },
+                "securityContext": pod_security_context(NONROOT_UID, group=True, fs_group=True),
                 "containers": [
                     {
                         "name": "redis",
@@ -224,11 +219,7 @@ def in_cluster_deployment_spec(labels: dict[str, str]) -> dict:
                             "requests": {"cpu": "50m", "memory": "128Mi"},
                             "limits": {"cpu": "500m", "memory": "128Mi"},
                         },
-                        "securityContext": {
-                            "allowPrivilegeEscalation": False,
-                            "readOnlyRootFilesystem": True,
-                            "capabilities": {"drop": ["ALL"]},
-                        },
+                        "securityContext": container_security_context(),
                         "volumeMounts": [{"name": "data", "mountPath": "/data"}],
                     }
                 ],

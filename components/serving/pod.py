@@ -29,6 +29,7 @@ from inference_platform.components.catalog.serving_contract import (
     OPENAI_PORT,
     READINESS_DEADLINE_ENV,
 )
+from inference_platform.components.common.security_context import container_security_context, pod_security_context
 from inference_platform.components.compute.pool_profile import LABEL_POOL, Taint
 from inference_platform.planners import cold_start
 
@@ -318,26 +319,14 @@ def volumes(pod: ServerPod) -> list[dict[str, Any]]:
 
 
 def pod_security(run_as_user: int) -> dict[str, Any]:
-    return {
-        "runAsNonRoot": True,
-        "runAsUser": run_as_user,
-        "runAsGroup": run_as_user,
-        "fsGroup": run_as_user,
-        # A large cache volume must not be walked on every start to change ownership.
-        "fsGroupChangePolicy": "OnRootMismatch",
-        "seccompProfile": {"type": "RuntimeDefault"},
-    }
+    """The serving pods' securityContext: user, group and volumes' group ``run_as_user``."""
+    # A large cache volume must not be walked on every start to change ownership.
+    return pod_security_context(run_as_user, group=True, fs_group=True, fsGroupChangePolicy="OnRootMismatch")
 
 
 def container_security(run_as_user: int) -> dict[str, Any]:
-    return {
-        "allowPrivilegeEscalation": False,
-        "privileged": False,
-        "readOnlyRootFilesystem": True,
-        "runAsNonRoot": True,
-        "runAsUser": run_as_user,
-        "capabilities": {"drop": ["ALL"]},
-    }
+    """The serving containers' securityContext, pinned to ``run_as_user``."""
+    return container_security_context(run_as_user=run_as_user)
 
 
 def scheduling(pod: ServerPod, *, spread_label_keys: Sequence[str] = ()) -> dict[str, Any]:
