@@ -35,6 +35,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from inference_platform.components.network.cidr import internet_wide
+from inference_platform.policies.config_schema import name_list
 from inference_platform.policies.props import as_list, get
 from inference_platform.policies.rules.workloads import (
     ALLOWED_ADDED_CAPABILITIES,
@@ -46,7 +47,6 @@ from inference_platform.policies.rules.workloads import (
 )
 from pulumi_policy import (
     EnforcementLevel,
-    PolicyConfigSchema,
     PolicyResource,
     ReportViolation,
     ResourceValidationArgs,
@@ -247,19 +247,13 @@ def _no_cluster_admin_for_service_accounts(args: ResourceValidationArgs, report:
             )
 
 
-def _names(key: str, default: list[str], description: str) -> PolicyConfigSchema:
-    return PolicyConfigSchema(
-        properties={key: {"type": "array", "items": {"type": "string"}, "default": default, "description": description}}
-    )
-
-
 POLICIES = [
     ResourceValidationPolicy(
         name="workloads-non-root",
         description="No container runs as UID 0 or without runAsNonRoot (or a non-zero runAsUser).",
         validate=_non_root,
         enforcement_level=EnforcementLevel.MANDATORY,
-        config_schema=_names("rootExemptions", ROOT_EXEMPTIONS, "containers allowed root (Kind/ns/name/container)"),
+        config_schema=name_list("rootExemptions", ROOT_EXEMPTIONS, "containers allowed root (Kind/ns/name/container)"),
     ),
     StackValidationPolicy(
         name="workloads-image-provenance",
@@ -267,7 +261,7 @@ POLICIES = [
         "(its account and region) or are named public images.",
         validate=_images,
         enforcement_level=EnforcementLevel.MANDATORY,
-        config_schema=_names(
+        config_schema=name_list(
             "allowedRegistries",
             DEFAULT_REGISTRIES,
             "public images (registry/path, whole segments) allowed besides the stack's own ECR registry",
@@ -297,13 +291,13 @@ POLICIES = [
         "access.",
         validate=_patches,
         enforcement_level=EnforcementLevel.MANDATORY,
-        config_schema=_names("exemptions", [], "patched workloads allowed to gain privilege (Kind/ns/name)"),
+        config_schema=name_list("exemptions", [], "patched workloads allowed to gain privilege (Kind/ns/name)"),
     ),
     ResourceValidationPolicy(
         name="rbac-no-cluster-admin-for-service-accounts",
         description="No (Cluster)RoleBinding grants cluster-admin to service accounts.",
         validate=_no_cluster_admin_for_service_accounts,
         enforcement_level=EnforcementLevel.MANDATORY,
-        config_schema=_names("adminRoles", ADMIN_ROLES, "roles never to bind to service accounts"),
+        config_schema=name_list("adminRoles", ADMIN_ROLES, "roles never to bind to service accounts"),
     ),
 ]

@@ -18,6 +18,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from inference_platform.components import catalog
+from inference_platform.policies.config_schema import name_list
 from inference_platform.policies.props import as_list, get
 from pulumi_policy import (
     EnforcementLevel,
@@ -229,19 +230,13 @@ def _ecr(args: ResourceValidationArgs, report: ReportViolation) -> None:
         report("scan on push is off: pushed images are never scanned for vulnerabilities")
 
 
-def _names(key: str, default: list[str], description: str) -> PolicyConfigSchema:
-    return PolicyConfigSchema(
-        properties={key: {"type": "array", "items": {"type": "string"}, "default": default, "description": description}}
-    )
-
-
 POLICIES = [
     ResourceValidationPolicy(
         name="workloads-hardened-containers",
         description="Containers are not privileged, never escalate privileges and drop all capabilities.",
         validate=_hardened,
         enforcement_level=EnforcementLevel.MANDATORY,
-        config_schema=_names(
+        config_schema=name_list(
             "privilegedExemptions",
             PRIVILEGED_EXEMPTIONS,
             "containers allowed to run privileged (Kind/ns/name/container)",
@@ -258,7 +253,7 @@ POLICIES = [
         description="No hostPath volumes, host network/PID/IPC or host ports, except the accelerator device plugins.",
         validate=_host_access,
         enforcement_level=EnforcementLevel.MANDATORY,
-        config_schema=_names(
+        config_schema=name_list(
             "hostAccessExemptions", HOST_ACCESS_EXEMPTIONS, "workloads allowed host access (Kind/ns/name)"
         ),
     ),
