@@ -52,8 +52,12 @@ BASE_IMAGE_ONLY = {
 # What a base image ships that the entrypoints do import, installed here in its place: the project's own
 # range (pyproject.toml), since the base's exact version is not recorded. nvcr.io's Triton + TensorRT-LLM
 # image carries tritonclient[all] (tensorrtllm_backend r25.05 requirements.txt, unpinned); `inferctl verify`
-# and `smoke` import tritonclient.http (inferctl/serving/smoke_http.py).
-BASE_IMAGE_STAND_INS: dict[str, tuple[str, ...]] = {"Dockerfile": ("tritonclient",), "Dockerfile.neuron": ()}
+# and `smoke` import tritonclient.http (inferctl/serving/smoke_http.py). It carries tokenizers too (with
+# transformers, base_image_constraints.txt), which the pod's OpenAI server loads the model's tokenizer.json with.
+BASE_IMAGE_STAND_INS: dict[str, tuple[str, ...]] = {
+    "Dockerfile": ("tritonclient", "tokenizers"),
+    "Dockerfile.neuron": (),
+}
 
 
 def stand_in_requirements(dockerfile: Path) -> list[str]:

@@ -26,6 +26,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -220,6 +221,7 @@ NOT_FROM_PIP_STEPS = {
     "triton_python_backend_utils": "Triton's Python backend hands it to the model processes it starts",
     "cryptography": "`inferctl loadtest calibrate` only: a local Envoy with TLS, never run in an image",
     "envoy": "`inferctl loadtest calibrate` only: a local Envoy with TLS, never run in an image",
+    "outlines_core": "the CPU stand-in engine only (inference_image/testing/cpu_llm_api), never run in an image",
 }
 FROM_THE_BASE_IMAGE = {
     "Dockerfile": {
@@ -320,3 +322,75 @@ def test_every_container_of_the_stack_runs_its_command_in_its_image(stack, stack
         )
     assert ran, f"{stack}: no container runs inferctl from the serving image"
     print(f"\n{stack} ({dockerfile}):\n  " + "\n  ".join(ran), file=sys.stderr)
+
+
+def _openai_model_dir(root: Path) -> tuple[Path, Any]:
+    """The tensorrt_llm model's config.pbtxt and 1/model.yaml as the renderer writes them, over the weightless test
+    checkpoint: what the pod's OpenAI server reads."""
+    import yaml
+    from inference_platform.inference_image.llmapi.repository import render_config, render_model_yaml
+    from inference_platform.inference_image.testing.cpu_llm_api.checkpoint import write_checkpoint
+
+    serving = stack_settings.load("dev").serving
+    checkpoint = write_checkpoint(root / "checkpoint")
+    model_dir = root / "tensorrt_llm"
+    (model_dir / "1").mkdir(parents=True)
+    (model_dir / "config.pbtxt").write_text(render_config(serving), encoding="utf-8")
+    args = render_model_yaml(serving, checkpoint_dir=checkpoint)
+    (model_dir / "1" / "model.yaml").write_text(yaml.safe_dump(args), encoding="utf-8")
+    return model_dir, serving
+
+
+def test_the_openai_server_serves_in_the_gpu_image_environment(env_of, audit, tmp_path):
+    """The pod's OpenAI server (python -m inference_platform.inference_image.openai_api) starts in the serving
+    image's environment and answers: its model list, OpenAI's 400 for a prompt over the input limit (decided
+    before the engine), and 503s in OpenAI's shape while Triton is not there."""
+    import json
+
+    env = env_of("Dockerfile")
+    model_dir, serving = _openai_model_dir(tmp_path)
+    port = _closed_port()
+    log = tmp_path / "openai.log"
+    argv = [str(env.bin / "python"), "-m", "inference_platform.inference_image.openai_api", "--model-dir",
+            str(model_dir), "--served-model-name", serving.model, "--triton-url", f"http://127.0.0.1:{_closed_port()}",
+            "--host", "127.0.0.1", "--port", str(port)]  # fmt: skip
+    environ = {
+        "PATH": f"{env.bin}{os.pathsep}/usr/bin{os.pathsep}/bin",
+        "HOME": str(tmp_path),
+        "PYTHONPATH": str(audit),
+    }
+    with log.open("wb") as out:
+        process = subprocess.Popen(argv, cwd=tmp_path, env=environ, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        base = f"http://127.0.0.1:{port}"
+
+        def call(path: str, body: dict | None = None) -> tuple[int, dict]:
+            data = None if body is None else json.dumps(body).encode()
+            request = urllib.request.Request(base + path, data=data, headers={"content-type": "application/json"})
+            try:
+                with urllib.request.urlopen(request, timeout=10) as response:
+                    return response.status, json.loads(response.read())
+            except urllib.error.HTTPError as err:
+                return err.code, json.loads(err.read())
+
+        deadline = time.monotonic() + RUN_TIMEOUT
+        while True:
+            assert process.poll() is None, log.read_text()
+            try:
+                status, models = call("/v1/models")
+                break
+            except (urllib.error.URLError, ConnectionError):
+                assert time.monotonic() < deadline, log.read_text()
+                time.sleep(0.2)
+        assert status == 200 and [m["id"] for m in models["data"]] == [serving.model]
+        status, body = call("/health")
+        assert status == 503 and body["error"]["type"] == "service_unavailable", body
+        chat = {"model": serving.model, "messages": [{"role": "user", "content": "hi"}]}
+        status, body = call("/v1/chat/completions", chat)
+        assert status == 503 and "unreachable" in body["error"]["message"], body
+        long = chat | {"messages": [{"role": "user", "content": "x" * serving.max_input_len}]}
+        status, body = call("/v1/chat/completions", long)
+        assert (status, body["error"]["code"], body["error"]["param"]) == (400, "context_length_exceeded", "messages")
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
