@@ -42,6 +42,17 @@ class Usage:
     """Share of spot in a pool allowed both spot and on-demand (Karpenter prefers the cheaper)."""
     load_test_runs: float = 4.0
     """Runs a month of the in-cluster load test (each ``pulumi up`` that changes it runs it once)."""
+    batch_lines_per_month: float = 10_000_000.0
+    """Lines (requests) a month through the asynchronous lane's queue and bucket."""
+    batch_gib: float = 100.0
+    """Stored in the lane's bucket on average (input, output and error files within their retention)."""
+    batch_sqs_requests_per_line: float = 2.5
+    """SQS requests per line: SendMessageBatch and ReceiveMessage carry up to 10 (0.1 each), DeleteMessage one, a
+    share of ChangeMessageVisibility on retries, and the workers' empty 20 s long polls; rounded up."""
+    batch_s3_puts_per_line: float = 2.0
+    """The line's write-once result and its share of the assembled output file and batch record updates."""
+    batch_s3_gets_per_line: float = 2.0
+    """The result read at finalize and the client's share of reading the output file."""
 
     @classmethod
     def from_config(cls, values: Mapping[str, Any] | None) -> Usage:

@@ -71,6 +71,9 @@ __all__ = [
 H: Final = prices.HOURS_PER_MONTH
 Status = Literal["priced", "free", "unknown"]
 MODEL_STORE: Final = "inference:storage:ModelStore"
+BATCH_LANE: Final = "inference:batch:"
+"""Components of the asynchronous lane: its work queue and bucket are priced by the lines they carry."""
+BATCH_BUCKET_ROLE: Final = "batch"
 BUCKET_ROLE_TAG: Final = "bucket-role"
 """The tag inference_platform.components.storage.model_store puts on its buckets (``models`` or ``access-logs``)."""
 
@@ -244,6 +247,8 @@ class _Context:
             return self.fixed(r, "FSx for Lustre", size * rate, f"{size:,.0f} GiB x ${rate:.3f} ({tier} MB/s/TiB)")
         if t in ("aws:s3/bucket:Bucket", "aws:s3/bucketV2:BucketV2"):
             return self._bucket(r, inputs)
+        if t == "aws:sqs/queue:Queue" and component_of(str(r.get("urn", ""))).startswith(BATCH_LANE):
+            return self._batch_queue(r, inputs)
         if t == "aws:kms/key:Key":
             return self.fixed(r, "KMS", s(prices.KMS_KEY_MONTH), "$1 per key-month (requests not estimated)")
         if t == "aws:secretsmanager/secret:Secret":
@@ -343,12 +348,52 @@ class _Context:
         bucket included, is priced at the generic ``s3OtherGib``. Decided by the component the bucket
         belongs to and the role tag that component sets, never by the bucket's name."""
         role = str((inputs.get("tags") or {}).get(BUCKET_ROLE_TAG, "models"))
-        if component_of(str(r.get("urn", ""))) == MODEL_STORE and role == "models":
+        owner = component_of(str(r.get("urn", "")))
+        if owner == MODEL_STORE and role == "models":
             size, what = self.usage.s3_model_gib, "model store"
+        elif owner.startswith(BATCH_LANE) and role == BATCH_BUCKET_ROLE:
+            return self._batch_bucket(r)
         else:
             size, what = self.usage.s3_other_gib, "generic bucket"
         monthly = size * prices.service(prices.S3_STANDARD_GB_MONTH, self.region)
         return self.fixed(r, "S3", monthly, f"{what}: {size:g} GiB (assumed) x $0.023")
+
+    def _batch_bucket(self, r: Mapping[str, Any]) -> Line:
+        """The lane's files (``batchGib``) and its requests: result writes and reads per line."""
+        u = self.usage
+        storage = u.batch_gib * prices.service(prices.S3_STANDARD_GB_MONTH, self.region)
+        puts = (
+            u.batch_lines_per_month
+            * u.batch_s3_puts_per_line
+            / 1000
+            * prices.service(prices.S3_PUT_PER_1000, self.region)
+        )
+        gets = (
+            u.batch_lines_per_month
+            * u.batch_s3_gets_per_line
+            / 1000
+            * prices.service(prices.S3_GET_PER_1000, self.region)
+        )
+        basis = (f"batch lane: {u.batch_gib:g} GiB (assumed) x $0.023 + {u.batch_lines_per_month:,.0f} lines/month "
+                 f"(assumed) x ({u.batch_s3_puts_per_line:g} PUT x $0.005/1000 + {u.batch_s3_gets_per_line:g} GET x "
+                 "$0.0004/1000)")  # fmt: skip
+        return self.fixed(r, "S3", storage + puts + gets, basis)
+
+    def _batch_queue(self, r: Mapping[str, Any], inputs: Mapping[str, Any]) -> Line:
+        """The lane's work queue carries every line's requests; its dead-letter queue (the target of its redrive,
+        the one with no redrive of its own) only the few that failed every delivery."""
+        u = self.usage
+        if not inputs.get("redrivePolicy"):
+            return self.line(r, "SQS", "free", 0, 0, 0, "dead-letter queue: only lines that failed every delivery "
+                             "(within the account's free 1M requests a month)")  # fmt: skip
+        fifo = bool(inputs.get("fifoQueue"))
+        rate = prices.SQS_FIFO_PER_MILLION if fifo else prices.SQS_STANDARD_PER_MILLION
+        requests = u.batch_lines_per_month * u.batch_sqs_requests_per_line
+        monthly = requests / 1e6 * prices.service(rate, self.region)
+        basis = (f"batch work queue ({'FIFO' if fifo else 'standard'}): {u.batch_lines_per_month:,.0f} lines/month "
+                 f"(assumed) x {u.batch_sqs_requests_per_line:g} requests x ${rate:.2f}/million (the account's free "
+                 "1M a month not subtracted)")  # fmt: skip
+        return self.fixed(r, "SQS", monthly, basis)
 
     def _load_test_workers(self, r: Mapping[str, Any], inputs: Mapping[str, Any]) -> Line:
         """The system nodes the load-test workers take for each run (one vCPU per worker), times the runs."""

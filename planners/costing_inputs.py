@@ -77,6 +77,7 @@ FREE: Final[dict[str, str]] = {
     "aws:cloudwatch/eventRule:EventRule": "no charge for AWS service events",
     "aws:cloudwatch/eventTarget:EventTarget": "no charge",
     "aws:sqs/queuePolicy:QueuePolicy": "no charge",
+    "aws:sqs/redriveAllowPolicy:RedriveAllowPolicy": "no charge",
     "aws:sqs/queue:Queue": "first 1M requests a month are free; interruption events are far fewer",
     "aws:acm/certificate:Certificate": "public ACM certificates are free",
     "aws:elasticache/subnetGroup:SubnetGroup": "no charge",

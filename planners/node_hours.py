@@ -13,7 +13,9 @@ Pure Python, no Pulumi. ``costing`` prices a pool's *expected* monthly cost with
   window's [floor, ceiling]: the floor runs even without load, the ceiling caps the plan. Load above the
   plan (the daily peak) is not expected: the pool's maximum prices it. At night the *ceiling* is what
   saves money; a schedule lowering only the floor saves only if load falls, which the plan does not say,
-  so such a night is priced at the planned replicas.
+  so such a night is priced at the planned replicas. With the asynchronous lane's backfill the night branch is
+  ``(batch > 0 ? HELD : NIGHT)``: the floor is held while the lane's queue has work, and the lane exists to fill
+  every night, so the night is priced at the HELD bounds (the line's basis says so).
   Without the formula (a plain cron trigger), the cron's ``desiredReplicas`` raises the day floor and
   ``minReplicaCount``/``maxReplicaCount`` bound the rest of the day. Without a ScaledObject a workload
   runs its planned replicas around the clock.
@@ -47,8 +49,6 @@ DAY_TRIGGER: Final = "day"
 MINUTES_PER_DAY: Final = 1440
 _OFFSET_DATE: Final = datetime(2026, 1, 1, 12)
 _CRON: Final = re.compile(r"\s*(\d{1,2})\s+(\d{1,2})\s+\*\s+\*\s+\*\s*")
-# The formula inference_platform.components.autoscaling.scaled_object.formula renders; the load term may hold commas.
-_FORMULA: Final = re.compile(r"\s*day\s*>=\s*\d+\s*\?(?P<day>[^?:]*):(?P<night>[^?:]*)")
 _CAPPED: Final = re.compile(r"\s*min\(max\(.*,\s*(\d+)\),\s*(\d+)\)\s*")
 _RAISED: Final = re.compile(r"\s*max\(.*,\s*(\d+)\)\s*")
 
@@ -74,6 +74,8 @@ class Schedule:
     timezone: str = "UTC"
     note: str = ""
     """Why the schedule was read as day bounds all day, when it was."""
+    backfill: str = ""
+    """How the asynchronous lane's queue bounds the night, when it does (its night bounds are then the held ones)."""
 
     def is_day(self, minute: int) -> bool:
         if self.day_start == self.day_end:
@@ -91,9 +93,10 @@ class Schedule:
     def describe(self) -> str:
         if self.note:
             return f"{self.day.floor}-{self.day.ceiling} replicas all day ({self.note})"
+        held = f", {self.backfill}" if self.backfill else ""
         return (
             f"{self.day_hours:g} h day at {self.day.floor}-{self.day.ceiling} replicas, {24 - self.day_hours:g} h "
-            f"night at {self.night.floor}-{self.night.ceiling} ({self.timezone})"
+            f"night at {self.night.floor}-{self.night.ceiling} ({self.timezone}{held})"
         )
 
 
@@ -149,9 +152,16 @@ def schedule_of(spec: Mapping[str, Any]) -> Schedule:
         return Schedule(everyday, everyday, 0, 0)
     meta = cron.get("metadata") or {}
     formula = str(((spec.get("advanced") or {}).get("scalingModifiers") or {}).get("formula") or "")
+    held = ""
     if formula:
-        match = _FORMULA.fullmatch(formula)
-        branches = [_branch(match[k], hi) for k in ("day", "night")] if match else [None]
+        parts = _conditional(formula)
+        night_branch = parts[2] if parts and re.fullmatch(r"\s*day\s*>=\s*\d+\s*", parts[0]) else ""
+        inner = _conditional(night_branch.strip()[1:-1]) if night_branch.strip().startswith("(") else None
+        if inner is not None and (queue := re.fullmatch(r"\s*(\w+)\s*>\s*0\s*", inner[0])):
+            # Backfill holds these bounds while the lane's queue has work; the lane exists to fill every night's
+            # trough, so the expectation is the held bounds every night (the basis says so).
+            night_branch, held = inner[1], f"night held at its floor while the {queue[1]!r} queue has work"
+        branches = [_branch(parts[1], hi), _branch(night_branch, hi)] if night_branch else [None]
         if None in branches:
             return Schedule(everyday, everyday, 0, 0, note=f"formula {formula!r} not read")
         day, night = branches
@@ -168,7 +178,22 @@ def schedule_of(spec: Mapping[str, Any]) -> Schedule:
         return Schedule(day, day, 0, 0, timezone, note=f"cron {meta.get('start')!r}-{meta.get('end')!r} not read")
     offset = _OFFSET_DATE.replace(tzinfo=zone).utcoffset()
     shift = int(offset.total_seconds() // 60) if offset is not None else 0
-    return Schedule(day, night, (start - shift) % MINUTES_PER_DAY, (end - shift) % MINUTES_PER_DAY, timezone)
+    return Schedule(
+        day, night, (start - shift) % MINUTES_PER_DAY, (end - shift) % MINUTES_PER_DAY, timezone, backfill=held
+    )
+
+
+def _conditional(text: str) -> tuple[str, str, str] | None:
+    """``cond ? then : otherwise`` split at its top level (parentheses nest; expr-lang's conditional nests to
+    the right), or None. The night branch with the asynchronous lane's backfill is ``(batch > 0 ? HELD : NIGHT)``."""
+    depth, question = 0, -1
+    for i, char in enumerate(text):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if depth == 0 and char == "?" and question < 0:
+            question = i
+        elif depth == 0 and char == ":" and question >= 0:
+            return text[:question], text[question + 1 : i], text[i + 1 :]
+    return None
 
 
 def _branch(text: str, top: int) -> Bounds | None:

@@ -78,6 +78,12 @@ INTERFACE_ENDPOINT_AZ_HOUR: Final = 0.01
 INTERFACE_ENDPOINT_GB: Final = 0.01
 PUBLIC_IPV4_HOUR: Final = 0.005  # every public IPv4 address, attached or not (since 2024-02)
 S3_STANDARD_GB_MONTH: Final = 0.023
+S3_PUT_PER_1000: Final = 0.005  # PUT, COPY, POST, LIST requests (S3 Standard)
+S3_GET_PER_1000: Final = 0.0004  # GET, SELECT and all other requests
+SQS_STANDARD_PER_MILLION: Final = 0.40  # standard queue requests after the account's free 1M a month; each 64 KiB
+# of a payload is billed as one request (Amazon SQS pricing, us-east-1)
+SQS_FIFO_PER_MILLION: Final = 0.50
+SQS_FREE_REQUESTS_MONTH: Final = 1_000_000  # per account, not per queue: the estimate does not subtract it
 KMS_KEY_MONTH: Final = 1.0
 SECRET_MONTH: Final = 0.40
 LOGS_INGEST_GB: Final = 0.50
