@@ -7,6 +7,7 @@ and policies can judge each rule alone. The only world-reachable ports are the l
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -71,29 +72,27 @@ class SecurityGroups(pulumi.ComponentResource):
         nodes = group("nodes", "nodes", "Inference nodes", {"karpenter.sh/discovery": args.cluster_name})
         endpoints = group("endpoints", "endpoints", "VPC interface endpoints")
 
-        def ingress(key: str, sg: aws.ec2.SecurityGroup, description: str, port: int | None, **source) -> None:
-            aws.vpc.SecurityGroupIngressRule(
+        def rule(
+            kind: type[aws.vpc.SecurityGroupIngressRule] | type[aws.vpc.SecurityGroupEgressRule],
+            key: str,
+            sg: aws.ec2.SecurityGroup,
+            description: str,
+            port: int | None,
+            **peer: object,
+        ) -> None:
+            kind(
                 f"{name}-{key}",
                 security_group_id=sg.id,
                 description=description,
                 ip_protocol="tcp" if port is not None else "-1",
                 from_port=port,
                 to_port=port,
-                **source,
+                **peer,
                 opts=child,
             )
 
-        def egress(key: str, sg: aws.ec2.SecurityGroup, description: str, port: int | None, **target) -> None:
-            aws.vpc.SecurityGroupEgressRule(
-                f"{name}-{key}",
-                security_group_id=sg.id,
-                description=description,
-                ip_protocol="tcp" if port is not None else "-1",
-                from_port=port,
-                to_port=port,
-                **target,
-                opts=child,
-            )
+        ingress = functools.partial(rule, aws.vpc.SecurityGroupIngressRule)
+        egress = functools.partial(rule, aws.vpc.SecurityGroupEgressRule)
 
         lb_ports = {"https": 443} | ({"http": 80} if args.redirect_http else {})
         for cidr in args.allowed_ingress_cidrs:
