@@ -15,6 +15,8 @@ BENCH_ARGS ?=
 
 # The stamp depends on every dependency file, so a changed range reinstalls and nothing else does.
 $(VENV)/.installed: pyproject.toml requirements.txt requirements-dev.txt requirements-triton.txt
+	@test -x $(BIN)/python || { command -v "$(PYTHON)" >/dev/null 2>&1 && "$(PYTHON)" -c "import venv, ensurepip" 2>/dev/null; } || \
+	  { echo "make: no Python that can create $(VENV) (PYTHON='$(PYTHON)'): install Python 3.11+ with venv and ensurepip (Debian: apt-get install python3-venv), or set PYTHON=/path/to/python3" >&2; exit 2; }
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade "pip>=24,<27"
 	$(BIN)/python -m pip install --quiet -r requirements.txt -r requirements-dev.txt
@@ -63,12 +65,15 @@ test: venv checkov system-deps lint
 bench: venv
 	$(BIN)/python -m bench $(BENCH_ARGS)
 
-# The model behind a real Envoy with TLS and API keys (EDGE=0: Triton alone, plain HTTP).
+# The model behind a real Envoy with TLS and API keys (EDGE=0: Triton alone, plain HTTP). Its files live in
+# one stable folder, emptied at each start: the edge's CA is $(SERVE_DIR)/edge/tls/ca.pem (docs/inferctl.md).
 EDGE ?= 1
 API_KEY_FILE ?= build/serve-local/api-keys.json
+SERVE_DIR ?= build/serve-local/run
 serve-local: venv
 	@mkdir -p $(dir $(API_KEY_FILE))
-	$(BIN)/inferctl serve-local $(if $(filter 1,$(EDGE)),--edge --api-key-file $(API_KEY_FILE))
+	@rm -rf $(SERVE_DIR)
+	$(BIN)/inferctl serve-local --work-dir $(SERVE_DIR) $(if $(filter 1,$(EDGE)),--edge --api-key-file $(API_KEY_FILE))
 
 clean:
 	rm -rf build .pytest_cache .ruff_cache

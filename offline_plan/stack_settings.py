@@ -12,10 +12,26 @@ from inference_platform.offline_plan.project import load_project, load_stack_con
 from inference_platform.errors import CommandError
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+"""The checkout this module runs from, when it is one (an editable install); an installed wheel has no
+Pulumi.yaml here, and nothing is looked for in site-packages."""
 
 
-def load(stack: str, *, program_dir: Path = REPO_ROOT, stack_file: Path | None = None) -> Settings:
-    project = load_project(program_dir)
+def project_dir(start: Path | None = None) -> Path:
+    """The project whose stacks a tool reads: the nearest folder holding a Pulumi.yaml from ``start`` (the
+    current directory) upwards, else this checkout's; CommandError (exit 2) when there is neither."""
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents, REPO_ROOT):
+        if (folder / "Pulumi.yaml").is_file() or (folder / "Pulumi.yml").is_file():
+            return folder
+    raise CommandError(
+        f"no Pulumi.yaml in {here} or above it: run inferctl from the project's folder (the one holding its "
+        "Pulumi.yaml and stacks/)",
+        exit_code=2,
+    )
+
+
+def load(stack: str, *, program_dir: Path | None = None, stack_file: Path | None = None) -> Settings:
+    project = load_project(program_dir or project_dir())
     config = load_stack_config(project, stack, stack_file)
     prefix = f"{project.name}:"
     values: dict[str, Any] = {

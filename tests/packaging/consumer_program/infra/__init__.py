@@ -1,0 +1,1 @@
+"""The consumer's own infra package."""
