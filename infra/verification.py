@@ -13,7 +13,7 @@ import urllib.parse
 from dataclasses import dataclass
 
 import pulumi
-from inference_platform.components.catalog.serving_contract import HTTP_PORT
+from inference_platform.components.catalog.serving_contract import OPENAI_PORT
 from inference_platform.components.verification import (
     InClusterTarget,
     LoadTest,
@@ -88,8 +88,8 @@ def _job(
         client = edge_client(cfg.client, settings.edge)
         key_arn = edge.gateway.client_secret_arns.get(client) if client else None
     else:
-        url = cfg.url or f"http://{service.service_name}.{namespace}.svc.cluster.local:{HTTP_PORT}"
-        in_cluster = InClusterTarget(pod_labels=pod_labels, port=HTTP_PORT) if cfg.url is None else None
+        url = cfg.url or f"http://{service.service_name}.{namespace}.svc.cluster.local:{OPENAI_PORT}"
+        in_cluster = InClusterTarget(pod_labels=pod_labels, port=OPENAI_PORT) if cfg.url is None else None
         names = storage.secrets.api_key_names
         key_arn = storage.secrets.secret_arns[names[0]] if settings.serving.auth.enabled and names else None
     job = VerificationJob(

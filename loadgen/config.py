@@ -18,17 +18,20 @@ API_KEY_ENV = "INFERCTL_API_KEY"
 CONFIG_ENV = "INFERCTL_LOADTEST_CONFIG"
 RECORDS_ENV = "INFERCTL_LOADTEST_RECORDS"
 WORKER_INDEX_ENV = "INFERCTL_LOADTEST_WORKER_INDEX"
-PROTOCOLS = ("triton", "openai")
+PROTOCOLS = ("openai",)
+# The old protocol's name, refused naming what replaced it (issue 20: the public edge serves the OpenAI API only,
+# and the LLM-API model behind the server takes none of the ensemble's generate inputs).
+RETIRED_PROTOCOLS = {"triton": "the OpenAI API (openai): /v1/chat/completions"}
 SHAPES = ("concurrency", "rate", "ramp")
-DEFAULT_MODEL = "ensemble"
-DEFAULT_API_KEY_HEADER = "x-api-key"
+DEFAULT_MODEL = ""
+DEFAULT_API_KEY_HEADER = "authorization"
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_STEP_SECONDS = 10.0
 # Poisson arrivals are open-loop; beyond this many requests in flight per arrival stream the server is
 # saturated and further arrivals are recorded as errors instead of piling up without bound.
 DEFAULT_MAX_IN_FLIGHT = 256
 
-Protocol = Literal["triton", "openai"]
+Protocol = Literal["openai"]
 ShapeKind = Literal["concurrency", "rate", "ramp"]
 
 
@@ -97,12 +100,14 @@ class Shape:
 class LoadConfig:
     url: str
     """Base URL, ``http(s)://host[:port][/prefix]``."""
-    protocol: Protocol = "triton"
-    """Default ``triton`` (``/v2/models/<model>/generate_stream``); ``openai`` (``/v1/chat/completions``)."""
+    protocol: Protocol = "openai"
+    """Default and only value ``openai``: streamed ``/v1/chat/completions``."""
     model: str = DEFAULT_MODEL
-    """Default ``ensemble``: the Triton model, or the OpenAI ``model`` field."""
+    """The OpenAI ``model`` field; ``loadtest`` and ``verify`` fill it from ``GET /v1/models`` when not given
+    (``served_model.served_models``)."""
     api_key_header: str = DEFAULT_API_KEY_HEADER
-    """Default ``x-api-key``. Header carrying the key (read from API_KEY_ENV; never in this file)."""
+    """Default ``authorization`` (sent as ``Bearer <key>``). Header carrying the key (read from API_KEY_ENV;
+    never in this file)."""
     ca_file: str | None = None
     """Default: the system trust store. PEM bundle that signs the endpoint's certificate."""
     shape: Shape
@@ -133,7 +138,9 @@ class LoadConfig:
             out.append(f"--url: got {self.url!r}; expected http(s)://host[:port]")
         elif require_tls and parsed.scheme != "https":
             out.append(f"--url: got {self.url!r}; a production stack is verified through TLS: use https://")
-        if self.protocol not in PROTOCOLS:
+        if self.protocol in RETIRED_PROTOCOLS:
+            out.append(f"--protocol: got {self.protocol!r}, which is retired; use {RETIRED_PROTOCOLS[self.protocol]}")
+        elif self.protocol not in PROTOCOLS:
             out.append(f"--protocol: got {self.protocol!r}; expected one of {', '.join(PROTOCOLS)}")
         shape = self.shape
         if shape.kind not in SHAPES:

@@ -4,6 +4,10 @@ Pure arithmetic on timestamps, so the SLO verdict is tested with injected timing
 TTFT = first token's arrival - request start; inter-token latency (ITL) = gap between consecutive
 tokens of one request; output rate = (tokens - 1) / (last - first token) per request. Percentiles use
 the nearest-rank method (the p95 of 5 samples is the largest).
+
+An OpenAI stream's chunk may carry several tokens; its final ``usage`` says how many there were. When that
+count differs from the chunks, the request's gaps are its mean ITL, (last - first chunk) / (tokens - 1), once
+per token gap: the client cannot see finer than a chunk, and a chunk's gap is never one token's.
 """
 
 from __future__ import annotations
@@ -22,9 +26,14 @@ class StreamTiming:
 
     start: float
     token_times: tuple[float, ...]
+    """When each token, or each chunk of tokens, arrived."""
+    output_tokens: int | None = None
+    """Default: one token per arrival. Tokens the server reported (OpenAI ``usage.completion_tokens``)."""
 
     @property
     def tokens(self) -> int:
+        if self.output_tokens is not None and self.token_times:
+            return max(self.output_tokens, 1)
         return len(self.token_times)
 
     @property
@@ -33,6 +42,9 @@ class StreamTiming:
 
     @property
     def gaps(self) -> list[float]:
+        if self.tokens != len(self.token_times):
+            span = self.token_times[-1] - self.token_times[0]
+            return [span / (self.tokens - 1)] * (self.tokens - 1) if self.tokens > 1 else []
         return [b - a for a, b in zip(self.token_times, self.token_times[1:], strict=False)]
 
     @property

@@ -3,8 +3,8 @@
 Locust loads this file (``locust -f``) in the master and in every worker; it reads the run's
 :class:`LoadConfig` from the file named by ``CONFIG_ENV`` and the API key from ``API_KEY_ENV``.
 
-- Users stream each answer (Triton ``generate_stream`` or OpenAI chat completions, server-sent
-  events) and time the first token and every later one, on geventhttpclient directly: Locust's
+- Users stream each answer (OpenAI chat completions, server-sent events) and time the first chunk and
+  every later one, counted by the final chunk's ``usage``, on geventhttpclient directly: Locust's
   HTTP session would time only the headers of a streamed answer. Each request is also reported to
   Locust's own statistics (``events.request``) with its full latency.
 - ``concurrency`` and ``ramp`` are closed loops (a user sends its next request when the last one
@@ -163,7 +163,7 @@ class LlmUser(User):
                         received += len(line)
                         if not line.startswith(b"data:"):
                             continue
-                        piece = parse_event(CONFIG.protocol, line[5:])
+                        piece = parse_event(line[5:])
                         if piece.error is not None:
                             error = piece.error
                             break

@@ -1,5 +1,6 @@
-"""The requests a load test sends: prompt sizes drawn from a distribution, Triton or OpenAI bodies,
-structured-output requests mixed in, and the server-sent events that come back.
+"""The requests a load test sends: prompt sizes drawn from a distribution, OpenAI chat-completion bodies,
+structured-output requests (``response_format`` with a JSON schema) mixed in, and the server-sent events that
+come back.
 
 Pure functions of a ``random.Random`` so that a seed reproduces a run's request mix. Prompts are
 common English words, sized by what each word costs in the served model's tokenizer when that was
@@ -15,6 +16,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+from inference_platform.components.catalog.serving_contract import OPENAI_CHAT_PATH
 from inference_platform.loadgen.config import LoadConfig, PromptSizing, SizeDistribution
 from inference_platform.loadgen.structured import ANSWER_SCHEMA, Guide
 
@@ -153,31 +155,22 @@ def plan_request(config: LoadConfig, rng: random.Random) -> PlannedRequest:
         sizing = config.prompt_sizing
         text = prompt(draw(config.isl, rng), rng, sizing, limit=prompt_limit(sizing, max_tokens))
     kind = "structured" if structured else "plain"
-    if config.protocol == "openai":
-        body: dict[str, Any] = {
-            "model": config.model,
-            "messages": [{"role": "user", "content": text}],
-            "max_tokens": max_tokens,
-            "stream": True,
-            "stream_options": {"include_usage": True},
-        }
-        if structured:
-            body["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": "answer", "schema": ANSWER_SCHEMA},
-            }
-        return PlannedRequest(kind, "/v1/chat/completions", body, max_tokens)
-    body = {"text_input": text, "max_tokens": max_tokens, "stream": True}
+    body: dict[str, Any] = {
+        "model": config.model,
+        "messages": [{"role": "user", "content": text}],
+        "max_tokens": max_tokens,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
     if structured:
-        body["guided_decoding_guide_type"] = STRUCTURED_GUIDE.guide_type
-        body["guided_decoding_guide"] = STRUCTURED_GUIDE.guide
-    return PlannedRequest(kind, f"/v2/models/{config.model}/generate_stream", body, max_tokens)
+        body["response_format"] = {"type": "json_schema", "json_schema": {"name": "answer", "schema": ANSWER_SCHEMA}}
+    return PlannedRequest(kind, OPENAI_CHAT_PATH, body, max_tokens)
 
 
-def parse_event(protocol: str, data: bytes) -> Piece:
-    """One ``data:`` payload of a stream (Triton generate_stream or OpenAI chat completions)."""
+def parse_event(data: bytes) -> Piece:
+    """One ``data:`` payload of an OpenAI chat-completion stream."""
     data = data.strip()
-    if protocol == "openai" and data == b"[DONE]":
+    if data == b"[DONE]":
         return Piece(done=True)
     try:
         event = json.loads(data)
@@ -188,15 +181,13 @@ def parse_event(protocol: str, data: bytes) -> Piece:
     if "error" in event:
         error = event["error"]
         return Piece(error=str(error.get("message", error) if isinstance(error, dict) else error))
-    if protocol == "openai":
-        usage = event.get("usage") or {}
-        choices = event.get("choices") or []
-        text = ""
-        if choices:
-            choice = choices[0]
-            text = (choice.get("delta") or {}).get("content") or choice.get("text") or ""
-        return Piece(text=text, tokens=usage.get("completion_tokens"))
-    return Piece(text=str(event.get("text_output", "")))
+    usage = event.get("usage") or {}
+    choices = event.get("choices") or []
+    text = ""
+    if choices:
+        choice = choices[0]
+        text = (choice.get("delta") or {}).get("content") or choice.get("text") or ""
+    return Piece(text=text, tokens=usage.get("completion_tokens"))
 
 
 def structured_problem(text: str) -> str | None:

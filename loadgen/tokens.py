@@ -1,10 +1,11 @@
 """What the load test's prompt words cost in the served model's tokenizer, asked of the server itself.
 
-The served ``preprocessing`` model tokenizes exactly as the server will (its tokenizer, its special
-tokens) and returns ``REQUEST_INPUT_LEN``: each of ``requests.WORDS`` is sent once with its leading
-space, and once a one-character prompt, whose length less one is the special tokens added to every
-prompt. Where ``preprocessing`` is not reachable (a public edge admits only the inference routes)
-the sizing stays "assumed" and prompts are clamped as if every byte were a token.
+The OpenAI server counts a request's prompt with the model's own tokenizer and chat template and returns the
+count as ``usage.prompt_tokens``. A chat completion of one character (``max_tokens`` 1) gives what the chat
+template and special tokens add to every prompt (its count less one); one of that character followed by each of
+``requests.WORDS`` gives the word's cost (the difference). Through the edge this is an ordinary client request
+(the public API), so the sizing is measured wherever the load goes; an endpoint that does not answer leaves it
+"assumed", and prompts are then clamped as if every byte were a token.
 """
 
 from __future__ import annotations
@@ -16,10 +17,12 @@ import urllib.request
 from collections.abc import Mapping
 from dataclasses import replace
 
+from inference_platform.components.catalog.serving_contract import OPENAI_CHAT_PATH
 from inference_platform.loadgen.config import PromptSizing
 from inference_platform.loadgen.requests import WORDS
 
-PREPROCESSING = "preprocessing"
+SOURCE = "usage.prompt_tokens"
+PROBE = "x"
 
 
 class _Unmeasurable(Exception):
@@ -29,6 +32,7 @@ class _Unmeasurable(Exception):
 def measure_sizing(
     url: str,
     *,
+    model: str,
     headers: Mapping[str, str],
     limits: PromptSizing,
     ca_file: str | None = None,
@@ -37,26 +41,24 @@ def measure_sizing(
     """``limits`` with the served tokenizer's word costs, or unchanged but for ``source`` when unmeasurable."""
     context = ssl.create_default_context(cafile=ca_file) if url.startswith("https://") else None
     try:
-        one_char = _input_len(url, "x", headers, context, timeout)
-        words = tuple(_input_len(url, " " + word, headers, context, timeout) for word in WORDS)
+        base = _prompt_tokens(url, model, PROBE, headers, context, timeout)
+        words = tuple(_prompt_tokens(url, model, f"{PROBE} {word}", headers, context, timeout) for word in WORDS)
     except _Unmeasurable as err:
         return replace(limits, word_tokens=(), special_tokens=0, source=f"assumed ({err})")
-    special = max(0, one_char - 1)
     return replace(
-        limits, word_tokens=tuple(max(1, n - special) for n in words), special_tokens=special, source=PREPROCESSING
+        limits,
+        word_tokens=tuple(max(1, n - base) for n in words),
+        special_tokens=max(0, base - 1),
+        source=SOURCE,
     )
 
 
-def _input_len(url: str, text: str, headers: Mapping[str, str], context: ssl.SSLContext | None, timeout: float) -> int:
-    body = {
-        "inputs": [
-            {"name": "QUERY", "datatype": "BYTES", "shape": [1, 1], "data": [text]},
-            {"name": "REQUEST_OUTPUT_LEN", "datatype": "INT32", "shape": [1, 1], "data": [1]},
-        ],
-        "outputs": [{"name": "REQUEST_INPUT_LEN"}],
-    }
+def _prompt_tokens(
+    url: str, model: str, text: str, headers: Mapping[str, str], context: ssl.SSLContext | None, timeout: float
+) -> int:
+    body = {"model": model, "messages": [{"role": "user", "content": text}], "max_tokens": 1, "temperature": 0}
     request = urllib.request.Request(
-        url.rstrip("/") + f"/v2/models/{PREPROCESSING}/infer",
+        url.rstrip("/") + OPENAI_CHAT_PATH,
         data=json.dumps(body).encode(),
         headers={"Content-Type": "application/json", **headers},
         method="POST",
@@ -64,9 +66,8 @@ def _input_len(url: str, text: str, headers: Mapping[str, str], context: ssl.SSL
     try:
         with urllib.request.urlopen(request, timeout=timeout, context=context) as response:
             answer = json.loads(response.read())
-        output = next(o for o in answer["outputs"] if o["name"] == "REQUEST_INPUT_LEN")
-        return int(output["data"][0])
+        return int(answer["usage"]["prompt_tokens"])
     except urllib.error.HTTPError as err:
-        raise _Unmeasurable(f"{PREPROCESSING} answered HTTP {err.code}") from None
-    except (OSError, ValueError, KeyError, StopIteration, IndexError, TypeError) as err:
-        raise _Unmeasurable(f"{PREPROCESSING} not measurable: {type(err).__name__}") from None
+        raise _Unmeasurable(f"{OPENAI_CHAT_PATH} answered HTTP {err.code}") from None
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise _Unmeasurable(f"{OPENAI_CHAT_PATH} not measurable: {type(err).__name__}") from None

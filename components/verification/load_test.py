@@ -79,8 +79,8 @@ class LoadTestArgs:
     """Required, >= 1. The run stops after this many requests."""
     request_timeout_seconds: float = 60
     """Default 60. A request without progress for this long counts as failed."""
-    protocol: str = "triton"
-    """Default ``triton``; ``openai``."""
+    protocol: str = "openai"
+    """Default ``openai``, the only protocol of ``inferctl loadtest`` (streamed chat completions)."""
     isl: tuple[int, int] = (512, 128)
     """Default (512, 128). Prompt tokens (mean, spread)."""
     osl: tuple[int, int] = (128, 32)

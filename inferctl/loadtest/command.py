@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -34,11 +35,13 @@ def register(subparsers: Any) -> None:
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
 
     run = actions.add_parser("run", help="run a bounded load test")
-    run.add_argument("--url", required=True, help="http(s)://host[:port] of Triton or the edge")
-    run.add_argument("--protocol", choices=("triton", "openai"), default="triton")
-    run.add_argument("--model", default="ensemble")
+    run.add_argument("--url", required=True, help="https://<edge> or http://<OpenAI server>")
+    run.add_argument("--protocol", default="openai", help="openai (the only one: streamed chat completions)")
+    run.add_argument("--model", help="the OpenAI model id (default: the first GET /v1/models lists)")
     run.add_argument("--api-key-file", type=Path, help="file holding the API key (or $INFERCTL_API_KEY)")
-    run.add_argument("--api-key-header", default="x-api-key")
+    run.add_argument(
+        "--api-key-header", default="authorization", help="authorization (Bearer, default) or the edge's own header"
+    )
     run.add_argument("--ca-file", type=Path)
     run.add_argument("--shape", choices=("concurrency", "rate", "ramp"), default="concurrency")
     run.add_argument("--concurrency", type=int, default=8, help="in flight (concurrency), or the cap (rate)")
@@ -120,7 +123,7 @@ def build_config(args: argparse.Namespace) -> Any:
     config = LoadConfig(
         url=args.url,
         protocol=args.protocol,
-        model=args.model,
+        model=args.model or "",
         api_key_header=args.api_key_header,
         ca_file=str(args.ca_file) if args.ca_file else None,
         shape=Shape(
@@ -147,6 +150,22 @@ def build_config(args: argparse.Namespace) -> Any:
     return config
 
 
+def served_model(config: Any, key: str | None) -> str:
+    """The first model the endpoint lists: what a client would ask for (exit 2 naming --model without one)."""
+    from inference_platform.loadgen.api_key_header import api_key_headers
+    from inference_platform.loadgen.served_model import NoServedModel, served_models
+
+    from inference_platform.errors import CommandError
+
+    try:
+        headers = api_key_headers(config.api_key_header, key)
+        return served_models(config.url, headers, ca_file=config.ca_file, timeout=config.timeout_s)[0]
+    except NoServedModel as err:
+        raise CommandError(
+            f"--model: not given and {config.url} named none ({err}); pass --model", exit_code=2
+        ) from None
+
+
 def run_command(args: argparse.Namespace) -> int:
     from inference_platform.inferctl.loadtest.chart import latency_chart
     from inference_platform.loadgen import records as rec
@@ -156,6 +175,8 @@ def run_command(args: argparse.Namespace) -> int:
 
     config = build_config(args)
     key = _key(args)
+    if not config.model:
+        config = replace(config, model=served_model(config, key))
     if args.role == "worker":
         return _worker(args, config, key)
     result = run(

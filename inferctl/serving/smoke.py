@@ -1,13 +1,15 @@
-"""``inferctl smoke``: prove an inference endpoint serves the ensemble contract within the stack's SLOs.
+"""``inferctl smoke``: prove an endpoint serves the OpenAI API within the stack's SLOs, as a client sees it.
 
-Checks, in order: live/ready, every model ready, the ensemble's metadata; a non-streaming and
-streaming generate over HTTP (``/generate``, ``/generate_stream``); the gRPC stream with and without
-``stream``; structured output (JSON schema and regex guides) when the stack enables guided
-decoding. Reports TTFT, inter-token latency and output tokens/s (medians over --requests streamed
-requests per protocol) and compares them with ``serving.slo``.
+Checks, in order: ``/health``; ``/v1/models`` lists the model; a chat completion (with ``usage``: prompt,
+completion and total tokens adding up); --requests streamed chat completions (SSE chunks until ``[DONE]``, the
+last with ``usage``); a completion; an unknown model answered in OpenAI's error shape; structured output (a
+``response_format`` JSON schema, and ``json_object``) when the stack enables guided decoding. Reports TTFT,
+inter-token latency and output tokens/s (medians over the streamed requests, timed per chunk as it arrives and
+counted by the final chunk's ``usage``) and compares them with ``serving.slo``.
 
-An ``https`` URL is the edge (TLS ends at the load balancer or the local Envoy; Triton itself never
-serves TLS): gRPC then goes to the same host and port over TLS, with the API key as plain metadata.
+An ``https`` URL is the edge (TLS ends at the load balancer or the local Envoy): the key goes as
+``Authorization: Bearer <key>``, as every OpenAI client sends it. An ``http`` URL is the OpenAI server itself.
+Triton's KServe v2 API is not checked here: it is internal (the pods' probes and metrics use it).
 
 Exit status: 0 all good, 1 a check failed, 2 bad arguments, 4 SLOs missed.
 """
@@ -25,36 +27,22 @@ EXIT_SLO_MISSED = 4
 DEFAULT_PROMPT = "Inference smoke test: the quick brown fox jumps over the lazy dog."
 DEFAULT_REQUESTS = 5
 DEFAULT_MAX_TOKENS = 48
+STRUCTURED_MAX_TOKENS = 256
 API_KEY_ENV = "INFERCTL_API_KEY"
-# What clients of NVIDIA's TensorRT-LLM ensemble rely on (a subset of model_repository/client_io.pbtxt).
-CONTRACT = {
-    "inputs": [
-        "text_input",
-        "max_tokens",
-        "bad_words",
-        "stop_words",
-        "end_id",
-        "pad_id",
-        "temperature",
-        "top_k",
-        "top_p",
-        "stream",
-        "guided_decoding_guide_type",
-        "guided_decoding_guide",
-    ],
-    "outputs": ["text_output"],
-}
+KEY_HEADER = "authorization"
+"""Where smoke (and verify) send the key: the OpenAI convention, which the edge reads after its own header."""
+UNKNOWN_MODEL = "no-such-model"
 
 
 @dataclass(frozen=True, kw_only=True)
 class SmokeConfig:
     url: str
-    grpc_url: str | None
     headers: dict[str, str]
-    models: list[str]
     slo: Any
     """``SloSettings`` of the stack."""
     guided: bool
+    model: str | None = None
+    """Default: the first model ``/v1/models`` lists (what a client would pick)."""
     ca_file: str | None = None
     """Default: the system trust store. CA bundle for ``https`` URLs (a local edge's CA)."""
     requests: int = DEFAULT_REQUESTS
@@ -67,13 +55,13 @@ class SmokeConfig:
 class SmokeReport:
     checks: list[str] = field(default_factory=list)
     latency: dict[str, Any] = field(default_factory=dict)
-    """protocol -> LatencySummary"""
+    """API -> LatencySummary"""
     slo_misses: list[str] = field(default_factory=list)
 
     def lines(self) -> list[str]:
         out = [f"  ok  {check}" for check in self.checks]
-        for protocol, summary in self.latency.items():
-            out.append(f"latency over {protocol}: " + "; ".join(summary.lines()))
+        for api, summary in self.latency.items():
+            out.append(f"latency over {api}: " + "; ".join(summary.lines()))
         out.append("SLOs met" if not self.slo_misses else "SLOs missed: " + "; ".join(self.slo_misses))
         return out
 
@@ -85,41 +73,45 @@ def register(subparsers: Any) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--url", required=True, help="HTTP(S) endpoint, e.g. http://127.0.0.1:8000")
-    parser.add_argument("--grpc-url", help="gRPC host:port (default: the --url host on port 8001 for http URLs)")
-    parser.add_argument("--grpc-tls", action="store_true", help="use TLS on the gRPC channel (implied by https)")
+    parser.add_argument("--url", required=True, help="https://<edge> or http://<OpenAI server>, e.g. :9000")
+    parser.add_argument("--model", help="the model to ask (default: the first /v1/models lists)")
     parser.add_argument("--ca-file", type=Path, help="CA bundle to trust for https (serve-local --edge prints it)")
-    parser.add_argument("--stack", default="dev", help="stack whose serving settings (SLOs, auth header) apply")
+    parser.add_argument("--stack", default="dev", help="stack whose serving settings (SLOs, guided decoding) apply")
     parser.add_argument("--api-key", help=f"API key (prefer --api-key-file or ${API_KEY_ENV}: argv is visible)")
     parser.add_argument(
         "--api-key-file", type=Path, help="a key, or serve-local --edge's JSON {client: key} (see --client)"
     )
     parser.add_argument("--client", help="which client's key to take from a JSON key file (default: the only one)")
-    parser.add_argument("--requests", type=int, default=DEFAULT_REQUESTS, help="streamed requests per protocol")
+    parser.add_argument("--requests", type=int, default=DEFAULT_REQUESTS, help="streamed requests")
     parser.add_argument("--max-tokens", type=int, default=DEFAULT_MAX_TOKENS)
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from inference_platform.inferctl.serving.smoke_http import SmokeFailure
+    from inference_platform.inferctl.serving.smoke_openai import SmokeFailure
     from inference_platform.loadgen.api_key_header import api_key_headers
     from inference_platform.offline_plan import stack_settings
 
     from inference_platform.errors import CommandError
 
-    if args.requests < 1 or args.max_tokens < 2:
-        raise CommandError("--requests must be >= 1 and --max-tokens >= 2", exit_code=2)
+    problems = []
+    if args.requests < 1:
+        problems.append(f"--requests: got {args.requests}; expected >= 1")
+    if args.max_tokens < 2:
+        problems.append(f"--max-tokens: got {args.max_tokens}; expected >= 2 (a stream needs two tokens for ITL)")
+    if not args.timeout > 0:
+        problems.append(f"--timeout: got {args.timeout}; expected > 0 seconds")
+    if not args.url.startswith(("http://", "https://")):
+        problems.append(f"--url: got {args.url!r}; expected http(s)://host[:port]")
+    if problems:
+        raise CommandError("bad input:\n  " + "\n  ".join(problems), exit_code=2)
     settings = stack_settings.load(args.stack)
     serving = settings.serving
-    key = _api_key(args)
-    edge = args.url.startswith("https://")
-    headers = api_key_headers(settings.edge.auth.header if edge else serving.auth.header, key)
     config = SmokeConfig(
         url=args.url,
-        grpc_url=args.grpc_url or _default_grpc(args.url),
-        headers=headers,
-        models=smoke_models(serving.llm_model_name, through_edge=edge),
+        headers=api_key_headers(KEY_HEADER, api_key(args)),
+        model=args.model,
         slo=serving.slo,
         guided=serving.guided_decoding.backend != "none",
         ca_file=str(args.ca_file) if args.ca_file else None,
@@ -130,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"smoke {args.url} (stack {args.stack})", flush=True)
     report = SmokeReport()
     try:
-        run_smoke(config, report, grpc_tls=args.grpc_tls or edge)
+        run_smoke(config, report)
     except SmokeFailure as err:
         print("\n".join(report.lines()[: len(report.checks)]))
         raise CommandError(f"smoke failed: {err}", exit_code=EXIT_CHECK_FAILED) from None
@@ -138,105 +130,140 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_SLO_MISSED if report.slo_misses else 0
 
 
-def smoke_models(llm_model_name: str, *, through_edge: bool) -> list[str]:
-    """The models whose readiness smoke checks: every model of the repository on Triton itself; through the
-    edge (an ``https`` URL) only the public ones, since the gateway refuses every endpoint of the others."""
-    from inference_platform.components.catalog.serving_contract import PUBLIC_MODELS
-
-    if through_edge:
-        return list(PUBLIC_MODELS)
-    return ["ensemble", "preprocessing", "postprocessing", llm_model_name, "tensorrt_llm_bls"]
-
-
-def run_smoke(config: SmokeConfig, report: SmokeReport, *, grpc_tls: bool = False) -> SmokeReport:
+def run_smoke(config: SmokeConfig, report: SmokeReport) -> SmokeReport:
     """Run every check, filling ``report``; raises SmokeFailure at the first failed check."""
-    from inference_platform.inferctl.serving.smoke_grpc import stream_generate
-    from inference_platform.inferctl.serving.smoke_http import HttpEndpoint, check_health, generate, generate_stream
-    from inference_platform.loadgen.latency import slo_misses, summarize
-    from inference_platform.loadgen.structured import GUIDES
-
-    http = HttpEndpoint(config.url, config.headers, config.timeout, ca_file=config.ca_file)
-    edge = http.tls
-    body = {"text_input": config.prompt, "max_tokens": config.max_tokens, "top_k": 1}
-    report.checks += check_health(http, config.models, CONTRACT)
-
-    text = generate(http, "ensemble", {**body, "stream": False}).get("text_output", "")
-    _require(text, "HTTP generate returned no text_output")
-    report.checks.append(f"HTTP generate: {len(text)} characters")
-
-    timings = []
-    for _ in range(config.requests):
-        streamed, timing = generate_stream(http, "ensemble", {**body, "stream": True})
-        _require(timing.tokens >= 2, f"HTTP generate_stream returned {timing.tokens} token(s), expected several")
-        timings.append(timing)
-    report.checks.append(
-        f"HTTP generate_stream x{config.requests}: {timings[-1].tokens} tokens each ({streamed[:40]!r}...)"
+    from inference_platform.components.catalog.serving_contract import (
+        OPENAI_CHAT_PATH,
+        OPENAI_COMPLETIONS_PATH,
+        OPENAI_HEALTH_PATH,
+        OPENAI_MODELS_PATH,
     )
-    report.latency["HTTP"] = summarize(timings)
+    from inference_platform.inferctl.serving.smoke_openai import Endpoint, get, post, stream
+    from inference_platform.loadgen.latency import slo_misses, summarize
 
-    if config.grpc_url:
-        grpc_timings = []
-        for _ in range(config.requests):
-            streamed, timing = stream_generate(
-                config.grpc_url,
-                headers=config.headers,
-                prompt=config.prompt,
-                max_tokens=config.max_tokens,
-                stream=True,
-                timeout=config.timeout,
-                tls=grpc_tls,
-                ca_file=config.ca_file,
-                through_edge=edge,
-            )
-            _require(timing.tokens >= 2, f"gRPC stream returned {timing.tokens} token(s), expected several")
-            grpc_timings.append(timing)
-        whole, timing = stream_generate(
-            config.grpc_url,
-            headers=config.headers,
-            prompt=config.prompt,
-            max_tokens=config.max_tokens,
-            stream=False,
-            timeout=config.timeout,
-            tls=grpc_tls,
-            ca_file=config.ca_file,
-            through_edge=edge,
+    endpoint = Endpoint(config.url, config.headers, config.timeout, ca_file=config.ca_file)
+    status, body = get(endpoint, OPENAI_HEALTH_PATH)
+    _require(status == 200, f"GET {OPENAI_HEALTH_PATH}: HTTP {status}: {str(body)[:200]}")
+    report.checks.append(f"{OPENAI_HEALTH_PATH} 200")
+
+    status, body = get(endpoint, OPENAI_MODELS_PATH)
+    listed = [m.get("id") for m in body.get("data", [])] if status == 200 and isinstance(body, dict) else []
+    _require(listed, f"GET {OPENAI_MODELS_PATH}: HTTP {status}, no model listed: {str(body)[:200]}")
+    model = config.model or listed[0]
+    _require(model in listed, f"GET {OPENAI_MODELS_PATH}: {model!r} is not listed (listed: {', '.join(listed)})")
+    report.checks.append(f"{OPENAI_MODELS_PATH}: {', '.join(listed)}")
+
+    messages = [{"role": "user", "content": config.prompt}]
+    chat = {"model": model, "messages": messages, "max_tokens": config.max_tokens, "temperature": 0}
+    answer = _completion(endpoint, OPENAI_CHAT_PATH, chat)
+    content = answer["choices"][0].get("message", {}).get("content") or ""
+    _require(content, f"POST {OPENAI_CHAT_PATH}: empty message content")
+    report.checks.append(f"chat completion: {len(content)} characters, usage {_usage_line(answer['usage'])}")
+
+    runs = []
+    for _ in range(config.requests):
+        streamed = stream(endpoint, OPENAI_CHAT_PATH, {**chat, "stream_options": {"include_usage": True}})
+        _require(streamed.usage is not None, f"POST {OPENAI_CHAT_PATH} (stream): no usage in the final chunk")
+        _check_usage(streamed.usage, f"POST {OPENAI_CHAT_PATH} (stream)")
+        _require(
+            streamed.timing.tokens >= 2,
+            f"POST {OPENAI_CHAT_PATH} (stream): {streamed.timing.tokens} token(s), expected several",
         )
-        _require(whole and timing.tokens == 1, f"gRPC with stream=false returned {timing.tokens} responses, expected 1")
-        report.checks.append(f"gRPC stream x{config.requests} (stream=true) and stream=false: {len(whole)} characters")
-        report.latency["gRPC"] = summarize(grpc_timings)
+        runs.append(streamed)
+    last = runs[-1]
+    report.checks.append(
+        f"chat completion streams x{config.requests}: {len(last.timing.token_times)} chunks, "
+        f"{last.timing.tokens} tokens each ({last.text[:40]!r}...)"
+    )
+    report.latency["chat completions"] = summarize([r.timing for r in runs])
+
+    completion = _completion(
+        endpoint, OPENAI_COMPLETIONS_PATH, {"model": model, "prompt": config.prompt, "max_tokens": config.max_tokens}
+    )
+    text = completion["choices"][0].get("text") or ""
+    _require(text, f"POST {OPENAI_COMPLETIONS_PATH}: empty text")
+    report.checks.append(f"completion: {len(text)} characters, usage {_usage_line(completion['usage'])}")
+
+    status, body = post(endpoint, OPENAI_CHAT_PATH, {**chat, "model": UNKNOWN_MODEL})
+    error = body.get("error") if isinstance(body, dict) else None
+    _require(
+        status == 404 and isinstance(error, dict) and error.get("message"),
+        f"POST {OPENAI_CHAT_PATH} for an unknown model: expected 404 with OpenAI's error object, got HTTP "
+        f"{status}: {str(body)[:200]}",
+    )
+    report.checks.append(f"unknown model: 404 {error.get('code') or error.get('type')}")
 
     if config.guided:
-        for guide in GUIDES:
-            answer = generate(
-                http,
-                "ensemble",
-                {
-                    **body,
-                    "max_tokens": 256,
-                    "stream": False,
-                    "guided_decoding_guide_type": guide.guide_type,
-                    "guided_decoding_guide": guide.guide,
-                },
-            ).get("text_output", "")
-            problem = guide.check(answer)
-            _require(problem is None, f"structured output ({guide.guide_type}): {problem}")
-            report.checks.append(f"structured output ({guide.guide_type}): {answer[:60]!r}")
+        _structured(endpoint, chat, report)
     else:
         report.checks.append("structured output: not enabled for this stack (serving.guidedDecoding.backend none)")
 
-    for protocol, summary in report.latency.items():
-        report.slo_misses += [f"{protocol}: {miss}" for miss in slo_misses(summary, config.slo)]
+    for api, summary in report.latency.items():
+        report.slo_misses += [f"{api}: {miss}" for miss in slo_misses(summary, config.slo)]
     return report
 
 
+def _structured(endpoint: Any, chat: dict[str, Any], report: SmokeReport) -> None:
+    """``response_format`` json_schema (the answer must validate) and json_object (it must parse as an object)."""
+    import json
+
+    from inference_platform.components.catalog.serving_contract import OPENAI_CHAT_PATH
+    from inference_platform.loadgen.structured import ANSWER_SCHEMA, Guide
+
+    formats = (
+        ({"type": "json_schema", "json_schema": {"name": "answer", "schema": ANSWER_SCHEMA}},
+         Guide("json_schema", json.dumps(ANSWER_SCHEMA))),
+        ({"type": "json_object"}, Guide("json_object", "{}")),
+    )  # fmt: skip
+    for response_format, guide in formats:
+        body = {**chat, "max_tokens": STRUCTURED_MAX_TOKENS, "response_format": response_format}
+        body["messages"] = [{"role": "user", "content": "Reply in JSON: " + chat["messages"][0]["content"]}]
+        answer = _completion(endpoint, OPENAI_CHAT_PATH, body)
+        content = answer["choices"][0].get("message", {}).get("content") or ""
+        problem = guide.check(content)
+        if problem is None and guide.guide_type == "json_object" and not content.lstrip().startswith("{"):
+            problem = f"{content[:80]!r} is not a JSON object"
+        _require(problem is None, f"structured output ({response_format['type']}): {problem}")
+        report.checks.append(f"structured output ({response_format['type']}): {content[:60]!r}")
+
+
+def _completion(endpoint: Any, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    """A non-streaming answer that must be 200 with choices and a consistent ``usage``."""
+    from inference_platform.inferctl.serving.smoke_openai import post
+
+    status, answer = post(endpoint, path, body)
+    _require(status == 200 and isinstance(answer, dict), f"POST {path}: HTTP {status}: {str(answer)[:200]}")
+    _require(answer.get("choices"), f"POST {path}: no choices: {str(answer)[:200]}")
+    _require(isinstance(answer.get("usage"), dict), f"POST {path}: no usage")
+    _check_usage(answer["usage"], f"POST {path}")
+    return answer
+
+
+def _check_usage(usage: dict[str, Any], where: str) -> None:
+    prompt, completion, total = (usage.get(k) for k in ("prompt_tokens", "completion_tokens", "total_tokens"))
+    _require(
+        isinstance(prompt, int) and isinstance(completion, int) and prompt > 0 and completion > 0,
+        f"{where}: usage without positive prompt/completion token counts: {usage}",
+    )
+    _require(total == prompt + completion, f"{where}: usage total_tokens {total} != {prompt} + {completion}")
+
+
+def _usage_line(usage: dict[str, Any]) -> str:
+    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
+    extra = f", {cached} cached" if cached is not None else ""
+    return f"{usage['prompt_tokens']} in + {usage['completion_tokens']} out{extra}"
+
+
 def _require(condition: Any, message: str) -> None:
-    from inference_platform.inferctl.serving.smoke_http import SmokeFailure
+    from inference_platform.inferctl.serving.smoke_openai import SmokeFailure
 
     if not condition:
         raise SmokeFailure(message)
 
 
-def _api_key(args: argparse.Namespace) -> str | None:
+def api_key(args: argparse.Namespace) -> str | None:
+    """The key from --api-key-file (a key, or a JSON ``{client: key}`` picked by --client), --api-key or
+    ``$INFERCTL_API_KEY``; None without one."""
     from inference_platform.errors import CommandError
 
     if args.api_key_file is not None:
@@ -263,16 +290,3 @@ def _client_key(text: str, client: str | None) -> str:
     if client not in keys:
         raise CommandError(f"--client must name one of the key file's clients: {', '.join(sorted(keys))}", exit_code=2)
     return str(keys[client])
-
-
-def _default_grpc(url: str) -> str | None:
-    import urllib.parse
-
-    parsed = urllib.parse.urlsplit(url)
-    if parsed.hostname is None:
-        return None
-    if parsed.scheme == "https":  # the edge serves gRPC on its HTTPS listener
-        return f"{parsed.hostname}:{parsed.port or 443}"
-    if parsed.scheme != "http":
-        return None
-    return f"{parsed.hostname}:8001"

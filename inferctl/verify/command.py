@@ -1,7 +1,8 @@
 """``inferctl verify``: after a rollout, check an endpoint against the stack's SLOs under load.
 
-In order: the smoke checks through the given URL (health, metadata, a deterministic prompt, schema-
-valid structured output); a short Locust load ramping up to the planned concurrency (per replica x
+In order: the smoke checks of the OpenAI API through the given URL (health, models, chat and completions with
+usage, streams timed as a client sees them, schema-valid structured output); a short Locust load of streamed chat
+completions ramping up to the planned concurrency (per replica x
 replicas), judged at that concurrency on TTFT p50/p95, ITL p50/p95, tokens/s, error rate and goodput;
 the serving logs (a local log file, or pods through the Kubernetes API); GPU utilisation from
 Prometheus when it answers; through an https edge with API keys, that the gateway's per-client rate
@@ -17,6 +18,7 @@ import argparse
 import json
 import math
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -43,8 +45,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--api-key-file", type=Path, help="a key, or a JSON {client: key} file (see --client)")
     parser.add_argument("--client", help="which client's key to take from a JSON key file")
     parser.add_argument("--ca-file", type=Path, help="CA bundle that signs the endpoint's certificate")
-    parser.add_argument("--protocol", choices=("triton", "openai"), default="triton")
-    parser.add_argument("--model", default="ensemble", help="Triton model or OpenAI model name (default ensemble)")
+    parser.add_argument("--protocol", default="openai", help="openai (the only one: the OpenAI API)")
+    parser.add_argument("--model", help="the OpenAI model id (default: the first GET /v1/models lists)")
     parser.add_argument("--concurrency", type=int, help="requests in flight per replica (default: the stack's)")
     parser.add_argument("--replicas", type=int, help="serving replicas behind the URL (default inference.replicas)")
     parser.add_argument("--rate", type=float, help="offer Poisson arrivals at this many requests/s instead of a ramp")
@@ -104,7 +106,8 @@ def run(args: argparse.Namespace) -> int:
 
 def build_plan(args: argparse.Namespace, settings: Any) -> dict[str, Any]:
     """The load to offer, from flags over the stack's settings; bad input exits 2 naming each flag."""
-    from inference_platform.inferctl.serving.smoke import _api_key
+    from inference_platform.inferctl.loadtest.command import served_model
+    from inference_platform.inferctl.serving.smoke import KEY_HEADER, api_key
     from inference_platform.loadgen.config import DEFAULT_MAX_IN_FLIGHT, LoadConfig, Shape, SizeDistribution
 
     from inference_platform.errors import CommandError
@@ -134,13 +137,14 @@ def build_plan(args: argparse.Namespace, settings: Any) -> dict[str, Any]:
         steps = ramp_steps(total)
         shape = Shape(kind="ramp", steps=steps, step_seconds=max(duration, 1e-3) / len(steps))
     guided = settings.serving.guided_decoding.backend != "none"
-    key = _api_key(args)
-    edge = args.url.startswith("https://")
+    key = api_key(args)
     config = LoadConfig(
         url=args.url,
         protocol=args.protocol,
-        model=args.model,
-        api_key_header=settings.edge.auth.header if edge else settings.serving.auth.header,
+        # Filled from GET /v1/models once the key is known (_served_model), unless given.
+        model=args.model or "",
+        # The OpenAI convention (Authorization: Bearer), which the edge reads after its own header.
+        api_key_header=KEY_HEADER,
         ca_file=str(args.ca_file) if args.ca_file else None,
         shape=shape,
         isl=SizeDistribution(mean=verification.isl.mean, spread=verification.isl.spread),
@@ -160,6 +164,8 @@ def build_plan(args: argparse.Namespace, settings: Any) -> dict[str, Any]:
         raise CommandError("bad input:\n  " + "\n  ".join(problems), exit_code=2)
     if key is None and (settings.serving.auth.enabled or settings.production):
         key = secrets_manager_key(settings)
+    if not args.model:
+        config = replace(config, model=served_model(config, key))
     return {"config": config, "api_key": key, "concurrency_per_replica": per_replica, "replicas": replicas}
 
 
@@ -191,21 +197,16 @@ def secrets_manager_key(settings: Any) -> str:
 
 
 def _smoke(args: argparse.Namespace, settings: Any, plan: dict[str, Any], verdict: Any, report: dict) -> bool:
-    from inference_platform.inferctl.serving.smoke import SmokeConfig, SmokeReport, run_smoke, smoke_models
-    from inference_platform.inferctl.serving.smoke_http import SmokeFailure
+    from inference_platform.inferctl.serving.smoke import SmokeConfig, SmokeReport, run_smoke
+    from inference_platform.inferctl.serving.smoke_openai import SmokeFailure
     from inference_platform.loadgen.api_key_header import api_key_headers
 
     config = plan["config"]
-    if args.protocol == "openai":
-        verdict.add("smoke", None, "skipped: the smoke checks speak Triton's HTTP API (--protocol openai)")
-        return True
     serving = settings.serving
-    headers = api_key_headers(config.api_key_header, plan["api_key"])
     smoke = SmokeConfig(
         url=args.url,
-        grpc_url=None,
-        headers=headers,
-        models=smoke_models(serving.llm_model_name, through_edge=args.url.startswith("https://")),
+        headers=api_key_headers(config.api_key_header, plan["api_key"]),
+        model=config.model,
         slo=serving.slo,
         guided=serving.guided_decoding.backend != "none",
         ca_file=config.ca_file,
@@ -300,9 +301,8 @@ def _sized(settings: Any, config: Any, api_key: str | None, report: dict) -> Any
 
     serving = settings.serving
     limits = PromptSizing(max_input_tokens=serving.max_input_len, max_seq_len=serving.max_seq_len)
-    if config.protocol == "triton":
-        headers = api_key_headers(config.api_key_header, api_key)
-        limits = measure_sizing(config.url, headers=headers, limits=limits, ca_file=config.ca_file)
+    headers = api_key_headers(config.api_key_header, api_key)
+    limits = measure_sizing(config.url, model=config.model, headers=headers, limits=limits, ca_file=config.ca_file)
     report["prompt_sizing"] = {
         "source": limits.source,
         "special_tokens": limits.special_tokens,

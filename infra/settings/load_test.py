@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import urllib.parse
-from typing import ClassVar, Literal
+from typing import ClassVar
 
 from inference_platform.components import catalog
 from inference_platform.components.catalog import load_generator
@@ -22,6 +22,10 @@ DEFAULT_DURATION_SECONDS = 300
 DEFAULT_MAX_DURATION_SECONDS = 1800
 DEFAULT_CONCURRENCY_PER_WORKER = 256
 SYSTEM_POOL = "system"
+RETIRED_PROTOCOLS = {
+    "triton": ", which is retired: the edge serves only the OpenAI API, and Triton's generate endpoints with it "
+    "are internal (issue 20)"
+}
 # A Poisson count over the duration exceeds rate x duration by a few standard deviations at most.
 REQUEST_BUDGET_FACTOR = 1.2
 
@@ -55,8 +59,9 @@ class LoadTestSettings(Section):
     """Default the first edge client (sorted). Whose API key the workers send (its tier limits the rate)."""
     node_pool: str = SYSTEM_POOL
     """Default ``system``, the only value allowed: the system node group. Accelerator pools are refused."""
-    protocol: Literal["triton", "openai"] = "triton"
-    """Default ``triton`` (generate_stream); ``openai`` (chat completions)."""
+    protocol: str = "openai"
+    """Default ``openai``, the only value: streamed chat completions (``triton`` is retired, issue 20: the
+    edge serves the OpenAI API only)."""
 
     @property
     def planned_workers(self) -> int:
@@ -73,9 +78,12 @@ class LoadTestSettings(Section):
         return math.ceil(REQUEST_BUDGET_FACTOR * self.target_rate * self.duration_seconds)
 
     def problems(self, ctx: CheckContext) -> list[Problem]:
-        if not self.enabled:
-            return []
         out: list[Problem] = []
+        if self.protocol != "openai":
+            why = RETIRED_PROTOCOLS.get(self.protocol, "")
+            out.append(Problem("loadTest.protocol", f"got {self.protocol!r}{why}; allowed: 'openai'"))
+        if not self.enabled:
+            return out
         if self.duration_seconds > self.max_duration_seconds:
             out.append(
                 Problem(

@@ -1,7 +1,8 @@
-"""One API-key shape for every inferctl client (review): ``verify``'s smoke checks and its load
-generator send ``<header>: <key>`` with the raw key under ``authorization`` and ``x-api-key`` alike,
-which is what Envoy Gateway's apiKeyAuth and Triton's restricted API compare (neither strips a
-``Bearer `` prefix). A header-recording server on 127.0.0.1 sees what goes on the wire."""
+"""One API-key shape for every client of ours (issue 20): ``verify``'s smoke checks and its load generator send
+``Authorization: Bearer <key>`` (the OpenAI convention; the edge's api_key_auth strips ``Bearer ``) and any other
+header raw. A header-recording server on 127.0.0.1 sees what goes on the wire: it is a LABELLED STAND-IN for the
+OpenAI server, answering each route in OpenAI's shape with fixed text (the wire format of the key is what is
+checked, not what a model says)."""
 
 from __future__ import annotations
 
@@ -22,28 +23,40 @@ from inference_platform.offline_plan import stack_settings
 pytestmark = pytest.mark.timeout(120)
 
 KEY = "k-0123456789abcdef"
-HEADERS = ("authorization", "x-api-key")
+MODEL = "m"
+USAGE = {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}
 
 
 class _Recorder(BaseHTTPRequestHandler):
     seen: list[dict[str, str]]
 
-    def _answer(self, body: bytes, content_type: str) -> None:
-        type(self).seen.append({k.lower(): v for k, v in self.headers.items()})
-        self.send_response(200)
+    def _answer(self, body: bytes, content_type: str, status: int = 200) -> None:
+        type(self).seen.append({"path": self.path, **{k.lower(): v for k, v in self.headers.items()}})
+        self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
 
     def do_GET(self) -> None:
-        # Health 200, then model metadata without the expected tensors: the smoke checks stop there.
-        self._answer(json.dumps({"inputs": [], "outputs": []}).encode(), "application/json")
+        listed = {"object": "list", "data": [{"id": MODEL, "object": "model"}]}
+        self._answer(json.dumps(listed if self.path == "/v1/models" else {}).encode(), "application/json")
 
     def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        event = json.dumps({"text_output": "ok"}).encode()
-        self._answer(b"data: " + event + b"\n\n", "text/event-stream")
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+        if body.get("model") != MODEL:
+            error = {"error": {"message": "no such model", "type": "invalid_request_error", "code": "model_not_found"}}
+            self._answer(json.dumps(error).encode(), "application/json", 404)
+        elif body.get("stream"):
+            chunks = [{"choices": [{"index": 0, "delta": {"content": t}}]} for t in ("o", "k")]
+            chunks.append({"choices": [], "usage": USAGE})
+            events = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
+            self._answer(events, "text/event-stream")
+        else:
+            # A schema-valid object when JSON is asked for (the smoke checks validate it).
+            text = json.dumps({"answer": "ok", "confidence": 1, "tags": ["t"]}) if "response_format" in body else "ok"
+            answer = {"message": {"role": "assistant", "content": text}, "text": text, "index": 0}
+            self._answer(json.dumps({"choices": [answer], "usage": USAGE}).encode(), "application/json")
 
     def log_message(self, *args: object) -> None:
         pass
@@ -64,32 +77,39 @@ def recorder() -> Iterator[tuple[str, list[dict[str, str]]]]:
 
 
 def _config(url: str, header: str) -> LoadConfig:
-    return LoadConfig(url=url, api_key_header=header, shape=Shape(kind="rate", rate=10.0, concurrency=2),
+    return LoadConfig(url=url, model=MODEL, api_key_header=header, shape=Shape(kind="rate", rate=10.0, concurrency=2),
                       isl=SizeDistribution(mean=4), osl=SizeDistribution(mean=2), max_requests=3, duration_s=10.0,
                       timeout_s=10.0)  # fmt: skip
 
 
-@pytest.mark.parametrize("header", HEADERS)
-def test_the_load_generator_sends_the_raw_key(recorder, tmp_path, header):
+WIRE = {"authorization": f"Bearer {KEY}", "x-api-key": KEY}
+
+
+@pytest.mark.parametrize("header", sorted(WIRE))
+def test_the_load_generator_sends_the_key_in_its_headers_shape(recorder, tmp_path, header):
     url, seen = recorder
     result = run(_config(url, header), tmp_path / "load", api_key=KEY)
-    posts = [h for h in seen if "content-type" in h and h["content-type"] == "application/json"]
-    assert len(result.records) == 3 and len(posts) == 3, (result.records, seen)
-    assert all(h.get(header) == KEY for h in posts), posts
+    posts = [h for h in seen if h.get("content-type") == "application/json"]
+    assert len(result.records) == 3 and all(r.ok for r in result.records), result.records
+    assert len(posts) == 3 and all(h["path"] == "/v1/chat/completions" for h in posts), seen
+    assert all(h.get(header) == WIRE[header] for h in posts), posts
+    # Counted by the final chunk's usage, timed per chunk.
+    assert all(r.output_tokens == USAGE["completion_tokens"] and r.ttft_ms is not None for r in result.records)
 
 
-@pytest.mark.parametrize("header", HEADERS)
-def test_verify_smoke_sends_the_raw_key(recorder, header):
+def test_verify_smoke_sends_a_bearer_key_on_every_request(recorder):
     url, seen = recorder
-    args = argparse.Namespace(protocol="triton", url=url)
-    plan = {"config": _config(url, header), "api_key": KEY}
-    _smoke(args, stack_settings.load("dev"), plan, Verdict(), {})
-    assert seen, "the smoke checks sent nothing"
-    assert all(h.get(header) == KEY for h in seen), seen
+    args = argparse.Namespace(url=url)
+    plan = {"config": _config(url, "authorization"), "api_key": KEY}
+    verdict = Verdict()
+    assert _smoke(args, stack_settings.load("dev"), plan, verdict, {}) is True, verdict.lines()
+    paths = {h["path"] for h in seen}
+    assert {"/health", "/v1/models", "/v1/chat/completions", "/v1/completions"} <= paths
+    assert all(h.get("authorization") == f"Bearer {KEY}" for h in seen), seen
 
 
-@pytest.mark.parametrize("header", HEADERS)
+@pytest.mark.parametrize("header", sorted(WIRE))
 def test_one_helper_builds_the_header(header):
-    assert api_key_headers(header, KEY) == {header: KEY}
-    assert api_key_headers(header.upper(), KEY) == {header: KEY}
+    assert api_key_headers(header, KEY) == {header: WIRE[header]}
+    assert api_key_headers(header.upper(), KEY) == {header: WIRE[header]}
     assert api_key_headers(header, None) == {} == api_key_headers(header, "")

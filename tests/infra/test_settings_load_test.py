@@ -27,6 +27,7 @@ def test_defaults_and_sizing():
     assert cfg.planned_workers == 1 and cfg.request_budget == 36_000
     assert load_generator.workers_for(100_000) == 204
     assert settings.verification.job.active_deadline_seconds == 1800
+    assert cfg.protocol == "openai"
 
 
 @pytest.fixture
@@ -93,6 +94,13 @@ def test_prod_with_a_load_test_sized_for_its_edge_loads(repo, tmp_path, prod):
         ({"workers": 1, "targetRate": 5000}, "loadTest.workers", "needs at least 8"),
         ({"targetRate": 100_000}, "loadTest.workers", "cluster.systemNodeGroup.maxSize is 4"),
         ({"client": "nobody"}, "loadTest.client", "expected one of edge.auth.clients"),
+        # Issue 20: the Triton protocol is retired, its name refused saying why.
+        (
+            {"protocol": "triton"},
+            "loadTest.protocol",
+            "got 'triton', which is retired: the edge serves only the OpenAI",
+        ),
+        ({"protocol": "grpc"}, "loadTest.protocol", "got 'grpc'; allowed: 'openai'"),
     ],
 )
 def test_bad_load_test_input_exits_2_naming_the_key(repo, tmp_path, prod, load_test, key, words):

@@ -61,7 +61,7 @@ def test_prompts_never_exceed_the_servers_limits(tokenizer, measured):
     rng = random.Random(1)
     for _ in range(200):
         planned = plan_request(config, rng)
-        count = _tokens(tokenizer, planned.body["text_input"])
+        count = _tokens(tokenizer, planned.body["messages"][0]["content"])
         assert count <= 4096 and count + planned.max_tokens <= 8192
 
 

@@ -1,4 +1,5 @@
-"""Request bodies for Triton and OpenAI, size draws, structured requests, and stream event parsing."""
+"""OpenAI chat-completion request bodies, size draws, structured requests, and stream event parsing; the retired
+Triton protocol refused naming what replaced it."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ def config(**overrides):
         "duration_s": 5.0,
         "isl": SizeDistribution(mean=20, spread=5),
         "osl": SizeDistribution(mean=30, spread=10),
+        "model": "llama",
     }
     return LoadConfig(**{**values, **overrides})
 
@@ -37,41 +39,40 @@ def test_draws_stay_within_the_clipped_distribution_and_follow_the_mean():
     assert draw(SizeDistribution(mean=7), rng) == 7
 
 
-def test_triton_request_streams_from_generate_stream():
+def test_a_request_streams_a_chat_completion_with_usage():
     planned = plan_request(config(), random.Random(0))
-    assert planned.path == "/v2/models/ensemble/generate_stream"
-    assert planned.body["stream"] is True and planned.body["max_tokens"] == planned.max_tokens
-    assert 1 <= len(planned.body["text_input"].split()) <= 35
+    assert planned.path == "/v1/chat/completions" and planned.kind == "plain"
+    body = planned.body
+    assert body["model"] == "llama" and body["stream"] is True and body["stream_options"] == {"include_usage": True}
+    assert body["max_tokens"] == planned.max_tokens and "response_format" not in body
+    assert 1 <= len(body["messages"][0]["content"].split()) <= 35
 
 
-def test_structured_share_mixes_schema_guided_requests():
+def test_structured_share_mixes_schema_constrained_requests():
     rng = random.Random(3)
     plans = [plan_request(config(structured_share=0.3), rng) for _ in range(400)]
     structured = [p for p in plans if p.kind == "structured"]
     assert 80 < len(structured) < 160
-    body = structured[0].body
-    assert body["guided_decoding_guide_type"] == "json_schema"
-    assert json.loads(body["guided_decoding_guide"]) == ANSWER_SCHEMA
+    fmt = structured[0].body["response_format"]
+    assert fmt["type"] == "json_schema" and fmt["json_schema"]["schema"] == ANSWER_SCHEMA
     assert structured[0].max_tokens >= STRUCTURED_MAX_TOKENS
 
 
-def test_openai_request_and_structured_response_format():
-    rng = random.Random(0)
-    planned = plan_request(config(protocol="openai", model="llama", structured_share=1.0), rng)
-    assert planned.path == "/v1/chat/completions"
-    assert planned.body["model"] == "llama" and planned.body["stream"] is True
-    assert planned.body["response_format"]["json_schema"]["schema"] == ANSWER_SCHEMA
+def test_the_triton_protocol_is_refused_naming_its_replacement():
+    (problem,) = config(protocol="triton").problems()
+    assert problem.startswith("--protocol: got 'triton', which is retired; use the OpenAI API (openai)")
+    assert config(protocol="grpc").problems() == ["--protocol: got 'grpc'; expected one of openai"]
+    assert config().problems() == []
 
 
-def test_stream_events_of_both_protocols():
-    assert parse_event("triton", b' {"text_output": "hi"}').text == "hi"
-    assert parse_event("triton", b'{"error": "model not ready"}').error == "model not ready"
-    assert parse_event("triton", b"not json").error
+def test_stream_events():
     chunk = {"choices": [{"delta": {"content": "yo"}}]}
-    assert parse_event("openai", json.dumps(chunk).encode()).text == "yo"
-    assert parse_event("openai", b'{"choices": [], "usage": {"completion_tokens": 12}}').tokens == 12
-    assert parse_event("openai", b"[DONE]").done
-    assert parse_event("openai", b'{"error": {"message": "rate limited"}}').error == "rate limited"
+    assert parse_event(json.dumps(chunk).encode()).text == "yo"
+    assert parse_event(b' {"choices": [{"text": "hi"}]}').text == "hi"
+    assert parse_event(b'{"choices": [], "usage": {"completion_tokens": 12}}').tokens == 12
+    assert parse_event(b"[DONE]").done
+    assert parse_event(b'{"error": {"message": "rate limited"}}').error == "rate limited"
+    assert parse_event(b"not json").error
 
 
 def test_structured_answers_are_checked_against_the_schema():
