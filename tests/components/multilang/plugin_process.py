@@ -15,6 +15,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
 import grpc
 from pulumi.runtime.proto import provider_pb2_grpc
@@ -28,14 +29,13 @@ START_SECONDS = 60
 
 @contextmanager
 def running_plugin(engine_address: str, cwd: Path) -> Iterator[provider_pb2_grpc.ResourceProviderStub]:
+    # stderr to a file: a pipe nobody reads would fill and stall the plugin.
+    errors = (cwd / "plugin-stderr.txt").open("w+b")
     process = subprocess.Popen(
-        [sys.executable, str(PLUGIN_DIR), engine_address],
-        cwd=cwd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        [sys.executable, str(PLUGIN_DIR), engine_address], cwd=cwd, stdout=subprocess.PIPE, stderr=errors
     )
     try:
-        port = _first_line(process)
+        port = _first_line(process, errors)
         channel = grpc.insecure_channel(f"127.0.0.1:{port}")
         grpc.channel_ready_future(channel).result(timeout=START_SECONDS)
         yield provider_pb2_grpc.ResourceProviderStub(channel)
@@ -47,9 +47,10 @@ def running_plugin(engine_address: str, cwd: Path) -> Iterator[provider_pb2_grpc
         except subprocess.TimeoutExpired:
             process.kill()
             process.communicate()
+        errors.close()
 
 
-def _first_line(process: subprocess.Popen[bytes]) -> int:
+def _first_line(process: subprocess.Popen[bytes], errors: IO[bytes]) -> int:
     assert process.stdout is not None
     with selectors.DefaultSelector() as selector:
         selector.register(process.stdout, selectors.EVENT_READ)
@@ -57,6 +58,7 @@ def _first_line(process: subprocess.Popen[bytes]) -> int:
             raise AssertionError(f"the plugin printed no port within {START_SECONDS} s")
     line = process.stdout.readline().decode().strip()
     if not line.isdigit():
-        _, err = process.communicate(timeout=20)
-        raise AssertionError(f"the plugin did not start (stdout {line!r}): {err.decode()[-3000:]}")
+        process.wait(timeout=20)
+        errors.seek(0)
+        raise AssertionError(f"the plugin did not start (stdout {line!r}): {errors.read().decode()[-3000:]}")
     return int(line)

@@ -7,6 +7,7 @@ import json
 from typing import get_args
 
 import pytest
+from google.protobuf import empty_pb2
 from inference_platform.components.compute import pool_profile
 from inference_platform.components.multilang.schema import SCHEMA_FILE, provider_schema, render
 from inference_platform.components.network import vpc
@@ -35,7 +36,7 @@ def test_the_schema_file_is_the_schema_the_provider_infers():
 def test_the_running_plugin_answers_that_schema_and_its_version(plugin, schema):
     assert schema == json.loads(SCHEMA_FILE.read_text())
     assert schema["name"] == PKG and schema["version"] == __version__
-    info = plugin.GetPluginInfo(provider_pb2.google_dot_protobuf_dot_empty__pb2.Empty(), timeout=30)
+    info = plugin.GetPluginInfo(empty_pb2.Empty(), timeout=30)
     assert info.version == __version__
 
 
