@@ -30,13 +30,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
 
     up = actions.add_parser("upload", help="publish DIR as a version; its manifest is written last")
-    up.add_argument("src_dir", metavar="DIR", type=Path)
+    up.add_argument("src_dir", metavar="DIR", type=Path, help="local directory holding the version's files")
     up.add_argument("uri", metavar="URI", help=_URI_HELP)
     up.add_argument("--metadata", type=Path, help="JSON file of model metadata; flags below override it")
     up.add_argument("--architecture", help="model architecture, e.g. LlamaForCausalLM")
     up.add_argument("--precision", help=f"one of {', '.join(PRECISIONS)}")
-    up.add_argument("--tensor-parallel-size", "--tp", type=int, dest="tensor_parallel_size")
-    up.add_argument("--pipeline-parallel-size", "--pp", type=int, dest="pipeline_parallel_size")
+    up.add_argument(
+        "--tensor-parallel-size",
+        "--tp",
+        type=int,
+        dest="tensor_parallel_size",
+        help="tensor-parallel degree the engine was built for",
+    )
+    up.add_argument(
+        "--pipeline-parallel-size",
+        "--pp",
+        type=int,
+        dest="pipeline_parallel_size",
+        help="pipeline-parallel degree the engine was built for",
+    )
     up.add_argument("--accelerator", help=f"one of {', '.join(ACCELERATORS)}")
     up.add_argument("--accelerator-arch", help="e.g. sm90 or neuron-v2; defaults to the accelerator's")
     up.add_argument("--builder", help="e.g. tensorrt-llm")
@@ -54,7 +66,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     down = actions.add_parser("download", help="fetch and verify a version into DIR, then mark it complete")
     down.add_argument("uri", metavar="URI", help=_URI_HELP)
-    down.add_argument("dest", metavar="DIR", type=Path)
+    down.add_argument("dest", metavar="DIR", type=Path, help="local directory to download into (marked complete last)")
     down.add_argument(
         "--deep",
         action="store_true",

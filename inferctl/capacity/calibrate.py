@@ -43,7 +43,7 @@ def register(sub: Any) -> None:
                    "(default stacks/Pulumi.<stack>.yaml)")  # fmt: skip
     c.add_argument("--no-write-stack", dest="write_stack", action="store_false",
                    help="only write the JSON, leave the stack file alone")  # fmt: skip
-    c.add_argument("--json", action="store_true")
+    c.add_argument("--json", action="store_true", help="print the calibration as JSON")
     c.set_defaults(handler=run)
 
 

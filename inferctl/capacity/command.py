@@ -56,7 +56,12 @@ def register(subparsers: Any) -> None:
     t.add_argument("--tp", type=int, required=True, help="tensor-parallel degree")
     t.add_argument("--isl", type=int, required=True, help="input tokens per request")
     t.add_argument("--osl", type=int, required=True, help="output tokens per request")
-    t.add_argument("--scenario", choices=("offline", "server"), default="server")
+    t.add_argument(
+        "--scenario",
+        choices=("offline", "server"),
+        default="server",
+        help="server: under the latency SLO (default); offline: the throughput ceiling",
+    )
     t.add_argument("--ttft-ms", type=float, help="time-to-first-token target (server scenario)")
     t.add_argument("--itl-ms", type=float, help="inter-token latency target (server scenario)")
     t.add_argument("--json", action="store_true", help="print one JSON object")
@@ -105,7 +110,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--spot-factor", type=float, default=None, help="spot price / on-demand (default 0.45)")  # fmt: skip
     p.add_argument("--reserved-factor", type=float, default=None, help="reserved price / on-demand (default 0.65)")
     p.add_argument("--region", default="us-east-1", help="price table region (default us-east-1)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the plan as JSON")
     p.add_argument("--plot", type=Path, metavar="FILE.png", help="draw throughput vs batch and cost vs tokens/day")
     from inference_platform.inferctl.capacity import cold_start as cold_start_flags
 
@@ -119,11 +124,11 @@ def register(subparsers: Any) -> None:
     f = sub.add_parser("fleet", help="split a daily volume over clusters and regions with failure headroom")
     _model_flags(f)
     _demand_flags(f)
-    f.add_argument("--accelerator", required=True)
+    f.add_argument("--accelerator", required=True, help="accelerator of every cluster's pool (a catalog name)")
     f.add_argument("--region-quota", action="append", required=True, metavar="REGION=GPUS",
                    help="a region and its accelerator quota; repeat per region")  # fmt: skip
     f.add_argument("--max-nodes-per-cluster", type=int, default=None, help="default 1000")
-    f.add_argument("--json", action="store_true")
+    f.add_argument("--json", action="store_true", help="print the fleet as JSON")
     f.set_defaults(handler=run_fleet)
 
 
@@ -135,10 +140,10 @@ def _model_flags(p: argparse.ArgumentParser) -> None:
 
 def _demand_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tokens-per-day", type=tokens, required=True, help="input + output tokens per day (1e12, 150T)")
-    p.add_argument("--isl", type=int, required=True)
-    p.add_argument("--osl", type=int, required=True)
-    p.add_argument("--slo-ttft-ms", type=float, required=True)
-    p.add_argument("--slo-itl-ms", type=float, required=True)
+    p.add_argument("--isl", type=int, required=True, help="mean input (prompt) tokens per request")
+    p.add_argument("--osl", type=int, required=True, help="mean output tokens per request")
+    p.add_argument("--slo-ttft-ms", type=float, required=True, help="time-to-first-token SLO in ms")
+    p.add_argument("--slo-itl-ms", type=float, required=True, help="inter-token latency SLO in ms")
     p.add_argument("--peak-factor", type=float, default=None, help="peak / daily average (default 1.23)")
     p.add_argument("--night-fraction", type=float, default=None, help="night load / day load, in (0, 1]")
     p.add_argument("--night-hours", type=float, default=None, help="hours of night load per day (default 8)")

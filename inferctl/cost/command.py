@@ -15,7 +15,7 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser("cost", help="monthly cost of a plan per resource and area, and its delta")
     p.add_argument("plan", type=Path, help="plan JSON written by `inferctl plan` (build/plan/<stack>.json)")
     p.add_argument("--against", type=Path, help="base plan JSON to compare with")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the estimate as JSON")
     p.add_argument(
         "--policy-config",
         type=Path,

@@ -42,23 +42,28 @@ def register(subparsers: Any) -> None:
     run.add_argument(
         "--api-key-header", default="authorization", help="authorization (Bearer, default) or the edge's own header"
     )
-    run.add_argument("--ca-file", type=Path)
-    run.add_argument("--shape", choices=("concurrency", "rate", "ramp"), default="concurrency")
+    run.add_argument("--ca-file", type=Path, help="CA bundle that signed the https endpoint's certificate")
+    run.add_argument(
+        "--shape",
+        choices=("concurrency", "rate", "ramp"),
+        default="concurrency",
+        help="fixed concurrency, a Poisson request rate, or a stepped ramp (default concurrency)",
+    )
     run.add_argument("--concurrency", type=int, default=8, help="in flight (concurrency), or the cap (rate)")
     run.add_argument("--rate", type=float, help="Poisson arrivals per second, all workers together (rate)")
     run.add_argument("--steps", help="ramp concurrencies, comma-separated increasing (ramp)")
-    run.add_argument("--step-seconds", type=float, default=10.0)
+    run.add_argument("--step-seconds", type=float, default=10.0, help="ramp: seconds per step (default 10)")
     run.add_argument("--isl", default="128:32", help="prompt tokens MEAN[:SPREAD] (default 128:32)")
     run.add_argument("--osl", default="64:16", help="output tokens MEAN[:SPREAD] (default 64:16)")
     run.add_argument("--structured-share", type=float, default=0.0, help="share of structured-output requests")
-    run.add_argument("--max-requests", type=int, required=True)
+    run.add_argument("--max-requests", type=int, required=True, help="stop after this many requests (the run's bound)")
     run.add_argument("--duration", type=float, required=True, help="seconds")
     run.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
     run.add_argument("--workers", type=int, default=2, help="worker processes (0: one process, no master)")
-    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--seed", type=int, default=0, help="seed of the prompt and size draws (default 0)")
     run.add_argument("--ttft-slo-ms", type=float, help="per-request TTFT limit for goodput")
     run.add_argument("--itl-slo-ms", type=float, help="per-request inter-token latency limit for goodput")
-    run.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    run.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"report directory (default {DEFAULT_OUT})")
     run.add_argument(
         "--role",
         choices=("all", "master", "worker"),
@@ -66,7 +71,9 @@ def register(subparsers: Any) -> None:
         help="all: master and workers here; master/worker: this one process (cluster pods)",
     )
     run.add_argument("--master-host", default="127.0.0.1", help="master address (--role master binds, worker dials)")
-    run.add_argument("--master-port", type=int, default=5557)
+    run.add_argument(
+        "--master-port", type=int, default=5557, help="port the Locust master binds for its workers (default 5557)"
+    )
     run.add_argument("--worker-index", type=int, default=0, help="this worker's index (default $JOB_COMPLETION_INDEX)")
     run.add_argument(
         "--expect-workers-seconds",
@@ -78,14 +85,25 @@ def register(subparsers: Any) -> None:
 
     cal = actions.add_parser("calibrate", help="measure one worker's ceiling (requests/s)")
     cal.add_argument("--url", help="endpoint to use instead of the built-in Envoy stub")
-    cal.add_argument("--users", type=int, default=64)
-    cal.add_argument("--seconds", type=float, default=20.0)
+    cal.add_argument("--users", type=int, default=64, help="concurrent users of the one worker (default 64)")
+    cal.add_argument("--seconds", type=float, default=20.0, help="length of the measurement (default 20)")
     cal.add_argument("--tokens", type=int, default=16, help="streamed events per answer of the stub (default 16)")
-    cal.add_argument("--out", type=Path, default=DEFAULT_OUT / "calibrate")
+    cal.add_argument(
+        "--out",
+        type=Path,
+        default=DEFAULT_OUT / "calibrate",
+        help=f"report directory (default {DEFAULT_OUT / 'calibrate'})",
+    )
     cal.set_defaults(handler=calibrate_command)
 
     size = actions.add_parser("size", help="workers needed for a target request rate")
-    size.add_argument("--target-rps", "--qps", type=float, default=100_000.0)
+    size.add_argument(
+        "--target-rps",
+        "--qps",
+        type=float,
+        default=100_000.0,
+        help="request rate to size the workers for (default 100000)",
+    )
     size.add_argument(
         "--per-worker-rps",
         type=float,
@@ -95,7 +113,7 @@ def register(subparsers: Any) -> None:
     size.add_argument("--minutes", type=float, default=5.0, help="length of one run, for its cost (default 5)")
     size.add_argument("--utilization", type=float, default=0.7, help="share of the ceiling to plan (default 0.7)")
     size.add_argument("--instance-type", default="m7i.2xlarge", help="worker node type (never a GPU type)")
-    size.add_argument("--json", action="store_true")
+    size.add_argument("--json", action="store_true", help="print the sizing as JSON")
     size.set_defaults(handler=size_command)
 
 

@@ -36,7 +36,12 @@ def register(subparsers: Any) -> None:
         "--tokenizer-uri", help="s3:// version for the tokenizer (default serving.artifacts.tokenizerUri)"
     )
     parser.add_argument("--checkpoint", help="HF model id, directory or s3:// version (default serving.checkpoint)")
-    parser.add_argument("--work-dir", type=Path, default=DEFAULT_WORK_DIR)
+    parser.add_argument(
+        "--work-dir",
+        type=Path,
+        default=DEFAULT_WORK_DIR,
+        help=f"scratch directory for the checkpoint and the compiled model (default {DEFAULT_WORK_DIR})",
+    )
     parser.add_argument("--force", action="store_true", help="replace an existing version")
     parser.add_argument("--plan-only", action="store_true", help="print the build plan and exit")
     parser.set_defaults(handler=run)

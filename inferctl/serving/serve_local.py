@@ -45,9 +45,18 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--stack", default=DEFAULT_STACK, help=f"stack whose serving settings to render (default {DEFAULT_STACK})"
     )
-    parser.add_argument("--http-port", type=int, default=HTTP_PORT)
-    parser.add_argument("--grpc-port", type=int, default=GRPC_PORT)
-    parser.add_argument("--metrics-port", type=int, default=METRICS_PORT)
+    parser.add_argument(
+        "--http-port", type=int, default=HTTP_PORT, help=f"Triton's HTTP port on 127.0.0.1 (default {HTTP_PORT})"
+    )
+    parser.add_argument(
+        "--grpc-port", type=int, default=GRPC_PORT, help=f"Triton's gRPC port on 127.0.0.1 (default {GRPC_PORT})"
+    )
+    parser.add_argument(
+        "--metrics-port",
+        type=int,
+        default=METRICS_PORT,
+        help=f"Triton's Prometheus metrics port on 127.0.0.1 (default {METRICS_PORT})",
+    )
     parser.add_argument(
         "--openai-port", type=int, default=OPENAI_PORT, help="the OpenAI server (what the edge routes to)"
     )

@@ -83,7 +83,12 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--client", help="which client's key to take from a JSON key file (default: the only one)")
     parser.add_argument("--requests", type=int, default=DEFAULT_REQUESTS, help="streamed requests")
-    parser.add_argument("--max-tokens", type=int, default=DEFAULT_MAX_TOKENS)
+    parser.add_argument(
+        "--max-tokens",
+        type=int,
+        default=DEFAULT_MAX_TOKENS,
+        help=f"tokens to generate per request (at least 2; default {DEFAULT_MAX_TOKENS})",
+    )
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
     parser.set_defaults(handler=run)
 
