@@ -1,10 +1,11 @@
-"""The container entrypoint: verified artifacts in, a running tritonserver out — or one clear refusal.
+"""The Neuron container's entrypoint: verified artifacts in, a running tritonserver out — or one clear refusal.
 
 Order matters: nothing is rendered before both artifacts downloaded and verified against their
 manifests (``inference_platform.artifacts.download`` marks a directory complete only then), and nothing is
-started before the engine's build metadata matches the settings and the accelerators this pod sees.
-The final step replaces this process with tritonserver (or mpirun), so the server is PID 1's
-successor and receives the pod's SIGTERM directly.
+started before the compiled model's metadata matches the settings and the accelerators this pod sees.
+The final step replaces this process with tritonserver, so the server is PID 1's successor and receives
+the pod's SIGTERM directly. GPU pods start through ``inference_image/llmapi/launch.py`` (a checkpoint, no
+engine); the artifact checks here (api_key, verified_download) are shared by both.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 
 from inference_platform.inference_image import accelerators
 from inference_platform.inference_image.defaults import MODELS_DIR, REPOSITORY_DIR
-from inference_platform.inference_image.repository import XGRAMMAR_TOKENIZER_INFO, render_repository
+from inference_platform.inference_image.repository import render_repository
 from inference_platform.inference_image.runtime.tokenizer import TokenizerError, load_tokenizer
 from inference_platform.inference_image.server_args import Listen, ServerArgsError, check_api_key, command
 from inference_platform.inference_image.testing.cpu_llm.options import StandIn
@@ -57,10 +58,8 @@ class Launch:
 
 
 def engine_files(backend: str, world_size: int) -> list[str]:
-    """Files without which an engine directory cannot be loaded."""
-    if backend == "neuron":
-        return ["neuron_config.json", "model.pt"]
-    return ["config.json", *(f"rank{rank}.engine" for rank in range(world_size))]
+    """Files without which a compiled Neuron model directory cannot be loaded."""
+    return ["neuron_config.json", "model.pt"]
 
 
 def prepare_launch(
@@ -72,14 +71,18 @@ def prepare_launch(
     environ: Mapping[str, str] = os.environ,
 ) -> Launch:
     """Everything up to the exec; raises CommandError (one line, exit code) at the first problem."""
+    if serving.backend != "neuron":
+        raise CommandError("serving.backend tensorrtllm starts through inference_image/llmapi/launch.py", EXIT_CONFIG)
     if download is None:
         from inference_platform.artifacts import download
-    api_key = _api_key(serving, environ)
+    key = api_key(serving, environ)
     engine_dir = options.models_dir / "engine"
     tokenizer_dir = options.models_dir / "tokenizer"
     pins = serving.artifacts
-    engine = _download(download, "engine", options.engine_uri, engine_dir, pins.engine_manifest_sha256)
-    tokenizer = _download(download, "tokenizer", options.tokenizer_uri, tokenizer_dir, pins.tokenizer_manifest_sha256)
+    engine = verified_download(download, "engine", options.engine_uri, engine_dir, pins.engine_manifest_sha256)
+    tokenizer = verified_download(
+        download, "tokenizer", options.tokenizer_uri, tokenizer_dir, pins.tokenizer_manifest_sha256
+    )
     _check_metadata(serving, engine.metadata)
     _check_files(serving, engine_dir, tokenizer_dir, stand_in=options.stand_in is not None)
     try:
@@ -100,7 +103,7 @@ def prepare_launch(
             models=models,
             listen=options.listen,
             backend_dir=options.backend_dir,
-            api_key=api_key,
+            api_key=key,
             hosts=options.hosts,
             mpirun=options.mpirun,
         )
@@ -119,7 +122,8 @@ def exec_launch(launch: Launch, *, execvp: Callable[[str, list[str]], Any] = os.
         raise CommandError(f"cannot start {launch.argv[0]}: {err.strerror}", 1) from None
 
 
-def _api_key(serving: ServingSettings, environ: Mapping[str, str]) -> str | None:
+def api_key(serving: ServingSettings, environ: Mapping[str, str]) -> str | None:
+    """Triton's in-pod API key when serving.auth is on (the mounted secret or the named variable)."""
     auth = serving.auth
     if not auth.enabled:
         return None
@@ -143,7 +147,7 @@ def _api_key(serving: ServingSettings, environ: Mapping[str, str]) -> str | None
         raise CommandError(f"{source}: {err}", EXIT_CONFIG) from None
 
 
-def _download(download: Callable[..., Any], what: str, uri: str, dest: Path, pin: str | None) -> Any:
+def verified_download(download: Callable[..., Any], what: str, uri: str, dest: Path, pin: str | None) -> Any:
     """The verified artifact; ``pin`` (serving.artifacts.<what>ManifestSha256) refuses any other manifest."""
     from inference_platform.artifacts import ArtifactError, IntegrityError
 
@@ -189,13 +193,6 @@ def _check_files(serving: ServingSettings, engine_dir: Path, tokenizer_dir: Path
         load_tokenizer(tokenizer_dir)
     except TokenizerError as err:
         raise CommandError(f"tokenizer artifact: {err}", EXIT_CONFIG) from None
-    guided = serving.guided_decoding.backend == "xgrammar" and serving.backend == "tensorrtllm" and not stand_in
-    if guided and not (tokenizer_dir / XGRAMMAR_TOKENIZER_INFO).is_file():
-        raise CommandError(
-            f"serving.guidedDecoding.backend is xgrammar but the tokenizer artifact lacks {XGRAMMAR_TOKENIZER_INFO} "
-            "(inferctl prepare writes it)",
-            EXIT_CONFIG,
-        )
 
 
 def _check_placement(serving: ServingSettings, meta: Any, visible: accelerators.VisibleAccelerators) -> None:

@@ -35,6 +35,7 @@ def render_model_yaml(
     serving: ServingSettings,
     *,
     checkpoint_dir: Path,
+    tokenizer_dir: Path | None = None,
     draft_dir: Path | None = None,
     host_memory_bytes: int | None = None,
 ) -> dict[str, Any]:
@@ -73,6 +74,9 @@ def render_model_yaml(
         "kv_cache_config": kv,
         "scheduler_config": {"capacity_scheduler_policy": serving.batching.scheduler_policy.upper()},
     }
+    if tokenizer_dir is not None:
+        # The verified tokenizer artifact, the one the OpenAI server counts and templates with.
+        args["tokenizer"] = str(tokenizer_dir)
     if serving.guided_decoding.backend != "none":
         args["guided_decoding_backend"] = serving.guided_decoding.backend
     spec = serving.speculative
@@ -129,6 +133,7 @@ def render_repository(
     destination: Path,
     *,
     checkpoint_dir: Path,
+    tokenizer_dir: Path | None = None,
     draft_dir: Path | None = None,
     host_memory_bytes: int | None = None,
     ttft_buckets_ms: tuple[float, ...] = (),
@@ -137,7 +142,11 @@ def render_repository(
     if serving.backend != "tensorrtllm":
         raise RenderError([f"serving.backend {serving.backend}: the LLM-API repository serves tensorrtllm only"])
     args = render_model_yaml(
-        serving, checkpoint_dir=checkpoint_dir, draft_dir=draft_dir, host_memory_bytes=host_memory_bytes
+        serving,
+        checkpoint_dir=checkpoint_dir,
+        tokenizer_dir=tokenizer_dir,
+        draft_dir=draft_dir,
+        host_memory_bytes=host_memory_bytes,
     )
     config = render_config(serving, ttft_buckets_ms=ttft_buckets_ms)
     code = (resources.files(_PACKAGE) / CODE_FILE).read_text(encoding="utf-8")

@@ -26,6 +26,7 @@ DEFAULT_MAX_INPUT_LEN = 4096
 DEFAULT_MAX_SEQ_LEN = 8192
 DEFAULT_MAX_NUM_TOKENS = 8192
 DEFAULT_KV_FREE_FRACTION = models.KV_CACHE_FREE_MEMORY_FRACTION
+DEFAULT_NGRAM_SIZE = 2  # NGramDecodingConfig.max_matching_ngram_size's default (llm_args.py, 1.2 line)
 DEFAULT_API_KEY_HEADER = "x-api-key"
 # Where the Secrets Store CSI driver mounts the API key (the rollout mounts the secret here).
 DEFAULT_API_KEY_FILE = "/mnt/secrets/inference/api-key"
@@ -159,7 +160,7 @@ class SpeculativeSettings(Section):
     draft_model: str | None = None
     """Required with eagle3 and draft_model, refused otherwise. Hugging Face id or ``s3://`` URI of the
     EAGLE-3 head or draft model (the LLM API's speculative_model)."""
-    max_matching_ngram_size: int = Field(default=2, ge=1, le=16)
+    max_matching_ngram_size: int = Field(default=DEFAULT_NGRAM_SIZE, ge=1, le=16)
     """Default 2 (the LLM API's default). ngram only: longest run of recent tokens looked up."""
 
 
@@ -337,6 +338,11 @@ class ServingSettings(Section):
         return self.world_size // self.nodes
 
     @property
+    def served_model_name(self) -> str:
+        """The OpenAI ``model`` id clients send and /v1/models lists: serving.model as written."""
+        return self.model
+
+    @property
     def llm_model_name(self) -> str:
         """The repository's LLM step: NVIDIA's name on GPUs, ``neuron_llm`` on Neuron."""
         return "neuron_llm" if self.backend == "neuron" else "tensorrt_llm"
@@ -505,7 +511,7 @@ class ServingSettings(Section):
             out.append(
                 Problem(f"{key}.draftModel", f"set with method {spec.method}; only eagle3 and draft_model use one")
             )
-        if spec.method != "ngram" and "max_matching_ngram_size" in spec.model_fields_set:
+        if spec.method != "ngram" and spec.max_matching_ngram_size != DEFAULT_NGRAM_SIZE:
             out.append(Problem(f"{key}.maxMatchingNgramSize", f"set with method {spec.method}; ngram only"))
         return out
 

@@ -22,15 +22,15 @@ def test_every_serving_command_is_registered():
     ("argv", "message"),
     [
         (
-            ["prepare", "--stack", "dev", "--instance-type", "g5.xlarge", "--plan-only"],
-            "serving.precision: fp8 does not run on g5.xlarge",
+            ["prepare", "--stack", "dev", "--instance-type", "g6.xlarge", "--plan-only"],
+            "serving.backend tensorrtllm: nothing to prepare",
         ),
         (
-            ["prepare", "--stack", "prod", "--instance-type", "g6.xlarge", "--plan-only"],
-            "needs 4 GPUs per node; g6.xlarge has 1",
+            ["prepare", "--stack", "npu", "--instance-type", "g6.xlarge", "--plan-only"],
+            "neuron needs neuron accelerators; g6.xlarge has l4",
         ),
-        (["prepare", "--stack", "dev", "--instance-type", "g9.huge", "--plan-only"], "unknown instance type 'g9.huge'"),
-        (["serve", "--stack", "dev"], "no engine/tokenizer URI"),
+        (["prepare", "--stack", "npu", "--instance-type", "g9.huge", "--plan-only"], "unknown instance type 'g9.huge'"),
+        (["serve", "--stack", "dev"], "no model/tokenizer URI"),
         (["smoke", "--url", "http://127.0.0.1:1", "--requests", "0"], "--requests must be >= 1"),
     ],
 )
@@ -44,22 +44,6 @@ def test_prepare_plan_only_prints_the_build_arguments(capsys):
     assert main(["prepare", "--stack", "npu", "--instance-type", "inf2.48xlarge", "--plan-only"]) == 0
     plan = json.loads(capsys.readouterr().out)
     assert plan["target"]["accelerator"] == "neuron-inferentia2" and plan["neuron_config"]["tp_degree"] == 8
-    assert (
-        main(
-            [
-                "prepare",
-                "--stack",
-                "prod",
-                "--instance-type",
-                "p5en.48xlarge",
-                "--plan-only",
-                "--trtllm-checkpoint",
-                "/ckpt",
-            ]
-        )
-        == 0
-    )
-    assert json.loads(capsys.readouterr().out)["trtllm_build"][1] == "--checkpoint_dir=/ckpt"
 
 
 def test_the_mounted_settings_file_is_the_validated_serving_section(tmp_path):
