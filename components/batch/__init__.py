@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         QueueAuthenticationArgs,
     )
     from inference_platform.components.batch.monitoring import BatchMonitoring, BatchMonitoringArgs
+    from inference_platform.components.batch.pods import LaneEnv, Shape, ShedRule, WorkerEnv
     from inference_platform.components.batch.queues import BatchQueues, BatchQueuesArgs
     from inference_platform.components.batch.scaling import QueueSignal
     from inference_platform.components.batch.signals import LaneWatch
@@ -39,11 +40,15 @@ __all__ = [
     "BatchScalingArgs",
     "BatchWorkloads",
     "BatchWorkloadsArgs",
+    "LaneEnv",
     "LaneWatch",
     "QueueAuthentication",
     "QueueAuthenticationArgs",
     "QueueSignal",
     "ServingTarget",
+    "Shape",
+    "ShedRule",
+    "WorkerEnv",
 ]
 
 # Imported on first use (components/common/exports.py): importing this package loads no Pulumi module.
@@ -51,6 +56,7 @@ _EXPORTS = {
     "bucket": ("BatchBucket", "BatchBucketArgs"),
     "keda_objects": ("BatchScaling", "BatchScalingArgs", "QueueAuthentication", "QueueAuthenticationArgs"),
     "monitoring": ("BatchMonitoring", "BatchMonitoringArgs"),
+    "pods": ("LaneEnv", "Shape", "ShedRule", "WorkerEnv"),
     "queues": ("BatchQueues", "BatchQueuesArgs"),
     "scaling": ("QueueSignal",),
     "signals": ("LaneWatch",),

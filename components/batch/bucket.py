@@ -28,6 +28,8 @@ ACCESS_LOG_PREFIX = "batch/"
 
 @dataclass(frozen=True, kw_only=True)
 class BatchBucketArgs:
+    """What the lane's bucket needs: the name prefix, the key, the access-log bucket, retention and protection."""
+
     name_prefix: str
     """Required. Start of the bucket name (lower-cased, fitted to S3's bucket_prefix limit)."""
     kms_key_arn: pulumi.Input[str]
@@ -43,6 +45,8 @@ class BatchBucketArgs:
 
 
 class BatchBucket(pulumi.ComponentResource):
+    """The lane's encrypted S3 bucket: uploaded request files, batch records, per-line results and output files."""
+
     bucket_name: pulumi.Output[str]
     bucket_arn: pulumi.Output[str]
 

@@ -26,6 +26,8 @@ LABELS = {"app.kubernetes.io/part-of": "inference-platform"}
 
 @dataclass(frozen=True, kw_only=True)
 class QueueAuthenticationArgs:
+    """What the queue's KEDA TriggerAuthentication needs: the cluster's provider and the namespace it serves."""
+
     k8s_provider: pulumi.ProviderResource
     """Required. The cluster's Kubernetes provider."""
     namespace: str
@@ -55,6 +57,8 @@ class QueueAuthentication(pulumi.ComponentResource):
 
 @dataclass(frozen=True, kw_only=True)
 class BatchScalingArgs:
+    """What the workers' scaling needs: the cluster's provider, the Deployment, the queue signal and replica bounds."""
+
     k8s_provider: pulumi.ProviderResource
     """Required."""
     namespace: str
@@ -72,6 +76,8 @@ class BatchScalingArgs:
 
 
 class BatchScaling(pulumi.ComponentResource):
+    """KEDA's ScaledObject of the queue workers: scaled on the work queue's depth."""
+
     scaled_object_name: str
 
     def __init__(self, name: str, args: BatchScalingArgs, opts: pulumi.ResourceOptions | None = None) -> None:

@@ -24,6 +24,8 @@ RULE_NAME = "batch-lane-rules"
 
 @dataclass(frozen=True, kw_only=True)
 class BatchMonitoringArgs:
+    """What the lane's monitoring needs: the cluster's provider, what to watch and the monitoring namespace."""
+
     k8s_provider: pulumi.ProviderResource
     """Required."""
     watch: LaneWatch
@@ -35,6 +37,8 @@ class BatchMonitoringArgs:
 
 
 class BatchMonitoring(pulumi.ComponentResource):
+    """The lane's PrometheusRule (recording rules and alerts) and Grafana dashboard."""
+
     rule_name: str
     dashboard_name: str
 

@@ -44,6 +44,8 @@ STOP_MARGIN_SECONDS = 30
 
 @dataclass(frozen=True, kw_only=True)
 class Shape:
+    """CPU, memory and user of one of the lane's containers (requests = limits)."""
+
     cpu: float
     memory_gib: float
     run_as_user: int = 1000

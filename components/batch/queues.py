@@ -44,6 +44,8 @@ _SUFFIX_ROOM = 26
 
 @dataclass(frozen=True, kw_only=True)
 class BatchQueuesArgs:
+    """What the lane's queues need: the name prefix, the key, visibility timeout, retention and receive limit."""
+
     name_prefix: str
     """Required. Start of both queue names (``<prefix>-batch-work-``, ``<prefix>-batch-dead-letter-``)."""
     kms_key_arn: pulumi.Input[str]
@@ -59,6 +61,8 @@ class BatchQueuesArgs:
 
 
 class BatchQueues(pulumi.ComponentResource):
+    """The lane's SQS work queue and its dead-letter queue, both under the stack's key and TLS-only."""
+
     queue_url: pulumi.Output[str]
     queue_arn: pulumi.Output[str]
     queue_name: pulumi.Output[str]

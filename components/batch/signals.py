@@ -49,6 +49,8 @@ RUNBOOK_BASE = "docs/runbooks.md"
 
 @dataclass(frozen=True, kw_only=True)
 class LaneWatch:
+    """What the lane watches: its namespace, completion window and the error rate its alerts allow."""
+
     namespace: str
     """The lane's namespace (the scrape's ``namespace`` label)."""
     completion_window_hours: int

@@ -49,6 +49,8 @@ class ServingTarget:
 
 @dataclass(frozen=True, kw_only=True)
 class BatchWorkloadsArgs:
+    """What the lane's pods need: the cluster's provider, image, environments, serving target, queues and bucket."""
+
     k8s_provider: pulumi.ProviderResource
     """Required. The cluster's Kubernetes provider."""
     cluster_name: pulumi.Input[str]
@@ -92,6 +94,8 @@ class BatchWorkloadsArgs:
 
 
 class BatchWorkloads(pulumi.ComponentResource):
+    """The lane's pods: the Batch API service and the queue workers, with their Pod Identity roles."""
+
     namespace: str
     api_service: str
     worker_deployment: str

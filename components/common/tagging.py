@@ -29,7 +29,7 @@ def is_taggable(type_token: str) -> bool:
         importlib.import_module("pulumi_aws")  # registers every module of the package
         mod_info = getattr(get_resource_module(pkg, module, ""), "mod_info", None)
     class_name = (mod_info or {}).get("classes", {}).get(type_token)
-    if class_name is None:
+    if mod_info is None or class_name is None:
         return False
     cls = getattr(importlib.import_module(mod_info["fqn"]), class_name)
     param = inspect.signature(cls._internal_init).parameters.get("tags")

@@ -110,7 +110,7 @@ class ClientCredentials(pulumi.ComponentResource):
             aws.secretsmanager.SecretVersion(
                 f"{name}-{client}-value",
                 secret_id=secret.id,
-                secret_string=pulumi.Output.secret(key.result),
+                secret_string=pulumi.Output.secret(key.result),  # type: ignore[arg-type]  # mypy solves Input[U] for Output[str] as Never
                 opts=keep,
             )
             self.secret_arns[client] = secret.arn

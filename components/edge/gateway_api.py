@@ -166,7 +166,7 @@ def gateway_summary(objects: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     route_timeouts = {backend["timeout"]["http"]["requestTimeout"]} | {
         rule["timeouts"]["request"] for spec in http_routes.values() for rule in spec["rules"] if "timeouts" in rule
     }
-    routes = {
+    routes: dict[str, dict[str, Any]] = {
         _group_key(gateway, name): {
             "endpoints": sorted(_http_match(m) for rule in spec["rules"] for m in rule.get("matches") or [{}]),
             "max_request_bytes": _buffer_limit(merged.get(name, backend)),

@@ -194,7 +194,7 @@ class PublicEndpoint(pulumi.ComponentResource):
             k8s.networking.v1.Ingress(
                 f"{name}-{role}",
                 metadata=security_group.apply(
-                    lambda sg, role=role: ingress_manifests(args, self.ingress_class, sg)[role]["metadata"]
+                    lambda sg, role=role: ingress_manifests(args, self.ingress_class, sg)[role]["metadata"]  # type: ignore[misc]
                 ),
                 spec=manifest["spec"],
                 opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=outlive),
@@ -415,7 +415,7 @@ def _depends_on(opts: pulumi.ResourceOptions | None) -> list[pulumi.Resource]:
         return []
     if isinstance(found, pulumi.Resource):
         return [found]
-    return [d for d in found if isinstance(d, pulumi.Resource)]
+    return [d for d in found if isinstance(d, pulumi.Resource)] if isinstance(found, list | tuple) else []
 
 
 def _visibility(metric: str) -> dict[str, Any]:

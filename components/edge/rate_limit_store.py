@@ -99,7 +99,7 @@ def _elasticache(
         opts=keep,
     )
     aws.secretsmanager.SecretVersion(
-        f"{name}-auth-value", secret_id=secret.id, secret_string=pulumi.Output.secret(token.result), opts=keep
+        f"{name}-auth-value", secret_id=secret.id, secret_string=pulumi.Output.secret(token.result), opts=keep  # type: ignore[arg-type]  # mypy solves Input[U] for Output[str] as Never
     )
     group = aws.ec2.SecurityGroup(
         f"{name}-sg",
@@ -142,7 +142,7 @@ def _elasticache(
         kms_key_id=args.kms_key_arn,
         transit_encryption_enabled=True,
         transit_encryption_mode="required",
-        auth_token=pulumi.Output.secret(token.result),
+        auth_token=pulumi.Output.secret(token.result),  # type: ignore[arg-type]  # mypy solves Input[U] for Output[str] as Never
         auth_token_update_strategy="ROTATE",
         apply_immediately=False,
         opts=keep,

@@ -39,7 +39,9 @@ def depends_on(opts: pulumi.ResourceOptions | None) -> list[pulumi.Resource]:
     found = opts.depends_on if opts is not None else None
     if found is None:
         return []
-    return [found] if isinstance(found, pulumi.Resource) else [d for d in found if isinstance(d, pulumi.Resource)]
+    if isinstance(found, pulumi.Resource):
+        return [found]
+    return [d for d in found if isinstance(d, pulumi.Resource)] if isinstance(found, list | tuple) else []
 
 
 def kubernetes_provider(component: str, opts: pulumi.ResourceOptions | None) -> pulumi.ProviderResource:

@@ -22,9 +22,10 @@ def provider_schema() -> dict[str, Any]:
     from inference_platform.components.multilang.host import COMPONENTS, DISTRIBUTION, PACKAGE
     from pulumi.provider.experimental.component import ComponentProvider
 
-    schema: dict[str, Any] = json.loads(
-        ComponentProvider(list(COMPONENTS), PACKAGE, None, version(DISTRIBUTION)).schema
-    )
+    text = ComponentProvider(list(COMPONENTS), PACKAGE, None, version(DISTRIBUTION)).schema
+    if text is None:
+        raise RuntimeError(f"the component provider inferred no schema for {PACKAGE}")
+    schema: dict[str, Any] = json.loads(text)
     return schema
 
 

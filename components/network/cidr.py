@@ -29,7 +29,8 @@ WORLD: Final[Mapping[int, str]] = {4: "0.0.0.0/0", 6: "::/0"}
 # benchmarking, 6to4 relay, multicast, reserved); for IPv6 everything outside global unicast 2000::/3,
 # and the documentation prefix inside it.
 NON_PUBLIC: Final[Mapping[int, tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]]] = {
-    version: tuple(ipaddress.collapse_addresses(ipaddress.ip_network(c) for c in cidrs))
+    # One IP version per call (the table is keyed by it), which the union of the two network types cannot say.
+    version: tuple(ipaddress.collapse_addresses(ipaddress.ip_network(c) for c in cidrs))  # type: ignore[type-var]
     for version, cidrs in {
         4: ("0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
             "192.0.0.0/24", "192.0.2.0/24", "192.88.99.0/24", "192.168.0.0/16", "198.18.0.0/15",
@@ -46,7 +47,7 @@ def internet_wide(cidrs: Iterable[str]) -> list[str]:
     networks = _networks(cidrs)
     out = []
     for version, found in networks.items():
-        collapsed = list(ipaddress.collapse_addresses(found)) if found else []
+        collapsed = list(ipaddress.collapse_addresses(found)) if found else []  # type: ignore[type-var]  # one version
         count = sum(_public(n) for n in collapsed)
         if collapsed and collapsed[0].prefixlen == 0:
             out.append(WORLD[version])

@@ -421,7 +421,7 @@ def _equal(amounts: Mapping[str, str]) -> dict[str, Any]:
 
 
 def _server_mounts(pod: ServerPod) -> list[dict[str, Any]]:
-    mounts = [
+    mounts: list[dict[str, Any]] = [
         {"name": "settings", "mountPath": SETTINGS_DIR, "readOnly": True},
         {"name": "models", "mountPath": str(MODELS_DIR)},
         _mount("scratch", SCRATCH_DIR),

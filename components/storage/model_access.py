@@ -80,7 +80,7 @@ class ModelAccess(pulumi.ComponentResource):
                 f"{name}-{access}-models",
                 role=role.name,
                 policy=pulumi.Output.all(args.bucket_arn, args.kms_key_arn).apply(
-                    lambda v, _write=write: json.dumps(
+                    lambda v, _write=write: json.dumps(  # type: ignore[misc]  # mypy infers no default-bound lambda
                         model_access_policy(v[0], args.model_prefix, v[1], args.region, write=_write)
                     )
                 ),

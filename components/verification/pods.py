@@ -57,7 +57,7 @@ def container(name: str, image: Any, command: list[Any], shape: PodShape, *, key
         "memory": quantity_gib(shape.memory_gib),
         "ephemeral-storage": quantity_gib(shape.work_gib + 1),
     }
-    mounts = [{"name": "work", "mountPath": WORK_DIR}]
+    mounts: list[dict[str, Any]] = [{"name": "work", "mountPath": WORK_DIR}]
     if key_class is not None:
         mounts.append({"name": "api-key", "mountPath": SECRETS_DIR, "readOnly": True})
     out: dict[str, Any] = {

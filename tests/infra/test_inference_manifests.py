@@ -66,15 +66,7 @@ def multi_node_plan(tmp_path_factory):
     doc = yaml.safe_load((REPO / "stacks" / "Pulumi.prod.yaml").read_text())
     config = copy.deepcopy(doc["config"])
     config["inference-platform:serving"].update(
-        # The engine-build Job builds on one node: a multi-node engine is built and published by hand.
-        {
-            "model": "Llama-3.1-405B",
-            "tensorParallel": 8,
-            "pipelineParallel": 2,
-            "nodes": 2,
-            "maxBatchSize": 64,
-            "build": {"enabled": False},
-        }
+        {"model": "Llama-3.1-405B", "tensorParallel": 8, "pipelineParallel": 2, "nodes": 2, "maxBatchSize": 64}
     )
     # Its demand plan sizes the 70B rollout; this variant serves another model on the same pool.
     config.pop("inference-platform:capacity", None)
@@ -109,13 +101,30 @@ def test_a_multi_node_replica_is_a_leader_worker_set_whose_manifests_validate(mu
         (container,) = template[role]["spec"]["containers"]
         assert container["resources"]["limits"]["nvidia.com/gpu"] == "8"
         assert container["resources"]["limits"]["vpc.amazonaws.com/efa"] == "32"
-        # EFA pools only: NCCL loads aws-ofi-nccl and libfabric uses EFA with GPUDirect RDMA.
+        # EFA pools only: NCCL loads aws-ofi-nccl and libfabric uses EFA with GPUDirect RDMA, on huge pages.
         env = {e["name"]: e.get("value") for e in container["env"]}
         assert {k: env.get(k) for k, _ in EFA_ENV} == dict(EFA_ENV)
+        assert container["resources"]["requests"]["hugepages-2Mi"] == container["resources"]["limits"]["hugepages-2Mi"]
+        assert "add" not in container["securityContext"]["capabilities"]
         pod = {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": role.lower()},
                "template": template[role]}  # fmt: skip
         for version in VERSIONS:
             kubernetes_validate.validate(pod, version, strict=True)
+
+
+def test_the_group_launches_through_the_agent_and_drains_around_mpirun(multi_node_plan, tmp_path):
+    mine = write_manifests(rollout_objects(multi_node_plan.run.resources), tmp_path)
+    group = yaml.safe_load(next(p for p in mine if p.name.startswith("leaderworkerset")).read_text())
+    template = group["spec"]["leaderWorkerTemplate"]
+    (leader,) = template["leaderTemplate"]["spec"]["containers"]
+    (worker,) = template["workerTemplate"]["spec"]["containers"]
+    env = {e["name"]: e.get("value") for e in leader["env"]}
+    # Either Open MPI line starts the workers' daemons through kubectl exec (tests/components/catalog/test_open_mpi.py).
+    assert env["OMPI_MCA_plm_rsh_agent"] == env["PRTE_MCA_plm_ssh_agent"] == "/opt/inference/mpi/kubexec"
+    assert leader["readinessProbe"]["httpGet"] == {"path": "/health", "port": "openai"}
+    grace = template["workerTemplate"]["spec"]["terminationGracePeriodSeconds"]
+    assert worker["command"][2].endswith(f"drain hold --budget-seconds {grace}")
+    assert template["restartPolicy"] == "RecreateGroupOnPodRestart"
 
 
 def test_the_multi_node_variant_installs_the_pinned_controller_first_and_passes_every_policy(multi_node_plan):
