@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
+from inference_platform.planners.backfill import Backfill, backfill
 from inference_platform.planners.capacity import (
     EKS_MAX_NODES_PER_MANAGED_NODE_GROUP,
     K8S_MAX_NODES_PER_CLUSTER,
@@ -90,6 +91,7 @@ def plan_json(p: Plan, smaller: list[Plan] | tuple[Plan, ...] = ()) -> dict[str,
         "margin_per_million_total_tokens": _money(per_m) if per_m else None,
         "gross_margin": _money(margin) if margin else None,
         "notes": list(p.notes),
+        "backfill": backfill_json(backfill(p)),
         "features": _features_json(p),
         "planning_factors": p.factors.to_dict() if p.factors else None,
         "factors": {"spot": p.spot_factor, "reserved": p.reserved_factor},
@@ -173,9 +175,57 @@ def plan_text(p: Plan, smaller: list[Plan] | tuple[Plan, ...] = ()) -> str:
             f"  smaller node that fits: {s['instance_type']} TP{s['tp']}, {s['nodes']['peak']} node(s) at peak, "
             f"{s['monthly_usd_on_demand']:,.0f} USD a month on demand ({s['accelerator_use']:.0%} of its accelerators used)"
         )
+    lines += backfill_text(j["backfill"])
     lines += [f"  note: {n}" for n in j["notes"]]
     lines += _factors_text(p)
     return "\n".join(lines)
+
+
+def backfill_json(b: Backfill) -> dict[str, Any]:
+    """The day with and without the asynchronous lane (planners.backfill)."""
+    cost = b.usd_per_million_batch_tokens
+    return {
+        "basis": "night floor held at the day floor while batch work waits, filled to the target share of its SLO "
+        "capacity; cost: the extra node-hours on demand over the batch tokens (input + output)",
+        "target_utilisation": b.target_utilisation,
+        "utilisation_24h": {"without": round(b.utilisation, 3), "with": round(b.utilisation_backfilled, 3)},
+        "billed_utilisation_24h": {
+            "without": round(b.billed_utilisation, 3),
+            "with": round(b.billed_utilisation_backfilled, 3),
+        },
+        "batch_tokens_per_day": round(b.batch_tokens_per_day),
+        "extra_node_hours_per_day": round(b.extra_node_hours_per_day, 2),
+        "usd_per_million_batch_tokens": None if cost is None else round(cost, 4),
+        "usd_per_million_tokens_with_backfill": round(b.usd_per_million_tokens_full, 4),
+        "monthly_extra_usd": round(b.monthly_extra_usd, 2),
+        "hours": [
+            {
+                "hour": h.hour,
+                "level": h.level,
+                "replicas": h.replicas,
+                "replicas_backfilled": h.replicas_backfilled,
+                "utilisation": round(h.utilisation, 3),
+                "utilisation_backfilled": round(h.utilisation_backfilled, 3),
+            }
+            for h in b.hours
+        ],
+    }
+
+
+def backfill_text(j: dict[str, Any]) -> list[str]:
+    u, billed, cost = j["utilisation_24h"], j["billed_utilisation_24h"], j["usd_per_million_batch_tokens"]
+    per_m = "no batch token fits" if cost is None else f"${cost:.3f} per M batch tokens (marginal, on demand)"
+    return [
+        f"  with backfill (night floor held while batch work waits, filled to {j['target_utilisation']:.0%}): "
+        f"{j['batch_tokens_per_day']:.3g} batch tokens/day, {per_m}; 24-h utilisation {u['without']:.0%} -> "
+        f"{u['with']:.0%} of the running replicas, {billed['without']:.0%} -> {billed['with']:.0%} of the billed "
+        f"accelerators; +{j['extra_node_hours_per_day']:g} node-hours/day (${j['monthly_extra_usd']:,.0f}/month)",
+        "  hour " + " ".join(f"{h['hour']:>3}" for h in j["hours"]),
+        "  w/o  " + " ".join(f"{h['utilisation'] * 100:>3.0f}" for h in j["hours"]),
+        "  with "
+        + " ".join(f"{h['utilisation_backfilled'] * 100:>3.0f}" for h in j["hours"])
+        + "  (% of the running replicas' SLO capacity)",
+    ]
 
 
 def compare_json(plans: list[tuple[str, Plan | None, str]]) -> dict[str, Any]:

@@ -85,7 +85,20 @@ def capacity_line(p: Mapping[str, Any]) -> str:
         f"replica): replicas peak {r['peak']:.0f} / day {r['day']:.0f} / night {r['night']:.0f}, HPA "
         f"{hpa['minReplicas']:.0f}-{hpa['maxReplicas']:.0f}, pool {pool['minSize']:.0f}-{pool['maxSize']:.0f} "
         f"nodes, utilisation {p['expectedUtilisation']:.0%}; serving ${usd['onDemand']:,.0f}/month on demand "
-        f"({_per_million(p)})" + _factors_note(p.get("factors"))
+        f"({_per_million(p)})" + _backfill_note(p.get("backfill")) + _factors_note(p.get("factors"))
+    )
+
+
+def _backfill_note(b: Any) -> str:
+    """The asynchronous lane's backfill (capacityPlan.backfill, with batch.enabled): utilisation and batch cost."""
+    if not isinstance(b, Mapping):
+        return ""
+    u, billed, cost = b["utilisation24h"], b["billedUtilisation24h"], b.get("usdPerMillionBatchTokens")
+    per_m = "no batch token fits the night" if cost is None else f"${float(cost):.3f} per M batch tokens (marginal)"
+    return (
+        f"; with backfill {float(b['batchTokensPerDay']):.3g} batch tokens/day at {per_m}, 24-h utilisation "
+        f"{float(u['without']):.0%} -> {float(u['with']):.0%} of the running replicas, {float(billed['without']):.0%} "
+        f"-> {float(billed['with']):.0%} of the billed accelerators"
     )
 
 

@@ -25,8 +25,8 @@ from inference_platform.components.catalog import prices
 from inference_platform.components.catalog.models import SizingError
 from inference_platform.infra.settings.base import CheckContext, Problem, Section
 from inference_platform.infra.settings.node_pools import NodePoolSettings, cluster_zones
+from inference_platform.planners import backfill, latency
 from inference_platform.planners import capacity as planner
-from inference_platform.planners import latency
 from inference_platform.planners import planning_factors as factors_catalog
 from inference_platform.planners.planning_factors import DEFAULT_FACTORS, PlanningFactors
 from pydantic import Field, create_model, field_validator
@@ -327,9 +327,34 @@ def summary(settings: Any) -> dict[str, Any] | None:
         "usdPerMillionTotalTokens": round(p.usd_per_million_total.on_demand, 4),
         "isl": p.demand.isl,
         "osl": p.demand.osl,
+        **_backfill_summary(settings, p),
         # Which planning figures were measured (capacity.factors from inferctl capacity calibrate) or modelled.
         "factors": {
             name: {"value": f["value"], "source": f["source"]}
             for name, f in settings.capacity.planning_factors().to_dict().items()
         },
+    }
+
+
+def _backfill_summary(settings: Any, p: planner.Plan) -> dict[str, Any]:
+    """With the asynchronous lane (batch.enabled, backfill.holdFloorAtNight): the day with and without it."""
+    batch = getattr(settings, "batch", None)
+    if batch is None or not batch.enabled or not batch.backfill.hold_floor_at_night:
+        return {}
+    b = backfill.backfill(
+        p, target_utilisation=batch.backfill.target_utilisation, batch_tokens_per_day=batch.backfill.tokens_per_day
+    )
+    cost = b.usd_per_million_batch_tokens
+    return {
+        "backfill": {
+            "utilisation24h": {"without": round(b.utilisation, 3), "with": round(b.utilisation_backfilled, 3)},
+            "billedUtilisation24h": {
+                "without": round(b.billed_utilisation, 3),
+                "with": round(b.billed_utilisation_backfilled, 3),
+            },
+            "batchTokensPerDay": round(b.batch_tokens_per_day),
+            # Marginal: the night's extra node-hours on demand over the batch tokens they serve.
+            "usdPerMillionBatchTokens": None if cost is None else round(cost, 4),
+            "monthlyExtraUsd": round(b.monthly_extra_usd, 2),
+        }
     }
