@@ -99,7 +99,10 @@ def _elasticache(
         opts=keep,
     )
     aws.secretsmanager.SecretVersion(
-        f"{name}-auth-value", secret_id=secret.id, secret_string=pulumi.Output.secret(token.result), opts=keep  # type: ignore[arg-type]  # mypy solves Input[U] for Output[str] as Never
+        f"{name}-auth-value",
+        secret_id=secret.id,
+        secret_string=pulumi.Output.secret(token.result),  # type: ignore[arg-type]  # mypy: Input[U] as Never
+        opts=keep,
     )
     group = aws.ec2.SecurityGroup(
         f"{name}-sg",

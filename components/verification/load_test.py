@@ -166,7 +166,11 @@ class LoadTest(pulumi.ComponentResource):
         self.master_job = f"loadtest-master-{digest}"
         self.worker_job = f"loadtest-workers-{digest}"
         deadline = active_deadline_seconds(args)
-        job_opts: dict[str, Any] = {"parent": self, "provider": args.k8s_provider, "depends_on": [*args.depends_on, *waits]}
+        job_opts: dict[str, Any] = {
+            "parent": self,
+            "provider": args.k8s_provider,
+            "depends_on": [*args.depends_on, *waits],
+        }
         k8s.batch.v1.Job(
             f"{name}-master-job",
             metadata={
