@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from inference_platform.components.catalog.serving_contract import OPENAI_PORT
 from inference_platform.inference_image import accelerators
 from inference_platform.inference_image.defaults import MODELS_DIR, REPOSITORY_DIR
 from inference_platform.inference_image.repository import render_repository
@@ -44,6 +45,8 @@ class EntrypointOptions:
     mpirun: str = "mpirun"
     hosts: tuple[str, ...] = ()
     listen: Listen = field(default_factory=Listen)
+    openai_port: int = OPENAI_PORT
+    """GPU pods: the OpenAI server's port (on listen.address)."""
     stand_in: StandIn | None = None
     """TEST DOUBLE: serve the CPU stand-in in place of the LLM step (tests and local runs only)."""
 

@@ -16,6 +16,7 @@ import os
 import sys
 from pathlib import Path
 
+from inference_platform.components.catalog.serving_contract import OPENAI_PORT
 from inference_platform.inference_image import defaults, settings_source
 
 STAND_IN_ENGINE = "inference_platform.inference_image.testing.cpu_llm_api"
@@ -40,6 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--http-port", type=int, default=defaults.HTTP_PORT)
     parser.add_argument("--grpc-port", type=int, default=defaults.GRPC_PORT)
     parser.add_argument("--metrics-port", type=int, default=defaults.METRICS_PORT)
+    parser.add_argument("--openai-port", type=int, default=OPENAI_PORT, help="GPU: the OpenAI server's port")
     parser.add_argument(
         "--cpu-stand-in",
         action="store_true",
@@ -81,6 +83,7 @@ def run(args: argparse.Namespace) -> int:
         listen=Listen(
             address=args.address, http_port=args.http_port, grpc_port=args.grpc_port, metrics_port=args.metrics_port
         ),
+        openai_port=args.openai_port,
         stand_in=stand_in,
     )
     if serving.backend == "tensorrtllm":

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from inference_platform.components.catalog.serving_contract import LOOPBACK, OPENAI_PORT
+from inference_platform.components.catalog.serving_contract import LOOPBACK, OPENAI_PORT, POD_ADDRESS
 from inference_platform.inference_image import accelerators
 from inference_platform.inference_image.drain import Child, Supervisor
 from inference_platform.inference_image.llmapi import contract
@@ -150,7 +150,14 @@ def prepare_llmapi_launch(
         ]
     except ServerArgsError as err:
         raise CommandError(str(err), EXIT_CONFIG) from None
-    front_end = openai_argv(serving, options.repository_dir, tokenizer_dir, http_port=options.listen.http_port)
+    front_end = openai_argv(
+        serving,
+        options.repository_dir,
+        tokenizer_dir,
+        http_port=options.listen.http_port,
+        address=options.listen.address,
+        port=options.openai_port,
+    )
     if serving.nodes > 1:
         world = mpirun_argv(
             hosts=options.hosts, ranks_per_node=serving.ranks_per_node, server_argv=server, mpirun=options.mpirun
@@ -161,7 +168,15 @@ def prepare_llmapi_launch(
     return LlmApiLaunch(children, options.repository_dir, models, checkpoint, tokenizer)
 
 
-def openai_argv(serving: ServingSettings, repository: Path, tokenizer_dir: Path, *, http_port: int) -> list[str]:
+def openai_argv(
+    serving: ServingSettings,
+    repository: Path,
+    tokenizer_dir: Path,
+    *,
+    http_port: int,
+    address: str = POD_ADDRESS,
+    port: int = OPENAI_PORT,
+) -> list[str]:
     """The OpenAI server's command (inference_image/openai_api), reaching Triton on loopback."""
     return [
         sys.executable,
@@ -171,7 +186,8 @@ def openai_argv(serving: ServingSettings, repository: Path, tokenizer_dir: Path,
         f"--served-model-name={serving.served_model_name}",
         f"--tokenizer-dir={tokenizer_dir}",
         f"--triton-url=http://{LOOPBACK}:{http_port}",
-        f"--port={OPENAI_PORT}",
+        f"--host={address}",
+        f"--port={port}",
     ]
 
 
