@@ -31,23 +31,53 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "default serving.artifacts.engineUri",
     )
     parser.add_argument("--tokenizer-uri", help="s3:// tokenizer version (default serving.artifacts.tokenizerUri)")
-    parser.add_argument("--models-dir", type=Path, default=defaults.MODELS_DIR)
-    parser.add_argument("--repository-dir", type=Path, default=defaults.REPOSITORY_DIR)
+    parser.add_argument(
+        "--models-dir",
+        type=Path,
+        default=defaults.MODELS_DIR,
+        help=f"where the engine and tokenizer are downloaded and verified (default {defaults.MODELS_DIR})",
+    )
+    parser.add_argument(
+        "--repository-dir",
+        type=Path,
+        default=defaults.REPOSITORY_DIR,
+        help=f"where the Triton model repository is rendered (default {defaults.REPOSITORY_DIR})",
+    )
     parser.add_argument("--tritonserver", default="tritonserver", help="server executable (default: on PATH)")
     parser.add_argument("--backend-dir", type=Path, help="tritonserver --backend-directory")
-    parser.add_argument("--mpirun", default="mpirun")
+    parser.add_argument(
+        "--mpirun", default="mpirun", help="the mpirun executable of multi-GPU launches (default mpirun)"
+    )
     parser.add_argument("--hosts", default="", help="multi-node: comma-separated hosts, leader first")
-    parser.add_argument("--address", default=defaults.POD_ADDRESS)
-    parser.add_argument("--http-port", type=int, default=defaults.HTTP_PORT)
-    parser.add_argument("--grpc-port", type=int, default=defaults.GRPC_PORT)
-    parser.add_argument("--metrics-port", type=int, default=defaults.METRICS_PORT)
+    parser.add_argument(
+        "--address",
+        default=defaults.POD_ADDRESS,
+        help=f"address the servers listen on (default {defaults.POD_ADDRESS})",
+    )
+    parser.add_argument(
+        "--http-port", type=int, default=defaults.HTTP_PORT, help=f"Triton's HTTP port (default {defaults.HTTP_PORT})"
+    )
+    parser.add_argument(
+        "--grpc-port", type=int, default=defaults.GRPC_PORT, help=f"Triton's gRPC port (default {defaults.GRPC_PORT})"
+    )
+    parser.add_argument(
+        "--metrics-port",
+        type=int,
+        default=defaults.METRICS_PORT,
+        help=f"Triton's Prometheus metrics port (default {defaults.METRICS_PORT})",
+    )
     parser.add_argument("--openai-port", type=int, default=OPENAI_PORT, help="GPU: the OpenAI server's port")
     parser.add_argument(
         "--cpu-stand-in",
         action="store_true",
         help="TEST DOUBLE: serve the CPU stand-in instead of the engine (tests, local runs)",
     )
-    parser.add_argument("--stand-in-token-delay-ms", type=int, default=None)
+    parser.add_argument(
+        "--stand-in-token-delay-ms",
+        type=int,
+        default=None,
+        help="TEST DOUBLE: the CPU stand-in's delay per generated token, in ms",
+    )
     parser.add_argument(
         "--prepare-only",
         action="store_true",
