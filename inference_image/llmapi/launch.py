@@ -103,6 +103,13 @@ def prepare_llmapi_launch(
     tokenizer = entrypoint.verified_download(
         download, "tokenizer", options.tokenizer_uri, tokenizer_dir, pins.tokenizer_manifest_sha256
     )
+    draft_dir = None
+    if serving.speculative.draft_model is not None:
+        # The EAGLE-3 head or draft model is served weights too: verified like the checkpoint.
+        draft_dir = options.models_dir / "draft"
+        entrypoint.verified_download(
+            download, "draft", serving.speculative.draft_model, draft_dir, pins.draft_manifest_sha256
+        )
     problems = checkpoint_problems(serving, checkpoint_dir)
     meta = checkpoint.metadata
     if meta.precision != serving.precision:
@@ -133,6 +140,7 @@ def prepare_llmapi_launch(
         options.repository_dir,
         checkpoint_dir=checkpoint_dir,
         tokenizer_dir=tokenizer_dir,
+        draft_dir=draft_dir,
         host_memory_bytes=memory(),
         ttft_buckets_ms=_ttft_buckets(serving) if options.stand_in is None else (),
     )

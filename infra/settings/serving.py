@@ -158,8 +158,17 @@ class SpeculativeSettings(Section):
     """Required with a method, 1-64. Candidate tokens drafted and verified per step (max_draft_len; for
     mtp the MTP modules used, num_nextn_predict_layers). Lower it, or set method none, when output garbles."""
     draft_model: str | None = None
-    """Required with eagle3 and draft_model, refused otherwise. Hugging Face id or ``s3://`` URI of the
-    EAGLE-3 head or draft model (the LLM API's speculative_model)."""
+    """Required with eagle3 and draft_model, refused otherwise. ``s3://<bucket>/<prefix>/`` of the published
+    EAGLE-3 head or draft model (``inferctl artifacts upload``): the pod downloads and verifies it like the
+    checkpoint (pin: serving.artifacts.draftManifestSha256) and hands it to the LLM API as speculative_model."""
+
+    @field_validator("draft_model")
+    @classmethod
+    def _draft_uri(cls, uri: str | None) -> str | None:
+        if uri is not None and not _S3_URI.match(uri):
+            raise ValueError("expected s3://<bucket>/<prefix>/ of a published artifact (nothing unverified is served)")
+        return uri
+
     max_matching_ngram_size: int = Field(default=DEFAULT_NGRAM_SIZE, ge=1, le=16)
     """Default 2 (the LLM API's default). ngram only: longest run of recent tokens looked up."""
 
@@ -258,6 +267,8 @@ class ArtifactSettings(Section):
     bucket, and only a pin kept in the stack tells it from the published one."""
     tokenizer_manifest_sha256: str | None = None
     """Default unset; required in production. SHA-256 of the tokenizer version's manifest."""
+    draft_manifest_sha256: str | None = None
+    """Default unset; required in production with speculative.draftModel. SHA-256 of the draft model's manifest."""
 
     @field_validator("engine_uri", "tokenizer_uri")
     @classmethod
@@ -266,7 +277,7 @@ class ArtifactSettings(Section):
             raise ValueError("expected s3://<bucket>/<prefix>/")
         return uri
 
-    @field_validator("engine_manifest_sha256", "tokenizer_manifest_sha256")
+    @field_validator("engine_manifest_sha256", "tokenizer_manifest_sha256", "draft_manifest_sha256")
     @classmethod
     def _sha256(cls, digest: str | None) -> str | None:
         if digest is not None and not _SHA256_HEX.match(digest):
@@ -387,6 +398,8 @@ class ServingSettings(Section):
                 ("engineManifestSha256", self.artifacts.engine_manifest_sha256),
                 ("tokenizerManifestSha256", self.artifacts.tokenizer_manifest_sha256),
             )
+            if self.speculative.draft_model is not None:
+                pins += (("draftManifestSha256", self.artifacts.draft_manifest_sha256),)
             for key, pin in pins:
                 if pin is None:
                     out.append(

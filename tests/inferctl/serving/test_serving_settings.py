@@ -161,7 +161,7 @@ def test_neuron_refuses_what_its_serving_path_lacks():
     ("values", "key", "words"),
     [
         (
-            {"speculative": {"method": "ngram", "maxDraftLen": 4, "draftModel": "x/y"}},
+            {"speculative": {"method": "ngram", "maxDraftLen": 4, "draftModel": "s3://models-bucket/eagle3/1/"}},
             "speculative.draftModel",
             "only eagle3",
         ),
@@ -189,6 +189,17 @@ def test_neuron_refuses_what_its_serving_path_lacks():
         ({"kvCache": {"hostCacheFraction": 0.9}}, "kvCache.hostCacheFraction", "less than or equal to 0.5"),
         ({"guidedDecoding": {"backend": "outlines"}}, "guidedDecoding.backend", "'xgrammar' or 'llguidance'"),
         ({"precision": "int4_awq"}, "precision", "LLM API serves bf16, fp16, fp8, fp4"),
+        (
+            {
+                "speculative": {
+                    "method": "eagle3",
+                    "maxDraftLen": 3,
+                    "draftModel": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B",
+                }
+            },
+            "speculative.draftModel",
+            "nothing unverified is served",
+        ),
         ({"kvCache": {"dtype": "int8"}}, "kvCache.dtype", "auto (the model's dtype) or fp8"),
     ],
 )

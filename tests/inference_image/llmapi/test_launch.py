@@ -25,6 +25,7 @@ BF16_URI = f"s3://{BUCKET}/llama-3.1-8b-instruct/1/"
 ENGINE_URI = f"s3://{BUCKET}/llama-3.1-8b/engine/1/"
 TOKENIZER_URI = f"s3://{BUCKET}/llama-3.1-8b/tokenizer/1/"
 OTHER_TOKENIZER_URI = f"s3://{BUCKET}/llama-3.1-8b/tokenizer/2/"
+DRAFT_URI = f"s3://{BUCKET}/eagle3-llama-3.1-8b/1/"
 BOGUS_TOKENIZER_URI = f"s3://{BUCKET}/llama-3.1-8b/tokenizer/3/"
 KEY = "launch-test-key-0123456789abcdef"
 AWS_ENV = {
@@ -77,6 +78,7 @@ def bucket(tmp_path_factory, tokenizer_dir):
             (engine / "rank0.engine").write_bytes(b"engine")
             upload(engine, ENGINE_URI, _metadata())
             upload(tokenizer_dir, TOKENIZER_URI, _metadata())
+            upload(_checkpoint(work / "draft", None), DRAFT_URI, _metadata(precision="bf16"))
             upload(tokenizer_dir, OTHER_TOKENIZER_URI, _metadata(builder_version="0.15.2"))
             bogus = work / "bogus"
             bogus.mkdir()
@@ -219,3 +221,24 @@ def test_a_tokenizer_that_is_not_one_is_refused(bucket, serving, tmp_path):
 
 def _unpinned(serving):
     return serving.artifacts.model_copy(update={"engine_manifest_sha256": None, "tokenizer_manifest_sha256": None})
+
+
+def test_an_eagle3_head_is_a_verified_artifact_handed_to_the_llm_api(bucket, serving, tmp_path):
+    spec = serving["dev"].speculative.model_copy(
+        update={"method": "eagle3", "max_draft_len": 3, "draft_model": DRAFT_URI}
+    )
+    eagle = serving["dev"].model_copy(update={"speculative": spec})
+    _launch(eagle, tmp_path)
+    args = yaml.safe_load((tmp_path / "repository" / "tensorrt_llm" / "1" / "model.yaml").read_text())
+    assert args["speculative_config"] == {
+        "decoding_type": "Eagle3",
+        "max_draft_len": 3,
+        "speculative_model": str(tmp_path / "models" / "draft"),
+    }
+    assert (tmp_path / "models" / "draft" / "config.json").is_file()
+    pinned = eagle.model_copy(
+        update={"artifacts": eagle.artifacts.model_copy(update={"draft_manifest_sha256": "0" * 64})}
+    )
+    with pytest.raises(CommandError) as err:
+        _launch(pinned, tmp_path / "pinned")
+    assert err.value.exit_code == 3 and "serving.artifacts.draftManifestSha256" in str(err.value)
