@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +33,28 @@ EXPECT_WORKERS_WAIT_S = 60
 STOP_GRACE_S = 20.0
 # SIGTERM to SIGKILL, for each Locust process group left at the end.
 STOP_TIMEOUT_S = 5.0
+# How often ``run`` reports progress while the load runs (when asked to).
+PROGRESS_INTERVAL_S = 10.0
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where a running load test is: seconds since its start, of the expected run time, and requests recorded."""
+
+    elapsed_s: float
+    expected_s: float
+    requests: int
+
+    def line(self) -> str:
+        rate = self.requests / self.elapsed_s if self.elapsed_s else 0.0
+        return (
+            f"  {self.elapsed_s:4.0f} s of ~{self.expected_s:.0f} s: {self.requests} requests recorded ({rate:.1f}/s)"
+        )
+
+
+def print_progress(progress: Progress) -> None:
+    """The commands' progress line, on stderr (stdout keeps the report)."""
+    print(progress.line(), file=sys.stderr, flush=True)
 
 
 @dataclass(frozen=True)
@@ -102,6 +125,35 @@ def locust_argv(
     return argv
 
 
+def _wait(
+    lead: subprocess.Popen[bytes],
+    deadline: float,
+    started: float,
+    expected_s: float,
+    records: Path,
+    progress: Callable[[Progress], None] | None,
+) -> bool:
+    """Wait for the lead process until ``deadline`` (monotonic), reporting progress; True when it timed out."""
+    while True:
+        step = min(PROGRESS_INTERVAL_S, deadline - time.monotonic()) if progress else deadline - time.monotonic()
+        if step <= 0:
+            return True
+        try:
+            lead.wait(timeout=step)
+            return False
+        except subprocess.TimeoutExpired:
+            if progress is not None and time.monotonic() < deadline:
+                progress(Progress(time.monotonic() - started, expected_s, _count_lines(records)))
+
+
+def _count_lines(path: Path) -> int:
+    try:
+        with path.open("rb") as handle:
+            return sum(1 for _ in handle)
+    except OSError:
+        return 0
+
+
 def role_env(config_path: Path, *, records: Path | None, api_key: str | None, worker_index: int = 0) -> dict[str, str]:
     env = dict(os.environ)
     env[CONFIG_ENV] = str(config_path)
@@ -122,12 +174,14 @@ def run(
     master_host: str = "127.0.0.1",
     master_port: int | None = None,
     expect_workers_s: float = EXPECT_WORKERS_WAIT_S,
+    progress: Callable[[Progress], None] | None = None,
 ) -> RunResult:
     """Run ``config`` and return its records (the processes started here are gone on return).
 
     By default the master and ``config.workers`` workers run here on 127.0.0.1. With ``remote_workers``
     only the master runs here, bound to ``master_host:master_port``, and waits for the workers to dial in
     (the cluster's worker pods: ``inferctl loadtest run --role worker``) for up to ``expect_workers_s``.
+    ``progress`` is called every ``PROGRESS_INTERVAL_S`` while the load runs (requests recorded so far).
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     config_path = out_dir / "loadtest.json"
@@ -159,10 +213,8 @@ def run(
                 start_new_session=True,
             )
         lead = processes["local"] if config.workers == 0 else processes["master"]
-        try:
-            lead.wait(timeout=wall_bound_s(config, expect_workers_s=expect_workers_s))
-        except subprocess.TimeoutExpired:
-            timed_out = True
+        timed_out = _wait(lead, started + wall_bound_s(config, expect_workers_s=expect_workers_s), started,
+                          run_time_s(config), records, progress)  # fmt: skip
         # Workers leave when the master quits; give them a moment, then make sure.
         deadline = time.monotonic() + 10
         for process in processes.values():

@@ -187,7 +187,7 @@ def served_model(config: Any, key: str | None) -> str:
 def run_command(args: argparse.Namespace) -> int:
     from inference_platform.inferctl.loadtest.chart import latency_chart
     from inference_platform.loadgen import records as rec
-    from inference_platform.loadgen.runner import run
+    from inference_platform.loadgen.runner import print_progress, run
 
     from inference_platform.errors import CommandError
 
@@ -205,6 +205,7 @@ def run_command(args: argparse.Namespace) -> int:
         master_host=args.master_host,
         master_port=args.master_port,
         expect_workers_s=args.expect_workers_seconds,
+        progress=print_progress,
     )
     if not result.records:
         raise CommandError(f"no request was recorded (Locust logs in {args.out})", exit_code=1)

@@ -231,12 +231,14 @@ def _load(settings: Any, plan: dict[str, Any], out: Path, verdict: Any, report: 
     from inference_platform.inferctl.loadtest.chart import latency_chart
     from inference_platform.inferctl.verify.verdict import Limits, judge_load
     from inference_platform.loadgen import records as rec
+    from inference_platform.loadgen.runner import print_progress
     from inference_platform.loadgen.runner import run as run_load
 
     config = _sized(settings, plan["config"], plan["api_key"], report)
     slo, vslo = settings.serving.slo, settings.verification.slo
     goodput_slo = rec.Slo(ttft_ms=vslo.goodput_ttft_ms, itl_ms=vslo.goodput_itl_ms)
-    result = run_load(config, out, api_key=plan["api_key"])
+    print(f"load: up to {max(config.shape.levels())} in flight for ~{config.duration_s:g} s", flush=True)
+    result = run_load(config, out, api_key=plan["api_key"], progress=print_progress)
     levels = rec.by_load(result.records, goodput_slo) if result.records else {}
     planned = max(config.shape.levels())
     final = levels.get(planned)
