@@ -23,9 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pulumi
-import pulumi_aws as aws
 import pulumi_kubernetes as k8s
-import pulumi_random as random
 from inference_platform.components.common.errors import raise_if
 from inference_platform.components.common.security_context import (
     NOBODY_UID,
@@ -34,6 +32,7 @@ from inference_platform.components.common.security_context import (
 )
 from inference_platform.components.identity.pod_identity import PodIdentityRole, PodIdentityRoleArgs
 from inference_platform.components.secrets.delivery import CSI_DRIVER_NAME, provider_objects
+from inference_platform.components.secrets.generated import generated_secret
 from inference_platform.components.storage.documents import secret_read_policy
 
 SERVICE_ACCOUNT = "edge-credentials"
@@ -90,30 +89,20 @@ class ClientCredentials(pulumi.ComponentResource):
     def __init__(self, name: str, args: ClientCredentialsArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         _validate(args)
         super().__init__("inference:edge:ClientCredentials", name, None, opts)
-        keep = pulumi.ResourceOptions(parent=self, protect=args.protect, retain_on_delete=args.protect)
         self.secret_arns = {}
         for client in sorted(args.clients):
-            key = random.RandomPassword(
-                f"{name}-{client}-key",
-                length=args.key_length,
-                special=False,
-                opts=pulumi.ResourceOptions(parent=self, additional_secret_outputs=["result"]),
-            )
-            secret = aws.secretsmanager.Secret(
-                f"{name}-{client}",
+            stored = generated_secret(
+                self,
+                value_name=f"{name}-{client}-key",
+                secret_name=f"{name}-{client}",
                 name=f"{args.name_prefix}/edge/clients/{client}",
                 description=f"API key of inference client {client}",
-                kms_key_id=args.kms_key_arn,
-                recovery_window_in_days=args.recovery_window_days,
-                opts=keep,
+                length=args.key_length,
+                kms_key_arn=args.kms_key_arn,
+                recovery_window_days=args.recovery_window_days,
+                protect=args.protect,
             )
-            aws.secretsmanager.SecretVersion(
-                f"{name}-{client}-value",
-                secret_id=secret.id,
-                secret_string=pulumi.Output.secret(key.result),  # type: ignore[arg-type]  # mypy solves Input[U] for Output[str] as Never
-                opts=keep,
-            )
-            self.secret_arns[client] = secret.arn
+            self.secret_arns[client] = stored.secret.arn
         objects: dict[str, pulumi.Input[str]] = {c: self.secret_arns[c] for c in sorted(args.clients)}
         if args.redis_auth_secret_arn is not None:
             objects[_REDIS_AUTH_OBJECT] = args.redis_auth_secret_arn

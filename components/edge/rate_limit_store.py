@@ -18,11 +18,11 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
-import pulumi_random as random
 from inference_platform.components.catalog import edge_charts as charts
 from inference_platform.components.catalog.names import fit_name
 from inference_platform.components.common.errors import raise_if
 from inference_platform.components.common.security_context import container_security_context, pod_security_context
+from inference_platform.components.secrets.generated import generated_secret
 
 MODES = ("elasticache", "inCluster")
 REDIS_PORT = 6379
@@ -84,25 +84,16 @@ def _elasticache(
 ) -> tuple[pulumi.Output[str], pulumi.Output[str]]:
     child = pulumi.ResourceOptions(parent=parent)
     keep = pulumi.ResourceOptions(parent=parent, protect=args.protect, retain_on_delete=args.protect)
-    token = random.RandomPassword(
-        f"{name}-auth-token",
-        length=64,
-        special=False,
-        opts=pulumi.ResourceOptions(parent=parent, additional_secret_outputs=["result"]),
-    )
-    secret = aws.secretsmanager.Secret(
-        f"{name}-auth",
+    auth = generated_secret(
+        parent,
+        value_name=f"{name}-auth-token",
+        secret_name=f"{name}-auth",
         name=f"{args.name_prefix}/edge/ratelimit-redis-auth",
         description="AUTH token of the gateway's rate-limit Redis",
-        kms_key_id=args.kms_key_arn,
-        recovery_window_in_days=args.recovery_window_days,
-        opts=keep,
-    )
-    aws.secretsmanager.SecretVersion(
-        f"{name}-auth-value",
-        secret_id=secret.id,
-        secret_string=pulumi.Output.secret(token.result),  # type: ignore[arg-type]  # mypy: Input[U] as Never
-        opts=keep,
+        length=64,
+        kms_key_arn=args.kms_key_arn,
+        recovery_window_days=args.recovery_window_days,
+        protect=args.protect,
     )
     group = aws.ec2.SecurityGroup(
         f"{name}-sg",
@@ -145,13 +136,13 @@ def _elasticache(
         kms_key_id=args.kms_key_arn,
         transit_encryption_enabled=True,
         transit_encryption_mode="required",
-        auth_token=pulumi.Output.secret(token.result),  # type: ignore[arg-type]  # mypy solves Input[U] for Output[str] as Never
+        auth_token=auth.value,
         auth_token_update_strategy="ROTATE",
         apply_immediately=False,
         opts=keep,
     )
     url = pulumi.Output.concat(redis.primary_endpoint_address, f":{REDIS_PORT}")
-    return url, secret.arn
+    return url, auth.secret.arn
 
 
 def _in_cluster(name: str, args: RateLimitStoreArgs, parent: pulumi.Resource) -> pulumi.Output[str]:
