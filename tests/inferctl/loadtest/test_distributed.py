@@ -1,8 +1,9 @@
-"""Locust in its distributed mode (one master, two workers) against the real local Triton.
+"""Locust in its distributed mode (one master, two workers) against the local OpenAI stack.
 
-The server is the dev stack's repository on the real tritonserver with the CPU stand-in
-(tests/inferctl/serving/conftest.py). Every run is bounded in requests and time; the tests check what
-was recorded, never how fast.
+The server is the image's OpenAI server in front of the real tritonserver with the production ``tensorrt_llm``
+model and the stand-in engine (tests/inferctl/serving/openai_stack.py), reached directly and through the real
+Envoy edge with TLS and a bearer key. Every run is bounded in requests and time; the tests check what was
+recorded, never how fast.
 """
 
 from __future__ import annotations
@@ -12,27 +13,33 @@ from collections.abc import Iterator
 
 import pytest
 from inference_platform.inferctl.cli import main
+from inference_platform.inference_image.testing.cpu_llm_api.local import Timing
 from inference_platform.loadgen import records as rec
 from inference_platform.loadgen.config import LoadConfig, Shape, SizeDistribution
 from inference_platform.loadgen.runner import run
 from inference_platform.offline_plan import stack_settings
 
-from tests.inferctl.serving.conftest import RunningServer, leftover_processes, start_stand_in_server
+from tests.inferctl.serving.conftest import leftover_processes
+from tests.inferctl.serving.openai_stack import OpenAIStack, openai_stack
 
 pytestmark = [pytest.mark.triton, pytest.mark.timeout(300)]
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
-    with start_stand_in_server(stack_settings.load("dev").serving, tmp_path_factory.mktemp("triton")) as running:
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OpenAIStack]:
+    timing = Timing(first_token_delay_ms=10, token_delay_ms=3)
+    with openai_stack(stack_settings.load("dev"), tmp_path_factory.mktemp("openai"), timing) as running:
         yield running
 
 
-def test_master_and_two_workers_ramp_with_structured_requests_mixed_in(server, tmp_path):
+def test_master_and_two_workers_ramp_through_the_edge_with_structured_requests_mixed_in(server, tmp_path):
     out = tmp_path / "ramp"
+    key = tmp_path / "key"
+    key.write_text(server.api_key, encoding="utf-8")
     code = main(
         [
-            "loadtest", "run", "--url", server.http_url, "--shape", "ramp", "--steps", "1,2,4",
+            "loadtest", "run", "--url", server.edge.url, "--api-key-file", str(key),
+            "--ca-file", str(server.edge.certificates.ca), "--shape", "ramp", "--steps", "1,2,4",
             "--step-seconds", "3", "--isl", "16:4", "--osl", "12:4", "--structured-share", "0.2",
             "--max-requests", "300", "--duration", "30", "--workers", "2",
             "--ttft-slo-ms", "5000", "--itl-slo-ms", "1000", "--out", str(out),
@@ -46,6 +53,8 @@ def test_master_and_two_workers_ramp_with_structured_requests_mixed_in(server, t
     assert any(r.kind == "structured" for r in records)
     assert all(r.ttft_ms is not None and r.output_tokens >= 1 for r in records)
     report = json.loads((out / "report.json").read_text())
+    # The model came from GET /v1/models through the edge; the key went as a bearer token.
+    assert report["config"]["model"] == server.served_model and report["config"]["api_key_header"] == "authorization"
     assert report["summary"]["requests"] == len(records) and report["summary"]["goodput"] == 1.0
     assert set(report["by_load"]) == {"1.0", "2.0", "4.0"}
     assert report["exit_codes"] == {"master": 0, "worker-0": 0, "worker-1": 0}
@@ -55,7 +64,8 @@ def test_master_and_two_workers_ramp_with_structured_requests_mixed_in(server, t
 
 def test_poisson_rate_stops_at_its_request_budget(server, tmp_path):
     config = LoadConfig(
-        url=server.http_url,
+        url=server.openai_url,
+        model=server.served_model,
         shape=Shape(kind="rate", rate=20.0, concurrency=32),
         isl=SizeDistribution(mean=8),
         osl=SizeDistribution(mean=6, spread=2),
@@ -89,7 +99,7 @@ def test_roles_as_the_cluster_runs_them_master_here_workers_as_their_own_process
     from inference_platform.processes import free_port
 
     port = free_port()
-    common = ["--url", server.http_url, "--shape", "concurrency", "--concurrency", "4", "--isl", "8", "--osl", "6",
+    common = ["--url", server.openai_url, "--shape", "concurrency", "--concurrency", "4", "--isl", "8", "--osl", "6",
               "--max-requests", "30", "--duration", "30", "--workers", "2", "--master-host", "127.0.0.1",
               "--master-port", str(port)]  # fmt: skip
     workers = []

@@ -1,6 +1,7 @@
-"""``inferctl verify`` against the real local Triton (CPU stand-in): it passes with generous SLOs,
-fails with impossible ones, fails (without hanging) when the server dies mid-run, and refuses bad
-input with exit 2 naming the flag."""
+"""``inferctl verify`` against the local OpenAI stack (the image's OpenAI server, the real CPU Triton with the
+production ``tensorrt_llm`` model and the stand-in engine, the real Envoy edge with TLS and keys): through the edge
+it passes with generous SLOs and fails with impossible ones, it fails (without hanging) when Triton dies mid-run,
+and it refuses bad input with exit 2 naming the flag."""
 
 from __future__ import annotations
 
@@ -17,10 +18,10 @@ from typing import Any
 import pytest
 import yaml
 from inference_platform.inferctl.cli import main
-from inference_platform.inference_image.testing.cpu_llm.options import StandIn
+from inference_platform.inference_image.testing.cpu_llm_api.local import Timing
 from inference_platform.offline_plan import stack_settings
 
-from tests.inferctl.serving.conftest import RunningServer, start_stand_in_server
+from tests.inferctl.serving.openai_stack import OpenAIStack, openai_stack
 
 pytestmark = [pytest.mark.triton, pytest.mark.timeout(300)]
 
@@ -50,10 +51,21 @@ def stack_file(tmp_path: Path, *, slo: dict[str, float] | None = None, stack: st
     return path
 
 
+FAST = Timing(first_token_delay_ms=10, token_delay_ms=3)
+
+
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
-    with start_stand_in_server(stack_settings.load("dev").serving, tmp_path_factory.mktemp("triton")) as running:
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OpenAIStack]:
+    with openai_stack(stack_settings.load("dev"), tmp_path_factory.mktemp("openai"), FAST) as running:
         yield running
+
+
+def through_edge(stack: OpenAIStack, tmp_path: Path) -> list[str]:
+    """The flags that send verify through the local edge with the stack's client key."""
+    key_file = tmp_path / "key"
+    key_file.write_text(stack.api_key or "", encoding="utf-8")
+    assert stack.edge is not None
+    return ["--url", stack.edge.url, "--api-key-file", str(key_file), "--ca-file", str(stack.edge.certificates.ca)]
 
 
 def verify(*args: str) -> int:
@@ -62,19 +74,25 @@ def verify(*args: str) -> int:
 
 def test_generous_slos_pass_with_report_and_chart(server, tmp_path, capsys):
     out = tmp_path / "out"
-    code = verify("--stack-file", str(stack_file(tmp_path)), "--url", server.http_url, "--workers", "2",
-                  "--log-file", str(server.log), "--out", str(out))  # fmt: skip
+    code = verify("--stack-file", str(stack_file(tmp_path)), *through_edge(server, tmp_path), "--workers", "2",
+                  "--log-file", str(server.logs["openai"]), "--out", str(out))  # fmt: skip
     printed = capsys.readouterr().out
     assert code == 0, printed
     assert "VERDICT: PASS" in printed
     report = json.loads((out / "verify.json").read_text())
     assert report["verdict"]["passed"] is True
+    # The OpenAI API end to end: the model found in /v1/models, prompts sized by the server's usage counts.
+    assert report["load"]["config"]["model"] == server.served_model
+    assert report["load"]["config"]["protocol"] == "openai"
+    assert report["prompt_sizing"]["source"] == "usage.prompt_tokens"
+    assert any(c.startswith("chat completion streams") for c in report["smoke"]["checks"])
     planned = report["load"]["at_planned_concurrency"]
     assert planned["requests"] > 0 and planned["errors"] == 0 and planned["goodput"] == 1.0
     assert set(report["load"]["by_load"]) == {"1.0", "2.0", "4.0"}  # ramp: 1/4, 1/2, all of 4
     assert report["load"]["overall"]["structured"] > 0
     checks = {c["name"]: c["ok"] for c in report["verdict"]["checks"]}
     assert checks["smoke"] and checks["logs"] and checks["goodput"] and checks["TTFT p95"]
+    assert checks["rate limits"] is True  # through the edge: X-RateLimit headers on the client's answer
     assert checks["GPU utilisation"] is None  # no Prometheus given: reported, not failed
     assert (out / "latency.png").read_bytes()[:4] == b"\x89PNG"
 
@@ -88,7 +106,7 @@ def test_impossible_slos_fail_with_exit_1(server, tmp_path, capsys):
     doc = yaml.safe_load(path.read_text())
     doc["config"][PREFIX + "autoscaling"] = {**doc["config"].get(PREFIX + "autoscaling", {}), "enabled": False}
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    code = verify("--stack-file", str(path), "--url", server.http_url, "--out", str(out))
+    code = verify("--stack-file", str(path), *through_edge(server, tmp_path), "--out", str(out))
     printed = capsys.readouterr().out
     assert code == 1
     assert "VERDICT: FAIL" in printed
@@ -98,14 +116,14 @@ def test_impossible_slos_fail_with_exit_1(server, tmp_path, capsys):
 
 
 def test_a_server_killed_mid_run_fails_the_verdict_with_errors_counted(tmp_path):
-    # Its own slower server (the stand-in's default delays), so that requests are in flight when it dies.
-    work = tmp_path / "triton"
-    serving = stack_settings.load("dev").serving
+    # Its own slower stack (the stand-in's default delays), so that requests are in flight when Triton dies; the
+    # OpenAI server itself stays up and answers 503 or cuts the streams, as a pod whose engine crashed would.
+    work = tmp_path / "openai"
     out = tmp_path / "out"
     stack = stack_file(tmp_path, durationSeconds=20, maxRequests=400)
-    with start_stand_in_server(serving, work, StandIn()) as running:
+    with openai_stack(stack_settings.load("dev"), work, Timing(), edge=False) as running:
         argv = [sys.executable, "-m", "inference_platform.inferctl", "verify", "--stack", "dev", "--stack-file", str(stack),
-                "--url", running.http_url, "--out", str(out)]  # fmt: skip
+                "--url", running.openai_url, "--out", str(out)]  # fmt: skip
         verify_process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=REPO)
         try:
             records = out / "requests.jsonl"

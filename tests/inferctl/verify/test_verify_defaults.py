@@ -1,10 +1,10 @@
-"""``inferctl verify --stack dev`` with its default flags against ``serve-local``'s server (issue 17 §8).
+"""``inferctl verify --stack dev`` with its default flags against ``serve-local``'s OpenAI server (issue 17 §8).
 
 The dev stack's own verification settings (ISL 512:128, OSL 128:32, a ramp to 16 in flight over 60 s,
-10 % structured) against the real local Triton with the stand-in at ``serve-local``'s default delays.
-Before, its word-sized prompts exceeded ``serving.maxInputLen`` in the stand-in's byte-level tokenizer
-and the server refused them (HTTP 400 "text_input[0] is 4119 tokens"). Only ``--out`` is given, to keep
-the report out of the checkout.
+10 % structured) against the image's OpenAI server in front of the real local Triton with the stand-in engine at
+``serve-local``'s default delays. Word-sized prompts would exceed ``serving.maxInputLen`` in the stand-in's
+byte-level tokenizer (and the chat template adds its own tokens), so verify sizes them by the server's own
+``usage.prompt_tokens``. Only ``--url`` and ``--out`` are given, to keep the report out of the checkout.
 """
 
 from __future__ import annotations
@@ -13,22 +13,22 @@ import json
 
 import pytest
 from inference_platform.inferctl.cli import main
-from inference_platform.inference_image.testing.cpu_llm.options import StandIn
+from inference_platform.inference_image.testing.cpu_llm_api.local import Timing
 from inference_platform.offline_plan import stack_settings
 
-from tests.inferctl.serving.conftest import start_stand_in_server
+from tests.inferctl.serving.openai_stack import openai_stack
 
 pytestmark = [pytest.mark.triton, pytest.mark.timeout(420)]
 
 
 def test_verify_with_default_flags_passes_with_no_errors(tmp_path, capsys):
-    with start_stand_in_server(stack_settings.load("dev").serving, tmp_path / "triton", StandIn()) as server:
+    with openai_stack(stack_settings.load("dev"), tmp_path / "openai", Timing(), edge=False) as server:
         out = tmp_path / "out"
-        code = main(["verify", "--stack", "dev", "--url", server.http_url, "--out", str(out)])
+        code = main(["verify", "--stack", "dev", "--url", server.openai_url, "--out", str(out)])
     printed = capsys.readouterr().out
     report = json.loads((out / "verify.json").read_text())
     print(printed)
-    assert report["prompt_sizing"]["source"] == "preprocessing"
+    assert report["prompt_sizing"]["source"] == "usage.prompt_tokens"
     assert report["prompt_sizing"]["max_input_tokens"] == 4096
     overall = report["load"]["overall"]
     assert overall["requests"] > 0 and overall["errors"] == 0, printed
