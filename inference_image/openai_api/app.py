@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -28,6 +29,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+DISCONNECT_POLL_S = 0.1
+"""How often a non-streaming request checks that its client is still there."""
+
 
 def build_app(service: Service) -> Starlette:
     async def models(request: Request) -> Response:
@@ -40,10 +44,10 @@ def build_app(service: Service) -> Starlette:
         return JSONResponse(service.model_card())
 
     async def chat(request: Request) -> Response:
-        return await _generate(service, parse_chat(await _json(request)))
+        return await _generate(service, parse_chat(await _json(request)), request)
 
     async def completions(request: Request) -> Response:
-        return await _generate(service, parse_completion(await _json(request)))
+        return await _generate(service, parse_completion(await _json(request)), request)
 
     async def health(request: Request) -> Response:
         ready, reason = await service.readiness.ready()
@@ -64,11 +68,19 @@ def build_app(service: Service) -> Starlette:
     return app
 
 
-async def _generate(service: Service, generation: Any) -> Response:
+async def _generate(service: Service, generation: Any, request: Request) -> Response:
     if generation.stream:
+        # Starlette cancels the body's generator when the client disconnects, which closes the Triton stream.
         events = service.stream(generation)
         return StreamingResponse(events, media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
-    return JSONResponse(await service.complete(generation))
+    # Nothing is written before the answer is whole, so a client that leaves is noticed only by asking.
+    work = asyncio.ensure_future(service.complete(generation))
+    while not work.done():
+        await asyncio.wait({work}, timeout=DISCONNECT_POLL_S)
+        if not work.done() and await request.is_disconnected():
+            work.cancel()
+            return Response(status_code=499)  # nobody reads it; nginx's "client closed request"
+    return JSONResponse(work.result())
 
 
 async def _json(request: Request) -> Any:

@@ -161,7 +161,9 @@ class Service:
             raise invalid(f"the model's chat template refused the messages: {err}", param="messages") from None
 
     async def _updates(self, generation: Generation, prompt: Prompt, max_tokens: int) -> AsyncIterator[Update]:
-        streaming = generation.stream and self.streaming_engine
+        # A whole answer is streamed from the engine too: Triton notices a closed connection only when it
+        # writes, so without a response per token a client that left would hold its slot to the end.
+        streaming = self.streaming_engine
         inputs = engine_inputs(generation, prompt, max_tokens=max_tokens, streaming=streaming)
         async for update in self.engine.generate(inputs):
             if update.delta or update.output_tokens:

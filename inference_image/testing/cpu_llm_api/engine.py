@@ -31,7 +31,13 @@ from typing import Any
 from inference_platform.inference_image.testing.cpu_llm_api.blocks import BlockCache
 from inference_platform.inference_image.testing.cpu_llm_api.guided import GuidedRun, GuidedVocabulary, regex_of
 from inference_platform.inference_image.testing.cpu_llm_api.params import SamplingParams
-from inference_platform.inference_image.testing.cpu_llm_api.text import Detokenizer, apply_stop, echo_text, sampled
+from inference_platform.inference_image.testing.cpu_llm_api.text import (
+    Detokenizer,
+    apply_stop,
+    echo_text,
+    releasable,
+    sampled,
+)
 from inference_platform.inference_image.testing.cpu_llm_api.vocabulary import token_bytes
 
 FIRST_DELAY_ENV = "CPU_LLM_FIRST_TOKEN_DELAY_MS"
@@ -276,8 +282,10 @@ class RequestOutput:
             ids.append(token)
             text, stop = apply_stop(detok.update(ids), stops, include=params.include_stop_str_in_output)
             finish = "stop" if stop is not None else ("length" if len(ids) >= budget else None)
-            if self.streaming or finish is not None:
+            if finish is not None:
                 self._queue.put_nowait(_Step(tuple(ids), text, finish, stop))
+            elif self.streaming:
+                self._queue.put_nowait(_Step(tuple(ids), releasable(text, stops)))
             if finish is not None:
                 return
 

@@ -51,3 +51,15 @@ def apply_stop(text: str, stops: Sequence[str], *, include: bool) -> tuple[str, 
         return text, None
     at, stop = min(hits)
     return (text[: at + len(stop)] if include else text[:at]), stop
+
+
+def releasable(text: str, stops: Sequence[str]) -> str:
+    """``text`` less any end that could still grow into a stop string: a stream never shows text a stop string
+    then takes back (the longest suffix that is a proper prefix of a stop string waits)."""
+    keep = 0
+    for stop in stops:
+        for n in range(min(len(stop) - 1, len(text)), 0, -1):
+            if text.endswith(stop[:n]):
+                keep = max(keep, n)
+                break
+    return text[: len(text) - keep]

@@ -12,6 +12,7 @@ import json
 import statistics
 import time
 
+import httpx
 import jsonschema
 import openai
 import pytest
@@ -203,6 +204,19 @@ def test_a_client_that_leaves_mid_stream_frees_its_slot_within_a_second(client, 
     assert stack.active()["active"] == 1, "the stand-in is still generating while the client reads"
     left = time.monotonic()
     stream.close()
+    while stack.active()["active"]:
+        assert time.monotonic() - left < 10, "the slot was never freed"
+        time.sleep(0.02)
+    FREED.append(time.monotonic() - left)
+    assert FREED[-1] < FREED_WITHIN_S
+
+
+def test_a_client_that_leaves_before_a_whole_answer_frees_its_slot_within_a_second(stack):
+    """Without a stream nothing is written until the answer is whole; the server notices the client left anyway."""
+    body = {"model": stack.served_model, "messages": [{"role": "user", "content": "ipsum " * 400}]}
+    with httpx.Client(base_url=stack.openai_url, timeout=30) as plain, pytest.raises(httpx.ReadTimeout):
+        plain.post("/v1/chat/completions", json=body, timeout=httpx.Timeout(30, read=0.5))
+    left = time.monotonic()
     while stack.active()["active"]:
         assert time.monotonic() - left < 10, "the slot was never freed"
         time.sleep(0.02)

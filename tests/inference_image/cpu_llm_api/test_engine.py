@@ -74,6 +74,18 @@ def test_max_tokens_and_stop_strings_end_a_sequence_as_the_llm_api_does(checkpoi
     assert kept.outputs[0].text == "The quick brown"
 
 
+def test_a_stream_never_shows_text_a_stop_string_takes_back(checkpoint):
+    async def diffs():
+        params = SamplingParams(max_tokens=50, stop=[" brown"])
+        return [
+            o.outputs[0].text_diff
+            async for o in llm(checkpoint).generate_async("The quick brown fox", params, streaming=True)
+        ]
+
+    steps = run(diffs())
+    assert "".join(steps) == "The quick" and not any("b" in step for step in steps)
+
+
 def test_sampling_is_deterministic_per_seed_and_greedy_without_sampling_knobs(checkpoint):
     engine = llm(checkpoint)
     prompt = "one two three four five six seven eight"
