@@ -135,6 +135,8 @@ def parse_chat(raw: Any) -> Generation:
         raise invalid("top_logprobs are not supported by this server", param="top_logprobs")
     if body.tools:
         raise invalid("tools (function calling) are not supported by this server", param="tools")
+    if body.store:
+        raise invalid("store (stored completions) is not supported by this server", param="store")
     if body.tool_choice not in (None, "none"):
         raise invalid("tool_choice needs tools, which this server does not support", param="tool_choice")
     max_tokens = body.max_completion_tokens if body.max_completion_tokens is not None else body.max_tokens
@@ -223,9 +225,15 @@ def _guide(response_format: ResponseFormat | None) -> Guide | None:
     return Guide(kind="json_schema", schema=json.dumps(spec.schema_, separators=(",", ":")))
 
 
+_UNION_TAGS = {"str", "int", "float", "bool", "dict", "list"}
+
+
 def _param(loc: tuple[Any, ...]) -> str | None:
-    """OpenAI's way to name a nested field: ``messages[0].content``."""
+    """OpenAI's way to name a nested field: ``messages[0].content`` (pydantic's union branch tags, such as
+    ``str`` or ``list[TextPart]``, end the name: they are types, not fields)."""
     out = ""
     for part in loc:
+        if isinstance(part, str) and (part in _UNION_TAGS or "[" in part):
+            break
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     return out or None

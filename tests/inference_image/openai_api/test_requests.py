@@ -69,6 +69,9 @@ def test_response_format_maps_to_the_guide_types_of_the_model():
         ({"frobnicate": 1}, "frobnicate"),
         ({"messages": []}, "messages"),
         ({"messages": [{"role": "wizard", "content": "x"}]}, "messages[0].role"),
+        ({"messages": [{"role": "user", "content": 5}]}, "messages[0].content"),
+        ({"stop": [1]}, "stop"),
+        ({"store": True}, "store"),
     ],
 )
 def test_what_the_engine_cannot_honour_is_a_400_naming_the_field(change, param):
