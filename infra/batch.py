@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import pulumi
 from inference_platform.components.autoscaling.keda import DEFAULT_NAMESPACE as KEDA_NAMESPACE
+from inference_platform.components.batch import edge_routes
 from inference_platform.components.batch.bucket import BatchBucket, BatchBucketArgs
 from inference_platform.components.batch.documents import monitor_policy
 from inference_platform.components.batch.keda_objects import BatchScaling, BatchScalingArgs
@@ -24,14 +25,15 @@ from inference_platform.components.batch.signals import LaneWatch, shed_rules
 from inference_platform.components.batch.workloads import BatchWorkloads, BatchWorkloadsArgs, ServingTarget
 from inference_platform.components.catalog.serving_contract import OPENAI_PORT
 from inference_platform.components.edge.gateway import NAMESPACE as GATEWAY_NAMESPACE
-from inference_platform.components.edge.gateway_api import PROXY_LABEL
+from inference_platform.components.edge.gateway_api import PROXY_LABEL, Backend
+from inference_platform.components.edge.policy import RouteGroup
 from inference_platform.components.identity.pod_identity import PodIdentityRole, PodIdentityRoleArgs
 from inference_platform.components.observability import monitoring_stack
 from inference_platform.components.observability.monitoring_stack import Monitor
 from inference_platform.components.observability.promql import Scope
 from inference_platform.components.serving.image_repository import ImageRepository, ImageRepositoryArgs
 from inference_platform.infra.cluster import Compute
-from inference_platform.infra.edge import GATEWAY_NAME, Edge
+from inference_platform.infra.edge import GATEWAY_NAME
 from inference_platform.infra.foundation import Foundation
 from inference_platform.infra.inference import Inference
 from inference_platform.infra.settings import Settings
@@ -60,7 +62,6 @@ def build_batch(
     compute: Compute,
     storage: Storage,
     inference: Inference,
-    edge: Edge | None,
 ) -> Batch | None:
     cfg = settings.batch
     if not cfg.enabled:
@@ -116,7 +117,7 @@ def build_batch(
     signal = QueueSignal(
         queue_url=queues.queue_url, region=settings.region.name, messages_per_replica=cfg.workers.queue_length_target
     )
-    workloads = _workloads(settings, foundation, compute, storage, inference, edge, bucket, queues, repository)
+    workloads = _workloads(settings, foundation, compute, storage, inference, bucket, queues, repository)
     pulumi.export(
         "batch",
         {
@@ -138,7 +139,6 @@ def _workloads(
     compute: Compute,
     storage: Storage,
     inference: Inference,
-    edge: Edge | None,
     bucket: BatchBucket,
     queues: BatchQueues,
     repository: ImageRepository,
@@ -161,6 +161,8 @@ def _workloads(
     )
     quotas = cfg.quotas
     user = settings.inference.run_as_user
+    # The edge exists with a domain and a rollout (infra/edge.py); the lane is built first, its routes go to it.
+    edge = settings.edge.domain is not None
     return BatchWorkloads(
         "batch-workloads",
         BatchWorkloadsArgs(
@@ -212,14 +214,24 @@ def _workloads(
             worker_min_replicas=cfg.workers.min_replicas,
             api_shape=Shape(cpu=cfg.api.cpu, memory_gib=cfg.api.memory_gib, run_as_user=user),
             worker_shape=Shape(cpu=cfg.workers.cpu, memory_gib=cfg.workers.memory_gib, run_as_user=user),
-            gateway_namespace=GATEWAY_NAMESPACE if edge is not None else None,
-            gateway_pod_labels={PROXY_LABEL: GATEWAY_NAME} if edge is not None else {},
+            gateway_namespace=GATEWAY_NAMESPACE if edge else None,
+            gateway_pod_labels={PROXY_LABEL: GATEWAY_NAME} if edge else {},
             monitoring_namespace=monitoring_stack.DEFAULT_NAMESPACE,
             prometheus_port=monitoring_stack.PROMETHEUS_PORT,
             partition=foundation.partition,
             depends_on=[service, *([storage.secrets_store] if storage.secrets_store is not None else [])],
         ),
     )
+
+
+def batch_routes(batch: Batch | None) -> tuple[list[tuple[RouteGroup, Backend]], list[pulumi.Resource]]:
+    """The Batch API's route group for the edge and what it needs first (the lane's namespace, for the route's
+    ReferenceGrant), once the API runs."""
+    if batch is None or batch.workloads is None:
+        return [], []
+    return [(edge_routes.route_group(), edge_routes.backend(batch.workloads.namespace))], [
+        batch.workloads.namespace_resource
+    ]
 
 
 def batch_monitors(batch: Batch | None) -> list[Monitor]:

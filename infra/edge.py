@@ -7,6 +7,8 @@ otherwise the load-balancer security group stays attached to nothing and no requ
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pulumi
@@ -18,11 +20,12 @@ from inference_platform.components.edge.gateway import (
     EdgeGateway,
     EdgeGatewayArgs,
 )
-from inference_platform.components.edge.gateway_api import GatewayTarget
+from inference_platform.components.edge.gateway_api import Backend, GatewayTarget
 from inference_platform.components.edge.load_balancer_controller import (
     LoadBalancerController,
     LoadBalancerControllerArgs,
 )
+from inference_platform.components.edge.policy import RouteGroup
 from inference_platform.components.edge.public_endpoint import PublicEndpoint, PublicEndpointArgs, WafRules
 from inference_platform.components.edge.rate_limit_store import RateLimitStore, RateLimitStoreArgs
 from inference_platform.components.serving.inference_service import InferenceService
@@ -45,8 +48,16 @@ class Edge:
 
 
 def build_edge(
-    settings: Settings, foundation: Foundation, compute: Compute, storage: Storage, inference: Inference
+    settings: Settings,
+    foundation: Foundation,
+    compute: Compute,
+    storage: Storage,
+    inference: Inference,
+    routes: Sequence[tuple[RouteGroup, Backend]] = (),
+    route_dependencies: Sequence[pulumi.Resource] = (),
 ) -> Edge | None:
+    """``routes``: more route groups (the batch lane's Files and Batches API), each with its backend, behind the same
+    authentication and limits; ``route_dependencies`` must exist first (their namespaces take a ReferenceGrant)."""
     cfg = settings.edge
     if cfg.domain is None or inference.service is None:
         reason = "edge.domain is not set" if cfg.domain is None else "there is no Triton Service yet"
@@ -54,7 +65,7 @@ def build_edge(
         return None
     controller = _controller(settings, foundation, compute)
     store = _rate_limit_store(settings, foundation, compute)
-    gateway = _gateway(settings, foundation, compute, storage, inference.service, store)
+    gateway = _gateway(settings, foundation, compute, storage, inference.service, store, routes, route_dependencies)
     endpoint = _public_endpoint(settings, foundation, compute, storage, gateway, controller)
     pulumi.export(
         "edge",
@@ -112,8 +123,13 @@ def _gateway(
     storage: Storage,
     service: InferenceService,
     store: RateLimitStore,
+    routes: Sequence[tuple[RouteGroup, Backend]] = (),
+    route_dependencies: Sequence[pulumi.Resource] = (),
 ) -> EdgeGateway:
     cfg = settings.edge
+    policy = cfg.policy(max_input_tokens=settings.serving.max_input_len)
+    if routes:
+        policy = dataclasses.replace(policy, extra_routes=tuple(group for group, _ in routes))
     target = GatewayTarget(
         namespace=NAMESPACE,
         name=GATEWAY_NAME,
@@ -124,13 +140,14 @@ def _gateway(
         hostname=cfg.domain,
         gateway_class=GATEWAY_CLASS,
         listener_port=GATEWAY_PORT,
+        backends=tuple(backend for _, backend in routes),
     )
     return EdgeGateway(
         "edge-gateway",
         EdgeGatewayArgs(
             provider=compute.provider,
             cluster=compute.cluster_name,
-            policy=cfg.policy(max_input_tokens=settings.serving.max_input_len),
+            policy=policy,
             target=target,
             # The rollout's pod selector (inference_platform.components.serving.inference_service): app name + instance.
             inference_pod_labels={
@@ -148,7 +165,12 @@ def _gateway(
             protect=settings.production,
             # The credentials' SecretProviderClass needs the CSI driver's CRD; Envoy Gateway's own pods
             # (no nodeSelector) can run only on the untainted system nodes, and Helm waits for them.
-            depends_on=[service, compute.system_nodes, *([storage.secrets_store] if storage.secrets_store else [])],
+            depends_on=[
+                service,
+                compute.system_nodes,
+                *([storage.secrets_store] if storage.secrets_store else []),
+                *route_dependencies,
+            ],
         ),
     )
 

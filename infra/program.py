@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pulumi
 from inference_platform.components.common.tagging import default_tags_transform
-from inference_platform.infra.batch import build_batch, build_batch_scaling
+from inference_platform.infra.batch import batch_routes, build_batch, build_batch_scaling
 from inference_platform.infra.cluster import build_cluster
 from inference_platform.infra.config_source import read_settings
 from inference_platform.infra.edge import build_edge
@@ -27,8 +27,8 @@ def main() -> None:
     compute = build_cluster(settings, foundation)
     storage = build_storage(settings, foundation, compute)
     inference = build_inference(settings, foundation, compute, storage)
-    edge = build_edge(settings, foundation, compute, storage, inference)
-    batch = build_batch(settings, foundation, compute, storage, inference, edge)
+    batch = build_batch(settings, foundation, compute, storage, inference)
+    edge = build_edge(settings, foundation, compute, storage, inference, *batch_routes(batch))
     observability = build_observability(settings, foundation, compute, storage, inference, edge, batch)
     build_batch_scaling(settings, compute, batch, observability.keda, observability.stack)
     build_verification(settings, foundation, compute, storage, inference, edge)

@@ -113,6 +113,7 @@ class BatchWorkloads(pulumi.ComponentResource):
             ),
             opts=pulumi.ResourceOptions(parent=self),
         )
+        self.namespace_resource = namespace
         api_role = self._role(name, "api", pods.API, documents.api_policy, args)
         worker_role = self._role(name, "worker", pods.WORKER, documents.worker_policy, args)
         waits: list[pulumi.Resource] = [namespace, api_role, worker_role]
