@@ -46,6 +46,7 @@ from inference_platform.components.catalog import edge_charts as charts
 from inference_platform.components.catalog.names import fit_name
 from inference_platform.components.catalog.serving_contract import OPENAI_HEALTH_PATH
 from inference_platform.components.common.errors import raise_if
+from inference_platform.components.common.resource_options import own_depends_on
 from inference_platform.components.common.security_context import (
     NOBODY_UID,
     container_security_context,
@@ -189,7 +190,7 @@ class PublicEndpoint(pulumi.ComponentResource):
         security_group = pulumi.Output.from_input(args.security_group_id)
         # Deleted before the class, its params and the controller (this component's depends_on): the
         # controller needs all three to delete the ALB and release the Ingress's finalizer.
-        outlive = [ingress_class, params, *_depends_on(opts)]
+        outlive = [ingress_class, params, *own_depends_on(opts)]
         for role, manifest in ingress_manifests(args, self.ingress_class, "").items():
             k8s.networking.v1.Ingress(
                 f"{name}-{role}",
@@ -406,16 +407,6 @@ def external_dns_values(args: PublicEndpointArgs) -> dict[str, Any]:
         "podSecurityContext": pod_security_context(NOBODY_UID, fs_group=True),
         "securityContext": container_security_context(),
     }
-
-
-def _depends_on(opts: pulumi.ResourceOptions | None) -> list[pulumi.Resource]:
-    """The component's own ``depends_on`` resources (children do not inherit them)."""
-    found = opts.depends_on if opts is not None else None
-    if found is None:
-        return []
-    if isinstance(found, pulumi.Resource):
-        return [found]
-    return [d for d in found if isinstance(d, pulumi.Resource)] if isinstance(found, list | tuple) else []
 
 
 def _visibility(metric: str) -> dict[str, Any]:

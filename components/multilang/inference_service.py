@@ -5,8 +5,9 @@ from enum import Enum
 from typing import NotRequired, TypedDict
 
 import pulumi
+from inference_platform.components.common.resource_options import own_depends_on
 from inference_platform.components.compute.pool_profile import Taint
-from inference_platform.components.multilang.options import depends_on, inner_options, kubernetes_provider, supplied
+from inference_platform.components.multilang.options import inner_options, kubernetes_provider, supplied
 from inference_platform.components.serving import Exposure
 from inference_platform.components.serving import InferenceService as _InferenceService
 from inference_platform.components.serving import InferenceServiceArgs as _InferenceServiceArgs
@@ -116,8 +117,8 @@ class InferenceService(pulumi.ComponentResource):
             _InferenceServiceArgs(
                 k8s_provider=provider,
                 # The caller's dependsOn (CRD releases, the namespace and its service account): every object waits.
-                depends_on=tuple(depends_on(opts)),
-                namespace_resources=tuple(depends_on(opts)),
+                depends_on=tuple(own_depends_on(opts)),
+                namespace_resources=tuple(own_depends_on(opts)),
                 model=ModelSource(
                     **supplied(
                         args,

@@ -7,6 +7,7 @@ from typing import Any
 
 import pulumi
 from inference_platform.components.common.errors import ComponentArgsError
+from inference_platform.components.common.resource_options import own_depends_on
 
 KUBERNETES_PACKAGE = "kubernetes"
 
@@ -31,17 +32,7 @@ def plain(value: Any) -> Any:
 def inner_options(parent: pulumi.Resource, opts: pulumi.ResourceOptions | None) -> pulumi.ResourceOptions:
     """Options of the component a facade builds: its child, waiting on what the caller's ``dependsOn``
     names (a component's children do not inherit its ``depends_on``; the component itself reads it)."""
-    return pulumi.ResourceOptions(parent=parent, depends_on=depends_on(opts) or None)
-
-
-def depends_on(opts: pulumi.ResourceOptions | None) -> list[pulumi.Resource]:
-    """The ``dependsOn`` resource option as a list (Construct passes the caller's as resources)."""
-    found = opts.depends_on if opts is not None else None
-    if found is None:
-        return []
-    if isinstance(found, pulumi.Resource):
-        return [found]
-    return [d for d in found if isinstance(d, pulumi.Resource)] if isinstance(found, list | tuple) else []
+    return pulumi.ResourceOptions(parent=parent, depends_on=own_depends_on(opts) or None)
 
 
 def kubernetes_provider(component: str, opts: pulumi.ResourceOptions | None) -> pulumi.ProviderResource:
