@@ -2,6 +2,11 @@
 a schema) over Network, Cluster, NodePool, ModelStore, InferenceService and PublicEndpoint, hosted as the
 source-based component package in provider/ (docs/components-from-other-languages.md).
 
+The TypedDicts repeat their components' field lists on purpose (``duplicates`` pairs them): the SDK reads a
+schema from source, the annotations and the docstring after each key (inspect.getsource in
+pulumi.provider.experimental.analyzer), so they cannot be generated from the dataclasses at run time; the
+Construct tests hold each facade to its component.
+
 A facade adds one level to its component's URNs (``inference-platform:index:Network$inference:network:Network``)
 and changes nothing of the Python program's. This module is the area's public surface.
 """
