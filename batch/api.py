@@ -292,6 +292,7 @@ class BatchApi:
                 owner=client,
                 batch=batch,
                 parsed=parsed,
+                lines_per_message=self.config.lines_per_message,
             )
             metrics.SUBMISSIONS.labels(outcome="invalid").inc()
             return _json(record["batch"])
@@ -307,6 +308,7 @@ class BatchApi:
                 owner=client,
                 batch=batch,
                 parsed=parsed,
+                lines_per_message=self.config.lines_per_message,
             )
         metrics.SUBMISSIONS.labels(outcome="created").inc()
         return _json(await asyncio.to_thread(lifecycle.public, self.store, record))

@@ -35,6 +35,8 @@ DEFAULT_MAX_OUTPUT_TOKENS = 1024
 DEFAULT_QUOTA_QUEUED_REQUESTS = 100_000
 DEFAULT_QUOTA_QUEUED_TOKENS = 20_000_000
 DEFAULT_MONITOR_INTERVAL_SECONDS = 10.0
+DEFAULT_LINES_PER_MESSAGE = 10
+"""Consecutive input lines per queue message: a tenth of the SQS requests (and price) of one line a message."""
 DEFAULT_CONCURRENCY = 8
 MAX_CONCURRENCY = 256
 DEFAULT_RETRY_DELAY_SECONDS = 10
@@ -98,6 +100,7 @@ class ApiConfig:
     default_quota: Quota
     quotas: Mapping[str, Quota] = field(default_factory=dict)
     monitor_interval_seconds: float = DEFAULT_MONITOR_INTERVAL_SECONDS
+    lines_per_message: int = DEFAULT_LINES_PER_MESSAGE
 
     def quota(self, client: str) -> Quota:
         return self.quotas.get(client, self.default_quota)
@@ -266,6 +269,7 @@ def api_config(env: Mapping[str, str]) -> ApiConfig:
         monitor_interval_seconds=read.number(
             "BATCH_MONITOR_INTERVAL_SECONDS", DEFAULT_MONITOR_INTERVAL_SECONDS, float, 0.1, 3600
         ),
+        lines_per_message=read.number("BATCH_LINES_PER_MESSAGE", DEFAULT_LINES_PER_MESSAGE, int, 1, 100),
     )
     if config.port == common.metrics_port:
         read.problems.append(f"BATCH_API_PORT={config.port}: must differ from BATCH_METRICS_PORT")

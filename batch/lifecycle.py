@@ -16,7 +16,8 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +31,17 @@ UPDATE_ATTEMPTS = 20
 STUCK_VALIDATING_SECONDS = 120
 """A batch still validating this long after its creation lost its API replica while queueing: the monitor
 queues the lines that have no result yet (a line queued twice is still written once)."""
+
+
+S3_PARALLEL = 16
+"""S3 requests under way at once when a monitor step writes or reads every line of a batch (one request per
+line; S3 serves thousands per second per prefix, a serial loop would take minutes for 50,000 lines)."""
+
+
+def _parallel(fn: Callable[[Any], Any], items: Iterable[Any]) -> list[Any]:
+    """``[fn(x) for x in items]`` with S3_PARALLEL threads, in order; the first exception is raised."""
+    with ThreadPoolExecutor(max_workers=S3_PARALLEL) as pool:
+        return list(pool.map(fn, items))
 
 
 def now() -> int:
@@ -83,7 +95,7 @@ def public(store: Store, record: dict[str, Any]) -> dict[str, Any]:
 
 
 def create(
-    store: Store, sqs: Any, queue_url: str, *, owner: str, batch: dict[str, Any], parsed: Parsed
+    store: Store, sqs: Any, queue_url: str, *, owner: str, batch: dict[str, Any], parsed: Parsed, lines_per_message: int
 ) -> dict[str, Any]:
     """Store the batch, queue its lines, and return its record (status in_progress, or failed with errors)."""
     record = {
@@ -91,6 +103,7 @@ def create(
         "owner": owner,
         "lines": len(parsed.requests),
         "estimated_tokens": parsed.estimated_tokens,
+        "lines_per_message": lines_per_message,
     }
     key = store.batch_key(owner, batch["id"])
     if parsed.errors:
@@ -102,7 +115,7 @@ def create(
     batch["request_counts"] = {"total": len(parsed.requests), "completed": 0, "failed": 0}
     batch["model"] = parsed.requests[0].body.get("model")
     store.put_json(key, record, if_none_match=True)
-    queue.send(sqs, queue_url, batch["id"], owner, parsed.requests)
+    queue.send(sqs, queue_url, batch["id"], owner, parsed.requests, lines_per_message=lines_per_message)
 
     def start(data: dict[str, Any]) -> bool:
         if data["batch"]["status"] != "validating":
@@ -126,13 +139,15 @@ def cancel(store: Store, owner: str, batch_id: str) -> dict[str, Any] | None:
 def _write_missing(store: Store, record: dict[str, Any], done: set[int], code: str, message: str) -> None:
     """Error lines for every line without a result (the input file gives their custom_ids)."""
     batch = record["batch"]
-    requests = input_requests(store, record)
-    for request in requests:
-        if request.line not in done:
-            line = objects.error_line(
-                batch_id=batch["id"], line=request.line, custom_id=request.custom_id, code=code, message=message
-            )
-            store.write_line_once(batch["id"], request.line, line, failed=True)
+    missing = [r for r in input_requests(store, record) if r.line not in done]
+
+    def write(request: Request) -> None:
+        line = objects.error_line(
+            batch_id=batch["id"], line=request.line, custom_id=request.custom_id, code=code, message=message
+        )
+        store.write_line_once(batch["id"], request.line, line, failed=True)
+
+    _parallel(write, missing)
 
 
 def input_requests(store: Store, record: dict[str, Any]) -> list[Request]:
@@ -162,7 +177,8 @@ def advance(store: Store, sqs: Any, queue_url: str, owner: str, batch_id: str) -
         if now() - batch["created_at"] < STUCK_VALIDATING_SECONDS:
             return data
         done = store.done_lines(batch_id)
-        queue.send(sqs, queue_url, batch_id, owner, [r for r in input_requests(store, data) if r.line not in done])
+        missing = [r for r in input_requests(store, data) if r.line not in done]
+        queue.send(sqs, queue_url, batch_id, owner, missing, lines_per_message=data.get("lines_per_message", 1))
 
         def start(d: dict[str, Any]) -> bool:
             if d["batch"]["status"] != "validating":
@@ -202,7 +218,7 @@ def finalize(store: Store, owner: str, record: dict[str, Any]) -> dict[str, Any]
     derived from the stored results, so a replica that dies half-way is simply run again."""
     batch = record["batch"]
     batch_id = batch["id"]
-    results = [json.loads(store.line_result(batch_id, line)) for line in range(record["lines"])]
+    results = _parallel(lambda line: json.loads(store.line_result(batch_id, line)), range(record["lines"]))
     ok = [r for r in results if objects.is_success(r)]
     failed = [r for r in results if not objects.is_success(r)]
     created = now()

@@ -1,4 +1,8 @@
-"""The work queue: one SQS **standard** queue message per input line, and what the lane needs of the queue.
+"""The work queue: SQS **standard** messages of up to BATCH_LINES_PER_MESSAGE consecutive input lines each, and
+what the lane needs of the queue. A line is still the unit of work and of retry: a redelivered message's
+lines that already have results are skipped, so a chunk costs one SQS message (a tenth of the requests,
+and of SQS's price) without tying its lines' fates together, except that a poison line takes its
+message, and with it the record of its already-answered siblings, to the dead-letter queue.
 
 Standard, not FIFO: the output keeps input order because the finalizer assembles it by line number, and
 a line is written once because its result key is written once (:mod:`.store`); FIFO's 5-minute
@@ -13,12 +17,12 @@ request still running would be handed to a second worker.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from .config import VISIBILITY_MARGIN_SECONDS, CommonConfig, ConfigError
-from .input_file import Request
+from .input_file import MAX_MESSAGE_BYTES, MESSAGE_OVERHEAD_BYTES, Request
 
 SEND_BATCH = 10
 """SendMessageBatch's limit (botocore sqs/2012-11-05 service-2.json: at most 10 entries)."""
@@ -58,29 +62,44 @@ def limits(sqs: Any, config: CommonConfig) -> QueueLimits:
     return QueueLimits(visibility_timeout=visibility, max_receives=max_receives)
 
 
-def message(batch_id: str, owner: str, request: Request) -> str:
+def chunks(requests: list[Request], lines_per_message: int) -> Iterator[list[Request]]:
+    """Consecutive requests, at most ``lines_per_message`` and MAX_MESSAGE_BYTES of JSON to a message."""
+    chunk: list[Request] = []
+    size = MESSAGE_OVERHEAD_BYTES
+    for request in requests:
+        line_size = len(json.dumps(request.body, separators=(",", ":")).encode()) + len(request.custom_id) + 64
+        if chunk and (len(chunk) == lines_per_message or size + line_size > MAX_MESSAGE_BYTES):
+            yield chunk
+            chunk, size = [], MESSAGE_OVERHEAD_BYTES
+        chunk.append(request)
+        size += line_size
+    if chunk:
+        yield chunk
+
+
+def message(batch_id: str, owner: str, requests: list[Request]) -> str:
     return json.dumps(
         {
             "v": MESSAGE_VERSION,
             "batch_id": batch_id,
             "owner": owner,
-            "line": request.line,
-            "custom_id": request.custom_id,
-            "method": "POST",
-            "url": request.url,
-            "body": request.body,
+            "url": requests[0].url,
+            "lines": [{"line": r.line, "custom_id": r.custom_id, "body": r.body} for r in requests],
         },
         separators=(",", ":"),
     )
 
 
-def send(sqs: Any, queue_url: str, batch_id: str, owner: str, requests: Iterable[Request]) -> int:
-    """Queue one message per request, ten per call; a partly failed call is retried for its failed entries."""
-    pending = list(requests)
+def send(
+    sqs: Any, queue_url: str, batch_id: str, owner: str, requests: Iterable[Request], *, lines_per_message: int
+) -> int:
+    """Queue the requests, ``lines_per_message`` to a message and ten messages per call; a partly failed call
+    is retried for its failed entries. Returns the messages sent."""
+    messages = [message(batch_id, owner, chunk) for chunk in chunks(list(requests), lines_per_message)]
     sent = 0
-    for start in range(0, len(pending), SEND_BATCH):
+    for start in range(0, len(messages), SEND_BATCH):
         entries = [
-            {"Id": str(r.line), "MessageBody": message(batch_id, owner, r)} for r in pending[start : start + SEND_BATCH]
+            {"Id": str(start + i), "MessageBody": body} for i, body in enumerate(messages[start : start + SEND_BATCH])
         ]
         for _attempt in range(5):
             response = sqs.send_message_batch(QueueUrl=queue_url, Entries=entries)
@@ -95,17 +114,22 @@ def send(sqs: Any, queue_url: str, batch_id: str, owner: str, requests: Iterable
 
 
 @dataclass(frozen=True)
+class Line:
+    line: int
+    custom_id: str
+    body: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class Delivery:
-    """One received message, parsed."""
+    """One received message, parsed: consecutive lines of one batch."""
 
     receipt: str
     receives: int
     batch_id: str
     owner: str
-    line: int
-    custom_id: str
     url: str
-    body: dict[str, Any]
+    lines: tuple[Line, ...]
 
 
 def parse_delivery(raw: dict[str, Any]) -> Delivery | None:
@@ -114,15 +138,16 @@ def parse_delivery(raw: dict[str, Any]) -> Delivery | None:
         data = json.loads(raw["Body"])
         if data.get("v") != MESSAGE_VERSION:
             return None
+        lines = tuple(Line(int(x["line"]), str(x["custom_id"]), dict(x["body"])) for x in data["lines"])
+        if not lines:
+            return None
         return Delivery(
             receipt=raw["ReceiptHandle"],
             receives=int(raw.get("Attributes", {}).get("ApproximateReceiveCount", 1)),
             batch_id=str(data["batch_id"]),
             owner=str(data["owner"]),
-            line=int(data["line"]),
-            custom_id=str(data["custom_id"]),
             url=str(data["url"]),
-            body=dict(data["body"]),
+            lines=lines,
         )
     except (KeyError, TypeError, ValueError):
         return None

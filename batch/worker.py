@@ -1,16 +1,17 @@
-"""The queue worker: takes one line's request from SQS, asks the serving endpoint, writes the answer once.
+"""The queue worker: takes messages of consecutive batch lines from SQS, asks the serving endpoint for each
+line, writes each answer once.
 
-At-least-once delivery, exactly-once output lines: a message is deleted only after its line's result is
-stored, and the result key is written once (:meth:`Store.write_line_once`), so a redelivery (a worker killed
-mid-request, a delete that failed, a visibility timeout) finds its line taken and is dropped.
+At-least-once delivery, exactly-once output lines: a message is deleted only after all its lines' results
+are stored, and a result key is written once (:meth:`Store.write_line_once`), so a redelivery (a worker
+killed mid-request, a delete that failed, a visibility timeout) finds its lines taken and skips them.
 
-What becomes of an answer:
+What becomes of a line's answer:
 - 2xx: the output file.
 - 4xx other than 408/409/429: the error file at once (the request itself is wrong; retrying cannot help).
 - 408/409/429, 5xx, a timeout, a refused connection: retried. The message's visibility is cut to
-  BATCH_RETRY_DELAY_SECONDS so the retry comes soon; on the receive that reaches the queue's
-  ``maxReceiveCount`` the failure goes to the error file instead, and the message is left alone for SQS's
-  redrive policy to move to the dead-letter queue on its next receive.
+  BATCH_RETRY_DELAY_SECONDS so the retry comes soon (its answered lines are skipped then); on the receive
+  that reaches the queue's ``maxReceiveCount`` the failure goes to the error file instead, and the message
+  is made visible at once so that SQS's redrive policy moves it to the dead-letter queue on its next receive.
 - its batch cancelled or past its completion window: the error file (``batch_cancelled``/``batch_expired``).
 """
 
@@ -20,6 +21,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import math
 import signal
 import time
 from typing import Any
@@ -29,7 +31,7 @@ import aiohttp
 from . import metrics, objects, queue
 from .config import WorkerConfig
 from .lifecycle import CANCELLED, EXPIRED
-from .queue import Delivery, QueueLimits
+from .queue import Delivery, Line, QueueLimits
 from .shedding import Shedder
 from .store import Store
 
@@ -44,6 +46,15 @@ cancelled lines itself anyway)."""
 IDLE_SECONDS = 0.2
 
 
+class _Outcome:
+    __slots__ = ("reason", "result", "retriable")
+
+    def __init__(self, result: dict[str, Any], *, retriable: bool, reason: str) -> None:
+        self.result = result
+        self.retriable = retriable
+        self.reason = reason
+
+
 class Worker:
     def __init__(self, config: WorkerConfig, store: Store, sqs: Any, limits: QueueLimits, *, receive_wait: int) -> None:
         self.config = config
@@ -53,7 +64,12 @@ class Worker:
         self.receive_wait = receive_wait
         self.shedder = Shedder(config)
         self.stopping = asyncio.Event()
-        self.in_flight: set[asyncio.Task[None]] = set()
+        self.tasks: set[asyncio.Task[None]] = set()
+        self.active_lines = 0
+        self.calls = 0
+        """Serving calls under way: held to the shedder's limit line by line, not message by message."""
+        self.lines_per_message = 1.0
+        """Lines seen per message (running mean): how many messages fill the room for lines."""
         self._records: dict[str, tuple[float, dict[str, Any] | None]] = {}
         self.heartbeat = lambda: None
 
@@ -76,8 +92,8 @@ class Worker:
             finally:
                 self.stopping.set()
                 # Let what is running finish (Kubernetes' grace period covers the request timeout).
-                if self.in_flight:
-                    await asyncio.wait(self.in_flight, timeout=self.config.common.request_timeout_seconds)
+                if self.tasks:
+                    await asyncio.wait(self.tasks, timeout=self.config.common.request_timeout_seconds + 5)
                 signals.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await signals
@@ -86,14 +102,15 @@ class Worker:
     async def _receive_loop(self, session: aiohttp.ClientSession) -> None:
         while not self.stopping.is_set():
             self.heartbeat()
-            room = self.shedder.limit - len(self.in_flight)
-            metrics.IN_FLIGHT.set(len(self.in_flight))
+            room = self.shedder.limit - self.active_lines
             if room <= 0:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self.stopping.wait(), IDLE_SECONDS)
                 continue
+            # A message holds several lines: ask for as many messages as fill the room (at least one).
+            count = max(1, min(RECEIVE_MAX, math.floor(room / self.lines_per_message)))
             try:
-                messages = await asyncio.to_thread(self._receive, min(RECEIVE_MAX, room))
+                messages = await asyncio.to_thread(self._receive, count)
             except Exception as err:
                 metrics.WORKER_ERRORS.labels(reason="sqs").inc()
                 log.warning("receiving failed (%s); retrying", err)
@@ -104,13 +121,12 @@ class Worker:
                 delivery = queue.parse_delivery(raw)
                 if delivery is None:
                     # Not ours to read: left for the redrive policy (it reaches the DLQ after maxReceiveCount).
-                    log.warning(
-                        "message %s is not a batch line; leaving it to the dead-letter queue", raw.get("MessageId")
-                    )
+                    log.warning("message %s is not a batch message; leaving it to the DLQ", raw.get("MessageId"))
                     continue
+                self.lines_per_message = 0.8 * self.lines_per_message + 0.2 * len(delivery.lines)
                 task = asyncio.create_task(self._handle(session, delivery))
-                self.in_flight.add(task)
-                task.add_done_callback(self.in_flight.discard)
+                self.tasks.add(task)
+                task.add_done_callback(self.tasks.discard)
 
     def _receive(self, count: int) -> list[dict[str, Any]]:
         response = self.sqs.receive_message(
@@ -131,78 +147,76 @@ class Worker:
         return data
 
     async def _handle(self, session: aiohttp.ClientSession, delivery: Delivery) -> None:
+        self.active_lines += len(delivery.lines)
         try:
             await self._process(session, delivery)
         except Exception:
-            # S3 or SQS trouble: the message comes back after its visibility timeout and is tried again.
+            # S3 or SQS trouble: the message comes back after its visibility timeout and its unanswered lines
+            # are tried again.
             metrics.WORKER_ERRORS.labels(reason="s3").inc()
-            log.warning(
-                "line %s of %s: storing failed; it will be redelivered", delivery.line, delivery.batch_id, exc_info=True
-            )
+            log.warning("message of %s: storing failed; it will be redelivered", delivery.batch_id, exc_info=True)
+        finally:
+            self.active_lines -= len(delivery.lines)
 
     async def _process(self, session: aiohttp.ClientSession, delivery: Delivery) -> None:
-        batch_id, line = delivery.batch_id, delivery.line
-        if await asyncio.to_thread(self.store.line_done, batch_id, line):
-            metrics.REQUESTS.labels(status="duplicate").inc()
+        batch_id = delivery.batch_id
+        done = await asyncio.gather(
+            *(asyncio.to_thread(self.store.line_done, batch_id, x.line) for x in delivery.lines)
+        )
+        todo = [x for x, finished in zip(delivery.lines, done, strict=True) if not finished]
+        metrics.REQUESTS.labels(status="duplicate").inc(len(delivery.lines) - len(todo))
+        if not todo:
             await self._delete(delivery)
             return
         record = await asyncio.to_thread(self._record, delivery.owner, batch_id)
         if record is None:
-            log.warning("line %s of %s: the batch is gone; dropping the message", line, batch_id)
+            log.warning("batch %s is gone; dropping its message", batch_id)
             await self._delete(delivery)
             return
         batch = record["batch"]
         if batch["status"] in ("cancelling", "cancelled") or time.time() >= batch["expires_at"]:
             status = "cancelled" if batch["status"] in ("cancelling", "cancelled") else "expired"
             code, message = CANCELLED if status == "cancelled" else EXPIRED
-            result = objects.error_line(
-                batch_id=batch_id, line=line, custom_id=delivery.custom_id, code=code, message=message
-            )
-            await self._write(delivery, result, failed=True, status=status)
-            return
-        outcome = await self._call(session, delivery)
-        last_try = delivery.receives >= self.limits.max_receives
-        if outcome.retriable and not last_try:
-            metrics.REQUESTS.labels(status="retried").inc()
-            log.info(
-                "line %s of %s: %s (receive %d of %d); retrying",
-                line,
-                batch_id,
-                outcome.reason,
-                delivery.receives,
-                self.limits.max_receives,
-            )
-            await self._visibility(delivery, self.config.retry_delay_seconds)
-            return
-        failed = not objects.is_success(outcome.result)
-        if outcome.retriable:
-            log.warning(
-                "line %s of %s: %s on the last allowed receive: error file, then the dead-letter queue",
-                line,
-                batch_id,
-                outcome.reason,
-            )
-        await self._write(
-            delivery,
-            outcome.result,
-            failed=failed,
-            status="failed" if failed else "completed",
-            delete=not outcome.retriable,
-        )
-        if outcome.retriable:
-            # The last failing try keeps its message, visible again at once: the redrive policy moves it to the
-            # DLQ on its next receive, not after another whole visibility timeout.
-            await self._visibility(delivery, 0)
-
-    async def _write(
-        self, delivery: Delivery, result: dict[str, Any], *, failed: bool, status: str, delete: bool = True
-    ) -> None:
-        written = await asyncio.to_thread(
-            self.store.write_line_once, delivery.batch_id, delivery.line, result, failed=failed
-        )
-        metrics.REQUESTS.labels(status=status if written else "duplicate").inc()
-        if delete:
+            for line in todo:
+                result = objects.error_line(
+                    batch_id=batch_id, line=line.line, custom_id=line.custom_id, code=code, message=message
+                )
+                await self._write(batch_id, line, result, failed=True, status=status)
             await self._delete(delivery)
+            return
+        keeper = asyncio.create_task(self._keep_invisible(delivery))
+        try:
+            outcomes = await asyncio.gather(*(self._gated_call(session, delivery, line) for line in todo))
+        finally:
+            keeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await keeper
+        last_try = delivery.receives >= self.limits.max_receives
+        retry = False
+        for line, outcome in zip(todo, outcomes, strict=True):
+            if outcome.retriable and not last_try:
+                retry = True
+                metrics.REQUESTS.labels(status="retried").inc()
+                log.info("line %s of %s: %s (receive %d of %d); retrying", line.line, batch_id, outcome.reason,
+                         delivery.receives, self.limits.max_receives)  # fmt: skip
+                continue
+            if outcome.retriable:
+                log.warning("line %s of %s: %s on the last allowed receive: error file, and its message to the DLQ",
+                            line.line, batch_id, outcome.reason)  # fmt: skip
+            failed = not objects.is_success(outcome.result)
+            await self._write(batch_id, line, outcome.result, failed=failed, status="failed" if failed else "completed")
+        if retry:
+            await self._visibility(delivery, self.config.retry_delay_seconds)
+        elif last_try and any(o.retriable for o in outcomes):
+            # Kept, and visible again at once: the redrive policy moves it to the DLQ on its next receive rather
+            # than after another whole visibility timeout.
+            await self._visibility(delivery, 0)
+        else:
+            await self._delete(delivery)
+
+    async def _write(self, batch_id: str, line: Line, result: dict[str, Any], *, failed: bool, status: str) -> None:
+        written = await asyncio.to_thread(self.store.write_line_once, batch_id, line.line, result, failed=failed)
+        metrics.REQUESTS.labels(status=status if written else "duplicate").inc()
 
     async def _visibility(self, delivery: Delivery, seconds: int) -> None:
         await asyncio.to_thread(
@@ -217,22 +231,46 @@ class Worker:
             self.sqs.delete_message, QueueUrl=self.config.common.queue_url, ReceiptHandle=delivery.receipt
         )
 
-    async def _call(self, session: aiohttp.ClientSession, delivery: Delivery) -> _Outcome:
+    async def _keep_invisible(self, delivery: Delivery) -> None:
+        """While its lines wait for the gate or the server, the message stays hidden: its visibility is renewed
+        every half timeout (a killed worker renews nothing, so its message reappears within one timeout)."""
+        period = max(1.0, self.limits.visibility_timeout / 2)
+        while True:
+            await asyncio.sleep(period)
+            try:
+                await self._visibility(delivery, self.limits.visibility_timeout)
+            except Exception as err:
+                metrics.WORKER_ERRORS.labels(reason="sqs").inc()
+                log.warning("renewing the visibility of a message of %s failed (%s)", delivery.batch_id, err)
+
+    async def _gated_call(self, session: aiohttp.ClientSession, delivery: Delivery, line: Line) -> _Outcome:
+        while self.calls >= self.shedder.limit and not self.stopping.is_set():
+            await asyncio.sleep(IDLE_SECONDS / 4)
+        self.calls += 1
+        metrics.IN_FLIGHT.set(self.calls)
+        try:
+            return await self._call(session, delivery, line)
+        finally:
+            self.calls -= 1
+            metrics.IN_FLIGHT.set(self.calls)
+
+    async def _call(self, session: aiohttp.ClientSession, delivery: Delivery, line: Line) -> _Outcome:
+        batch_id = delivery.batch_id
         url = self.config.serving_url + delivery.url
         timeout = aiohttp.ClientTimeout(total=self.config.common.request_timeout_seconds)
         started = time.monotonic()
         try:
-            async with session.post(url, json=delivery.body, headers=self.headers(), timeout=timeout) as response:
+            async with session.post(url, json=line.body, headers=self.headers(), timeout=timeout) as response:
                 raw = await response.read()
                 status = response.status
-                request_id = response.headers.get("x-request-id", objects.request_id(delivery.batch_id, delivery.line))
+                request_id = response.headers.get("x-request-id", objects.request_id(batch_id, line.line))
         except (TimeoutError, aiohttp.ClientError, OSError) as err:
             metrics.WORKER_ERRORS.labels(reason="serving").inc()
-            reason = "timed out" if isinstance(err, TimeoutError) else f"{type(err).__name__}: {err}"
+            timed_out = isinstance(err, TimeoutError)
+            reason = "timed out" if timed_out else f"{type(err).__name__}: {err}"
             result = objects.error_line(
-                batch_id=delivery.batch_id, line=delivery.line, custom_id=delivery.custom_id,
-                code="request_timeout" if isinstance(err, TimeoutError) else "server_unreachable",
-                message=f"the serving endpoint {reason}",
+                batch_id=batch_id, line=line.line, custom_id=line.custom_id,
+                code="request_timeout" if timed_out else "server_unreachable", message=f"the serving endpoint {reason}",
             )  # fmt: skip
             return _Outcome(result, retriable=True, reason=reason)
         finally:
@@ -240,28 +278,17 @@ class Worker:
         try:
             body: Any = json.loads(raw)
         except ValueError:
-            body = {
-                "error": {
-                    "message": raw[:1000].decode("utf-8", "replace"),
-                    "type": "server_error",
-                    "param": None,
-                    "code": None,
-                }
-            }
+            text = raw[:1000].decode("utf-8", "replace")
+            body = {"error": {"message": text, "type": "server_error", "param": None, "code": None}}
         result = objects.response_line(
-            batch_id=delivery.batch_id, line=delivery.line, custom_id=delivery.custom_id, status_code=status,
-            request_id_=request_id, body=body,
-        )  # fmt: skip
+            batch_id=batch_id,
+            line=line.line,
+            custom_id=line.custom_id,
+            status_code=status,
+            request_id_=request_id,
+            body=body,
+        )
         retriable = status >= 500 or status in RETRIABLE_STATUS
         if retriable:
             metrics.WORKER_ERRORS.labels(reason="serving").inc()
         return _Outcome(result, retriable=retriable, reason=f"HTTP {status}")
-
-
-class _Outcome:
-    __slots__ = ("reason", "result", "retriable")
-
-    def __init__(self, result: dict[str, Any], *, retriable: bool, reason: str) -> None:
-        self.result = result
-        self.retriable = retriable
-        self.reason = reason

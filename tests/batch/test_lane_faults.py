@@ -8,9 +8,9 @@ import time
 
 import openai
 import pytest
-
 from inference_platform.batch import queue
 from inference_platform.batch.input_file import Request
+
 from tests.batch.conftest import stand_in_serving
 from tests.batch.lane_requests import chat_line, file_lines, submit, wait_finished
 
@@ -57,7 +57,7 @@ def test_a_duplicate_delivery_makes_no_second_line(lane_factory, serving):
     batch = submit(client, lines)
     # A standard queue may deliver a message twice: queue a copy of line 2 as the API queued it.
     copy = Request(2, lines[2]["custom_id"], lines[2]["url"], lines[2]["body"], 0)
-    lane.moto.client("sqs").send_message(QueueUrl=lane.queue_url, MessageBody=queue.message(batch.id, "team-a", copy))
+    lane.moto.client("sqs").send_message(QueueUrl=lane.queue_url, MessageBody=queue.message(batch.id, "team-a", [copy]))
     worker = lane.worker(BATCH_SERVING_URL=serving.url, BATCH_CONCURRENCY="1")
     done = wait_finished(client, batch.id, timeout=60)
     assert done.status == "completed"
@@ -67,7 +67,7 @@ def test_a_duplicate_delivery_makes_no_second_line(lane_factory, serving):
 
 
 def test_a_request_that_always_fails_ends_in_the_error_file_and_the_dead_letter_queue(lane_factory, serving):
-    lane = lane_factory(max_receives=3)
+    lane = lane_factory(max_receives=3, BATCH_LINES_PER_MESSAGE="2")
     api = lane.api()
     client = api.openai()
     worker = lane.worker(BATCH_SERVING_URL=serving.url)
@@ -87,7 +87,9 @@ def test_a_request_that_always_fails_ends_in_the_error_file_and_the_dead_letter_
     wait_for(lambda: worker.metric("batch_requests_total", status="failed") == 1, 10, "the error line")
     bodies = []
     wait_for(lambda: bodies.extend(lane.dlq_bodies()) or bodies, 20, "the poison message in the DLQ")
-    assert [(b["batch_id"], b["line"], b["custom_id"]) for b in bodies] == [(batch.id, 3, "req-00003")]
+    # The poison line's message, sent with its neighbours (answered at its first receive, skipped after).
+    assert [b["batch_id"] for b in bodies] == [batch.id]
+    assert "req-00003" in [x["custom_id"] for x in bodies[0]["lines"]]
 
 
 def test_the_emulator_restarted_mid_batch_keeps_its_data_and_the_batch_completes(lane_factory, tmp_path):
@@ -132,3 +134,25 @@ def test_a_client_over_its_queued_quota_gets_a_429_at_submission(lane_factory, t
     assert api.process.metric("batch_quota_rejections_total", client="team-b", kind="tokens") == 1
     batches = team_a.batches.list()
     assert len(batches.data) == 1, "the refused batch must not exist"
+
+
+def test_a_cancelled_batch_keeps_its_answers_and_files_the_rest_as_cancelled(lane_factory, tmp_path):
+    with stand_in_serving(tmp_path, slots=2, token_ms=100, first_token_ms=20) as serving:
+        lane = lane_factory()
+        api = lane.api()
+        client = api.openai()
+        worker = lane.worker(BATCH_SERVING_URL=serving.url, BATCH_CONCURRENCY="2")
+        lines = [chat_line(i) for i in range(40)]
+        batch = submit(client, lines)
+        wait_for(lambda: worker.metric("batch_requests_total", status="completed") >= 4, 60, "4 lines done")
+        assert client.batches.cancel(batch.id).status == "cancelling"
+        done = wait_finished(client, batch.id, timeout=60)
+        assert done.status == "cancelled" and done.cancelled_at is not None
+        output = file_lines(client, done.output_file_id)
+        errors = file_lines(client, done.error_file_id)
+        assert 4 <= len(output) < 40 and len(output) + len(errors) == 40
+        assert {e["error"]["code"] for e in errors} == {"batch_cancelled"}
+        assert sorted(o["custom_id"] for o in output + errors) == [line["custom_id"] for line in lines]
+        assert [o["custom_id"] for o in output] == sorted(o["custom_id"] for o in output)
+        assert (done.request_counts.completed, done.request_counts.failed) == (len(output), len(errors))
+        assert client.batches.cancel(batch.id).status == "cancelled", "cancelling again changes nothing"
