@@ -27,6 +27,7 @@ from inference_platform.inference_image.drain import Child, Supervisor
 from inference_platform.inference_image.llmapi import contract
 from inference_platform.inference_image.llmapi.repository import container_memory_bytes, render_repository
 from inference_platform.inference_image.mpi_world import leader_children, mpirun_argv
+from inference_platform.inference_image.pod_artifacts import api_key, verified_download
 from inference_platform.inference_image.runtime.tokenizer import TokenizerError, load_tokenizer
 from inference_platform.inference_image.server_args import ServerArgsError, rank0_args
 from inference_platform.infra.settings.serving import ServingSettings
@@ -84,8 +85,6 @@ def prepare_llmapi_launch(
 
     ``options`` is the entrypoint's ``EntrypointOptions``: ``engine_uri`` names the served model artifact,
     here the checkpoint."""
-    from inference_platform.inference_image import entrypoint
-
     if download is None:
         from inference_platform.artifacts import download
     if serving.nodes > 1 and len(options.hosts) != serving.nodes:
@@ -93,23 +92,19 @@ def prepare_llmapi_launch(
             f"serving.nodes is {serving.nodes}: give that many hosts, leader first (got {len(options.hosts)})",
             EXIT_CONFIG,
         )
-    api_key = entrypoint.api_key(serving, environ)
+    key = api_key(serving, environ)
     checkpoint_dir = options.models_dir / "checkpoint"
     tokenizer_dir = options.models_dir / "tokenizer"
     pins = serving.artifacts
-    checkpoint = entrypoint.verified_download(
-        download, "engine", options.engine_uri, checkpoint_dir, pins.engine_manifest_sha256
-    )
-    tokenizer = entrypoint.verified_download(
+    checkpoint = verified_download(download, "engine", options.engine_uri, checkpoint_dir, pins.engine_manifest_sha256)
+    tokenizer = verified_download(
         download, "tokenizer", options.tokenizer_uri, tokenizer_dir, pins.tokenizer_manifest_sha256
     )
     draft_dir = None
     if serving.speculative.draft_model is not None:
         # The EAGLE-3 head or draft model is served weights too: verified like the checkpoint.
         draft_dir = options.models_dir / "draft"
-        entrypoint.verified_download(
-            download, "draft", serving.speculative.draft_model, draft_dir, pins.draft_manifest_sha256
-        )
+        verified_download(download, "draft", serving.speculative.draft_model, draft_dir, pins.draft_manifest_sha256)
     problems = checkpoint_problems(serving, checkpoint_dir)
     meta = checkpoint.metadata
     if meta.precision != serving.precision:
@@ -153,7 +148,7 @@ def prepare_llmapi_launch(
                 models=models,
                 listen=options.listen,
                 backend_dir=options.backend_dir,
-                api_key=api_key,
+                api_key=key,
             ),
         ]
     except ServerArgsError as err:

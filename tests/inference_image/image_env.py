@@ -175,7 +175,9 @@ def image_commands() -> set[tuple[str, ...]]:
     components' pods and Jobs name (``["inferctl", "serve", ...]`` lists and shell strings in their sources)."""
     from inference_platform.inferctl.cli import COMMANDS
 
-    found = {tuple(entrypoint(d)[:2]) for d in sorted(IMAGE.glob("Dockerfile*")) if d.suffix != ".dockerignore"}
+    entrypoints = [entrypoint(d) for d in sorted(IMAGE.glob("Dockerfile*")) if d.suffix != ".dockerignore"]
+    # An image that runs its own module (python3 -m inference_platform.inference_image.serve) runs no CLI command.
+    found = {tuple(e[:2]) for e in entrypoints if e[0] == "inferctl"}
     quoted = r"[\"']?,?\s*[\"']?"
     pattern = re.compile(rf"[\"']inferctl{quoted}([a-z][a-z-]*)(?:{quoted}([a-z][a-z-]*))?")
     for path in (REPO / "components").rglob("*.py"):

@@ -272,13 +272,16 @@ def test_every_command_the_image_runs_answers_help(dockerfile, env_of, audit, tm
         assert attempted == [], f"{' '.join(argv)} tried to import {attempted}"
 
 
+SERVE_ENTRYPOINT = ("python3", "-m", "inference_platform.inference_image.serve")
+
+
 def _expected(sub: str) -> tuple[list[str], int, str]:
     """Extra flags that stop a command where this machine ends, its exit status there, and a pattern of what
     it says: each got through settings loading and checking, then met the missing model store or endpoint."""
     if sub == "prepare":  # the build plan (JSON), made from the settings; building needs the accelerators
         return ["--plan-only"], 0, r'^\{\n  "'
     if sub == "serve":
-        return ["--prepare-only"], 1, r"inferctl serve: engine artifact s3://\S+: cannot reach S3"
+        return ["--prepare-only"], 1, r"serve: engine artifact s3://\S+: cannot reach S3"
     if sub == "artifacts":
         return [], 1, r"s3://\S+: check AWS_ENDPOINT_URL"
     if sub == "verify":
@@ -298,12 +301,15 @@ def test_every_container_of_the_stack_runs_its_command_in_its_image(stack, stack
     for item in items:
         container = item["container"]
         argv = list(container.get("command") or [*entrypoint(IMAGE / dockerfile), *(container.get("args") or [])])
-        if argv[0] != "inferctl":
+        if argv[:3] == list(SERVE_ENTRYPOINT):
+            # The image's own entrypoint module: run it with the environment's interpreter.
+            argv = ["python", *argv[1:]]
+        elif argv[0] != "inferctl":
             continue  # cp, kubectl, sh: not ours
         root = tmp_path / container["name"]
         _materialize(item, root)
         argv = _rooted(argv, root)
-        sub = argv[1]
+        sub = "serve" if argv[0] == "python" else argv[1]
         extra, status, says = _expected(sub)
         if sub == "verify":  # the in-cluster URL does not exist here: a port that refuses at once
             argv[argv.index("--url") + 1] = f"https://127.0.0.1:{_closed_port()}"
