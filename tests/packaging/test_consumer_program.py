@@ -33,7 +33,8 @@ from packaging.requirements import Requirement
 from inference_platform import __version__
 from tests.packaging.wheel_env import CACHE, REPO, WheelEnv, wheel_env
 
-pytestmark = [pytest.mark.network, pytest.mark.timeout(1800)]
+# One worker builds and uses the cached virtualenv (two at once would race on build/packaging-env/).
+pytestmark = [pytest.mark.network, pytest.mark.timeout(1800), pytest.mark.xdist_group("packaging-env")]
 
 PROGRAM = Path(__file__).parent / "consumer_program"
 COMPONENTS = {"inference:network:Network", "inference:compute:NodePool", "inference:storage:ModelStore",
