@@ -1,6 +1,7 @@
 """``inferctl serve-local --edge`` and ``inferctl smoke --url https://...`` as a user runs them (separate
-processes): the model over HTTPS with an API key, the key file owner-only, other edge settings from
-``--stack-file``, and nothing left running after SIGTERM."""
+processes): the OpenAI API over HTTPS with an API key (``Authorization: Bearer`` or ``x-api-key``), the key file
+owner-only, other edge settings from ``--stack-file``, KServe v2 not routed, and nothing left running after
+SIGTERM."""
 
 from __future__ import annotations
 
@@ -37,8 +38,9 @@ EDGE = {
 }
 
 
-def https_status(url: str, ca: Path, key: str | None) -> int:
-    request = urllib.request.Request(url, headers={"x-api-key": key} if key else {})
+def https_status(url: str, ca: Path, key: str | None, *, header: str = "authorization") -> int:
+    value = f"Bearer {key}" if header == "authorization" else key
+    request = urllib.request.Request(url, headers={header: value} if key else {})
     context = ssl.create_default_context(cafile=str(ca))
     try:
         with urllib.request.urlopen(request, timeout=10, context=context) as response:
@@ -68,7 +70,7 @@ def test_serve_local_edge_serves_https_with_api_keys_from_a_stack_file(tmp_path)
         *INFERCTL, "serve-local", "--edge", f"--edge-port={edge_port}", f"--edge-admin-port={free_port()}",
         f"--api-key-file={keys_file}", f"--stack-file={stack_file}",
         f"--http-port={ports.http_port}", f"--grpc-port={ports.grpc_port}", f"--metrics-port={ports.metrics_port}",
-        f"--work-dir={work}", "--first-token-delay-ms=5", "--token-delay-ms=2",
+        f"--openai-port={free_port()}", f"--work-dir={work}", "--first-token-delay-ms=5", "--token-delay-ms=2",
     ]  # fmt: skip
     with open(log, "wb") as output:
         process = subprocess.Popen(argv, stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
@@ -78,10 +80,13 @@ def test_serve_local_edge_serves_https_with_api_keys_from_a_stack_file(tmp_path)
         keys = json.loads(keys_file.read_text())
         assert sorted(keys) == ["batch", "chat"] and all(len(k) >= 32 for k in keys.values())
         ca = work / "edge" / "tls" / "ca.pem"
-        url = f"https://127.0.0.1:{edge_port}/v2/health/ready"
-        assert https_status(url, ca, None) == 401
-        assert https_status(url, ca, "not-a-key-" * 4) == 401
-        assert https_status(url, ca, keys["chat"]) == 200
+        base = f"https://127.0.0.1:{edge_port}"
+        assert https_status(f"{base}/v1/models", ca, None) == 401
+        assert https_status(f"{base}/v1/models", ca, "not-a-key-" * 4) == 401
+        assert https_status(f"{base}/v1/models", ca, keys["chat"]) == 200
+        assert https_status(f"{base}/health", ca, keys["batch"], header="x-api-key") == 200
+        # Triton's own API is not routed at the edge.
+        assert https_status(f"{base}/v2/health/ready", ca, keys["chat"]) == 404
         smoke = subprocess.run(
             [*INFERCTL, "smoke", "--url", f"https://127.0.0.1:{edge_port}", f"--api-key-file={keys_file}",
              "--client=chat", f"--ca-file={ca}", "--requests=2", "--max-tokens=16"],
@@ -90,7 +95,7 @@ def test_serve_local_edge_serves_https_with_api_keys_from_a_stack_file(tmp_path)
         print(smoke.stdout)
         # Exit 4 would only mean the stand-in missed the dev SLOs on a loaded machine; every check must pass.
         assert smoke.returncode in (0, 4), smoke.stderr
-        assert smoke.stdout.count("  ok  ") == 8 and "latency over gRPC" in smoke.stdout
+        assert smoke.stdout.count("  ok  ") == 8 and "latency over chat completions" in smoke.stdout
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=90) == 0
     finally:
