@@ -1,8 +1,9 @@
 """TEST DOUBLE: ``SamplingParams`` and ``GuidedDecodingParams`` with the LLM API's field names and defaults.
 
-Names and defaults as in TensorRT-LLM 1.2 ``tensorrt_llm/sampling_params.py`` (h4a's note: max_tokens 32,
-exclude_input_from_output True, add_special_tokens True; GuidedDecodingParams takes exactly one of json,
-regex, grammar, json_object, structural_tag). A keyword the real class does not have is a TypeError here too.
+Names, defaults and keyword-only construction as in TensorRT-LLM's ``tensorrt_llm/sampling_params.py``
+(tests/inference_image/cpu_llm_api/test_upstream_surface.py pins them): max_tokens 32, exclude_input_from_output
+true, add_special_tokens true, greedy unless temperature > 0, top_p < 1 or top_k > 1; GuidedDecodingParams takes
+one of json, regex, grammar, json_object, structural_tag. A keyword the real class does not have is a TypeError.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 
-@dataclass
+@dataclass(kw_only=True)
 class GuidedDecodingParams:
     json: str | dict[str, Any] | None = None
     regex: str | None = None
@@ -26,7 +27,7 @@ class GuidedDecodingParams:
             raise ValueError(f"only one guide can be used for a request, got {chosen}")
 
 
-@dataclass
+@dataclass(kw_only=True)
 class SamplingParams:
     max_tokens: int = 32
     temperature: float | None = None
