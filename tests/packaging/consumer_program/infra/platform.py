@@ -4,11 +4,16 @@ from typing import Any
 
 import pulumi_kubernetes as k8s
 from components.naming import NamePrefix
-from inference_platform.components.compute import NodePool, NodePoolArgs, PoolSpec
-from inference_platform.components.compute.pool_profile import profile
+from inference_platform.components.compute import NodePool, NodePoolArgs, PoolSpec, profile
 from inference_platform.components.network import FlowLogsArgs, Network, NetworkArgs
-from inference_platform.components.serving import Exposure, InferenceService, InferenceServiceArgs
-from inference_platform.components.serving.pod import ModelSource, Placement, Resources
+from inference_platform.components.serving import (
+    Exposure,
+    InferenceService,
+    InferenceServiceArgs,
+    ModelSource,
+    Placement,
+    Resources,
+)
 from inference_platform.components.storage import ModelStore, ModelStoreArgs
 
 from policies import GPU_INSTANCE_TYPES
