@@ -22,7 +22,8 @@ from pulumi_policy import EnforcementLevel, Policy
 ALL = "all"
 DELEGATED = frozenset({"assumptions"})
 """Properties checked by their own validator, which names each inner key (the cost policies' usage
-assumptions: inference_platform.planners.costing.Usage.from_config, run by inference_platform.inferctl.cost.summary.assumption_problems)."""
+assumptions: inference_platform.planners.costing.Usage.from_config, run by
+inference_platform.offline_plan.policy_config.assumption_problems)."""
 LEVELS = tuple(level.value for level in EnforcementLevel)
 LEVEL_KEY = "enforcementLevel"
 
