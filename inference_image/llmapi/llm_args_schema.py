@@ -388,3 +388,61 @@ def _bounds(spec: Int | Float, value: float, at: str) -> list[str]:
 
 def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
+
+
+# ``SamplingParams`` and ``GuidedDecodingParams`` (tensorrt_llm/sampling_params.py, the 1.0 line's stored copy at
+# 000a01de; dataclasses with kw_only=True, so any other keyword is a TypeError): what our model.py may pass
+# per request, and what the CPU stand-in engine may accept.
+SOURCE_SAMPLING_PARAMS = "NVIDIA/TensorRT-LLM tensorrt_llm/sampling_params.py (1.0 line, stored copy at 000a01de)"
+SAMPLING_PARAMS_NAMES = frozenset(
+    {
+        "end_id",
+        "pad_id",
+        "max_tokens",
+        "bad",
+        "bad_token_ids",
+        "stop",
+        "stop_token_ids",
+        "include_stop_str_in_output",
+        "embedding_bias",
+        "logits_processor",
+        "apply_batched_logits_processor",
+        "n",
+        "best_of",
+        "use_beam_search",
+        "top_k",
+        "top_p",
+        "top_p_min",
+        "top_p_reset_ids",
+        "top_p_decay",
+        "seed",
+        "temperature",
+        "min_tokens",
+        "beam_search_diversity_rate",
+        "repetition_penalty",
+        "presence_penalty",
+        "frequency_penalty",
+        "length_penalty",
+        "early_stopping",
+        "no_repeat_ngram_size",
+        "min_p",
+        "beam_width_array",
+        "logprobs",
+        "prompt_logprobs",
+        "return_context_logits",
+        "return_generation_logits",
+        "exclude_input_from_output",
+        "return_encoder_output",
+        "return_perf_metrics",
+        "additional_model_outputs",
+        "lookahead_config",
+        "guided_decoding",
+        "ignore_eos",
+        "detokenize",
+        "add_special_tokens",
+        "truncate_prompt_tokens",
+        "skip_special_tokens",
+        "spaces_between_special_tokens",
+    }
+)
+GUIDED_DECODING_NAMES = frozenset({"json", "regex", "grammar", "json_object", "structural_tag"})
