@@ -61,6 +61,8 @@ ALB = "alb.ingress.kubernetes.io/"
 WAIT_FOR = "pulumi.com/waitFor"
 ALB_READY = "jsonpath={.status.loadBalancer.ingress[0].hostname}"
 """What the controller writes on the Ingress once the ALB exists (its DNS name)."""
+# Where OpenAI clients send their key (Authorization: Bearer <key>), which the gateway also reads.
+BEARER_HEADER = "authorization"
 # What the ALB forwards to the gateway (a coarse first cut: the gateway's routes are the allow-list).
 HTTP_PATHS = (("/v1", "Prefix"), (OPENAI_HEALTH_PATH, "Exact"))
 EXTERNAL_DNS_NAMESPACE = "kube-system"
@@ -84,7 +86,8 @@ class WafRules:
     window_seconds: int = 300
     """Default 300. 60, 120, 300 or 600."""
     api_key_rate_limit: int | None = None
-    """Default none. Requests per value of ``api_key_header`` per window."""
+    """Default none. Requests per value of ``api_key_header`` per window, and per value of ``Authorization`` (the
+    bearer form of the same keys) in a second rule."""
     api_key_header: str = "x-api-key"
     """Default ``x-api-key``."""
     counted_rules: Mapping[str, Sequence[str]] = field(default_factory=lambda: dict(DEFAULT_COUNTED_RULES))
@@ -303,29 +306,32 @@ def waf_rules(waf: WafRules, prefix: str) -> list[dict[str, Any]]:
         }
     )
     if waf.api_key_rate_limit is not None:
-        rules.append(
-            {
-                "name": "rate-per-api-key",
-                "priority": base + 1,
-                "action": {"block": {}},
-                "statement": {
-                    "rate_based_statement": {
-                        "limit": waf.api_key_rate_limit,
-                        "aggregate_key_type": "CUSTOM_KEYS",
-                        "evaluation_window_sec": waf.window_seconds,
-                        "custom_keys": [
-                            {
-                                "header": {
-                                    "name": waf.api_key_header,
-                                    "text_transformations": [{"priority": 0, "type": "NONE"}],
-                                }
-                            }
-                        ],
-                    }
-                },
-                "visibility_config": _visibility(f"{prefix}-rate-per-api-key"),
-            }
-        )
+        # One rule per header a key may come in: a rate-based rule keyed on a header omits the requests that lack
+        # it (botocore 1.44.8 wafv2 RateBasedStatementCustomKey: "Web requests that are missing any of the
+        # components specified in the aggregation keys are omitted from the rate-based rule evaluation"), so a
+        # client sending Authorization: Bearer would pass a rule on x-api-key alone uncounted.
+        headers = [("rate-per-api-key", waf.api_key_header)]
+        if waf.api_key_header.lower() != BEARER_HEADER:
+            headers.append(("rate-per-bearer-key", BEARER_HEADER))
+        for offset, (rule, header) in enumerate(headers, start=1):
+            rules.append(
+                {
+                    "name": rule,
+                    "priority": base + offset,
+                    "action": {"block": {}},
+                    "statement": {
+                        "rate_based_statement": {
+                            "limit": waf.api_key_rate_limit,
+                            "aggregate_key_type": "CUSTOM_KEYS",
+                            "evaluation_window_sec": waf.window_seconds,
+                            "custom_keys": [
+                                {"header": {"name": header, "text_transformations": [{"priority": 0, "type": "NONE"}]}}
+                            ],
+                        }
+                    },
+                    "visibility_config": _visibility(f"{prefix}-{rule}"),
+                }
+            )
     return rules
 
 

@@ -195,6 +195,15 @@ def test_the_waf_counts_rather_than_blocks_prompts_over_8_kb_and_external_dns_ke
     assert overrides == [{"name": "SizeRestrictions_BODY", "actionToUse": {"count": {}}}]
     limits = {r["name"]: r["statement"].get("rateBasedStatement", {}).get("limit") for r in acl.inputs["rules"]}
     assert limits["rate-per-ip"] == 3000 and limits["rate-per-api-key"] == 6000
+    # The same keys sent as Authorization: Bearer are counted by their own rule (a header rule skips requests
+    # without the header).
+    assert limits["rate-per-bearer-key"] == 6000
+    keys = {
+        r["name"]: r["statement"]["rateBasedStatement"]["customKeys"][0]["header"]["name"]
+        for r in acl.inputs["rules"]
+        if r["name"].startswith("rate-per-") and r["name"] != "rate-per-ip"
+    }
+    assert keys == {"rate-per-api-key": "x-api-key", "rate-per-bearer-key": "authorization"}
     dns = next(r for r in resources if r.type.endswith("v3:Release") and r.inputs.get("name") == "external-dns")
     values = dns.inputs["values"]
     assert values["domainFilters"] == ["example.com"] and values["policy"] == "upsert-only"
