@@ -35,9 +35,9 @@ class NodePoolSpec(TypedDict):
     instance_types: list[str]
     """EC2 instance types of one accelerator vendor, e.g. ``["g6e.2xlarge"]`` or ``["inf2.xlarge"]``."""
     capacity_types: NotRequired[list[str]]
-    """Default ``["on-demand"]``; each ``on-demand``, ``spot``, ``capacity-block`` or ``reservation`` (with its
-    id in ``reservationIds``). The first one is the node group's capacity type. (Strings, not an enum: the
-    Pulumi SDK's provider maps a list of enums to empty objects, tests/components/multilang/test_sdk_limits.py.)"""
+    """Default ``["on-demand"]``. One of ``on-demand``, ``spot``, ``capacity-block`` or ``reservation`` (with its
+    id in ``reservationIds``): a managed node group takes one. (Strings, not an enum: the Pulumi SDK's provider
+    maps a list of enums to empty objects, tests/components/multilang/test_sdk_limits.py.)"""
     reservation_ids: NotRequired[list[str]]
     """Default none. Capacity reservation or Capacity Block ids."""
     min_size: NotRequired[int]

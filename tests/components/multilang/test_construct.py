@@ -254,3 +254,152 @@ def test_an_unknown_instance_type_is_refused_naming_the_pool(plugin, engine):
 def test_kubernetes_components_say_how_to_pass_the_provider(plugin, engine):
     error = _error(lambda: construct(plugin, engine, "InferenceService", "no-k8s", INPUTS["InferenceService"], {}))
     assert "providers: {kubernetes: <provider>}" in error.details()
+
+
+# Every input of every facade set (nested types included): each key must reach a real Args field.
+FULL: dict[str, dict[str, Any]] = {
+    "Network": {**NETWORK, "flowLogRetentionDays": 90, "natGateways": "perAz", "intraSubnets": True},
+    "Cluster": {
+        **INPUTS["Cluster"],
+        "partition": "aws",
+        "logRetentionDays": 30,
+        "publicAccessCidrs": ["203.0.113.0/24"],
+        "privateAccessCidrs": ["10.20.0.0/16"],
+        "privateAccessSecurityGroupIds": ["sg-0123456789abcdef0"],
+        "adminPrincipalArns": [f"arn:aws:iam::{ACCOUNT}:role/platform-admin"],
+        "readOnlyPrincipalArns": [f"arn:aws:iam::{ACCOUNT}:role/platform-viewer"],
+        "supportType": "EXTENDED",
+        "deletionProtection": True,
+        "protect": True,
+    },
+    "NodePool": {
+        **INPUTS["NodePool"],
+        "pool": {
+            "name": "gpu",
+            "instanceTypes": ["g6e.2xlarge"],
+            "capacityTypes": ["spot"],
+            "reservationIds": [],
+            "minSize": 1,
+            "maxSize": 3,
+            "desiredSize": 2,
+            "diskSizeGib": 300,
+            "zones": ["us-west-2b"],
+            "efa": False,
+            "amiFamily": "bottlerocket",
+            "labels": {"team": "a"},
+        },
+        "instanceTags": {"team": "a"},
+        "volumeKmsKeyArn": KEY,
+        "autoscalerClusterName": "team-a",
+    },
+    "ModelStore": {
+        **INPUTS["ModelStore"],
+        "modelPrefix": "weights/",
+        "lifecycle": {
+            "noncurrentVersionTransitionDays": 45,
+            "noncurrentVersionExpirationDays": 120,
+            "abortIncompleteMultipartUploadDays": 3,
+            "coldPrefix": "old/",
+            "coldStorageClass": "STANDARD_IA",
+            "coldTransitionDays": 60,
+        },
+        "accessLogRetentionDays": 400,
+        "forceDestroy": True,
+        "protect": False,
+        "region": "us-west-2",
+        "loadBalancerLogPrefix": "alb",
+        "partition": "aws",
+    },
+    "InferenceService": {
+        **INPUTS["InferenceService"],
+        "modelSource": "fsx",
+        "cacheClaimName": "model-cache",
+        "cacheEnginePath": "/models/engines/v1",
+        "cacheTokenizerPath": "/models/tokenizers/v1",
+        "engineManifestSha256": "b" * 64,
+        "tokenizerManifestSha256": "c" * 64,
+        "tolerations": [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}],
+        "acceleratorResource": "nvidia.com/gpu",
+        "accelerators": 1,
+        "efa": 0,
+        "sharedMemoryGib": 4,
+        "replicas": 2,
+        "nodes": 1,
+        "neuron": False,
+        "loadBalancerCidrs": ["10.0.0.0/24"],
+        "serviceMonitor": False,
+        "appName": "llm",
+    },
+    "PublicEndpoint": {
+        **INPUTS["PublicEndpoint"],
+        "waf": {
+            "managedRuleGroups": ["AWSManagedRulesCommonRuleSet", "AWSManagedRulesKnownBadInputsRuleSet"],
+            "ipRateLimit": 2000,
+            "windowSeconds": 60,
+            "apiKeyRateLimit": 500,
+            "apiKeyHeader": "x-api-key",
+            "countedRules": {"AWSManagedRulesCommonRuleSet": ["SizeRestrictions_BODY"]},
+        },
+        "hostedZoneId": "Z0123456789ABCDEFGHIJ",
+        "hostedZoneName": "example.com",
+        "tlsPolicy": "ELBSecurityPolicy-TLS13-1-2-2021-06",
+        "idleTimeoutSeconds": 900,
+        "redirectHttp": False,
+        "deletionProtection": True,
+        "accessLogPrefix": "alb",
+        "partition": "aws",
+        "tags": {"team": "a"},
+    },
+}
+
+
+def _schema_keys(schema: dict, properties: dict, prefix: str = "") -> set[str]:
+    keys = set()
+    for key, prop in properties.items():
+        keys.add(prefix + key)
+        ref = prop.get("$ref") or prop.get("items", {}).get("$ref")
+        nested = schema["types"].get(ref.removeprefix("#/types/"), {}) if ref else {}
+        keys |= _schema_keys(schema, nested.get("properties", {}), f"{prefix}{key}.")
+    return keys
+
+
+def _given_keys(value: Any, prefix: str = "") -> set[str]:
+    if isinstance(value, list):
+        return set().union(*(_given_keys(v, prefix) for v in value if isinstance(v, dict)))
+    return {k for key, v in value.items() for k in {prefix + key, *_nested(v, prefix + key)}}
+
+
+def _nested(value: Any, key: str) -> set[str]:
+    if isinstance(value, dict) and not key.endswith(("Tags", "tags", "labels", "ByZone", "countedRules")):
+        return _given_keys(value, f"{key}.")
+    if isinstance(value, list) and value and isinstance(value[0], dict):
+        return _given_keys(value, f"{key}.")
+    return set()
+
+
+@pytest.mark.parametrize("component", list(FULL))
+def test_every_input_of_the_schema_reaches_the_component(plugin, engine, k8s, component):
+    schema = json.loads(open_schema())
+    resource = schema["resources"][f"{PKG}:index:{component}"]
+    assert _given_keys(FULL[component]) == _schema_keys(schema, resource["inputProperties"])
+    name = f"full-{component.lower()}"
+    response = construct(plugin, engine, component, name, FULL[component], {"kubernetes": k8s})
+    assert response.urn.endswith(f"::{name}")
+
+
+def test_values_given_to_the_facades_reach_the_resources(plugin, engine, k8s):
+    for component in ("Network", "Cluster", "NodePool", "InferenceService"):
+        construct(plugin, engine, component, f"spot-{component.lower()}", FULL[component], {"kubernetes": k8s})
+    records = {(r.type, r.name): r for r in engine.recorder.recorded.values()}
+    nats = [r for (t, n), r in records.items() if t == "aws:ec2/natGateway:NatGateway" and n.startswith("spot-network")]
+    assert len(nats) == len(ZONES)  # natGateways perAz
+    assert records[("aws:cloudwatch/logGroup:LogGroup", "spot-network-flow-logs")].inputs["retentionInDays"] == 90
+    eks = records[("aws:eks/cluster:Cluster", "spot-cluster-eks")]
+    assert eks.protect and eks.inputs["upgradePolicy"]["supportType"] == "EXTENDED"
+    groups = [
+        r for (t, n), r in records.items() if t == "aws:eks/nodeGroup:NodeGroup" and n.startswith("spot-nodepool")
+    ]
+    assert [g.inputs["scalingConfig"] for g in groups] == [{"desiredSize": 2.0, "maxSize": 3.0, "minSize": 1.0}]
+    assert groups[0].inputs["capacityType"] == "SPOT" and groups[0].inputs["labels"]["team"] == "a"
+    deployment = records[("kubernetes:apps/v1:Deployment", "spot-inferenceservice-deployment")]
+    assert deployment.inputs["metadata"]["name"] == "llm" and deployment.inputs["spec"]["replicas"] == 2.0
