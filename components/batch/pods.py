@@ -21,7 +21,7 @@ from typing import Any
 from inference_platform.components.batch.documents import FILES_PREFIX, RESULTS_PREFIX
 from inference_platform.components.secrets.delivery import CSI_DRIVER_NAME
 from inference_platform.components.serving.pod import container_security, pod_security, quantity_cpu, quantity_gib
-from inference_platform.components.verification.pods import system_affinity
+from inference_platform.components.verification.pods import PodShape, system_affinity
 
 API_PORT = 8080
 METRICS_PORT = 9090
@@ -42,13 +42,9 @@ STOP_MARGIN_SECONDS = 30
 """SIGTERM: the worker stops receiving and finishes what is in flight (at most the request timeout), then exits."""
 
 
-@dataclass(frozen=True, kw_only=True)
-class Shape:
-    """CPU, memory and user of one of the lane's containers (requests = limits)."""
-
-    cpu: float
-    memory_gib: float
-    run_as_user: int = 1000
+Shape = PodShape
+"""requests = limits of one role's container (the verification pods' shape; its ``work_gib`` is unused: the lane's
+pods write nothing to disk)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -177,6 +173,15 @@ def container(role: str, image: Any, env: list[dict[str, Any]], shape: Shape, *,
     if mounts:
         out["volumeMounts"] = mounts
     return out
+
+
+def deployment_spec(labels: Mapping[str, str], replicas: int, pod: dict[str, Any]) -> dict[str, Any]:
+    """A Deployment's ``spec`` for one role: its labels select its pods."""
+    return {
+        "replicas": replicas,
+        "selector": {"matchLabels": dict(labels)},
+        "template": {"metadata": {"labels": dict(labels)}, "spec": pod},
+    }
 
 
 def pod_spec(service_account: str, main: dict[str, Any], shape: Shape, *, grace_seconds: int,

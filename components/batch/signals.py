@@ -23,6 +23,7 @@ from typing import Any
 from inference_platform.components.batch.pods import ShedRule
 from inference_platform.components.observability import promql as q
 from inference_platform.components.observability.promql import Scope
+from inference_platform.components.observability.rules import alert
 
 QUEUE_MESSAGES = "batch_queue_messages"
 """Gauge (the API), labels ``queue`` (work, dead_letter) and ``state`` (visible, in_flight, delayed)."""
@@ -85,58 +86,48 @@ def rule_groups(watch: LaneWatch) -> list[dict[str, Any]]:
     limit = watch.completion_window_hours * 3600 * watch.window_share
     done = f"sum(increase({REQUESTS}{s(status='=~completed|failed')}[15m]))"
     alerts = [
-        _alert(
+        alert(
             "BatchCompletionWindowAtRisk",
             f"max({OLDEST_OPEN_BATCH_SECONDS}{s()}) > {limit:g}",
-            "5m",
-            "critical",
-            "A batch is close to its completion window",
-            f"The oldest open batch is {{{{ $value | humanizeDuration }}}} old: beyond {watch.window_share:.0%} of the "
+            for_="5m",
+            severity="critical",
+            summary="A batch is close to its completion window",
+            description=f"The oldest open batch is {{{{ $value | humanizeDuration }}}} old: beyond {watch.window_share:.0%} of the "
             f"{watch.completion_window_hours} h completion window; when the window ends it expires unfinished.",
+            runbook_base=RUNBOOK_BASE,
         ),
-        _alert(
+        alert(
             "BatchDeadLetters",
             f"{DEAD_LETTERS} > 0",
-            "5m",
-            "warning",
-            "Batch lines are in the dead-letter queue",
-            "{{ $value }} message(s) failed every delivery (maxReceiveCount) and sit in the dead-letter queue; "
+            for_="5m",
+            severity="warning",
+            summary="Batch lines are in the dead-letter queue",
+            description="{{ $value }} message(s) failed every delivery (maxReceiveCount) and sit in the dead-letter queue; "
             "their lines are in the batches' error files.",
+            runbook_base=RUNBOOK_BASE,
         ),
-        _alert(
+        alert(
             "BatchWorkerErrors",
             f"sum(rate({WORKER_ERRORS}{s()}[10m])) > {watch.error_rate:g}",
-            "15m",
-            "warning",
-            "Batch workers keep failing",
-            "{{ $value }} errors/s against S3, SQS, the serving endpoint or the back-off signals.",
+            for_="15m",
+            severity="warning",
+            summary="Batch workers keep failing",
+            description="{{ $value }} errors/s against S3, SQS, the serving endpoint or the back-off signals.",
+            runbook_base=RUNBOOK_BASE,
         ),
-        _alert(
+        alert(
             "BatchQueueStalled",
             f"{QUEUED} > 0 and on() ({done} or vector(0)) == 0",
-            "30m",
-            "warning",
-            "Batch work waits and nothing completes",
-            "Messages are queued but no line completed in 15 minutes: no worker runs, or every worker sheds "
+            for_="30m",
+            severity="warning",
+            summary="Batch work waits and nothing completes",
+            description="Messages are queued but no line completed in 15 minutes: no worker runs, or every worker sheds "
             "because the interactive tier keeps the servers busy.",
+            runbook_base=RUNBOOK_BASE,
         ),
     ]
     name = f"{watch.namespace}-lane"
     return [{"name": f"{name}.recording", "rules": recording_rules(watch)}, {"name": f"{name}.alerts", "rules": alerts}]
-
-
-def _alert(name: str, expr: str, for_: str, severity: str, summary: str, description: str) -> dict[str, Any]:
-    return {
-        "alert": name,
-        "expr": expr,
-        "for": for_,
-        "labels": {"severity": severity},
-        "annotations": {
-            "summary": summary,
-            "description": description,
-            "runbook_url": f"{RUNBOOK_BASE}#{name.lower()}",
-        },
-    }
 
 
 def shed_rules(scope: Scope, *, waiting_per_replica: float, kv_cache_ratio: float) -> list[ShedRule]:

@@ -154,19 +154,11 @@ class BatchWorkloads(pulumi.ComponentResource):
             opts=k8s_opts,
         )
         api_main = pods.container(pods.API, args.image, pods.api_env(args.lane), args.api_shape, quotas_mounted=True)
+        api_pod = pods.pod_spec(pods.API, api_main, args.api_shape, grace_seconds=30, quotas_config_map="batch-quotas")
         k8s.apps.v1.Deployment(
             f"{name}-api-deployment",
             metadata={"name": pods.API, "namespace": args.namespace, "labels": pods.API_LABELS},
-            spec={
-                "replicas": args.api_replicas,
-                "selector": {"matchLabels": pods.API_LABELS},
-                "template": {
-                    "metadata": {"labels": pods.API_LABELS},
-                    "spec": pods.pod_spec(
-                        pods.API, api_main, args.api_shape, grace_seconds=30, quotas_config_map="batch-quotas"
-                    ),
-                },
-            },
+            spec=pods.deployment_spec(pods.API_LABELS, args.api_replicas, api_pod),
             opts=pulumi.ResourceOptions.merge(after, pulumi.ResourceOptions(depends_on=[quotas])),
         )
         if args.api_replicas >= 2:
@@ -180,23 +172,14 @@ class BatchWorkloads(pulumi.ComponentResource):
         env = pods.worker_env(args.lane, args.worker, serving_url=args.serving.url, key_file=key_file)
         worker_main = pods.container(pods.WORKER, args.image, env, args.worker_shape, key_mounted=key_class is not None)
         self.worker_deployment = pods.WORKER
+        grace = args.lane.request_timeout_seconds + pods.STOP_MARGIN_SECONDS
+        worker_pod = pods.pod_spec(
+            pods.WORKER, worker_main, args.worker_shape, key_class=key_class, grace_seconds=grace
+        )
         k8s.apps.v1.Deployment(
             f"{name}-worker-deployment",
             metadata={"name": pods.WORKER, "namespace": args.namespace, "labels": pods.WORKER_LABELS},
-            spec={
-                "replicas": args.worker_min_replicas,
-                "selector": {"matchLabels": pods.WORKER_LABELS},
-                "template": {
-                    "metadata": {"labels": pods.WORKER_LABELS},
-                    "spec": pods.pod_spec(
-                        pods.WORKER,
-                        worker_main,
-                        args.worker_shape,
-                        key_class=key_class,
-                        grace_seconds=args.lane.request_timeout_seconds + pods.STOP_MARGIN_SECONDS,
-                    ),
-                },
-            },
+            spec=pods.deployment_spec(pods.WORKER_LABELS, args.worker_min_replicas, worker_pod),
             # KEDA owns the count once it runs: an update must not reset it to the first one.
             opts=pulumi.ResourceOptions.merge(after, pulumi.ResourceOptions(ignore_changes=["spec.replicas"])),
         )

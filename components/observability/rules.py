@@ -162,9 +162,10 @@ def recording_rules(scope: Scope) -> list[dict[str, Any]]:
     return rules
 
 
-def _alert(
+def alert(
     name: str, expr: str, *, for_: str, severity: str, summary: str, description: str, runbook_base: str
 ) -> dict[str, Any]:
+    """One alerting rule with its ``severity`` label and ``runbook_url`` (``<runbook_base>#<name, lower case>``)."""
     assert severity in SEVERITIES, severity
     return {
         "alert": name,
@@ -184,7 +185,7 @@ def _serving_alerts(rules: RuleSet) -> list[dict[str, Any]]:
     out = []
     if rules.expect_serving:
         out.append(
-            _alert(
+            alert(
                 "TritonTargetAbsent",
                 f"absent({q.UP}{s.selector()} == 1)",
                 for_="5m",
@@ -195,7 +196,7 @@ def _serving_alerts(rules: RuleSet) -> list[dict[str, Any]]:
             )
         )
     out += [
-        _alert(
+        alert(
             "InferenceRequestsWaiting",
             f"sum by (namespace, job) ({s.request_metrics}{s.selector(model=s.llm_model, request_type='waiting')})"
             f" / clamp_min(count by (namespace, job) ({s.request_metrics}{s.selector(model=s.llm_model, request_type='max')}), 1)"
@@ -207,7 +208,7 @@ def _serving_alerts(rules: RuleSet) -> list[dict[str, Any]]:
             "({{ $value | humanize }}): scaling is not keeping up or is at its maximum.",
             runbook_base=rb,
         ),
-        _alert(
+        alert(
             "InferenceQueueTimeHigh",
             f"{q.QUEUE_SECONDS_PER_REQUEST}{s.selector()} > {t.queue_seconds:g}",
             for_="10m",
@@ -217,7 +218,7 @@ def _serving_alerts(rules: RuleSet) -> list[dict[str, Any]]:
             f"queue on average (threshold {t.queue_seconds:g} s).",
             runbook_base=rb,
         ),
-        _alert(
+        alert(
             "TimeToFirstTokenP95AboveSlo",
             f"{q.TTFT_P95_SECONDS}{s.selector()} > {t.ttft_p95_seconds:g}",
             for_="10m",
@@ -227,7 +228,7 @@ def _serving_alerts(rules: RuleSet) -> list[dict[str, Any]]:
             f"(SLO {t.ttft_p95_seconds:g} s).",
             runbook_base=rb,
         ),
-        _alert(
+        alert(
             "InterTokenLatencyAboveSlo",
             f"{q.INTER_TOKEN_SECONDS}{s.selector()} > {t.itl_seconds:g}",
             for_="10m",
@@ -240,7 +241,7 @@ def _serving_alerts(rules: RuleSet) -> list[dict[str, Any]]:
     ]
     if s.has_kv_cache_metrics:
         out.append(
-            _alert(
+            alert(
                 "KvCacheNearlyFull",
                 f"{q.KV_CACHE_UTILISATION}{s.selector()} > {t.kv_cache_ratio:g}",
                 for_="5m",
@@ -262,7 +263,7 @@ def _pod_alerts(rules: RuleSet) -> list[dict[str, Any]]:
     crash = q.selector({**pod_labels, "reason": "CrashLoopBackOff"})
     not_ready = q.selector({**pod_labels, "condition": "false"})
     return [
-        _alert(
+        alert(
             "InferenceContainerOOMKilled",
             f"(increase({q.CONTAINER_RESTARTS}{pods}[10m]) > 0)"
             f" and on (namespace, pod, container) ({q.CONTAINER_LAST_TERMINATED}{oom} == 1)",
@@ -273,7 +274,7 @@ def _pod_alerts(rules: RuleSet) -> list[dict[str, Any]]:
             "memory: raise inference.resources.memoryGib or lower the batch / KV-cache settings.",
             runbook_base=rb,
         ),
-        _alert(
+        alert(
             "InferencePodCrashLooping",
             f"max_over_time({q.CONTAINER_WAITING}{crash}[5m]) >= 1 or increase({q.CONTAINER_RESTARTS}{pods}[30m]) >= 3",
             for_="15m",
@@ -282,7 +283,7 @@ def _pod_alerts(rules: RuleSet) -> list[dict[str, Any]]:
             description="{{ $labels.pod }} keeps restarting (CrashLoopBackOff or 3+ restarts in 30 min).",
             runbook_base=rb,
         ),
-        _alert(
+        alert(
             "InferencePodNotReady",
             f"sum by (namespace, pod) ({q.POD_READY}{not_ready}) > 0",
             for_=t.not_ready_for,
@@ -301,7 +302,7 @@ def _accelerator_alerts(rules: RuleSet) -> list[dict[str, Any]]:
         utilisation = f"avg({q.GPU_UTIL}) / 100"
         xid = q.GPU_XID_LAST
         out.append(
-            _alert(
+            alert(
                 "GpuXidError",
                 # The gauge keeps the last XID: a change (or a new non-zero series) is a new error.
                 f"{xid} and (changes({xid}[10m]) > 0) or ({xid} > 0 unless {xid} offset 10m)",
@@ -317,7 +318,7 @@ def _accelerator_alerts(rules: RuleSet) -> list[dict[str, Any]]:
         utilisation = f"avg({q.NEURONCORE_UTIL_RATIO})"
         mem, sram = q.NEURON_ECC_UNCORRECTED
         out.append(
-            _alert(
+            alert(
                 "NeuronUncorrectedEccError",
                 f"changes({mem}[10m]) > 0 or changes({sram}[10m]) > 0",
                 for_="0m",
@@ -331,7 +332,7 @@ def _accelerator_alerts(rules: RuleSet) -> list[dict[str, Any]]:
     if rules.hpa is not None:
         hpa = q.selector({"namespace": rules.scope.namespace, "horizontalpodautoscaler": rules.hpa})
         out.append(
-            _alert(
+            alert(
                 "AcceleratorsUnderutilised",
                 f"({utilisation} < {t.utilisation_floor:g})"
                 f" and on () ({q.HPA_CURRENT}{hpa} > on (namespace, horizontalpodautoscaler) {q.HPA_MIN}{hpa})",
@@ -350,7 +351,7 @@ def _accelerator_alerts(rules: RuleSet) -> list[dict[str, Any]]:
 def _node_alerts(rules: RuleSet) -> list[dict[str, Any]]:
     rb = rules.runbook_base
     return [
-        _alert(
+        alert(
             "AcceleratorNodeNotReady",
             f'({q.NODE_READY}{{condition="Ready",status!="true"}} == 1)'
             f' and on (node) {q.NODE_LABELS}{{label_accelerator=~"nvidia|neuron"}}',
@@ -360,7 +361,7 @@ def _node_alerts(rules: RuleSet) -> list[dict[str, Any]]:
             description="Node {{ $labels.node }} (accelerator pool) has not been Ready for 5 minutes.",
             runbook_base=rb,
         ),
-        _alert(
+        alert(
             "NodeProvisioningFailing",
             f'sum(increase({q.KARPENTER_LAUNCH_FAILURES}{{method="Create"}}[15m])) > 0'
             f" or sum(increase({q.CLUSTER_AUTOSCALER_FAILED_SCALE_UPS}[15m])) > 0",
@@ -382,7 +383,7 @@ def _edge_alerts(rules: RuleSet) -> list[dict[str, Any]]:
     limited = f"sum(rate({q.ENVOY_RATELIMIT_OVER_LIMIT}{clusters}[5m]))"
     rate_limit_service = q.selector({"envoy_cluster_name": q.RATE_LIMIT_SERVICE_CLUSTER})
     return [
-        _alert(
+        alert(
             "Edge5xxRateHigh",
             f"sum(rate({q.ENVOY_UPSTREAM_RQ_XX}{five}[5m])) / clamp_min({total}, 1e-9) > {t.edge_5xx_ratio:g}",
             for_="10m",
@@ -392,7 +393,7 @@ def _edge_alerts(rules: RuleSet) -> list[dict[str, Any]]:
             f"(threshold {t.edge_5xx_ratio:.0%}).",
             runbook_base=rb,
         ),
-        _alert(
+        alert(
             "EdgeRateLimitServiceUnavailable",
             f"sum(rate({q.ENVOY_RATELIMIT_ERROR}{clusters}[5m])) > 0"
             f" or sum({q.ENVOY_CLUSTER_MEMBERSHIP_HEALTHY}{rate_limit_service}) == 0",
@@ -404,7 +405,7 @@ def _edge_alerts(rules: RuleSet) -> list[dict[str, Any]]:
             "with 500 (true).",
             runbook_base=rb,
         ),
-        _alert(
+        alert(
             "Edge429RateHigh",
             f"{limited} / clamp_min({total} + {limited}, 1e-9) > {t.edge_429_ratio:g}",
             for_="15m",
