@@ -83,6 +83,8 @@ class Lane:
     dlq_url: str
     env: dict[str, str]
     processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    python: str = sys.executable
+    """The interpreter the roles run in: this one, or the batch image's environment (test_image.py)."""
 
     def start(self, role: str, name: str, **env: str) -> Process:
         metrics_port = free_port()
@@ -90,7 +92,7 @@ class Lane:
         log = self.work / f"{name}.log"
         handle = log.open("ab")
         popen = subprocess.Popen(
-            [sys.executable, "-m", "inference_platform.batch", role],
+            [self.python, "-m", "inference_platform.batch", role],
             env=full, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True, cwd=self.work,
         )  # fmt: skip
         handle.close()

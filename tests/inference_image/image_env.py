@@ -60,6 +60,12 @@ BASE_IMAGE_STAND_INS: dict[str, tuple[str, ...]] = {
 }
 
 
+def image_name(dockerfile: Path) -> str:
+    """The key of an image in the tables above and in the cache: ``Dockerfile*`` for inference_image's,
+    ``<folder>-Dockerfile`` for another folder's (batch/Dockerfile), so two images never share a cache."""
+    return dockerfile.name if dockerfile.parent == IMAGE else f"{dockerfile.parent.name}-{dockerfile.name}"
+
+
 def stand_in_requirements(dockerfile: Path) -> list[str]:
     """The stand-ins of ``dockerfile``'s base image as requirements with pyproject.toml's ranges."""
     import tomllib
@@ -69,7 +75,7 @@ def stand_in_requirements(dockerfile: Path) -> list[str]:
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     declared = [*project["dependencies"], *(d for extra in project["optional-dependencies"].values() for d in extra)]
     by_name = {Requirement(d).name.lower(): d for d in declared}
-    return [by_name[name] for name in BASE_IMAGE_STAND_INS[dockerfile.name]]
+    return [by_name[name] for name in BASE_IMAGE_STAND_INS.get(image_name(dockerfile), ())]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -298,7 +304,7 @@ def image_env(dockerfile: Path, work: Path, *, before_pip: Callable[[], None] = 
     notes = [python_note] if python_note else []
     skipped = [s for s in steps if s.unresolved]
     if skipped:
-        notes.append(BASE_IMAGE_ONLY[dockerfile.name])
+        notes.append(BASE_IMAGE_ONLY[image_name(dockerfile)])
     stand_ins = stand_in_requirements(dockerfile)
     if stand_ins:
         notes.append(f"the base image's own packages replaced by: {', '.join(stand_ins)} (pyproject.toml ranges)")
@@ -311,14 +317,15 @@ def image_env(dockerfile: Path, work: Path, *, before_pip: Callable[[], None] = 
     }
     key = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:16]
     CACHE.mkdir(parents=True, exist_ok=True)
-    venv = CACHE / f"{dockerfile.name}-{key}"
+    name = image_name(dockerfile)
+    venv = CACHE / f"{name}-{key}"
     context = work / "src"
     source_hash = build_context(dockerfile, context)
-    with (CACHE / f"{dockerfile.name}.lock").open("w") as lock:
+    with (CACHE / f"{name}.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         ready = venv / ".image-env-ready"
         if not ready.exists():
-            for stale in CACHE.glob(f"{dockerfile.name}-*"):
+            for stale in CACHE.glob(f"{name}-*"):
                 shutil.rmtree(stale, ignore_errors=True)
             # --system-site-packages stays off: nothing of this machine's Python leaks in.
             subprocess.run([python, "-m", "venv", str(venv)], check=True, timeout=120)
