@@ -9,11 +9,11 @@
 # Time: ~14 GB base image pull + build (first run), ~1 GB model, ~1-2 min load: under 10 minutes on a cloud GPU
 # host with a warm Docker cache; the timings are printed.
 #
-#   bash inference_image/gpu_check/run.sh            # GPU_CHECK_MODEL=<hf id> and GPU_CHECK_WORK=<dir> optional
+#   bash gpu_check/run.sh            # GPU_CHECK_MODEL=<hf id> and GPU_CHECK_WORK=<dir> optional
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-repo=$(cd "$here/../.." && pwd)
+repo=$(cd "$here/.." && pwd)
 work=${GPU_CHECK_WORK:-$(mktemp -d -t gpu-check.XXXXXX)}
 model_id=${GPU_CHECK_MODEL:-Qwen/Qwen2.5-0.5B-Instruct}
 # The OpenAI model id is serving.model exactly (the server's one rule).

@@ -1,10 +1,10 @@
-"""The Neuron container's entrypoint: verified artifacts in, a running tritonserver out — or one clear refusal.
+"""The Neuron container's entrypoint: verified artifacts in, Triton and the OpenAI server out — or one clear refusal.
 
 Order matters: nothing is rendered before both artifacts downloaded and verified against their
 manifests (``inference_platform.artifacts.download`` marks a directory complete only then), and nothing is
 started before the compiled model's metadata matches the settings and the accelerators this pod sees.
-The final step replaces this process with tritonserver, so the server is PID 1's successor and receives
-the pod's SIGTERM directly. GPU pods start through ``inference_image/llmapi/launch.py`` (a checkpoint, no
+Then the one-model repository (inference_image/neuron) is rendered and the two processes run under the drain
+supervisor, as on GPUs (SIGTERM drains both within serving.server.exitTimeoutSeconds). GPU pods start through ``inference_image/llmapi/launch.py`` (a checkpoint, no
 engine); the artifact checks here (api_key, verified_download) are shared by both.
 """
 
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,9 +20,11 @@ from typing import Any
 from inference_platform.components.catalog.serving_contract import OPENAI_PORT
 from inference_platform.inference_image import accelerators
 from inference_platform.inference_image.defaults import MODELS_DIR, REPOSITORY_DIR
-from inference_platform.inference_image.repository import render_repository
+from inference_platform.inference_image.llmapi.launch import LlmApiLaunch
+from inference_platform.inference_image.neuron.launch import neuron_children
+from inference_platform.inference_image.neuron.repository import render_repository as render_neuron
 from inference_platform.inference_image.runtime.tokenizer import TokenizerError, load_tokenizer
-from inference_platform.inference_image.server_args import Listen, ServerArgsError, check_api_key, command
+from inference_platform.inference_image.server_args import Listen, ServerArgsError, check_api_key, rank0_args
 from inference_platform.inference_image.testing.cpu_llm.options import StandIn
 from inference_platform.infra.settings.serving import BACKEND_VENDORS, ServingSettings
 
@@ -51,15 +52,6 @@ class EntrypointOptions:
     """TEST DOUBLE: serve the CPU stand-in in place of the LLM step (tests and local runs only)."""
 
 
-@dataclass(frozen=True)
-class Launch:
-    argv: list[str]
-    repository: Path
-    models: list[str]
-    engine_manifest: Any
-    tokenizer_manifest: Any
-
-
 def engine_files(backend: str, world_size: int) -> list[str]:
     """Files without which a compiled Neuron model directory cannot be loaded."""
     return ["neuron_config.json", "model.pt"]
@@ -72,10 +64,14 @@ def prepare_launch(
     probe: Callable[[], accelerators.VisibleAccelerators] | None = None,
     download: Callable[..., Any] | None = None,
     environ: Mapping[str, str] = os.environ,
-) -> Launch:
-    """Everything up to the exec; raises CommandError (one line, exit code) at the first problem."""
+) -> LlmApiLaunch:
+    """Everything up to starting the processes; raises CommandError (one line, exit code) at the first problem."""
     if serving.backend != "neuron":
         raise CommandError("serving.backend tensorrtllm starts through inference_image/llmapi/launch.py", EXIT_CONFIG)
+    if options.stand_in is not None:
+        raise CommandError(
+            "the CPU stand-in replaces the LLM API's engine: use it with serving.backend tensorrtllm", EXIT_CONFIG
+        )
     if download is None:
         from inference_platform.artifacts import download
     key = api_key(serving, environ)
@@ -95,34 +91,26 @@ def prepare_launch(
     _check_placement(serving, engine.metadata, visible)
     if options.repository_dir.exists():
         shutil.rmtree(options.repository_dir)
-    models = render_repository(
-        serving, options.repository_dir, engine_dir=engine_dir, tokenizer_dir=tokenizer_dir, stand_in=options.stand_in
-    )
+    # One model on the LLM-API text contract behind the same OpenAI server as on GPUs (inference_image/neuron).
+    models = render_neuron(serving, options.repository_dir, compiled_dir=engine_dir, tokenizer_dir=tokenizer_dir)
     try:
-        argv = command(
-            serving,
-            tritonserver=options.tritonserver,
-            model_repository=options.repository_dir,
-            models=models,
-            listen=options.listen,
-            backend_dir=options.backend_dir,
-            api_key=key,
-            hosts=options.hosts,
-            mpirun=options.mpirun,
-        )
+        server = [
+            options.tritonserver,
+            *rank0_args(
+                serving,
+                model_repository=options.repository_dir,
+                models=models,
+                listen=options.listen,
+                backend_dir=options.backend_dir,
+                api_key=key,
+            ),
+        ]
     except ServerArgsError as err:
         raise CommandError(str(err), EXIT_CONFIG) from None
-    return Launch(argv, options.repository_dir, models, engine, tokenizer)
-
-
-def exec_launch(launch: Launch, *, execvp: Callable[[str, list[str]], Any] = os.execvp) -> None:
-    """Replace this process with the server (never returns on success)."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    try:
-        execvp(launch.argv[0], launch.argv)
-    except OSError as err:
-        raise CommandError(f"cannot start {launch.argv[0]}: {err.strerror}", 1) from None
+    children = neuron_children(
+        serving, options, server_argv=server, repository=options.repository_dir, tokenizer_dir=tokenizer_dir
+    )
+    return LlmApiLaunch(children, options.repository_dir, models, engine, tokenizer)
 
 
 def api_key(serving: ServingSettings, environ: Mapping[str, str]) -> str | None:

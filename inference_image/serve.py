@@ -120,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
         return _serve_llmapi(serving, options, prepare_only=args.prepare_only, redacted=redacted)
     launch = entrypoint.prepare_launch(serving, options)
     print(
-        f"serve: model {launch.engine_manifest.metadata.accelerator} TP{launch.engine_manifest.metadata.tensor_parallel_size} "
+        f"serve: model {launch.checkpoint_manifest.metadata.accelerator} TP{launch.checkpoint_manifest.metadata.tensor_parallel_size} "
         f"verified; models {', '.join(launch.models)} rendered in {launch.repository}",
         file=sys.stderr,
         flush=True,
@@ -128,8 +128,10 @@ def run(args: argparse.Namespace) -> int:
     if args.prepare_only:
         print(json.dumps(redacted(launch.argv)))
         return 0
-    entrypoint.exec_launch(launch)
-    return 1  # exec_launch only returns by raising
+    from inference_platform.inference_image.llmapi.launch import run_launch
+
+    # Triton and the OpenAI server, drained on SIGTERM as on GPUs (inference_image/drain.py).
+    return run_launch(launch, serving)
 
 
 def _serve_llmapi(serving, options, *, prepare_only: bool, redacted) -> int:

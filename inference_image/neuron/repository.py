@@ -14,6 +14,7 @@ import tempfile
 from importlib import resources
 from pathlib import Path
 
+import yaml
 from inference_platform.components.catalog.stop_tokens import stop_tokens
 from inference_platform.inference_image.llmapi import contract
 from inference_platform.inference_image.render import RenderError
@@ -22,6 +23,10 @@ from inference_platform.infra.settings.serving import ServingSettings
 MODEL_NAME = "neuron_llm"
 VERSION_DIR = "1"
 CODE_FILE = "model.py"
+SERVER_FILE = "model.yaml"
+"""What the OpenAI server reads of the model it fronts, under the LLM API's own names (model, tokenizer,
+max_input_len, max_seq_len: inference_image/openai_api/config.py), so one reader serves both runtimes; the
+Neuron model itself reads only its config.pbtxt parameters."""
 _PACKAGE = "inference_platform.inference_image.neuron"
 
 
@@ -66,6 +71,9 @@ def render_repository(
         (model_dir / VERSION_DIR).mkdir(parents=True)
         (model_dir / "config.pbtxt").write_text(config, encoding="utf-8")
         (model_dir / VERSION_DIR / CODE_FILE).write_text(code, encoding="utf-8")
+        server = {"model": str(compiled_dir), "tokenizer": str(tokenizer_dir), "max_input_len": serving.max_input_len,
+                  "max_seq_len": serving.max_seq_len}  # fmt: skip
+        (model_dir / VERSION_DIR / SERVER_FILE).write_text(yaml.safe_dump(server, sort_keys=False), encoding="utf-8")
         staging.rename(destination)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)

@@ -1,4 +1,4 @@
-"""The GPU check (inference_image/gpu_check/run.sh) cannot run here (no GPU, no Docker); what can be checked is:
+"""The GPU check (gpu_check/run.sh) cannot run here (no GPU, no Docker); what can be checked is:
 the script parses, builds on the one pinned tag (inference_image/llmapi/release.py) without repeating it, its
 serving section is one the settings accept, and its expected output is exactly the checks checks.py runs."""
 
@@ -14,7 +14,7 @@ from inference_platform.infra.settings.serving import ServingSettings
 
 from tests.conftest import REPO
 
-HERE = REPO / "inference_image" / "gpu_check"
+HERE = REPO / "gpu_check"  # a dev tool: not in the images (checks.py needs the openai client)
 SCRIPT = HERE / "run.sh"
 
 
