@@ -96,6 +96,13 @@ def test_serve_local_edge_serves_https_with_api_keys_from_a_stack_file(tmp_path)
         # Exit 4 would only mean the stand-in missed the dev SLOs on a loaded machine; every check must pass.
         assert smoke.returncode in (0, 4), smoke.stderr
         assert smoke.stdout.count("  ok  ") == 8 and "latency over chat completions" in smoke.stdout
+        # A wrong key: smoke fails its first check, naming the edge's 401.
+        wrong = subprocess.run(
+            [*INFERCTL, "smoke", "--url", f"https://127.0.0.1:{edge_port}", "--api-key", "not-a-key-" * 4,
+             f"--ca-file={ca}"],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert wrong.returncode == 1 and "smoke failed: GET /health: HTTP 401" in wrong.stderr, wrong.stderr
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=90) == 0
     finally:
@@ -117,3 +124,15 @@ def test_smoke_refuses_a_key_file_with_several_clients_and_no_client(tmp_path):
         timeout=60,
     )
     assert result.returncode == 2 and "--client must name one of the key file's clients: a, b" in result.stderr
+
+
+def test_smoke_refuses_bad_flags_with_exit_2_naming_each():
+    result = subprocess.run(
+        [*INFERCTL, "smoke", "--url", "ftp://127.0.0.1:1", "--requests", "0", "--max-tokens", "1", "--timeout", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2, result.stderr
+    for named in ("--requests: got 0", "--max-tokens: got 1", "--timeout: got 0", "--url: got 'ftp://127.0.0.1:1'"):
+        assert named in result.stderr, result.stderr
