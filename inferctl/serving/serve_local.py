@@ -136,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
         front = (
             openai_server(
                 model_dir=local.model_dir,
-                served_model=serving.model,
+                served_model=serving.served_model_name,
                 triton_url=f"http://{LOOPBACK}:{args.http_port}",
                 port=args.openai_port,
                 env=dict(triton.env),

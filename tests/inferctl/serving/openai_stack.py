@@ -58,7 +58,7 @@ def openai_stack(settings: Any, work: Path, timing: Timing, *, edge: bool = True
     openai_port = free_port()
     server = openai_server(
         model_dir=model.model_dir,
-        served_model=serving.model,
+        served_model=serving.served_model_name,
         triton_url=triton_url,
         port=openai_port,
         env=dict(triton.env),
@@ -88,7 +88,7 @@ def openai_stack(settings: Any, work: Path, timing: Timing, *, edge: bool = True
             logs["edge"] = running.log
         yield OpenAIStack(
             model=model,
-            served_model=serving.model,
+            served_model=serving.served_model_name,
             openai_url=f"http://{LOOPBACK}:{openai_port}",
             triton_url=triton_url,
             edge=running,
