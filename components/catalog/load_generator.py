@@ -5,6 +5,10 @@ One worker is one Locust process on one vCPU (gevent runs on one core). Its ceil
 Triton-shaped events (64 users, 3 runs each on a shared 2-core machine): 1,073 requests/s with 16 tokens
 per answer, 701 with 128. The sizing plans the lower figure (answers of about 128 tokens are the common
 case) at ``DEFAULT_UTILIZATION`` of it, so the generator's own queueing never shows up as server latency.
+Since issue 20 the stub streams OpenAI chat-completion chunks (about the same bytes per event, plus a usage chunk
+and ``[DONE]``); a run of it on this machine under a load average of 10.8 (eight sessions' tests) gave 159
+requests/s at 128 tokens, a contended figure that says nothing of a worker's ceiling, so 701 stands until a
+re-measurement on an idle machine (``make bench``).
 """
 
 from __future__ import annotations
