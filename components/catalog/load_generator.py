@@ -8,7 +8,7 @@ case) at ``DEFAULT_UTILIZATION`` of it, so the generator's own queueing never sh
 Since issue 20 the stub streams OpenAI chat-completion chunks (about the same bytes per event, plus a usage chunk
 and ``[DONE]``); a run of it on this machine under a load average of 10.8 (eight sessions' tests) gave 159
 requests/s at 128 tokens, a contended figure that says nothing of a worker's ceiling, so 701 stands until a
-re-measurement on an idle machine (``make bench``).
+re-measurement on an idle machine (``inferctl loadtest calibrate --tokens 128``).
 """
 
 from __future__ import annotations
