@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import subprocess
+import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +35,22 @@ FAST = StandIn(first_token_delay_ms=10, token_delay_ms=3)
 
 def listen() -> Listen:
     return Listen(address=LOOPBACK, http_port=free_port(), grpc_port=free_port(), metrics_port=free_port())
+
+
+def wait_http_200(process: subprocess.Popen, url: str, timeout: float = READY_TIMEOUT, log: Path | None = None) -> None:
+    """Until ``url`` answers 200; fails when ``process`` exits first or ``timeout`` passes (naming its log's tail)."""
+    tail = (lambda: f":\n{log.read_text(errors='replace')[-4000:]}") if log is not None else (lambda: "")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert process.poll() is None, f"exited with {process.returncode} before {url} answered{tail()}"
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if response.status == 200:
+                    return
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            pass
+        time.sleep(0.25)
+    pytest.fail(f"{url} not 200 within {timeout} s{tail()}")
 
 
 def leftover_processes(marker: str) -> list[str]:

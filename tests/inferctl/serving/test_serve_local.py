@@ -7,31 +7,15 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 
 import openai
 import pytest
 
 from inference_platform.processes import free_port
-from tests.inferctl.serving.conftest import READY_TIMEOUT, leftover_processes, listen
+from tests.inferctl.serving.conftest import leftover_processes, listen, wait_http_200
 
 pytestmark = pytest.mark.triton
 INFERCTL = [sys.executable, "-m", "inference_platform.inferctl"]
-
-
-def wait_ready(process: subprocess.Popen, url: str, timeout: float = READY_TIMEOUT) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert process.poll() is None, f"exited with {process.returncode} before it was ready"
-        try:
-            with urllib.request.urlopen(url, timeout=2) as response:
-                if response.status == 200:
-                    return
-        except (urllib.error.URLError, ConnectionError, TimeoutError):
-            pass
-        time.sleep(0.25)
-    pytest.fail(f"not ready within {timeout} s")
 
 
 def test_serve_local_serves_the_openai_api_until_sigterm_and_leaves_nothing(tmp_path):
@@ -54,7 +38,7 @@ def test_serve_local_serves_the_openai_api_until_sigterm_and_leaves_nothing(tmp_
     with open(log, "wb") as output:
         process = subprocess.Popen(argv, stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        wait_ready(process, url + "/health")
+        wait_http_200(process, url + "/health", log=log)
         with openai.OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0, timeout=30) as client:
             reply = client.chat.completions.create(
                 model="Llama-3.1-8B", messages=[{"role": "user", "content": "hello from serve-local"}]
@@ -79,7 +63,7 @@ def test_a_killed_serve_local_takes_its_servers_with_it(tmp_path):
             f"--metrics-port={ports.metrics_port}", f"--openai-port={free_port()}", f"--work-dir={work}"]  # fmt: skip
     process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
-        wait_ready(process, f"http://127.0.0.1:{ports.http_port}/v2/health/ready")
+        wait_http_200(process, f"http://127.0.0.1:{ports.http_port}/v2/health/ready")
         assert leftover_processes(str(work)), "the servers run"
     finally:
         os.killpg(process.pid, signal.SIGKILL)
