@@ -115,7 +115,7 @@ def build_batch(
         ),
     )
     signal = QueueSignal(
-        queue_url=queues.queue_url, region=settings.region.name, messages_per_replica=cfg.workers.queue_length_target
+        queue_url=queues.queue_url, region=settings.region.name, messages_per_replica=cfg.queue_length_target
     )
     workloads = _workloads(settings, foundation, compute, storage, inference, bucket, queues, repository)
     pulumi.export(
@@ -181,6 +181,7 @@ def _workloads(
                 max_receive_count=cfg.max_receive_count,
                 max_file_bytes=cfg.max_file_bytes,
                 max_requests=cfg.max_requests_per_batch,
+                lines_per_message=cfg.lines_per_message,
                 max_output_tokens=settings.serving.max_seq_len - settings.serving.max_input_len,
                 quota_requests=quotas.default.queued_requests,
                 quota_tokens=quotas.default.queued_tokens,

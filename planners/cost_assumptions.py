@@ -46,9 +46,10 @@ class Usage:
     """Lines (requests) a month through the asynchronous lane's queue and bucket."""
     batch_gib: float = 100.0
     """Stored in the lane's bucket on average (input, output and error files within their retention)."""
-    batch_sqs_requests_per_line: float = 2.5
-    """SQS requests per line: SendMessageBatch and ReceiveMessage carry up to 10 (0.1 each), DeleteMessage one, a
-    share of ChangeMessageVisibility on retries, and the workers' empty 20 s long polls; rounded up."""
+    batch_sqs_requests_per_line: float = 0.3
+    """SQS requests per line: a message carries 10 lines (batch.linesPerMessage), and each message costs about
+    2.5 requests (its share of SendMessageBatch and ReceiveMessage of 10, its DeleteMessage, visibility renewals
+    of long lines, the workers' empty 20 s long polls), rounded up."""
     batch_s3_puts_per_line: float = 2.0
     """The line's write-once result and its share of the assembled output file and batch record updates."""
     batch_s3_gets_per_line: float = 2.0

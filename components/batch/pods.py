@@ -71,6 +71,7 @@ class LaneEnv:
     max_file_bytes: int
     max_requests: int
     max_output_tokens: int
+    lines_per_message: int
     quota_requests: int
     quota_tokens: int
     endpoints: Sequence[str] = ("/v1/chat/completions", "/v1/completions")
@@ -112,6 +113,7 @@ def api_env(env: LaneEnv) -> list[dict[str, Any]]:
         {"name": "BATCH_ENDPOINTS", "value": ",".join(env.endpoints)},
         {"name": "BATCH_MAX_FILE_BYTES", "value": str(env.max_file_bytes)},
         {"name": "BATCH_MAX_REQUESTS_PER_BATCH", "value": str(env.max_requests)},
+        {"name": "BATCH_LINES_PER_MESSAGE", "value": str(env.lines_per_message)},
         {"name": "BATCH_MAX_OUTPUT_TOKENS", "value": str(env.max_output_tokens)},
         {"name": "BATCH_QUOTA_QUEUED_REQUESTS", "value": str(env.quota_requests)},
         {"name": "BATCH_QUOTA_QUEUED_TOKENS", "value": str(env.quota_tokens)},

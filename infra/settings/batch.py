@@ -50,6 +50,9 @@ SQS_MAX_MESSAGE_BYTES = 262_144
 DEFAULT_MAX_FILE_BYTES = 100 * 1024 * 1024
 SYSTEM_POOL = "system"
 DEFAULT_IMAGE_REPOSITORY = "batch"
+DEFAULT_LINES_PER_MESSAGE = 10
+MAX_LINES_PER_MESSAGE = 100
+"""The lane's code reads BATCH_LINES_PER_MESSAGE within 1..100 (batch/config.py)."""
 
 
 class BatchImageSettings(ImageSettings):
@@ -80,17 +83,14 @@ class WorkerSettings(Section):
     concurrency: int = Field(default=8, ge=1, le=1024)
     """Default 8. Requests one worker keeps in flight against the serving endpoint."""
     messages_per_worker: int | None = Field(default=None, ge=1, le=100_000)
-    """Default ``concurrency``. KEDA's ``queueLength``: queued + in-flight messages per worker replica."""
+    """Default ceil(concurrency / linesPerMessage). KEDA's ``queueLength``: queued + in-flight MESSAGES per worker
+    replica (KEDA counts messages; a message carries up to linesPerMessage lines)."""
     cpu: float = Field(default=0.5, gt=0, le=16)
     """Default 0.5 vCPU (requests = limits)."""
     memory_gib: float = Field(default=1, gt=0, le=64)
     """Default 1 GiB."""
     node_pool: str = SYSTEM_POOL
     """Default ``system``, the only value allowed: workers never take accelerator capacity."""
-
-    @property
-    def queue_length_target(self) -> int:
-        return self.messages_per_worker if self.messages_per_worker is not None else self.concurrency
 
 
 class ApiSettings(Section):
@@ -146,6 +146,9 @@ class BatchSettings(Section):
     many days (the bucket's lifecycle)."""
     max_file_bytes: int = Field(default=DEFAULT_MAX_FILE_BYTES, ge=1024, le=OPENAI_MAX_FILE_BYTES)
     """Default 100 MiB; at most OpenAI's 200 MB. Largest input file the API accepts (413 beyond)."""
+    lines_per_message: int = Field(default=DEFAULT_LINES_PER_MESSAGE, ge=1, le=MAX_LINES_PER_MESSAGE)
+    """Default 10, 1..100. Consecutive input lines per SQS message (a tenth of the requests at 10); a line stays the
+    unit of work, retry and result."""
     max_requests_per_batch: int = Field(default=OPENAI_MAX_REQUESTS_PER_BATCH, ge=1, le=OPENAI_MAX_REQUESTS_PER_BATCH)
     """Default 50,000 (OpenAI's limit). Lines of one input file."""
     quotas: QuotasSettings = Field(default_factory=QuotasSettings)
@@ -163,6 +166,13 @@ class BatchSettings(Section):
     @property
     def queue_retention_seconds(self) -> int:
         return min(SQS_MAX_RETENTION_SECONDS, (self.completion_window_hours + RETENTION_MARGIN_HOURS) * 3600)
+
+    @property
+    def queue_length_target(self) -> int:
+        """KEDA's ``queueLength``: messages one worker should hold (its concurrency in lines, in messages)."""
+        if self.workers.messages_per_worker is not None:
+            return self.workers.messages_per_worker
+        return -(-self.workers.concurrency // self.lines_per_message)
 
     @property
     def has_image(self) -> bool:

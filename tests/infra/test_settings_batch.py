@@ -22,7 +22,7 @@ def test_defaults_are_off_with_derived_visibility_and_retention():
     cfg = load_settings({"tags": TAGS}, project="p", stack="dev", region="us-west-2").batch
     assert cfg.enabled is False
     assert cfg.visibility_timeout == 600 + 60 and cfg.queue_retention_seconds == (24 + 24) * 3600
-    assert cfg.workers.queue_length_target == cfg.workers.concurrency == 8
+    assert cfg.lines_per_message == 10 and cfg.queue_length_target == 1, "8 lines in flight = 1 message of 10"
     assert cfg.retention_days == 30 and cfg.max_receive_count == 5
 
 

@@ -37,7 +37,9 @@ def test_the_work_queue_is_priced_by_its_lines_and_the_dead_letter_queue_is_free
 
 def test_a_fifo_work_queue_is_priced_at_the_fifo_rate():
     work = _queue("w", fifoQueue=True, redrivePolicy="{}x")
-    (line,) = estimate([work], region="us-east-1", usage=Usage(batch_lines_per_month=1e6)).lines
+    (line,) = estimate(
+        [work], region="us-east-1", usage=Usage(batch_lines_per_month=1e6, batch_sqs_requests_per_line=2.5)
+    ).lines
     assert line.monthly_expected == pytest.approx(2.5 * prices.SQS_FIFO_PER_MILLION)
 
 
