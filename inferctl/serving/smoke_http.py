@@ -1,44 +1,21 @@
-"""HTTP side of ``inferctl smoke``: health and metadata through tritonclient, and the generate
-extension (``/generate`` and the ``/generate_stream`` server-sent events) read token by token."""
+"""Triton's KServe v2 HTTP API as a client: health and metadata through tritonclient, and the generate extension
+(``/generate`` and the ``/generate_stream`` server-sent events) read token by token. For checks and tests of
+Triton itself inside the cluster's trust boundary: the public API is OpenAI's, and ``inferctl smoke`` speaks it
+(``smoke_openai``), whose endpoint and failure types this module shares."""
 
 from __future__ import annotations
 
 import http.client
 import json
-import ssl
 import time
-import urllib.parse
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any
 
+from inference_platform.inferctl.serving.smoke_openai import Endpoint as HttpEndpoint
+from inference_platform.inferctl.serving.smoke_openai import SmokeFailure, open_request, sse_data
 from inference_platform.loadgen.latency import StreamTiming
 
-
-class SmokeFailure(Exception):
-    """A check failed; the message says which and how."""
-
-
-@dataclass(frozen=True)
-class HttpEndpoint:
-    url: str
-    """``http://host:port`` or ``https://host[:port]``."""
-    headers: Mapping[str, str]
-    timeout: float
-    ca_file: str | None = None
-    """Default: the system trust store. CA bundle for an ``https`` URL (a local edge's own CA)."""
-
-    @property
-    def parsed(self) -> urllib.parse.SplitResult:
-        return urllib.parse.urlsplit(self.url)
-
-    @property
-    def hostport(self) -> str:
-        return self.parsed.netloc
-
-    @property
-    def tls(self) -> bool:
-        return self.parsed.scheme == "https"
+__all__ = ["HttpEndpoint", "SmokeFailure", "check_health", "generate", "generate_stream"]
 
 
 def check_health(endpoint: HttpEndpoint, models: list[str], contract: Mapping[str, list[str]]) -> list[str]:
@@ -85,7 +62,7 @@ def check_health(endpoint: HttpEndpoint, models: list[str], contract: Mapping[st
 
 def generate(endpoint: HttpEndpoint, model: str, body: Mapping[str, Any]) -> dict[str, Any]:
     """POST /v2/models/<model>/generate; the JSON answer (errors raise SmokeFailure)."""
-    with _post(endpoint, f"/v2/models/{model}/generate", body) as response:
+    with open_request(endpoint, "POST", f"/v2/models/{model}/generate", body) as response:
         payload = response.read()
         data = _json(payload, "generate")
         if response.status != 200 or "error" in data:
@@ -98,7 +75,7 @@ def generate_stream(endpoint: HttpEndpoint, model: str, body: Mapping[str, Any])
     start = time.monotonic()
     text: list[str] = []
     times: list[float] = []
-    with _post(endpoint, f"/v2/models/{model}/generate_stream", body) as response:
+    with open_request(endpoint, "POST", f"/v2/models/{model}/generate_stream", body) as response:
         if response.status != 200:
             raise SmokeFailure(f"{model}/generate_stream: HTTP {response.status}: {response.read()[:200]!r}")
         for event in _events(response):
@@ -111,36 +88,6 @@ def generate_stream(endpoint: HttpEndpoint, model: str, body: Mapping[str, Any])
     return "".join(text), StreamTiming(start=start, token_times=tuple(times))
 
 
-class _Response:
-    def __init__(self, connection: http.client.HTTPConnection, response: http.client.HTTPResponse) -> None:
-        self.connection = connection
-        self.response = response
-
-    def __enter__(self) -> http.client.HTTPResponse:
-        return self.response
-
-    def __exit__(self, *exc: object) -> None:
-        self.connection.close()
-
-
-def _post(endpoint: HttpEndpoint, path: str, body: Mapping[str, Any]) -> _Response:
-    parsed = endpoint.parsed
-    connection: http.client.HTTPConnection
-    if endpoint.tls:
-        connection = http.client.HTTPSConnection(
-            parsed.netloc, timeout=endpoint.timeout, context=ssl.create_default_context(cafile=endpoint.ca_file)
-        )
-    else:
-        connection = http.client.HTTPConnection(parsed.netloc, timeout=endpoint.timeout)
-    headers = {"Content-Type": "application/json", **endpoint.headers}
-    try:
-        connection.request("POST", parsed.path.rstrip("/") + path, body=json.dumps(body), headers=headers)
-        return _Response(connection, connection.getresponse())
-    except OSError as err:
-        connection.close()
-        raise SmokeFailure(f"POST {path}: {err}") from None
-
-
 def _gevent_context(ca_file: str | None) -> Any:
     """tritonclient's HTTP client runs on gevent: its TLS context comes from a factory."""
     import gevent.ssl
@@ -149,14 +96,9 @@ def _gevent_context(ca_file: str | None) -> Any:
 
 
 def _events(response: http.client.HTTPResponse) -> Iterator[dict[str, Any]]:
-    """Server-sent events: ``data: <json>`` lines, separated by blank lines."""
-    while True:
-        line = response.readline()
-        if not line:
-            return
-        line = line.strip()
-        if line.startswith(b"data:"):
-            yield _json(line[5:].strip(), "generate_stream event")
+    """The ``data:`` payloads of a server-sent event stream, each a JSON object."""
+    for data in sse_data(response):
+        yield _json(data, "generate_stream event")
 
 
 def _json(payload: bytes, what: str) -> dict[str, Any]:

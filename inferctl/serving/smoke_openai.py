@@ -37,6 +37,10 @@ class Endpoint:
         return urllib.parse.urlsplit(self.url)
 
     @property
+    def hostport(self) -> str:
+        return self.parsed.netloc
+
+    @property
     def tls(self) -> bool:
         return self.parsed.scheme == "https"
 
@@ -53,13 +57,13 @@ class Streamed:
 
 def get(endpoint: Endpoint, path: str) -> tuple[int, Any]:
     """GET ``path``: (status, the JSON answer or the raw text when it is not JSON)."""
-    with _open(endpoint, "GET", path, None) as response:
+    with open_request(endpoint, "GET", path, None) as response:
         return response.status, _decode(response.read())
 
 
 def post(endpoint: Endpoint, path: str, body: Mapping[str, Any]) -> tuple[int, Any]:
     """POST ``body`` as JSON to ``path``: (status, the JSON answer or the raw text)."""
-    with _open(endpoint, "POST", path, body) as response:
+    with open_request(endpoint, "POST", path, body) as response:
         return response.status, _decode(response.read())
 
 
@@ -70,10 +74,10 @@ def stream(endpoint: Endpoint, path: str, body: Mapping[str, Any]) -> Streamed:
     text: list[str] = []
     usage = finish = None
     done = False
-    with _open(endpoint, "POST", path, {**body, "stream": True}) as response:
+    with open_request(endpoint, "POST", path, {**body, "stream": True}) as response:
         if response.status != 200:
             raise SmokeFailure(f"POST {path} (stream): HTTP {response.status}: {_brief(response.read())}")
-        for data in _events(response):
+        for data in sse_data(response):
             if data == b"[DONE]":
                 done = True
                 break
@@ -111,7 +115,8 @@ class _Answer:
         self.connection.close()
 
 
-def _open(endpoint: Endpoint, method: str, path: str, body: Mapping[str, Any] | None) -> _Answer:
+def open_request(endpoint: Endpoint, method: str, path: str, body: Mapping[str, Any] | None) -> _Answer:
+    """Send one request; the answer as a context manager that closes the connection."""
     parsed = endpoint.parsed
     connection: http.client.HTTPConnection
     if endpoint.tls:
@@ -132,7 +137,7 @@ def _open(endpoint: Endpoint, method: str, path: str, body: Mapping[str, Any] | 
         raise SmokeFailure(f"{method} {endpoint.url}{path}: {err}") from None
 
 
-def _events(response: http.client.HTTPResponse) -> Iterator[bytes]:
+def sse_data(response: http.client.HTTPResponse) -> Iterator[bytes]:
     """The ``data:`` payloads of a server-sent event stream."""
     while True:
         line = response.readline()
