@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from inference_platform import __version__
 from inference_platform.errors import CommandError
-from inference_platform.extras import missing_extra_message, missing_package_message
+from inference_platform.extras import missing_package_message
 
 # name -> module exposing ``register(subparsers)``; the module sets ``handler`` via set_defaults.
 COMMANDS: dict[str, str] = {
@@ -83,10 +83,6 @@ def _describe_children(subparsers: argparse._SubParsersAction, command: str | No
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    missing = missing_extra_message(args.command)
-    if missing:
-        print(f"inferctl {args.command}: {missing}", file=sys.stderr)
-        return 2
     try:
         return int(args.handler(args) or 0)
     except CommandError as err:

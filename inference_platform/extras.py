@@ -5,6 +5,10 @@ The core install (pyproject.toml ``dependencies``) is what a Pulumi program need
 ``diff`` run on it. The other commands' packages come with the extras declared beside it in pyproject.toml;
 tests/packaging/test_extras.py checks, from the sources, that each command imports nothing outside the core
 and its extra.
+
+The message comes when an import fails, not from a check up front: the images install what their commands
+import without the whole extra (``inferctl artifacts download`` in the serving image has boto3 but no
+matplotlib), and a command may never reach the package it would miss.
 """
 
 from __future__ import annotations
@@ -27,44 +31,6 @@ COMMAND_EXTRAS: Final[dict[str, str]] = {
 IMAGE_COMMANDS: Final = frozenset({"serve", "prepare"})
 """Commands that run inside the serving images, whose Dockerfiles install what they need (TensorRT-LLM,
 the Neuron SDK, Hugging Face's hub client): no extra can bring those onto a workstation."""
-
-
-def missing_distributions(extra: str) -> list[str]:
-    """The distributions ``extra`` requires (its nested extras too) that are not installed, from this
-    distribution's own metadata; empty when that metadata is absent (sources run without an install)."""
-    import importlib.metadata as md
-
-    from packaging.requirements import Requirement
-
-    try:
-        declared = [Requirement(text) for text in md.requires(DISTRIBUTION) or ()]
-    except md.PackageNotFoundError:
-        return []
-    missing: list[str] = []
-    wanted, seen = [extra], set()
-    while wanted:
-        name = wanted.pop()
-        seen.add(name)
-        for req in declared:
-            if req.marker is None or not req.marker.evaluate({"extra": name}):
-                continue
-            if req.name == DISTRIBUTION:
-                wanted += [e for e in req.extras if e not in seen]
-                continue
-            try:
-                md.version(req.name)
-            except md.PackageNotFoundError:
-                missing.append(req.name)
-    return sorted(set(missing))
-
-
-def missing_extra_message(command: str) -> str | None:
-    """One sentence when the extra ``command`` needs is not (wholly) installed; None when it is."""
-    extra = COMMAND_EXTRAS.get(command)
-    missing = missing_distributions(extra) if extra else []
-    if not missing:
-        return None
-    return f"needs the {extra!r} extra (not installed: {', '.join(missing)}): pip install '{DISTRIBUTION}[{extra}]'"
 
 
 def missing_package_message(command: str, err: ModuleNotFoundError) -> str | None:

@@ -150,8 +150,10 @@ def test_inferctl_from_the_core_install_plans_the_program_outside_any_checkout(c
 
 @pytest.mark.parametrize(
     ("argv", "extra"),
-    [(["smoke", "--url", "http://127.0.0.1:9"], "cli"), (["artifacts", "verify", "s3://bucket/models/m/v1/"], "cli")],
-)
+    [(["artifacts", "verify", "s3://bucket/models/m/v1/"], "cli"),
+     (["capacity", "throughput", "--model", "Llama-3.1-8B", "--accelerator", "h100", "--tp", "1", "--isl", "1000",
+       "--osl", "1000", "--plot", "tokens.png"], "cli")],
+)  # fmt: skip
 def test_a_command_whose_extra_is_missing_names_it_in_one_sentence(core, program, argv, extra):
     result = _run(core, ["inferctl", *argv], program)
     assert result.returncode == 2, _describe(result)
