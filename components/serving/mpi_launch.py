@@ -1,7 +1,7 @@
 """Multi-node replicas as LeaderWorkerSet groups: pure builders of the group's pods and launch rights.
 
 One replica spans ``nodes`` pods (leader + workers), one per node. Every pod downloads, verifies and
-renders the same repository (workers with ``inferctl serve --prepare-only``, then hold their
+renders the same repository (workers with the image's serve module and ``--prepare-only``, then hold their
 accelerators); the leader waits until every worker is ready and runs the image entrypoint with
 ``--hosts``, which runs ``mpirun ... trtllm-llmapi-launch``: rank 0 on the leader runs the server, the
 other ranks the LLM API's workers (inference_image/mpi_world.py).
@@ -52,6 +52,15 @@ exec kubectl exec "$host" --container {SERVER_CONTAINER} -- /bin/sh -c "$*"
 WORKER_READY_FILE = "/tmp/prepared.json"
 """Written (atomically) by a worker once its repository is rendered: its readiness signal."""
 HOLD = "python3 -m inference_platform.inference_image.drain hold --budget-seconds"
+SERVE = "python3 -m inference_platform.inference_image.serve"
+HOSTS_FROM_LWS = (
+    'leader="${LWS_LEADER_ADDRESS%%.*}"; hosts="$leader"; i=1; '
+    'while [ "$i" -lt "$LWS_GROUP_SIZE" ]; do hosts="$hosts,$leader-$i"; i=$((i + 1)); done;'
+)
+"""``$hosts`` = the group's pods, leader first (``<set>-<group>``, then ``<set>-<group>-<i>``), from the
+variables LeaderWorkerSet v0.10.0 injects into every container (pkg/utils/pod/pod_utils.go AddLWSVariables:
+LWS_LEADER_ADDRESS ``<set>-<group>.<subdomain>.<namespace>``, LWS_GROUP_SIZE the group's size)."""
+"""The images' entrypoint module (their ENTRYPOINT): no CLI code runs in a pod."""
 
 
 def worker_pod_names(name: str, groups: int, nodes: int) -> list[str]:
@@ -104,9 +113,11 @@ def leader_spec(
 
 
 def worker_spec(pod: ServerPod, *, service_account: str, selector: Mapping[str, str]) -> dict[str, Any]:
-    # The URIs arrive as the script's positional parameters ($1, $2): no shell quoting of values.
+    # The URIs arrive as the script's positional parameters ($1, $2): no shell quoting of values. The group's
+    # hosts, as the leader passes them, from what LeaderWorkerSet injects (HOSTS_FROM_LWS).
     prepare = (
-        f'inferctl serve --settings {SETTINGS_DIR}/{SETTINGS_FILE} --engine-uri "$1" --tokenizer-uri "$2" '
+        f"{HOSTS_FROM_LWS} "
+        f'{SERVE} --settings {SETTINGS_DIR}/{SETTINGS_FILE} --engine-uri "$1" --tokenizer-uri "$2" --hosts "$hosts" '
         f"--prepare-only > {WORKER_READY_FILE}.tmp && mv {WORKER_READY_FILE}.tmp {WORKER_READY_FILE} "
         # On SIGTERM, stay while the leader's ranks run here, up to the grace period (the kubelet's own bound).
         f"&& exec {HOLD} {pod.drain.grace_period_seconds}"

@@ -63,6 +63,7 @@ def test_workers_prepare_without_listeners_and_follow_their_leaders_zone():
     assert "ports" not in server and "startupProbe" not in server and "livenessProbe" not in server
     script = server["command"][2]
     assert server["command"][:2] == ["/bin/sh", "-c"] and "--prepare-only" in script
+    assert " python3 -m inference_platform.inference_image.serve --settings " in script  # no CLI code in a pod
     # The worker's PID 1 holds its ranks through the leader's drain, at most the grace period.
     assert script.endswith("exec python3 -m inference_platform.inference_image.drain hold --budget-seconds 60")
     assert server["args"] == ["s3://b/models/e/v1/", "s3://b/models/t/v1/"]
@@ -92,3 +93,36 @@ def test_the_group_restarts_together_and_rolls_with_the_given_budget():
     assert template["size"] == 2 and template["restartPolicy"] == "RecreateGroupOnPodRestart"
     assert spec["rolloutStrategy"]["rollingUpdateConfiguration"] == {"maxSurge": 1, "maxUnavailable": 0}
     assert template["workerTemplate"]["spec"] is not None and spec["replicas"] == 2
+
+
+FAKE_PYTHON = """#!/bin/sh
+# TEST STAND-IN for the image's python3: record what the worker runs.
+echo "$*" >> "$CALLS"
+case "$2" in inference_platform.inference_image.serve) echo '{"argv": []}';; esac
+"""
+
+
+def test_the_worker_script_prepares_with_the_groups_hosts_from_leaderworkerset_then_holds(tmp_path):
+    """Run for real with sh: the hosts come from LWS_LEADER_ADDRESS and LWS_GROUP_SIZE as LWS v0.10.0 injects
+    them, leader first, named as the leader's --hosts names them."""
+    import os
+    import subprocess
+
+    _, worker = leader_and_worker()
+    (server,) = worker["containers"]
+    ready = tmp_path / "prepared.json"
+    script = server["command"][2].replace(mpi_launch.WORKER_READY_FILE, str(ready))
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python3").write_text(FAKE_PYTHON)
+    (bin_dir / "python3").chmod(0o755)
+    calls = tmp_path / "calls"
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "CALLS": str(calls),
+           "LWS_LEADER_ADDRESS": "triton-1.triton.inference", "LWS_GROUP_SIZE": "3"}  # fmt: skip
+    subprocess.run(["/bin/sh", "-c", script, "prepare-worker", *server["args"]], env=env, check=True, timeout=30)
+    prepare, hold = calls.read_text().splitlines()
+    assert prepare.endswith(
+        "--engine-uri s3://b/models/e/v1/ --tokenizer-uri s3://b/models/t/v1/ --hosts triton-1,triton-1-1,triton-1-2"
+        " --prepare-only"
+    )
+    assert hold == "-m inference_platform.inference_image.drain hold --budget-seconds 60" and ready.read_text()
