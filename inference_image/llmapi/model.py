@@ -19,6 +19,7 @@ import asyncio
 import importlib
 import json
 import os
+import queue
 import threading
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,11 @@ class TritonPythonModel:
         """id(result) -> (result, its cancellation check, its Triton request id)."""
         self.lock = threading.Lock()
         self.llm = self._on_loop(self._build(engine.LLM, llm_args))
+        # Responses leave through one thread of their own: a send waits on the stub's IPC, which must not hold
+        # up the loop the engine's results arrive on. One queue keeps each request's responses in order.
+        self.outbox: queue.SimpleQueue[tuple[Any, Any, int] | None] = queue.SimpleQueue()
+        self.sender = threading.Thread(target=self._send_loop, name="llm-send", daemon=True)
+        self.sender.start()
         self.stopping = threading.Event()
         self.watch = threading.Thread(target=self._watch_cancellation, name="llm-cancel", daemon=True)
         self.watch.start()
@@ -95,6 +101,8 @@ class TritonPythonModel:
         self._on_loop(self._shutdown())
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(timeout=30)
+        self.outbox.put(None)
+        self.sender.join(timeout=30)
 
     # -- on the loop --------------------------------------------------------------------------------------
     async def _build(self, llm_class: Any, llm_args: dict[str, Any]) -> Any:
@@ -196,7 +204,7 @@ class TritonPythonModel:
     def _send(self, sender: Any, response: Any, *, final: bool) -> Any:
         if sender is None:
             return response
-        sender.send(response, flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL if final else 0)
+        self.outbox.put((sender, response, pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL if final else 0))
         return None
 
     # -- off the loop -------------------------------------------------------------------------------------
@@ -210,6 +218,14 @@ class TritonPythonModel:
             matching = [result for result, _, rid in self.running.values() if rid == request_id]
         for result in matching:
             result.abort()
+
+    def _send_loop(self) -> None:
+        while (item := self.outbox.get()) is not None:
+            sender, response, flags = item
+            try:
+                sender.send(response, flags=flags)
+            except Exception as err:  # the client is gone: nothing to tell it, the next response may still go
+                pb_utils.Logger.log_warn(f"tensorrt_llm: a response could not be sent: {err}")
 
     def _watch_cancellation(self) -> None:
         """Abort the requests whose client went away (Triton marks them cancelled), every cancel period."""
