@@ -24,7 +24,7 @@ from tests.inferctl.serving.openai_stack import openai_stack
 pytestmark = [pytest.mark.triton, pytest.mark.edge, pytest.mark.motoserver, pytest.mark.timeout(600)]
 
 TIMING = Timing(first_token_delay_ms=10, token_delay_ms=4)
-LINES = 200
+LINES = 300
 LOOPBACK = "127.0.0.1"
 
 
