@@ -222,3 +222,30 @@ def test_a_client_that_leaves_before_a_whole_answer_frees_its_slot_within_a_seco
         time.sleep(0.02)
     FREED.append(time.monotonic() - left)
     assert FREED[-1] < FREED_WITHIN_S
+
+
+def test_concurrent_streams_each_get_their_own_answer_and_at_most_max_batch_size_generate(stack):
+    """More streams than the engine's max_batch_size (model.yaml, from serving.maxBatchSize): the rest wait, and
+    no stream gets another's text. Straight to the server: the edge's per-client stream limit is the edge's test."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    batch = stack_settings.load("dev").serving.max_batch_size
+    peaks = {"active": 0, "waiting": 0}
+    done = []
+
+    def ask(i: int) -> str:
+        with openai.OpenAI(base_url=f"{stack.openai_url}/v1", api_key="unused", max_retries=0, timeout=60) as c:
+            chunks = c.chat.completions.create(
+                model=stack.served_model, messages=[{"role": "user", "content": f"stream {i} " * 20}], stream=True
+            )
+            return "".join(ch.choices[0].delta.content or "" for ch in chunks if ch.choices)
+
+    with ThreadPoolExecutor(max_workers=batch + 4) as pool:
+        futures = [pool.submit(ask, i) for i in range(batch + 4)]
+        while not all(f.done() for f in futures):
+            state = stack.active()
+            peaks = {k: max(peaks[k], state[k]) for k in peaks}
+            time.sleep(0.01)
+        done = [f.result() for f in futures]
+    assert done == [(f"stream {i} " * 20).strip() for i in range(batch + 4)]
+    assert peaks["active"] <= batch and peaks["waiting"] >= 1, peaks
