@@ -38,7 +38,8 @@ HF_TOKEN = "hf_KNOWNleakCanary0042"
 def test_stateful_resources_are_protected_and_retained_exactly_in_production(stack_plan, stack):
     resources = stack_plan(stack).run.resources
     stateful = [r for r in resources if r.type in STATEFUL]
-    assert len(by_type(resources, "aws:s3/bucket:Bucket")) == 2
+    # The model store's two, and the batch lane's in the stacks that turn it on (docs/batch.md).
+    assert len(by_type(resources, "aws:s3/bucket:Bucket")) == 2 + (stack in ("prod", "npu"))
     assert len(by_type(resources, "aws:secretsmanager/secret:Secret")) >= 2
     for r in stateful:
         assert r.protect is PRODUCTION[stack] and r.retain_on_delete is PRODUCTION[stack], r.urn
@@ -182,6 +183,7 @@ def test_injected_secrets_reach_secrets_manager_as_secrets(leak_plan):
         "model-sync": ["hf-token", "ngc-api-key"],
         "envoy-gateway-system": ["batch", "chat", "redis-auth"],  # the gateway's clients and Redis AUTH
         "monitoring": ["admin-password"],  # Grafana's admin password
+        "batch": ["api-key"],  # the batch workers' one serving key (components/batch/workloads.py)
     }
 
 
