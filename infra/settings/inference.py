@@ -139,7 +139,8 @@ class ProbeSettings(Section):
     timeout_seconds: int = Field(default=5, ge=1, le=60)
     """Default 5. Probe timeout; below periodSeconds."""
     readiness_failures: int = Field(default=3, ge=1, le=100)
-    """Default 3. Failed /v2/health/ready probes before the pod leaves the Service."""
+    """Default 3. Failed readiness probes (the OpenAI server's /health: a token streamed lately or a 1-token
+    generation within timeoutSeconds - 1) before the pod leaves the Service."""
     liveness_failures: int = Field(default=6, ge=1, le=100)
     """Default 6. Failed /v2/health/live probes before the container restarts."""
 
