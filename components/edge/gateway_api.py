@@ -44,6 +44,7 @@ from typing import Any
 
 from inference_platform.components.edge.policy import (
     API_KEY_AUTH_FILTER,
+    EDGE_ERRORS,
     INFERENCE_ROUTES,
     LUA_FILTER,
     OUTLIER_BASE_EJECTION_SECONDS,
@@ -51,9 +52,11 @@ from inference_platform.components.edge.policy import (
     OUTLIER_INTERVAL_SECONDS,
     OUTLIER_MAX_EJECTION_PERCENT,
     OVERLOAD_RETRY_AFTER_SECONDS,
+    OVERLOAD_STATUS,
     RETRY_ON,
     EdgePolicy,
     RouteGroup,
+    edge_error_body,
 )
 
 GATEWAY_API = "gateway.networking.k8s.io/v1"
@@ -204,9 +207,15 @@ def gateway_summary(objects: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         "overload_retry_after": next(
             h["value"]
             for o in backend["responseOverride"]
-            for h in o["response"]["header"]["set"]
+            for h in o["response"].get("header", {}).get("set", [])
             if h["name"] == "retry-after"
         ),
+        # The edge's own refusals, status -> the body a client gets (the server's own errors are not rewritten).
+        "error_bodies": {
+            o["match"]["statusCodes"][0]["value"]: o["response"]["body"]["inline"]
+            for o in backend["responseOverride"]
+            if o.get("source") == "Local"
+        },
     }
 
 
@@ -391,18 +400,10 @@ def _backend_traffic_policy(policy: EdgePolicy, target: GatewayTarget) -> Manife
             }
         },
         "retry": {"numRetries": policy.retries, "retryOn": {"triggers": list(RETRY_ON)}},
-        # Envoy's own 503 when the circuit breaker is open (it marks it x-envoy-overloaded) tells the
-        # client when to come back, like the local Envoy's local-reply mapper on the UO flag.
-        "responseOverride": [
-            {
-                "match": {
-                    "statusCodes": [{"type": "Value", "value": 503}],
-                    "responseHeaders": [{"name": "x-envoy-overloaded", "value": {"type": "Exact", "value": "true"}}],
-                },
-                "source": "Local",
-                "response": {"header": {"set": [{"name": "retry-after", "value": str(OVERLOAD_RETRY_AFTER_SECONDS)}]}},
-            }
-        ],
+        # The edge's own refusals in OpenAI's error shape (source Local: Envoy's replies only, never the
+        # server's, which are OpenAI-shaped already). Envoy's 503 when the circuit breaker is open (it marks it
+        # x-envoy-overloaded) also tells the client when to come back, like the local Envoy's mapper on UO.
+        "responseOverride": [_error_override(status, policy) for status in sorted(EDGE_ERRORS)],
         # "0s" turns Envoy's 15 s default route timeout off (the routes' own timeouts say the same).
         "timeout": {"http": {"connectionIdleTimeout": f"{policy.idle_timeout_seconds}s", "requestTimeout": "0s"}},
     }
@@ -430,6 +431,18 @@ def _backend_traffic_policy(policy: EdgePolicy, target: GatewayTarget) -> Manife
         "metadata": _meta(target, f"{target.name}-backend"),
         "spec": spec,
     }
+
+
+def _error_override(status: int, policy: EdgePolicy) -> dict[str, Any]:
+    match: dict[str, Any] = {"statusCodes": [{"type": "Value", "value": status}]}
+    response: dict[str, Any] = {
+        "contentType": "application/json",
+        "body": {"type": "Inline", "inline": edge_error_body(*EDGE_ERRORS[status])},
+    }
+    if status == OVERLOAD_STATUS:
+        match["responseHeaders"] = [{"name": "x-envoy-overloaded", "value": {"type": "Exact", "value": "true"}}]
+        response["header"] = {"set": [{"name": "retry-after", "value": str(OVERLOAD_RETRY_AFTER_SECONDS)}]}
+    return {"match": match, "source": "Local", "response": response}
 
 
 def _request_body_policy(group: RouteGroup, target: GatewayTarget, route: str) -> Manifest:

@@ -22,6 +22,7 @@ every configured header before the request goes upstream (pinned in tests/compon
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -44,8 +45,9 @@ DEFAULT_RETRIES = 2
 # Retried only when no byte reached the server: a generation is not idempotent (it costs GPU time and a
 # retried stream would repeat tokens the client already has).
 RETRY_ON = ("connect-failure", "reset-before-request")
-# Seconds a client is told to wait when the gateway sheds load (circuit breaker open).
+# Seconds a client is told to wait when the gateway sheds load (circuit breaker open), with this status.
 OVERLOAD_RETRY_AFTER_SECONDS = 1
+OVERLOAD_STATUS = 503
 # Passive health checking: a replica that fails this many requests in a row rests for a while.
 OUTLIER_CONSECUTIVE_5XX = 5
 OUTLIER_INTERVAL_SECONDS = 10
@@ -85,6 +87,27 @@ DEFAULT_REQUEST_HEADERS_TIMEOUT_SECONDS = 10
 AMBIGUOUS_CREDENTIALS_STATUS = 400
 LUA_FILTER = "envoy.filters.http.lua"
 API_KEY_AUTH_FILTER = "envoy.filters.http.api_key_auth"
+# The edge's own refusals in OpenAI's error shape ({"error": {"message", "type", "param", "code"}}), so an OpenAI
+# client shows the reason, not an HTML-less "Client authentication failed.": status -> (message, type, code).
+# 404 (no route) stays Envoy's own: Envoy Gateway enables its response overrides per route only
+# (internal/xds/translator/custom_response.go v1.9.0 patchRoute), and a path without a route has none.
+EDGE_ERRORS: dict[int, tuple[str, str, str]] = {
+    401: ("Incorrect or missing API key: send Authorization: Bearer <key>.", "invalid_request_error",
+          "invalid_api_key"),
+    413: ("Request body too large for this endpoint.", "invalid_request_error", "request_too_large"),
+    429: ("Rate limit reached for this API key; retry after the Retry-After seconds.", "requests",
+          "rate_limit_exceeded"),
+    503: ("The service is at capacity; retry after the Retry-After seconds.", "server_error", "overloaded"),
+}  # fmt: skip
+AMBIGUOUS_CREDENTIALS_ERROR = ("Ambiguous credentials: send one key, in one header.", "invalid_request_error",
+                               "ambiguous_credentials")  # fmt: skip
+
+
+def edge_error_body(message: str, kind: str, code: str) -> str:
+    """One of the edge's refusals as OpenAI's error JSON (compact, so both renderings carry the same bytes)."""
+    return json.dumps({"error": {"message": message, "type": kind, "param": None, "code": code}}, separators=(",", ":"))
+
+
 INFERENCE_ROUTES = "inference"
 """The key of the OpenAI API's route group (its HTTPRoute keeps the name ``<gateway>-http``)."""
 PathMatch = Literal["Exact", "PathPrefix"]
@@ -145,6 +168,13 @@ def credential_headers(api_key_header: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys((api_key_header.lower(), AUTHORIZATION_HEADER)))
 
 
+def _lua_string(text: str) -> str:
+    """``text`` as a Lua long-bracket string literal (no escapes to get wrong)."""
+    if "]]" in text:
+        raise ValueError("a Lua long string cannot hold ]]")
+    return f"[[{text}]]"
+
+
 def duplicate_credentials_lua(headers: tuple[str, ...]) -> str:
     """The Lua script (Envoy's Lua filter API: ``headers():getNumValues``, ``headers():get``,
     ``respond``) refusing a request that carries more than one credential in ``headers`` together; the same
@@ -167,8 +197,8 @@ def duplicate_credentials_lua(headers: tuple[str, ...]) -> str:
         "    found = found + count\n"
         "  end\n"
         "  if found > 1 then\n"
-        f'    handle:respond({{[":status"] = "{AMBIGUOUS_CREDENTIALS_STATUS}", ["content-type"] = "text/plain"}},\n'
-        f'      "ambiguous credentials: send one key, in {shown}\\n")\n'
+        f'    handle:respond({{[":status"] = "{AMBIGUOUS_CREDENTIALS_STATUS}", ["content-type"] = "application/json"}},\n'
+        f"      {_lua_string(edge_error_body(*AMBIGUOUS_CREDENTIALS_ERROR))})\n"
         "  end\n"
         "end\n"
     )

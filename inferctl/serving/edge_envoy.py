@@ -42,6 +42,7 @@ from typing import Any
 
 from inference_platform.components.edge.policy import (
     API_KEY_AUTH_FILTER,
+    EDGE_ERRORS,
     INFERENCE_ROUTES,
     LUA_FILTER,
     OUTLIER_BASE_EJECTION_SECONDS,
@@ -49,10 +50,12 @@ from inference_platform.components.edge.policy import (
     OUTLIER_INTERVAL_SECONDS,
     OUTLIER_MAX_EJECTION_PERCENT,
     OVERLOAD_RETRY_AFTER_SECONDS,
+    OVERLOAD_STATUS,
     RETRY_ON,
     EdgePolicy,
     Endpoint,
     RouteGroup,
+    edge_error_body,
 )
 
 CLIENT_DESCRIPTOR_KEY = "client_id"
@@ -182,11 +185,20 @@ def bootstrap_summary(bootstrap: Mapping[str, Any]) -> dict[str, Any]:
         "overload_retry_after": next(
             h["header"]["value"]
             for m in hcm["local_reply_config"]["mappers"]
-            if m["filter"]["response_flag_filter"]["flags"] == ["UO"]
+            if m["filter"].get("response_flag_filter", {}).get("flags") == ["UO"]
             for h in m["headers_to_add"]
             if h["header"]["key"] == "retry-after"
         ),
+        "error_bodies": {_mapper_status(m): m["body"]["inline_string"] for m in hcm["local_reply_config"]["mappers"]},
     }
+
+
+def _mapper_status(mapper: Mapping[str, Any]) -> int:
+    """The status a local-reply mapper rewrites: its status filter's, or the circuit breaker's 503 (UO)."""
+    flags = mapper["filter"].get("response_flag_filter", {}).get("flags")
+    if flags == ["UO"]:
+        return OVERLOAD_STATUS
+    return mapper["filter"]["status_code_filter"]["comparison"]["value"]["default_value"]
 
 
 def _route_match(match: Mapping[str, Any]) -> tuple[str, str]:
@@ -260,15 +272,10 @@ def _listener(
         "merge_slashes": True,
         "use_remote_address": True,
         "access_log": [_access_log(policy, listener.access_log)],
-        "local_reply_config": {
-            "mappers": [
-                {
-                    # UO: upstream overflow (circuit breaker open): tell clients when to come back.
-                    "filter": {"response_flag_filter": {"flags": ["UO"]}},
-                    "headers_to_add": [_header("retry-after", str(OVERLOAD_RETRY_AFTER_SECONDS))],
-                }
-            ]
-        },
+        # The edge's own refusals in OpenAI's error shape, as Envoy Gateway's responseOverride (source Local)
+        # renders them; the circuit breaker's 503 (UO) with Retry-After. Replies of no mapper (404: no route) stay
+        # Envoy's, as in the cluster.
+        "local_reply_config": {"mappers": [_error_mapper(status) for status in sorted(EDGE_ERRORS)]},
         "route_config": {
             "name": "edge",
             "virtual_hosts": [
@@ -312,6 +319,26 @@ def _listener(
             }
         ],
     }
+
+
+def _error_mapper(status: int) -> dict[str, Any]:
+    if status == OVERLOAD_STATUS:
+        # UO: upstream overflow (circuit breaker open): tell clients when to come back.
+        chosen: dict[str, Any] = {"response_flag_filter": {"flags": ["UO"]}}
+    else:
+        comparison = {"op": "EQ", "value": {"default_value": status, "runtime_key": f"edge_error_{status}"}}
+        chosen = {"status_code_filter": {"comparison": comparison}}
+    mapper: dict[str, Any] = {
+        "filter": chosen,
+        "body": {"inline_string": edge_error_body(*EDGE_ERRORS[status])},
+        "body_format_override": {
+            "text_format_source": {"inline_string": "%LOCAL_REPLY_BODY%"},
+            "content_type": "application/json",
+        },
+    }
+    if status == OVERLOAD_STATUS:
+        mapper["headers_to_add"] = [_header("retry-after", str(OVERLOAD_RETRY_AFTER_SECONDS))]
+    return mapper
 
 
 def _api_key_auth(policy: EdgePolicy, keys: Mapping[str, str]) -> dict[str, Any]:

@@ -198,3 +198,46 @@ def test_the_duplicate_credential_check_runs_before_authentication_on_every_rout
     assert security["sanitize"] is True and security["extractFrom"] == [{"headers": ["x-api-key", "authorization"]}]
     # Without authentication there is no credential to be ambiguous about.
     assert not [o for o in objects(policy(edge={"auth": {"enabled": False}})) if o["kind"] == "EnvoyExtensionPolicy"]
+
+
+# The edge's own refusals in OpenAI's error shape (issue 20). api/v1alpha1/shared_types.go @ v1.9.0:
+# ResponseOverride{match, response, redirect, source}; ResponseOverrideSource Enum All | Local | Backend, "Local
+# overrides only Envoy-generated responses (e.g. auth failures, rate limits)"; CustomResponse{contentType, body
+# {type Inline | ValueRef, inline}, statusCode, header}; CustomResponseMatch statusCodes [{type Value | Range,
+# value}], responseHeaders. internal/xds/translator/custom_response.go: one envoy.filters.http.custom_response per
+# override set, disabled at the HCM and enabled per route (patchRoute), with a local-reply predicate for Local;
+# httpfilters.go: custom_response is order 0, ahead of api_key_auth (7), buffer (12), Lua (13+) and the rate
+# limits, so it sees every local reply they send. A path with no route has no override: its 404 stays Envoy's.
+OVERRIDE_SOURCES = ("All", "Local", "Backend")
+OVERRIDE_RESPONSE_FIELDS = ("contentType", "body", "statusCode", "header")
+BODY_TYPES = ("Inline", "ValueRef")
+CUSTOM_RESPONSE_ORDER = 0
+
+
+def test_the_edges_refusals_are_openai_errors_in_both_renderings():
+    import json as _json
+
+    from inference_platform.components.edge.policy import EDGE_ERRORS, OVERLOAD_STATUS
+
+    from tests.components.edge.test_gateway_api import bootstrap
+
+    pol = policy()
+    gateway, _ = backend_policies(objects(pol))
+    overrides = gateway["spec"]["responseOverride"]
+    assert (
+        sorted(o["match"]["statusCodes"][0]["value"] for o in overrides) == sorted(EDGE_ERRORS) == [401, 413, 429, 503]
+    )
+    for override in overrides:
+        assert override["source"] in OVERRIDE_SOURCES and override["source"] == "Local"
+        assert set(override["response"]) <= set(OVERRIDE_RESPONSE_FIELDS)
+        assert override["response"]["body"]["type"] in BODY_TYPES
+        error = _json.loads(override["response"]["body"]["inline"])["error"]
+        assert set(error) == {"message", "type", "param", "code"} and error["message"] and error["code"]
+    assert (
+        CUSTOM_RESPONSE_ORDER < FILTER_ORDER["envoy.filters.http.api_key_auth"] < FILTER_ORDER["envoy.filters.http.lua"]
+    )
+    assert 404 not in EDGE_ERRORS  # no route, no override (per-route enabling)
+    (overload,) = [o for o in overrides if o["match"]["statusCodes"][0]["value"] == OVERLOAD_STATUS]
+    assert overload["match"]["responseHeaders"][0]["name"] == "x-envoy-overloaded"
+    hcm = bootstrap(pol)["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
+    assert len(hcm["local_reply_config"]["mappers"]) == len(EDGE_ERRORS)

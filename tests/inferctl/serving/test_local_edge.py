@@ -135,8 +135,8 @@ class _OpenAIStandIn(BaseHTTPRequestHandler):
 
 
 @contextlib.contextmanager
-def stand_in(first_token_s: float = 0.0) -> Iterator[tuple[int, type[_OpenAIStandIn]]]:
-    handler = type("StandIn", (_OpenAIStandIn,), {"seen": [], "first_token_s": first_token_s})
+def stand_in(first_token_s: float = 0.0, token_s: float = 0.002) -> Iterator[tuple[int, type[_OpenAIStandIn]]]:
+    handler = type("StandIn", (_OpenAIStandIn,), {"seen": [], "first_token_s": first_token_s, "token_s": token_s})
     server = ThreadingHTTPServer((LOOPBACK, 0), handler)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -206,6 +206,16 @@ def call(
         connection.close()
 
 
+def openai_error(body: bytes) -> str | None:
+    """The ``code`` of an OpenAI error body (``{"error": {"message", "type", "param", "code"}}``), else None."""
+    try:
+        error = json.loads(body)["error"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    assert set(error) == {"message", "type", "param", "code"} and error["message"], error
+    return error["code"]
+
+
 def bearer(key: str) -> list[tuple[str, str]]:
     return [("authorization", f"Bearer {key}")]
 
@@ -224,6 +234,7 @@ def test_no_key_or_a_wrong_key_is_401_in_either_header_and_nothing_reaches_the_s
     ):
         status, _, body = call(edge, "POST", "/v1/chat/completions", headers=headers, body=CHAT)
         assert status == 401, (headers, status, body)
+        assert openai_error(body) == "invalid_api_key", body
     assert edge.upstream.seen == []
     log = edge.running.access_log.read_text()
     assert wrong not in log and alpha[:-1] not in log
@@ -265,8 +276,10 @@ def test_the_official_openai_client_works_through_the_edge_with_its_bearer_key(e
         )
         assert "".join(c.choices[0].delta.content or "" for c in stream if c.choices) == TEXT
         assert client.completions.create(model=MODEL, prompt="hi", max_tokens=8).choices[0].text == TEXT
-        with pytest.raises(openai.AuthenticationError):
+        with pytest.raises(openai.AuthenticationError) as refused:
             openai.OpenAI(base_url=f"{edge.running.url}/v1", api_key="y" * 48, http_client=http).models.list()
+        # The edge's refusal in OpenAI's error shape: the client shows its reason and code.
+        assert refused.value.code == "invalid_api_key" and "Authorization: Bearer" in refused.value.message
     calls = [(s["method"], s["path"].split("?")[0]) for s in edge.upstream.seen]
     assert calls == [
         ("GET", "/v1/models"),
@@ -297,8 +310,9 @@ def test_a_client_over_its_limit_gets_429_in_either_header_while_another_passes(
     key = edge.keys["gamma"]
     statuses = [call(edge, "GET", "/health", headers=h)[0] for h in ([("x-api-key", key)], bearer(key), bearer(key))]
     assert statuses == [200, 200, 200]
-    status, headers, _ = call(edge, "GET", "/health", headers=[("x-api-key", key)])
+    status, headers, body = call(edge, "GET", "/health", headers=[("x-api-key", key)])
     assert status == 429 and headers["retry-after"] == "60"
+    assert headers["content-type"] == "application/json" and openai_error(body) == "rate_limit_exceeded"
     assert call(edge, "GET", "/health", headers=bearer(edge.keys["beta"]))[0] == 200
     assert call(edge, "GET", "/health", headers=bearer(key))[0] == 429
 
@@ -347,6 +361,8 @@ def test_only_the_openai_api_and_health_pass_and_the_rest_never_reaches_the_serv
     for method, path, body in REFUSED:
         status, _, text = call(edge, method, path, headers=key, body=body)
         assert status == 404, (method, path, status, text[:200])
+        # No route, no response override (Envoy Gateway enables them per route): Envoy's own 404.
+        assert openai_error(text) is None
     assert edge.upstream.seen == []
     for method, path, body in ADMITTED:
         status, _, text = call(edge, method, path, headers=key, body=body)
@@ -392,30 +408,37 @@ def test_two_credentials_of_any_kind_are_400_and_reach_nothing(edge, case):
     assert call(edge, "POST", "/v1/chat/completions", headers=headers[:1], body=CHAT)[0] in (200, 401)
     edge.upstream.seen.clear()
     status, _, text = call(edge, "POST", "/v1/chat/completions", headers=headers, body=CHAT)
-    assert status == 400 and b"ambiguous credentials" in text, (case, status, text)
+    assert status == 400 and openai_error(text) == "ambiguous_credentials", (case, status, text)
     assert edge.upstream.seen == []
     assert not any(k in edge.running.access_log.read_text() for k in edge.keys.values())
 
 
-def test_sse_streams_chunk_by_chunk_through_the_edge(edge):
+PACED_TOKEN_S = 0.02
+
+
+def test_sse_streams_chunk_by_chunk_through_the_edge(tmp_path):
     """Incremental: the chunks arrive spread over the stand-in's own pacing (a buffering proxy would hand them
     over in one burst at the end)."""
-    context = ssl.create_default_context(cafile=edge.ca)
-    connection = http.client.HTTPSConnection(edge.hostport, timeout=30, context=context)
-    arrivals: list[float] = []
-    try:
-        body = json.dumps({**CHAT, "stream": True})
-        headers = {"content-type": "application/json", "authorization": f"Bearer {edge.keys['alpha']}"}
-        connection.request("POST", "/v1/chat/completions", body=body, headers=headers)
-        response = connection.getresponse()
-        assert response.status == 200 and response.getheader("content-type") == "text/event-stream"
-        while line := response.readline():
-            if line.startswith(b"data: {"):
-                arrivals.append(time.monotonic())
-    finally:
-        connection.close()
+    with (
+        stand_in(token_s=PACED_TOKEN_S) as (port, handler),
+        edge_in_front(edge_policy(EDGE), Upstream(address=LOOPBACK, port=port), handler, tmp_path) as edge,
+    ):
+        context = ssl.create_default_context(cafile=edge.ca)
+        connection = http.client.HTTPSConnection(edge.hostport, timeout=30, context=context)
+        arrivals: list[float] = []
+        try:
+            body = json.dumps({**CHAT, "stream": True})
+            headers = {"content-type": "application/json", "authorization": f"Bearer {edge.keys['alpha']}"}
+            connection.request("POST", "/v1/chat/completions", body=body, headers=headers)
+            response = connection.getresponse()
+            assert response.status == 200 and response.getheader("content-type") == "text/event-stream"
+            while line := response.readline():
+                if line.startswith(b"data: {"):
+                    arrivals.append(time.monotonic())
+        finally:
+            connection.close()
     assert len(arrivals) == len(TEXT)
-    assert arrivals[-1] - arrivals[0] >= 0.5 * (len(TEXT) - 1) * _OpenAIStandIn.token_s
+    assert arrivals[-1] - arrivals[0] >= 0.5 * (len(TEXT) - 1) * PACED_TOKEN_S
 
 
 @pytest.fixture(scope="module")
@@ -469,6 +492,7 @@ def test_a_slow_first_token_survives_and_past_the_breaker_clients_get_a_fast_503
     assert len(refusals) >= EXTRAS - SMALL_BREAKER["maxPendingRequests"]
     for status, headers in refusals:
         assert status == 503 and headers.get("retry-after") == "1" and headers.get("x-envoy-overloaded") == "true"
+    assert all(openai_error(body) == "overloaded" for status, _, body in extra_results if status == 503)
     # ... before any admitted stream had its first token, and the server never saw those requests.
     assert {name for name, _ in finished[: len(refusals)]} == {"extra"}
     admitted = len(stream_results) + len(extra_results) - len(refusals)
@@ -560,6 +584,9 @@ def test_bodies_beyond_the_limit_are_413_sized_or_chunked_and_at_the_limit_pass(
     assert post_body(edge, limit) == 200
     assert post_body(edge, limit, chunked=True) == 200
     assert len(edge.upstream.seen) == 2
+    status, _, body = call(edge, "POST", "/v1/chat/completions", headers=bearer(edge.keys["alpha"]),
+                                 body={**CHAT, "pad": "x" * limit})  # fmt: skip
+    assert status == 413 and openai_error(body) == "request_too_large" and len(edge.upstream.seen) == 2
 
 
 SLOW_CONNECTIONS = 200  # as many as the finding held open
