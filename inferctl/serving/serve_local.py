@@ -165,7 +165,9 @@ def run(args: argparse.Namespace) -> int:
         print(
             f"serve-local: {args.stack} stack, CPU stand-in for {serving.llm_model_name}; "
             f"http://{LOOPBACK}:{args.http_port} grpc {LOOPBACK}:{args.grpc_port} "
-            f"metrics http://{LOOPBACK}:{args.metrics_port}/metrics (Ctrl-C stops)",
+            f"metrics http://{LOOPBACK}:{args.metrics_port}/metrics (Ctrl-C stops)\n"
+            "serve-local: on a machine without a GPU, tritonserver's CUDA, NVML and DCGM errors below are expected "
+            "(it probes for GPUs, then serves on CPU; docs/installing.md); 'ready' is what counts",
             file=sys.stderr,
             flush=True,
         )
