@@ -25,7 +25,7 @@ from inference_platform.components.catalog.serving_contract import LOOPBACK, OPE
 from inference_platform.inference_image import accelerators
 from inference_platform.inference_image.drain import Child, Supervisor
 from inference_platform.inference_image.llmapi import contract
-from inference_platform.inference_image.llmapi.repository import container_memory_bytes, render_repository
+from inference_platform.inference_image.llmapi.repository import container_memory_bytes, render_pod_repository
 from inference_platform.inference_image.mpi_world import leader_children, mpirun_argv
 from inference_platform.inference_image.pod_artifacts import api_key, verified_download
 from inference_platform.inference_image.runtime.tokenizer import TokenizerError, load_tokenizer
@@ -130,12 +130,10 @@ def prepare_llmapi_launch(
         raise CommandError(problem, EXIT_CONFIG)
     if options.repository_dir.exists():
         shutil.rmtree(options.repository_dir)
-    models = render_repository(
+    models = render_pod_repository(
         serving,
         options.repository_dir,
-        checkpoint_dir=checkpoint_dir,
-        tokenizer_dir=tokenizer_dir,
-        draft_dir=draft_dir,
+        models_dir=options.models_dir,
         host_memory_bytes=memory(),
         ttft_buckets_ms=_ttft_buckets(serving) if options.stand_in is None else (),
     )

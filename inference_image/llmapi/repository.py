@@ -169,6 +169,27 @@ def render_repository(
     return [contract.MODEL_NAME]
 
 
+def render_pod_repository(
+    serving: ServingSettings,
+    destination: Path,
+    *,
+    models_dir: Path,
+    host_memory_bytes: int | None,
+    ttft_buckets_ms: tuple[float, ...],
+) -> list[str]:
+    """The repository as the GPU pod writes it: the verified artifacts at their places under ``models_dir``
+    (``checkpoint``, ``tokenizer``, ``draft``). ``inferctl plan`` renders the same for reviewers."""
+    return render_repository(
+        serving,
+        destination,
+        checkpoint_dir=models_dir / "checkpoint",
+        tokenizer_dir=models_dir / "tokenizer",
+        draft_dir=models_dir / "draft" if serving.speculative.draft_model is not None else None,
+        host_memory_bytes=host_memory_bytes,
+        ttft_buckets_ms=ttft_buckets_ms,
+    )
+
+
 def container_memory_bytes(cgroup: Path = Path("/sys/fs/cgroup/memory.max")) -> int | None:
     """The container's memory limit (cgroup v2 ``memory.max``), None when unlimited or unreadable."""
     try:

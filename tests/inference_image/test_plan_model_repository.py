@@ -5,15 +5,19 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 from google.protobuf import text_format
 from inference_platform.inferctl.plan.command import write_outputs
 from inference_platform.inference_image.defaults import MODELS_DIR
-from inference_platform.inference_image.model_repository import nvidia_keys
-from inference_platform.inference_image.repository import render_repository
-from inference_platform.offline_plan.model_repository import serving_json, write_model_repository
+from inference_platform.inference_image.llmapi import llm_args_schema
+from inference_platform.inference_image.llmapi.repository import render_pod_repository
+from inference_platform.inference_image.neuron.repository import render_repository as render_neuron
+from inference_platform.inference_image.repository import ttft_buckets_ms
+from inference_platform.offline_plan import stack_settings
+from inference_platform.offline_plan.model_repository import server_memory_bytes, serving_json, write_model_repository
 from tritonclient.grpc import model_config_pb2
 
-MODELS = {"preprocessing", "tensorrt_llm", "postprocessing", "stream_gate", "ensemble", "tensorrt_llm_bls"}
+GIB = 2**30
 
 
 def _tree(root: Path) -> dict[str, str]:
@@ -26,25 +30,36 @@ def test_each_stacks_plan_holds_the_repository_its_pods_render(stack_plan, servi
     write_outputs(plan, tmp_path / "out")
     written = tmp_path / "out" / stack / "model-repository"
     expected = tmp_path / "expected"
-    # What the entrypoint renders from the same settings, at its paths.
-    render_repository(
-        serving[stack], expected, engine_dir=MODELS_DIR / "engine", tokenizer_dir=MODELS_DIR / "tokenizer"
-    )
+    # What the entrypoint renders from the same settings, at its paths, in a container of the planned memory.
+    memory = int(stack_settings.load(stack).inference.resources.memory_gib * GIB)
+    assert server_memory_bytes(plan.run.resources) == memory
+    if serving[stack].backend == "neuron":
+        render_neuron(
+            serving[stack], expected, compiled_dir=MODELS_DIR / "engine", tokenizer_dir=MODELS_DIR / "tokenizer"
+        )
+    else:
+        render_pod_repository(
+            serving[stack],
+            expected,
+            models_dir=MODELS_DIR,
+            host_memory_bytes=memory,
+            ttft_buckets_ms=ttft_buckets_ms(serving[stack]),
+        )
     assert _tree(written) == _tree(expected)
     llm = serving[stack].llm_model_name
-    assert {p.name for p in written.iterdir()} == MODELS - {"tensorrt_llm"} | {llm}
+    assert {p.name for p in written.iterdir()} == {llm}
+    config = text_format.Parse((written / llm / "config.pbtxt").read_text(), model_config_pb2.ModelConfig())
+    assert config.backend == "python" and config.max_batch_size == 0
     if llm == "tensorrt_llm":
-        config = text_format.Parse((written / llm / "config.pbtxt").read_text(), model_config_pb2.ModelConfig())
-        assert sorted(config.parameters) == sorted(nvidia_keys.TENSORRT_LLM)
-        assert config.parameters["gpt_model_path"].string_value == str(MODELS_DIR / "engine")
-        assert config.backend == "tensorrtllm"
+        args = yaml.safe_load((written / llm / "1" / "model.yaml").read_text())
+        assert llm_args_schema.check(args) == [] and args["model"] == str(MODELS_DIR / "checkpoint")
 
 
 def test_a_second_plan_replaces_the_repository(stack_plan, tmp_path):
     out = tmp_path / "model-repository"
     (out / "stale").mkdir(parents=True)
     write_model_repository(stack_plan("dev").run.resources, out)
-    assert not (out / "stale").exists() and (out / "ensemble" / "config.pbtxt").is_file()
+    assert not (out / "stale").exists() and (out / "tensorrt_llm" / "config.pbtxt").is_file()
 
 
 def test_a_plan_without_serving_writes_nothing(tmp_path):
