@@ -225,18 +225,19 @@ NOT_FROM_PIP_STEPS = {
 }
 FROM_THE_BASE_IMAGE = {
     "Dockerfile": {
+        # tensorrt_llm itself is imported by name at run time (llmapi/model.py's LLM_ENGINE_MODULE), which the
+        # static closure does not follow; the base image is what carries it.
         **dict.fromkeys(
-            ("tensorrt_llm", "torch", "transformers", "tokenizers", "huggingface_hub"),
+            ("torch", "tokenizers", "huggingface_hub"),
             "nvcr.io/nvidia/tritonserver:*-trtllm-python-py3 (base_image_constraints.txt)",
         ),
         "neuronx_distributed_inference": "the Neuron builder only (inference_image/builders/neuron.py)",
     },
     "Dockerfile.neuron": {
         **dict.fromkeys(
-            ("torch", "transformers", "tokenizers", "huggingface_hub", "neuronx_distributed_inference"),
+            ("torch", "tokenizers", "huggingface_hub", "neuronx_distributed_inference"),
             "the Neuron SDK step (torch-neuronx, neuronx-distributed-inference and their dependencies)",
         ),
-        "tensorrt_llm": "the TensorRT-LLM builder only (inference_image/builders/trtllm.py)",
     },
 }
 
