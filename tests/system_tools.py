@@ -20,3 +20,18 @@ def require_tool(name: str) -> Path:
     if os.environ.get("CI") == "true":
         pytest.fail(f"{message} (CI=true: tests must not skip)")
     pytest.skip(message)
+
+
+def require_pypi(what: str) -> None:
+    """Before pip must install from the index (a cached environment needs none): skip without PyPI, naming
+    ``what`` cannot be built, except when ``CI`` is set, where that fails the test instead."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(urllib.request.Request("https://pypi.org/simple/", method="HEAD"), timeout=10):
+            return
+    except (urllib.error.URLError, OSError) as err:
+        if os.environ.get("CI"):
+            pytest.fail(f"PyPI is unreachable in CI ({err}); {what} cannot be built")
+        pytest.skip(f"PyPI is unreachable ({err}); set CI to make this a failure")

@@ -40,6 +40,7 @@ from inference_platform.offline_plan import stack_settings
 
 from tests.inference_image.image_env import IMAGE, ImageEnv, entrypoint, image_commands, image_env, image_import_roots
 from tests.runtime_imports import chain, closure
+from tests.system_tools import require_pypi
 
 pytestmark = [pytest.mark.network, pytest.mark.timeout(1200)]
 
@@ -53,13 +54,7 @@ RUN_TIMEOUT = 120
 
 def _pypi() -> None:
     """Called before pip has to install anything: a cached environment needs no index."""
-    try:
-        with urllib.request.urlopen(urllib.request.Request("https://pypi.org/simple/", method="HEAD"), timeout=10):
-            return
-    except (urllib.error.URLError, OSError) as err:
-        if os.environ.get("CI"):
-            pytest.fail(f"PyPI is unreachable in CI ({err}); the image environments cannot be built")
-        pytest.skip(f"PyPI is unreachable ({err}); set CI to make this a failure")
+    require_pypi("the image environments")
 
 
 _ENVS: dict[str, ImageEnv] = {}

@@ -22,8 +22,6 @@ import shutil
 import subprocess
 import textwrap
 import tomllib
-import urllib.error
-import urllib.request
 import zipfile
 from pathlib import Path
 
@@ -32,6 +30,7 @@ from packaging.requirements import Requirement
 
 from inference_platform import __version__
 from tests.packaging.wheel_env import CACHE, REPO, WheelEnv, wheel_env
+from tests.system_tools import require_pypi
 
 # One worker builds and uses the cached virtualenv (two at once would race on build/packaging-env/).
 pytestmark = [pytest.mark.network, pytest.mark.timeout(1800), pytest.mark.xdist_group("packaging-env")]
@@ -60,20 +59,10 @@ DRIVER = textwrap.dedent(
 )
 
 
-def _pypi() -> None:
-    try:
-        with urllib.request.urlopen(urllib.request.Request("https://pypi.org/simple/", method="HEAD"), timeout=10):
-            return
-    except (urllib.error.URLError, OSError) as err:
-        if os.environ.get("CI"):
-            pytest.fail(f"PyPI is unreachable in CI ({err}); the core virtualenv cannot be built")
-        pytest.skip(f"PyPI is unreachable ({err}); set CI to make this a failure")
-
-
 @pytest.fixture(scope="module")
 def core(tmp_path_factory) -> WheelEnv:
     if not any(CACHE.glob("core-*/.installed")):
-        _pypi()
+        require_pypi("the core virtualenv")
     work = tmp_path_factory.mktemp("wheel")
     return wheel_env(work, work / "pip.log")
 
