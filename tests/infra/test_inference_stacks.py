@@ -55,7 +55,8 @@ def test_every_stack_rolls_out_one_deployment_into_the_storage_namespace(stack_p
 @pytest.mark.parametrize("stack", STACKS)
 def test_the_image_comes_from_the_stacks_immutable_ecr_repository(stack_plan, stack):
     resources = stack_plan(stack).run.resources
-    (repo,) = by_type(resources, ECR)
+    # The serving image's repository (the batch lane, where on, has its own: tests/components/batch).
+    (repo,) = [r for r in by_type(resources, ECR) if r.name == "image-repository-repository"]
     settings = load_stack(stack)
     assert repo.inputs["name"] == f"inference-platform-{stack}/{settings.inference.image.repository}"
     assert repo.inputs["imageTagMutability"] == "IMMUTABLE"

@@ -170,6 +170,7 @@ def running_pid(work: Path) -> int:
         (["--rate", "0"], "--rate: got 0"),
         (["--duration", "61"], "--duration: got 61 s; the ceiling is 60 s"),
         (["--url", "ftp://127.0.0.1:1"], "--url"),
+        (["--protocol", "triton"], "--protocol: got 'triton', which is retired; use the OpenAI API"),
     ],
 )
 def test_bad_input_exits_2_naming_the_flag(tmp_path, capsys, flags, named):
