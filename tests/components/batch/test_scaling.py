@@ -56,6 +56,10 @@ def test_the_worker_trigger_uses_only_metadata_the_scaler_reads_with_its_require
     # The scaler takes the queue name from a URL path of exactly 3 parts ("/<account>/<name>").
     assert len(QUEUE.split("sqs.us-east-1.amazonaws.com", 1)[1].split("/")) == UPSTREAM["queue_url_path_parts"]
     assert trigger["authenticationRef"] == {"name": "batch-queue", "kind": "TriggerAuthentication"}
+    crd = UPSTREAM["scaled_object_crd"]
+    assert trigger["authenticationRef"]["kind"] in crd["trigger.authenticationRef.kind"]
+    assert crd["trigger.metadata.additionalProperties.type"] == "string"
+    assert all(isinstance(v, str) for v in trigger["metadata"].values()), "the CRD takes string metadata only"
     assert spec["minReplicaCount"] == 0 and spec["maxReplicaCount"] == 8
     assert (
         spec["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]["scaleDown"]["stabilizationWindowSeconds"] >= 600
