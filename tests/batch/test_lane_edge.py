@@ -25,6 +25,7 @@ pytestmark = [pytest.mark.triton, pytest.mark.edge, pytest.mark.motoserver, pyte
 
 TIMING = Timing(first_token_delay_ms=10, token_delay_ms=4)
 LINES = 300
+BAD = 150
 LOOPBACK = "127.0.0.1"
 
 
@@ -42,7 +43,7 @@ def serving(settings, tmp_path_factory):
 def test_the_openai_clients_batch_calls_work_through_the_local_edge(settings, serving, lane_factory, tmp_path):
     lane = lane_factory()
     api = lane.api()
-    lane.worker("worker-1", BATCH_SERVING_URL=serving.openai_url, BATCH_CONCURRENCY="8")
+    worker = lane.worker("worker-1", BATCH_SERVING_URL=serving.openai_url, BATCH_CONCURRENCY="8")
     policy = dataclasses.replace(
         settings.edge.policy(max_input_tokens=settings.serving.max_input_len), extra_routes=(route_group(),)
     )
@@ -60,6 +61,8 @@ def test_the_openai_clients_batch_calls_work_through_the_local_edge(settings, se
             base_url=f"{edge.url}/v1", api_key=keys[owner], http_client=http, max_retries=0, timeout=60
         )
         lines = [chat_line(i, model=serving.served_model, max_tokens=8, seed=1000 + i) for i in range(LINES)]
+        # A request the server refuses (4xx): the error file at once, never retried.
+        lines[BAD] = chat_line(BAD, model="no-such-model", max_tokens=8)
         uploaded = client.files.create(file=jsonl(lines), purpose="batch")
         assert uploaded.purpose == "batch" and uploaded.bytes > 0
         assert client.files.retrieve(uploaded.id).filename == "requests.jsonl"
@@ -74,15 +77,18 @@ def test_the_openai_clients_batch_calls_work_through_the_local_edge(settings, se
         assert [b.id for b in client.batches.list()] == [batch.id]
         done = wait_finished(client, batch.id, timeout=300)
         assert done.status == "completed", done
-        assert (done.request_counts.total, done.request_counts.completed, done.request_counts.failed) == (
-            LINES,
-            LINES,
-            0,
-        )
+        counts = done.request_counts
+        assert (counts.total, counts.completed, counts.failed) == (LINES, LINES - 1, 1)
         output = file_lines(client, done.output_file_id)
-        assert [o["custom_id"] for o in output] == [line["custom_id"] for line in lines]
+        errors = file_lines(client, done.error_file_id)
+        assert [e["custom_id"] for e in errors] == [lines[BAD]["custom_id"]]
+        assert errors[0]["response"]["status_code"] in (400, 404) and "error" in errors[0]["response"]["body"]
+        assert worker.metric("batch_requests_total", status="retried") == 0
+        assert worker.metric("batch_requests_total", status="failed") == 1
+        good = [line for i, line in enumerate(lines) if i != BAD]
+        assert [o["custom_id"] for o in output] == [line["custom_id"] for line in good]
         assert client.files.retrieve(done.output_file_id).purpose == "batch_output"
-        for line, out in zip(lines, output, strict=True):
+        for line, out in zip(good, output, strict=True):
             sync = client.chat.completions.create(**line["body"])
             answer = out["response"]["body"]
             assert out["response"]["status_code"] == 200 and out["error"] is None

@@ -156,3 +156,19 @@ def test_a_cancelled_batch_keeps_its_answers_and_files_the_rest_as_cancelled(lan
         assert [o["custom_id"] for o in output] == sorted(o["custom_id"] for o in output)
         assert (done.request_counts.completed, done.request_counts.failed) == (len(output), len(errors))
         assert client.batches.cancel(batch.id).status == "cancelled", "cancelling again changes nothing"
+
+
+def test_a_stopped_worker_finishes_what_it_holds_and_exits_cleanly(lane_factory, tmp_path):
+    with stand_in_serving(tmp_path, slots=4, token_ms=150, first_token_ms=20) as serving:
+        lane = lane_factory()
+        api = lane.api()
+        client = api.openai()
+        worker = lane.worker(BATCH_SERVING_URL=serving.url, BATCH_CONCURRENCY="2")
+        lines = [chat_line(i) for i in range(2)]
+        batch = submit(client, lines)
+        wait_for(lambda: worker.metric("batch_worker_in_flight") == 2, 20, "two requests in flight")
+        assert worker.terminate() == 0  # SIGTERM, as Kubernetes stops a pod
+        # Both answers were stored before it exited: the monitor closes the batch with no worker left.
+        done = wait_finished(client, batch.id, timeout=30)
+        assert done.status == "completed" and done.request_counts.completed == 2
+        assert "worker stopped" in worker.log.read_text()
