@@ -180,6 +180,12 @@ class GuidedDecodingSettings(Section):
     (request inputs guided_decoding_guide_type and guided_decoding_guide)."""
 
 
+ENSEMBLE_GONE = (
+    "the ensemble, BLS and pre/postprocessing models left with the TensorRT engine flow; one model serves "
+    "and batches in flight"
+)
+
+
 class InstanceSettings(Section):
     preprocessing: int = Field(default=4, ge=1, le=64)
     """Default 4. Tokenizer instances (CPU)."""
@@ -450,6 +456,7 @@ class ServingSettings(Section):
                     f"(maxInputLen {self.max_input_len}) must fit one iteration",
                 )
             )
+        out += self._unused_problems()
         out += self._speculative_problems()
         if self.backend == "tensorrtllm" and self.precision not in LLM_API_PRECISIONS:
             out.append(
@@ -504,6 +511,30 @@ class ServingSettings(Section):
         except ValueError as err:
             out.append(Problem("serving.architecture", str(err)))
         return None
+
+    def _unused_problems(self) -> list[Problem]:
+        """Keys of the engine flow's six-model repository: read by nothing that serves now, so a value other
+        than the default would promise what does not happen (the keys stay only so that old settings files
+        load; their defaults are harmless)."""
+        unused = []
+        if self.instances != InstanceSettings():
+            unused.append(("instances", ENSEMBLE_GONE))
+        if self.tokenizer != TokenizerSettings():
+            unused.append(
+                (
+                    "tokenizer",
+                    "the OpenAI server renders the chat template and sets add_special_tokens per request; "
+                    "special tokens never reach the answer",
+                )
+            )
+        if not self.exclude_input_in_output:
+            unused.append(("excludeInputInOutput", "OpenAI answers never echo the prompt"))
+        queue = "the model takes each request at once (max_batch_size 0) and the runtime queues and batches in flight"
+        if self.batching.max_queue_delay_microseconds:
+            unused.append(("batching.maxQueueDelayMicroseconds", queue))
+        if self.batching.max_queue_size:
+            unused.append(("batching.maxQueueSize", queue))
+        return [Problem(f"serving.{key}", f"no longer used: {why}; remove it") for key, why in unused]
 
     def _speculative_problems(self) -> list[Problem]:
         spec = self.speculative

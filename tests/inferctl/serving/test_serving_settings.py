@@ -370,3 +370,21 @@ def test_triton_cannot_check_the_key_the_gateway_strips():
     problems = _problems({"auth": {"enabled": True}}, edge=edge)
     assert any(p.startswith("serving.auth.enabled: true behind a gateway that authenticates on 'x-api-key'")
                for p in problems), problems  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("values", "key", "words"),
+    [
+        ({"instances": {"bls": 8}}, "serving.instances", "the ensemble, BLS and pre/postprocessing models left"),
+        ({"tokenizer": {"addSpecialTokens": False}}, "serving.tokenizer", "renders the chat template"),
+        ({"excludeInputInOutput": False}, "serving.excludeInputInOutput", "never echo the prompt"),
+        ({"batching": {"maxQueueSize": 512}}, "serving.batching.maxQueueSize", "queues and batches in flight"),
+        ({"batching": {"maxQueueDelayMicroseconds": 100}}, "serving.batching.maxQueueDelayMicroseconds", "at once"),
+    ],
+)
+def test_keys_the_six_model_repository_read_are_refused_unless_default(values, key, words):
+    problems = _problems({"model": "Llama-3.1-8B", **values})
+    line = next((p for p in problems if p.startswith(f"{key}:")), "")
+    assert line.startswith(f"{key}: no longer used:") and words in line and line.endswith("remove it"), problems
+    # A mounted settings file writes every default out: that still loads.
+    assert _load({"model": "Llama-3.1-8B", "instances": {"bls": 4}}).serving.instances.bls == 4
