@@ -352,9 +352,7 @@ POLICIES = [
         "group, EC2 instance and fleet (an EFA pool has one node group per zone), stays within the stack's budget.",
         validate=_budget,
         enforcement_level=EnforcementLevel.MANDATORY,
-        config_schema=PolicyConfigSchema(
-            properties={"maxAccelerators": {"type": "integer", "minimum": 0}}
-        ),
+        config_schema=PolicyConfigSchema(properties={"maxAccelerators": {"type": "integer", "minimum": 0}}),
     ),
     StackValidationPolicy(
         name="accelerators-spot-only",
