@@ -24,6 +24,8 @@ DEFAULT_REQUEST_TIMEOUT_SECONDS = 600.0
 VISIBILITY_MARGIN_SECONDS = 5
 """The queue's visibility timeout must exceed the request timeout by this much: a request still running when its
 message reappears would be answered twice (the second answer is dropped, but the serving time is spent twice)."""
+MAX_VISIBILITY_SECONDS = 12 * 3600
+"""SQS's longest visibility timeout (ChangeMessageVisibility: "The maximum is 12 hours")."""
 DEFAULT_METRICS_PORT = 9090
 DEFAULT_API_PORT = 8080
 DEFAULT_CLIENT_ID_HEADER = "x-client-id"
@@ -197,9 +199,9 @@ def _common(read: _Reader) -> CommonConfig:
             DEFAULT_REQUEST_TIMEOUT_SECONDS,
             float,
             0.1,
-            43200 - VISIBILITY_MARGIN_SECONDS,
+            MAX_VISIBILITY_SECONDS - VISIBILITY_MARGIN_SECONDS,
         ),
-        expect_visibility_timeout=read.optional_int("BATCH_VISIBILITY_TIMEOUT_SECONDS", 0, 43200),
+        expect_visibility_timeout=read.optional_int("BATCH_VISIBILITY_TIMEOUT_SECONDS", 0, MAX_VISIBILITY_SECONDS),
         expect_max_receive_count=read.optional_int("BATCH_MAX_RECEIVE_COUNT", 1, 1000),
         metrics_address=read.text("BATCH_METRICS_ADDRESS", "0.0.0.0") or "0.0.0.0",
         metrics_port=read.number("BATCH_METRICS_PORT", DEFAULT_METRICS_PORT, int, 1, 65535),
@@ -336,7 +338,9 @@ def worker_config(env: Mapping[str, str]) -> WorkerConfig:
         api_key=api_key,
         api_key_header=(read.text("BATCH_API_KEY_HEADER", "authorization") or "authorization").lower(),
         concurrency=read.number("BATCH_CONCURRENCY", DEFAULT_CONCURRENCY, int, 1, MAX_CONCURRENCY),
-        retry_delay_seconds=read.number("BATCH_RETRY_DELAY_SECONDS", DEFAULT_RETRY_DELAY_SECONDS, int, 0, 43200),
+        retry_delay_seconds=read.number(
+            "BATCH_RETRY_DELAY_SECONDS", DEFAULT_RETRY_DELAY_SECONDS, int, 0, MAX_VISIBILITY_SECONDS
+        ),
         prometheus_url=prometheus_url,
         signals_metrics_url=metrics_url,
         shed_rules=rules,

@@ -9,13 +9,16 @@
 - ``<results><batch_id>/failed/<line>`` an empty marker per error-file line (``request_counts.failed``).
 - ``<results><batch_id>/output.jsonl`` / ``errors.jsonl`` assembled in input order when the batch finishes.
 
-Sources: AWS S3 conditional writes (PutObject ``If-None-Match``/``If-Match``, 412 PreconditionFailed),
+Sources: AWS S3 conditional writes (PutObject ``If-None-Match``/``If-Match``: 412 PreconditionFailed when the
+condition fails, 409 ConditionalRequestConflict "you should retry" when another conditional write of the key is
+under way; botocore 1.44.8 ``s3/2006-03-01/service-2.json``, pinned in tests/batch/test_upstream_pins.py),
 emulated by moto 5.2.5 (``moto/s3/responses.py``), which the tests run.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -23,7 +26,9 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 LINE_DIGITS = 8
-_CONFLICT_CODES = {"PreconditionFailed", "ConditionalRequestConflict"}
+_PRECONDITION_FAILED = "PreconditionFailed"
+_CONDITIONAL_CONFLICT = "ConditionalRequestConflict"
+CONFLICT_RETRIES = 5
 _MISSING_CODES = {"NoSuchKey", "404", "NotFound"}
 
 
@@ -75,13 +80,21 @@ class Store:
             extra["IfNoneMatch"] = "*"
         if if_match is not None:
             extra["IfMatch"] = if_match
-        try:
-            response = self.s3.put_object(Bucket=self.bucket, Key=key, Body=body, **extra)
-        except ClientError as err:
-            if err.response.get("Error", {}).get("Code") in _CONFLICT_CODES:
-                raise Conflict(key) from None
-            raise
-        return str(response["ETag"])
+        for attempt in range(CONFLICT_RETRIES):
+            try:
+                response = self.s3.put_object(Bucket=self.bucket, Key=key, Body=body, **extra)
+            except ClientError as err:
+                code = err.response.get("Error", {}).get("Code")
+                if code == _PRECONDITION_FAILED:
+                    raise Conflict(key) from None
+                if code == _CONDITIONAL_CONFLICT and attempt + 1 < CONFLICT_RETRIES:
+                    # Another conditional write of the key was under way: S3 says to retry; the retry then
+                    # meets that write's result (412 if it stored the key).
+                    time.sleep(0.05 * (attempt + 1))
+                    continue
+                raise
+            return str(response["ETag"])
+        raise AssertionError("unreachable")
 
     def get(self, key: str) -> tuple[bytes, str] | None:
         try:
