@@ -127,7 +127,7 @@ def _gateway(
     route_dependencies: Sequence[pulumi.Resource] = (),
 ) -> EdgeGateway:
     cfg = settings.edge
-    policy = cfg.policy(max_input_tokens=settings.serving.max_input_len)
+    policy = cfg.policy(max_input_tokens=settings.serving.max_input_len, served_models=(settings.serving.model,))
     if routes:
         policy = dataclasses.replace(policy, extra_routes=tuple(group for group, _ in routes))
     target = GatewayTarget(

@@ -156,6 +156,18 @@ class RouteGroup:
             raise ValueError(f"route group {self.key!r}: max_request_bytes {self.max_request_bytes} out of range")
 
 
+def model_path(model: str) -> str:
+    """``/v1/models/<model>``, for an exact match: segments of safe characters (a Hugging Face id keeps its
+    ``owner/name`` form), none empty, ``.`` or ``..`` (Envoy normalizes those away, so such a route never
+    matches)."""
+    segments = model.split("/")
+    if not model or any(
+        not seg or seg in (".", "..") or not all(c.isalnum() or c in "-._" for c in seg) for seg in segments
+    ):
+        raise ValueError(f"served model id {model!r} cannot be part of a path")
+    return f"{OPENAI_MODELS_PATH}/{model}"
+
+
 def request_body_limit(max_input_tokens: int) -> int:
     """The largest request body, in bytes, a prompt of ``max_input_tokens`` tokens needs (formula above)."""
     if max_input_tokens < 1:
@@ -260,6 +272,9 @@ class EdgePolicy:
     request_headers_timeout_seconds: int = DEFAULT_REQUEST_HEADERS_TIMEOUT_SECONDS
     """Default 10. Time from the first byte of a request's headers to the last; beyond it the connection is
     closed (Envoy answers 408 when it still can)."""
+    served_models: tuple[str, ...] = ()
+    """Default none. The model ids the server serves (``serving.model``): each gets ``GET /v1/models/<id>`` (the
+    official client's ``models.retrieve``), exact, beside the list."""
     extra_routes: tuple[RouteGroup, ...] = ()
     """Default none. More route groups behind the same authentication and per-client limits, each to its own
     backend (the batch lane's Files and Batches API); their keys must differ from ``inference`` and each other."""
@@ -268,13 +283,18 @@ class EdgePolicy:
         keys = [g.key for g in self.route_groups]
         if len(set(keys)) != len(keys):
             raise ValueError(f"route group keys must be distinct, got {keys}")
+        for model in self.served_models:
+            model_path(model)  # refuses an id that cannot be an exact path
         if self.client_id_header.lower() in credential_headers(self.api_key_header):
             raise ValueError(f"client id header {self.client_id_header!r} is a credential header")
 
     @property
     def inference_routes(self) -> RouteGroup:
         """The OpenAI API toward the serving pods, with the body limit derived from ``serving.maxInputLen``."""
-        return RouteGroup(key=INFERENCE_ROUTES, endpoints=OPENAI_ENDPOINTS, max_request_bytes=self.max_request_bytes)
+        models = tuple(Endpoint("GET", model_path(m)) for m in self.served_models)
+        return RouteGroup(
+            key=INFERENCE_ROUTES, endpoints=(*OPENAI_ENDPOINTS, *models), max_request_bytes=self.max_request_bytes
+        )
 
     @property
     def route_groups(self) -> tuple[RouteGroup, ...]:

@@ -240,10 +240,13 @@ class EdgeSettings(Section):
             return self.deletion_protection
         return environment == "production"
 
-    def policy(self, *, max_input_tokens: int = DEFAULT_MAX_INPUT_TOKENS) -> EdgePolicy:
+    def policy(
+        self, *, max_input_tokens: int = DEFAULT_MAX_INPUT_TOKENS, served_models: tuple[str, ...] = ()
+    ) -> EdgePolicy:
         """What the gateway enforces, for both renderings (Envoy Gateway objects, local Envoy).
         ``max_input_tokens`` is the stack's ``serving.maxInputLen``: the request-body limit is derived from it
-        (``inference_platform.components.edge.policy.request_body_limit``)."""
+        (``inference_platform.components.edge.policy.request_body_limit``); ``served_models`` (``serving.model``)
+        get their ``GET /v1/models/<id>``."""
         tiers = {
             name: Tier(name=name, requests_per_minute=t.requests_per_minute, concurrent_streams=t.concurrent_streams)
             for name, t in self.rate_limits.tiers.items()
@@ -266,6 +269,7 @@ class EdgeSettings(Section):
                 max_parallel_requests=cb.max_parallel_requests,
             ),
             max_request_bytes=request_body_limit(max_input_tokens),
+            served_models=served_models,
         )
 
     def _hostname_problems(self, ctx: CheckContext) -> list[Problem]:

@@ -3,7 +3,7 @@
 - ``public-routes-allow-listed``: every HTTPRoute whose backends are in an inference namespace matches
   only ``Exact`` paths of ``components.edge.policy.OPENAI_ENDPOINTS`` (``/v1/models``,
   ``/v1/chat/completions``, ``/v1/completions`` and the OpenAI server's health), each with the method the
-  policy gives it. A ``PathPrefix`` or ``RegularExpression`` match, a match without a path and a rule
+  policy gives it, and ``GET /v1/models/<id>`` of a single-segment model id. A ``PathPrefix`` or ``RegularExpression`` match, a match without a path and a rule
   without matches (both mean ``PathPrefix /`` in Gateway API v1, as bundled by Envoy Gateway v1.9.0) admit
   more; so does an ``Exact`` path of Triton's KServe v2 API (``/v2/...``: its metrics, health and internal
   checks stay inside the cluster, and its inference endpoints reach every model of the repository). A
@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from inference_platform.components.edge.policy import OPENAI_ENDPOINTS
+from inference_platform.components.catalog.serving_contract import OPENAI_MODELS_PATH
+from inference_platform.components.edge.policy import OPENAI_ENDPOINTS, model_path
 from inference_platform.policies.props import as_list, get
 from inference_platform.policies.rules.edge import route_kind
 from pulumi_policy import (
@@ -34,6 +35,7 @@ CONNECTION_ROUTES = ("TCPRoute", "TLSRoute", "UDPRoute")
 INFERENCE_NAMESPACES = ["inference"]
 # Gateway API v1 defaults: a rule without matches, and a match without a path, match PathPrefix "/".
 DEFAULT_PATH = {"type": "PathPrefix", "value": "/"}
+OPENAI_MODELS_PREFIX = OPENAI_MODELS_PATH + "/"
 
 
 def _toward_inference(resource: Any, namespaces: set[str]) -> bool:
@@ -54,11 +56,21 @@ def _http_problems(props: Any, allowed: dict[str, str]) -> list[str]:
             method = get(match, "method")
             if kind != "Exact":
                 out.append(f"{kind} {value} admits paths beyond the public API")
-            elif value not in allowed:
+            elif value not in allowed and not _model_path(value):
                 out.append(f"Exact {value} is not a public endpoint")
-            elif method != allowed[value]:
-                out.append(f"Exact {value} admits method {method or 'any'}; the public API takes {allowed[value]}")
+            elif method != allowed.get(value, "GET"):
+                out.append(
+                    f"Exact {value} admits method {method or 'any'}; the public API takes {allowed.get(value, 'GET')}"
+                )
     return out
+
+
+def _model_path(path: str) -> bool:
+    """``/v1/models/<one segment>``: a served model's retrieve endpoint (``policy.model_path``)."""
+    try:
+        return model_path(path.removeprefix(OPENAI_MODELS_PREFIX)) == path
+    except ValueError:
+        return False
 
 
 def _routes_allow_listed(args: StackValidationArgs, report: ReportViolation) -> None:

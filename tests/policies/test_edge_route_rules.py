@@ -56,6 +56,7 @@ def test_exact_public_endpoints_pass(violations):
                 {"path": {"type": "Exact", "value": "/v1/chat/completions"}, "method": "POST"},
                 {"path": {"type": "Exact", "value": "/v1/models"}, "method": "GET"},
                 {"path": {"type": "Exact", "value": "/health"}, "method": "GET"},
+                {"path": {"type": "Exact", "value": "/v1/models/meta-llama/Llama-3.1-8B"}, "method": "GET"},
             ],
             "backendRefs": [BACKEND],
         }
@@ -87,6 +88,8 @@ def test_a_route_elsewhere_is_not_judged(violations):
             "admits method any; the public API takes POST",
         ),
         ([{"path": {"type": "Exact", "value": "/v1/models"}, "method": "DELETE"}], "admits method DELETE"),
+        ([{"path": {"type": "Exact", "value": "/v1/models/x"}, "method": "POST"}], "admits method POST"),
+        ([{"path": {"type": "Exact", "value": "/v1/models/a/../v2"}, "method": "GET"}], "is not a public endpoint"),
     ],
 )
 def test_an_http_route_admitting_more_than_the_public_api_fails(violations, matches, words):

@@ -98,6 +98,19 @@ def test_the_public_endpoints_are_the_openai_calls_of_the_official_client_and_he
     assert not any(triton_endpoint(path) for _, path in admitted), TRITON_HTTP_SOURCE
 
 
+def test_a_served_models_retrieve_path_is_admitted_exactly_in_both_renderings():
+    policy = EdgePolicy(clients=(), served_models=("Llama-3.1-8B", "meta-llama/Llama-3.1-8B"))
+    expected = sorted(
+        [(e.method, f"Exact {e.path}") for e in OPENAI_ENDPOINTS]
+        + [("GET", "Exact /v1/models/Llama-3.1-8B"), ("GET", "Exact /v1/models/meta-llama/Llama-3.1-8B")]
+    )
+    for summary in (gateway_summary(render_gateway_objects(policy, TARGET)), bootstrap_summary(bootstrap(policy))):
+        assert summary["http_endpoints"] == expected
+    for bad in ("", "a/../b", "a//b", "x y", "../v2"):
+        with pytest.raises(ValueError, match="cannot be part of a path"):
+            EdgePolicy(clients=(), served_models=(bad,))
+
+
 @pytest.mark.parametrize("kind", sorted(TRITON_HTTP_ENDPOINTS))
 def test_no_triton_endpoint_is_admitted(kind):
     admitted = {e.path for e in EdgePolicy(clients=()).http_endpoints}

@@ -14,6 +14,7 @@ real server behind the same edge, with the official client, is tests/inferctl/se
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import http.client
 import json
 import select
@@ -97,8 +98,11 @@ class _OpenAIStandIn(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         self._record()
-        if self.path.startswith("/v1/models"):
-            self._json({"object": "list", "data": [{"id": MODEL, "object": "model", "created": 0, "owned_by": "me"}]})
+        model = {"id": MODEL, "object": "model", "created": 0, "owned_by": "me"}
+        if self.path.startswith("/v1/models/"):
+            self._json(model)
+        elif self.path.startswith("/v1/models"):
+            self._json({"object": "list", "data": [model]})
         else:
             self._json({"status": "ok"})
 
@@ -175,9 +179,11 @@ def edge_in_front(policy: Any, upstream: Upstream, handler: type[_OpenAIStandIn]
 
 @pytest.fixture(scope="module")
 def edge(tmp_path_factory) -> Iterator[Edge]:
+    # The served model's GET /v1/models/<id> is admitted as infra/edge.py admits serving.model's.
+    policy = dataclasses.replace(edge_policy(EDGE), served_models=(MODEL,))
     with stand_in() as (port, handler):
         upstream = Upstream(address=LOOPBACK, port=port)
-        with edge_in_front(edge_policy(EDGE), upstream, handler, tmp_path_factory.mktemp("edge")) as e:
+        with edge_in_front(policy, upstream, handler, tmp_path_factory.mktemp("edge")) as e:
             yield e
 
 
@@ -269,6 +275,7 @@ def test_the_official_openai_client_works_through_the_edge_with_its_bearer_key(e
     with httpx.Client(verify=ssl.create_default_context(cafile=edge.ca)) as http:
         client = openai.OpenAI(base_url=f"{edge.running.url}/v1", api_key=edge.keys["alpha"], http_client=http)
         assert [m.id for m in client.models.list()] == [MODEL]
+        assert client.models.retrieve(MODEL).id == MODEL
         chat = client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "hi"}], max_tokens=8)
         assert chat.choices[0].message.content == TEXT
         stream = client.chat.completions.create(
@@ -283,6 +290,7 @@ def test_the_official_openai_client_works_through_the_edge_with_its_bearer_key(e
     calls = [(s["method"], s["path"].split("?")[0]) for s in edge.upstream.seen]
     assert calls == [
         ("GET", "/v1/models"),
+        ("GET", "/v1/models/" + MODEL),
         ("POST", "/v1/chat/completions"),
         ("POST", "/v1/chat/completions"),
         ("POST", "/v1/completions"),
@@ -333,7 +341,8 @@ REFUSED = [
     ("GET", "/metrics", None),
     ("POST", "/v1/embeddings", {}),
     ("POST", "/v1/files", {}),
-    ("GET", "/v1/models/" + MODEL, None),
+    ("GET", "/v1/models/another-model", None),
+    ("POST", "/v1/models/" + MODEL, {}),
     ("GET", "/v1/chat/completions", None),
     ("PUT", "/v1/completions", {}),
     ("POST", "/v1/chat/completions/", CHAT),
@@ -347,6 +356,7 @@ ADMITTED = [
     ("GET", "/health", None),
     ("GET", "/v1/models", None),
     ("GET", "/v1/models?limit=1", None),
+    ("GET", "/v1/models/" + MODEL, None),
     ("POST", "/v1/chat/completions", CHAT),
     ("POST", "/v1/completions", {"model": MODEL, "prompt": "hi"}),
     # Normalized (RFC 3986 dot segments, merged slashes) before matching: what the server receives is admitted.
@@ -371,6 +381,7 @@ def test_only_the_openai_api_and_health_pass_and_the_rest_never_reaches_the_serv
         ("GET", "/health"),
         ("GET", "/v1/models"),
         ("GET", "/v1/models"),
+        ("GET", "/v1/models/" + MODEL),
         ("POST", "/v1/chat/completions"),
         ("POST", "/v1/completions"),
         ("POST", "/v1/completions"),
