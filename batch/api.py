@@ -35,6 +35,7 @@ DEFAULT_FILE_EXPIRY_SECONDS = 30 * 24 * 3600
 METADATA_LIMITS = (16, 64, 512)
 """Batch ``metadata``: at most 16 pairs, keys up to 64 characters, values up to 512 (openai types/batch.py)."""
 FILES_LIST_LIMIT = (1, 10000, 10000)
+UPLOAD_CHUNK_BYTES = 1024 * 1024
 BATCHES_LIST_LIMIT = (1, 100, 20)
 """(min, max, default) of ``limit`` on GET /v1/files and GET /v1/batches (openai file_list_params.py,
 batch_list_params.py)."""
@@ -123,7 +124,7 @@ class BatchApi:
         async for part in await request.multipart():
             if part.name == "file":
                 filename = part.filename or filename
-                content = await part.read()  # type: ignore[union-attr]
+                content = await self._read_limited(part)
             elif part.name:
                 fields[part.name] = await part.text()  # type: ignore[union-attr]
         if content is None:
@@ -161,6 +162,24 @@ class BatchApi:
         await asyncio.to_thread(save)
         metrics.FILES.labels(purpose="batch").inc()
         return _json(meta)
+
+    async def _read_limited(self, part: Any) -> bytes:
+        """The file part, refused past BATCH_MAX_FILE_BYTES while it streams in (aiohttp's client_max_size
+        does not bound a multipart body read part by part)."""
+        limit = self.config.max_file_bytes
+        chunks: list[bytes] = []
+        size = 0
+        while chunk := await part.read_chunk(UPLOAD_CHUNK_BYTES):
+            size += len(chunk)
+            if size > limit:
+                raise ApiError(
+                    413,
+                    f"the file is larger than {limit} bytes (BATCH_MAX_FILE_BYTES)",
+                    code="file_too_large",
+                    param="file",
+                )
+            chunks.append(chunk)
+        return b"".join(chunks)
 
     @staticmethod
     def _expiry(fields: dict[str, str]) -> int:

@@ -12,7 +12,7 @@ from inference_platform.batch import queue
 from inference_platform.batch.input_file import Request
 
 from tests.batch.conftest import stand_in_serving
-from tests.batch.lane_requests import chat_line, file_lines, submit, wait_finished
+from tests.batch.lane_requests import chat_line, file_lines, jsonl, submit, wait_finished
 
 pytestmark = [pytest.mark.motoserver, pytest.mark.live]
 
@@ -172,3 +172,15 @@ def test_a_stopped_worker_finishes_what_it_holds_and_exits_cleanly(lane_factory,
         done = wait_finished(client, batch.id, timeout=30)
         assert done.status == "completed" and done.request_counts.completed == 2
         assert "worker stopped" in worker.log.read_text()
+
+
+def test_an_upload_over_the_file_limit_is_refused_while_it_streams(lane_factory):
+    lane = lane_factory()
+    api = lane.api(BATCH_MAX_FILE_BYTES="4096")
+    client = api.openai(max_retries=0)
+    with pytest.raises(openai.APIStatusError) as refused:
+        client.files.create(file=jsonl([chat_line(i) for i in range(100)]), purpose="batch")
+    assert refused.value.status_code == 413 and refused.value.code == "file_too_large"
+    assert client.files.list().data == []
+    small = client.files.create(file=jsonl([chat_line(0)]), purpose="batch")
+    assert client.files.content(small.id).read() == jsonl([chat_line(0)]).read()
