@@ -93,3 +93,21 @@ def test_production_protects_the_lanes_bucket_and_no_policy_objects(stack_plan, 
     bucket = one(plan.run.resources, "batch-bucket-bucket")
     assert bucket.protect and bucket.retain_on_delete
     assert not [v for v in plan.violations if "batch" in v.urn]
+
+
+def test_dev_with_the_lane_turned_on_plans_cleanly(repo, tmp_path):
+    """Off by default in dev; a developer who turns it on (one API replica, one worker) gets a plan the pack passes."""
+    import yaml
+    from inference_platform.inferctl.plan.command import make_plan
+
+    stack = yaml.safe_load((repo / "stacks" / "Pulumi.dev.yaml").read_text())
+    stack["config"]["inference-platform:batch"] = {
+        "enabled": True,
+        "image": {"tag": "2026.12.1"},
+        "api": {"replicas": 1},
+        "workers": {"maxReplicas": 1},
+    }
+    path = tmp_path / "Pulumi.dev.yaml"
+    path.write_text(yaml.safe_dump(stack))
+    plan = make_plan(repo, "dev", stack_file=path)
+    assert _urns(plan, "inference:batch:BatchWorkloads") and plan.violations == []
