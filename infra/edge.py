@@ -33,6 +33,7 @@ from inference_platform.infra.cluster import Compute
 from inference_platform.infra.foundation import Foundation
 from inference_platform.infra.inference import Inference
 from inference_platform.infra.settings import Settings
+from inference_platform.infra.settings.edge import stack_edge_policy
 from inference_platform.infra.storage import Storage
 
 GATEWAY_NAME = "inference-edge"
@@ -127,7 +128,7 @@ def _gateway(
     route_dependencies: Sequence[pulumi.Resource] = (),
 ) -> EdgeGateway:
     cfg = settings.edge
-    policy = cfg.policy(max_input_tokens=settings.serving.max_input_len, served_models=(settings.serving.model,))
+    policy = stack_edge_policy(settings)
     if routes:
         policy = dataclasses.replace(policy, extra_routes=tuple(group for group, _ in routes))
     target = GatewayTarget(

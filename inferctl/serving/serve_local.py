@@ -270,8 +270,9 @@ def _edge_plan(args: argparse.Namespace, settings: Any, work_dir: Path) -> EdgeP
     import secrets
 
     from inference_platform.inferctl.serving.local_edge import generate_keys, write_key_file
+    from inference_platform.infra.settings.edge import stack_edge_policy
 
-    policy = settings.edge.policy(max_input_tokens=settings.serving.max_input_len)
+    policy = stack_edge_policy(settings)  # what the cluster's gateway admits, served model included
     keys = generate_keys(policy)
     key_file = args.api_key_file or work_dir / "api-keys.json"
     try:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 import ipaddress
 import re
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from inference_platform.components.catalog import aws_names
 from inference_platform.components.catalog import downstream_limits as limits
@@ -417,3 +417,11 @@ class EdgeSettings(Section):
             if not _NAME.match(name):
                 out.append(Problem(f"edge.rateLimits.tiers.{name}", "expected a lower-case DNS label"))
         return out
+
+
+def stack_edge_policy(settings: Any) -> EdgePolicy:
+    """The edge policy of a whole stack: its edge settings, the body limit from ``serving.maxInputLen`` and the
+    served model's ``GET /v1/models/<id>``. One definition for the cluster (infra/edge.py) and the local edge
+    (serve-local), so the two admit the same requests."""
+    serving = settings.serving
+    return settings.edge.policy(max_input_tokens=serving.max_input_len, served_models=(serving.served_model_name,))

@@ -20,6 +20,7 @@ from inference_platform.inferctl.serving.local_openai import openai_server
 from inference_platform.inferctl.serving.server_process import ServerProcess
 from inference_platform.inference_image.server_args import rank0_args
 from inference_platform.inference_image.testing.cpu_llm_api.local import LocalModel, Timing, build_local_model
+from inference_platform.infra.settings.edge import stack_edge_policy
 
 from inference_platform.processes import free_port
 from tests.inferctl.serving.conftest import LOOPBACK, READY_TIMEOUT, leftover_processes, listen
@@ -71,7 +72,7 @@ def openai_stack(settings: Any, work: Path, timing: Timing, *, edge: bool = True
         server.wait_ready(READY_TIMEOUT)
         running, key = None, None
         if edge:
-            policy = settings.edge.policy(max_input_tokens=serving.max_input_len)
+            policy = stack_edge_policy(settings)
             keys = generate_keys(policy)
             key = next(iter(keys.values()))
             running = stack.enter_context(
