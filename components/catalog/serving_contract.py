@@ -13,9 +13,6 @@ POD_ADDRESS = "0.0.0.0"
 LOOPBACK = "127.0.0.1"
 LIVE_PATH = "/v2/health/live"
 READY_PATH = "/v2/health/ready"
-PUBLIC_MODELS = ("ensemble", "tensorrt_llm_bls")
-"""The models clients call, the only ones the public edge admits (``inference_platform.components.edge.policy``); the LLM step
-(no input-length check) and the pre/post-processing steps are internal to them."""
 METRICS_PATH = "/metrics"
 OPENAI_PORT = 9000
 """The OpenAI-compatible server in the serving pod (Triton's own OpenAI frontend listens here by default): the
