@@ -182,6 +182,7 @@ def _workloads(
                 max_file_bytes=cfg.max_file_bytes,
                 max_requests=cfg.max_requests_per_batch,
                 lines_per_message=cfg.lines_per_message,
+                client_id_header=settings.edge.auth.client_id_header,
                 max_output_tokens=settings.serving.max_seq_len - settings.serving.max_input_len,
                 quota_requests=quotas.default.queued_requests,
                 quota_tokens=quotas.default.queued_tokens,

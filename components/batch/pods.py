@@ -72,6 +72,8 @@ class LaneEnv:
     max_requests: int
     max_output_tokens: int
     lines_per_message: int
+    client_id_header: str
+    """The header the edge sets to the authenticated client's id (edge.auth.clientIdHeader); quotas key by it."""
     quota_requests: int
     quota_tokens: int
     endpoints: Sequence[str] = ("/v1/chat/completions", "/v1/completions")
@@ -110,6 +112,7 @@ def api_env(env: LaneEnv) -> list[dict[str, Any]]:
     return [
         *common_env(env),
         {"name": "BATCH_API_PORT", "value": str(API_PORT)},
+        {"name": "BATCH_CLIENT_ID_HEADER", "value": env.client_id_header},
         {"name": "BATCH_ENDPOINTS", "value": ",".join(env.endpoints)},
         {"name": "BATCH_MAX_FILE_BYTES", "value": str(env.max_file_bytes)},
         {"name": "BATCH_MAX_REQUESTS_PER_BATCH", "value": str(env.max_requests)},

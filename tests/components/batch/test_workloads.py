@@ -34,6 +34,7 @@ LANE = LaneEnv(
     max_requests=50_000,
     max_output_tokens=8192,
     lines_per_message=10,
+    client_id_header="x-client-id",
     quota_requests=100_000,
     quota_tokens=20_000_000,
 )
@@ -93,7 +94,7 @@ def test_the_api_environment_is_what_the_lanes_api_reads(lane, tmp_path):
     config = api_config({**env, "BATCH_QUOTAS_FILE": str(quotas)})
     assert config.port == pods.API_PORT and config.common.metrics_port == pods.METRICS_PORT
     assert config.max_requests_per_batch == 50_000 and config.max_output_tokens == 8192
-    assert config.lines_per_message == 10
+    assert config.lines_per_message == 10 and config.client_id_header == "x-client-id"
     assert config.quotas["bulk"].queued_tokens == 200_000_000
     assert env["BATCH_QUOTAS_FILE"] == f"{pods.QUOTAS_DIR}/{pods.QUOTAS_FILE}"
     mounts = pod["containers"][0]["volumeMounts"]
