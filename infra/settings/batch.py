@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from inference_platform.components import catalog
 from inference_platform.infra.settings.base import CheckContext, Problem, Section
 from inference_platform.infra.settings.inference import ImageSettings
 from pydantic import Field
@@ -223,6 +224,7 @@ class BatchSettings(Section):
             why = "an accelerator pool: batch workers never run on accelerator nodes" if (
                 self.workers.node_pool in pools) else "not a node pool"  # fmt: skip
             out.append(Problem("batch.workers.nodePool", f"got {self.workers.node_pool!r}, {why}; allowed: 'system'"))
+        out += self._system_node_problems(ctx)
         if ctx.production and self.api.replicas < 2:
             out.append(Problem("batch.api.replicas", f"got {self.api.replicas}; production serves from at least 2"))
         if ctx.production and self.has_image and self.image.digest is None:
@@ -235,6 +237,28 @@ class BatchSettings(Section):
         out += self._edge_problems(ctx)
         out += self._scaling_problems(ctx)
         return out
+
+    def _system_node_problems(self, ctx: CheckContext) -> list[Problem]:
+        """The lane's pods run on the system node group: at their ceiling they must fit in it at its largest."""
+        system = getattr(ctx.sections.get("cluster"), "system_node_group", None)
+        if system is None or self.workers.node_pool != SYSTEM_POOL:
+            return []
+        known = [catalog.instance(t) for t in system.instance_types if t in catalog.CATALOG]
+        if not known:
+            return []
+        vcpu = min(t.vcpu for t in known) * system.max_size
+        wanted = self.workers.max_replicas * self.workers.cpu + self.api.replicas * self.api.cpu
+        if wanted <= vcpu:
+            return []
+        return [
+            Problem(
+                "batch.workers.maxReplicas",
+                f"got {self.workers.max_replicas}; {self.workers.max_replicas} workers x {self.workers.cpu:g} vCPU and "
+                f"{self.api.replicas} API replicas x {self.api.cpu:g} vCPU need {wanted:g} vCPU, more than the system "
+                f"node group holds at cluster.systemNodeGroup.maxSize {system.max_size} ({vcpu:g} vCPU); raise it or "
+                "lower the lane's ceiling",
+            )
+        ]
 
     def _edge_problems(self, ctx: CheckContext) -> list[Problem]:
         out = []

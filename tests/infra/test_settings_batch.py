@@ -97,6 +97,12 @@ def problems(tmp_path, stack, batch: dict, **others) -> str:
             {"autoscaling": {"enabled": False}},
             "batch.enabled: true while autoscaling.enabled is false",
         ),
+        (
+            {"enabled": True, "workers": {"maxReplicas": 40, "cpu": 1}},
+            {},
+            "batch.workers.maxReplicas: got 40; 40 workers x 1 vCPU and 2 API replicas x 0.5 vCPU need 41 vCPU, more "
+            "than the system node group holds at cluster.systemNodeGroup.maxSize 4 (16 vCPU)",
+        ),
     ],
 )
 def test_bad_values_exit_2_naming_the_key(tmp_path, prod, batch, others, expected):
