@@ -224,7 +224,7 @@ def backfill_text(j: dict[str, Any]) -> list[str]:
         "  w/o  " + " ".join(f"{h['utilisation'] * 100:>3.0f}" for h in j["hours"]),
         "  with "
         + " ".join(f"{h['utilisation_backfilled'] * 100:>3.0f}" for h in j["hours"])
-        + "  (% of the running replicas' SLO capacity)",
+        + "  (% of the running replicas' SLO capacity; hours from the night's start)",
     ]
 
 
