@@ -71,13 +71,14 @@ class TritonPythonModel:
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name="llm-api", daemon=True)
         self.thread.start()
-        self.running: dict[int, tuple[Any, Any, str]] = {}
-        """id(result) -> (result, its cancellation check, its Triton request id)."""
+        self.running: dict[int, _Running] = {}
+        """id(result) -> the request generating it."""
         self.lock = threading.Lock()
+        """Guards ``running`` and every ``_Running.final``: the cancellation check runs only under it."""
         self.llm = self._on_loop(self._build(engine.LLM, llm_args))
         # Responses leave through one thread of their own: a send waits on the stub's IPC, which must not hold
         # up the loop the engine's results arrive on. One queue keeps each request's responses in order.
-        self.outbox: queue.SimpleQueue[tuple[Any, Any, int] | None] = queue.SimpleQueue()
+        self.outbox: queue.SimpleQueue[tuple[Any, Any, int, _Running | None] | None] = queue.SimpleQueue()
         self.sender = threading.Thread(target=self._send_loop, name="llm-send", daemon=True)
         self.sender.start()
         self.stopping = threading.Event()
@@ -96,8 +97,8 @@ class TritonPythonModel:
         self.stopping.set()
         with self.lock:
             running = list(self.running.values())
-        for result, _, _ in running:
-            self.loop.call_soon_threadsafe(result.abort)
+        for entry in running:
+            self.loop.call_soon_threadsafe(entry.result.abort)
         self._on_loop(self._shutdown())
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(timeout=30)
@@ -126,20 +127,22 @@ class TritonPythonModel:
         except Exception as err:  # a refused request gets one error response, never a hang
             return self._send(sender, _error(err), final=True)
         cancelled = sender.is_cancelled if sender is not None else getattr(request, "is_cancelled", lambda: False)
+        entry = _Running(result, cancelled, request.request_id())
         with self.lock:
-            self.running[id(result)] = (result, cancelled, request.request_id())
+            self.running[id(result)] = entry
         try:
             last = None
             async for output in result:
                 last = output
                 if streaming:
                     done = output.finished
-                    self._send(sender, self._response(output, output.outputs[0].text_diff, done), final=done)
+                    response = self._response(output, output.outputs[0].text_diff, done)
+                    self._send(sender, response, final=done, entry=entry)
             if streaming:
                 return None
-            return self._send(sender, self._response(last, last.outputs[0].text, True), final=True)
+            return self._send(sender, self._response(last, last.outputs[0].text, True), final=True, entry=entry)
         except Exception as err:
-            return self._send(sender, _error(err), final=True)
+            return self._send(sender, _error(err), final=True, entry=entry)
         finally:
             with self.lock:
                 self.running.pop(id(result), None)
@@ -201,10 +204,12 @@ class TritonPythonModel:
         }
         return pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor(k, v) for k, v in tensors.items()])
 
-    def _send(self, sender: Any, response: Any, *, final: bool) -> Any:
+    def _send(self, sender: Any, response: Any, *, final: bool, entry: _Running | None = None) -> Any:
         if sender is None:
+            if final and entry is not None:
+                entry.finish(self.lock)  # Triton releases the request once execute() returns its response
             return response
-        self.outbox.put((sender, response, pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL if final else 0))
+        self.outbox.put((sender, response, pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL if final else 0, entry))
         return None
 
     # -- off the loop -------------------------------------------------------------------------------------
@@ -215,13 +220,15 @@ class TritonPythonModel:
         if not request_id:
             raise RequestError("stop: the request to stop needs a request id")
         with self.lock:
-            matching = [result for result, _, rid in self.running.values() if rid == request_id]
+            matching = [e.result for e in self.running.values() if e.request_id == request_id]
         for result in matching:
             result.abort()
 
     def _send_loop(self) -> None:
         while (item := self.outbox.get()) is not None:
-            sender, response, flags = item
+            sender, response, flags, entry = item
+            if flags and entry is not None:
+                entry.finish(self.lock)
             try:
                 sender.send(response, flags=flags)
             except Exception as err:  # the client is gone: nothing to tell it, the next response may still go
@@ -231,14 +238,33 @@ class TritonPythonModel:
         """Abort the requests whose client went away (Triton marks them cancelled), every cancel period."""
         while not self.stopping.wait(self.cancel_period):
             with self.lock:
-                running = list(self.running.values())
-            for result, cancelled, _ in running:
-                try:
-                    gone = cancelled()
-                except Exception:  # the request is already released
-                    gone = True
-                if gone:
-                    self.loop.call_soon_threadsafe(result.abort)
+                # Under the lock a request's final response has not gone yet (finish() waits for it), so Triton
+                # has not freed the response factory that is_cancelled() reads: asking later would crash Triton.
+                gone = [e.result for e in self.running.values() if not e.final and _asks_cancelled(e.cancelled)]
+            for result in gone:
+                self.loop.call_soon_threadsafe(result.abort)
+
+
+class _Running:
+    """A request generating: its result, Triton's cancellation check for it, its request id."""
+
+    def __init__(self, result: Any, cancelled: Any, request_id: str) -> None:
+        self.result = result
+        self.cancelled = cancelled
+        self.request_id = request_id
+        self.final = False
+        """True from just before its final response goes: from then on nothing may ask Triton about it."""
+
+    def finish(self, lock: threading.Lock) -> None:
+        with lock:
+            self.final = True
+
+
+def _asks_cancelled(cancelled: Any) -> bool:
+    try:
+        return bool(cancelled())
+    except Exception:  # the request is already released
+        return True
 
 
 def _scalar(request: Any, name: str) -> Any:
