@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.motoserver, pytest.mark.live]
 
 BURST = 2000
 INTERACTIVE_CLIENTS = 3
-REQUESTS_PER_CLIENT = 10
+REQUESTS_PER_CLIENT = 20
 
 
 def interactive_ttfts(serving_url: str) -> list[float]:
@@ -79,14 +79,17 @@ def test_a_queued_burst_leaves_interactive_ttft_within_the_dev_slo(lane_factory,
             assert time.monotonic() < deadline, "the workers never took batch work"
             time.sleep(0.1)
         beside = interactive_ttfts(serving.url)
-        completed = sum(w.metric("batch_requests_total", status="completed") for w in workers)
         backoff = sum(w.metric("batch_worker_backoff_seconds_total") for w in workers)
+        # Sheddable, not stopped: the batch keeps moving beside the interactive load (a batch request takes ~1 s).
+        deadline = time.monotonic() + 30
+        while (completed := sum(w.metric("batch_requests_total", status="completed") for w in workers)) == 0:
+            assert time.monotonic() < deadline, "batch work made no progress beside the interactive load"
+            time.sleep(0.2)
         print(
             f"\ninteractive TTFT ms alone p50 {statistics.median(alone):.0f} p95 {p95(alone):.0f}; beside {BURST} queued "
             f"p50 {statistics.median(beside):.0f} p95 {p95(beside):.0f} (SLO p50 {slo.ttft_p50_ms}, p95 {slo.ttft_p95_ms}); "
-            f"batch lines done meanwhile {completed:.0f}, workers shed {backoff:.1f} s"
+            f"batch lines done beside it {completed:.0f}, workers shed {backoff:.1f} s"
         )
         assert statistics.median(beside) <= slo.ttft_p50_ms
         assert p95(beside) <= slo.ttft_p95_ms
         assert backoff > 0, "the workers never yielded"
-        assert completed > 0, "batch work made no progress beside the interactive load"
