@@ -88,3 +88,15 @@ def test_a_bad_setting_exits_2_with_one_line_naming_it(batch_env, tmp_path):
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
     assert "BATCH_QUEUE_URL='ftp://x'" in result.stderr and "BATCH_CONCURRENCY='0'" in result.stderr
+
+
+def test_the_development_virtualenv_runs_the_roles_on_the_images_ranges():
+    """tests/batch runs the roles from .venv too: requirements-dev.txt (or pyproject's extras) must name the image's
+    libraries with the very ranges of batch/requirements.txt."""
+    import tomllib
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    declared = {*project["dependencies"], *(d for extra in project["optional-dependencies"].values() for d in extra)}
+    declared |= {line.strip() for line in (REPO / "requirements-dev.txt").read_text().splitlines()}
+    image = [line for line in (REPO / "batch" / "requirements.txt").read_text().splitlines() if line and line[0] != "#"]
+    assert [r for r in image if r not in declared] == []
