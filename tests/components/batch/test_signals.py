@@ -4,8 +4,6 @@ the serving workload's own series."""
 
 from __future__ import annotations
 
-import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -15,20 +13,12 @@ from inference_platform.components.observability.dashboards import batch as batc
 from inference_platform.components.observability.dashboards.panels import expand, queries, to_json
 from inference_platform.components.observability.promql import Scope
 
+from tests.components.observability.test_rules import Case, _run, _tests
 from tests.system_tools import require_tool
 
 WATCH = LaneWatch(namespace="batch", completion_window_hours=24)
 API = 'namespace="batch",pod="batch-api-a"'
 WORKER = 'namespace="batch",pod="batch-worker-a"'
-
-
-@dataclass(frozen=True)
-class Case:
-    alert: str
-    firing: list[tuple[str, str]]
-    calm: list[tuple[str, str]]
-    eval_time: str
-    description: str
 
 
 CASES = [
@@ -38,6 +28,7 @@ CASES = [
         [(f"batch_oldest_open_batch_age_seconds{{{API}}}", "68400+60x20")],
         [(f"batch_oldest_open_batch_age_seconds{{{API}}}", "3600+60x20")],
         "10m",
+        {},
         "The oldest open batch is 19h 10m 0s old: beyond 75% of the 24 h completion window; when the window ends it "
         "expires unfinished.",
     ),
@@ -46,6 +37,7 @@ CASES = [
         [(f'batch_queue_messages{{{API},queue="dead_letter",state="visible"}}', "3x20")],
         [(f'batch_queue_messages{{{API},queue="dead_letter",state="visible"}}', "0x20")],
         "10m",
+        {},
         "3 message(s) failed every delivery (maxReceiveCount) and sit in the dead-letter queue; their lines are in "
         "the batches' error files.",
     ),
@@ -54,6 +46,7 @@ CASES = [
         [(f'batch_worker_errors_total{{{WORKER},reason="serving"}}', "0+30x40")],
         [(f'batch_worker_errors_total{{{WORKER},reason="serving"}}', "0+1x40")],
         "30m",
+        {},
         "0.5 errors/s against S3, SQS, the serving endpoint or the back-off signals.",
     ),
     Case(
@@ -67,40 +60,16 @@ CASES = [
             (f'batch_requests_total{{{WORKER},status="completed"}}', "100+10x60"),
         ],
         "50m",
+        {},
         "Messages are queued but no line completed in 15 minutes: no worker runs, or every worker sheds because the "
         "interactive tier keeps the servers busy.",
     ),
 ]
 
 
-def _suite(groups: list[dict]) -> dict:
-    rules = {r["alert"]: r for g in groups for r in g["rules"] if "alert" in r}
-    tests = []
-    for case in CASES:
-        rule = rules[case.alert]
-        expected = {
-            "exp_labels": {"severity": rule["labels"]["severity"]},
-            "exp_annotations": {**rule["annotations"], "description": case.description},
-        }
-        for series, alerts in ((case.firing, [expected]), (case.calm, [])):
-            tests.append(
-                {
-                    "name": f"{case.alert} {'fires' if alerts else 'stays quiet'}",
-                    "interval": "1m",
-                    "input_series": [{"series": s, "values": v} for s, v in series],
-                    "alert_rule_test": [{"eval_time": case.eval_time, "alertname": case.alert, "exp_alerts": alerts}],
-                }
-            )
-    return {"rule_files": ["rules.yml"], "evaluation_interval": "1m", "tests": tests}
-
-
 @pytest.fixture(scope="module")
 def promtool() -> Path:
     return require_tool("promtool")
-
-
-def _run(promtool: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(promtool), *args], cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
 def test_every_lane_alert_fires_and_stays_quiet_under_promtool(promtool, tmp_path):
@@ -110,7 +79,8 @@ def test_every_lane_alert_fires_and_stays_quiet_under_promtool(promtool, tmp_pat
     (tmp_path / "rules.yml").write_text(yaml.safe_dump({"groups": groups}, sort_keys=False))
     checked = _run(promtool, "check", "rules", "rules.yml", cwd=tmp_path)
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    (tmp_path / "tests.yml").write_text(yaml.safe_dump(_suite(groups), sort_keys=False))
+    suite = {"rule_files": ["rules.yml"], "evaluation_interval": "1m", "tests": _tests(groups, CASES)}
+    (tmp_path / "tests.yml").write_text(yaml.safe_dump(suite, sort_keys=False))
     result = _run(promtool, "test", "rules", "tests.yml", cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
 
