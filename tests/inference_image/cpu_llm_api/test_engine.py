@@ -40,7 +40,13 @@ def llm(checkpoint: Path, **args) -> LLM:
 
 
 def run(coro):
-    return asyncio.run(asyncio.wait_for(coro, timeout=30))
+    # A loop of its own, never installed: asyncio.run() would leave the main thread's event loop unset, and the
+    # Pulumi mock tests that may follow in this worker ask for it.
+    loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete(asyncio.wait_for(coro, timeout=30))
+    finally:
+        loop.close()
 
 
 async def complete(engine: LLM, prompt, **params):
