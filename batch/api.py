@@ -11,6 +11,7 @@ shape (``{"error": {message, type, param, code}}``), which the official client t
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import re
@@ -302,33 +303,19 @@ class BatchApi:
             batch_id=objects.new_batch_id(), endpoint=endpoint, input_file_id=file_id, completion_window=window,
             created_at=created, expires_at=created + self.config.common.completion_window_hours * 3600, metadata=metadata,
         )  # fmt: skip
+        store_it = functools.partial(
+            lifecycle.create, self.store, self.sqs, self.config.common.queue_url, owner=client, batch=batch,
+            parsed=parsed, lines_per_message=self.config.lines_per_message,
+        )  # fmt: skip
         if parsed.errors:
-            record = await asyncio.to_thread(
-                lifecycle.create,
-                self.store,
-                self.sqs,
-                self.config.common.queue_url,
-                owner=client,
-                batch=batch,
-                parsed=parsed,
-                lines_per_message=self.config.lines_per_message,
-            )
+            record = await asyncio.to_thread(store_it)
             metrics.SUBMISSIONS.labels(outcome="invalid").inc()
             return _json(record["batch"])
         lock = self._client_locks.setdefault(client, asyncio.Lock())
         async with lock:
             # One submission of a client at a time in this replica, so two cannot both pass the same headroom.
             await self._check_quota(client, len(parsed.requests), parsed.estimated_tokens)
-            record = await asyncio.to_thread(
-                lifecycle.create,
-                self.store,
-                self.sqs,
-                self.config.common.queue_url,
-                owner=client,
-                batch=batch,
-                parsed=parsed,
-                lines_per_message=self.config.lines_per_message,
-            )
+            record = await asyncio.to_thread(store_it)
         metrics.SUBMISSIONS.labels(outcome="created").inc()
         return _json(await asyncio.to_thread(lifecycle.public, self.store, record))
 

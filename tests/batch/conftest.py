@@ -275,3 +275,14 @@ def stand_in_serving(
 def serving(tmp_path: Path) -> Iterator[Serving]:
     with stand_in_serving(tmp_path) as server:
         yield server
+
+
+@contextlib.contextmanager
+def lane_with_worker(lane_factory: Any, work: Path, *, slots: int, token_ms: float, concurrency: int,
+                     **lane_options: Any) -> Iterator[tuple[Lane, Any, Process, Serving]]:  # fmt: skip
+    """A serving stand-in, a lane with its API, one worker calling the stand-in, and an openai client of the API."""
+    with stand_in_serving(work, slots=slots, token_ms=token_ms) as serving:
+        lane = lane_factory(**lane_options)
+        api = lane.api()
+        worker = lane.worker(BATCH_SERVING_URL=serving.url, BATCH_CONCURRENCY=str(concurrency))
+        yield lane, api.openai(max_retries=5), worker, serving

@@ -11,7 +11,7 @@ import pytest
 from inference_platform.batch import queue
 from inference_platform.batch.input_file import Request
 
-from tests.batch.conftest import stand_in_serving
+from tests.batch.conftest import lane_with_worker, stand_in_serving
 from tests.batch.lane_requests import chat_line, file_lines, jsonl, submit, wait_finished
 
 pytestmark = [pytest.mark.motoserver, pytest.mark.live]
@@ -93,11 +93,7 @@ def test_a_request_that_always_fails_ends_in_the_error_file_and_the_dead_letter_
 
 
 def test_the_emulator_restarted_mid_batch_keeps_its_data_and_the_batch_completes(lane_factory, tmp_path):
-    with stand_in_serving(tmp_path, slots=4, token_ms=10, first_token_ms=20) as serving:
-        lane = lane_factory()
-        api = lane.api()
-        client = api.openai(max_retries=5)
-        worker = lane.worker(BATCH_SERVING_URL=serving.url, BATCH_CONCURRENCY="4")
+    with lane_with_worker(lane_factory, tmp_path, slots=4, token_ms=10, concurrency=4) as (lane, client, worker, _):
         lines = [chat_line(i) for i in range(200)]
         batch = submit(client, lines)
         wait_for(lambda: worker.metric("batch_requests_total", status="completed") >= 20, 60, "20 lines done")
@@ -137,11 +133,7 @@ def test_a_client_over_its_queued_quota_gets_a_429_at_submission(lane_factory, t
 
 
 def test_a_cancelled_batch_keeps_its_answers_and_files_the_rest_as_cancelled(lane_factory, tmp_path):
-    with stand_in_serving(tmp_path, slots=2, token_ms=100, first_token_ms=20) as serving:
-        lane = lane_factory()
-        api = lane.api()
-        client = api.openai()
-        worker = lane.worker(BATCH_SERVING_URL=serving.url, BATCH_CONCURRENCY="2")
+    with lane_with_worker(lane_factory, tmp_path, slots=2, token_ms=100, concurrency=2) as (_lane, client, worker, _):
         lines = [chat_line(i) for i in range(40)]
         batch = submit(client, lines)
         wait_for(lambda: worker.metric("batch_requests_total", status="completed") >= 4, 60, "4 lines done")
@@ -159,11 +151,7 @@ def test_a_cancelled_batch_keeps_its_answers_and_files_the_rest_as_cancelled(lan
 
 
 def test_a_stopped_worker_finishes_what_it_holds_and_exits_cleanly(lane_factory, tmp_path):
-    with stand_in_serving(tmp_path, slots=4, token_ms=150, first_token_ms=20) as serving:
-        lane = lane_factory()
-        api = lane.api()
-        client = api.openai()
-        worker = lane.worker(BATCH_SERVING_URL=serving.url, BATCH_CONCURRENCY="2")
+    with lane_with_worker(lane_factory, tmp_path, slots=4, token_ms=150, concurrency=2) as (_lane, client, worker, _):
         lines = [chat_line(i) for i in range(2)]
         batch = submit(client, lines)
         wait_for(lambda: worker.metric("batch_worker_in_flight") == 2, 20, "two requests in flight")
