@@ -25,6 +25,8 @@ from inference_platform.inference_image.openai_api.errors import SERVER_ERROR, U
 from inference_platform.inference_image.openai_api.model_files import Prompt
 from inference_platform.inference_image.openai_api.requests import Generation
 
+KEEPALIVE_CONNECTIONS = 64
+"""Idle loopback connections to Triton kept for reuse."""
 FINISH_REASONS = {"stop": "stop", "length": "length"}
 """LLM API finish reasons OpenAI has a name for; ``cancelled``/``timeout`` end a response without one."""
 
@@ -81,8 +83,13 @@ class TritonLlm:
     ) -> None:
         self.url = f"{base_url.rstrip('/')}/v2/models/{model}/generate_stream"
         self.ready_url = f"{base_url.rstrip('/')}/v2/models/{model}/ready"
-        # No read timeout: a long prefill legitimately sends nothing for a while; the edge bounds the stream.
-        self._client = client or httpx.AsyncClient(timeout=httpx.Timeout(timeout, read=None))
+        # No read timeout: a long prefill legitimately sends nothing for a while; the edge bounds the stream. No
+        # connection cap or pool wait either: each running stream holds one loopback connection, and httpx's
+        # default of 100 would queue (then fail) the 101st stream while the engine's batch has room.
+        self._client = client or httpx.AsyncClient(
+            timeout=httpx.Timeout(timeout, read=None, pool=None),
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=KEEPALIVE_CONNECTIONS),
+        )
 
     async def close(self) -> None:
         await self._client.aclose()
