@@ -43,7 +43,7 @@ async def run_api() -> None:
     s3, sqs = aws.clients(common, pool=32)
     await asyncio.to_thread(queue.limits, sqs, common)
     store = aws.store(s3, common)
-    health = Health(lambda: aws.reachable(s3, sqs, common))
+    health = Health(lambda: aws.api_ready(s3, sqs, common))
     api = BatchApi(config, store, sqs)
     runners = [
         await _serve(api.app(health.routes()), config.address, config.port),
@@ -83,7 +83,7 @@ async def run_worker() -> None:
     limits = await asyncio.to_thread(queue.limits, sqs, common)
     wait = int(os.environ.get("BATCH_RECEIVE_WAIT_SECONDS", RECEIVE_WAIT_SECONDS))
     worker = Worker(config, aws.store(s3, common), sqs, limits, receive_wait=max(0, min(RECEIVE_WAIT_SECONDS, wait)))
-    health = Health(lambda: aws.reachable(s3, sqs, common))
+    health = Health(lambda: aws.worker_ready(sqs, common))
     worker.heartbeat = health.beat
     runner = await _serve(metrics_app(health), common.metrics_address, common.metrics_port)
     logging.getLogger(__name__).info(

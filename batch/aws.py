@@ -35,7 +35,14 @@ def store(s3: Any, config: CommonConfig) -> Store:
     )
 
 
-def reachable(s3: Any, sqs: Any, config: CommonConfig) -> None:
-    """Raises unless the bucket and the queue answer (readiness)."""
-    s3.head_bucket(Bucket=config.bucket)
+def api_ready(s3: Any, sqs: Any, config: CommonConfig) -> None:
+    """Raises unless the API's bucket prefix and the queue answer (readiness). A prefix listing, not HeadBucket:
+    the API's role may list the bucket only under its prefixes (an s3:prefix condition HeadBucket never meets)."""
+    s3.list_objects_v2(Bucket=config.bucket, Prefix=config.files_prefix, MaxKeys=1)
+    sqs.get_queue_attributes(QueueUrl=config.queue_url, AttributeNames=["QueueArn"])
+
+
+def worker_ready(sqs: Any, config: CommonConfig) -> None:
+    """Raises unless the work queue answers (readiness). The worker's role may not list the bucket, so S3 trouble
+    shows in batch_worker_errors_total{reason="s3"} instead of here."""
     sqs.get_queue_attributes(QueueUrl=config.queue_url, AttributeNames=["QueueArn"])

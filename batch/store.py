@@ -18,6 +18,7 @@ emulated by moto 5.2.5 (``moto/s3/responses.py``), which the tests run.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -30,6 +31,14 @@ _PRECONDITION_FAILED = "PreconditionFailed"
 _CONDITIONAL_CONFLICT = "ConditionalRequestConflict"
 CONFLICT_RETRIES = 5
 _MISSING_CODES = {"NoSuchKey", "404", "NotFound"}
+_FORBIDDEN_CODES = {"AccessDenied", "403", "Forbidden"}
+"""S3 answers a missing key with 403, not 404, to a role without s3:ListBucket on the bucket (HeadObject and
+GetObject, botocore 1.44.8 s3 model, pinned in tests/batch/test_upstream_pins.py). The lane's keys are only
+ever read where the code expects them or their absence, so 403 is read as absent, with one warning naming
+the grant that restores 404 (a real permission problem then shows on the writes, which never read as 403)."""
+
+
+log = logging.getLogger(__name__)
 
 
 class Conflict(Exception):
@@ -100,7 +109,7 @@ class Store:
         try:
             response = self.s3.get_object(Bucket=self.bucket, Key=key)
         except ClientError as err:
-            if err.response.get("Error", {}).get("Code") in _MISSING_CODES:
+            if self._absent(err, key):
                 return None
             raise
         return response["Body"].read(), str(response["ETag"])
@@ -109,10 +118,19 @@ class Store:
         try:
             self.s3.head_object(Bucket=self.bucket, Key=key)
         except ClientError as err:
-            if err.response.get("Error", {}).get("Code") in _MISSING_CODES:
+            if self._absent(err, key):
                 return False
             raise
         return True
+
+    _warned = False
+
+    def _absent(self, err: ClientError, key: str) -> bool:
+        code = str(err.response.get("Error", {}).get("Code"))
+        if code in _FORBIDDEN_CODES and not Store._warned:
+            Store._warned = True
+            log.warning("S3 answered 403 for %s: read as absent; grant s3:ListBucket on the bucket for 404s", key)
+        return code in _MISSING_CODES or code in _FORBIDDEN_CODES
 
     def keys(self, prefix: str) -> Iterator[str]:
         for page in self.s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix):

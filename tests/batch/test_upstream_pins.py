@@ -44,3 +44,16 @@ def test_s3_conditional_writes():
     assert "does not already exist" in if_none_match and "412 Precondition Failed" in if_none_match
     assert "409 ConditionalRequestConflict" in if_none_match and "retry the upload" in if_none_match
     assert "412 Precondition Failed" in doc(s3, "PutObject", "IfMatch")
+
+
+def test_s3_answers_a_missing_key_with_403_without_list_bucket():
+    s3 = botocore.session.get_session().get_service_model("s3")
+    for operation in ("HeadObject", "GetObject"):
+        text = doc(s3, operation)
+        assert (
+            "If you have the s3:ListBucket permission on the bucket, Amazon S3 returns an HTTP status code 404" in text
+        )
+        assert (
+            "If you don\u2019t have the s3:ListBucket permission, Amazon S3 returns an HTTP status code 403"
+            in text.replace("'", "\u2019")
+        )
