@@ -11,6 +11,8 @@ from pathlib import Path
 
 from inference_platform.components.catalog.serving_contract import HTTP_PORT, LOOPBACK, OPENAI_PORT, POD_ADDRESS
 
+GRACEFUL_SHUTDOWN_S = 30.0
+
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="openai_api", description=__doc__.splitlines()[0])
@@ -23,6 +25,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--triton-model", default="tensorrt_llm")
     p.add_argument("--host", default=POD_ADDRESS)
     p.add_argument("--port", type=int, default=OPENAI_PORT)
+    p.add_argument(
+        "--shutdown-timeout",
+        type=float,
+        default=GRACEFUL_SHUTDOWN_S,
+        help=f"seconds running streams may finish after SIGTERM (default {GRACEFUL_SHUTDOWN_S:g}; the pod passes "
+        "serving.server.exitTimeoutSeconds)",
+    )
     return p
 
 
@@ -41,7 +50,10 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as err:
         print(f"openai_api: {err}", file=sys.stderr)
         return 2
-    serve(app, host=args.host, port=args.port)
+    if args.shutdown_timeout <= 0:
+        print(f"openai_api: --shutdown-timeout must be > 0 seconds, got {args.shutdown_timeout:g}", file=sys.stderr)
+        return 2
+    serve(app, host=args.host, port=args.port, shutdown_timeout=args.shutdown_timeout)
     return 0
 
 

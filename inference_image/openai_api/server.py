@@ -11,9 +11,6 @@ from inference_platform.inference_image.openai_api.llm_client import TritonLlm
 from inference_platform.inference_image.openai_api.model_files import ModelFilesError, Prompting
 from inference_platform.inference_image.openai_api.service import Limits, Service
 
-GRACEFUL_SHUTDOWN_S = 30
-"""How long running streams may finish after SIGTERM (the pod's drain covers it)."""
-
 
 def build(*, model_dir: Path, served_model: str, tokenizer_dir: Path | None, triton_url: str, triton_model: str) -> Any:
     config = from_model_dir(model_dir, served_model=served_model, tokenizer_dir=tokenizer_dir)
@@ -31,7 +28,8 @@ def build(*, model_dir: Path, served_model: str, tokenizer_dir: Path | None, tri
     return build_app(service)
 
 
-def serve(app: Any, *, host: str, port: int) -> None:
+def serve(app: Any, *, host: str, port: int, shutdown_timeout: float) -> None:
+    """Until SIGTERM/SIGINT; then no new connections, and running streams get ``shutdown_timeout`` s to finish."""
     import uvicorn
 
-    uvicorn.run(app, host=host, port=port, log_level="info", timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S)
+    uvicorn.run(app, host=host, port=port, log_level="info", timeout_graceful_shutdown=shutdown_timeout)
