@@ -170,8 +170,13 @@ class Worker:
             return
         record = await asyncio.to_thread(self._record, delivery.owner, batch_id)
         if record is None:
-            log.warning("batch %s is gone; dropping its message", batch_id)
-            await self._delete(delivery)
+            # A record outlives its messages (retention: the window + a day; records: the lifecycle's 30 days), so
+            # a missing one is a misconfigured key or grant: the message is kept for the DLQ, never dropped.
+            metrics.WORKER_ERRORS.labels(reason="s3").inc()
+            log.warning(
+                "batch %s has no record; its message goes back (and to the DLQ after the receive limit)", batch_id
+            )
+            await self._visibility(delivery, self.config.retry_delay_seconds)
             return
         batch = record["batch"]
         if batch["status"] in ("cancelling", "cancelled") or time.time() >= batch["expires_at"]:

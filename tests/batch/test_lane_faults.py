@@ -172,3 +172,17 @@ def test_an_upload_over_the_file_limit_is_refused_while_it_streams(lane_factory)
     assert client.files.list().data == []
     small = client.files.create(file=jsonl([chat_line(0)]), purpose="batch")
     assert client.files.content(small.id).read() == jsonl([chat_line(0)]).read()
+
+
+def test_a_message_whose_batch_has_no_record_is_kept_for_the_dead_letter_queue(lane_factory, serving):
+    lane = lane_factory(max_receives=2)
+    worker = lane.worker(BATCH_SERVING_URL=serving.url)
+    orphan = Request(0, "req-00000", "/v1/chat/completions", chat_line(0)["body"], 0)
+    lane.moto.client("sqs").send_message(
+        QueueUrl=lane.queue_url, MessageBody=queue.message("batch_gone", "team-a", [orphan])
+    )
+    bodies = []
+    wait_for(lambda: bodies.extend(lane.dlq_bodies()) or bodies, 30, "the orphan message in the DLQ")
+    assert [b["batch_id"] for b in bodies] == ["batch_gone"]
+    assert worker.metric("batch_worker_errors_total", reason="s3") >= 2
+    assert worker.metric("batch_requests_total", status="completed") == 0
