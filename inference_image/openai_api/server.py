@@ -29,7 +29,15 @@ def build(*, model_dir: Path, served_model: str, tokenizer_dir: Path | None, tri
 
 
 def serve(app: Any, *, host: str, port: int, shutdown_timeout: float) -> None:
-    """Until SIGTERM/SIGINT; then no new connections, and running streams get ``shutdown_timeout`` s to finish."""
+    """Until SIGTERM/SIGINT; then no new connections, and running streams get ``shutdown_timeout`` s to finish.
+
+    uvicorn re-raises the signal it caught once it has shut down, into the handler it found: this one makes a
+    drained server exit 0 (the pod's supervisor reads anything else as a failure), not die of SIGTERM."""
+    import signal
+    import sys
+
     import uvicorn
 
+    for caught in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(caught, lambda *_: sys.exit(0))
     uvicorn.run(app, host=host, port=port, log_level="info", timeout_graceful_shutdown=shutdown_timeout)

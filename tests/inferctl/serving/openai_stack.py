@@ -36,6 +36,8 @@ class OpenAIStack:
     edge: LocalEdge | None
     api_key: str | None
     logs: dict[str, Path]
+    openai_server: ServerProcess
+    """The OpenAI server's process (a test may signal it)."""
 
     def active(self) -> dict[str, int]:
         """The stand-in engine's running and waiting requests."""
@@ -95,5 +97,6 @@ def openai_stack(settings: Any, work: Path, timing: Timing, *, edge: bool = True
             edge=running,
             api_key=key,
             logs=logs,
+            openai_server=server,
         )
     assert leftover_processes(str(work)) == []
