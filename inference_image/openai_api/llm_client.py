@@ -15,6 +15,7 @@ cancels the request when its connection ends (``src/http_server.cc`` ``RequestFi
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -25,6 +26,8 @@ from inference_platform.inference_image.openai_api.errors import SERVER_ERROR, U
 from inference_platform.inference_image.openai_api.model_files import Prompt
 from inference_platform.inference_image.openai_api.requests import Generation
 
+STALE_CONNECTION_RETRIES = 1
+"""Retries of a request whose kept-alive connection turned out closed before any answer."""
 KEEPALIVE_CONNECTIONS = 64
 """Idle loopback connections to Triton kept for reuse."""
 FINISH_REASONS = {"stop": "stop", "length": "length"}
@@ -102,23 +105,37 @@ class TritonLlm:
         return response.status_code == 200
 
     async def generate(self, inputs: dict[str, Any]) -> AsyncIterator[Update]:
-        try:
-            async with self._client.stream("POST", self.url, json=inputs) as response:
-                if response.status_code != 200:
-                    body = (await response.aread()).decode("utf-8", "replace")
-                    raise EngineError(_triton_error(body) or f"Triton answered {response.status_code}")
-                async for event in _events(response):
-                    if "error" in event:
-                        raise EngineError(str(event["error"]))
-                    yield Update(
-                        delta=_text(event.get("text_output")),
-                        finish_reason=_finish(event.get("finish_reason")),
-                        input_tokens=_int(event.get("num_input_tokens")),
-                        output_tokens=_int(event.get("num_output_tokens")),
-                        cached_tokens=_int(event.get("num_cached_tokens")),
-                    )
-        except httpx.HTTPError as err:
-            raise ApiError(503, f"the model server is unreachable: {err}", type=UNAVAILABLE) from None
+        for attempt in range(STALE_CONNECTION_RETRIES + 1):
+            answered = False
+            try:
+                # aclosing: a caller that stops early closes the Triton stream now, not when collected.
+                async with contextlib.aclosing(self._generate(inputs)) as updates:
+                    async for update in updates:
+                        answered = True
+                        yield update
+                return
+            except httpx.RemoteProtocolError as err:
+                # A kept-alive connection Triton had closed: nothing was answered, so nothing ran twice.
+                if answered or attempt == STALE_CONNECTION_RETRIES:
+                    raise ApiError(503, f"the model server is unreachable: {err}", type=UNAVAILABLE) from None
+            except httpx.HTTPError as err:
+                raise ApiError(503, f"the model server is unreachable: {err}", type=UNAVAILABLE) from None
+
+    async def _generate(self, inputs: dict[str, Any]) -> AsyncIterator[Update]:
+        async with self._client.stream("POST", self.url, json=inputs) as response:
+            if response.status_code != 200:
+                body = (await response.aread()).decode("utf-8", "replace")
+                raise EngineError(_triton_error(body) or f"Triton answered {response.status_code}")
+            async for event in _events(response):
+                if "error" in event:
+                    raise EngineError(str(event["error"]))
+                yield Update(
+                    delta=_text(event.get("text_output")),
+                    finish_reason=_finish(event.get("finish_reason")),
+                    input_tokens=_int(event.get("num_input_tokens")),
+                    output_tokens=_int(event.get("num_output_tokens")),
+                    cached_tokens=_int(event.get("num_cached_tokens")),
+                )
 
 
 async def _events(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 import uuid
@@ -165,10 +166,11 @@ class Service:
         # writes, so without a response per token a client that left would hold its slot to the end.
         streaming = self.streaming_engine
         inputs = engine_inputs(generation, prompt, max_tokens=max_tokens, streaming=streaming)
-        async for update in self.engine.generate(inputs):
-            if update.delta or update.output_tokens:
-                self.readiness.note_token()
-            yield update
+        async with contextlib.aclosing(self.engine.generate(inputs)) as updates:
+            async for update in updates:
+                if update.delta or update.output_tokens:
+                    self.readiness.note_token()
+                yield update
 
     async def complete(self, generation: Generation) -> dict[str, Any]:
         prompt, max_tokens = self.prepare(generation)

@@ -1,0 +1,69 @@
+"""The Triton client's handling of a kept-alive connection Triton already closed: retried once if nothing was
+answered (nothing ran), a 503 otherwise; and the generate-extension events it reads."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import httpx
+import pytest
+from inference_platform.inference_image.openai_api.errors import ApiError
+from inference_platform.inference_image.openai_api.llm_client import TritonLlm
+
+EVENTS = [
+    {"text_output": "Hel", "finish_reason": "", "num_input_tokens": 3, "num_output_tokens": 3, "num_cached_tokens": 0},
+    {
+        "text_output": "lo",
+        "finish_reason": "stop",
+        "num_input_tokens": 3,
+        "num_output_tokens": 5,
+        "num_cached_tokens": 0,
+    },
+]
+
+
+def sse(events) -> bytes:
+    return b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
+
+
+def collect(llm: TritonLlm):
+    async def run():
+        try:
+            return [u async for u in llm.generate({"text_input": "hi"})]
+        finally:
+            await llm.close()
+
+    loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete(run())
+    finally:
+        loop.close()
+
+
+def client(handler) -> TritonLlm:
+    return TritonLlm("http://triton", "tensorrt_llm", client=httpx.AsyncClient(transport=httpx.MockTransport(handler)))
+
+
+def test_a_stale_connection_before_any_answer_is_retried_once():
+    calls = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        calls.append(request.url.path)
+        if len(calls) == 1:
+            raise httpx.RemoteProtocolError("Server disconnected without sending a response.", request=request)
+        return httpx.Response(200, content=sse(EVENTS), headers={"content-type": "text/event-stream"})
+
+    updates = collect(client(handler))
+    assert calls == ["/v2/models/tensorrt_llm/generate_stream"] * 2
+    assert [u.delta for u in updates] == ["Hel", "lo"] and updates[-1].finish_reason == "stop"
+    assert (updates[0].finish_reason, updates[-1].output_tokens) == (None, 5)
+
+
+def test_a_connection_that_keeps_failing_is_a_503():
+    def handler(request: httpx.Request) -> httpx.Response:
+        raise httpx.RemoteProtocolError("Server disconnected without sending a response.", request=request)
+
+    with pytest.raises(ApiError) as caught:
+        collect(client(handler))
+    assert caught.value.status == 503 and caught.value.type == "service_unavailable"
