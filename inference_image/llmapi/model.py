@@ -27,10 +27,13 @@ from typing import Any
 import numpy as np
 import triton_python_backend_utils as pb_utils
 import yaml
+from inference_platform.inference_image.runtime.request_gauges import TRT_LLM_FAMILY, RequestGauges
 
 ENGINE_MODULE_ENV = "LLM_ENGINE_MODULE"
 DEFAULT_ENGINE_MODULE = "tensorrt_llm"
 DEFAULT_TOKENS_PER_BLOCK = 32
+LLM_API_MAX_BATCH_SIZE = 2048
+"""BaseLlmArgs.max_batch_size's default (llm_args.py, 1.2 line); the renderer always writes the setting."""
 """KvCacheConfig.tokens_per_block's default (TensorRT-LLM 1.2 ``llmapi/llm_args.py``)."""
 GUIDE_TYPES = ("json_object", "json_schema", "regex", "ebnf")
 _SAMPLING = {
@@ -73,6 +76,16 @@ class TritonPythonModel:
         self.thread.start()
         self.running: dict[int, _Running] = {}
         """id(result) -> the request generating it."""
+        # nv_trt_llm_request_metrics, as the C++ backend published it: KEDA scales on active + waiting per replica.
+        # The LLM API runs up to max_batch_size at once; the rest wait in its queue.
+        self.max_active = int(llm_args.get("max_batch_size") or LLM_API_MAX_BATCH_SIZE)
+        self.gauges = RequestGauges(
+            pb_utils,
+            family=TRT_LLM_FAMILY,
+            model=args["model_name"],
+            version=args["model_version"],
+            max_active=self.max_active,
+        )
         self.lock = threading.Lock()
         """Guards ``running`` and every ``_Running.final``: the cancellation check runs only under it."""
         self.llm = self._on_loop(self._build(engine.LLM, llm_args))
@@ -130,6 +143,7 @@ class TritonPythonModel:
         entry = _Running(result, cancelled, request.request_id())
         with self.lock:
             self.running[id(result)] = entry
+            self._publish()
         try:
             last = None
             async for output in result:
@@ -146,6 +160,12 @@ class TritonPythonModel:
         finally:
             with self.lock:
                 self.running.pop(id(result), None)
+                self._publish()
+
+    def _publish(self) -> None:
+        """The request gauges from the requests in flight (called with ``lock`` held)."""
+        held = len(self.running)
+        self.gauges.update(waiting=max(0, held - self.max_active), active=min(held, self.max_active))
 
     def _parse(self, request: Any) -> tuple[str, dict[str, Any], bool]:
         text = pb_utils.get_input_tensor_by_name(request, "text_input")

@@ -13,6 +13,10 @@ import threading
 from typing import Any
 
 NEURON_FAMILY = "neuron_llm_request_metrics"
+TRT_LLM_FAMILY = "nv_trt_llm_request_metrics"
+"""What the C++ TensorRT-LLM backend published and the autoscaler and alerts read
+(components/observability/promql.py TRT_LLM_REQUESTS); the LLM-API model (inference_image/llmapi/model.py)
+publishes it itself, since TensorRT-LLM's Python LLM API publishes no Triton metrics."""
 
 
 class RequestGauges:

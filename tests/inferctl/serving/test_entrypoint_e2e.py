@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -176,6 +177,13 @@ def test_the_entrypoint_serves_a_verified_checkpoint_to_the_openai_client_and_dr
         )
         assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
         assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens > 0
+        # What KEDA scales on and the C++ backend used to publish: the model's own request gauges.
+        with urllib.request.urlopen(f"http://127.0.0.1:{ports.metrics_port}/metrics", timeout=10) as response:
+            metrics = response.read().decode()
+        gauges = dict(
+            re.findall(r'^nv_trt_llm_request_metrics\{[^}]*request_type="(\w+)"[^}]*\} (\S+)$', metrics, re.M)
+        )
+        assert gauges == {"active": "0", "max": "16", "waiting": "0"}, metrics
         process.send_signal(signal.SIGTERM)
         code = process.wait(timeout=90)  # the supervisor drains the OpenAI server and Triton, then exits
         assert code == 0, f"exit status {code}; end of the log:\n{log.read_text()[-4000:]}"
