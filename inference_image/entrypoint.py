@@ -20,12 +20,12 @@ from typing import Any
 from inference_platform.components.catalog.serving_contract import OPENAI_PORT
 from inference_platform.inference_image import accelerators
 from inference_platform.inference_image.defaults import MODELS_DIR, REPOSITORY_DIR
-from inference_platform.inference_image.llmapi.launch import LlmApiLaunch
+from inference_platform.inference_image.llmapi.launch import LlmApiLaunch, triton_argv
 from inference_platform.inference_image.neuron.launch import neuron_children
 from inference_platform.inference_image.neuron.repository import render_repository as render_neuron
 from inference_platform.inference_image.pod_artifacts import api_key, verified_download
 from inference_platform.inference_image.runtime.tokenizer import TokenizerError, load_tokenizer
-from inference_platform.inference_image.server_args import Listen, ServerArgsError, rank0_args
+from inference_platform.inference_image.server_args import Listen
 from inference_platform.inference_image.testing.cpu_llm.options import StandIn
 from inference_platform.infra.settings.serving import BACKEND_VENDORS, ServingSettings
 
@@ -94,20 +94,7 @@ def prepare_launch(
         shutil.rmtree(options.repository_dir)
     # One model on the LLM-API text contract behind the same OpenAI server as on GPUs (inference_image/neuron).
     models = render_neuron(serving, options.repository_dir, compiled_dir=engine_dir, tokenizer_dir=tokenizer_dir)
-    try:
-        server = [
-            options.tritonserver,
-            *rank0_args(
-                serving,
-                model_repository=options.repository_dir,
-                models=models,
-                listen=options.listen,
-                backend_dir=options.backend_dir,
-                api_key=key,
-            ),
-        ]
-    except ServerArgsError as err:
-        raise CommandError(str(err), EXIT_CONFIG) from None
+    server = triton_argv(serving, options, models, key)
     children = neuron_children(
         serving, options, server_argv=server, repository=options.repository_dir, tokenizer_dir=tokenizer_dir
     )

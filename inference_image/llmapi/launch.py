@@ -137,20 +137,7 @@ def prepare_llmapi_launch(
         host_memory_bytes=memory(),
         ttft_buckets_ms=_ttft_buckets(serving) if options.stand_in is None else (),
     )
-    try:
-        server = [
-            options.tritonserver,
-            *rank0_args(
-                serving,
-                model_repository=options.repository_dir,
-                models=models,
-                listen=options.listen,
-                backend_dir=options.backend_dir,
-                api_key=key,
-            ),
-        ]
-    except ServerArgsError as err:
-        raise CommandError(str(err), EXIT_CONFIG) from None
+    server = triton_argv(serving, options, models, key)
     front_end = openai_argv(
         serving,
         options.repository_dir,
@@ -167,6 +154,24 @@ def prepare_llmapi_launch(
     else:
         children = [Child("tritonserver", server, drain_first=True), Child("openai", front_end, drain_first=True)]
     return LlmApiLaunch(children, options.repository_dir, models, checkpoint, tokenizer)
+
+
+def triton_argv(serving: ServingSettings, options: Any, models: list[str], api_key: str | None) -> list[str]:
+    """The serving tritonserver's command (rank 0 under mpirun) for ``models`` in the rendered repository."""
+    try:
+        return [
+            options.tritonserver,
+            *rank0_args(
+                serving,
+                model_repository=options.repository_dir,
+                models=models,
+                listen=options.listen,
+                backend_dir=options.backend_dir,
+                api_key=api_key,
+            ),
+        ]
+    except ServerArgsError as err:
+        raise CommandError(str(err), EXIT_CONFIG) from None
 
 
 def openai_argv(
