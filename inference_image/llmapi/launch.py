@@ -194,7 +194,18 @@ def openai_argv(
         f"--triton-url=http://{LOOPBACK}:{http_port}",
         f"--host={address}",
         f"--port={port}",
+        *_triton_key_args(serving),
     ]
+
+
+def _triton_key_args(serving: ServingSettings) -> list[str]:
+    """With serving.auth on, Triton's restricted APIs want the key: the OpenAI server reads it where the
+    settings keep it (never from its arguments, which ps shows)."""
+    auth = serving.auth
+    if not auth.enabled:
+        return []
+    where = f"--triton-key-file={auth.key_file}" if auth.key_env is None else f"--triton-key-env={auth.key_env}"
+    return [f"--triton-key-header={auth.header}", where]
 
 
 def run_launch(launch: LlmApiLaunch, serving: ServingSettings) -> int:

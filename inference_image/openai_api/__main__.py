@@ -6,6 +6,7 @@ Exit 2 with one line naming the file and key when the model configuration cannot
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -22,9 +23,15 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--served-model-name", required=True, help="the model id clients send (and /v1/models lists)")
     p.add_argument("--tokenizer-dir", type=Path, help="tokenizer files (default: model.yaml's tokenizer or model)")
     p.add_argument("--triton-url", default=f"http://{LOOPBACK}:{HTTP_PORT}", help="Triton's HTTP endpoint")
-    p.add_argument("--triton-model", default="tensorrt_llm")
-    p.add_argument("--host", default=POD_ADDRESS)
-    p.add_argument("--port", type=int, default=OPENAI_PORT)
+    p.add_argument("--triton-model", default="tensorrt_llm", help="the Triton model that generates")
+    # serving.auth: Triton's restricted APIs take one header and key. The key is named by where it lives, as
+    # serving.auth.keyFile/keyEnv name it: the key itself as an argument would show in ps.
+    p.add_argument("--triton-key-header", help="header Triton's restricted APIs want the key in (serving.auth.header)")
+    key = p.add_mutually_exclusive_group()
+    key.add_argument("--triton-key-file", type=Path, help="file holding that key (serving.auth.keyFile)")
+    key.add_argument("--triton-key-env", help="environment variable holding that key (serving.auth.keyEnv)")
+    p.add_argument("--host", default=POD_ADDRESS, help=f"address to listen on (default {POD_ADDRESS})")
+    p.add_argument("--port", type=int, default=OPENAI_PORT, help=f"port to listen on (default {OPENAI_PORT})")
     p.add_argument(
         "--shutdown-timeout",
         type=float,
@@ -40,12 +47,18 @@ def main(argv: list[str] | None = None) -> int:
 
     args = parser().parse_args(argv)
     try:
+        triton_key = _triton_key(args)
+    except ValueError as err:
+        print(f"openai_api: {err}", file=sys.stderr)
+        return 2
+    try:
         app = build(
             model_dir=args.model_dir,
             served_model=args.served_model_name,
             tokenizer_dir=args.tokenizer_dir,
             triton_url=args.triton_url,
             triton_model=args.triton_model,
+            triton_key=triton_key,
         )
     except ValueError as err:
         print(f"openai_api: {err}", file=sys.stderr)
@@ -55,6 +68,26 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     serve(app, host=args.host, port=args.port, shutdown_timeout=args.shutdown_timeout)
     return 0
+
+
+def _triton_key(args: argparse.Namespace) -> tuple[str, str] | None:
+    where = args.triton_key_file or args.triton_key_env
+    if not args.triton_key_header:
+        if where:
+            raise ValueError("--triton-key-file/--triton-key-env need --triton-key-header")
+        return None
+    if args.triton_key_file:
+        try:
+            key = args.triton_key_file.read_text(encoding="utf-8").strip()
+        except OSError as err:
+            raise ValueError(f"cannot read --triton-key-file {args.triton_key_file}: {err.strerror}") from None
+    elif args.triton_key_env:
+        key = os.environ.get(args.triton_key_env, "").strip()
+    else:
+        raise ValueError("--triton-key-header needs --triton-key-file or --triton-key-env")
+    if not key:
+        raise ValueError(f"the key for --triton-key-header {args.triton_key_header} is empty ({where})")
+    return args.triton_key_header, key
 
 
 if __name__ == "__main__":

@@ -82,16 +82,25 @@ def engine_inputs(generation: Generation, prompt: Prompt, *, max_tokens: int, st
 
 class TritonLlm:
     def __init__(
-        self, base_url: str, model: str, *, timeout: float = 10.0, client: httpx.AsyncClient | None = None
+        self,
+        base_url: str,
+        model: str,
+        *,
+        timeout: float = 10.0,
+        client: httpx.AsyncClient | None = None,
+        api_key: tuple[str, str] | None = None,
     ) -> None:
         self.url = f"{base_url.rstrip('/')}/v2/models/{model}/generate_stream"
         self.ready_url = f"{base_url.rstrip('/')}/v2/models/{model}/ready"
         # No read timeout: a long prefill legitimately sends nothing for a while; the edge bounds the stream. No
         # connection cap or pool wait either: each running stream holds one loopback connection, and httpx's
         # default of 100 would queue (then fail) the 101st stream while the engine's batch has room.
+        # With serving.auth on, Triton restricts its inference and metadata APIs to one header and key
+        # (--http-restricted-api): every call on loopback carries it, as a client of those APIs must.
         self._client = client or httpx.AsyncClient(
             timeout=httpx.Timeout(timeout, read=None, pool=None),
             limits=httpx.Limits(max_connections=None, max_keepalive_connections=KEEPALIVE_CONNECTIONS),
+            headers=dict([api_key]) if api_key else None,
         )
 
     async def close(self) -> None:

@@ -12,7 +12,15 @@ from inference_platform.inference_image.openai_api.model_files import ModelFiles
 from inference_platform.inference_image.openai_api.service import Limits, Service
 
 
-def build(*, model_dir: Path, served_model: str, tokenizer_dir: Path | None, triton_url: str, triton_model: str) -> Any:
+def build(
+    *,
+    model_dir: Path,
+    served_model: str,
+    tokenizer_dir: Path | None,
+    triton_url: str,
+    triton_model: str,
+    triton_key: tuple[str, str] | None = None,
+) -> Any:
     config = from_model_dir(model_dir, served_model=served_model, tokenizer_dir=tokenizer_dir)
     try:
         prompting = Prompting(config.tokenizer_dir)
@@ -21,7 +29,7 @@ def build(*, model_dir: Path, served_model: str, tokenizer_dir: Path | None, tri
     service = Service(
         served_model=config.served_model,
         prompting=prompting,
-        engine=TritonLlm(triton_url, triton_model),
+        engine=TritonLlm(triton_url, triton_model, api_key=triton_key),
         limits=Limits(max_input_len=config.max_input_len, max_seq_len=config.max_seq_len),
         streaming_engine=config.decoupled,
     )

@@ -234,3 +234,46 @@ def test_prepare_only_renders_and_prints_the_server_command_without_serving(pod)
     model = pod["work"] / "repository" / "tensorrt_llm"
     assert (model / "config.pbtxt").is_file() and (model / "1" / "model.yaml").is_file()
     assert leftover_processes(str(pod["work"])) == []
+
+
+def test_with_serving_auth_the_openai_server_reaches_the_restricted_triton_with_the_key(pod):
+    """serving.auth restricts Triton's inference API to one header and key; the pod's OpenAI server must carry
+    it on loopback (it reads the key where the settings keep it), and a keyless call is refused by Triton."""
+    from openai import OpenAI
+
+    serving = json.loads(pod["settings"].read_text())
+    serving["auth"] = {**serving["auth"], "enabled": True, "keyEnv": "TRITON_TEST_KEY"}
+    serving["auth"]["keyFile"] = None
+    pod["settings"].write_text(json.dumps(serving))
+    env = {**pod["env"], "TRITON_TEST_KEY": "k3y-for-triton-0123456789"}
+    ports, openai_port = listen(), free_port()
+    log = pod["work"] / "serve.log"
+    with open(log, "wb") as output:
+        process = subprocess.Popen(
+            _serve(pod, ports, openai_port), env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    url = f"http://127.0.0.1:{openai_port}"
+    try:
+        _wait_healthy(process, url, log)
+        client = OpenAI(base_url=f"{url}/v1", api_key="unused-behind-the-edge", max_retries=0, timeout=60)
+        answer = client.chat.completions.create(
+            model="Llama-3.1-8B", messages=[{"role": "user", "content": "hello with a key"}], max_tokens=4
+        )
+        assert answer.choices[0].message.content and answer.usage.completion_tokens > 0
+        keyless = urllib.request.Request(
+            f"http://127.0.0.1:{ports.http_port}/v2/models/tensorrt_llm/generate",
+            data=json.dumps({"text_input": "hi", "sampling_param_max_tokens": 2}).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(keyless, timeout=10)
+        assert refused.value.code in (401, 403), refused.value.code
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=90)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(timeout=30)
+    assert "k3y-for-triton-0123456789" not in log.read_text()
