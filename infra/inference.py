@@ -9,7 +9,6 @@ class and model-cache claim the storage area created.
 
 from __future__ import annotations
 
-import json
 import posixpath
 from dataclasses import dataclass
 
@@ -133,9 +132,7 @@ def _service(
             service_account=storage.inference.name,
             image=image,
             image_version=cfg.image.tag or (cfg.image.digest or "")[7:19],
-            serving_config=json.dumps(
-                serving.model_dump(mode="json", by_alias=True, exclude_none=True), indent=2, sort_keys=True
-            ),
+            serving_config=serving,
             model=_model_source(settings, storage),
             placement=_placement(settings, pool),
             resources=Resources(cpu=cfg.resources.cpu, memory_gib=cfg.resources.memory_gib),

@@ -1,10 +1,12 @@
 """InferenceService for other Pulumi languages: one Triton rollout (components.serving.InferenceService)."""
 
 # Annotations stay real types (no ``from __future__ import annotations``): the provider's analyzer reads them.
+import json
 from enum import Enum
 from typing import NotRequired, TypedDict
 
 import pulumi
+from inference_platform.components.common.errors import ComponentArgsError
 from inference_platform.components.common.resource_options import own_depends_on
 from inference_platform.components.compute.pool_profile import Taint
 from inference_platform.components.multilang.options import inner_options, kubernetes_provider, supplied
@@ -12,6 +14,7 @@ from inference_platform.components.serving import Exposure
 from inference_platform.components.serving import InferenceService as _InferenceService
 from inference_platform.components.serving import InferenceServiceArgs as _InferenceServiceArgs
 from inference_platform.components.serving.pod import ModelSource, Placement, Resources
+from inference_platform.components.serving.serving_config import ServingDocument
 
 
 class ModelSourceKind(Enum):
@@ -48,7 +51,8 @@ class InferenceServiceArgs(TypedDict):
     image_version: str
     """Tag or short digest, for the ``app.kubernetes.io/version`` label."""
     serving_config: str
-    """The serving configuration as JSON (what ``inferctl serve --settings`` reads in the image)."""
+    """The serving settings as a JSON object (the keys of ``serving`` in a stack file); the pod refuses at start
+    what the serving settings do not accept."""
     region: str
     """AWS region of the model bucket and secrets."""
     engine_uri: pulumi.Input[str]
@@ -119,6 +123,7 @@ class InferenceService(pulumi.ComponentResource):
                 # The caller's dependsOn (CRD releases, the namespace and its service account): every object waits.
                 depends_on=tuple(own_depends_on(opts)),
                 namespace_resources=tuple(own_depends_on(opts)),
+                serving_config=_serving_document(args["serving_config"]),
                 model=ModelSource(
                     **supplied(
                         args,
@@ -145,7 +150,6 @@ class InferenceService(pulumi.ComponentResource):
                     "service_account",
                     "image",
                     "image_version",
-                    "serving_config",
                     "region",
                     "shared_memory_gib",
                     "replicas",
@@ -160,3 +164,14 @@ class InferenceService(pulumi.ComponentResource):
         self.workload_name = pulumi.Output.from_input(service.workload_name)
         self.service_name = pulumi.Output.from_input(service.service_name)
         self.register_outputs({})
+
+
+def _serving_document(text: str) -> ServingDocument:
+    """The JSON the caller gave, as the serving settings the rollout writes (one problem naming the input)."""
+    try:
+        values = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ComponentArgsError("InferenceService", [f"servingConfig is not JSON: {err}"]) from None
+    if not isinstance(values, dict):
+        raise ComponentArgsError("InferenceService", ["servingConfig must be a JSON object"])
+    return ServingDocument(values)

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from inference_platform.components.serving.image_repository import ImageRepository, ImageRepositoryArgs
     from inference_platform.components.serving.inference_service import Exposure, InferenceService, InferenceServiceArgs
     from inference_platform.components.serving.pod import Drain, ModelSource, Placement, Probes, Resources, SecretMount
+    from inference_platform.components.serving.serving_config import ServingConfig, ServingDocument
     from inference_platform.components.serving.workload_namespace import WorkloadNamespace, WorkloadNamespaceArgs
 
 __all__ = [
@@ -27,8 +28,10 @@ __all__ = [
     "Probes",
     "Resources",
     "SecretMount",
+    "ServingConfig",
     "ServingControllers",
     "ServingControllersArgs",
+    "ServingDocument",
     "WorkloadNamespace",
     "WorkloadNamespaceArgs",
 ]
@@ -39,6 +42,7 @@ _EXPORTS = {
     "image_repository": ("ImageRepository", "ImageRepositoryArgs"),
     "inference_service": ("Exposure", "InferenceService", "InferenceServiceArgs"),
     "pod": ("Drain", "ModelSource", "Placement", "Probes", "Resources", "SecretMount"),
+    "serving_config": ("ServingConfig", "ServingDocument"),
     "workload_namespace": ("WorkloadNamespace", "WorkloadNamespaceArgs"),
 }
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -40,6 +40,7 @@ from inference_platform.components.serving.pod import (
     server_args,
     server_container,
 )
+from inference_platform.components.serving.serving_config import ServingConfig, settings_file
 
 MONITORING_API_VERSION = "monitoring.coreos.com/v1"
 DEFAULT_APP_NAME = "triton"
@@ -78,8 +79,9 @@ class InferenceServiceArgs:
     """Required. Image reference, by digest in production (``<repo>@sha256:...``)."""
     image_version: str
     """Required. Tag (or short digest) for the ``app.kubernetes.io/version`` label."""
-    serving_config: str
-    """Required. The validated serving section as JSON (what ``inferctl serve --settings`` reads)."""
+    serving_config: ServingConfig
+    """Required. The validated serving settings (``ServingSettings`` of infra.settings.serving, or a
+    ``ServingDocument``), written to the pods' settings file (components/serving/serving_config.py)."""
     model: ModelSource
     """Required. Where engine and tokenizer come from (inference_platform.components.serving.pod.ModelSource)."""
     placement: Placement
@@ -152,12 +154,13 @@ class InferenceService(pulumi.ComponentResource):
             "app.kubernetes.io/version": args.image_version,
         }
 
-        digest = hashlib.sha256(args.serving_config.encode()).hexdigest()[:10]
+        serving_file = settings_file(args.serving_config)
+        digest = hashlib.sha256(serving_file.encode()).hexdigest()[:10]
         self.config_map_name = f"{app}-serving-{digest}"
         k8s.core.v1.ConfigMap(
             f"{name}-config",
             metadata={"name": self.config_map_name, "namespace": ns, "labels": labels},
-            data={SETTINGS_FILE: args.serving_config},
+            data={SETTINGS_FILE: serving_file},
             immutable=True,
             opts=child,
         )

@@ -4,7 +4,6 @@ with its settings ConfigMap, Service, PodDisruptionBudget, NetworkPolicy and Ser
 from __future__ import annotations
 
 import dataclasses
-import json
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -17,12 +16,13 @@ from inference_platform.components.serving.inference_service import (
     rollout_timeout_seconds,
 )
 from inference_platform.components.serving.pod import ModelSource, Placement, Resources, SecretMount
+from inference_platform.components.serving.serving_config import ServingDocument, settings_file
 from inference_platform.offline_plan.manifests import manifest
 
 from tests.components.storage.test_fsx_csi import provider
 from tests.conftest import by_type, one
 
-SERVING = json.dumps({"model": "Llama-3.1-8B", "precision": "fp8"})
+SERVING = ServingDocument({"model": "Llama-3.1-8B", "precision": "fp8"})
 SELECTOR = {"app.kubernetes.io/name": "triton", "app.kubernetes.io/instance": "svc"}
 
 
@@ -83,10 +83,11 @@ def test_every_object_waits_for_the_namespace_resources_it_is_given(run_componen
 def test_settings_configmap_is_immutable_and_named_by_its_content(run_components):
     first = by_type(run(run_components), "kubernetes:core/v1:ConfigMap")
     changed = by_type(
-        run(run_components, serving_config=SERVING.replace("fp8", "bf16")), "kubernetes:core/v1:ConfigMap"
+        run(run_components, serving_config=ServingDocument({"model": "Llama-3.1-8B", "precision": "bf16"})),
+        "kubernetes:core/v1:ConfigMap",
     )
     (a,), (b,) = first, changed
-    assert a.inputs["immutable"] is True and a.inputs["data"] == {"serving.json": SERVING}
+    assert a.inputs["immutable"] is True and a.inputs["data"] == {"serving.json": settings_file(SERVING)}
     assert a.inputs["metadata"]["name"].startswith("triton-serving-")
     assert a.inputs["metadata"]["name"] != b.inputs["metadata"]["name"]  # a change rolls the pods
 

@@ -15,6 +15,7 @@ from inference_platform.components.serving import (
     Resources,
 )
 from inference_platform.components.storage import ModelStore, ModelStoreArgs
+from inference_platform.infra.settings.serving import ServingSettings
 
 from policies import GPU_INSTANCE_TYPES
 
@@ -48,7 +49,7 @@ def build(prefix: NamePrefix) -> dict[str, Any]:
             service_account="triton",
             image=f"{ACCOUNT}.dkr.ecr.{REGION}.amazonaws.com/{name}/inference:1.0.0",
             image_version="1.0.0",
-            serving_config='{"model": "Llama-3.1-8B", "precision": "fp8"}',
+            serving_config=ServingSettings.model_validate({"model": "Llama-3.1-8B", "precision": "fp8"}),
             model=ModelSource(kind="download", engine_uri="s3://models/engine/v1/", tokenizer_uri="s3://models/tok/v1/",
                               volume_gib=20),
             placement=Placement(pool="gpu", accelerators=1),
