@@ -18,19 +18,18 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 NAMESPACE = "inference_platform"
-# The folders setup.py maps into the namespace (inference_platform.<folder>); tests/test_layout.py holds the two equal.
-FOLDERS = (
-    "components",
-    "infra",
-    "policies",
-    "inference_image",
-    "inferctl",
-    "artifacts",
-    "offline_plan",
-    "planners",
-    "loadgen",
-    "batch",
-)
+
+
+def _setup_folders() -> tuple[str, ...]:
+    """The folders setup.py maps into the namespace (inference_platform.<folder>): read, not repeated."""
+    tree = ast.parse((REPO / "setup.py").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and [t.id for t in node.targets if isinstance(t, ast.Name)] == ["FOLDERS"]:
+            return tuple(ast.literal_eval(node.value))
+    raise LookupError("setup.py defines no FOLDERS")
+
+
+FOLDERS = _setup_folders()
 PACKAGES = (NAMESPACE, *FOLDERS, "bench")
 
 
