@@ -1,5 +1,5 @@
 """The main components for every Pulumi language: typed facades (TypedDict Args the Pulumi SDK can turn into
-a schema) over Network, Cluster, NodePool, ModelStore, InferenceService and PublicEndpoint, hosted as the
+a schema) over Network, Cluster, NodePool, ModelStore, InferenceService, EdgeGateway and PublicEndpoint, hosted as the
 source-based component package in provider/ (docs/components-from-other-languages.md).
 
 The TypedDicts repeat their components' field lists on purpose (``duplicates`` pairs them): the SDK reads a
@@ -17,6 +17,13 @@ from inference_platform.components.common.exports import lazy_exports
 
 if TYPE_CHECKING:
     from inference_platform.components.multilang.cluster import Cluster, ClusterArgs, SupportType
+    from inference_platform.components.multilang.edge_gateway import (
+        CircuitBreaker,
+        Client,
+        EdgeGateway,
+        EdgeGatewayArgs,
+        Tier,
+    )
     from inference_platform.components.multilang.inference_service import (
         InferenceService,
         InferenceServiceArgs,
@@ -40,9 +47,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AmiFamily",
+    "CircuitBreaker",
+    "Client",
     "Cluster",
     "ClusterArgs",
     "ColdStorageClass",
+    "EdgeGateway",
+    "EdgeGatewayArgs",
     "InferenceService",
     "InferenceServiceArgs",
     "ModelSourceKind",
@@ -58,6 +69,7 @@ __all__ = [
     "PublicEndpoint",
     "PublicEndpointArgs",
     "SupportType",
+    "Tier",
     "Toleration",
     "Waf",
 ]
@@ -65,6 +77,7 @@ __all__ = [
 # Imported on first use (components/common/exports.py): importing this package loads no Pulumi module.
 _EXPORTS = {
     "cluster": ("Cluster", "ClusterArgs", "SupportType"),
+    "edge_gateway": ("CircuitBreaker", "Client", "EdgeGateway", "EdgeGatewayArgs", "Tier"),
     "inference_service": ("InferenceService", "InferenceServiceArgs", "ModelSourceKind", "Toleration"),
     "model_store": ("ColdStorageClass", "ModelStore", "ModelStoreArgs", "ModelStoreLifecycle"),
     "network": ("NatGateways", "Network", "NetworkArgs"),

@@ -14,6 +14,7 @@ from importlib.metadata import version
 
 import pulumi
 from inference_platform.components.multilang.cluster import Cluster
+from inference_platform.components.multilang.edge_gateway import EdgeGateway
 from inference_platform.components.multilang.inference_service import InferenceService
 from inference_platform.components.multilang.model_store import ModelStore
 from inference_platform.components.multilang.network import Network
@@ -31,6 +32,7 @@ COMPONENTS: tuple[type[pulumi.ComponentResource], ...] = (
     NodePool,
     ModelStore,
     InferenceService,
+    EdgeGateway,
     PublicEndpoint,
 )
 """The components the provider hosts, in the order a program builds them."""

@@ -71,6 +71,22 @@ INPUTS: dict[str, dict[str, Any]] = {
         "cpu": 6,
         "memoryGib": 48,
     },
+    "EdgeGateway": {
+        "cluster": "team-a",
+        "namespace": "envoy-gateway-system",
+        "gatewayName": "inference",
+        "backendService": "triton",
+        "backendNamespace": "inference",
+        "backendPort": 9000,
+        "inferencePodLabels": {"app.kubernetes.io/name": "triton", "app.kubernetes.io/instance": "c-inferenceservice"},
+        "credentialsSecret": "inference-api-keys",
+        "redisUrl": "rate-limit-redis.envoy-gateway-system.svc:6379",
+        "namePrefix": "team-a",
+        "kmsKeyArn": KEY,
+        "region": "us-west-2",
+        "tiers": [{"name": "standard", "requestsPerMinute": 60, "concurrentStreams": 4}],
+        "clients": [{"clientId": "acme", "tier": "standard"}, {"clientId": "globex", "tier": "standard"}],
+    },
     "PublicEndpoint": {
         "namespace": "edge",
         "namePrefix": "team-a",
@@ -97,6 +113,19 @@ INNER = {
     "InferenceService": (
         "inference:serving:InferenceService",
         {"kubernetes:apps/v1:Deployment", "kubernetes:core/v1:Service", "kubernetes:core/v1:ConfigMap"},
+    ),
+    "EdgeGateway": (
+        "inference:edge:EdgeGateway",
+        {
+            "kubernetes:helm.sh/v3:Release",
+            "kubernetes:gateway.networking.k8s.io/v1:Gateway",
+            "kubernetes:gateway.networking.k8s.io/v1:HTTPRoute",
+            "kubernetes:gateway.envoyproxy.io/v1alpha1:BackendTrafficPolicy",
+            "kubernetes:gateway.envoyproxy.io/v1alpha1:SecurityPolicy",
+            "kubernetes:networking.k8s.io/v1:NetworkPolicy",
+            "inference:edge:ClientCredentials",
+            "aws:secretsmanager/secret:Secret",
+        },
     ),
     "PublicEndpoint": (
         "inference:edge:PublicEndpoint",
@@ -330,6 +359,33 @@ FULL: dict[str, dict[str, Any]] = {
         "serviceMonitor": False,
         "appName": "llm",
     },
+    "EdgeGateway": {
+        **INPUTS["EdgeGateway"],
+        "tiers": [
+            {"name": "standard", "requestsPerMinute": 60, "concurrentStreams": 4},
+            {"name": "premium", "requestsPerMinute": 600, "concurrentStreams": 16},
+        ],
+        "clients": [{"clientId": "acme", "tier": "premium"}, {"clientId": "globex", "tier": "standard"}],
+        "authEnabled": True,
+        "apiKeyHeader": "x-team-key",
+        "clientIdHeader": "x-team-client",
+        "idleTimeoutSeconds": 900,
+        "circuitBreaker": {"maxConnections": 512, "maxPendingRequests": 32, "maxParallelRequests": 40},
+        "retries": 1,
+        "maxRequestBytes": 65536,
+        "requestHeadersTimeoutSeconds": 5,
+        "servedModels": ["llama"],
+        "hostname": "api.example.com",
+        "gatewayClass": "team-a-envoy",
+        "listenerPort": 8081,
+        "proxyService": "envoy-inference",
+        "proxyReplicas": 3,
+        "redisTls": True,
+        "rateLimitFailClosed": True,
+        "redisAuthSecretArn": f"arn:aws:secretsmanager:us-west-2:{ACCOUNT}:secret:team-a-redis-auth-AbCdEf",
+        "partition": "aws",
+        "protect": True,
+    },
     "PublicEndpoint": {
         **INPUTS["PublicEndpoint"],
         "waf": {
@@ -370,7 +426,7 @@ def _given_keys(value: Any, prefix: str = "") -> set[str]:
 
 
 def _nested(value: Any, key: str) -> set[str]:
-    if isinstance(value, dict) and not key.endswith(("Tags", "tags", "labels", "ByZone", "countedRules")):
+    if isinstance(value, dict) and not key.endswith(("Tags", "tags", "labels", "Labels", "ByZone", "countedRules")):
         return _given_keys(value, f"{key}.")
     if isinstance(value, list) and value and isinstance(value[0], dict):
         return _given_keys(value, f"{key}.")
@@ -403,3 +459,148 @@ def test_values_given_to_the_facades_reach_the_resources(plugin, engine, k8s):
     assert groups[0].inputs["capacityType"] == "SPOT" and groups[0].inputs["labels"]["team"] == "a"
     deployment = records[("kubernetes:apps/v1:Deployment", "spot-inferenceservice-deployment")]
     assert deployment.inputs["metadata"]["name"] == "llm" and deployment.inputs["spec"]["replicas"] == 2.0
+
+
+def _gateway_objects(engine, name: str) -> list:
+    return [
+        r
+        for r in engine.recorder.recorded.values()
+        if r.custom and "$inference:edge:EdgeGateway$" in r.urn and r.name.startswith(name)
+    ]
+
+
+def test_the_gateway_s_kubernetes_objects_use_the_caller_s_provider_and_wait_for_its_depends_on(plugin, engine, k8s):
+    service, _ = engine.register("kubernetes:core/v1:Service", "triton-svc", {"metadata": {"name": "triton"}})
+    construct(plugin, engine, "EdgeGateway", "gw-after", INPUTS["EdgeGateway"], {"kubernetes": k8s}, [service])
+    objects = [r for r in _gateway_objects(engine, "gw-after") if r.type.startswith("kubernetes:")]
+    assert {r.provider for r in objects} == {k8s.rsplit("::", 1)[0]}
+    # The controller and the NetworkPolicy wait for the InferenceService; the custom resources wait for the controller.
+    waiting = {r.type for r in objects if service in r.dependencies}
+    assert {"kubernetes:helm.sh/v3:Release", "kubernetes:networking.k8s.io/v1:NetworkPolicy"} <= waiting
+    release = next(r.urn for r in objects if r.type == "kubernetes:helm.sh/v3:Release")
+    gateways = [r for r in objects if r.type == "kubernetes:gateway.networking.k8s.io/v1:Gateway"]
+    assert gateways and all(release in r.dependencies for r in gateways)
+
+
+def test_the_gateway_facade_builds_what_the_python_gateway_builds(plugin, engine, k8s):
+    """Same child names, types and inputs as ``EdgeGateway`` built from Python with the same values (every
+    input set, so each one is compared where it lands)."""
+    from inference_platform.components.edge import (
+        CircuitBreaker,
+        Client,
+        EdgeGateway,
+        EdgeGatewayArgs,
+        EdgePolicy,
+        GatewayTarget,
+        Tier,
+    )
+
+    given = FULL["EdgeGateway"]
+    construct(plugin, engine, "EdgeGateway", "gw-same", given, {"kubernetes": k8s})
+    through_plugin = {(r.type, r.name): r.inputs for r in _gateway_objects(engine, "gw-same")}
+
+    def python_program() -> None:
+        import pulumi_kubernetes as kubernetes
+
+        tiers = {
+            t["name"]: Tier(
+                name=t["name"], requests_per_minute=t["requestsPerMinute"], concurrent_streams=t["concurrentStreams"]
+            )
+            for t in given["tiers"]
+        }
+        EdgeGateway(
+            "gw-same",
+            EdgeGatewayArgs(
+                provider=kubernetes.Provider("k8s", kubeconfig="{}"),
+                cluster=given["cluster"],
+                policy=EdgePolicy(
+                    clients=tuple(Client(client_id=c["clientId"], tier=tiers[c["tier"]]) for c in given["clients"]),
+                    auth_enabled=True,
+                    api_key_header="x-team-key",
+                    client_id_header="x-team-client",
+                    idle_timeout_seconds=900,
+                    circuit_breaker=CircuitBreaker(
+                        max_connections=512, max_pending_requests=32, max_parallel_requests=40
+                    ),
+                    retries=1,
+                    max_request_bytes=65536,
+                    request_headers_timeout_seconds=5,
+                    served_models=("llama",),
+                ),
+                target=GatewayTarget(
+                    namespace=given["namespace"],
+                    name=given["gatewayName"],
+                    service=given["backendService"],
+                    service_namespace=given["backendNamespace"],
+                    port=given["backendPort"],
+                    credentials_secret=given["credentialsSecret"],
+                    hostname="api.example.com",
+                    gateway_class="team-a-envoy",
+                    listener_port=8081,
+                    proxy_service="envoy-inference",
+                    proxy_replicas=3,
+                ),
+                inference_pod_labels=given["inferencePodLabels"],
+                redis_url=given["redisUrl"],
+                redis_tls=True,
+                rate_limit_fail_closed=True,
+                redis_auth_secret_arn=given["redisAuthSecretArn"],
+                name_prefix=given["namePrefix"],
+                kms_key_arn=KEY,
+                region="us-west-2",
+                partition="aws",
+                protect=True,
+            ),
+        )
+
+    direct = {
+        (r.type, r.name): r.inputs
+        for r in run_function(python_program).resources
+        if r.custom and not r.type.startswith("pulumi:providers:")
+    }
+    assert len(direct) > 10 and set(through_plugin) == set(direct)
+    assert [d for key in direct for d in _differences(through_plugin[key], direct[key], str(key))] == []
+
+
+def _differences(got: Any, want: Any, where: str) -> list[str]:
+    if isinstance(want, dict) and isinstance(got, dict):
+        keys = sorted(set(got) | set(want))
+        return [d for k in keys for d in _differences(got.get(k), want.get(k), f"{where}.{k}")]
+    if isinstance(want, list) and isinstance(got, list) and len(got) == len(want):
+        return [d for i, (g, w) in enumerate(zip(got, want, strict=True)) for d in _differences(g, w, f"{where}[{i}]")]
+    return [] if got == want else [f"{where}: {got!r} != {want!r}"]
+
+
+def test_a_client_of_an_unknown_tier_is_refused_naming_both(plugin, engine, k8s):
+    inputs = {**INPUTS["EdgeGateway"], "clients": [{"clientId": "acme", "tier": "gold"}]}
+    error = _error(lambda: construct(plugin, engine, "EdgeGateway", "gw-gold", inputs, {"kubernetes": k8s}))
+    assert "invalid EdgeGateway arguments: clients: 'acme' names tier 'gold'; the tiers are ['standard']" in (
+        error.details()
+    )
+
+
+def test_the_edge_policy_s_own_checks_reach_the_caller(plugin, engine, k8s):
+    inputs = {**INPUTS["EdgeGateway"], "clientIdHeader": "X-API-Key"}
+    error = _error(lambda: construct(plugin, engine, "EdgeGateway", "gw-header", inputs, {"kubernetes": k8s}))
+    assert "invalid EdgeGateway arguments: client id header 'X-API-Key' is a credential header" in error.details()
+    inputs = {**INPUTS["EdgeGateway"], "inferencePodLabels": {}}
+    error = _error(lambda: construct(plugin, engine, "EdgeGateway", "gw-labels", inputs, {"kubernetes": k8s}))
+    assert "inference_pod_labels: required (an empty selector would admit every pod)" in error.details()
+
+
+def test_the_gateway_says_how_to_pass_the_provider(plugin, engine):
+    error = _error(lambda: construct(plugin, engine, "EdgeGateway", "gw-no-k8s", INPUTS["EdgeGateway"], {}))
+    assert "invalid EdgeGateway arguments: providers: the cluster's Kubernetes provider is required" in error.details()
+
+
+def test_a_fraction_where_the_gateway_counts_is_refused_naming_the_input(plugin, engine, k8s):
+    """The engine sends numbers as doubles: whole ones become ints (see the Python comparison above), and
+    a fraction is refused rather than rounded."""
+    inputs = {
+        **INPUTS["EdgeGateway"],
+        "retries": 1.5,
+        "tiers": [{"name": "standard", "requestsPerMinute": 60.5, "concurrentStreams": 4}],
+    }
+    error = _error(lambda: construct(plugin, engine, "EdgeGateway", "gw-half", inputs, {"kubernetes": k8s}))
+    assert "retries: 1.5 is not a whole number" in error.details()
+    assert "tiers[0].requestsPerMinute: 60.5 is not a whole number" in error.details()

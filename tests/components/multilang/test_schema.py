@@ -18,7 +18,7 @@ from pulumi.runtime.proto import provider_pb2
 from inference_platform import __version__
 
 PKG = "inference-platform"
-COMPONENTS = ("Network", "Cluster", "NodePool", "ModelStore", "InferenceService", "PublicEndpoint")
+COMPONENTS = ("Network", "Cluster", "NodePool", "ModelStore", "InferenceService", "EdgeGateway", "PublicEndpoint")
 
 
 @pytest.fixture(scope="module")
@@ -60,6 +60,12 @@ def test_it_offers_the_main_components_as_components(schema):
             "InferenceService",
             {"namespace", "serviceAccount", "image", "imageVersion", "servingConfig", "region", "engineUri"}
             | {"tokenizerUri", "modelVolumeGib", "modelSource", "pool", "cpu", "memoryGib"},
+        ),
+        (
+            "EdgeGateway",
+            {"cluster", "namespace", "gatewayName", "backendService", "backendNamespace", "backendPort"}
+            | {"inferencePodLabels", "credentialsSecret", "redisUrl", "namePrefix", "kmsKeyArn", "region"}
+            | {"tiers", "clients"},
         ),
         (
             "PublicEndpoint",
@@ -132,3 +138,28 @@ def test_enums_offer_exactly_what_the_components_accept(schema):
     assert _enum(schema, "SupportType") == {"STANDARD", "EXTENDED"}
     kind = eval(pod.ModelSource.__annotations__["kind"], vars(pod))  # a string: pod.py postpones annotations
     assert _enum(schema, "ModelSourceKind") == set(get_args(kind))
+
+
+def test_the_gateway_takes_clients_and_tiers_as_objects_and_its_limits_as_optional_numbers(schema):
+    """A client names its tier (a string the facade resolves); the tier's limits are required, the circuit
+    breaker's bounds all default in components.edge.policy; what come from other resources stay Inputs."""
+    gateway = schema["resources"][f"{PKG}:index:EdgeGateway"]["inputProperties"]
+    assert gateway["clients"]["items"]["$ref"] == f"#/types/{PKG}:index:Client"
+    assert gateway["tiers"]["items"]["$ref"] == f"#/types/{PKG}:index:Tier"
+    assert set(schema["types"][f"{PKG}:index:Client"]["required"]) == {"clientId", "tier"}
+    tier = schema["types"][f"{PKG}:index:Tier"]
+    assert set(tier["required"]) == {"name", "requestsPerMinute", "concurrentStreams"}
+    assert tier["properties"]["requestsPerMinute"]["type"] == "integer"
+    breaker = schema["types"][f"{PKG}:index:CircuitBreaker"]
+    assert "required" not in breaker and set(breaker["properties"]) == {
+        "maxConnections",
+        "maxPendingRequests",
+        "maxParallelRequests",
+    }
+    assert gateway["inferencePodLabels"]["additionalProperties"]["type"] == "string"
+    for name in ("cluster", "redisUrl", "kmsKeyArn", "redisAuthSecretArn"):
+        assert "plain" not in gateway[name] and gateway[name]["type"] == "string", name
+    assert gateway["apiKeyHeader"]["plain"] is True and gateway["clientIdHeader"]["plain"] is True
+    outputs = schema["resources"][f"{PKG}:index:EdgeGateway"]["properties"]
+    assert outputs["clientSecretArns"]["additionalProperties"]["type"] == "string"
+    assert outputs["proxyService"]["type"] == "string"

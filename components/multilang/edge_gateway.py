@@ -1,0 +1,255 @@
+"""The Envoy Gateway side of the edge for other Pulumi languages: API keys per client, per-client rate limits
+in Redis, the circuit breaker and the OpenAI route table (components.edge.EdgeGateway)."""
+
+# Annotations stay real types (no ``from __future__ import annotations``): the provider's analyzer reads them.
+from typing import Any, NotRequired, TypedDict
+
+import pulumi
+from inference_platform.components.common.errors import ComponentArgsError
+from inference_platform.components.common.resource_options import own_depends_on
+from inference_platform.components.edge import CircuitBreaker as _CircuitBreaker
+from inference_platform.components.edge import Client as _Client
+from inference_platform.components.edge import EdgeGateway as _EdgeGateway
+from inference_platform.components.edge import EdgeGatewayArgs as _EdgeGatewayArgs
+from inference_platform.components.edge import EdgePolicy as _EdgePolicy
+from inference_platform.components.edge import GatewayTarget as _GatewayTarget
+from inference_platform.components.edge import Tier as _Tier
+from inference_platform.components.multilang.options import inner_options, kubernetes_provider, supplied
+
+
+class Tier(TypedDict):
+    """A service level clients are given by name."""
+
+    name: str
+    """The name clients' ``tier`` refers to."""
+    requests_per_minute: int
+    """Above 0. Requests one client of the tier may start per minute (a token bucket in Redis)."""
+    concurrent_streams: int
+    """Above 0. Streams one client of the tier is promised at once (the circuit breaker's parallel-request
+    budget defaults to their sum over clients)."""
+
+
+class Client(TypedDict):
+    """One API consumer: its key lives in Secrets Manager (one secret per client, generated here)."""
+
+    client_id: str
+    """Forwarded upstream in ``clientIdHeader`` and the key of its rate-limit bucket."""
+    tier: str
+    """The ``name`` of one of ``tiers``."""
+
+
+class CircuitBreaker(TypedDict):
+    """Upper bounds on what the gateway holds open toward the serving pods; beyond them it answers 503 at once."""
+
+    max_connections: NotRequired[int]
+    """Default 1024. Connections to all backend replicas together."""
+    max_pending_requests: NotRequired[int]
+    """Default 64. Requests waiting for a connection."""
+    max_parallel_requests: NotRequired[int]
+    """Default: the sum of the clients' concurrent streams (at least 1). Requests in flight to the backends."""
+
+
+class EdgeGatewayArgs(TypedDict):
+    """Envoy Gateway in front of an InferenceService: the pinned controller chart, a GatewayClass, the Gateway
+    with the OpenAI routes, API-key authentication from per-client secrets, per-client rate limits counted in
+    Redis, timeouts, retries, the circuit breaker, and a NetworkPolicy admitting the serving pods' OpenAI port
+    only from the gateway's Envoy proxies. Needs the cluster's Kubernetes provider as the
+    ``providers: {kubernetes: ...}`` resource option; ``dependsOn`` should name the InferenceService."""
+
+    cluster: pulumi.Input[str]
+    """The Cluster's ``clusterName`` output (the credentials' Pod Identity association waits for it)."""
+    namespace: str
+    """Namespace of the controller, the Gateway, its routes, policies and the API-key Secret (the
+    PublicEndpoint's ``namespace``)."""
+    gateway_name: str
+    """Name of the Gateway; its routes and policies are ``<gatewayName>-<role>``."""
+    backend_service: str
+    """The InferenceService's Service (its ``serviceName``; ``triton`` unless ``appName`` says otherwise)."""
+    backend_namespace: str
+    """The InferenceService's namespace (a ReferenceGrant there lets the routes reach the Service)."""
+    backend_port: int
+    """The Service's OpenAI port (9000 on an InferenceService)."""
+    inference_pod_labels: dict[str, str]
+    """Labels selecting the serving pods (the NetworkPolicy's subject), non-empty. An InferenceService's
+    pods carry ``app.kubernetes.io/name: <serviceName>`` and ``app.kubernetes.io/instance: <its name>``."""
+    credentials_secret: str
+    """Name of the Opaque Secret in ``namespace`` the client keys are synced into (``<clientId>: <key>``)."""
+    redis_url: pulumi.Input[str]
+    """``host:port`` of the rate-limit Redis."""
+    name_prefix: str
+    """Physical-name prefix (the client secrets and their IAM role)."""
+    kms_key_arn: pulumi.Input[str]
+    """Encrypts the client keys in Secrets Manager."""
+    region: str
+    """AWS region of the secrets."""
+    tiers: list[Tier]
+    """The service levels ``clients`` name (each name once)."""
+    clients: list[Client]
+    """The API consumers; empty only with ``authEnabled`` false."""
+    auth_enabled: NotRequired[bool]
+    """Default true. Refuse requests without a known API key (401)."""
+    api_key_header: NotRequired[str]
+    """Default ``x-api-key``. Where clients put the key; ``Authorization: Bearer <key>`` is read after it."""
+    client_id_header: NotRequired[str]
+    """Default ``x-client-id``. Where the gateway tells the server (and the rate limiter) who called."""
+    idle_timeout_seconds: NotRequired[int]
+    """Default 600 (the ALB's idle timeout): how long a stream may be silent."""
+    circuit_breaker: NotRequired[CircuitBreaker]
+    """Default: the circuit breaker's own defaults."""
+    retries: NotRequired[int]
+    """Default 2. Retries, only on connect failure or reset before the request was sent."""
+    max_request_bytes: NotRequired[int]
+    """Default 196608 (4096 input tokens). Largest request body of the OpenAI routes; beyond it 413."""
+    request_headers_timeout_seconds: NotRequired[int]
+    """Default 10. Time from a request's first header byte to its last before the connection is closed."""
+    served_models: NotRequired[list[str]]
+    """Default none. Model ids the server serves: each gets an exact ``GET /v1/models/<id>`` route."""
+    hostname: NotRequired[str]
+    """Default: any. The API hostname the routes answer for (the PublicEndpoint's ``domain``)."""
+    gateway_class: NotRequired[str]
+    """Default ``envoy-gateway``. Name of the GatewayClass this install creates."""
+    listener_port: NotRequired[int]
+    """Default 8080. Port the ALB's target group sends to (the PublicEndpoint's ``backendPort``)."""
+    proxy_service: NotRequired[str]
+    """Default ``gatewayName``. Name of the Envoy proxies' ClusterIP Service (the PublicEndpoint's
+    ``backendService``)."""
+    proxy_replicas: NotRequired[int]
+    """Default 2. Envoy proxy pods."""
+    redis_tls: NotRequired[bool]
+    """Default false. The rate-limit service talks TLS to Redis (ElastiCache requires it)."""
+    rate_limit_fail_closed: NotRequired[bool]
+    """Default false (fail open). True refuses requests (500) while the rate-limit service does not answer."""
+    redis_auth_secret_arn: NotRequired[pulumi.Input[str]]
+    """Default none. Secrets Manager secret of the Redis AUTH token (ElastiCache)."""
+    partition: NotRequired[str]
+    """Default ``aws``."""
+    protect: NotRequired[bool]
+    """Default false; production sets true (the client secrets)."""
+
+
+class EdgeGateway(pulumi.ComponentResource):
+    """Envoy Gateway with API keys, per-client rate limits and the OpenAI routes (components.edge.EdgeGateway)."""
+
+    proxy_service: pulumi.Output[str]
+    """The Envoy proxies' ClusterIP Service in ``namespace``: the PublicEndpoint's ``backendService``."""
+    namespace: pulumi.Output[str]
+    """The gateway's namespace."""
+    client_secret_arns: pulumi.Output[dict[str, str]]
+    """Client id -> ARN of the Secrets Manager secret holding its API key (empty without authentication)."""
+
+    def __init__(self, name: str, args: EdgeGatewayArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("inference-platform:index:EdgeGateway", name, {}, opts)
+        provider = kubernetes_provider("EdgeGateway", opts)
+        _refuse_fractions(args)
+        target = _whole(
+            supplied(
+                args,
+                "namespace",
+                "credentials_secret",
+                "hostname",
+                "gateway_class",
+                "listener_port",
+                "proxy_service",
+                "proxy_replicas",
+                gateway_name="name",
+                backend_service="service",
+                backend_namespace="service_namespace",
+                backend_port="port",
+            )
+        )
+        gateway = _EdgeGateway(
+            name,
+            _EdgeGatewayArgs(
+                provider=provider,
+                policy=_policy(args),
+                target=_GatewayTarget(**target),
+                # The caller's dependsOn (the InferenceService, system nodes): the controller and the
+                # NetworkPolicy wait for it.
+                depends_on=tuple(own_depends_on(opts)),
+                **supplied(
+                    args,
+                    "cluster",
+                    "inference_pod_labels",
+                    "redis_url",
+                    "redis_tls",
+                    "rate_limit_fail_closed",
+                    "redis_auth_secret_arn",
+                    "name_prefix",
+                    "kms_key_arn",
+                    "region",
+                    "partition",
+                    "protect",
+                ),
+            ),
+            inner_options(self, opts),
+        )
+        self.proxy_service = pulumi.Output.from_input(gateway.proxy_service)
+        self.namespace = pulumi.Output.from_input(gateway.namespace)
+        self.client_secret_arns = pulumi.Output.from_input(dict(gateway.client_secret_arns))
+        self.register_outputs({})
+
+
+def _policy(args: EdgeGatewayArgs) -> _EdgePolicy:
+    """The edge policy the inputs describe: clients given their tier by name (one problem per bad name)."""
+    names = [t["name"] for t in args["tiers"]]
+    problems = [f"tiers: {n!r} is given more than once" for n in sorted(set(names)) if names.count(n) > 1]
+    problems += [
+        f"clients: {c['client_id']!r} names tier {c['tier']!r}; the tiers are {sorted(set(names))}"
+        for c in args["clients"]
+        if c["tier"] not in names
+    ]
+    if problems:
+        raise ComponentArgsError("EdgeGateway", problems)
+    tiers = {
+        t["name"]: _Tier(**_whole(supplied(t, "name", "requests_per_minute", "concurrent_streams")))
+        for t in args["tiers"]
+    }
+    breaker = args.get("circuit_breaker")
+    try:
+        return _EdgePolicy(
+            clients=tuple(_Client(client_id=c["client_id"], tier=tiers[c["tier"]]) for c in args["clients"]),
+            **({"circuit_breaker": _CircuitBreaker(**_whole(supplied(breaker, *_BREAKER)))} if breaker else {}),
+            **_whole(
+                supplied(
+                    args,
+                    "auth_enabled",
+                    "api_key_header",
+                    "client_id_header",
+                    "idle_timeout_seconds",
+                    "retries",
+                    "max_request_bytes",
+                    "request_headers_timeout_seconds",
+                    "served_models",
+                )
+            ),
+        )
+    except ValueError as err:  # the policy's own checks (a model id that is no path, a credential header)
+        raise ComponentArgsError("EdgeGateway", [str(err)]) from None
+
+
+_BREAKER = ("max_connections", "max_pending_requests", "max_parallel_requests")
+
+
+def _whole(values: dict[str, Any]) -> dict[str, Any]:
+    """Numbers as ``int``: the engine sends every number as a double, and the policy renders durations and
+    sizes from them (``900.0s`` is no Gateway API Duration). Every number this facade takes is an integer."""
+    return {k: int(v) if isinstance(v, float) else v for k, v in values.items()}
+
+
+def _refuse_fractions(args: EdgeGatewayArgs) -> None:
+    """Every number of this facade counts something: a fraction is refused naming its input."""
+    found = [(key, value) for key, value in args.items() if not isinstance(value, list | dict)]
+    found += [(f"tiers[{i}].{key}", value) for i, tier in enumerate(args["tiers"]) for key, value in tier.items()]
+    found += [(f"circuitBreaker.{key}", value) for key, value in (args.get("circuit_breaker") or {}).items()]
+    problems = [
+        f"{_camel(key)}: {value!r} is not a whole number"
+        for key, value in found
+        if isinstance(value, float) and not value.is_integer()
+    ]
+    if problems:
+        raise ComponentArgsError("EdgeGateway", problems)
+
+
+def _camel(key: str) -> str:
+    head, *rest = key.split("_")
+    return head + "".join(part.title() for part in rest)
