@@ -194,6 +194,8 @@ def openai_argv(
         f"--triton-url=http://{LOOPBACK}:{http_port}",
         f"--host={address}",
         f"--port={port}",
+        # Running streams get the drain budget Triton gets; the server's own default (30 s) would cut longer drains.
+        f"--shutdown-timeout={serving.server.exit_timeout_seconds}",
         *_triton_key_args(serving),
     ]
 

@@ -63,8 +63,9 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as err:
         print(f"openai_api: {err}", file=sys.stderr)
         return 2
-    if args.shutdown_timeout <= 0:
-        print(f"openai_api: --shutdown-timeout must be > 0 seconds, got {args.shutdown_timeout:g}", file=sys.stderr)
+    # 0 is serving.server.exitTimeoutSeconds' own lower bound: streams are cancelled at once, as Triton exits at once.
+    if args.shutdown_timeout < 0:
+        print(f"openai_api: --shutdown-timeout must be >= 0 seconds, got {args.shutdown_timeout:g}", file=sys.stderr)
         return 2
     serve(app, host=args.host, port=args.port, shutdown_timeout=args.shutdown_timeout)
     return 0

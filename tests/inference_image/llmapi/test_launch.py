@@ -14,6 +14,7 @@ from inference_platform.artifacts import ModelMetadata, upload
 from inference_platform.inference_image.accelerators import VisibleAccelerators
 from inference_platform.inference_image.entrypoint import EntrypointOptions
 from inference_platform.inference_image.llmapi.launch import checkpoint_problems, prepare_llmapi_launch
+from inference_platform.inference_image.openai_api.__main__ import parser as openai_parser
 from inference_platform.inference_image.server_args import Listen
 from moto import mock_aws
 
@@ -118,6 +119,16 @@ def test_a_verified_checkpoint_becomes_the_llm_api_model_and_two_drained_process
     assert front_end.argv[:3] == [sys.executable, "-m", "inference_platform.inference_image.openai_api"]
     assert f"--model-dir={model}" in front_end.argv and "--served-model-name=Llama-3.1-8B" in front_end.argv
     assert "--triton-url=http://127.0.0.1:8000" in front_end.argv and "--port=9000" in front_end.argv
+
+
+def test_the_openai_server_drains_for_as_long_as_triton(bucket, serving, tmp_path):
+    """serving.server.exitTimeoutSeconds reaches both processes: the OpenAI server's own 30 s default would cut a
+    longer drain while Triton still serves it."""
+    dev = serving["dev"]
+    long_drain = dev.model_copy(update={"server": dev.server.model_copy(update={"exit_timeout_seconds": 300})})
+    server, front_end = _launch(long_drain, tmp_path).children
+    assert "--exit-timeout-secs=300" in server.argv and "--shutdown-timeout=300" in front_end.argv
+    assert openai_parser().parse_args(front_end.argv[3:]).shutdown_timeout == 300
 
 
 @pytest.mark.parametrize(
