@@ -2,7 +2,7 @@
 in Redis, the circuit breaker and the OpenAI route table (components.edge.EdgeGateway)."""
 
 # Annotations stay real types (no ``from __future__ import annotations``): the provider's analyzer reads them.
-from typing import Any, NotRequired, TypedDict
+from typing import NotRequired, TypedDict
 
 import pulumi
 from inference_platform.components.common.errors import ComponentArgsError
@@ -141,21 +141,19 @@ class EdgeGateway(pulumi.ComponentResource):
         super().__init__("inference-platform:index:EdgeGateway", name, {}, opts)
         provider = kubernetes_provider("EdgeGateway", opts)
         _refuse_fractions(args)
-        target = _whole(
-            supplied(
-                args,
-                "namespace",
-                "credentials_secret",
-                "hostname",
-                "gateway_class",
-                "listener_port",
-                "proxy_service",
-                "proxy_replicas",
-                gateway_name="name",
-                backend_service="service",
-                backend_namespace="service_namespace",
-                backend_port="port",
-            )
+        target = supplied(
+            args,
+            "namespace",
+            "credentials_secret",
+            "hostname",
+            "gateway_class",
+            "listener_port",
+            "proxy_service",
+            "proxy_replicas",
+            gateway_name="name",
+            backend_service="service",
+            backend_namespace="service_namespace",
+            backend_port="port",
         )
         gateway = _EdgeGateway(
             name,
@@ -201,26 +199,23 @@ def _policy(args: EdgeGatewayArgs) -> _EdgePolicy:
     if problems:
         raise ComponentArgsError("EdgeGateway", problems)
     tiers = {
-        t["name"]: _Tier(**_whole(supplied(t, "name", "requests_per_minute", "concurrent_streams")))
-        for t in args["tiers"]
+        t["name"]: _Tier(**supplied(t, "name", "requests_per_minute", "concurrent_streams")) for t in args["tiers"]
     }
     breaker = args.get("circuit_breaker")
     try:
         return _EdgePolicy(
             clients=tuple(_Client(client_id=c["client_id"], tier=tiers[c["tier"]]) for c in args["clients"]),
-            **({"circuit_breaker": _CircuitBreaker(**_whole(supplied(breaker, *_BREAKER)))} if breaker else {}),
-            **_whole(
-                supplied(
-                    args,
-                    "auth_enabled",
-                    "api_key_header",
-                    "client_id_header",
-                    "idle_timeout_seconds",
-                    "retries",
-                    "max_request_bytes",
-                    "request_headers_timeout_seconds",
-                    "served_models",
-                )
+            **({"circuit_breaker": _CircuitBreaker(**supplied(breaker, *_BREAKER))} if breaker else {}),
+            **supplied(
+                args,
+                "auth_enabled",
+                "api_key_header",
+                "client_id_header",
+                "idle_timeout_seconds",
+                "retries",
+                "max_request_bytes",
+                "request_headers_timeout_seconds",
+                "served_models",
             ),
         )
     except ValueError as err:  # the policy's own checks (a model id that is no path, a credential header)
@@ -230,14 +225,9 @@ def _policy(args: EdgeGatewayArgs) -> _EdgePolicy:
 _BREAKER = ("max_connections", "max_pending_requests", "max_parallel_requests")
 
 
-def _whole(values: dict[str, Any]) -> dict[str, Any]:
-    """Numbers as ``int``: the engine sends every number as a double, and the policy renders durations and
-    sizes from them (``900.0s`` is no Gateway API Duration). Every number this facade takes is an integer."""
-    return {k: int(v) if isinstance(v, float) else v for k, v in values.items()}
-
-
 def _refuse_fractions(args: EdgeGatewayArgs) -> None:
-    """Every number of this facade counts something: a fraction is refused naming its input."""
+    """Every number of this facade counts something: a fraction is refused naming its input (``supplied``
+    makes the whole numbers the engine sends as doubles ints)."""
     found = [(key, value) for key, value in args.items() if not isinstance(value, list | dict)]
     found += [(f"tiers[{i}].{key}", value) for i, tier in enumerate(args["tiers"]) for key, value in tier.items()]
     found += [(f"circuitBreaker.{key}", value) for key, value in (args.get("circuit_breaker") or {}).items()]

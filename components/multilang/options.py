@@ -21,9 +21,14 @@ def supplied(args: Mapping[str, Any], *keys: str, **renamed: str) -> dict[str, A
 
 
 def plain(value: Any) -> Any:
-    """An enum member as its value, a list as a tuple (the Args are frozen dataclasses)."""
+    """An enum member as its value, a whole number as an ``int``, a list as a tuple (the Args are frozen
+    dataclasses). The engine sends every number as a double, so a TypeScript ``900`` arrives as ``900.0``,
+    and components render numbers into strings (an ALB attribute ``900.0``, a Duration ``900.0s``) that the
+    Python program, given ``900``, renders without the fraction."""
     if isinstance(value, Enum):
         return value.value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
     if isinstance(value, list):
         return tuple(plain(v) for v in value)
     return value

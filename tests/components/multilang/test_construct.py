@@ -604,3 +604,21 @@ def test_a_fraction_where_the_gateway_counts_is_refused_naming_the_input(plugin,
     error = _error(lambda: construct(plugin, engine, "EdgeGateway", "gw-half", inputs, {"kubernetes": k8s}))
     assert "retries: 1.5 is not a whole number" in error.details()
     assert "tiers[0].requestsPerMinute: 60.5 is not a whole number" in error.details()
+
+
+def test_whole_numbers_are_rendered_as_a_python_program_renders_them(plugin, engine, k8s):
+    """The engine sends ``900`` as ``900.0``: the facades pass it on as ``900``, so strings rendered from
+    numbers (an ALB attribute, an extended-resource quantity) carry no ``.0`` the ALB API would refuse."""
+    for component in ("PublicEndpoint", "InferenceService"):
+        construct(plugin, engine, component, f"whole-{component.lower()}", FULL[component], {"kubernetes": k8s})
+    records = {(r.type, r.name): r for r in engine.recorder.recorded.values()}
+    params = records[("kubernetes:elbv2.k8s.aws/v1beta1:IngressClassParams", "whole-publicendpoint-class-params")]
+    attributes = {a["key"]: a["value"] for a in params.inputs["spec"]["loadBalancerAttributes"]}
+    assert attributes["idle_timeout.timeout_seconds"] == "900"
+    deployment = records[("kubernetes:apps/v1:Deployment", "whole-inferenceservice-deployment")]
+    (server,) = [
+        c
+        for c in deployment.inputs["spec"]["template"]["spec"]["containers"]
+        if "nvidia.com/gpu" in c["resources"]["limits"]
+    ]
+    assert server["resources"]["limits"]["nvidia.com/gpu"] == "1"
