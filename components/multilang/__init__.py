@@ -22,6 +22,9 @@ if TYPE_CHECKING:
         Client,
         EdgeGateway,
         EdgeGatewayArgs,
+        Endpoint,
+        PathMatch,
+        RouteGroup,
         Tier,
     )
     from inference_platform.components.multilang.inference_service import (
@@ -54,6 +57,7 @@ __all__ = [
     "ColdStorageClass",
     "EdgeGateway",
     "EdgeGatewayArgs",
+    "Endpoint",
     "InferenceService",
     "InferenceServiceArgs",
     "ModelSourceKind",
@@ -66,8 +70,10 @@ __all__ = [
     "NodePool",
     "NodePoolArgs",
     "NodePoolSpec",
+    "PathMatch",
     "PublicEndpoint",
     "PublicEndpointArgs",
+    "RouteGroup",
     "SupportType",
     "Tier",
     "Toleration",
@@ -77,7 +83,16 @@ __all__ = [
 # Imported on first use (components/common/exports.py): importing this package loads no Pulumi module.
 _EXPORTS = {
     "cluster": ("Cluster", "ClusterArgs", "SupportType"),
-    "edge_gateway": ("CircuitBreaker", "Client", "EdgeGateway", "EdgeGatewayArgs", "Tier"),
+    "edge_gateway": (
+        "CircuitBreaker",
+        "Client",
+        "EdgeGateway",
+        "EdgeGatewayArgs",
+        "Endpoint",
+        "PathMatch",
+        "RouteGroup",
+        "Tier",
+    ),
     "inference_service": ("InferenceService", "InferenceServiceArgs", "ModelSourceKind", "Toleration"),
     "model_store": ("ColdStorageClass", "ModelStore", "ModelStoreArgs", "ModelStoreLifecycle"),
     "network": ("NatGateways", "Network", "NetworkArgs"),

@@ -2,17 +2,21 @@
 in Redis, the circuit breaker and the OpenAI route table (components.edge.EdgeGateway)."""
 
 # Annotations stay real types (no ``from __future__ import annotations``): the provider's analyzer reads them.
+from enum import Enum
 from typing import NotRequired, TypedDict
 
 import pulumi
 from inference_platform.components.common.errors import ComponentArgsError
 from inference_platform.components.common.resource_options import own_depends_on
+from inference_platform.components.edge import Backend as _Backend
 from inference_platform.components.edge import CircuitBreaker as _CircuitBreaker
 from inference_platform.components.edge import Client as _Client
 from inference_platform.components.edge import EdgeGateway as _EdgeGateway
 from inference_platform.components.edge import EdgeGatewayArgs as _EdgeGatewayArgs
 from inference_platform.components.edge import EdgePolicy as _EdgePolicy
+from inference_platform.components.edge import Endpoint as _Endpoint
 from inference_platform.components.edge import GatewayTarget as _GatewayTarget
+from inference_platform.components.edge import RouteGroup as _RouteGroup
 from inference_platform.components.edge import Tier as _Tier
 from inference_platform.components.multilang.options import inner_options, kubernetes_provider, supplied
 
@@ -47,6 +51,44 @@ class CircuitBreaker(TypedDict):
     """Default 64. Requests waiting for a connection."""
     max_parallel_requests: NotRequired[int]
     """Default: the sum of the clients' concurrent streams (at least 1). Requests in flight to the backends."""
+
+
+class PathMatch(Enum):
+    """How an endpoint's path is matched."""
+
+    EXACT = "Exact"
+    """The path and nothing else."""
+    PATH_PREFIX = "PathPrefix"
+    """The path and everything below it (whole segments)."""
+
+
+class Endpoint(TypedDict):
+    """One admitted request line."""
+
+    method: str
+    """HTTP method, e.g. ``POST``."""
+    path: str
+    """Absolute path, e.g. ``/v1/files``."""
+    match: NotRequired[PathMatch]
+    """Default ``Exact``."""
+
+
+class RouteGroup(TypedDict):
+    """More endpoints behind the same API keys and per-client limits, sent to their own Service (one HTTPRoute)."""
+
+    key: str
+    """Lower-case name (``[a-z0-9-]``, not ``inference``): the route is ``<gatewayName>-<key>``."""
+    endpoints: list[Endpoint]
+    """What the group admits, non-empty; every other path matches no route (404)."""
+    max_request_bytes: NotRequired[int]
+    """Default: not buffered (an upload streamed through; the backend enforces its own limit). Largest body, 413
+    beyond it."""
+    service: str
+    """The Service the group goes to."""
+    service_namespace: str
+    """Its namespace (another than ``namespace`` gets a ReferenceGrant)."""
+    port: int
+    """Its port."""
 
 
 class EdgeGatewayArgs(TypedDict):
@@ -104,6 +146,8 @@ class EdgeGatewayArgs(TypedDict):
     """Default 10. Time from a request's first header byte to its last before the connection is closed."""
     served_models: NotRequired[list[str]]
     """Default none. Model ids the server serves: each gets an exact ``GET /v1/models/<id>`` route."""
+    extra_routes: NotRequired[list[RouteGroup]]
+    """Default none. More route groups beside the OpenAI routes (the batch lane's Files and Batches API)."""
     hostname: NotRequired[str]
     """Default: any. The API hostname the routes answer for (the PublicEndpoint's ``domain``)."""
     gateway_class: NotRequired[str]
@@ -155,6 +199,10 @@ class EdgeGateway(pulumi.ComponentResource):
             backend_namespace="service_namespace",
             backend_port="port",
         )
+        target["backends"] = tuple(
+            _Backend(key=g["key"], **supplied(g, "service", "port", service_namespace="namespace"))
+            for g in args.get("extra_routes") or []
+        )
         gateway = _EdgeGateway(
             name,
             _EdgeGatewayArgs(
@@ -203,7 +251,9 @@ def _policy(args: EdgeGatewayArgs) -> _EdgePolicy:
     }
     breaker = args.get("circuit_breaker")
     try:
+        routes = tuple(_route_group(g) for g in args.get("extra_routes") or [])
         return _EdgePolicy(
+            extra_routes=routes,
             clients=tuple(_Client(client_id=c["client_id"], tier=tiers[c["tier"]]) for c in args["clients"]),
             **({"circuit_breaker": _CircuitBreaker(**supplied(breaker, *_BREAKER))} if breaker else {}),
             **supplied(
@@ -222,6 +272,15 @@ def _policy(args: EdgeGatewayArgs) -> _EdgePolicy:
         raise ComponentArgsError("EdgeGateway", [str(err)]) from None
 
 
+def _route_group(group: RouteGroup) -> _RouteGroup:
+    endpoints = tuple(_Endpoint(**supplied(e, "method", "path", "match")) for e in group["endpoints"])
+    return _RouteGroup(
+        key=group["key"],
+        endpoints=endpoints,
+        max_request_bytes=supplied(group, "max_request_bytes").get("max_request_bytes"),
+    )
+
+
 _BREAKER = ("max_connections", "max_pending_requests", "max_parallel_requests")
 
 
@@ -231,6 +290,12 @@ def _refuse_fractions(args: EdgeGatewayArgs) -> None:
     found = [(key, value) for key, value in args.items() if not isinstance(value, list | dict)]
     found += [(f"tiers[{i}].{key}", value) for i, tier in enumerate(args["tiers"]) for key, value in tier.items()]
     found += [(f"circuitBreaker.{key}", value) for key, value in (args.get("circuit_breaker") or {}).items()]
+    found += [
+        (f"extraRoutes[{i}].{key}", value)
+        for i, group in enumerate(args.get("extra_routes") or [])
+        for key, value in group.items()
+        if key != "endpoints"
+    ]
     problems = [
         f"{_camel(key)}: {value!r} is not a whole number"
         for key, value in found

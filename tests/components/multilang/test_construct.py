@@ -375,6 +375,21 @@ FULL: dict[str, dict[str, Any]] = {
         "maxRequestBytes": 65536,
         "requestHeadersTimeoutSeconds": 5,
         "servedModels": ["llama"],
+        "extraRoutes": [
+            {
+                "key": "batch",
+                "endpoints": [
+                    {"method": "POST", "path": "/v1/files"},
+                    {"method": "GET", "path": "/v1/batches", "match": "PathPrefix"},
+                ],
+                "maxRequestBytes": 1048576,
+                "service": "batch-api",
+                "serviceNamespace": "batch",
+                "port": 8080,
+            },
+            {"key": "uploads", "endpoints": [{"method": "PUT", "path": "/v1/uploads", "match": "Exact"}]}
+            | {"service": "uploads", "serviceNamespace": "envoy-gateway-system", "port": 8081},
+        ],
         "hostname": "api.example.com",
         "gatewayClass": "team-a-envoy",
         "listenerPort": 8081,
@@ -486,12 +501,15 @@ def test_the_gateway_facade_builds_what_the_python_gateway_builds(plugin, engine
     """Same child names, types and inputs as ``EdgeGateway`` built from Python with the same values (every
     input set, so each one is compared where it lands)."""
     from inference_platform.components.edge import (
+        Backend,
         CircuitBreaker,
         Client,
         EdgeGateway,
         EdgeGatewayArgs,
         EdgePolicy,
+        Endpoint,
         GatewayTarget,
+        RouteGroup,
         Tier,
     )
 
@@ -526,6 +544,14 @@ def test_the_gateway_facade_builds_what_the_python_gateway_builds(plugin, engine
                     max_request_bytes=65536,
                     request_headers_timeout_seconds=5,
                     served_models=("llama",),
+                    extra_routes=(
+                        RouteGroup(
+                            key="batch",
+                            endpoints=(Endpoint("POST", "/v1/files"), Endpoint("GET", "/v1/batches", "PathPrefix")),
+                            max_request_bytes=1048576,
+                        ),
+                        RouteGroup(key="uploads", endpoints=(Endpoint("PUT", "/v1/uploads"),), max_request_bytes=None),
+                    ),
                 ),
                 target=GatewayTarget(
                     namespace=given["namespace"],
@@ -539,6 +565,10 @@ def test_the_gateway_facade_builds_what_the_python_gateway_builds(plugin, engine
                     listener_port=8081,
                     proxy_service="envoy-inference",
                     proxy_replicas=3,
+                    backends=(
+                        Backend(key="batch", service="batch-api", namespace="batch", port=8080),
+                        Backend(key="uploads", service="uploads", namespace="envoy-gateway-system", port=8081),
+                    ),
                 ),
                 inference_pod_labels=given["inferencePodLabels"],
                 redis_url=given["redisUrl"],
@@ -583,6 +613,19 @@ def test_the_edge_policy_s_own_checks_reach_the_caller(plugin, engine, k8s):
     inputs = {**INPUTS["EdgeGateway"], "clientIdHeader": "X-API-Key"}
     error = _error(lambda: construct(plugin, engine, "EdgeGateway", "gw-header", inputs, {"kubernetes": k8s}))
     assert "invalid EdgeGateway arguments: client id header 'X-API-Key' is a credential header" in error.details()
+    routes = [{"key": "Batch", "endpoints": [{"method": "GET", "path": "/v1/batches"}]}]
+    routes[0] |= {"service": "batch-api", "serviceNamespace": "batch", "port": 8080}
+    error = _error(
+        lambda: construct(
+            plugin,
+            engine,
+            "EdgeGateway",
+            "gw-route",
+            {**INPUTS["EdgeGateway"], "extraRoutes": routes},
+            {"kubernetes": k8s},
+        )
+    )
+    assert "invalid EdgeGateway arguments: route group key 'Batch' is not a lower-case name" in error.details()
     inputs = {**INPUTS["EdgeGateway"], "inferencePodLabels": {}}
     error = _error(lambda: construct(plugin, engine, "EdgeGateway", "gw-labels", inputs, {"kubernetes": k8s}))
     assert "inference_pod_labels: required (an empty selector would admit every pod)" in error.details()

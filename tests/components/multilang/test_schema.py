@@ -9,6 +9,7 @@ from typing import get_args
 import pytest
 from google.protobuf import empty_pb2
 from inference_platform.components.compute import pool_profile
+from inference_platform.components.edge import policy as edge_policy
 from inference_platform.components.multilang.schema import SCHEMA_FILE, provider_schema, render
 from inference_platform.components.network import vpc
 from inference_platform.components.serving import pod
@@ -138,6 +139,7 @@ def test_enums_offer_exactly_what_the_components_accept(schema):
     assert _enum(schema, "SupportType") == {"STANDARD", "EXTENDED"}
     kind = eval(pod.ModelSource.__annotations__["kind"], vars(pod))  # a string: pod.py postpones annotations
     assert _enum(schema, "ModelSourceKind") == set(get_args(kind))
+    assert _enum(schema, "PathMatch") == set(get_args(edge_policy.PathMatch))
 
 
 def test_the_gateway_takes_clients_and_tiers_as_objects_and_its_limits_as_optional_numbers(schema):
@@ -160,6 +162,10 @@ def test_the_gateway_takes_clients_and_tiers_as_objects_and_its_limits_as_option
     for name in ("cluster", "redisUrl", "kmsKeyArn", "redisAuthSecretArn"):
         assert "plain" not in gateway[name] and gateway[name]["type"] == "string", name
     assert gateway["apiKeyHeader"]["plain"] is True and gateway["clientIdHeader"]["plain"] is True
+    routes = gateway["extraRoutes"]["items"]["$ref"].removeprefix("#/types/")
+    assert set(schema["types"][routes]["required"]) == {"key", "endpoints", "service", "serviceNamespace", "port"}
+    endpoint = schema["types"][f"{PKG}:index:Endpoint"]
+    assert endpoint["properties"]["match"]["$ref"] == f"#/types/{PKG}:index:PathMatch"
     outputs = schema["resources"][f"{PKG}:index:EdgeGateway"]["properties"]
     assert outputs["clientSecretArns"]["additionalProperties"]["type"] == "string"
     assert outputs["proxyService"]["type"] == "string"
