@@ -315,6 +315,7 @@ TORCH_LLM_ARGS = Model(
             "max_beam_width": Int(minimum=1),
             "enable_chunked_prefill": bool,
             "disable_overlap_scheduler": bool,
+            "enable_iter_perf_stats": bool,
             "guided_decoding_backend": Choice(("xgrammar", "llguidance")),
             "kv_cache_config": _KV_CACHE_CONFIG,
             "scheduler_config": _SCHEDULER_CONFIG,

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import triton_python_backend_utils as pb_utils
 import yaml
+from inference_platform.inference_image.llmapi.kv_cache_gauges import KvCacheGauges, kv_values
 from inference_platform.inference_image.runtime.request_gauges import TRT_LLM_FAMILY, RequestGauges
 
 ENGINE_MODULE_ENV = "LLM_ENGINE_MODULE"
@@ -35,6 +36,8 @@ DEFAULT_TOKENS_PER_BLOCK = 32
 LLM_API_MAX_BATCH_SIZE = 2048
 """BaseLlmArgs.max_batch_size's default (llm_args.py, 1.2 line); the renderer always writes the setting."""
 """KvCacheConfig.tokens_per_block's default (TensorRT-LLM 1.2 ``llmapi/llm_args.py``)."""
+STATS_PERIOD_S = 1.0
+"""How often the KV-cache gauges take the LLM API's newest iteration stats (Prometheus scrapes every 15 s)."""
 GUIDE_TYPES = ("json_object", "json_schema", "regex", "ebnf")
 _SAMPLING = {
     # input tensor -> SamplingParams keyword
@@ -86,6 +89,8 @@ class TritonPythonModel:
             version=args["model_version"],
             max_active=self.max_active,
         )
+        # nv_trt_llm_kv_cache_block_metrics (the KV-cache alert and KEDA's kvCacheTarget) from the iteration stats.
+        self.kv_gauges = KvCacheGauges(pb_utils, model=args["model_name"], version=args["model_version"])
         self.lock = threading.Lock()
         """Guards ``running`` and every ``_Running.final``: the cancellation check runs only under it."""
         self.llm = self._on_loop(self._build(engine.LLM, llm_args))
@@ -97,6 +102,7 @@ class TritonPythonModel:
         self.stopping = threading.Event()
         self.watch = threading.Thread(target=self._watch_cancellation, name="llm-cancel", daemon=True)
         self.watch.start()
+        self.stats_task = asyncio.run_coroutine_threadsafe(self._poll_stats(), self.loop)
 
     def execute(self, requests: list[Any]) -> list[Any] | None:
         if self.decoupled:
@@ -108,6 +114,7 @@ class TritonPythonModel:
 
     def finalize(self) -> None:
         self.stopping.set()
+        self.stats_task.cancel()
         with self.lock:
             running = list(self.running.values())
         for entry in running:
@@ -121,6 +128,21 @@ class TritonPythonModel:
     # -- on the loop --------------------------------------------------------------------------------------
     async def _build(self, llm_class: Any, llm_args: dict[str, Any]) -> Any:
         return await asyncio.get_running_loop().run_in_executor(None, lambda: llm_class(**llm_args))
+
+    async def _poll_stats(self) -> None:
+        """Every ``STATS_PERIOD_S``: the newest iteration's kvCacheStats to the KV-cache gauges."""
+        while not self.stopping.is_set():
+            newest = None
+            try:
+                async for stat in self.llm.get_stats_async(timeout=STATS_PERIOD_S):
+                    newest = kv_values(stat) or newest
+            except asyncio.CancelledError:
+                raise
+            except Exception as err:  # stats are advisory: a failed read must never stop serving
+                pb_utils.Logger.log_warn(f"tensorrt_llm: iteration stats unreadable: {err}")
+            if newest is not None:
+                self.kv_gauges.update(newest)
+            await asyncio.sleep(STATS_PERIOD_S)
 
     async def _shutdown(self) -> None:
         await asyncio.get_running_loop().run_in_executor(None, self.llm.shutdown)

@@ -73,6 +73,8 @@ def render_model_yaml(
         "disable_overlap_scheduler": serving.batching.overlap_scheduler is False,
         "kv_cache_config": kv,
         "scheduler_config": {"capacity_scheduler_policy": serving.batching.scheduler_policy.upper()},
+        # The executor records iteration stats (kvCacheStats) only with this: the model's KV-cache gauges read them.
+        "enable_iter_perf_stats": True,
     }
     if tokenizer_dir is not None:
         # The verified tokenizer artifact, the one the OpenAI server counts and templates with.

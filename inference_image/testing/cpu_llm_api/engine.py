@@ -11,6 +11,12 @@ TensorRT-LLM's ``tensorrt_llm/llmapi/llm.py``; the result is async-iterable like
 it yields itself after every token, else once at the end; ``outputs[0].text`` is cumulative and
 ``text_diff`` the part since the previous yield; ``abort()`` ends it with finish_reason ``cancelled``.
 
+``get_stats(timeout)`` / ``get_stats_async(timeout)`` drain the iteration stats as the real ``LLM`` does (only with
+``enable_iter_perf_stats``; at most ``iter_stats_max_iterations``, default 1000, kept): one per change of the block
+pool, with ``kvCacheStats`` ``maxNumBlocks``, ``freeNumBlocks``, ``usedNumBlocks``, ``tokensPerBlock`` from the
+stand-in's own accounting: a running request holds ceil((prompt + generated tokens) / tokens_per_block) blocks of a
+pool of ``max_batch_size`` x 64 blocks (the real pool is sized from GPU memory), and frees them when it ends.
+
 Timing comes from the environment (the Triton process's): ``CPU_LLM_FIRST_TOKEN_DELAY_MS`` before the first
 token, ``CPU_LLM_TOKEN_DELAY_MS`` between tokens. With ``CPU_LLM_STATE_FILE`` set, the stand-in writes
 ``{"active": n, "waiting": m}`` there whenever a request starts or ends, so a test sees a slot freed.
@@ -19,6 +25,7 @@ token, ``CPU_LLM_TOKEN_DELAY_MS`` between tokens. With ``CPU_LLM_STATE_FILE`` se
 from __future__ import annotations
 
 import asyncio
+import collections
 import itertools
 import json
 import os
@@ -48,6 +55,8 @@ DEFAULT_MAX_INPUT_LEN = 1024
 DEFAULT_TOKENS_PER_BLOCK = 32
 BLOCKS_PER_SLOT = 64
 """The stand-in's block pool per batch slot (the real pool is sized from GPU memory)."""
+DEFAULT_ITER_STATS_MAX_ITERATIONS = 1000
+"""BaseLlmArgs.iter_stats_max_iterations unset: the executor keeps 1000 iterations' stats."""
 _REQUEST_IDS = itertools.count(1)
 
 
@@ -114,6 +123,15 @@ class LLM:
         tokens_per_block = int(kv.get("tokens_per_block") or DEFAULT_TOKENS_PER_BLOCK)
         reuse = kv.get("enable_block_reuse", True)
         self.blocks = BlockCache(tokens_per_block, self.max_batch_size * BLOCKS_PER_SLOT) if reuse else None
+        self.tokens_per_block = tokens_per_block
+        self.max_blocks = self.max_batch_size * BLOCKS_PER_SLOT
+        self._held: dict[int, int] = {}
+        """request id -> KV blocks it holds while it runs."""
+        keep = int(args.get("iter_stats_max_iterations") or DEFAULT_ITER_STATS_MAX_ITERATIONS)
+        self._stats: collections.deque[dict[str, Any]] | None = (
+            collections.deque(maxlen=keep) if args.get("enable_iter_perf_stats") else None
+        )
+        self._iteration = 0
         self.guided_backend = args.get("guided_decoding_backend")
         self._guided: GuidedVocabulary | None = None
         self.first_delay = _delay(FIRST_DELAY_ENV)
@@ -150,6 +168,19 @@ class LLM:
     def shutdown(self) -> None:
         self._slots = None
 
+    def get_stats(self, timeout: float | None = 2) -> list[dict[str, Any]]:
+        """The iteration stats since the last call (none without ``enable_iter_perf_stats``)."""
+        with self._lock:
+            if self._stats is None:
+                return []
+            taken = list(self._stats)
+            self._stats.clear()
+        return taken
+
+    async def get_stats_async(self, timeout: float | None = 2) -> Any:
+        for stat in self.get_stats(timeout):
+            yield stat
+
     # -- the stand-in's own machinery ----------------------------------------------------------------------
     def guided_vocabulary(self) -> GuidedVocabulary:
         if self._guided is None:
@@ -166,6 +197,33 @@ class LLM:
             self._waiting += waiting
             self._active += active
         self._write_state()
+
+    def hold(self, request_id: int, tokens: int) -> None:
+        """Request ``request_id`` now holds the blocks of ``tokens`` tokens (0: it ended and freed them)."""
+        blocks = -(-tokens // self.tokens_per_block)
+        with self._lock:
+            if blocks:
+                self._held[request_id] = blocks
+            else:
+                self._held.pop(request_id, None)
+            if self._stats is None:
+                return
+            used = sum(self._held.values())
+            self._iteration += 1
+            self._stats.append(
+                {
+                    "iter": self._iteration,
+                    "numActiveRequests": self._active,
+                    "numQueuedRequests": self._waiting,
+                    "maxNumActiveRequests": self.max_batch_size,
+                    "kvCacheStats": {
+                        "maxNumBlocks": self.max_blocks,
+                        "freeNumBlocks": self.max_blocks - used,
+                        "usedNumBlocks": used,
+                        "tokensPerBlock": self.tokens_per_block,
+                    },
+                }
+            )
 
     def _write_state(self) -> None:
         if not self._state_file:
@@ -238,6 +296,7 @@ class RequestOutput:
                 self._queue.put_nowait(err)
             finally:
                 llm.count(active=-1)
+                llm.hold(self.request_id, 0)
 
     def _perf_metrics(self, llm: LLM) -> None:
         reused = llm.blocks.admit(self.prompt_token_ids) if llm.blocks is not None else 0
@@ -257,6 +316,7 @@ class RequestOutput:
 
     async def _generate(self, llm: LLM, params: SamplingParams) -> None:
         self._perf_metrics(llm)
+        llm.hold(self.request_id, len(self.prompt_token_ids))
         rng = random.Random(params.seed)
         prompt_text = self.prompt or llm.tokenizer.decode(self.prompt_token_ids, skip_special_tokens=False)
         echo = echo_text(prompt_text, llm.special_tokens)
@@ -280,6 +340,7 @@ class RequestOutput:
                 self._queue.put_nowait(_Step(tuple(ids), text, "stop", stop_reason))
                 return
             ids.append(token)
+            llm.hold(self.request_id, len(self.prompt_token_ids) + len(ids))
             text, stop = apply_stop(detok.update(ids), stops, include=params.include_stop_str_in_output)
             finish = "stop" if stop is not None else ("length" if len(ids) >= budget else None)
             if finish is not None:
