@@ -110,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.url.startswith(("http://", "https://")):
         problems.append(f"--url: got {args.url!r}; expected http(s)://host[:port]")
     if problems:
-        raise CommandError("bad input:\n  " + "\n  ".join(problems), exit_code=2)
+        raise CommandError("bad input: " + "; ".join(problems), exit_code=2)
     settings = stack_settings.load(args.stack)
     serving = settings.serving
     config = SmokeConfig(

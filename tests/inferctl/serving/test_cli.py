@@ -31,7 +31,7 @@ def test_every_serving_command_is_registered():
         ),
         (["prepare", "--stack", "npu", "--instance-type", "g9.huge", "--plan-only"], "unknown instance type 'g9.huge'"),
         (["serve", "--stack", "dev"], "no model/tokenizer URI"),
-        (["smoke", "--url", "http://127.0.0.1:1", "--requests", "0"], "--requests must be >= 1"),
+        (["smoke", "--url", "http://127.0.0.1:1", "--requests", "0"], "--requests: got 0; expected >= 1"),
     ],
 )
 def test_refusals_exit_2_with_one_line(capsys, argv, message):

@@ -83,7 +83,8 @@ def test_smoke_fails_with_one_line_when_nothing_listens():
         timeout=60,
     )
     assert result.returncode == 1
-    assert result.stderr.startswith("inferctl smoke: smoke failed: cannot reach") and result.stderr.count("\n") == 1
+    expected = f"inferctl smoke: smoke failed: GET http://127.0.0.1:{port}/health: "
+    assert result.stderr.startswith(expected) and result.stderr.count("\n") == 1, result.stderr
 
 
 def test_serve_local_refuses_a_neuron_stack_in_one_line():
