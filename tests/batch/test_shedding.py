@@ -3,6 +3,8 @@ concurrency follows them."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from inference_platform.batch.config import ShedRule, worker_config
 from inference_platform.batch.shedding import Shedder, parse_selector, value_from_prometheus, value_from_text
@@ -52,3 +54,27 @@ def test_the_limit_drops_at_once_and_climbs_one_step_at_a_time():
         shedder.apply(above)
         limits.append(shedder.limit)
     assert limits == [1, 2, 3, 3, 0, 1]
+
+
+LLM_API_PAGE = """# HELP nv_trt_llm_request_metrics LLM step requests (active, max, waiting)
+# TYPE nv_trt_llm_request_metrics gauge
+nv_trt_llm_request_metrics{model="tensorrt_llm",request_type="active",version="1"} 16
+nv_trt_llm_request_metrics{model="tensorrt_llm",request_type="max",version="1"} 16
+nv_trt_llm_request_metrics{model="tensorrt_llm",request_type="waiting",version="1"} 3
+# TYPE nv_inference_pending_request_count gauge
+nv_inference_pending_request_count{model="tensorrt_llm",version="1"} 0
+"""
+"""Triton's /metrics as the LLM-API model publishes its gauges (runtime/request_gauges.py): Triton's own pending
+count does not count the requests queued inside the LLM API (test_lane_shedding.py prints its peak: 0 or 1 while 11
+waited), the waiting gauge does."""
+
+
+def test_the_llm_api_models_waiting_gauge_is_the_signal_a_metrics_page_rule_reads():
+    waiting = 'nv_trt_llm_request_metrics{model="tensorrt_llm",request_type="waiting"}'
+    assert value_from_text(LLM_API_PAGE, waiting) == 3
+    assert value_from_text(LLM_API_PAGE, 'nv_trt_llm_request_metrics{request_type="active"}') == 16
+    assert value_from_text(LLM_API_PAGE, 'nv_inference_pending_request_count{model="tensorrt_llm"}') == 0
+    config = worker_config({**BASE, "BATCH_SERVING_URL": "http://s:9000", "BATCH_SIGNALS_METRICS_URL": "http://m/metrics",
+                            "BATCH_SHED_RULES": f'[{{"expr": {json.dumps(waiting)}, "above": 2}}]'})  # fmt: skip
+    shedder = Shedder(config)
+    assert [value_from_text(LLM_API_PAGE, r.expr) > r.above for r in shedder.rules] == [True]

@@ -33,6 +33,8 @@ class OpenAIStack:
     openai_url: str
     """``http://127.0.0.1:<port>``: the server itself (no edge)."""
     triton_url: str
+    triton_metrics_url: str
+    """Triton's ``/metrics`` page (the request gauges the LLM-API model publishes)."""
     edge: LocalEdge | None
     api_key: str | None
     logs: dict[str, Path]
@@ -94,6 +96,7 @@ def openai_stack(settings: Any, work: Path, timing: Timing, *, edge: bool = True
             served_model=serving.served_model_name,
             openai_url=f"http://{LOOPBACK}:{openai_port}",
             triton_url=triton_url,
+            triton_metrics_url=f"http://{LOOPBACK}:{ports.metrics_port}/metrics",
             edge=running,
             api_key=key,
             logs=logs,
