@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from inference_platform.components.catalog.serving_contract import TTFT_BUCKETS_MS, TTFT_HISTOGRAM_FAMILY
+from inference_platform.inference_image.model_metrics import model_metrics_block, ttft_buckets_ms
 from inference_platform.inference_image.model_repository import nvidia_keys
 from inference_platform.inference_image.render import Fragment, ParameterBlocks, RenderError, Value, render
 from inference_platform.inference_image.testing.cpu_llm.options import STAND_IN_FILE, StandIn
@@ -194,27 +194,6 @@ def gate_io(postprocessing_template: str) -> Fragment:
 
     passed = [(f"GATED_{n}", t, d) for n, t, d in entries if n != "LLM_REQUEST_ID"]
     return Fragment(block("input", entries, "    optional: true\n") + block("output", passed, ""))
-
-
-def ttft_buckets_ms(serving: ServingSettings) -> tuple[float, ...]:
-    """The contract's LLM buckets plus the stack's own TTFT SLO values, ascending."""
-    slo = serving.slo
-    return tuple(sorted({float(b) for b in TTFT_BUCKETS_MS} | {slo.ttft_p50_ms, slo.ttft_p95_ms}))
-
-
-def model_metrics_block(buckets: tuple[float, ...]) -> str:
-    """``model_metrics`` (ModelConfig since Triton 24.11, common r24.11) overriding the first-response histogram's buckets."""
-    bounds = ", ".join(f"{b:g}" for b in buckets)
-    return (
-        "model_metrics {\n"
-        "  metric_control [\n"
-        "    {\n"
-        f'      metric_identifier {{ family: "{TTFT_HISTOGRAM_FAMILY}" }}\n'
-        f"      histogram_options {{ buckets: [ {bounds} ] }}\n"
-        "    }\n"
-        "  ]\n"
-        "}\n"
-    )
 
 
 def render_configs(plans: list[ModelPlan]) -> dict[str, str]:

@@ -54,7 +54,7 @@ def write_model_repository(resources: Iterable[Any], out_dir: Path) -> list[str]
             serving, out_dir, compiled_dir=MODELS_DIR / "engine", tokenizer_dir=MODELS_DIR / "tokenizer"
         )
     from inference_platform.inference_image.llmapi.repository import render_pod_repository
-    from inference_platform.inference_image.repository import ttft_buckets_ms
+    from inference_platform.inference_image.model_metrics import ttft_buckets_ms
 
     return render_pod_repository(
         serving,

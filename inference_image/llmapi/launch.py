@@ -228,6 +228,6 @@ def _quant_algo(path: Path) -> str | None:
 
 
 def _ttft_buckets(serving: ServingSettings) -> tuple[float, ...]:
-    from inference_platform.inference_image.repository import ttft_buckets_ms
+    from inference_platform.inference_image.model_metrics import ttft_buckets_ms
 
     return ttft_buckets_ms(serving)

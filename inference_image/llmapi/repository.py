@@ -124,7 +124,7 @@ def render_config(serving: ServingSettings, *, ttft_buckets_ms: tuple[float, ...
         )
     )
     if ttft_buckets_ms:
-        from inference_platform.inference_image.repository import model_metrics_block
+        from inference_platform.inference_image.model_metrics import model_metrics_block
 
         text += model_metrics_block(ttft_buckets_ms)
     return text

@@ -11,8 +11,8 @@ from inference_platform.inferctl.plan.command import write_outputs
 from inference_platform.inference_image.defaults import MODELS_DIR
 from inference_platform.inference_image.llmapi import llm_args_schema
 from inference_platform.inference_image.llmapi.repository import render_pod_repository
+from inference_platform.inference_image.model_metrics import ttft_buckets_ms
 from inference_platform.inference_image.neuron.repository import render_repository as render_neuron
-from inference_platform.inference_image.repository import ttft_buckets_ms
 from inference_platform.offline_plan import stack_settings
 from inference_platform.offline_plan.model_repository import server_memory_bytes, serving_json, write_model_repository
 from tritonclient.grpc import model_config_pb2
