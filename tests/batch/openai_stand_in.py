@@ -1,14 +1,14 @@
-"""A labelled stand-in for the serving endpoint the batch workers call, until the OpenAI server of issue 20
-(``inference_image/openai_api``) runs in the local rig: OpenAI chat completions (plain and streamed) with a
-server's limits, nothing more.
+"""A labelled stand-in for the serving endpoint the batch workers call, kept only for the fault tests the real
+local stack cannot produce (tests/batch/test_lane_faults.py): OpenAI chat completions (plain and streamed) with a
+server's limits, nothing more. The shedding proof and a worker's end (SIGKILL, SIGTERM) run on the real stack
+(test_lane_shedding.py, test_lane_worker_stops.py); the end-to-end lane test too (test_lane_edge.py).
 
 Faithful where the lane's tests look: the request and response shapes of ``/v1/chat/completions`` (``id``,
 ``choices[0].message``, ``usage``; SSE chunks ending ``data: [DONE]``), answers fixed by (prompt, seed,
-max_tokens) like a seeded sampler, a fixed number of generation slots (a request beyond them waits, so a
-batch flood really delays interactive first tokens), and the waiting/running gauges on ``/metrics`` that
-the workers shed on (the role Triton's ``nv_inference_pending_request_count`` plays in the cluster). A
-prompt containing ``ALWAYS-FAIL`` gets a 500, a stand-in for a request that crashes its server every time.
-Its limit: no model behind it; the words are a hash of the request.
+max_tokens) like a seeded sampler, a fixed number of generation slots, and waiting/running gauges on
+``/metrics``. A prompt containing ``ALWAYS-FAIL`` gets a 500, a stand-in for a request that crashes its server
+every time: the one failure the real server cannot be made to give a valid request. Its limit: no model behind
+it; the words are a hash of the request.
 
 ``python -m tests.batch.openai_stand_in --port P [--slots N] [--token-ms T] [--first-token-ms F]``
 """
