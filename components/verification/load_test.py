@@ -68,6 +68,8 @@ class LoadTestArgs:
     """Required. What the image reference pins: part of the Jobs' names (a new image, a new run)."""
     url: str
     """Required. Where the load goes (the edge's https URL)."""
+    model: str | None = None
+    """Default none: the first model ``GET /v1/models`` lists. The OpenAI model id the requests name."""
     rate: float
     """Required, > 0. Requests/s of Poisson arrivals, all workers together."""
     workers: int
@@ -271,6 +273,7 @@ def _common_flags(args: LoadTestArgs) -> list[str]:
         "--structured-share", f"{args.structured_share:g}",
         "--master-port", str(MASTER_PORT),
         "--out", f"{pods.WORK_DIR}/loadtest",
+        *(["--model", args.model] if args.model is not None else []),
     ]  # fmt: skip
 
 

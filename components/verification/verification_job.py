@@ -72,6 +72,10 @@ class VerificationJobArgs:
     """Required. The stack's settings document (infra/settings/document.py) as JSON."""
     url: str
     """Required. The endpoint verified (the edge's https URL, or the in-cluster Service)."""
+    model: str | None = None
+    """Default none: the first model the endpoint's ``GET /v1/models`` lists. The OpenAI model id verified; the
+    stack passes its served model, so an endpoint that does not answer fails the verdict (exit 1) instead of
+    leaving the Job without a model to ask for (exit 2)."""
     api_key_secret_arn: pulumi.Input[str] | None
     """The one Secrets Manager secret holding the key the Job sends; ``None`` when the target needs none."""
     kms_key_arn: pulumi.Input[str]
@@ -231,6 +235,8 @@ def verify_command(args: VerificationJobArgs, *, key_file: str | None) -> list[s
         "--out",
         f"{pods.WORK_DIR}/verify",
     ]
+    if args.model is not None:
+        command += ["--model", args.model]
     if key_file is not None:
         command += ["--api-key-file", key_file]
     return command

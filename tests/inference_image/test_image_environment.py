@@ -283,7 +283,7 @@ def _expected(sub: str) -> tuple[list[str], int, str]:
     if sub == "artifacts":
         return [], 1, r"s3://\S+: check AWS_ENDPOINT_URL"
     if sub == "verify":
-        return [], 1, r"cannot reach https://127\.0\.0\.1:\d+"
+        return [], 1, r"FAIL +smoke +GET https://127\.0\.0\.1:\d+/health: .*[Rr]efused"
     raise AssertionError(f"no expectation for `inferctl {sub}` yet: add one here")
 
 
