@@ -236,7 +236,6 @@ def lane_factory(moto: Moto, tmp_path: Path) -> Iterator[Any]:
 @dataclass
 class Serving:
     url: str
-    metrics_url: str
     popen: subprocess.Popen[bytes]
 
 
@@ -266,7 +265,7 @@ def stand_in_serving(
                     f"the serving stand-in did not start: {(work / 'serving.log').read_text()[-2000:]}"
                 )
             time.sleep(0.1)
-        yield Serving(url, url + "/metrics", popen)
+        yield Serving(url, popen)
     finally:
         stop_group(popen, STOP_TIMEOUT)
 
