@@ -26,7 +26,7 @@ from inference_platform.inference_image.neuron.repository import render_reposito
 from inference_platform.inference_image.pod_artifacts import api_key, verified_download
 from inference_platform.inference_image.runtime.tokenizer import TokenizerError, load_tokenizer
 from inference_platform.inference_image.server_args import Listen
-from inference_platform.inference_image.testing.cpu_llm.options import StandIn
+from inference_platform.inference_image.testing.cpu_llm_api.local import Timing
 from inference_platform.infra.settings.serving import BACKEND_VENDORS, ServingSettings
 
 from inference_platform.errors import CommandError
@@ -49,7 +49,7 @@ class EntrypointOptions:
     listen: Listen = field(default_factory=Listen)
     openai_port: int = OPENAI_PORT
     """GPU pods: the OpenAI server's port (on listen.address)."""
-    stand_in: StandIn | None = None
+    stand_in: Timing | None = None
     """TEST DOUBLE: serve the CPU stand-in in place of the LLM step (tests and local runs only)."""
 
 

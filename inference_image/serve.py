@@ -88,7 +88,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from inference_platform.inference_image import entrypoint
     from inference_platform.inference_image.server_args import Listen, redacted
-    from inference_platform.inference_image.testing.cpu_llm.options import StandIn
+    from inference_platform.inference_image.testing.cpu_llm_api.local import Timing
 
     from inference_platform.errors import CommandError
 
@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     stand_in = None
     if args.cpu_stand_in:
         delays = {} if args.stand_in_token_delay_ms is None else {"token_delay_ms": args.stand_in_token_delay_ms}
-        stand_in = StandIn(**delays)
+        stand_in = Timing(**delays)
     options = entrypoint.EntrypointOptions(
         engine_uri=engine_uri,
         tokenizer_uri=tokenizer_uri,

@@ -13,7 +13,7 @@ from inference_platform.inference_image.accelerators import VisibleAccelerators
 from inference_platform.inference_image.entrypoint import EntrypointOptions, prepare_launch
 from inference_platform.inference_image.openai_api.config import from_model_dir
 from inference_platform.inference_image.server_args import Listen
-from inference_platform.inference_image.testing.cpu_llm.options import StandIn
+from inference_platform.inference_image.testing.cpu_llm_api.local import Timing
 from inference_platform.offline_plan import stack_settings
 from moto import mock_aws
 
@@ -78,4 +78,4 @@ def test_the_cpu_stand_in_is_refused_on_neuron(launched):
     import dataclasses
 
     with pytest.raises(CommandError, match="stand-in"):
-        launch_with(options=dataclasses.replace(options, stand_in=StandIn()))
+        launch_with(options=dataclasses.replace(options, stand_in=Timing()))
