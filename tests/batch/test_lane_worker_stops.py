@@ -17,8 +17,8 @@ from tests.inferctl.serving.openai_stack import openai_stack
 
 pytestmark = [pytest.mark.triton, pytest.mark.motoserver, pytest.mark.timeout(240)]
 
-# A line of chat_line's prompt answers in ~1-2 s at this pace: in flight long enough to be killed mid-request,
-# within the 3 s request timeout of an 8 s visibility.
+# A chat_line (8 tokens) answers in ~0.9 s at this pace (measured on this stack): in flight long enough to be
+# killed mid-request, well within the 3 s request timeout of an 8 s visibility.
 TIMING = Timing(first_token_delay_ms=50, token_delay_ms=120)
 
 
