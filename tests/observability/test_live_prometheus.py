@@ -1,5 +1,6 @@
-"""Proven live: a real Prometheus scrapes the real local Triton (CPU stand-in for the LLM step) every
-second while a bounded load runs. The recording rules and the ScaledObject's exact queries are evaluated
+"""Proven live: a real Prometheus scrapes the real local Triton every second while a bounded load runs through the
+local stack serve-local runs (the production ``tensorrt_llm`` LLM-API model with the CPU stand-in engine, behind the
+image's OpenAI server; tests/inferctl/serving/openai_stack.py). The recording rules and the ScaledObject's exact queries are evaluated
 on the scraped data, and the ScaledObject's rendered ``scalingModifiers.formula`` string is evaluated
 (tests/observability/expr_lang.py) on the values those queries return: under load (waited for, with a
 deadline, until the in-flight gauge passes the target by more than the HPA's tolerance) the formula
@@ -12,12 +13,10 @@ build/observability/live-scaling.json (run with -s to see them):
 
 from __future__ import annotations
 
-import contextlib
 import json
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -35,13 +34,11 @@ from inference_platform.components.autoscaling.scaled_object import (
 from inference_platform.components.observability.dashboards import expand, queries, render
 from inference_platform.components.observability.promql import Scope
 from inference_platform.components.observability.rules import RuleSet, rule_groups, rules_file
-from inference_platform.inferctl.serving import local_triton
-from inference_platform.inferctl.serving.serve_local import build_local_repository
-from inference_platform.inferctl.serving.server_process import ServerProcess
-from inference_platform.inference_image.server_args import rank0_args
+from inference_platform.inference_image.testing.cpu_llm_api.local import Timing
 from inference_platform.offline_plan import stack_settings
 
-from tests.inferctl.serving.conftest import FAST, READY_TIMEOUT, RunningServer, free_port, leftover_processes, listen
+from inference_platform.processes import free_port
+from tests.inferctl.serving.openai_stack import openai_stack
 from tests.observability.keda_hpa import composite, recommendation
 from tests.observability.prometheus_server import Target, running_prometheus
 from tests.system_tools import require_tool
@@ -58,14 +55,14 @@ LOAD_TIMEOUT = 120.0
 IDLE_TIMEOUT = 60.0
 DAY = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
 NIGHT = datetime(2026, 12, 3, 23, 0, tzinfo=UTC)
-# Serving panels whose series the CPU stand-in publishes (TTFT/ITL need Triton's histogram, absent in 2.51;
+# Serving panels whose series the local stack publishes (TTFT/ITL need Triton's histogram, absent in 2.51;
 # replicas need kube-state-metrics; fleet, edge and cost need DCGM, neuron-monitor, Envoy, kube-state-metrics).
+# "Output tokens/s" and "Tokens/s" read nv_llm_output_token_len / nv_llm_input_token_len, which the C++ backend
+# published and the LLM-API model does not (yet): they have no data on GPUs either, so they are not listed.
 SERVING_PANELS_WITH_DATA = (
     "Requests/s",
-    "Output tokens/s",
     "Requests in flight",
     "Replicas",
-    "Tokens/s",
     "Requests/s by model",
     "Queue: requests waiting and active",
     "Queue time per request and queue/compute ratio",
@@ -73,48 +70,16 @@ SERVING_PANELS_WITH_DATA = (
     "KV cache",
 )
 REPO = Path(__file__).resolve().parents[2]
-REAP_TIMEOUT = 20.0
+FAST = Timing(first_token_delay_ms=10, token_delay_ms=3)
+PROMPT = "the quick brown fox jumps over the lazy dog " * 8
 
 
-@contextlib.contextmanager
-def stand_in_triton(serving: Any, work: Path) -> Iterator[RunningServer]:
-    """The dev repository on the real tritonserver with the fast CPU stand-in; after stopping it, waits
-    (bounded) until no process of ``work`` is left: under load the Python stubs take a moment to exit."""
-    local = build_local_repository(serving, work, FAST)
-    triton = local_triton.prepare(work)
-    ports = listen()
-    flags = rank0_args(
-        serving, model_repository=local.repository, models=local.models, listen=ports, backend_dir=triton.backend_dir
-    )
-    http_url = f"http://127.0.0.1:{ports.http_port}"
-    with ServerProcess(
-        [str(triton.binary), *flags], env=triton.env, http_url=http_url, log=work / "server.log"
-    ) as server:
-        server.wait_ready(READY_TIMEOUT)
-        yield RunningServer(
-            http_url=http_url,
-            grpc_url=f"127.0.0.1:{ports.grpc_port}",
-            metrics_url=f"http://127.0.0.1:{ports.metrics_port}/metrics",
-            local=local,
-            log=work / "server.log",
-        )
-    deadline = time.monotonic() + REAP_TIMEOUT
-    while leftover_processes(str(work)) and time.monotonic() < deadline:
-        time.sleep(0.5)
-    assert leftover_processes(str(work)) == []
-
-
-def _load(http_url: str, stop: threading.Event, done: list[int], failed: list[str]) -> None:
-    body = json.dumps(
-        {
-            "text_input": "the quick brown fox jumps over the lazy dog",
-            "max_tokens": MAX_TOKENS,
-            "min_tokens": MAX_TOKENS,
-        }
-    ).encode()
+def _load(openai_url: str, model: str, stop: threading.Event, done: list[int], failed: list[str]) -> None:
+    # The stand-in echoes the prompt: a long one keeps each request generating up to MAX_TOKENS.
+    body = json.dumps({"model": model, "prompt": PROMPT, "max_tokens": MAX_TOKENS}).encode()
     while not stop.is_set():
         request = urllib.request.Request(
-            f"{http_url}/v2/models/ensemble/generate", data=body, headers={"content-type": "application/json"}
+            f"{openai_url}/v1/completions", data=body, headers={"content-type": "application/json"}
         )
         try:
             with urllib.request.urlopen(request, timeout=60) as response:
@@ -178,8 +143,8 @@ def test_scaling_metric_crosses_its_target_under_load_and_returns_to_the_floor(t
     showing = (1 + HPA_TOLERANCE) * target_value
     rules = tmp_path / "rules.yml"
     rules.write_text(yaml.safe_dump(rules_file(rule_groups(RuleSet(scope=SCOPE))), sort_keys=False))
-    with stand_in_triton(serving, tmp_path / "triton") as triton:
-        address = triton.metrics_url.removeprefix("http://").removesuffix("/metrics")
+    with openai_stack(stack_settings.load("dev"), tmp_path / "stack", FAST, edge=False) as stack:
+        address = stack.triton_metrics_url.removeprefix("http://").removesuffix("/metrics")
         target = Target(JOB, address, {"namespace": NAMESPACE, "pod": "triton-local-0", "service": JOB})
         with running_prometheus(prometheus, tmp_path / "prometheus", free_port(), [target], [rules]) as prom:
             requests_q = queries["requests"]
@@ -189,7 +154,9 @@ def test_scaling_metric_crosses_its_target_under_load_and_returns_to_the_floor(t
 
             stop, done, failed = threading.Event(), [], []
             clients = [
-                threading.Thread(target=_load, args=(triton.http_url, stop, done, failed), daemon=True)
+                threading.Thread(
+                    target=_load, args=(stack.openai_url, stack.served_model, stop, done, failed), daemon=True
+                )
                 for _ in range(CLIENTS)
             ]
             started = time.monotonic()
