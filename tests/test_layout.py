@@ -74,3 +74,23 @@ def test_every_installed_folder_is_mapped_into_the_one_namespace(repo):
     packages = {p.parent.name for p in repo.glob("*/__init__.py")}
     assert packages - {"tests", "bench", "inference_platform"} == set(FOLDERS)
     assert (repo / "inference_platform" / "py.typed").is_file()
+
+
+def test_no_test_leaves_the_main_thread_without_an_event_loop(repo):
+    """asyncio.run() unsets the main thread's loop and the Pulumi mock tests after it in the worker fail
+    (tests/own_loop.py runs coroutines on a loop of their own)."""
+    import ast
+
+    def calls_asyncio_run(tree: ast.AST) -> bool:
+        return any(
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr == "run"
+            and isinstance(n.func.value, ast.Name)
+            and n.func.value.id == "asyncio"
+            for n in ast.walk(tree)
+        )
+
+    tests = sorted((repo / "tests").rglob("*.py"))
+    offenders = [str(p.relative_to(repo)) for p in tests if calls_asyncio_run(ast.parse(p.read_text()))]
+    assert offenders == [], f"use tests.own_loop.run_on_own_loop instead of asyncio.run in {offenders}"

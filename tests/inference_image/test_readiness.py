@@ -9,9 +9,11 @@ import time
 import pytest
 from inference_platform.inference_image import readiness
 
+from tests.own_loop import run_on_own_loop
+
 
 def run(coro):
-    return asyncio.run(coro)
+    return run_on_own_loop(coro)
 
 
 def test_a_hung_engine_is_unready_within_the_deadline():

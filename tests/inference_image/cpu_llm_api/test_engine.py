@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 import time
@@ -13,6 +12,8 @@ import pytest
 from inference_platform.inference_image.testing.cpu_llm_api import LLM, GuidedDecodingParams, SamplingParams
 from inference_platform.inference_image.testing.cpu_llm_api.checkpoint import CHAT_TEMPLATE, EOT, write_checkpoint
 from inference_platform.inference_image.testing.cpu_llm_api.engine import STATE_FILE_ENV, TOKEN_DELAY_ENV
+
+from tests.own_loop import run_on_own_loop
 
 PERSON = {
     "type": "object",
@@ -40,13 +41,7 @@ def llm(checkpoint: Path, **args) -> LLM:
 
 
 def run(coro):
-    # A loop of its own, never installed: asyncio.run() would leave the main thread's event loop unset, and the
-    # Pulumi mock tests that may follow in this worker ask for it.
-    loop = asyncio.new_event_loop()
-    try:
-        return loop.run_until_complete(asyncio.wait_for(coro, timeout=30))
-    finally:
-        loop.close()
+    return run_on_own_loop(coro)
 
 
 async def complete(engine: LLM, prompt, **params):

@@ -1,1 +1,0 @@
-"""Template of the ``ensemble`` model: preprocessing -> LLM step -> postprocessing (NVIDIA's contract)."""

@@ -1,1 +1,0 @@
-"""The ``neuron_llm`` model: the LLM step on AWS Neuron through NxD Inference (Python backend)."""

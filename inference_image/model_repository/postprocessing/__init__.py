@@ -1,1 +1,0 @@
-"""The ``postprocessing`` model: token ids to text (Python backend)."""

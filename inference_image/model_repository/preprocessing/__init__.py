@@ -1,1 +1,0 @@
-"""The ``preprocessing`` model: text and word lists to token ids (Python backend)."""
