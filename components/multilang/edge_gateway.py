@@ -231,7 +231,8 @@ class EdgeGateway(pulumi.ComponentResource):
         )
         self.proxy_service = pulumi.Output.from_input(gateway.proxy_service)
         self.namespace = pulumi.Output.from_input(gateway.namespace)
-        self.client_secret_arns = pulumi.Output.from_input(dict(gateway.client_secret_arns))
+        # from_input resolves the Outputs inside the dict (its annotation says only plain values).
+        self.client_secret_arns = pulumi.Output.from_input(dict(gateway.client_secret_arns))  # type: ignore[arg-type]
         self.register_outputs({})
 
 
@@ -250,12 +251,16 @@ def _policy(args: EdgeGatewayArgs) -> _EdgePolicy:
         t["name"]: _Tier(**supplied(t, "name", "requests_per_minute", "concurrent_streams")) for t in args["tiers"]
     }
     breaker = args.get("circuit_breaker")
+    # Left out when not given, so the component's own default applies (one definition of it).
+    breaker_arg: dict[str, _CircuitBreaker] = (
+        {"circuit_breaker": _CircuitBreaker(**supplied(breaker, *_BREAKER))} if breaker else {}
+    )
     try:
         routes = tuple(_route_group(g) for g in args.get("extra_routes") or [])
         return _EdgePolicy(
             extra_routes=routes,
             clients=tuple(_Client(client_id=c["client_id"], tier=tiers[c["tier"]]) for c in args["clients"]),
-            **({"circuit_breaker": _CircuitBreaker(**supplied(breaker, *_BREAKER))} if breaker else {}),
+            **breaker_arg,  # type: ignore[arg-type]  # mypy reads ** of one typed key as every field
             **supplied(
                 args,
                 "auth_enabled",
