@@ -34,14 +34,6 @@ DEFAULT_EDGE_ADMIN_PORT = 9901
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
-@dataclass(frozen=True)
-class LocalRepository:
-    repository: Path
-    models: list[str]
-    engine_dir: Path
-    tokenizer_dir: Path
-
-
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("serve-local", help=__doc__.splitlines()[0].split(": ", 1)[1])
     parser.add_argument(
@@ -78,21 +70,6 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--edge-admin-port", type=int, default=DEFAULT_EDGE_ADMIN_PORT, help="Envoy admin port")
     parser.add_argument("--work-dir", type=Path, help="keep the rendered repository here (default: a temporary dir)")
     parser.set_defaults(handler=run)
-
-
-def build_local_repository(serving: Any, work_dir: Path, stand_in: Any) -> LocalRepository:
-    """The previous engine flow's repository (ensemble, BLS, the C++ parameters) with the older stand-in, under
-    ``work_dir``. serve-local no longer runs it; the tests of that flow do, until it is removed."""
-    from inference_platform.inference_image.repository import render_repository
-    from inference_platform.inference_image.testing.assets import write_engine, write_tokenizer
-
-    tokenizer_dir = write_tokenizer(work_dir / "tokenizer")
-    engine_dir = write_engine(work_dir / "engine", world_size=serving.world_size)
-    repository = work_dir / "model_repository"
-    models = render_repository(
-        serving, repository, engine_dir=engine_dir, tokenizer_dir=tokenizer_dir, stand_in=stand_in
-    )
-    return LocalRepository(repository, models, engine_dir, tokenizer_dir)
 
 
 def run(args: argparse.Namespace) -> int:

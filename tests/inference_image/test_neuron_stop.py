@@ -1,7 +1,7 @@
-"""``neuron_llm`` honours TensorRT-LLM's cancel by request id (issue 17 §8): BLS and the ensemble's
-``stream_gate`` stop an abandoned stream with a ``stop`` request naming its id, and the Neuron image's
-Python backend (Triton 2.51) cannot cancel a BLS call otherwise. Runs the model's ``execute`` with a
-fake ``triton_python_backend_utils`` and a recording scheduler (no Neuron device)."""
+"""The Neuron model (``inference_image/neuron/model.py``) honours a cancel by request id: a ``stop`` request
+naming a running request's id stops it, and the Neuron image's Python backend (Triton 2.51) cannot cancel a
+call otherwise. Runs the model's ``execute`` with a fake ``triton_python_backend_utils``, the real tokenizer and a
+recording scheduler (no Neuron device)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ import types
 import numpy as np
 import pytest
 from inference_platform.inference_image.runtime.stop_requests import NO_ID, RunningById
+from inference_platform.inference_image.runtime.tokenizer import load_tokenizer
+from inference_platform.inference_image.testing.cpu_llm_api.checkpoint import write_checkpoint
 
 
 class _Tensor:
@@ -44,7 +46,7 @@ class _Request:
 
 
 @pytest.fixture
-def model(monkeypatch):
+def model(monkeypatch, tmp_path):
     pb = types.ModuleType("triton_python_backend_utils")
     pb.Tensor, pb.InferenceResponse, pb.TritonError = _Tensor, _Response, _Error
     pb.TRITONSERVER_RESPONSE_COMPLETE_FINAL = 1
@@ -52,10 +54,11 @@ def model(monkeypatch):
         _Tensor(name, request._tensors[name]) if name in request._tensors else None
     )
     monkeypatch.setitem(sys.modules, "triton_python_backend_utils", pb)
-    name = "inference_platform.inference_image.model_repository.neuron_llm.model"
+    name = "inference_platform.inference_image.neuron.model"
     module = importlib.reload(importlib.import_module(name)) if name in sys.modules else importlib.import_module(name)
     instance = module.TritonPythonModel.__new__(module.TritonPythonModel)
-    instance.decoupled, instance.exclude_default, instance.max_seq_len = False, False, 64
+    instance.tokenizer = load_tokenizer(write_checkpoint(tmp_path / "checkpoint"))
+    instance.decoupled, instance.max_seq_len, instance.stop_token_ids = False, 64, ()
     instance.running = RunningById()
     instance.jobs = []
     instance.scheduler = types.SimpleNamespace(submit=lambda job: (instance.jobs.append(job), job.done.set()))
@@ -64,11 +67,12 @@ def model(monkeypatch):
 
 
 def _generate(request_id):
-    return _Request(request_id, input_ids=[[5, 6, 7]], input_lengths=[[3]], request_output_len=[[8]])
+    return _Request(request_id, text_input=np.array([b"hello"], dtype=np.object_),
+                    sampling_param_max_tokens=np.array([8], dtype=np.int32))  # fmt: skip
 
 
 def _stop(request_id):
-    return _Request(request_id, input_ids=[[0]], input_lengths=[[1]], request_output_len=[[1]], stop=[[True]])
+    return _Request(request_id, text_input=np.array([b""], dtype=np.object_), stop=[True])
 
 
 def test_a_stop_request_stops_the_running_request_with_its_id_and_gets_an_empty_answer(model):

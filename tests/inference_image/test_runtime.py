@@ -10,7 +10,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 from inference_platform.inference_image.runtime.detokenize import IncrementalText
 from inference_platform.inference_image.runtime.generation import FinishReason, SequenceState, completes_word
-from inference_platform.inference_image.runtime.llm_outputs import output_arrays
 from inference_platform.inference_image.runtime.llm_request import LlmRequest, RequestError, parse_request
 from inference_platform.inference_image.runtime.params import ModelConfigError, Parameters
 from inference_platform.inference_image.runtime.tokenizer import TokenizerError, load_tokenizer
@@ -133,18 +132,6 @@ def test_streaming_sends_one_token_per_response_and_closes_without_the_end_id():
     assert [(c.tokens, c.final) for c in chunks] == [((7,), False), ((8,), False), ((), True)]
     state = SequenceState(_request(streaming=True, max_new_tokens=2), exclude_input_default=True)
     assert [(c.tokens, c.final) for c in _feed(state, [7, 8, 9])] == [((7,), False), ((8,), True)]
-
-
-def test_outputs_have_tensorrt_llm_shapes():
-    state = SequenceState(_request(return_log_probs=True, return_perf_metrics=True), exclude_input_default=True)
-    chunk = _feed(state, [7, 8, 0])[-1]
-    arrays = output_arrays(chunk, state)
-    assert arrays["output_ids"].shape == (1, 1, 2) and arrays["output_ids"].dtype == np.int32
-    assert arrays["sequence_length"].tolist() == [[2]]
-    assert arrays["output_log_probs"].shape == (1, 1, 2) and arrays["cum_log_probs"].shape == (1, 1)
-    assert arrays["first_token_time_ns"][0, 0] >= arrays["arrival_time_ns"][0, 0]
-    plain = output_arrays(chunk, SequenceState(_request(), exclude_input_default=True))
-    assert "cum_log_probs" not in plain and "arrival_time_ns" not in plain
 
 
 def test_completes_word_detects_only_whole_words():

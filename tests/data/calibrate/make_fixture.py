@@ -1,10 +1,11 @@
-"""Regenerate verify-dev-local.json: a real ``inferctl verify`` run against the local Triton stand-in.
+"""Regenerate verify-dev-local.json: a real ``inferctl verify`` run against the local CPU stand-in stack.
 
-    PYTHONPATH=. .venv/bin/python tests/data/calibrate/make_fixture.py
+    .venv/bin/python tests/data/calibrate/make_fixture.py
 
-Starts the CPU stand-in Triton for the dev stack's serving settings (the fixture tests/inferctl/verify uses),
-runs ``inferctl verify --stack dev`` against it with tests/inferctl/verify's SMALL_LOAD and generous SLOs,
-and copies <out>/verify.json here (the records path inside it points at the temporary run).
+Starts the local stack tests/inferctl/verify uses (openai_stack: Triton with the LLM-API model on the CPU
+stand-in engine, the image's OpenAI server, the edge), runs ``inferctl verify --stack dev`` through the edge
+with tests/inferctl/verify's SMALL_LOAD and generous SLOs, and copies <out>/verify.json here (the records path
+inside it points at the temporary run).
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from inferctl import stack_settings
-from inferctl.cli import main as cli
-from tests.inferctl.serving.conftest import start_stand_in_server
-from tests.inferctl.verify.test_verify import stack_file
+from inference_platform.inferctl.cli import main as cli
+from inference_platform.offline_plan import stack_settings
+
+from tests.inferctl.serving.openai_stack import openai_stack
+from tests.inferctl.verify.test_verify import FAST, stack_file, through_edge
 
 HERE = Path(__file__).resolve().parent
 
@@ -25,10 +27,10 @@ HERE = Path(__file__).resolve().parent
 def main() -> int:
     with tempfile.TemporaryDirectory(prefix="calibrate-fixture-") as tmp:
         root = Path(tmp)
-        with start_stand_in_server(stack_settings.load("dev").serving, root / "triton") as server:
+        with openai_stack(stack_settings.load("dev"), root / "stack", FAST) as stack:
             out = root / "out"
-            code = cli(["verify", "--stack", "dev", "--stack-file", str(stack_file(root)), "--url", server.http_url,
-                        "--workers", "2", "--log-file", str(server.log), "--out", str(out)])  # fmt: skip
+            code = cli(["verify", "--stack", "dev", "--stack-file", str(stack_file(root)), *through_edge(stack, root),
+                        "--workers", "2", "--log-file", str(stack.logs["openai"]), "--out", str(out)])  # fmt: skip
             if code != 0:
                 print(f"inferctl verify exited {code}", file=sys.stderr)
                 return code

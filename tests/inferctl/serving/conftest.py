@@ -1,36 +1,22 @@
-"""The real tritonserver (nvidia-pytriton wheel) with the CPU stand-in, on free ports on 127.0.0.1.
-
-Bounded: readiness waits time out, teardown always stops the process group. ``leftover_processes``
-lets tests prove nothing outlives them.
-"""
+"""Helpers of the local-server tests: free ports on 127.0.0.1, bounded readiness waits, and
+``leftover_processes`` so tests prove nothing outlives them (the servers: openai_stack.py)."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
-from inference_platform.inferctl.serving import local_triton
-from inference_platform.inferctl.serving.serve_local import LocalRepository, build_local_repository
-from inference_platform.inferctl.serving.server_process import ServerProcess
-from inference_platform.inference_image.server_args import Listen, rank0_args
-from inference_platform.inference_image.testing.cpu_llm.options import StandIn
-from inference_platform.offline_plan import stack_settings
+from inference_platform.inference_image.server_args import Listen
 
 from inference_platform.processes import free_port
 
 LOOPBACK = "127.0.0.1"
 READY_TIMEOUT = 90.0
-# Fast stand-in: the tests prove behaviour, not speed.
-FAST = StandIn(first_token_delay_ms=10, token_delay_ms=3)
 
 
 def listen() -> Listen:
@@ -67,41 +53,3 @@ def leftover_processes(marker: str) -> list[str]:
         if marker in cmdline and "zombie" not in state:
             found.append(cmdline)
     return found
-
-
-@dataclass(frozen=True)
-class RunningServer:
-    http_url: str
-    grpc_url: str
-    metrics_url: str
-    local: LocalRepository
-    log: Path
-
-
-@contextlib.contextmanager
-def start_stand_in_server(serving: Any, work: Path, stand_in: StandIn = FAST) -> Iterator[RunningServer]:
-    """``serving``'s repository with the stand-in (fast by default), served from ``work`` until the block ends."""
-    local = build_local_repository(serving, work, stand_in)
-    triton = local_triton.prepare(work)
-    ports = listen()
-    flags = rank0_args(
-        serving, model_repository=local.repository, models=local.models, listen=ports, backend_dir=triton.backend_dir
-    )
-    http_url = f"http://{LOOPBACK}:{ports.http_port}"
-    server = ServerProcess([str(triton.binary), *flags], env=triton.env, http_url=http_url, log=work / "server.log")
-    with server:
-        server.wait_ready(READY_TIMEOUT)
-        yield RunningServer(
-            http_url=http_url,
-            grpc_url=f"{LOOPBACK}:{ports.grpc_port}",
-            metrics_url=f"http://{LOOPBACK}:{ports.metrics_port}/metrics",
-            local=local,
-            log=work / "server.log",
-        )
-    assert leftover_processes(str(work)) == []
-
-
-@pytest.fixture(scope="session")
-def stand_in_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
-    with start_stand_in_server(stack_settings.load("dev").serving, tmp_path_factory.mktemp("triton")) as server:
-        yield server
