@@ -21,6 +21,7 @@ $(VENV)/.installed: pyproject.toml requirements.txt requirements-dev.txt require
 	$(BIN)/python -m pip install --quiet --upgrade "pip>=24,<27"
 	$(BIN)/python -m pip install --quiet -r requirements.txt -r requirements-dev.txt
 	$(BIN)/python -m pip install --quiet --no-deps -r requirements-triton.txt
+	$(BIN)/python tools/namespace_links.py
 	@touch $@
 
 $(CHECKOV_VENV)/.installed: requirements-checkov.txt

@@ -7,6 +7,8 @@ from setuptools import find_packages, setup
 
 # Each folder is one area of the house (docs/architecture.md); installed, it is inference_platform.<folder>.
 FOLDERS = (
+    "catalog",
+    "settings",
     "components",
     "infra",
     "policies",

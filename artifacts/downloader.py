@@ -30,6 +30,8 @@ from typing import Any
 import boto3
 from boto3.s3.transfer import ProgressCallbackInvoker, create_transfer_manager
 from botocore.exceptions import ClientError
+from s3transfer.subscribers import BaseSubscriber
+
 from inference_platform.artifacts import remote
 from inference_platform.artifacts.checksums import hash_file
 from inference_platform.artifacts.errors import ArtifactError
@@ -40,7 +42,6 @@ from inference_platform.artifacts.report import Mismatch, integrity_error
 from inference_platform.artifacts.s3client import S3_ERRORS, describe_error, make_client
 from inference_platform.artifacts.transfer import TransferSettings
 from inference_platform.artifacts.uri import ArtifactLocation, parse_uri
-from s3transfer.subscribers import BaseSubscriber
 
 _JOURNAL = "journal.json"
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from inference_platform import catalog
 from inference_platform.artifacts.errors import InvalidInputError
-from inference_platform.components import catalog
 
 PRECISIONS: tuple[str, ...] = catalog.PRECISIONS
 """Precisions an engine can be built with, named as the platform's catalog names them."""

@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 from botocore.exceptions import ClientError
+
 from inference_platform.artifacts.checksums import b64_to_hex
 from inference_platform.artifacts.errors import ArtifactError, IntegrityError, InvalidInputError
 from inference_platform.artifacts.manifest import MANIFEST_NAME, Manifest, ManifestFile

@@ -18,9 +18,10 @@ from botocore.exceptions import (
     ProfileNotFound,
     ReadTimeoutError,
 )
+from s3transfer.exceptions import RetriesExceededError
+
 from inference_platform.artifacts.errors import ArtifactError
 from inference_platform.artifacts.transfer import DEFAULT_MAX_ATTEMPTS, TransferSettings
-from s3transfer.exceptions import RetriesExceededError
 
 S3_ERRORS = (ClientError, BotoCoreError, RetriesExceededError)
 """What an S3 call can raise that ``describe_error`` turns into one line."""

@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from boto3.s3.transfer import TransferConfig
-from inference_platform.artifacts.errors import InvalidInputError
 from s3transfer.utils import ChunksizeAdjuster
+
+from inference_platform.artifacts.errors import InvalidInputError
 
 MIB = 1024 * 1024
 DEFAULT_PART_SIZE = 16 * MIB

@@ -11,6 +11,7 @@ from typing import Any
 import boto3
 from boto3.s3.transfer import ProgressCallbackInvoker, create_transfer_manager
 from botocore.exceptions import ClientError
+
 from inference_platform.artifacts import remote
 from inference_platform.artifacts.checksums import hash_file
 from inference_platform.artifacts.errors import ArtifactError, IntegrityError

@@ -9,6 +9,7 @@ from typing import Any
 import boto3
 from boto3.s3.transfer import create_transfer_manager
 from botocore.exceptions import ClientError
+
 from inference_platform.artifacts import remote
 from inference_platform.artifacts.checksums import HashingSink
 from inference_platform.artifacts.manifest import ManifestFile

@@ -39,6 +39,7 @@ def main(argv: list[str]) -> int:
 
     import boto3
     import moto
+
     from inference_platform.artifacts import ModelMetadata, download, upload
 
     rates: list[float] = []

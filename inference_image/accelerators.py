@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from inference_platform.components import catalog
+from inference_platform import catalog
 
 NEURON_SYSFS = Path("/sys/devices/virtual/neuron_device")
 # Neuron device names (sysfs info/architecture/device_name) -> NeuronCore generation, as the catalog and

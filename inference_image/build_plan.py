@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from inference_platform.components import catalog
-from inference_platform.infra.settings.base import Problem
-from inference_platform.infra.settings.serving import ServingSettings, accelerator_problems
+from inference_platform import catalog
+from inference_platform.settings.base import Problem
+from inference_platform.settings.serving import ServingSettings, accelerator_problems
 
 DTYPES = {catalog.FP32: "float32", catalog.FP16: "float16"}
 """Activation dtype by precision; everything else computes in bfloat16 (Llama's native dtype)."""

@@ -1,6 +1,6 @@
 """The image's side of the serving contract, re-exported so image code keeps one short import path."""
 
-from inference_platform.components.catalog.serving_contract import (
+from inference_platform.catalog.serving_contract import (
     GRPC_PORT,
     GRPC_RESTRICTED_HEADER_PREFIX,
     HTTP_PORT,

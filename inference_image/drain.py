@@ -3,7 +3,7 @@
 Kubernetes sends SIGTERM to PID 1 only. If that is ``mpirun``, every rank dies within a second or two,
 mid-request: Open MPI 4.1 sends the ranks SIGCONT, waits ``odls_base_sigkill_timeout`` (1 s), SIGTERM,
 waits again, SIGKILL; Open MPI 5 (PRRTE) does the same with a hard-coded 0.25 s and no parameter
-(``components/catalog/open_mpi.py`` cites both sources). Raising the 4.1 parameter would also delay the
+(``catalog/open_mpi.py`` cites both sources). Raising the 4.1 parameter would also delay the
 ranks' SIGTERM by as long, and 5 has nothing to raise, so the drain never goes through mpirun:
 
 - ``supervise`` starts every process in its own session (a signal to PID 1 reaches none of them), and on

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from inference_platform.components.catalog.serving_contract import OPENAI_PORT
+from inference_platform.catalog.serving_contract import OPENAI_PORT
+from inference_platform.errors import CommandError
 from inference_platform.inference_image import accelerators
 from inference_platform.inference_image.defaults import MODELS_DIR, REPOSITORY_DIR
 from inference_platform.inference_image.llmapi.launch import LlmApiLaunch, triton_argv
@@ -27,9 +28,7 @@ from inference_platform.inference_image.pod_artifacts import api_key, verified_d
 from inference_platform.inference_image.runtime.tokenizer import TokenizerError, load_tokenizer
 from inference_platform.inference_image.server_args import Listen
 from inference_platform.inference_image.testing.cpu_llm_api.local import Timing
-from inference_platform.infra.settings.serving import BACKEND_VENDORS, ServingSettings
-
-from inference_platform.errors import CommandError
+from inference_platform.settings.serving import BACKEND_VENDORS, ServingSettings
 
 EXIT_CONFIG = 2
 

@@ -3,8 +3,8 @@ LLM-API repository (GPU pods and the offline plan's rendered repository) and the
 
 from __future__ import annotations
 
-from inference_platform.components.catalog.serving_contract import TTFT_BUCKETS_MS, TTFT_HISTOGRAM_FAMILY
-from inference_platform.infra.settings.serving import ServingSettings
+from inference_platform.catalog.serving_contract import TTFT_BUCKETS_MS, TTFT_HISTOGRAM_FAMILY
+from inference_platform.settings.serving import ServingSettings
 
 
 def ttft_buckets_ms(serving: ServingSettings) -> tuple[float, ...]:

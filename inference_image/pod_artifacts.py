@@ -9,10 +9,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from inference_platform.inference_image.server_args import ServerArgsError, check_api_key
-from inference_platform.infra.settings.serving import ServingSettings
-
 from inference_platform.errors import CommandError
+from inference_platform.inference_image.server_args import ServerArgsError, check_api_key
+from inference_platform.settings.serving import ServingSettings
 
 EXIT_CONFIG = 2
 

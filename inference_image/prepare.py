@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from inference_platform.errors import CommandError
 from inference_platform.inference_image import accelerators
 from inference_platform.inference_image.build_plan import (
     NeuronCompilePlan,
@@ -26,9 +27,7 @@ from inference_platform.inference_image.build_plan import (
     neuron_plan,
     target_for,
 )
-from inference_platform.infra.settings.serving import ServingSettings
-
-from inference_platform.errors import CommandError
+from inference_platform.settings.serving import ServingSettings
 
 EXIT_CONFIG = 2
 # Files of a Hugging Face checkpoint that make up its tokenizer (those present are copied).

@@ -20,7 +20,7 @@ import os
 import time
 from collections.abc import Awaitable, Callable
 
-from inference_platform.components.catalog.serving_contract import READINESS_DEADLINE_ENV
+from inference_platform.catalog.serving_contract import READINESS_DEADLINE_ENV
 
 DEADLINE_ENV = READINESS_DEADLINE_ENV
 """Set on the server container by the rollout (components/serving/pod.py): the probe timeout less a margin."""

@@ -16,7 +16,7 @@ import os
 import sys
 from pathlib import Path
 
-from inference_platform.components.catalog.serving_contract import OPENAI_PORT
+from inference_platform.catalog.serving_contract import OPENAI_PORT
 from inference_platform.inference_image import defaults, settings_source
 
 STAND_IN_ENGINE = "inference_platform.inference_image.testing.cpu_llm_api"
@@ -86,11 +86,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from inference_platform.errors import CommandError
     from inference_platform.inference_image import entrypoint
     from inference_platform.inference_image.server_args import Listen, redacted
     from inference_platform.inference_image.testing.cpu_llm_api.local import Timing
-
-    from inference_platform.errors import CommandError
 
     serving = settings_source.load(args)
     engine_uri = args.engine_uri or serving.artifacts.engine_uri

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from inference_platform.inference_image.defaults import GRPC_PORT, HTTP_PORT, METRICS_PORT, POD_ADDRESS
-from inference_platform.infra.settings.serving import ServingSettings
+from inference_platform.settings.serving import ServingSettings
 
 # Keys end up inside one command-line flag (<apis>:<header>=<key>): no separators, enough entropy.
 _API_KEY = re.compile(r"^[A-Za-z0-9._~+/-]{16,512}$")

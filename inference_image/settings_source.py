@@ -25,16 +25,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def load(args: argparse.Namespace) -> Any:
     """The validated ``ServingSettings``; every problem in one CommandError (exit 2)."""
     if args.stack is not None:
-        from inference_platform.offline_plan import stack_settings
+        from inference_platform.settings import stack_files
 
-        return stack_settings.load(args.stack).serving
+        return stack_files.load(args.stack).serving
     return load_file(args.settings)
 
 
 def load_file(path: Path) -> Any:
     import yaml
-    from inference_platform.infra.settings.base import SettingsError, validation_problems
-    from inference_platform.infra.settings.serving import ServingSettings
+
+    from inference_platform.settings.base import SettingsError, validation_problems
+    from inference_platform.settings.serving import ServingSettings
 
     try:
         text = path.read_text(encoding="utf-8")

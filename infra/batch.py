@@ -12,6 +12,9 @@ import json
 from dataclasses import dataclass
 
 import pulumi
+
+from inference_platform.catalog.edge_policy import RouteGroup
+from inference_platform.catalog.serving_contract import OPENAI_PORT
 from inference_platform.components.autoscaling.keda import DEFAULT_NAMESPACE as KEDA_NAMESPACE
 from inference_platform.components.batch import edge_routes
 from inference_platform.components.batch.bucket import BatchBucket, BatchBucketArgs
@@ -23,10 +26,8 @@ from inference_platform.components.batch.queues import BatchQueues, BatchQueuesA
 from inference_platform.components.batch.scaling import KEDA_OPERATOR_SERVICE_ACCOUNT, QueueSignal
 from inference_platform.components.batch.signals import LaneWatch, shed_rules
 from inference_platform.components.batch.workloads import BatchWorkloads, BatchWorkloadsArgs, ServingTarget
-from inference_platform.components.catalog.serving_contract import OPENAI_PORT
 from inference_platform.components.edge.gateway import NAMESPACE as GATEWAY_NAMESPACE
 from inference_platform.components.edge.gateway_api import PROXY_LABEL, Backend
-from inference_platform.components.edge.policy import RouteGroup
 from inference_platform.components.identity.pod_identity import PodIdentityRole, PodIdentityRoleArgs
 from inference_platform.components.observability import monitoring_stack
 from inference_platform.components.observability.monitoring_stack import Monitor
@@ -36,8 +37,8 @@ from inference_platform.infra.cluster import Compute
 from inference_platform.infra.edge import GATEWAY_NAME
 from inference_platform.infra.foundation import Foundation
 from inference_platform.infra.inference import Inference
-from inference_platform.infra.settings import Settings
 from inference_platform.infra.storage import Storage
+from inference_platform.settings import Settings
 
 PROMETHEUS_URL = (
     f"http://{monitoring_stack.PROMETHEUS_SERVICE}.{monitoring_stack.DEFAULT_NAMESPACE}.svc:"

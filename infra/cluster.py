@@ -14,8 +14,16 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
-from inference_platform.components import catalog
-from inference_platform.components.catalog import eks_versions
+
+from inference_platform import catalog
+from inference_platform.catalog import eks_versions
+from inference_platform.catalog.pool_profile import (
+    LABEL_NODE_ROLE,
+    ROLE_SYSTEM,
+    PoolProfile,
+    PoolSpec,
+    profile,
+)
 from inference_platform.components.cluster.addons import (
     VPC_CNI_NETWORK_POLICY,
     AddonIdentity,
@@ -29,19 +37,12 @@ from inference_platform.components.compute.cluster_autoscaler import ClusterAuto
 from inference_platform.components.compute.karpenter import Karpenter, KarpenterArgs
 from inference_platform.components.compute.karpenter_node_pool import KarpenterNodePool, KarpenterNodePoolArgs
 from inference_platform.components.compute.node_pool import NodePool, NodePoolArgs
-from inference_platform.components.compute.pool_profile import (
-    LABEL_NODE_ROLE,
-    ROLE_SYSTEM,
-    PoolProfile,
-    PoolSpec,
-    profile,
-)
 from inference_platform.components.identity.iam_documents import CNI_POLICY, EBS_CSI_POLICY, ebs_kms_policy
 from inference_platform.components.identity.node_role import NodeRole, NodeRoleArgs
 from inference_platform.infra.foundation import Foundation
-from inference_platform.infra.settings import Settings
-from inference_platform.infra.settings.node_pools import NodePoolSettings
 from inference_platform.planners import cold_start
+from inference_platform.settings import Settings
+from inference_platform.settings.node_pools import NodePoolSettings
 
 SYSTEM_POOL = "system"
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 import pulumi
-from inference_platform.infra.settings import Settings, SettingsError, decode_value, known_keys, load_settings
 from pulumi.runtime import config as runtime_config
+
+from inference_platform.settings import Settings, SettingsError, decode_value, known_keys, load_settings
 
 
 def read_settings() -> Settings:

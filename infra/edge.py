@@ -12,7 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pulumi
-from inference_platform.components.catalog.serving_contract import OPENAI_PORT
+
+from inference_platform.catalog.edge_policy import RouteGroup
+from inference_platform.catalog.serving_contract import OPENAI_PORT
 from inference_platform.components.edge.gateway import (
     CREDENTIALS_SECRET,
     GATEWAY_CLASS,
@@ -25,16 +27,15 @@ from inference_platform.components.edge.load_balancer_controller import (
     LoadBalancerController,
     LoadBalancerControllerArgs,
 )
-from inference_platform.components.edge.policy import RouteGroup
 from inference_platform.components.edge.public_endpoint import PublicEndpoint, PublicEndpointArgs, WafRules
 from inference_platform.components.edge.rate_limit_store import RateLimitStore, RateLimitStoreArgs
 from inference_platform.components.serving.inference_service import InferenceService
 from inference_platform.infra.cluster import Compute
 from inference_platform.infra.foundation import Foundation
 from inference_platform.infra.inference import Inference
-from inference_platform.infra.settings import Settings
-from inference_platform.infra.settings.edge import stack_edge_policy
 from inference_platform.infra.storage import Storage
+from inference_platform.settings import Settings
+from inference_platform.settings.derived import stack_edge_policy
 
 GATEWAY_NAME = "inference-edge"
 # Where the ALB's target groups send: the Envoy proxies' HTTP listener (TLS ends at the ALB).

@@ -6,13 +6,14 @@ from dataclasses import dataclass
 
 import pulumi
 import pulumi_aws as aws
-from inference_platform.components.catalog import offerings
+
+from inference_platform.catalog import offerings
 from inference_platform.components.keys.kms import Keys, KeysArgs, autoscaling_service_role_arn, spot_service_role_arn
 from inference_platform.components.network.endpoints import InterfaceEndpoints, InterfaceEndpointsArgs
 from inference_platform.components.network.security_groups import SecurityGroups, SecurityGroupsArgs
 from inference_platform.components.network.vpc import FlowLogsArgs, Network, NetworkArgs
-from inference_platform.infra.settings import Settings
-from inference_platform.infra.settings.keys import uses_spot
+from inference_platform.settings import Settings
+from inference_platform.settings.keys import uses_spot
 
 
 @dataclass(frozen=True)
@@ -132,7 +133,7 @@ def availability_zones(settings: Settings) -> list[str]:
 
 def pool_offering_problems(settings: Settings, zones: list[str], zone_ids: dict[str, str]) -> list[str]:
     """Each pool's types offered in each of its zones, by this account's zone IDs (names map to zones per
-    account in the oldest regions, so settings alone cannot check them there: inference_platform.components.catalog.offerings)."""
+    account in the oldest regions, so settings alone cannot check them there: inference_platform.catalog.offerings)."""
     region = settings.region.name
     mapped = " (zone IDs as this account's DescribeAvailabilityZones maps its names)"
     account = mapped if offerings.names_are_account_specific(region) else ""

@@ -13,24 +13,22 @@ import posixpath
 from dataclasses import dataclass
 
 import pulumi
-from inference_platform.components import catalog
+
+from inference_platform import catalog
+from inference_platform.catalog.pool_profile import LABEL_NODE_ROLE, LABEL_POOL, ROLE_SYSTEM, PoolProfile
 from inference_platform.components.compute.accelerator_software import NEURON_SCHEDULER_NAME
-from inference_platform.components.compute.pool_profile import LABEL_NODE_ROLE, LABEL_POOL, ROLE_SYSTEM, PoolProfile
-from inference_platform.components.network.cidr import carve
-from inference_platform.components.serving import placement as inference_placement
 from inference_platform.components.serving.controllers import ServingControllers, ServingControllersArgs
 from inference_platform.components.serving.image_repository import ImageRepository, ImageRepositoryArgs
 from inference_platform.components.serving.inference_service import Exposure, InferenceService, InferenceServiceArgs
 from inference_platform.components.serving.pod import Drain, ModelSource, Placement, Probes, Resources, SecretMount
 from inference_platform.infra.cluster import Compute
 from inference_platform.infra.foundation import Foundation
-from inference_platform.infra.settings import Settings
-from inference_platform.infra.settings.capacity import planned_replicas
-from inference_platform.infra.settings.capacity import summary as capacity_summary
-from inference_platform.infra.settings.cold_start import summary as cold_start_summary
-from inference_platform.infra.settings.inference import InferenceSettings
-from inference_platform.infra.settings.replica_bounds import day_bounds
 from inference_platform.infra.storage import Storage
+from inference_platform.planners import placement as inference_placement
+from inference_platform.planners.cidr import carve
+from inference_platform.settings import Settings
+from inference_platform.settings.derived import capacity_summary, cold_start_summary, day_bounds, planned_replicas
+from inference_platform.settings.inference import InferenceSettings
 
 
 @dataclass(frozen=True)

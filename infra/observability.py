@@ -11,26 +11,28 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pulumi
-from inference_platform.components import catalog
+
+from inference_platform import catalog
+from inference_platform.catalog.alert_thresholds import AlertThresholds
+from inference_platform.catalog.pool_profile import LABEL_NODE_ROLE, ROLE_SYSTEM
 from inference_platform.components.autoscaling.keda import Keda, KedaArgs
 from inference_platform.components.autoscaling.scaled_object import ScaleTarget, ScalingPolicy
 from inference_platform.components.autoscaling.scaled_workload import ScaledWorkload, ScaledWorkloadArgs
 from inference_platform.components.batch.keda_objects import QueueAuthentication, QueueAuthenticationArgs
 from inference_platform.components.compute.accelerator_software import NEURON_MONITOR_LABELS
-from inference_platform.components.compute.pool_profile import LABEL_NODE_ROLE, ROLE_SYSTEM
 from inference_platform.components.edge.gateway_api import PROXY_LABEL
 from inference_platform.components.observability.monitoring_stack import Monitor, MonitoringStack, MonitoringStackArgs
 from inference_platform.components.observability.promql import Scope
-from inference_platform.components.observability.rules import AlertThresholds, RuleSet
+from inference_platform.components.observability.rules import RuleSet
 from inference_platform.components.serving.inference_service import DEFAULT_APP_NAME, InferenceService
 from inference_platform.infra.batch import Batch, batch_monitors
 from inference_platform.infra.cluster import Compute
 from inference_platform.infra.edge import GATEWAY_NAME, Edge
 from inference_platform.infra.foundation import Foundation
 from inference_platform.infra.inference import Inference
-from inference_platform.infra.settings import Settings, cold_start
-from inference_platform.infra.settings.replica_bounds import day_bounds
 from inference_platform.infra.storage import Storage
+from inference_platform.settings import Settings
+from inference_platform.settings.derived import day_bounds, max_share
 
 SYSTEM = {LABEL_NODE_ROLE: ROLE_SYSTEM}
 KUBE_SYSTEM = "kube-system"
@@ -169,9 +171,7 @@ def _scaled_workload(
         min_replicas=bounds[0],
         max_replicas=bounds[1],
         signal=auto.signal,
-        target_requests_per_replica=auto.target_requests(
-            settings.serving.max_batch_size, cold_start.max_share(settings)
-        ),
+        target_requests_per_replica=auto.target_requests(settings.serving.max_batch_size, max_share(settings)),
         kv_cache_target=auto.kv_cache_target if scope.has_kv_cache_metrics else None,
         queue_ratio_target=auto.queue_ratio_target,
         polling_interval_seconds=auto.polling_interval_seconds,

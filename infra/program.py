@@ -8,6 +8,7 @@ Each area builds its components in its own module and hands the next area what i
 from __future__ import annotations
 
 import pulumi
+
 from inference_platform.components.common.tagging import default_tags_transform
 from inference_platform.infra.batch import batch_routes, build_batch, build_batch_scaling
 from inference_platform.infra.cluster import build_cluster

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 import pulumi
+
 from inference_platform.components.batch.bucket import BUCKET_ROLE as BATCH_BUCKET_ROLE
 from inference_platform.components.edge.public_endpoint import DEFAULT_ACCESS_LOG_PREFIX
 from inference_platform.components.secrets.delivery import SecretDelivery, SecretDeliveryArgs
@@ -23,7 +24,7 @@ from inference_platform.components.storage.model_cache import ModelCache, ModelC
 from inference_platform.components.storage.model_store import LifecycleArgs, ModelStore, ModelStoreArgs, bucket_prefix
 from inference_platform.infra.config_source import secret_value
 from inference_platform.infra.foundation import Foundation
-from inference_platform.infra.settings import Settings
+from inference_platform.settings import Settings
 
 INFERENCE = ServiceAccount("inference", "triton")
 MODEL_SYNC = ServiceAccount("model-sync", "model-sync")

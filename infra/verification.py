@@ -13,7 +13,8 @@ import urllib.parse
 from dataclasses import dataclass
 
 import pulumi
-from inference_platform.components.catalog.serving_contract import OPENAI_PORT
+
+from inference_platform.catalog.serving_contract import OPENAI_PORT
 from inference_platform.components.verification import (
     InClusterTarget,
     LoadTest,
@@ -26,10 +27,10 @@ from inference_platform.infra.cluster import Compute
 from inference_platform.infra.edge import Edge
 from inference_platform.infra.foundation import Foundation
 from inference_platform.infra.inference import Inference
-from inference_platform.infra.settings import Settings
-from inference_platform.infra.settings.document import settings_document
-from inference_platform.infra.settings.load_test import edge_client
 from inference_platform.infra.storage import Storage
+from inference_platform.settings import Settings
+from inference_platform.settings.document import settings_document
+from inference_platform.settings.load_test import edge_client
 
 
 @dataclass(frozen=True)

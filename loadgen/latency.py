@@ -17,7 +17,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from inference_platform.infra.settings.serving import SloSettings
+from inference_platform.settings.serving import SloSettings
 
 
 @dataclass(frozen=True)

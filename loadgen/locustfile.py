@@ -28,13 +28,14 @@ from typing import Any
 import gevent
 from gevent.pool import Pool
 from geventhttpclient import HTTPClient
+from locust import LoadTestShape, User, events, task
+from locust.exception import StopUser
+from locust.runners import MasterRunner, WorkerRunner
+
 from inference_platform.loadgen.api_key_header import api_key_headers
 from inference_platform.loadgen.config import API_KEY_ENV, CONFIG_ENV, RECORDS_ENV, WORKER_INDEX_ENV, LoadConfig
 from inference_platform.loadgen.records import RequestRecord
 from inference_platform.loadgen.requests import parse_event, plan_request, structured_problem
-from locust import LoadTestShape, User, events, task
-from locust.exception import StopUser
-from locust.runners import MasterRunner, WorkerRunner
 
 MESSAGE = "inferctl-records"
 DONE_MESSAGE = "inferctl-stream-done"

@@ -16,7 +16,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from inference_platform.components.catalog.serving_contract import OPENAI_CHAT_PATH
+from inference_platform.catalog.serving_contract import OPENAI_CHAT_PATH
 from inference_platform.loadgen.config import LoadConfig, PromptSizing, SizeDistribution
 from inference_platform.loadgen.structured import ANSWER_SCHEMA, Guide
 

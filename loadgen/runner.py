@@ -20,7 +20,6 @@ from pathlib import Path
 
 from inference_platform.loadgen.config import API_KEY_ENV, CONFIG_ENV, RECORDS_ENV, WORKER_INDEX_ENV, LoadConfig
 from inference_platform.loadgen.records import RequestRecord, read_jsonl
-
 from inference_platform.processes import free_port, stop_group
 
 # Never imported here: importing Locust monkey-patches the whole process for gevent.

@@ -9,7 +9,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Mapping
 
-from inference_platform.components.catalog.serving_contract import OPENAI_MODELS_PATH
+from inference_platform.catalog.serving_contract import OPENAI_MODELS_PATH
 
 
 class NoServedModel(Exception):

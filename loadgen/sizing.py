@@ -51,12 +51,12 @@ class WorkerFleet:
     workers_per_node: int
     nodes: int
     price_per_hour_usd: float
-    """On-demand price of the nodes together (components/catalog/instances.py)."""
+    """On-demand price of the nodes together (catalog/instances.py)."""
 
 
 def worker_fleet(plan: WorkerPlan, instance_type: str = DEFAULT_WORKER_INSTANCE) -> WorkerFleet:
     """Nodes of ``instance_type`` to host ``plan.workers`` one-vCPU worker pods, and their price."""
-    from inference_platform.components import catalog
+    from inference_platform import catalog
 
     node = catalog.instance(instance_type)
     if node.is_accelerated:

@@ -17,7 +17,7 @@ import urllib.request
 from collections.abc import Mapping
 from dataclasses import replace
 
-from inference_platform.components.catalog.serving_contract import OPENAI_CHAT_PATH
+from inference_platform.catalog.serving_contract import OPENAI_CHAT_PATH
 from inference_platform.loadgen.config import PromptSizing
 from inference_platform.loadgen.requests import WORDS
 

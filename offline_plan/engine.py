@@ -20,15 +20,15 @@ from pathlib import Path
 from typing import Any
 
 import pulumi
-from inference_platform.offline_plan.mocks import MockContext, PlanMocks, UnmockedInvokeError
-from inference_platform.offline_plan.project import CONFIG_ERROR, Project, StackConfig, load_project, load_stack_config
-from inference_platform.offline_plan.recorder import RecordedResource, RecordingMonitor
 from pulumi.runtime import config as runtime_config
 from pulumi.runtime import settings as runtime_settings
 from pulumi.runtime.stack import run_in_stack
 from pulumi.runtime.sync_await import _sync_await
 
 from inference_platform.errors import CommandError
+from inference_platform.offline_plan.mocks import MockContext, PlanMocks, UnmockedInvokeError
+from inference_platform.offline_plan.recorder import RecordedResource, RecordingMonitor
+from inference_platform.settings.project import CONFIG_ERROR, Project, StackConfig, load_project, load_stack_config
 
 
 class ProgramError(CommandError):

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
 from inference_platform.offline_plan.recorder import RecordedResource
 from inference_platform.offline_plan.redact import redact
 

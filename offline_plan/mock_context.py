@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from inference_platform.components.catalog.regions import REGIONS, Region
+from inference_platform.catalog.regions import REGIONS, Region
 
 OFFLINE_ACCOUNT_ID = "123456789012"
 DEFAULT_REGION = "us-east-1"

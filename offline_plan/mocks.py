@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pulumi
+
 from inference_platform.offline_plan import mocks_compute
 from inference_platform.offline_plan.mock_context import (
     Invoke,

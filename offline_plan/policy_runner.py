@@ -17,7 +17,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from inference_platform.offline_plan.recorder import RecordedResource
 from pulumi_policy import (
     EnforcementLevel,
     Policy,
@@ -32,6 +31,8 @@ from pulumi_policy import (
 from pulumi_policy.deserialize import deserialize_properties
 from pulumi_policy.policy import _NotApplicableError
 from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
+
+from inference_platform.offline_plan.recorder import RecordedResource
 
 ROOT_STACK = "pulumi:pulumi:Stack"
 

@@ -23,10 +23,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from inference_platform.components.catalog import instances as catalog
-from inference_platform.components.catalog import models, prices
-from inference_platform.components.catalog.instances import CatalogError, InstanceType
-from inference_platform.components.catalog.models import SizingError
+from inference_platform.catalog import instances as catalog
+from inference_platform.catalog import models, prices
+from inference_platform.catalog.instances import CatalogError, InstanceType
+from inference_platform.catalog.models import SizingError
 from inference_platform.planners import latency
 from inference_platform.planners.latency import Prediction, Replica, Slo, Workload
 from inference_platform.planners.planning_factors import PlanningFactors

@@ -155,7 +155,7 @@ class Phase:
 
 @dataclass(frozen=True, kw_only=True)
 class StartInputs:
-    """What one stack's scale-up goes through (built from its settings by inference_platform.infra.settings.cold_start)."""
+    """What one stack's scale-up goes through (built from its settings by inference_platform.settings.cold_start)."""
 
     provisioner: Provisioner
     instance_type: str

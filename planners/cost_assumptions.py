@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any, Final
 
-from inference_platform.components.catalog import prices
+from inference_platform.catalog import prices
 
 
 class UsageError(ValueError):

@@ -23,9 +23,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal
 
-from inference_platform.components.catalog import instances as catalog
-from inference_platform.components.catalog import load_generator, prices
-from inference_platform.components.catalog.instances import CatalogError
+from inference_platform.catalog import instances as catalog
+from inference_platform.catalog import load_generator, prices
+from inference_platform.catalog.instances import CatalogError
 from inference_platform.planners import node_hours
 from inference_platform.planners.cost_assumptions import Usage, UsageError, assumption_key, assumptions_schema
 from inference_platform.planners.costing_inputs import (

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from inference_platform.components.catalog import instances as catalog
+from inference_platform.catalog import instances as catalog
 from inference_platform.planners import node_hours
 from inference_platform.planners.node_hours import Load
 from inference_platform.planners.quantities import parse_quantity

@@ -40,10 +40,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
-from inference_platform.components.catalog import instances as catalog
-from inference_platform.components.catalog import models
-from inference_platform.components.catalog.instances import FP4, FP8, InstanceType
-from inference_platform.components.catalog.models import ModelArchitecture, SizingError
+from inference_platform.catalog import instances as catalog
+from inference_platform.catalog import models
+from inference_platform.catalog.instances import FP4, FP8, InstanceType
+from inference_platform.catalog.models import ModelArchitecture, SizingError
 from inference_platform.planners.planning_factors import PlanningFactors, speculative_tokens_per_step
 
 Scenario = Literal["offline", "server"]

@@ -13,9 +13,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Final
 
-from inference_platform.components import catalog as catalog_package
-from inference_platform.components.catalog.instances import FP4, FP8
-from inference_platform.components.catalog.models import ModelArchitecture
+from inference_platform import catalog as catalog_package
+from inference_platform.catalog.instances import FP4, FP8
+from inference_platform.catalog.models import ModelArchitecture
 from inference_platform.planners.latency import (
     DEFAULT_EFFICIENCY,
     Efficiency,

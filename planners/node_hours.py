@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
-from inference_platform.components.catalog import time_zones
+from inference_platform.catalog import time_zones
 
 SCALED_OBJECT: Final = "kubernetes:keda.sh/v1alpha1:ScaledObject"
 DAY_TRIGGER: Final = "day"

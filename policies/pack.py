@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pulumi_policy import EnforcementLevel, Policy
+
 from inference_platform.policies.rules import (
     accelerator_scaling,
     batch,
@@ -36,7 +38,6 @@ from inference_platform.policies.rules import (
     volumes,
     workloads,
 )
-from pulumi_policy import EnforcementLevel, Policy
 
 PACK_NAME = "inference-platform"
 ENFORCEMENT_LEVEL = EnforcementLevel.MANDATORY

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from inference_platform.offline_plan.engine import ProgramRun, run_function
 from inference_platform.offline_plan.recorder import RecordedResource
 

@@ -11,38 +11,53 @@ import sys
 import pulumi
 import pytest
 
+from inference_platform import moved
 from tests.conftest import REPO
 from tests.runtime_imports import FOLDERS, NAMESPACE, PACKAGES, module_name, short_name
 
 # Who may import whom, by folder (each installs as inference_platform.<folder>): each may import only itself,
-# the folders listed and third-party code. The catalog is data; the planners compute over it; components,
-# settings and policies build on both. The library wing (artifacts, offline_plan, loadgen, the shared error
-# type) sits below the command layer: inferctl may import everything, and nothing imports inferctl but bench.
+# the folders listed and third-party code. The shared layers sit at the bottom: the catalog is data (and the
+# contracts two rooms share), the planners compute over it, the settings validate a stack with both; none of
+# them imports anything above it. Components build on the three; the library wing (artifacts, offline_plan,
+# loadgen) sits below the command layer: inferctl may import everything, and nothing imports inferctl but bench.
+# The namespace root (inference_platform: the error type, processes, the old-path shims) is below everything.
 ALLOWED = {
     "inference_platform": (),
-    "components.catalog": (),
-    "planners": ("components.catalog",),
-    "components": ("components.catalog", "planners"),
-    "infra": ("components", "planners"),
-    "policies": ("components", "planners"),
-    "artifacts": ("inference_platform", "components.catalog"),
-    "offline_plan": ("inference_platform", "infra", "components", "planners", "policies", "inference_image"),
-    "loadgen": ("inference_platform", "components.catalog", "planners", "infra.settings", "artifacts"),
+    "catalog": ("inference_platform",),
+    "planners": ("inference_platform", "catalog"),
+    "settings": ("inference_platform", "catalog", "planners"),
+    "artifacts": ("inference_platform", "catalog"),
     # The batch image's code (the Batch API and the queue workers): the catalog's contracts only.
-    "batch": ("components.catalog",),
-    # The image reads a stack's files with the offline planner's stack-file reader (no Pulumi module in it).
-    "inference_image": (
-        "components.catalog", "planners", "infra.settings", "artifacts", "inference_platform",
-        "offline_plan.stack_settings", "offline_plan.project", "offline_plan.project_config",
+    "batch": ("catalog",),
+    "components": ("inference_platform", "catalog", "planners"),
+    "policies": ("inference_platform", "catalog", "planners", "components"),
+    "loadgen": ("inference_platform", "catalog", "planners", "settings", "artifacts"),
+    # The image reads a stack's files with the settings' stack-file reader (no Pulumi module in it).
+    "inference_image": ("inference_platform", "catalog", "planners", "settings", "artifacts"),
+    "infra": ("inference_platform", "catalog", "planners", "settings", "components"),
+    "offline_plan": (
+        "inference_platform", "catalog", "planners", "settings", "infra", "components", "policies",
+        "inference_image",
     ),
     "inferctl": (
-        "inference_platform", "infra", "components", "planners", "policies", "inference_image", "artifacts",
-        "offline_plan", "loadgen",
+        "inference_platform", "catalog", "planners", "settings", "infra", "components", "policies",
+        "inference_image", "artifacts", "offline_plan", "loadgen",
     ),
     "bench": ("inferctl", "infra", "components", "planners", "policies", "inference_image", "artifacts",
-              "offline_plan", "loadgen", "inference_platform"),
+              "offline_plan", "loadgen", "inference_platform", "catalog", "settings"),
 }  # fmt: skip
-AREAS = sorted(p.name for p in (REPO / "components").iterdir() if (p / "__init__.py").is_file())
+LAYERS = (
+    "inference_platform", "catalog", "planners", "settings", "artifacts", "batch", "components", "policies",
+    "loadgen", "inference_image", "infra", "offline_plan", "inferctl", "bench",
+)  # fmt: skip
+"""Bottom first: every arrow of ALLOWED points to an earlier entry (no arrow up, so no circle between rooms)."""
+SHIMS = frozenset({*moved.MOVED_PACKAGES, *moved.MOVED_MODULES})
+"""The old paths of moved modules (inference_platform/moved.py): files that only hand over to the new path."""
+AREAS = sorted(
+    p.name
+    for p in (REPO / "components").iterdir()
+    if (p / "__init__.py").is_file() and f"inference_platform.components.{p.name}" not in SHIMS
+)
 MODULES = {module_name(p): p for pkg in PACKAGES for p in (REPO / pkg).rglob("*.py")}
 
 
@@ -89,7 +104,7 @@ def _owner(module: str) -> str:
     if not _folder_module(module):
         return module.split(".")[0]  # inference_platform's own modules, or bench
     short = short_name(module)
-    return "components.catalog" if short.startswith("components.catalog") else short.split(".")[0]
+    return short.split(".")[0]
 
 
 def _within(module: str, prefix: str) -> bool:
@@ -158,17 +173,48 @@ def test_dependencies_flow_one_way(module):
     assert wrong == [], f"{module} ({owner}) may import only {sorted(allowed)}; it imports {wrong}"
 
 
-def test_the_catalog_never_loads_pulumi():
-    catalog = sorted(m for m in MODULES if m.startswith("inference_platform.components.catalog"))
+def test_the_layers_point_down():
+    """The table itself: every room may import only rooms below it in LAYERS."""
+    assert set(LAYERS) == set(ALLOWED), "LAYERS and ALLOWED name different rooms"
+    up = {o: [t for t in ALLOWED[o] if LAYERS.index(t) >= LAYERS.index(o)] for o in ALLOWED}
+    assert {o: ts for o, ts in up.items() if ts} == {}
+
+
+def test_nothing_imports_an_old_path():
+    """The shims of moved modules are for other teams' programs; our own code and tests use the new paths."""
+    product = sorted(f"{m} -> {t}" for m in GRAPH if m not in SHIMS for t in GRAPH[m] & SHIMS)
+    assert product == []
+    old = tuple(SHIMS)
+    in_tests = []
+    for path in sorted((REPO / "tests").rglob("*.py")):
+        if path.name == "test_moved.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            names += [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
+            names += [
+                f"{node.module}.{a.name}" for a in node.names
+            ] if isinstance(node, ast.ImportFrom) and node.module else []  # fmt: skip
+            in_tests += [
+                f"{path.relative_to(REPO)}: {n}" for n in names if n in old or n.startswith(tuple(f"{o}." for o in old))
+            ]
+    assert in_tests == []
+
+
+@pytest.mark.parametrize("layer", ["catalog", "planners", "settings"])
+def test_the_shared_layers_never_load_pulumi(layer):
+    catalog = sorted(
+        m for m in MODULES if m == f"inference_platform.{layer}" or m.startswith(f"inference_platform.{layer}.")
+    )
     code = "import importlib, sys\nfor m in sys.argv[1:]: importlib.import_module(m)\n"
     code += "loaded = sorted(m for m in sys.modules if m.split('.')[0].startswith('pulumi'))\nprint(loaded)\n"
     result = subprocess.run(
         [sys.executable, "-c", code, *catalog], cwd=REPO, capture_output=True, text=True, timeout=120, check=True
     )
-    assert result.stdout.strip() == "[]", f"importing the catalog loaded {result.stdout.strip()}"
+    assert result.stdout.strip() == "[]", f"importing {layer} loaded {result.stdout.strip()}"
 
 
-@pytest.mark.parametrize("area", [a for a in AREAS if a != "catalog"])
+@pytest.mark.parametrize("area", AREAS)
 def test_each_area_exports_its_components_and_their_args(area):
     package = importlib.import_module(f"inference_platform.components.{area}")
     public = set(getattr(package, "__all__", ()))
@@ -181,7 +227,7 @@ def test_each_area_exports_its_components_and_their_args(area):
 
 
 # Issue 17 §6: the inference images install this package with --no-deps, so Pulumi is not there. Whatever the
-# images run (their commands, inference_image, inference_platform.infra.settings) must not reach a Pulumi module, not even
+# images run (their commands, inference_image, inference_platform.settings) must not reach a Pulumi module, not even
 # through a package __init__ on the way; tests/inference_image/test_image_environment.py runs them for real.
 def test_what_the_images_run_imports_no_pulumi_module():
     from tests.inference_image.image_env import image_import_roots
@@ -189,15 +235,14 @@ def test_what_the_images_run_imports_no_pulumi_module():
 
     roots = image_import_roots()
     assert (
-        "inference_platform.infra.settings" in roots
+        "inference_platform.settings" in roots
         and "inference_platform.inferctl.serving.serve" in roots
         and "inference_platform.inferctl.verify.command" in roots
     )
     parents, third = closure(roots)
-    reached = {m for m in parents if m.startswith("inference_platform.components.")}
-    assert (
-        "inference_platform.components.autoscaling.scaled_object" in reached
-    )  # the check sees through inference_platform.infra.settings
+    # The settings sit below the components: what the images run reaches no component module at all.
+    reached = sorted(m for m in parents if m.startswith("inference_platform.components."))
+    assert reached == [], f"the images' code reaches components: {reached}"
     found = {p: " -> ".join(chain(parents, m)) for p, m in third.items() if p.startswith("pulumi")}
     assert found == {}, f"the images cannot import these (installed --no-deps): {found}"
 
@@ -212,18 +257,18 @@ def test_the_static_check_follows_package_inits_and_lazy_names_to_pulumi():
     assert "inference_platform.components.autoscaling.keda" in first
     assert "pulumi" in direct_imports("inference_platform.components.autoscaling.keda", deep=False)[1]
     first, _ = imports_in_source(
-        "inference_platform.infra.settings.example", "from inference_platform.components.network import Network\n"
+        "inference_platform.settings.example", "from inference_platform.components.network import Network\n"
     )
     assert {"inference_platform.components.network", "inference_platform.components.network.vpc"} <= first
     assert "pulumi" in direct_imports("inference_platform.components.network.vpc", deep=False)[1]
     first, third = imports_in_source(
-        "inference_platform.infra.settings.example",
+        "inference_platform.settings.example",
         "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import pulumi\n",
     )
     assert third == frozenset()  # a type-only import never runs
 
 
-LAZY_AREAS = [a for a in AREAS if a != "catalog"]
+LAZY_AREAS = AREAS
 
 
 @pytest.mark.parametrize("area", LAZY_AREAS)
@@ -239,7 +284,11 @@ def test_each_area_package_exports_lazily_and_consistently(area):
     assert third == frozenset(), sorted(third)
     typed = lazy_exports(package)
     module = importlib.import_module(package)
-    declared = {name: f"{package}.{where}" for where, names in module._EXPORTS.items() for name in names}
+    declared = {
+        name: where if where.startswith("inference_platform.") else f"{package}.{where}"
+        for where, names in module._EXPORTS.items()
+        for name in names
+    }
     assert declared == typed, "the TYPE_CHECKING imports and _EXPORTS disagree"
     assert sorted(module.__all__) == sorted(typed), "__all__ and the exports disagree"
     for name, where in typed.items():

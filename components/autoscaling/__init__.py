@@ -3,7 +3,8 @@
 KEDA (from its pinned chart) and one ScaledObject per workload (KEDA creates the autoscaling/v2 HPA):
 Prometheus triggers on requests in flight or NVIDIA's queue/compute ratio and on KV-cache use, HPA
 behaviour that scales up fast and down slowly, and a night schedule that lowers the floor and ceiling.
-The spec and the replica arithmetic are pure (``scaled_object``, ``schedule``).
+The spec is pure (``scaled_object``); the night schedule, the default targets and the HPA behaviour live
+below the components, in ``inference_platform.planners`` (``night_schedule``, ``scaling``), which the settings share.
 
 This module is the area's public surface; the modules beside it hold the pieces.
 """
@@ -14,9 +15,10 @@ from inference_platform.components.common.exports import lazy_exports
 
 if TYPE_CHECKING:
     from inference_platform.components.autoscaling.keda import Keda, KedaArgs
-    from inference_platform.components.autoscaling.scaled_object import Behaviour, ScaleTarget, ScalingPolicy
+    from inference_platform.components.autoscaling.scaled_object import ScaleTarget, ScalingPolicy
     from inference_platform.components.autoscaling.scaled_workload import ScaledWorkload, ScaledWorkloadArgs
-    from inference_platform.components.autoscaling.schedule import NightSchedule, ReplicaBounds, replica_bounds
+    from inference_platform.planners.night_schedule import NightSchedule, ReplicaBounds, replica_bounds
+    from inference_platform.planners.scaling import Behaviour
 
 __all__ = [
     "Behaviour",
@@ -34,8 +36,9 @@ __all__ = [
 # Imported on first use (components/common/exports.py): importing this package loads no Pulumi module.
 _EXPORTS = {
     "keda": ("Keda", "KedaArgs"),
-    "scaled_object": ("Behaviour", "ScaleTarget", "ScalingPolicy"),
+    "scaled_object": ("ScaleTarget", "ScalingPolicy"),
+    "inference_platform.planners.scaling": ("Behaviour",),
     "scaled_workload": ("ScaledWorkload", "ScaledWorkloadArgs"),
-    "schedule": ("NightSchedule", "ReplicaBounds", "replica_bounds"),
+    "inference_platform.planners.night_schedule": ("NightSchedule", "ReplicaBounds", "replica_bounds"),
 }
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -12,8 +12,9 @@ from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
-from inference_platform.components.catalog import observability_charts
-from inference_platform.components.catalog.charts import Chart
+
+from inference_platform.catalog import observability_charts
+from inference_platform.catalog.charts import Chart
 from inference_platform.components.common.errors import raise_if
 
 DEFAULT_NAMESPACE = "keda"
@@ -31,7 +32,7 @@ class KedaArgs:
     system_node_selector: Mapping[str, str] = field(default_factory=lambda: {"node-role": "system"})
     """Default ``node-role=system``: KEDA never takes accelerator capacity."""
     chart: Chart = observability_charts.KEDA
-    """Default: keda 2.20.2 (components/catalog/observability_charts.py)."""
+    """Default: keda 2.20.2 (catalog/observability_charts.py)."""
 
 
 class Keda(pulumi.ComponentResource):

@@ -30,11 +30,17 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from inference_platform.components.autoscaling.schedule import NightSchedule, ReplicaBounds, replica_bounds
 from inference_platform.components.batch.scaling import TRIGGER_NAME as BACKFILL_TRIGGER
 from inference_platform.components.batch.scaling import QueueSignal, queue_trigger
 from inference_platform.components.observability import promql as q
 from inference_platform.components.observability.promql import Scope
+from inference_platform.planners.night_schedule import NightSchedule, ReplicaBounds, replica_bounds
+from inference_platform.planners.scaling import (
+    DEFAULT_KV_TARGET,
+    DEFAULT_QUEUE_RATIO_TARGET,
+    DEFAULT_TARGET_REQUESTS,
+    Behaviour,
+)
 
 Signal = Literal["requests", "queueRatio"]
 DAY_FLAG = 2
@@ -43,49 +49,6 @@ FORMULA_TARGET = 1.0
 """``scalingModifiers.target``: the formula's value is already a replica count (AverageValue of 1 each)."""
 HPA_TOLERANCE = 0.1
 """The HPA controller's default tolerance: no change while |ratio - 1| <= 10%."""
-DEFAULT_TARGET_REQUESTS = 48.0
-DEFAULT_KV_TARGET = 0.85
-DEFAULT_QUEUE_RATIO_TARGET = 1.0
-"""NVIDIA's tutorial: AverageValue 1000m of triton:queue_compute:ratio."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class Behaviour:
-    """HPA ``behavior``: up fast, down slowly."""
-
-    scale_up_stabilization_seconds: int = 0
-    """Default 0: act on the first high reading."""
-    scale_up_percent: int = 100
-    """Default 100: at most double per period..."""
-    scale_up_pods: int = 4
-    """Default 4: ...or add 4 pods, whichever is more."""
-    scale_up_period_seconds: int = 60
-    scale_down_stabilization_seconds: int = 3600
-    """Default 3600: the highest recommendation of the last hour wins. Must exceed a model load
-    (inference.probes.startupSeconds), or a dip would drop a replica that takes minutes to come back."""
-    scale_down_pods: int = 1
-    """Default 1 pod..."""
-    scale_down_period_seconds: int = 600
-    """Default 600: ...per 10 minutes."""
-
-    def spec(self) -> dict[str, Any]:
-        return {
-            "scaleUp": {
-                "stabilizationWindowSeconds": self.scale_up_stabilization_seconds,
-                "selectPolicy": "Max",
-                "policies": [
-                    {"type": "Percent", "value": self.scale_up_percent, "periodSeconds": self.scale_up_period_seconds},
-                    {"type": "Pods", "value": self.scale_up_pods, "periodSeconds": self.scale_up_period_seconds},
-                ],
-            },
-            "scaleDown": {
-                "stabilizationWindowSeconds": self.scale_down_stabilization_seconds,
-                "selectPolicy": "Min",
-                "policies": [
-                    {"type": "Pods", "value": self.scale_down_pods, "periodSeconds": self.scale_down_period_seconds}
-                ],
-            },
-        }
 
 
 @dataclass(frozen=True, kw_only=True)

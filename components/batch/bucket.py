@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import pulumi
 import pulumi_aws as aws
+
 from inference_platform.components.batch.documents import lifecycle_rules
 from inference_platform.components.common.errors import raise_if
 from inference_platform.components.storage.bucket_controls import kms_encryption, kms_only_policy, private_versioned

@@ -10,10 +10,10 @@ components/edge's (``EdgePolicy.extra_routes``, ``GatewayTarget.backends``).
 
 from __future__ import annotations
 
+from inference_platform.catalog.edge_policy import Endpoint, RouteGroup
 from inference_platform.components.batch import pods
 from inference_platform.components.batch.workloads import DEFAULT_NAMESPACE
 from inference_platform.components.edge.gateway_api import Backend
-from inference_platform.components.edge.policy import Endpoint, RouteGroup
 
 ROUTE_KEY = "batch"
 FILES = "/v1/files"

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import pulumi
 import pulumi_kubernetes as k8s
+
 from inference_platform.components.batch.scaling import (
     AUTHENTICATION,
     QueueSignal,

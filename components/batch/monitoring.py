@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import pulumi
 import pulumi_kubernetes as k8s
+
 from inference_platform.components.batch.signals import LaneWatch, rule_groups
 from inference_platform.components.observability.dashboards import batch as batch_dashboard
 from inference_platform.components.observability.dashboards.panels import to_json

@@ -24,8 +24,9 @@ from dataclasses import dataclass
 
 import pulumi
 import pulumi_aws as aws
+
+from inference_platform.catalog.names import fit_name
 from inference_platform.components.batch.documents import queue_policy, redrive_allow_policy, redrive_policy
-from inference_platform.components.catalog.names import fit_name
 from inference_platform.components.common.errors import raise_if
 
 MAX_VISIBILITY_SECONDS = 43_200

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_kubernetes as k8s
+
 from inference_platform.components.batch import documents, pods
 from inference_platform.components.batch.pods import LaneEnv, Shape, WorkerEnv
 from inference_platform.components.common.errors import raise_if

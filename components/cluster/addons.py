@@ -16,11 +16,12 @@ from typing import Final
 import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
-from inference_platform.components.catalog.eks_versions import ADDON_POD_IDENTITY, ADDON_VERSION_PATTERN, ADDONS
+
+from inference_platform.catalog.eks_versions import ADDON_POD_IDENTITY, ADDON_VERSION_PATTERN, ADDONS
 
 # Re-exported by the area (inference_platform.components.cluster): the pinned version of every add-on for a
 # Kubernetes version, what an AddonSpec takes.
-from inference_platform.components.catalog.eks_versions import addon_versions as addon_versions
+from inference_platform.catalog.eks_versions import addon_versions as addon_versions
 from inference_platform.components.common.errors import raise_if
 from inference_platform.components.identity.pod_identity import PodIdentityRole, PodIdentityRoleArgs
 

@@ -20,6 +20,7 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
+
 from inference_platform.components.common.errors import raise_if
 from inference_platform.components.identity.iam_documents import (
     EKS_CLUSTER_POLICY,
@@ -41,7 +42,7 @@ class ClusterArgs:
     cluster_name: str
     """Required. Physical EKS cluster name (1-100 characters); subnets and SGs are tagged with it."""
     kubernetes_version: str
-    """Required. A version EKS offers (settings check it against inference_platform.components.catalog.eks_versions)."""
+    """Required. A version EKS offers (settings check it against inference_platform.catalog.eks_versions)."""
     subnet_ids: Sequence[pulumi.Input[str]]
     """Required. Control-plane ENI subnets in at least two zones (intra subnets when the VPC has them)."""
     secrets_key_arn: pulumi.Input[str]

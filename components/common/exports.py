@@ -2,8 +2,8 @@
 
 Why: Python runs a package's ``__init__`` before any of its modules, so an ``__init__`` that imported its
 ComponentResources eagerly loaded ``pulumi``, ``pulumi_aws`` and ``pulumi_kubernetes`` for anyone who only
-wanted an area's pure parts (``inference_platform.components.autoscaling.scaled_object``, ``inference_platform.components.network.cidr`` ...).
-``inference_platform.infra.settings`` imports those, and the inference image imports ``inference_platform.infra.settings`` while carrying no Pulumi
+wanted an area's pure parts (``inference_platform.components.autoscaling.scaled_object``, ``inference_platform.planners.cidr`` ...).
+``inference_platform.settings`` imports those, and the inference image imports ``inference_platform.settings`` while carrying no Pulumi
 (inference_image/Dockerfile installs this package with ``--no-deps``): every ``inferctl serve``, ``prepare``
 and ``verify`` in the image ended in ``ModuleNotFoundError: No module named 'pulumi'``.
 
@@ -28,9 +28,11 @@ def lazy_exports(
     package: str, exports: Mapping[str, Iterable[str]]
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """``(__getattr__, __dir__)`` for ``package``: ``exports`` maps each module (relative to the package) to
-    the names it exports. A name is imported from its module on first access and then kept on the package,
-    so later look-ups are ordinary attribute reads (and ``from package import *`` follows ``__all__``)."""
-    where = {name: f"{package}.{module}" for module, names in exports.items() for name in names}
+    the names it exports; a module of the shared layers below the components (``inference_platform.catalog...``,
+    ``inference_platform.planners...``) is named in full. A name is imported from its module on first access and
+    then kept on the package, so later look-ups are ordinary attribute reads (and ``from package import *``
+    follows ``__all__``)."""
+    where = {name: _full(package, module) for module, names in exports.items() for name in names}
 
     def __getattr__(name: str) -> Any:
         module = where.get(name)
@@ -44,3 +46,7 @@ def lazy_exports(
         return sorted(set(vars(sys.modules[package])) | set(where))
 
     return __getattr__, __dir__
+
+
+def _full(package: str, module: str) -> str:
+    return module if module.startswith("inference_platform.") else f"{package}.{module}"

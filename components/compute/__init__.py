@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING
 from inference_platform.components.common.exports import lazy_exports
 
 if TYPE_CHECKING:
+    from inference_platform.catalog.pool_profile import PoolProfile, PoolShard, PoolSpec, Taint, profile
     from inference_platform.components.compute.accelerator_software import AcceleratorSoftware, AcceleratorSoftwareArgs
     from inference_platform.components.compute.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
     from inference_platform.components.compute.karpenter import Karpenter, KarpenterArgs
     from inference_platform.components.compute.karpenter_node_pool import KarpenterNodePool, KarpenterNodePoolArgs
     from inference_platform.components.compute.node_pool import NodePool, NodePoolArgs
-    from inference_platform.components.compute.pool_profile import PoolProfile, PoolShard, PoolSpec, Taint, profile
 
 __all__ = [
     "AcceleratorSoftware",
@@ -41,6 +41,6 @@ _EXPORTS = {
     "karpenter": ("Karpenter", "KarpenterArgs"),
     "karpenter_node_pool": ("KarpenterNodePool", "KarpenterNodePoolArgs"),
     "node_pool": ("NodePool", "NodePoolArgs"),
-    "pool_profile": ("PoolProfile", "PoolShard", "PoolSpec", "Taint", "profile"),
+    "inference_platform.catalog.pool_profile": ("PoolProfile", "PoolShard", "PoolSpec", "Taint", "profile"),
 }
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

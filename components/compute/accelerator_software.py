@@ -19,10 +19,11 @@ from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
-from inference_platform.components import catalog
-from inference_platform.components.catalog import charts
+
+from inference_platform import catalog
+from inference_platform.catalog import charts
+from inference_platform.catalog.pool_profile import LABEL_ACCELERATOR, LABEL_EFA, TAINT_KEYS
 from inference_platform.components.common.errors import raise_if
-from inference_platform.components.compute.pool_profile import LABEL_ACCELERATOR, LABEL_EFA, TAINT_KEYS
 
 NVIDIA_NAMESPACE = "gpu-operator"
 SYSTEM_NAMESPACE = "kube-system"

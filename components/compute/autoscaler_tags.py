@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from typing import Final
 
-from inference_platform.components.compute.pool_profile import PoolProfile
+from inference_platform.catalog.pool_profile import PoolProfile
 
 PREFIX: Final = "k8s.io/cluster-autoscaler"
 ENABLED: Final = f"{PREFIX}/enabled"

@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_kubernetes as k8s
-from inference_platform.components.catalog import charts
+
+from inference_platform.catalog import charts
 from inference_platform.components.common.errors import raise_if
 from inference_platform.components.common.security_context import (
     NOBODY_UID,

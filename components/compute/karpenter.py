@@ -18,7 +18,8 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
-from inference_platform.components.catalog import charts
+
+from inference_platform.catalog import charts
 from inference_platform.components.common.errors import raise_if
 from inference_platform.components.compute.iam_policies import interruption_queue_policy, karpenter_controller_policy
 from inference_platform.components.identity.pod_identity import PodIdentityRole, PodIdentityRoleArgs

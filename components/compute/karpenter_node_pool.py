@@ -10,7 +10,7 @@ after ``expireAfter`` and get a long ``terminationGracePeriod`` to drain streams
 EFA interfaces come from Karpenter itself: it attaches as many as the pods on a node request
 (``vpc.amazonaws.com/efa``).
 
-An EFA pool has one shard per zone (inference_platform.components.compute.pool_profile): an EC2NodeClass selects one placement
+An EFA pool has one shard per zone (inference_platform.catalog.pool_profile): an EC2NodeClass selects one placement
 group, and a cluster placement group lives in one zone, so each zone gets its own class, group and
 NodePool, named ``<pool>-<zone suffix>`` and limited to the per-zone maximum. Every shard carries the
 pool's labels, so pods select the pool, not a shard.
@@ -25,7 +25,9 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
-from inference_platform.components.catalog import charts
+
+from inference_platform.catalog import charts
+from inference_platform.catalog.pool_profile import PoolProfile, PoolShard
 from inference_platform.components.common.errors import raise_if
 from inference_platform.components.compute.node_pool import (
     EFA_MEMLOCK_NODE_CONFIG,
@@ -33,7 +35,6 @@ from inference_platform.components.compute.node_pool import (
     ROOT_DEVICE,
     node_config_mime,
 )
-from inference_platform.components.compute.pool_profile import PoolProfile, PoolShard
 
 NODEPOOL_API = "karpenter.sh/v1"
 NODECLASS_API = "karpenter.k8s.aws/v1"
@@ -44,7 +45,7 @@ class KarpenterNodePoolArgs:
     """What a Karpenter pool needs: the pool's profile, the cluster, node role, cluster security group and provider."""
 
     pool: PoolProfile
-    """Required. The pool (inference_platform.components.compute.pool_profile)."""
+    """Required. The pool (inference_platform.catalog.pool_profile)."""
     cluster_name: str
     """Required. Physical cluster name: subnets and the node SG are discovered by its tag."""
     node_role_name: pulumi.Input[str]

@@ -7,7 +7,7 @@ the stack's tags on instances, volumes and network interfaces (the stack's tag t
 the template itself), capacity reservations, and for EFA pools every EFA interface the instance type
 takes plus a cluster placement group.
 
-A pool is one node group per shard (inference_platform.components.compute.pool_profile): an EFA pool has one per zone, each
+A pool is one node group per shard (inference_platform.catalog.pool_profile): an EFA pool has one per zone, each
 pinned to its zone with its own placement group (a cluster placement group cannot span zones), so its
 nodes can serve from several zones; other pools are one group across their zones. With
 ``autoscaler_cluster_name`` each group's Auto Scaling group is tagged for the cluster autoscaler
@@ -39,9 +39,10 @@ from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_aws as aws
+
+from inference_platform.catalog.pool_profile import PoolProfile, PoolShard
 from inference_platform.components.common.errors import raise_if
 from inference_platform.components.compute import autoscaler_tags
-from inference_platform.components.compute.pool_profile import PoolProfile, PoolShard
 
 IMDS_HOP_LIMIT = 1
 ROOT_DEVICE = "/dev/xvda"
@@ -70,7 +71,7 @@ class NodePoolArgs:
     node_role_arn: pulumi.Input[str]
     """Required. IAM role of the nodes (inference_platform.components.node_role)."""
     pool: PoolProfile
-    """Required. The pool, as derived from the catalog (inference_platform.components.compute.pool_profile); its sizes apply to
+    """Required. The pool, as derived from the catalog (inference_platform.catalog.pool_profile); its sizes apply to
     each of its node groups."""
     subnet_ids_by_zone: Mapping[str, pulumi.Input[str]]
     """Required. Private subnet per zone; the pool uses those of ``pool.zones``."""
@@ -286,7 +287,7 @@ spec:
 """
 """The locked-memory limit of every container on an EFA node. EFA registers (pins) host memory for its
 buffers; a container inherits containerd's limit (8 MiB by default) and a non-root pod cannot raise it
-(IPC_LOCK is inert without ambient capabilities: components/catalog/efa.py). nodeadm's
+(IPC_LOCK is inert without ambient capabilities: catalog/efa.py). nodeadm's
 ``containerd.baseRuntimeSpec`` is merged into the OCI spec every container starts from (awslabs/amazon-eks-ami
 v20260724 nodeadm/doc/examples.md "Modifying container RLIMITs"; base-runtime-spec.json sets only
 RLIMIT_NOFILE)."""

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from inference_platform.components.common.exports import lazy_exports
 
 if TYPE_CHECKING:
+    from inference_platform.catalog.edge_policy import CircuitBreaker, Client, EdgePolicy, Endpoint, RouteGroup, Tier
     from inference_platform.components.edge.client_credentials import ClientCredentials, ClientCredentialsArgs
     from inference_platform.components.edge.gateway import EdgeGateway, EdgeGatewayArgs
     from inference_platform.components.edge.gateway_api import Backend, GatewayTarget, render_gateway_objects
@@ -17,7 +18,6 @@ if TYPE_CHECKING:
         LoadBalancerController,
         LoadBalancerControllerArgs,
     )
-    from inference_platform.components.edge.policy import CircuitBreaker, Client, EdgePolicy, Endpoint, RouteGroup, Tier
     from inference_platform.components.edge.public_endpoint import PublicEndpoint, PublicEndpointArgs, WafRules
     from inference_platform.components.edge.rate_limit_store import RateLimitStore, RateLimitStoreArgs
 
@@ -50,7 +50,14 @@ _EXPORTS = {
     "gateway": ("EdgeGateway", "EdgeGatewayArgs"),
     "gateway_api": ("Backend", "GatewayTarget", "render_gateway_objects"),
     "load_balancer_controller": ("LoadBalancerController", "LoadBalancerControllerArgs"),
-    "policy": ("CircuitBreaker", "Client", "EdgePolicy", "Endpoint", "RouteGroup", "Tier"),
+    "inference_platform.catalog.edge_policy": (
+        "CircuitBreaker",
+        "Client",
+        "EdgePolicy",
+        "Endpoint",
+        "RouteGroup",
+        "Tier",
+    ),
     "public_endpoint": ("PublicEndpoint", "PublicEndpointArgs", "WafRules"),
     "rate_limit_store": ("RateLimitStore", "RateLimitStoreArgs"),
 }

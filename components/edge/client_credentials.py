@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import pulumi
 import pulumi_kubernetes as k8s
+
 from inference_platform.components.common.errors import raise_if
 from inference_platform.components.common.security_context import (
     NOBODY_UID,

@@ -31,7 +31,9 @@ from dataclasses import dataclass
 
 import pulumi
 import pulumi_kubernetes as k8s
-from inference_platform.components.catalog import edge_charts as charts
+
+from inference_platform.catalog import edge_charts as charts
+from inference_platform.catalog.edge_policy import EdgePolicy
 from inference_platform.components.common.errors import raise_if
 from inference_platform.components.edge.client_credentials import (
     REDIS_AUTH_KEY,
@@ -40,7 +42,6 @@ from inference_platform.components.edge.client_credentials import (
     ClientCredentialsArgs,
 )
 from inference_platform.components.edge.gateway_api import PROXY_LABEL, GatewayTarget, render_gateway_objects
-from inference_platform.components.edge.policy import EdgePolicy
 
 NAMESPACE = "envoy-gateway-system"
 GATEWAY_CLASS = "envoy-gateway"

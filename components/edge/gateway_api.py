@@ -42,7 +42,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from inference_platform.components.edge.policy import (
+from inference_platform.catalog.edge_policy import (
     API_KEY_AUTH_FILTER,
     EDGE_ERRORS,
     INFERENCE_ROUTES,

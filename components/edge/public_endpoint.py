@@ -42,9 +42,10 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
-from inference_platform.components.catalog import edge_charts as charts
-from inference_platform.components.catalog.names import fit_name
-from inference_platform.components.catalog.serving_contract import OPENAI_HEALTH_PATH
+
+from inference_platform.catalog import edge_charts as charts
+from inference_platform.catalog.names import fit_name
+from inference_platform.catalog.serving_contract import OPENAI_HEALTH_PATH
 from inference_platform.components.common.errors import raise_if
 from inference_platform.components.common.resource_options import own_depends_on
 from inference_platform.components.common.security_context import (

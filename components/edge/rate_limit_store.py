@@ -18,8 +18,9 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
-from inference_platform.components.catalog import edge_charts as charts
-from inference_platform.components.catalog.names import fit_name
+
+from inference_platform.catalog import edge_charts as charts
+from inference_platform.catalog.names import fit_name
 from inference_platform.components.common.errors import raise_if
 from inference_platform.components.common.security_context import container_security_context, pod_security_context
 from inference_platform.components.secrets.generated import generated_secret

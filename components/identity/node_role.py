@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import pulumi
 import pulumi_aws as aws
+
 from inference_platform.components.identity.iam_documents import NODE_POLICIES, managed_policy_arn, service_trust_policy
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import pulumi
 import pulumi_aws as aws
+
 from inference_platform.components.common.errors import raise_if
 from inference_platform.components.identity.iam_documents import managed_policy_arn
 

@@ -5,6 +5,7 @@ from enum import Enum
 from typing import NotRequired, TypedDict
 
 import pulumi
+
 from inference_platform.components.cluster import Cluster as _Cluster
 from inference_platform.components.cluster import ClusterArgs as _ClusterArgs
 from inference_platform.components.multilang.options import inner_options, supplied

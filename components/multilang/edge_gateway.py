@@ -6,6 +6,7 @@ from enum import Enum
 from typing import NotRequired, TypedDict
 
 import pulumi
+
 from inference_platform.components.common.errors import ComponentArgsError
 from inference_platform.components.common.resource_options import own_depends_on
 from inference_platform.components.edge import Backend as _Backend

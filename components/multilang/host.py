@@ -13,6 +13,7 @@ from __future__ import annotations
 from importlib.metadata import version
 
 import pulumi
+
 from inference_platform.components.multilang.cluster import Cluster
 from inference_platform.components.multilang.edge_gateway import EdgeGateway
 from inference_platform.components.multilang.inference_service import InferenceService

@@ -6,9 +6,10 @@ from enum import Enum
 from typing import NotRequired, TypedDict
 
 import pulumi
+
+from inference_platform.catalog.pool_profile import Taint
 from inference_platform.components.common.errors import ComponentArgsError
 from inference_platform.components.common.resource_options import own_depends_on
-from inference_platform.components.compute.pool_profile import Taint
 from inference_platform.components.multilang.options import inner_options, kubernetes_provider, supplied
 from inference_platform.components.serving import Exposure
 from inference_platform.components.serving import InferenceService as _InferenceService

@@ -5,6 +5,7 @@ from enum import Enum
 from typing import NotRequired, TypedDict
 
 import pulumi
+
 from inference_platform.components.multilang.options import inner_options, supplied
 from inference_platform.components.storage import LifecycleArgs
 from inference_platform.components.storage import ModelStore as _ModelStore

@@ -6,6 +6,7 @@ from enum import Enum
 from typing import NotRequired, TypedDict
 
 import pulumi
+
 from inference_platform.components.multilang.options import inner_options, supplied
 from inference_platform.components.network import FlowLogsArgs
 from inference_platform.components.network import Network as _Network

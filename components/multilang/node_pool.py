@@ -7,11 +7,12 @@ from enum import Enum
 from typing import NotRequired, TypedDict, get_args
 
 import pulumi
+
+from inference_platform.catalog.pool_profile import ROLE_INFERENCE, CapacityType, profile
 from inference_platform.components.common.errors import ComponentArgsError
 from inference_platform.components.compute import NodePool as _NodePool
 from inference_platform.components.compute import NodePoolArgs as _NodePoolArgs
 from inference_platform.components.compute import PoolSpec
-from inference_platform.components.compute.pool_profile import ROLE_INFERENCE, CapacityType, profile
 from inference_platform.components.multilang.options import inner_options, supplied
 
 CAPACITY_TYPES: tuple[str, ...] = get_args(CapacityType)

@@ -6,6 +6,7 @@ from enum import Enum
 from typing import Any
 
 import pulumi
+
 from inference_platform.components.common.errors import ComponentArgsError
 from inference_platform.components.common.resource_options import own_depends_on
 

@@ -5,6 +5,7 @@
 from typing import NotRequired, TypedDict
 
 import pulumi
+
 from inference_platform.components.edge import PublicEndpoint as _PublicEndpoint
 from inference_platform.components.edge import PublicEndpointArgs as _PublicEndpointArgs
 from inference_platform.components.edge import WafRules

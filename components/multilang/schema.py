@@ -19,8 +19,9 @@ SCHEMA_FILE = Path(__file__).resolve().parents[2] / "provider" / "schema.json"
 
 def provider_schema() -> dict[str, Any]:
     """The schema ``GetSchema`` answers, inferred from the facades exactly as the running provider does."""
-    from inference_platform.components.multilang.host import COMPONENTS, DISTRIBUTION, PACKAGE
     from pulumi.provider.experimental.component import ComponentProvider
+
+    from inference_platform.components.multilang.host import COMPONENTS, DISTRIBUTION, PACKAGE
 
     text = ComponentProvider(list(COMPONENTS), PACKAGE, None, version(DISTRIBUTION)).schema
     if text is None:

@@ -1,6 +1,6 @@
 """Interface VPC endpoints, so nodes and controllers reach AWS APIs without NAT.
 
-Optional: each endpoint costs per hour per zone (inference_platform.components.network.endpoint_services), so development
+Optional: each endpoint costs per hour per zone (inference_platform.catalog.endpoint_services), so development
 stacks usually do without; a VPC with ``natGateways: none`` cannot.
 """
 
@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_aws as aws
+
+from inference_platform.catalog.endpoint_services import KNOWN_SERVICES
 from inference_platform.components.common.errors import raise_if
-from inference_platform.components.network.endpoint_services import KNOWN_SERVICES
 
 # What an EKS node needs to boot and pull images in a private subnet (EKS private-cluster guide).
 DEFAULT_SERVICES: tuple[str, ...] = ("ecr.api", "ecr.dkr", "sts", "logs", "ec2")

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_aws as aws
+
 from inference_platform.components.common.errors import raise_if
 
 # Triton's ports (HTTP, gRPC, Prometheus metrics), see REFERENCE.md §3.

@@ -14,8 +14,9 @@ from typing import Literal
 
 import pulumi
 import pulumi_aws as aws
+
 from inference_platform.components.common.errors import raise_if
-from inference_platform.components.network.cidr import carve
+from inference_platform.planners.cidr import carve
 
 NatMode = Literal["single", "perAz", "none"]
 DEFAULT_SUBNET_PREFIXES: Mapping[str, int] = {"private": 19, "public": 24, "intra": 26}

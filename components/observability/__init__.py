@@ -11,13 +11,14 @@ from typing import TYPE_CHECKING
 from inference_platform.components.common.exports import lazy_exports
 
 if TYPE_CHECKING:
+    from inference_platform.catalog.alert_thresholds import AlertThresholds
     from inference_platform.components.observability.monitoring_stack import (
         Monitor,
         MonitoringStack,
         MonitoringStackArgs,
     )
     from inference_platform.components.observability.promql import Scope
-    from inference_platform.components.observability.rules import AlertThresholds, RuleSet, rule_groups
+    from inference_platform.components.observability.rules import RuleSet, rule_groups
 
 __all__ = ["AlertThresholds", "Monitor", "MonitoringStack", "MonitoringStackArgs", "RuleSet", "Scope", "rule_groups"]
 
@@ -25,6 +26,7 @@ __all__ = ["AlertThresholds", "Monitor", "MonitoringStack", "MonitoringStackArgs
 _EXPORTS = {
     "monitoring_stack": ("Monitor", "MonitoringStack", "MonitoringStackArgs"),
     "promql": ("Scope",),
-    "rules": ("AlertThresholds", "RuleSet", "rule_groups"),
+    "rules": ("RuleSet", "rule_groups"),
+    "inference_platform.catalog.alert_thresholds": ("AlertThresholds",),
 }
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -33,8 +33,9 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 import pulumi_random as random
-from inference_platform.components.catalog import observability_charts
-from inference_platform.components.catalog.charts import Chart
+
+from inference_platform.catalog import observability_charts
+from inference_platform.catalog.charts import Chart
 from inference_platform.components.common.errors import raise_if
 from inference_platform.components.identity.pod_identity import PodIdentityRole, PodIdentityRoleArgs
 from inference_platform.components.observability import dashboards
@@ -119,7 +120,7 @@ class MonitoringStackArgs:
     """Default ``False``: the rollout's prometheus-operator-crds release owns the CRDs. ``True`` when the
     stack was told not to install them (inference.monitoring.installCrds false): the chart's own then."""
     chart: Chart = observability_charts.KUBE_PROMETHEUS_STACK
-    """Default: kube-prometheus-stack 88.5.3 (components/catalog/observability_charts.py)."""
+    """Default: kube-prometheus-stack 88.5.3 (catalog/observability_charts.py)."""
     depends_on: Sequence[pulumi.Resource] = field(default_factory=tuple)
     """Default none. The Prometheus Operator CRDs and the Secrets Store CSI driver."""
 

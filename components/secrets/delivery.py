@@ -18,6 +18,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 import yaml
+
 from inference_platform.components.common.errors import raise_if
 from inference_platform.components.storage.documents import secret_read_policy
 

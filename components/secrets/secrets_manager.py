@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 import pulumi_random as random
+
 from inference_platform.components.common.errors import raise_if
 
 MIN_API_KEY_LENGTH = 32

@@ -32,8 +32,9 @@ from dataclasses import dataclass
 
 import pulumi
 import pulumi_kubernetes as k8s
-from inference_platform.components.catalog.charts import Chart
-from inference_platform.components.catalog.storage_charts import SECRETS_STORE_CSI_DRIVER, SECRETS_STORE_PROVIDER_AWS
+
+from inference_platform.catalog.charts import Chart
+from inference_platform.catalog.storage_charts import SECRETS_STORE_CSI_DRIVER, SECRETS_STORE_PROVIDER_AWS
 from inference_platform.components.common.errors import raise_if
 
 DRIVER_NAMESPACE = "kube-system"

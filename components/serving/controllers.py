@@ -14,8 +14,9 @@ from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
-from inference_platform.components.catalog import serving_charts
-from inference_platform.components.catalog.charts import Chart
+
+from inference_platform.catalog import serving_charts
+from inference_platform.catalog.charts import Chart
 from inference_platform.components.common.errors import raise_if
 
 LWS_NAMESPACE = "lws-system"
@@ -35,7 +36,7 @@ class ServingControllersArgs:
     system_node_selector: Mapping[str, str] = field(default_factory=lambda: {"node-role": "system"})
     """Default ``node-role=system``: where the LeaderWorkerSet manager runs."""
     leader_worker_set_chart: Chart = serving_charts.LEADER_WORKER_SET
-    """Default: lws 0.10.0 (components/catalog/serving_charts.py)."""
+    """Default: lws 0.10.0 (catalog/serving_charts.py)."""
     prometheus_crds_chart: Chart = serving_charts.PROMETHEUS_OPERATOR_CRDS
     """Default: prometheus-operator-crds 31.0.1."""
 

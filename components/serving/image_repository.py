@@ -14,6 +14,7 @@ from typing import Any
 
 import pulumi
 import pulumi_aws as aws
+
 from inference_platform.components.common.errors import raise_if
 
 DEFAULT_KEEP_IMAGES = 30

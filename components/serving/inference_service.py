@@ -23,7 +23,8 @@ from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
-from inference_platform.components.catalog.serving_contract import METRICS_PATH, METRICS_PORT, OPENAI_PORT
+
+from inference_platform.catalog.serving_contract import METRICS_PATH, METRICS_PORT, OPENAI_PORT
 from inference_platform.components.common.errors import raise_if
 from inference_platform.components.serving import mpi_launch
 from inference_platform.components.serving.pod import (

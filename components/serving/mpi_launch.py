@@ -9,7 +9,7 @@ other ranks the LLM API's workers (inference_image/mpi_world.py).
 Drain: the leader's entrypoint supervises mpirun instead of becoming it, and on SIGTERM drains the server
 before the MPI world stops; a worker's PID 1 (``drain hold``) keeps its container alive while its ranks run,
 so deleting a group (every pod gets SIGTERM at once) does not cut the leader's drain short
-(inference_image/drain.py; why mpirun cannot be told to wait: components/catalog/open_mpi.py).
+(inference_image/drain.py; why mpirun cannot be told to wait: catalog/open_mpi.py).
 
 mpirun starts its daemons on the workers through the agent below, ``kubectl exec`` into the
 worker's server container: the pattern of NVIDIA's EKS multi-node Triton + TensorRT-LLM tutorial,
@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from inference_platform.components.catalog.open_mpi import launch_agent_env
+from inference_platform.catalog.open_mpi import launch_agent_env
 from inference_platform.components.serving.pod import (
     LABEL_HOST,
     LABEL_ZONE,

@@ -18,8 +18,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import pulumi
-from inference_platform.components.catalog.efa import EFA_ENV, EFA_HUGEPAGES_2MI_MIB, HUGEPAGES_2MI
-from inference_platform.components.catalog.serving_contract import (
+
+from inference_platform.catalog.efa import EFA_ENV, EFA_HUGEPAGES_2MI_MIB, HUGEPAGES_2MI
+from inference_platform.catalog.pool_profile import LABEL_POOL, Taint
+from inference_platform.catalog.serving_contract import (
     GRPC_PORT,
     HTTP_PORT,
     LIVE_PATH,
@@ -30,7 +32,6 @@ from inference_platform.components.catalog.serving_contract import (
     READINESS_DEADLINE_ENV,
 )
 from inference_platform.components.common.security_context import container_security_context, pod_security_context
-from inference_platform.components.compute.pool_profile import LABEL_POOL, Taint
 from inference_platform.planners import cold_start
 
 SERVER_CONTAINER = "triton"
@@ -143,7 +144,7 @@ class Placement:
     """``vpc.amazonaws.com/efa`` interfaces (0: none)."""
     hugepages_2mi_mib: int = EFA_HUGEPAGES_2MI_MIB
     """Default 5120 (AWS's EKS EFA guidance). ``hugepages-2Mi`` requested with EFA interfaces: libfabric's EFA
-    provider backs its registered buffers with huge pages (components/catalog/efa.py); 0 requests none."""
+    provider backs its registered buffers with huge pages (catalog/efa.py); 0 requests none."""
     zones: Spread = "required"
     """Default ``required`` (DoNotSchedule): at most one replica more in any zone than in another.
     Required rather than preferred: ScheduleAnyway only scores, so pods fill whichever zone has free

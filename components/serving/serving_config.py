@@ -2,7 +2,7 @@
 
 The rollout writes them once into an immutable ConfigMap named by their content hash; the image validates the file
 again when it starts (inference_image/settings_source.py). The stack's validated serving section,
-``inference_platform.infra.settings.serving.ServingSettings``, is a ``ServingConfig``: pass it as it is.
+``inference_platform.settings.serving.ServingSettings``, is a ``ServingConfig``: pass it as it is.
 """
 
 from __future__ import annotations

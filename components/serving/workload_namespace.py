@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_kubernetes as k8s
+
 from inference_platform.components.common.errors import raise_if
 
 POD_SECURITY_LEVELS = ("privileged", "baseline", "restricted")

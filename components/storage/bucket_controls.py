@@ -14,6 +14,7 @@ import json
 
 import pulumi
 import pulumi_aws as aws
+
 from inference_platform.components.storage.documents import model_bucket_policy
 
 

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 
 import pulumi
 import pulumi_kubernetes as k8s
-from inference_platform.components.catalog.charts import Chart
-from inference_platform.components.catalog.storage_charts import FSX_CSI_DRIVER
+
+from inference_platform.catalog.charts import Chart
+from inference_platform.catalog.storage_charts import FSX_CSI_DRIVER
 from inference_platform.components.common.errors import raise_if
 
 CSI_DRIVER_NAME = "fsx.csi.aws.com"
@@ -47,7 +48,7 @@ class FsxCsiArgs:
     install_driver: bool = True
     """Default ``True``. Install the driver's node plugin; ``False`` when the cluster already runs it."""
     chart: Chart = FSX_CSI_DRIVER
-    """Default: aws-fsx-csi-driver 1.17.0 (components/catalog/storage_charts.py)."""
+    """Default: aws-fsx-csi-driver 1.17.0 (catalog/storage_charts.py)."""
 
 
 class FsxCsi(pulumi.ComponentResource):

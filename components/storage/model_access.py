@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_aws as aws
+
 from inference_platform.components.common.errors import raise_if
 from inference_platform.components.identity.pod_identity import pod_identity_trust
 from inference_platform.components.storage.documents import model_access_policy

@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_aws as aws
+
+from inference_platform.catalog import lustre
 from inference_platform.components.common.errors import raise_if
-from inference_platform.components.storage import lustre
 
 DEFAULT_STORAGE_CAPACITY_GIB = 1200
 DEFAULT_PER_UNIT_THROUGHPUT = 250

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_aws as aws
-from inference_platform.components.catalog.names import fit_name
+
+from inference_platform.catalog.names import fit_name
 from inference_platform.components.common.errors import raise_if
 from inference_platform.components.storage.bucket_controls import kms_encryption, kms_only_policy, private_versioned
 from inference_platform.components.storage.documents import (

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pulumi
+
 from inference_platform.components.identity.pod_identity import PodIdentityRole, PodIdentityRoleArgs
 from inference_platform.components.secrets.delivery import SecretDelivery, SecretDeliveryArgs
 from inference_platform.components.verification import pods

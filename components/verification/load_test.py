@@ -31,7 +31,8 @@ from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
-from inference_platform.components.catalog.load_generator import LOAD_SECONDS_ANNOTATION, LOAD_TEST_WORKER_LABELS
+
+from inference_platform.catalog.load_generator import LOAD_SECONDS_ANNOTATION, LOAD_TEST_WORKER_LABELS
 from inference_platform.components.common.errors import raise_if
 from inference_platform.components.serving.workload_namespace import WorkloadNamespace, WorkloadNamespaceArgs
 from inference_platform.components.verification import pods

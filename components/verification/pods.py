@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from inference_platform.components.compute.pool_profile import LABEL_NODE_ROLE, ROLE_SYSTEM
+from inference_platform.catalog.pool_profile import LABEL_NODE_ROLE, ROLE_SYSTEM
 from inference_platform.components.secrets.delivery import CSI_DRIVER_NAME
 from inference_platform.components.serving.pod import container_security, pod_security, quantity_cpu, quantity_gib
 

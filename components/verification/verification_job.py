@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_kubernetes as k8s
+
 from inference_platform.components.common.errors import raise_if
 from inference_platform.components.verification import pods
 from inference_platform.components.verification.key_delivery import deliver_one_key
@@ -69,7 +70,7 @@ class VerificationJobArgs:
     image_version: str
     """Required. What the image reference pins (digest or tag): part of the Job's name."""
     settings_document: str
-    """Required. The stack's settings document (infra/settings/document.py) as JSON."""
+    """Required. The stack's settings document (settings/document.py) as JSON."""
     url: str
     """Required. The endpoint verified (the edge's https URL, or the in-cluster Service)."""
     model: str | None = None

@@ -4,7 +4,7 @@ measured into the stack's planning factors (planners/planning_factors.py).
 From the report's load at the planned concurrency: output tokens/s per replica, TTFT p50 and ITL p50,
 at the concurrency per replica and the request shape (isl/osl means) the run used. The planner predicts
 the same point (the stack's serving model, precision, TP and KV dtype on the instance type the plan picks,
-the serving pool's cheapest: inference_platform.infra.settings.capacity.planned_instance, at that batch and shape, with the stack's current feature factors and unit scales), and
+the serving pool's cheapest: inference_platform.settings.capacity.planned_instance, at that batch and shape, with the stack's current feature factors and unit scales), and
 the ratios measured/predicted become ``throughput_scale``, ``ttft_scale`` and ``itl_scale``, each marked
 ``measured`` with the report it came from. ``inferctl verify`` measures no speculative acceptance or
 prefix-cache hit rate yet: those keep their values and their source.
@@ -54,9 +54,9 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError("--stack: the report names no stack; give --stack", exit_code=2)
     if report.get("stack") and report["stack"] != stack:
         raise CommandError(f"--stack: the report is for stack {report['stack']!r}, not {stack!r}", exit_code=2)
-    from inference_platform.offline_plan import stack_settings
+    from inference_platform.settings import stack_files
 
-    settings = stack_settings.load(stack, stack_file=args.stack_file)
+    settings = stack_files.load(stack, stack_file=args.stack_file)
     result = calibrate(report, settings, source=str(args.source))
     out = args.out or REPO / "build" / "capacity" / f"{stack}-factors.json"
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -117,9 +117,9 @@ def calibrate(report: dict[str, Any], settings: Any, *, source: str) -> dict[str
     """The stack's factors with the report's measurements folded in, and what was compared."""
     from dataclasses import replace
 
-    from inference_platform.infra.settings import capacity as capacity_settings
     from inference_platform.planners import latency
     from inference_platform.planners.planning_factors import PlanningFactors, one_line
+    from inference_platform.settings import capacity as capacity_settings
 
     m = measured_point(report)
     serving = settings.serving
@@ -191,8 +191,9 @@ def stack_factors(settings: Any) -> Any:
 def write_stack_factors(path: Path, factors: Any) -> None:
     """``inference-platform:capacity.factors`` in the stack file, comments and order kept (ruamel round trip).
     Only fields differing from the modelled defaults are written."""
-    from inference_platform.planners.planning_factors import DEFAULT_FACTORS
     from ruamel.yaml import YAML
+
+    from inference_platform.planners.planning_factors import DEFAULT_FACTORS
 
     yaml = YAML()
     yaml.preserve_quotes = True

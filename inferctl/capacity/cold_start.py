@@ -35,7 +35,7 @@ def checks(args: argparse.Namespace) -> list[tuple[str, bool, str]]:
 
 
 def for_option(option: Any, args: argparse.Namespace) -> Any:
-    from inference_platform.components.catalog import models
+    from inference_platform.catalog import models
     from inference_platform.planners import cold_start
 
     replica = option.replica

@@ -150,7 +150,7 @@ def _demand_flags(p: argparse.ArgumentParser) -> None:
 
 
 def _bad(err: Exception, fallback: str) -> CommandError:
-    from inference_platform.components.catalog.prices import PriceError
+    from inference_platform.catalog.prices import PriceError
     from inference_platform.planners.capacity import PlanningError
 
     if isinstance(err, PlanningError):
@@ -214,7 +214,7 @@ def _demand(args: argparse.Namespace) -> Any:
 
 
 def run_throughput(args: argparse.Namespace) -> int:
-    from inference_platform.components.catalog.models import SizingError
+    from inference_platform.catalog.models import SizingError
     from inference_platform.planners import capacity, latency
 
     check_flags([
@@ -260,8 +260,8 @@ def run_throughput(args: argparse.Namespace) -> int:
 
 def _replica_for(model: str, precision: str, accelerator: str, tp: int, kv_dtype: str) -> Any:
     """The cheapest node type of the chip (per accelerator-hour) on which ``tp`` is a valid layout."""
-    from inference_platform.components.catalog import models
-    from inference_platform.components.catalog.models import SizingError
+    from inference_platform.catalog import models
+    from inference_platform.catalog.models import SizingError
     from inference_platform.planners import capacity, latency
 
     problems = []
@@ -391,7 +391,7 @@ def _features(args: argparse.Namespace) -> tuple[Any, Any]:
 
 
 def run_plan(args: argparse.Namespace) -> int:
-    from inference_platform.components.catalog.models import SizingError
+    from inference_platform.catalog.models import SizingError
     from inference_platform.inferctl.capacity import cold_start as cold_start_view
     from inference_platform.inferctl.capacity.render import compare_json, compare_text, plan_json, plan_text
     from inference_platform.planners import capacity
@@ -444,7 +444,7 @@ def run_plan(args: argparse.Namespace) -> int:
 
 
 def run_fleet(args: argparse.Namespace) -> int:
-    from inference_platform.components.catalog.models import SizingError
+    from inference_platform.catalog.models import SizingError
     from inference_platform.inferctl.capacity.render import fleet_json, fleet_text
     from inference_platform.planners import capacity
 

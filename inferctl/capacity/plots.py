@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
 from inference_platform.planners import capacity
 from inference_platform.planners.capacity import Plan
 

@@ -35,7 +35,7 @@ def load_plan(path: Path, flag: str) -> dict[str, Any]:
 
 
 def estimate_plan(data: dict[str, Any], flag: str, policy_config: Path | None = None) -> Any:
-    from inference_platform.components.catalog.prices import PriceError
+    from inference_platform.catalog.prices import PriceError
     from inference_platform.inferctl.cost.summary import usage_for
     from inference_platform.planners import costing
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from inference_platform.components.catalog.prices import PRICE_DATE, SERVICE_SOURCE
+from inference_platform.catalog.prices import PRICE_DATE, SERVICE_SOURCE
 from inference_platform.planners.costing import Estimate, Line
 
 

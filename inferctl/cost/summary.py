@@ -38,7 +38,7 @@ def estimate_for(resources: list[dict[str, Any]], outputs: Mapping[str, Any] | N
 
 def summary_line(resources: list[dict[str, Any]], outputs: Mapping[str, Any] | None, stack: str,
                  policy_config: Path | None = None, project_root: Path | None = None) -> str:  # fmt: skip
-    from inference_platform.components.catalog.prices import PriceError
+    from inference_platform.catalog.prices import PriceError
     from inference_platform.inferctl.cost.render import money
 
     try:

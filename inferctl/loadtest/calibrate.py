@@ -17,11 +17,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from inference_platform.errors import CommandError
 from inference_platform.loadgen import records as rec
 from inference_platform.loadgen.config import LoadConfig, Shape, SizeDistribution
 from inference_platform.loadgen.runner import run as run_load
-
-from inference_platform.errors import CommandError
 from inference_platform.processes import free_port
 
 TOKENS = 16

@@ -20,7 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from inference_platform.components.catalog.load_generator import MEASURED_PER_WORKER_RPS
+from inference_platform.catalog.load_generator import MEASURED_PER_WORKER_RPS
 
 DEFAULT_OUT = Path("build/loadtest")
 
@@ -118,9 +118,8 @@ def register(subparsers: Any) -> None:
 
 
 def parse_size(flag: str, text: str) -> Any:
-    from inference_platform.loadgen.config import SizeDistribution
-
     from inference_platform.errors import CommandError
+    from inference_platform.loadgen.config import SizeDistribution
 
     mean, _, spread = text.partition(":")
     try:
@@ -130,9 +129,8 @@ def parse_size(flag: str, text: str) -> Any:
 
 
 def build_config(args: argparse.Namespace) -> Any:
-    from inference_platform.loadgen.config import LoadConfig, Shape
-
     from inference_platform.errors import CommandError
+    from inference_platform.loadgen.config import LoadConfig, Shape
 
     try:
         steps = tuple(int(s) for s in args.steps.split(",")) if args.steps else ()
@@ -170,10 +168,9 @@ def build_config(args: argparse.Namespace) -> Any:
 
 def served_model(config: Any, key: str | None) -> str:
     """The first model the endpoint lists: what a client would ask for (exit 2 naming --model without one)."""
+    from inference_platform.errors import CommandError
     from inference_platform.loadgen.api_key_header import api_key_headers
     from inference_platform.loadgen.served_model import NoServedModel, served_models
-
-    from inference_platform.errors import CommandError
 
     try:
         headers = api_key_headers(config.api_key_header, key)
@@ -185,11 +182,10 @@ def served_model(config: Any, key: str | None) -> str:
 
 
 def run_command(args: argparse.Namespace) -> int:
+    from inference_platform.errors import CommandError
     from inference_platform.inferctl.loadtest.chart import latency_chart
     from inference_platform.loadgen import records as rec
     from inference_platform.loadgen.runner import print_progress, run
-
-    from inference_platform.errors import CommandError
 
     config = build_config(args)
     key = _key(args)
@@ -264,9 +260,8 @@ def format_summary(summary: Any, levels: dict[float, Any], knee: float | None, l
 def _worker(args: argparse.Namespace, config: Any, key: str | None) -> int:
     """This process becomes one Locust worker (a worker pod: its index is the Indexed Job's completion
     index) and ends when the master quits."""
-    from inference_platform.loadgen.runner import JOB_INDEX_ENV, locust_argv, role_env
-
     from inference_platform.errors import CommandError
+    from inference_platform.loadgen.runner import JOB_INDEX_ENV, locust_argv, role_env
 
     index = int(os.environ.get(JOB_INDEX_ENV, args.worker_index))
     if not 0 <= index < config.workers:
@@ -294,9 +289,8 @@ def calibrate_command(args: argparse.Namespace) -> int:
 
 
 def size_command(args: argparse.Namespace) -> int:
-    from inference_platform.loadgen.sizing import worker_fleet, workers_needed
-
     from inference_platform.errors import CommandError
+    from inference_platform.loadgen.sizing import worker_fleet, workers_needed
 
     try:
         plan = workers_needed(args.target_rps, args.per_worker_rps, utilization=args.utilization)
@@ -332,9 +326,8 @@ def size_command(args: argparse.Namespace) -> int:
 
 
 def _key(args: argparse.Namespace) -> str | None:
-    from inference_platform.loadgen.config import API_KEY_ENV
-
     from inference_platform.errors import CommandError
+    from inference_platform.loadgen.config import API_KEY_ENV
 
     if args.api_key_file is not None:
         try:

@@ -123,7 +123,7 @@ def policy_config_for(program: Path, stack: str, path: Path | None = None) -> An
     """The pack configuration a plan of ``stack`` uses (offline_plan.policy_config.select): ``path``, else the
     program's project's ``policies/config/<stack>.json``, else none."""
     from inference_platform.offline_plan.policy_config import select
-    from inference_platform.offline_plan.project import load_project
+    from inference_platform.settings.project import load_project
 
     return select(path, load_project(program).root, stack)
 

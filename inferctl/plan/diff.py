@@ -160,7 +160,7 @@ def _canon(value: Any) -> str:
 
 
 def _costs(stack: str, base: dict[str, Any] | None, head: dict[str, Any]) -> tuple[Any, Any, str | None]:
-    from inference_platform.components.catalog.prices import PriceError
+    from inference_platform.catalog.prices import PriceError
     from inference_platform.inferctl.cost.summary import estimate_for
 
     try:

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from inference_platform.components.edge.policy import (
+from inference_platform.catalog.edge_policy import (
     API_KEY_AUTH_FILTER,
     EDGE_ERRORS,
     INFERENCE_ROUTES,

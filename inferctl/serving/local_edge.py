@@ -20,11 +20,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from inference_platform.components.edge.policy import EdgePolicy
+from inference_platform.catalog.edge_policy import EdgePolicy
+from inference_platform.errors import CommandError
 from inference_platform.inferctl.serving.edge_envoy import Listener, Upstream, render_bootstrap
 from inference_platform.inferctl.serving.edge_tls import LocalCertificates, write_local_certificates
-
-from inference_platform.errors import CommandError
 from inference_platform.processes import stop_group
 
 READY_TIMEOUT = 30.0

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from inference_platform.components.catalog.serving_contract import LOOPBACK, OPENAI_HEALTH_PATH
+from inference_platform.catalog.serving_contract import LOOPBACK, OPENAI_HEALTH_PATH
 from inference_platform.inferctl.serving.server_process import ServerProcess
 
 MODULE = "inference_platform.inference_image.openai_api"

@@ -48,9 +48,8 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from inference_platform.inference_image import prepare
-
     from inference_platform.errors import CommandError
+    from inference_platform.inference_image import prepare
 
     serving = settings_source.load(args)
     options = prepare.PrepareOptions(

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from inference_platform.components.catalog.serving_contract import OPENAI_PORT
+from inference_platform.catalog.serving_contract import OPENAI_PORT
 from inference_platform.inference_image.defaults import GRPC_PORT, HTTP_PORT, LOOPBACK, METRICS_PORT
 
 DEFAULT_STACK = "dev"
@@ -73,16 +73,15 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from inference_platform.errors import CommandError
     from inference_platform.inferctl.serving import local_triton
     from inference_platform.inferctl.serving.local_openai import openai_server
     from inference_platform.inferctl.serving.server_process import ServerProcess
     from inference_platform.inference_image.server_args import Listen, ServerArgsError, rank0_args
     from inference_platform.inference_image.testing.cpu_llm_api.local import Timing, build_local_model
-    from inference_platform.offline_plan import stack_settings
+    from inference_platform.settings import stack_files
 
-    from inference_platform.errors import CommandError
-
-    settings = stack_settings.load(args.stack, stack_file=args.stack_file)
+    settings = stack_files.load(args.stack, stack_file=args.stack_file)
     serving = settings.serving
     if serving.backend != "tensorrtllm":
         raise CommandError(
@@ -247,7 +246,7 @@ def _edge_plan(args: argparse.Namespace, settings: Any, work_dir: Path) -> EdgeP
     import secrets
 
     from inference_platform.inferctl.serving.local_edge import generate_keys, write_key_file
-    from inference_platform.infra.settings.edge import stack_edge_policy
+    from inference_platform.settings.derived import stack_edge_policy
 
     policy = stack_edge_policy(settings)  # what the cluster's gateway admits, served model included
     keys = generate_keys(policy)

@@ -21,9 +21,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import BinaryIO
 
-from inference_platform.inference_image.defaults import READY_PATH
-
 from inference_platform.errors import CommandError
+from inference_platform.inference_image.defaults import READY_PATH
 from inference_platform.processes import stop_group
 
 DEFAULT_READY_TIMEOUT = 120.0

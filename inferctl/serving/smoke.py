@@ -94,11 +94,10 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from inference_platform.errors import CommandError
     from inference_platform.inferctl.serving.smoke_openai import SmokeFailure
     from inference_platform.loadgen.api_key_header import api_key_headers
-    from inference_platform.offline_plan import stack_settings
-
-    from inference_platform.errors import CommandError
+    from inference_platform.settings import stack_files
 
     problems = []
     if args.requests < 1:
@@ -111,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
         problems.append(f"--url: got {args.url!r}; expected http(s)://host[:port]")
     if problems:
         raise CommandError("bad input: " + "; ".join(problems), exit_code=2)
-    settings = stack_settings.load(args.stack)
+    settings = stack_files.load(args.stack)
     serving = settings.serving
     config = SmokeConfig(
         url=args.url,
@@ -137,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
 
 def run_smoke(config: SmokeConfig, report: SmokeReport) -> SmokeReport:
     """Run every check, filling ``report``; raises SmokeFailure at the first failed check."""
-    from inference_platform.components.catalog.serving_contract import (
+    from inference_platform.catalog.serving_contract import (
         OPENAI_CHAT_PATH,
         OPENAI_COMPLETIONS_PATH,
         OPENAI_HEALTH_PATH,
@@ -212,7 +211,7 @@ def _structured(endpoint: Any, chat: dict[str, Any], report: SmokeReport) -> Non
     """``response_format`` json_schema (the answer must validate) and json_object (it must parse as an object)."""
     import json
 
-    from inference_platform.components.catalog.serving_contract import OPENAI_CHAT_PATH
+    from inference_platform.catalog.serving_contract import OPENAI_CHAT_PATH
     from inference_platform.loadgen.structured import ANSWER_SCHEMA, Guide
 
     formats = (

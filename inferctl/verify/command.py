@@ -65,12 +65,12 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from inference_platform.inferctl.verify.verdict import Verdict
-    from inference_platform.offline_plan import stack_settings
+    from inference_platform.settings import stack_files
 
     settings = (
-        stack_settings.load_document(args.settings_file, args.stack)
+        stack_files.load_document(args.settings_file, args.stack)
         if args.settings_file is not None
-        else stack_settings.load(args.stack, stack_file=args.stack_file)
+        else stack_files.load(args.stack, stack_file=args.stack_file)
     )
     plan = build_plan(args, settings)
     out = args.out or DEFAULT_OUT / args.stack
@@ -106,11 +106,10 @@ def run(args: argparse.Namespace) -> int:
 
 def build_plan(args: argparse.Namespace, settings: Any) -> dict[str, Any]:
     """The load to offer, from flags over the stack's settings; bad input exits 2 naming each flag."""
+    from inference_platform.errors import CommandError
     from inference_platform.inferctl.loadtest.command import served_model
     from inference_platform.inferctl.serving.smoke import KEY_HEADER, api_key
     from inference_platform.loadgen.config import DEFAULT_MAX_IN_FLIGHT, LoadConfig, Shape, SizeDistribution
-
-    from inference_platform.errors import CommandError
 
     verification = settings.verification
     problems: list[str] = []

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from inference_platform.components.catalog.serving_contract import OPENAI_HEALTH_PATH
+from inference_platform.catalog.serving_contract import OPENAI_HEALTH_PATH
 
 PROBE_PATH = OPENAI_HEALTH_PATH
 LIMIT_HEADER = "x-ratelimit-limit"

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from inference_platform.components.catalog.serving_contract import LOOPBACK, OPENAI_PORT, POD_ADDRESS
+from inference_platform.catalog.serving_contract import LOOPBACK, OPENAI_PORT, POD_ADDRESS
+from inference_platform.errors import CommandError
 from inference_platform.inference_image import accelerators
 from inference_platform.inference_image.drain import Child, Supervisor
 from inference_platform.inference_image.llmapi import contract
@@ -30,9 +31,7 @@ from inference_platform.inference_image.mpi_world import leader_children, mpirun
 from inference_platform.inference_image.pod_artifacts import api_key, verified_download
 from inference_platform.inference_image.runtime.tokenizer import TokenizerError, load_tokenizer
 from inference_platform.inference_image.server_args import ServerArgsError, rank0_args
-from inference_platform.infra.settings.serving import ServingSettings
-
-from inference_platform.errors import CommandError
+from inference_platform.settings.serving import ServingSettings
 
 EXIT_CONFIG = 2
 QUANT_CONFIG = "hf_quant_config.json"

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import triton_python_backend_utils as pb_utils
 import yaml
+
 from inference_platform.inference_image.llmapi.kv_cache_gauges import KvCacheGauges, kv_values
 from inference_platform.inference_image.runtime.request_gauges import TRT_LLM_FAMILY, RequestGauges
 

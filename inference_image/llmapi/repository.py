@@ -18,11 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from inference_platform.components.catalog import speculative
-from inference_platform.components.catalog.stop_tokens import stop_tokens
+
+from inference_platform.catalog import speculative
+from inference_platform.catalog.stop_tokens import stop_tokens
 from inference_platform.inference_image.llmapi import contract, llm_args_schema
 from inference_platform.inference_image.render import RenderError
-from inference_platform.infra.settings.serving import ServingSettings
+from inference_platform.settings.serving import ServingSettings
 
 VERSION_DIR = "1"
 CODE_FILE = "model.py"

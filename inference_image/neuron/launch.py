@@ -9,7 +9,7 @@ from typing import Any
 from inference_platform.inference_image.drain import Child
 from inference_platform.inference_image.llmapi.launch import openai_argv
 from inference_platform.inference_image.neuron.repository import MODEL_NAME
-from inference_platform.infra.settings.serving import ServingSettings
+from inference_platform.settings.serving import ServingSettings
 
 
 def neuron_children(

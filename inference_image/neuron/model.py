@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 import triton_python_backend_utils as pb_utils
+
 from inference_platform.inference_image.llmapi import contract
 from inference_platform.inference_image.runtime.generation import SequenceState
 from inference_platform.inference_image.runtime.neuron_engine import BatchScheduler, Job, NeuronEngine

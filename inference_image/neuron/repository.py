@@ -15,10 +15,11 @@ from importlib import resources
 from pathlib import Path
 
 import yaml
-from inference_platform.components.catalog.stop_tokens import stop_tokens
+
+from inference_platform.catalog.stop_tokens import stop_tokens
 from inference_platform.inference_image.llmapi import contract
 from inference_platform.inference_image.render import RenderError
-from inference_platform.infra.settings.serving import ServingSettings
+from inference_platform.settings.serving import ServingSettings
 
 MODEL_NAME = "neuron_llm"
 VERSION_DIR = "1"

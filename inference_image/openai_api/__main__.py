@@ -10,7 +10,7 @@ import os
 import sys
 from pathlib import Path
 
-from inference_platform.components.catalog.serving_contract import HTTP_PORT, LOOPBACK, OPENAI_PORT, POD_ADDRESS
+from inference_platform.catalog.serving_contract import HTTP_PORT, LOOPBACK, OPENAI_PORT, POD_ADDRESS
 
 GRACEFUL_SHUTDOWN_S = 30.0
 

@@ -6,7 +6,13 @@ import asyncio
 import json
 from typing import Any
 
-from inference_platform.components.catalog.serving_contract import (
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from inference_platform.catalog.serving_contract import (
     OPENAI_CHAT_PATH,
     OPENAI_COMPLETIONS_PATH,
     OPENAI_HEALTH_PATH,
@@ -23,11 +29,6 @@ from inference_platform.inference_image.openai_api.errors import (
 )
 from inference_platform.inference_image.openai_api.requests import parse_chat, parse_completion
 from inference_platform.inference_image.openai_api.service import Service
-from starlette.applications import Starlette
-from starlette.exceptions import HTTPException
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
-from starlette.routing import Route
 
 DISCONNECT_POLL_S = 0.1
 """How often a non-streaming request checks that its client is still there."""

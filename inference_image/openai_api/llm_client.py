@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
+
 from inference_platform.inference_image.openai_api.errors import SERVER_ERROR, UNAVAILABLE, ApiError
 from inference_platform.inference_image.openai_api.model_files import Prompt
 from inference_platform.inference_image.openai_api.requests import Generation

@@ -11,8 +11,9 @@ import json
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from inference_platform.inference_image.openai_api.errors import invalid
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from inference_platform.inference_image.openai_api.errors import invalid
 
 MAX_STOP = 4
 """OpenAI accepts up to 4 stop sequences."""

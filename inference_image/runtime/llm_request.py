@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
+
 from inference_platform.inference_image.runtime.words import from_word_list
 
 GUIDE_TYPES = ("json", "json_schema", "regex", "ebnf_grammar")

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
+
 from inference_platform.inference_image.runtime.detokenize import IncrementalText
 from inference_platform.inference_image.runtime.generation import FinishReason, SequenceState
 from inference_platform.inference_image.runtime.llm_request import LlmRequest, SamplingParams
@@ -25,7 +26,7 @@ from inference_platform.inference_image.runtime.tokenizer import Tokenizer
 
 DEFAULT_MAX_TOKENS = 32
 """The LLM API's SamplingParams default, for a request without sampling_param_max_tokens."""
-NOT_ON_NEURON = "structured output is not available on Neuron (components/catalog/serving_features.py)"
+NOT_ON_NEURON = "structured output is not available on Neuron (catalog/serving_features.py)"
 _REASONS = {
     FinishReason.END_ID: "stop",
     FinishReason.STOP_WORD: "stop",

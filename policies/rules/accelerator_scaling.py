@@ -23,11 +23,6 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from inference_platform.components import catalog
-from inference_platform.policies.props import as_list, get
-from inference_platform.policies.rules.jobs import MAX_BACKOFF_LIMIT
-from inference_platform.policies.rules.nodes import LAUNCH_TEMPLATE, NODE_GROUP, NODE_POOL
-from inference_platform.policies.rules.workloads import LEADER_WORKER_SET, containers
 from pulumi_policy import (
     EnforcementLevel,
     PolicyConfigSchema,
@@ -38,6 +33,12 @@ from pulumi_policy import (
     StackValidationArgs,
     StackValidationPolicy,
 )
+
+from inference_platform import catalog
+from inference_platform.policies.props import as_list, get
+from inference_platform.policies.rules.jobs import MAX_BACKOFF_LIMIT
+from inference_platform.policies.rules.nodes import LAUNCH_TEMPLATE, NODE_GROUP, NODE_POOL
+from inference_platform.policies.rules.workloads import LEADER_WORKER_SET, containers
 
 SCALED_OBJECT = "kubernetes:keda.sh/v1alpha1:ScaledObject"
 SCALED_JOB = "kubernetes:keda.sh/v1alpha1:ScaledJob"

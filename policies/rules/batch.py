@@ -26,9 +26,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from inference_platform.policies.props import as_document, as_list, get, statements
-from inference_platform.policies.rules.verification import report_off_accelerators
-from inference_platform.policies.rules.workloads import POD_SPEC_PATHS
 from pulumi_policy import (
     EnforcementLevel,
     PolicyConfigSchema,
@@ -39,6 +36,10 @@ from pulumi_policy import (
     StackValidationArgs,
     StackValidationPolicy,
 )
+
+from inference_platform.policies.props import as_document, as_list, get, statements
+from inference_platform.policies.rules.verification import report_off_accelerators
+from inference_platform.policies.rules.workloads import POD_SPEC_PATHS
 
 QUEUE = "aws:sqs/queue:Queue"
 QUEUE_POLICY = "aws:sqs/queuePolicy:QueuePolicy"

@@ -21,11 +21,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from inference_platform.components.catalog import prices
-from inference_platform.components.catalog.prices import PriceError
-from inference_platform.planners import costing
-from inference_platform.planners.costing import Usage, UsageError
-from inference_platform.policies.props import get
 from pulumi_policy import (
     EnforcementLevel,
     PolicyConfigSchema,
@@ -34,6 +29,12 @@ from pulumi_policy import (
     StackValidationArgs,
     StackValidationPolicy,
 )
+
+from inference_platform.catalog import prices
+from inference_platform.catalog.prices import PriceError
+from inference_platform.planners import costing
+from inference_platform.planners.costing import Usage, UsageError
+from inference_platform.policies.props import get
 
 NAT = "aws:ec2/natGateway:NatGateway"
 DEVELOPMENT = "development"

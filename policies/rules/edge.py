@@ -32,8 +32,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from inference_platform.components.catalog.aws_names import ALB_TLS13_POLICIES
-from inference_platform.policies.props import as_list, get
 from pulumi_policy import (
     EnforcementLevel,
     PolicyConfigSchema,
@@ -43,6 +41,9 @@ from pulumi_policy import (
     StackValidationArgs,
     StackValidationPolicy,
 )
+
+from inference_platform.catalog.aws_names import ALB_TLS13_POLICIES
+from inference_platform.policies.props import as_list, get
 
 INGRESS_CLASS_PARAMS = "kubernetes:elbv2.k8s.aws/v1beta1:IngressClassParams"
 INGRESS_CLASS = "kubernetes:networking.k8s.io/v1:IngressClass"

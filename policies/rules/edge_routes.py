@@ -18,10 +18,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from inference_platform.components.catalog.serving_contract import OPENAI_MODELS_PATH
-from inference_platform.components.edge.policy import OPENAI_ENDPOINTS, model_path
-from inference_platform.policies.props import as_list, get
-from inference_platform.policies.rules.edge import route_kind
 from pulumi_policy import (
     EnforcementLevel,
     PolicyConfigSchema,
@@ -29,6 +25,11 @@ from pulumi_policy import (
     StackValidationArgs,
     StackValidationPolicy,
 )
+
+from inference_platform.catalog.edge_policy import OPENAI_ENDPOINTS, model_path
+from inference_platform.catalog.serving_contract import OPENAI_MODELS_PATH
+from inference_platform.policies.props import as_list, get
+from inference_platform.policies.rules.edge import route_kind
 
 HTTP_ROUTE = "kubernetes:gateway.networking.k8s.io/v1:HTTPRoute"
 CONNECTION_ROUTES = ("TCPRoute", "TLSRoute", "UDPRoute")

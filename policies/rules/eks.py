@@ -5,7 +5,7 @@ add-ons (coredns, kube-proxy, vpc-cni) for a cluster that does not let EKS boots
 Unset properties are read with EKS's own defaults (the engine shows only what the program set): the
 public endpoint is ON unless ``endpointPublicAccess`` is false, and open to 0.0.0.0/0 unless
 ``publicAccessCidrs`` says otherwise. CIDRs that together reach more public addresses than a /8 count as
-0.0.0.0/0 (``inference_platform.components.network.cidr.internet_wide``).
+0.0.0.0/0 (``inference_platform.planners.cidr.internet_wide``).
 """
 
 from __future__ import annotations
@@ -13,8 +13,6 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 
-from inference_platform.components.network.cidr import internet_wide
-from inference_platform.policies.props import as_list, get
 from pulumi_policy import (
     EnforcementLevel,
     PolicyConfigSchema,
@@ -25,6 +23,9 @@ from pulumi_policy import (
     StackValidationArgs,
     StackValidationPolicy,
 )
+
+from inference_platform.planners.cidr import internet_wide
+from inference_platform.policies.props import as_list, get
 
 CLUSTER = "aws:eks/cluster:Cluster"
 ACCESS_ENTRY = "aws:eks/accessEntry:AccessEntry"

@@ -7,8 +7,6 @@ the NAT gateways without anyone noticing.
 
 from __future__ import annotations
 
-from inference_platform.components.network.endpoint_services import KNOWN_SERVICES
-from inference_platform.policies.props import get
 from pulumi_policy import (
     EnforcementLevel,
     PolicyConfigSchema,
@@ -16,6 +14,9 @@ from pulumi_policy import (
     StackValidationArgs,
     StackValidationPolicy,
 )
+
+from inference_platform.catalog.endpoint_services import KNOWN_SERVICES
+from inference_platform.policies.props import get
 
 VPC = "aws:ec2/vpc:Vpc"
 ENDPOINT = "aws:ec2/vpcEndpoint:VpcEndpoint"
@@ -66,7 +67,7 @@ POLICIES = [
                     "type": "array",
                     "items": {"type": "string"},
                     "default": [],
-                    "description": "interface endpoint services (inference_platform.components.network.endpoint_services) every VPC "
+                    "description": "interface endpoint services (inference_platform.catalog.endpoint_services) every VPC "
                     "must have; empty for stacks that go through NAT",
                 }
             }

@@ -4,7 +4,7 @@ component the provider expands; its inputs are what the pack sees) or ``kubernet
 
 - The chart is a name in ``repositoryOpts.repo`` (``https://`` or ``oci://``) or a full ``oci://`` reference,
   with ``version`` an exact version (no range such as ``^1.2``, ``~1``, ``>=1``, ``1.x``, ``*``; never unset,
-  which installs whatever is newest when the update runs), as ``components/catalog`` pins every chart.
+  which installs whatever is newest when the update runs), as ``catalog`` pins every chart.
 - A local path (``./chart``, ``/abs``, ``file://``) or an archive (``.tgz``, ``.tar.gz``, also by URL) is
   refused: what it installs is whatever the machine running ``pulumi up`` has there, not a pinned chart.
 - ``helm.v3.Chart`` registers with no inputs (it renders client-side), so its source cannot be judged: it is
@@ -16,8 +16,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from inference_platform.policies.props import get
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
+
+from inference_platform.policies.props import get
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 CHART_V4 = "kubernetes:helm.sh/v4:Chart"

@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from inference_platform.policies.props import as_document, as_list, get, statements
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
+
+from inference_platform.policies.props import as_document, as_list, get, statements
 
 POLICY_TYPES = frozenset(
     {

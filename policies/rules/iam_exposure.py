@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from inference_platform.policies.props import as_document, as_list, get, statements
 from pulumi_policy import (
     EnforcementLevel,
     PolicyConfigSchema,
@@ -23,6 +22,8 @@ from pulumi_policy import (
     ResourceValidationArgs,
     ResourceValidationPolicy,
 )
+
+from inference_platform.policies.props import as_document, as_list, get, statements
 
 ROLE = "aws:iam/role:Role"
 # Resource type -> the property holding its resource policy.

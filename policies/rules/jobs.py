@@ -4,8 +4,9 @@ records (and their logs) until someone deletes it."""
 
 from __future__ import annotations
 
-from inference_platform.policies.props import get
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
+
+from inference_platform.policies.props import get
 
 JOB = "kubernetes:batch/v1:Job"
 MAX_BACKOFF_LIMIT = 10

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
+
 from inference_platform.policies.props import as_document, as_list, get, statements
 from inference_platform.policies.rules.iam_exposure import is_scoped
-from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
 
 KEY = "aws:kms/key:Key"
 KEY_POLICY = "aws:kms/keyPolicy:KeyPolicy"

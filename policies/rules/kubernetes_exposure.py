@@ -16,7 +16,7 @@ provider's ``*Patch`` resources the program declares):
   every service account of the cluster can reach it).
 - ``services-load-balancer-source-ranges``: an internet-facing ``LoadBalancer`` Service names its client
   ranges (``loadBalancerSourceRanges``), and together they reach no more public addresses than a /8
-  (``inference_platform.components.network.cidr.internet_wide``).
+  (``inference_platform.planners.cidr.internet_wide``).
 - ``persistent-volumes-no-host-path``: a PersistentVolume never mounts a node's filesystem.
 - ``workload-patches-not-privileged``: a ``*Patch`` resource (e.g. ``DaemonSetPatch`` on kube-system)
   never makes a workload privileged, root, or host-attached; patches are partial, so only what they set
@@ -34,17 +34,6 @@ import fnmatch
 from collections.abc import Iterator
 from typing import Any
 
-from inference_platform.components.network.cidr import internet_wide
-from inference_platform.policies.config_schema import name_list
-from inference_platform.policies.props import as_list, get
-from inference_platform.policies.rules.workloads import (
-    ALLOWED_ADDED_CAPABILITIES,
-    ECR_REPOSITORY,
-    POD_SPEC_PATHS,
-    containers,
-    pod_specs,
-    workload_id,
-)
 from pulumi_policy import (
     EnforcementLevel,
     PolicyResource,
@@ -55,6 +44,18 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 from pulumi_policy.proxy import UnknownValueError
+
+from inference_platform.planners.cidr import internet_wide
+from inference_platform.policies.config_schema import name_list
+from inference_platform.policies.props import as_list, get
+from inference_platform.policies.rules.workloads import (
+    ALLOWED_ADDED_CAPABILITIES,
+    ECR_REPOSITORY,
+    POD_SPEC_PATHS,
+    containers,
+    pod_specs,
+    workload_id,
+)
 
 ROOT_EXEMPTIONS = ["DaemonSet/kube-system/neuron-monitor/neuron-monitor"]
 # The public images the program's typed objects run (the credentials-sync pod's pause container, the

@@ -5,7 +5,7 @@ the AWS Load Balancer Controller that ``edge-alb-hardened`` judges:
   or answers itself (fixed-response); a ``forward`` (or an authenticate action followed by one) carries
   prompts, completions and API keys in clear text.
 - ``lb-listeners-tls13``: an HTTPS or TLS listener pins a TLS 1.3 policy with TLS 1.2 or 1.3 as minimum, one
-  of the same vendored list ``edge.tlsPolicy`` accepts (``inference_platform.components.catalog.aws_names.ALB_TLS13_POLICIES``:
+  of the same vendored list ``edge.tlsPolicy`` accepts (``inference_platform.catalog.aws_names.ALB_TLS13_POLICIES``:
   ``ELBSecurityPolicy-TLS13-1-2-*``/``-TLS13-1-3-*`` that exist); unset is AWS's ``ELBSecurityPolicy-2016-08``
   (TLS 1.0, no TLS 1.3).
 - ``lb-internet-facing-waf``: an internet-facing application load balancer (``internal`` unset means
@@ -20,8 +20,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from inference_platform.components.catalog.aws_names import ALB_TLS13_POLICIES
-from inference_platform.policies.props import as_list, get
 from pulumi_policy import (
     EnforcementLevel,
     PolicyResource,
@@ -29,6 +27,9 @@ from pulumi_policy import (
     StackValidationArgs,
     StackValidationPolicy,
 )
+
+from inference_platform.catalog.aws_names import ALB_TLS13_POLICIES
+from inference_platform.policies.props import as_list, get
 
 FAMILIES = ("aws:lb", "aws:alb")
 LOAD_BALANCERS = frozenset(f"{f}/loadBalancer:LoadBalancer" for f in FAMILIES)
@@ -108,7 +109,7 @@ def _tls13(args: StackValidationArgs, report: ReportViolation) -> None:
             shown = policy or f"(unset: AWS's {AWS_DEFAULT_SSL_POLICY})"
             report(
                 f"listener {resource.name} ({protocol}): sslPolicy {shown} is not one of AWS's TLS 1.3 policies "
-                "with TLS 1.2 or 1.3 as minimum (ELBSecurityPolicy-TLS13-1-2-*/-1-3-*, components/catalog/aws_names.py)",
+                "with TLS 1.2 or 1.3 as minimum (ELBSecurityPolicy-TLS13-1-2-*/-1-3-*, catalog/aws_names.py)",
                 resource.urn,
             )
 

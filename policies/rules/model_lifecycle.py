@@ -25,8 +25,6 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from inference_platform.policies.props import as_list, get
-from inference_platform.policies.rules.storage import BUCKETS
 from pulumi_policy import (
     EnforcementLevel,
     PolicyConfigSchema,
@@ -36,6 +34,9 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 from pulumi_policy.proxy import UnknownValueError
+
+from inference_platform.policies.props import as_list, get
+from inference_platform.policies.rules.storage import BUCKETS
 
 LIFECYCLES = frozenset(
     {

@@ -1,7 +1,7 @@
 """Network rules: nothing open to the world but the load balancer's 80/443; flow logs on every VPC.
 
 "The world" is any set of CIDRs that reaches more public addresses than one /8 (IPv6: one /16), not only
-``0.0.0.0/0`` (``inference_platform.components.network.cidr.internet_wide``; private and reserved ranges do not count): rules
+``0.0.0.0/0`` (``inference_platform.planners.cidr.internet_wide``; private and reserved ranges do not count): rules
 of one security group on overlapping ports are collapsed together, so ``0.0.0.0/1`` + ``128.0.0.0/1`` in
 two rules is as open as one ``0.0.0.0/0``, and ``0.0.0.0/1`` + ``128.0.0.0/2`` (75% of it) is judged the
 same way."""
@@ -12,9 +12,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from inference_platform.components.network.cidr import internet_wide
-from inference_platform.components.network.security_groups import ROLE_LOAD_BALANCER, ROLE_TAG
-from inference_platform.policies.props import as_list, get
 from pulumi_policy import (
     EnforcementLevel,
     PolicyResource,
@@ -22,6 +19,10 @@ from pulumi_policy import (
     StackValidationArgs,
     StackValidationPolicy,
 )
+
+from inference_platform.components.network.security_groups import ROLE_LOAD_BALANCER, ROLE_TAG
+from inference_platform.planners.cidr import internet_wide
+from inference_platform.policies.props import as_list, get
 
 WORLD = frozenset({"0.0.0.0/0", "::/0"})
 WORLD_PORTS = frozenset({80, 443})

@@ -19,9 +19,6 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from inference_platform.components import catalog
-from inference_platform.components.catalog import offerings
-from inference_platform.policies.props import as_list, get
 from pulumi_policy import (
     EnforcementLevel,
     PolicyConfigSchema,
@@ -32,6 +29,10 @@ from pulumi_policy import (
     StackValidationArgs,
     StackValidationPolicy,
 )
+
+from inference_platform import catalog
+from inference_platform.catalog import offerings
+from inference_platform.policies.props import as_list, get
 
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 INSTANCE = "aws:ec2/instance:Instance"
@@ -293,7 +294,7 @@ _ZONE_NAME = re.compile(r"^([a-z]{2}(?:-[a-z]+)+-\d+)[a-z]$")
 
 def _offered_in_zones(args: StackValidationArgs, report: ReportViolation) -> None:
     """Each node group's instance types are offered in the zones of its subnets (AWS's offerings as moto
-    ships them, inference_platform.components.catalog.offerings). By zone name where names are the same place in every account;
+    ships them, inference_platform.catalog.offerings). By zone name where names are the same place in every account;
     where they are mapped per account, only what holds in every account (enough zones offer the type)."""
     subnets = {r.urn: r for r in args.resources if r.resource_type == SUBNET}
     by_id = {get(r.props, "id"): r for r in subnets.values() if get(r.props, "id")}
@@ -316,7 +317,7 @@ POLICIES = [
     StackValidationPolicy(
         name="node-group-types-offered-in-zones",
         description="Every node group's instance types are offered in the zones of its subnets (AWS's "
-        "per-zone offerings, vendored in components/catalog/instance_offerings.json).",
+        "per-zone offerings, vendored in catalog/instance_offerings.json).",
         validate=_offered_in_zones,
         enforcement_level=EnforcementLevel.MANDATORY,
     ),

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from inference_platform.policies.props import as_list, get
-from inference_platform.policies.rules.helm import HELM_INSTALLS
 from pulumi_policy import (
     EnforcementLevel,
     PolicyConfigSchema,
@@ -26,6 +24,9 @@ from pulumi_policy import (
     ResourceValidationArgs,
     ResourceValidationPolicy,
 )
+
+from inference_platform.policies.props import as_list, get
+from inference_platform.policies.rules.helm import HELM_INSTALLS
 
 SCALED_OBJECT = "kubernetes:keda.sh/v1alpha1:ScaledObject"
 PROMETHEUS_RULE = "kubernetes:monitoring.coreos.com/v1:PrometheusRule"

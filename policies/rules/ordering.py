@@ -2,15 +2,15 @@
 
 Three orderings the API server and Helm enforce and an offline plan cannot see by itself:
 - a custom resource needs its CustomResourceDefinition: ordered after the Helm release that installs
-  it (which chart installs which CRD: components/catalog/crds.py, each entry read in the chart at its
+  it (which chart installs which CRD: catalog/crds.py, each entry read in the chart at its
   pinned tag);
 - a release whose pods select the system nodes waits (Helm's default 300 s) for pods that cannot be
   scheduled until the system node group exists: ordered after that node group; so is a release whose
-  waited-for pods select no nodes at all (components/catalog/chart_pods.py), which only an untainted
+  waited-for pods select no nodes at all (catalog/chart_pods.py), which only an untainted
   node group can run;
 - an admission webhook with ``failurePolicy: Fail`` refuses every object it intercepts until its pods
   are Ready: each such object ordered after the release, which waits for them
-  (components/catalog/webhooks.py).
+  (catalog/webhooks.py).
 
 "Ordered after" is the transitive closure of what the engine waits for before it creates a resource:
 its ``dependencies`` (``depends_on``, a component's expanded children), its property dependencies, and
@@ -23,11 +23,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from inference_platform.components.catalog.chart_pods import WAITED_PODS
-from inference_platform.components.catalog.crds import BUILT_IN_GROUPS, CrdInstaller, crd_source
-from inference_platform.components.catalog.webhooks import FAILING_WEBHOOKS, FailingWebhook, holds
-from inference_platform.policies.props import get
-from inference_platform.policies.rules.helm import HELM_INSTALLS
 from pulumi_policy import (
     EnforcementLevel,
     PolicyResource,
@@ -37,12 +32,18 @@ from pulumi_policy import (
 )
 from pulumi_policy.proxy import UnknownValueError
 
+from inference_platform.catalog.chart_pods import WAITED_PODS
+from inference_platform.catalog.crds import BUILT_IN_GROUPS, CrdInstaller, crd_source
+from inference_platform.catalog.webhooks import FAILING_WEBHOOKS, FailingWebhook, holds
+from inference_platform.policies.props import get
+from inference_platform.policies.rules.helm import HELM_INSTALLS
+
 RELEASE = "kubernetes:helm.sh/v3:Release"
 CRD = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 ADDON = "aws:eks/addon:Addon"
 SYSTEM_LABELS = {"node-role": "system"}
-"""The system node group's label (inference_platform.components.compute.pool_profile LABEL_NODE_ROLE=ROLE_SYSTEM)."""
+"""The system node group's label (inference_platform.catalog.pool_profile LABEL_NODE_ROLE=ROLE_SYSTEM)."""
 
 
 def prerequisites(resource: PolicyResource) -> set[str]:
@@ -131,7 +132,7 @@ def _crds_first(args: StackValidationArgs, report: ReportViolation) -> None:
         if source is None:
             report(
                 f"{resource.name}: no pinned chart is known to install the CRD of {group} {kind}; add the chart "
-                "that does to components/catalog/crds.py (with its upstream file and tag) and order this after it",
+                "that does to catalog/crds.py (with its upstream file and tag) and order this after it",
                 resource.urn,
             )
             return
@@ -206,7 +207,7 @@ def _nodes_first(args: StackValidationArgs, report: ReportViolation) -> None:
             report(
                 f"{release.name}: Helm waits for pods with no nodeSelector ({', '.join(unplaced)}), which only an "
                 f"untainted node group can run ({names}), but the release is not ordered after one "
-                "(depends_on the node group; components/catalog/chart_pods.py)",
+                "(depends_on the node group; catalog/chart_pods.py)",
                 release.urn,
             )
 
@@ -265,7 +266,7 @@ def _check_webhooks(release: PolicyResource, resources: list[PolicyResource], re
                 f"{release.name}: registers {webhook.name} (failurePolicy Fail on {kinds}) but "
                 f"{len(ahead)} resource(s) that create them are not ordered after it, and are refused until "
                 f"its pods are Ready: {', '.join(sorted(ahead)[:5])}{' ...' if len(ahead) > 5 else ''}. Order them "
-                "after the release or switch the webhook off (components/catalog/webhooks.py)",
+                "after the release or switch the webhook off (catalog/webhooks.py)",
                 release.urn,
             )
 

@@ -14,9 +14,6 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from inference_platform.components.catalog.efa import HUGEPAGES_2MI
-from inference_platform.policies.props import as_list, get
-from inference_platform.policies.rules.workloads import NAMESPACE, containers, pod_specs
 from pulumi_policy import (
     EnforcementLevel,
     PolicyConfigSchema,
@@ -26,6 +23,10 @@ from pulumi_policy import (
     StackValidationArgs,
     StackValidationPolicy,
 )
+
+from inference_platform.catalog.efa import HUGEPAGES_2MI
+from inference_platform.policies.props import as_list, get
+from inference_platform.policies.rules.workloads import NAMESPACE, containers, pod_specs
 
 ENFORCE_LABEL = "pod-security.kubernetes.io/enforce"
 PART_OF_LABEL = "app.kubernetes.io/part-of"
@@ -171,7 +172,7 @@ def _efa_problems(spec: Any) -> Iterator[str]:
             yield (
                 f"{where}: adds {', '.join(sorted(added))} to a non-root container, which never holds it (Kubernetes "
                 "sets no ambient capabilities; the exec as a non-root user clears them): raise the locked-memory "
-                "limit on the node's container runtime instead (components/catalog/efa.py)"
+                "limit on the node's container runtime instead (catalog/efa.py)"
             )
         requests = dict(get(container, "resources.requests") or {})
         limits = dict(get(container, "resources.limits") or {})

@@ -13,9 +13,10 @@ Pinned in tests/components/edge/test_envoy_gateway_upstream.py.
 
 from __future__ import annotations
 
+from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
+
 from inference_platform.policies.props import as_list, get
 from inference_platform.policies.rules.helm import HELM_INSTALLS
-from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 ENVOY_GATEWAY_CHART = "gateway-helm"

@@ -7,7 +7,6 @@ secret's ``recoveryWindowInDays: 0`` deletes it at once. The minimum is per stac
 
 from __future__ import annotations
 
-from inference_platform.policies.props import get
 from pulumi_policy import (
     EnforcementLevel,
     PolicyConfigSchema,
@@ -15,6 +14,8 @@ from pulumi_policy import (
     ResourceValidationArgs,
     ResourceValidationPolicy,
 )
+
+from inference_platform.policies.props import get
 
 KEY = "aws:kms/key:Key"
 SECRET = "aws:secretsmanager/secret:Secret"

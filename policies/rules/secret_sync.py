@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from pulumi_policy import EnforcementLevel, ReportViolation, StackValidationArgs, StackValidationPolicy
+
 from inference_platform.policies.props import as_list, get
 from inference_platform.policies.rules.helm import HELM_INSTALLS
-from pulumi_policy import EnforcementLevel, ReportViolation, StackValidationArgs, StackValidationPolicy
 
 SECRET_PROVIDER_CLASS = "kubernetes:secrets-store.csi.x-k8s.io/v1:SecretProviderClass"
 RELEASE = "kubernetes:helm.sh/v3:Release"

@@ -24,8 +24,6 @@ from functools import lru_cache
 from typing import Any
 
 from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
-from inference_platform.policies.props import as_list, get
-from inference_platform.policies.rules.workloads import containers, pod_specs, workload_id
 from pulumi_policy import (
     EnforcementLevel,
     PolicyConfigSchema,
@@ -33,6 +31,9 @@ from pulumi_policy import (
     ResourceValidationArgs,
     ResourceValidationPolicy,
 )
+
+from inference_platform.policies.props import as_list, get
+from inference_platform.policies.rules.workloads import containers, pod_specs, workload_id
 
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
 K8S_SECRET = "kubernetes:core/v1:Secret"

@@ -13,7 +13,6 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from inference_platform.policies.props import get
 from pulumi_policy import (
     EnforcementLevel,
     PolicyConfigSchema,
@@ -21,6 +20,8 @@ from pulumi_policy import (
     ResourceValidationArgs,
     ResourceValidationPolicy,
 )
+
+from inference_platform.policies.props import get
 
 SECRET = "aws:secretsmanager/secret:Secret"
 AWS_MANAGED_SECRETS_KEY = "alias/aws/secretsmanager"

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from inference_platform.policies.props import as_document, as_list, get, statements
 from pulumi_policy import (
     EnforcementLevel,
     PolicyConfigSchema,
@@ -23,6 +22,8 @@ from pulumi_policy import (
     StackValidationArgs,
     StackValidationPolicy,
 )
+
+from inference_platform.policies.props import as_document, as_list, get, statements
 
 BUCKETS = frozenset({"aws:s3/bucket:Bucket", "aws:s3/bucketV2:BucketV2"})
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from inference_platform.components.common.tagging import is_taggable
-from inference_platform.policies.props import get
 from pulumi_policy import (
     EnforcementLevel,
     PolicyConfigSchema,
@@ -11,6 +9,9 @@ from pulumi_policy import (
     ResourceValidationArgs,
     ResourceValidationPolicy,
 )
+
+from inference_platform.components.common.tagging import is_taggable
+from inference_platform.policies.props import get
 
 REQUIRED_TAGS = ("project", "stack", "owner", "cost-center")
 

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
+
 from inference_platform.policies.props import get
 from inference_platform.policies.rules.workloads import POD_SPEC_PATHS
-from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
 
 JOB = "kubernetes:batch/v1:Job"
 POD_OWNERS = (

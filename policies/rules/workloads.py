@@ -17,9 +17,6 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from inference_platform.components import catalog
-from inference_platform.policies.config_schema import name_list
-from inference_platform.policies.props import as_list, get
 from pulumi_policy import (
     EnforcementLevel,
     PolicyConfigSchema,
@@ -29,6 +26,10 @@ from pulumi_policy import (
     StackValidationArgs,
     StackValidationPolicy,
 )
+
+from inference_platform import catalog
+from inference_platform.policies.config_schema import name_list
+from inference_platform.policies.props import as_list, get
 
 LEADER_WORKER_SET = "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet"
 POD_SPEC_PATHS: dict[str, tuple[str, ...]] = {

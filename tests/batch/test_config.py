@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from inference_platform.batch.config import ConfigError, api_config, worker_config
 
 BASE = {

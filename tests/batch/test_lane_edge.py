@@ -11,13 +11,13 @@ import dataclasses
 
 import openai
 import pytest
+
 from inference_platform.components.batch.edge_routes import ROUTE_KEY, route_group
 from inference_platform.inferctl.serving.edge_envoy import Upstream
 from inference_platform.inferctl.serving.local_edge import generate_keys, run_edge
 from inference_platform.inference_image.testing.cpu_llm_api.local import Timing
-from inference_platform.offline_plan import stack_settings
-
 from inference_platform.processes import free_port
+from inference_platform.settings import stack_files
 from tests.batch.lane_requests import chat_line, file_lines, jsonl, wait_finished
 from tests.inferctl.serving.openai_stack import openai_stack
 
@@ -31,7 +31,7 @@ LOOPBACK = "127.0.0.1"
 
 @pytest.fixture(scope="module")
 def settings():
-    return stack_settings.load("dev")
+    return stack_files.load("dev")
 
 
 @pytest.fixture(scope="module")

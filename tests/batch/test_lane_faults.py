@@ -13,9 +13,9 @@ import time
 
 import openai
 import pytest
+
 from inference_platform.batch import queue
 from inference_platform.batch.input_file import Request
-
 from tests.batch.conftest import lane_with_worker
 from tests.batch.lane_requests import chat_line, file_lines, jsonl, submit, wait_finished
 

@@ -17,10 +17,10 @@ import urllib.request
 
 import openai
 import pytest
+
 from inference_platform.batch.shedding import value_from_text
 from inference_platform.inference_image.testing.cpu_llm_api.local import Timing
-from inference_platform.offline_plan import stack_settings
-
+from inference_platform.settings import stack_files
 from tests.batch.lane_requests import chat_line, submit
 from tests.inferctl.serving.openai_stack import openai_stack
 
@@ -108,7 +108,7 @@ def p95(values: list[float]) -> float:
 
 
 def test_a_queued_burst_leaves_interactive_ttft_within_the_dev_slo(lane_factory, tmp_path):
-    settings = stack_settings.load("dev")
+    settings = stack_files.load("dev")
     slo = settings.serving.slo
     with openai_stack(settings, tmp_path / "serving", TIMING) as stack:
         lane = lane_factory()

@@ -8,9 +8,9 @@ from __future__ import annotations
 import time
 
 import pytest
-from inference_platform.inference_image.testing.cpu_llm_api.local import Timing
-from inference_platform.offline_plan import stack_settings
 
+from inference_platform.inference_image.testing.cpu_llm_api.local import Timing
+from inference_platform.settings import stack_files
 from tests.batch.lane_requests import chat_line, file_lines, submit, wait_finished
 from tests.batch.test_lane_faults import assert_exactly_once_in_order, wait_for
 from tests.inferctl.serving.openai_stack import openai_stack
@@ -24,7 +24,7 @@ TIMING = Timing(first_token_delay_ms=50, token_delay_ms=120)
 
 @pytest.fixture(scope="module")
 def serving(tmp_path_factory):
-    with openai_stack(stack_settings.load("dev"), tmp_path_factory.mktemp("openai"), TIMING, edge=False) as stack:
+    with openai_stack(stack_files.load("dev"), tmp_path_factory.mktemp("openai"), TIMING, edge=False) as stack:
         yield stack
 
 

@@ -7,11 +7,11 @@ import json
 
 import boto3
 import pytest
+from moto import mock_aws
+
 from inference_platform.batch import lifecycle, objects
 from inference_platform.batch.input_file import parse
 from inference_platform.batch.store import Store
-from moto import mock_aws
-
 from tests.batch.lane_requests import chat_line
 
 OWNER = "team-a"

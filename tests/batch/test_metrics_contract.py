@@ -3,9 +3,10 @@ running code exports (batch/metrics.py), with the label values the rules select 
 
 from __future__ import annotations
 
+from prometheus_client import REGISTRY
+
 from inference_platform.batch import metrics
 from inference_platform.components.batch import signals
-from prometheus_client import REGISTRY
 
 
 def exported() -> dict[str, set[str]]:

@@ -3,8 +3,9 @@ batch.py, batch_request_counts.py, batch_usage.py), so the client's calls read e
 
 from __future__ import annotations
 
-from inference_platform.batch import objects
 from openai.types import Batch, FileObject
+
+from inference_platform.batch import objects
 
 
 def test_a_file_object_is_the_clients_file_object():

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from inference_platform.batch import config
 from inference_platform.batch.__main__ import main
 from inference_platform.components.batch import pods

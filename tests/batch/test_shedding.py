@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from inference_platform.batch.config import ShedRule, worker_config
 from inference_platform.batch.shedding import Shedder, parse_selector, value_from_prometheus, value_from_text
-
 from tests.batch.test_config import BASE
 
 PAGE = """# TYPE nv_inference_pending_request_count gauge

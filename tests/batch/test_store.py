@@ -6,6 +6,7 @@ from __future__ import annotations
 import boto3
 import pytest
 from botocore.stub import Stubber
+
 from inference_platform.batch.store import Conflict, Store
 
 

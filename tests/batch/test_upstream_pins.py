@@ -9,6 +9,7 @@ import re
 import botocore
 import botocore.session
 import pytest
+
 from inference_platform.batch import config, queue, worker
 from inference_platform.batch.__main__ import RECEIVE_WAIT_SECONDS
 

@@ -52,9 +52,8 @@ def test_the_floor_registers_exactly_the_resources_asked_for(imports):
 
 
 def test_policy_bench_copies_are_distinct_and_wired_within_their_copy():
-    from inference_platform.offline_plan.recorder import RecordedResource
-
     from bench.policies import _copies
+    from inference_platform.offline_plan.recorder import RecordedResource
 
     stack = "urn:pulumi:s::p::pulumi:pulumi:Stack::p-s"
     parent = RecordedResource("urn:pulumi:s::p::a:b:C::x", "a:b:C", "x", stack, False, {})

@@ -84,7 +84,7 @@ def test_every_type_an_exported_dataclass_takes_is_exported_where_it_is_defined(
 
 def test_the_helpers_a_program_needs_to_build_args_are_exported():
     """What issue 19's consumer program had to reach into private modules for."""
-    from inference_platform.components.catalog.eks_versions import addon_versions as catalog_addon_versions
+    from inference_platform.catalog.eks_versions import addon_versions as catalog_addon_versions
     from inference_platform.components.cluster import addon_versions
     from inference_platform.components.compute import PoolSpec, profile
     from inference_platform.components.serving import ModelSource, Placement, Resources

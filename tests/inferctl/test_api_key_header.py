@@ -13,12 +13,13 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+
 from inference_platform.inferctl.verify.command import _smoke
 from inference_platform.inferctl.verify.verdict import Verdict
 from inference_platform.loadgen.api_key_header import api_key_headers
 from inference_platform.loadgen.config import LoadConfig, Shape, SizeDistribution
 from inference_platform.loadgen.runner import run
-from inference_platform.offline_plan import stack_settings
+from inference_platform.settings import stack_files
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -102,7 +103,7 @@ def test_verify_smoke_sends_a_bearer_key_on_every_request(recorder):
     args = argparse.Namespace(url=url)
     plan = {"config": _config(url, "authorization"), "api_key": KEY}
     verdict = Verdict()
-    assert _smoke(args, stack_settings.load("dev"), plan, verdict, {}) is True, verdict.lines()
+    assert _smoke(args, stack_files.load("dev"), plan, verdict, {}) is True, verdict.lines()
     paths = {h["path"] for h in seen}
     assert {"/health", "/v1/models", "/v1/chat/completions", "/v1/completions"} <= paths
     assert all(h.get("authorization") == f"Bearer {KEY}" for h in seen), seen

@@ -6,9 +6,9 @@ from __future__ import annotations
 import argparse
 
 import pytest
-from inference_platform.inferctl.cli import COMMANDS, EXIT_CODES, build_parser, main
 
 from inference_platform import __version__
+from inference_platform.inferctl.cli import COMMANDS, EXIT_CODES, build_parser, main
 
 
 def _parsers(parser: argparse.ArgumentParser, path: str = "inferctl"):

@@ -5,17 +5,18 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from inference_platform.inference_image.runtime.tokenizer import Tokenizer, load_tokenizer
 from inference_platform.inference_image.testing.assets import write_tokenizer
-from inference_platform.infra.settings.serving import ServingSettings
-from inference_platform.offline_plan import stack_settings
+from inference_platform.settings import stack_files
+from inference_platform.settings.serving import ServingSettings
 
 STACKS = ("dev", "prod", "npu")
 
 
 @pytest.fixture(scope="session")
 def serving() -> dict[str, ServingSettings]:
-    return {stack: stack_settings.load(stack).serving for stack in STACKS}
+    return {stack: stack_files.load(stack).serving for stack in STACKS}
 
 
 @pytest.fixture(scope="session")

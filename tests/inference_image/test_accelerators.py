@@ -6,6 +6,7 @@ import json
 import subprocess
 
 import pytest
+
 from inference_platform.inference_image.accelerators import (
     ProbeError,
     VisibleAccelerators,

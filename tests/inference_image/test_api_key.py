@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from inference_platform.inference_image.server_args import Listen, rank0_args
-from inference_platform.infra.settings.base import CheckContext
-from inference_platform.infra.settings.edge import EdgeSettings
+from inference_platform.settings.base import CheckContext
+from inference_platform.settings.edge import EdgeSettings
 
 PROD = {"stack": "prod", "environment": "production", "region": None}
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from inference_platform.components.catalog import efa
-from inference_platform.components.catalog.eks_versions import DEFAULT_KUBERNETES_VERSION
+from inference_platform.catalog import efa
+from inference_platform.catalog.eks_versions import DEFAULT_KUBERNETES_VERSION
 
 DOCKERFILE = Path(__file__).resolve().parents[2] / "inference_image" / "Dockerfile"
 

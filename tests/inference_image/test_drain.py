@@ -1,7 +1,7 @@
 """The drain around mpirun, run for real: a group of two "hosts" under the real mpirun of both Open MPI lines,
 the supervisor as PID 1 would run it, SIGTERM as the kubelet sends it. The server rank must get the whole
 drain while the other rank keeps running, and only then does the world stop (plain mpirun would have killed
-both within 0.5-2 s: tests/components/catalog/test_open_mpi.py)."""
+both within 0.5-2 s: tests/catalog/test_open_mpi.py)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ import time
 from pathlib import Path
 
 import pytest
-from inference_platform.components.catalog import open_mpi
-from inference_platform.inference_image import drain, mpi_world
 
+from inference_platform.catalog import open_mpi
+from inference_platform.inference_image import drain, mpi_world
 from tests.mpi_tools import local_agent, mpi_env, mpirun
 
 pytestmark = pytest.mark.live  # timing-sensitive real processes: on the live-servers worker (tests/conftest.py)

@@ -9,9 +9,8 @@ import json
 import re
 import subprocess
 
-from inference_platform.infra.settings.base import CheckContext
-from inference_platform.infra.settings.serving import ServingSettings
-
+from inference_platform.settings.base import CheckContext
+from inference_platform.settings.serving import ServingSettings
 from tests.conftest import REPO
 
 HERE = REPO / "gpu_check"  # a dev tool: not in the images (checks.py needs the openai client)

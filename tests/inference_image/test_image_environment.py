@@ -33,11 +33,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from inference_platform.inferctl.cli import COMMANDS
 from inference_platform.inferctl.plan.report import to_json
-from inference_platform.infra.settings.serving import BACKEND_VENDORS
-from inference_platform.offline_plan import stack_settings
-
+from inference_platform.settings import stack_files
+from inference_platform.settings.serving import BACKEND_VENDORS
 from tests.inference_image.image_env import IMAGE, ImageEnv, entrypoint, image_commands, image_env, image_import_roots
 from tests.runtime_imports import chain, closure
 from tests.system_tools import require_pypi
@@ -197,8 +197,8 @@ def test_the_environment_has_no_pulumi_and_its_settings_import_none(dockerfile, 
     assert result.returncode != 0 and "No module named 'pulumi'" in result.stderr, _describe(["import pulumi"], result)
     code = (
         "import importlib, pkgutil, sys\n"
-        "import inference_platform.infra.settings, inference_platform.inference_image\n"
-        "names = ['inference_platform.infra.settings.' + m.name for m in pkgutil.iter_modules(inference_platform.infra.settings.__path__)]\n"
+        "import inference_platform.settings, inference_platform.inference_image\n"
+        "names = ['inference_platform.settings.' + m.name for m in pkgutil.iter_modules(inference_platform.settings.__path__)]\n"
         "names += ['inference_platform.inference_image.entrypoint', 'inference_platform.inference_image.prepare', 'inference_platform.inferctl.cli']\n"
         "names += list(sys.argv[1:])\n"
         "for name in names: importlib.import_module(name)\n"
@@ -290,7 +290,7 @@ def _expected(sub: str) -> tuple[list[str], int, str]:
 @pytest.mark.parametrize("stack", STACKS)
 def test_every_container_of_the_stack_runs_its_command_in_its_image(stack, stack_plan, env_of, audit, tmp_path):
     plan = to_json(stack_plan(stack))
-    backend = stack_settings.load(stack).serving.backend
+    backend = stack_files.load(stack).serving.backend
     assert set(DOCKERFILE_FOR_BACKEND) == set(BACKEND_VENDORS), "a new backend needs its image here"
     dockerfile = DOCKERFILE_FOR_BACKEND[backend]
     env = env_of(dockerfile)
@@ -332,10 +332,11 @@ def _openai_model_dir(root: Path) -> tuple[Path, Any]:
     """The tensorrt_llm model's config.pbtxt and 1/model.yaml as the renderer writes them, over the weightless test
     checkpoint: what the pod's OpenAI server reads."""
     import yaml
+
     from inference_platform.inference_image.llmapi.repository import render_config, render_model_yaml
     from inference_platform.inference_image.testing.cpu_llm_api.checkpoint import write_checkpoint
 
-    serving = stack_settings.load("dev").serving
+    serving = stack_files.load("dev").serving
     checkpoint = write_checkpoint(root / "checkpoint")
     model_dir = root / "tensorrt_llm"
     (model_dir / "1").mkdir(parents=True)

@@ -10,14 +10,15 @@ import types
 
 import numpy as np
 import pytest
-from inference_platform.components.catalog.stop_tokens import stop_tokens
+
+from inference_platform.catalog.stop_tokens import stop_tokens
 from inference_platform.inference_image.llmapi import contract
 from inference_platform.inference_image.neuron import repository
 from inference_platform.inference_image.runtime.neuron_engine import BatchScheduler
 from inference_platform.inference_image.runtime.stop_requests import RunningById
 from inference_platform.inference_image.runtime.tokenizer import load_tokenizer
 from inference_platform.inference_image.testing.cpu_llm_api.checkpoint import write_checkpoint
-from inference_platform.infra.settings.serving import ServingSettings
+from inference_platform.settings.serving import ServingSettings
 
 
 class _Tensor:

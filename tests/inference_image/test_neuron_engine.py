@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 
 import pytest
+
 from inference_platform.inference_image.runtime.generation import FinishReason, SequenceState
 from inference_platform.inference_image.runtime.llm_request import LlmRequest, SamplingParams
 from inference_platform.inference_image.runtime.neuron_engine import BatchScheduler, Job, neuron_refusal, sampling_row

@@ -8,16 +8,16 @@ import json
 
 import boto3
 import pytest
+from moto import mock_aws
+
 from inference_platform.artifacts import ModelMetadata, upload
+from inference_platform.errors import CommandError
 from inference_platform.inference_image.accelerators import VisibleAccelerators
 from inference_platform.inference_image.entrypoint import EntrypointOptions, prepare_launch
 from inference_platform.inference_image.openai_api.config import from_model_dir
 from inference_platform.inference_image.server_args import Listen
 from inference_platform.inference_image.testing.cpu_llm_api.local import Timing
-from inference_platform.offline_plan import stack_settings
-from moto import mock_aws
-
-from inference_platform.errors import CommandError
+from inference_platform.settings import stack_files
 
 BUCKET = "inference-models"
 ENGINE_URI = f"s3://{BUCKET}/llama-3.1-8b/neuron-tp8/1/"
@@ -29,7 +29,7 @@ AWS_ENV = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "
 
 @pytest.fixture
 def launched(tmp_path, tokenizer_dir, monkeypatch):
-    npu = stack_settings.load("npu").serving
+    npu = stack_files.load("npu").serving
     # The stack pins its published manifests; this test publishes its own (the pin check is tested with the GPU launch).
     unpinned = npu.artifacts.model_copy(update={"engine_manifest_sha256": None, "tokenizer_manifest_sha256": None})
     serving = npu.model_copy(update={"artifacts": unpinned})

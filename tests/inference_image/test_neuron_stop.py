@@ -11,6 +11,7 @@ import types
 
 import numpy as np
 import pytest
+
 from inference_platform.inference_image.runtime.stop_requests import NO_ID, RunningById
 from inference_platform.inference_image.runtime.tokenizer import load_tokenizer
 from inference_platform.inference_image.testing.cpu_llm_api.checkpoint import write_checkpoint

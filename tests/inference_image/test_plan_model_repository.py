@@ -7,15 +7,16 @@ from pathlib import Path
 import pytest
 import yaml
 from google.protobuf import text_format
+from tritonclient.grpc import model_config_pb2
+
 from inference_platform.inferctl.plan.command import write_outputs
 from inference_platform.inference_image.defaults import MODELS_DIR
 from inference_platform.inference_image.llmapi import llm_args_schema
 from inference_platform.inference_image.llmapi.repository import render_pod_repository
 from inference_platform.inference_image.model_metrics import ttft_buckets_ms
 from inference_platform.inference_image.neuron.repository import render_repository as render_neuron
-from inference_platform.offline_plan import stack_settings
 from inference_platform.offline_plan.model_repository import server_memory_bytes, serving_json, write_model_repository
-from tritonclient.grpc import model_config_pb2
+from inference_platform.settings import stack_files
 
 GIB = 2**30
 
@@ -31,7 +32,7 @@ def test_each_stacks_plan_holds_the_repository_its_pods_render(stack_plan, servi
     written = tmp_path / "out" / stack / "model-repository"
     expected = tmp_path / "expected"
     # What the entrypoint renders from the same settings, at its paths, in a container of the planned memory.
-    memory = int(stack_settings.load(stack).inference.resources.memory_gib * GIB)
+    memory = int(stack_files.load(stack).inference.resources.memory_gib * GIB)
     assert server_memory_bytes(plan.run.resources) == memory
     if serving[stack].backend == "neuron":
         render_neuron(

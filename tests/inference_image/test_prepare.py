@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
+
+from inference_platform.errors import CommandError
 from inference_platform.inference_image.accelerators import VisibleAccelerators
 from inference_platform.inference_image.build_plan import NeuronCompilePlan, target_for
 from inference_platform.inference_image.prepare import (
@@ -18,8 +20,6 @@ from inference_platform.inference_image.prepare import (
     plan_for,
     run_prepare,
 )
-
-from inference_platform.errors import CommandError
 
 POOLS = {"dev": "g6.xlarge", "prod": "p5.48xlarge", "npu": "inf2.24xlarge"}
 

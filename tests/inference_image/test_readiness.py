@@ -7,8 +7,8 @@ import asyncio
 import time
 
 import pytest
-from inference_platform.inference_image import readiness
 
+from inference_platform.inference_image import readiness
 from tests.own_loop import run_on_own_loop
 
 

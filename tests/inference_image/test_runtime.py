@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from inference_platform.inference_image.runtime.detokenize import IncrementalText
 from inference_platform.inference_image.runtime.generation import FinishReason, SequenceState, completes_word
 from inference_platform.inference_image.runtime.llm_request import LlmRequest, RequestError, parse_request

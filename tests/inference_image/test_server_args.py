@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from inference_platform.inference_image.server_args import (
     Listen,
     ServerArgsError,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from inference_platform.inference_image.llmapi import contract
 from inference_platform.inference_image.runtime.generation import SequenceState
 from inference_platform.inference_image.runtime.text_contract import (

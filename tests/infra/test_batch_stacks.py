@@ -98,6 +98,7 @@ def test_production_protects_the_lanes_bucket_and_no_policy_objects(stack_plan, 
 def test_dev_with_the_lane_turned_on_plans_cleanly(repo, tmp_path):
     """Off by default in dev; a developer who turns it on (one API replica, one worker) gets a plan the pack passes."""
     import yaml
+
     from inference_platform.inferctl.plan.command import make_plan
 
     stack = yaml.safe_load((repo / "stacks" / "Pulumi.dev.yaml").read_text())

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 import yaml
-from inference_platform.offline_plan.manifests import write_manifests
 
+from inference_platform.offline_plan.manifests import write_manifests
 from tests.conftest import REPO, STACKS
 
 SKIPS_FILE = REPO / "policies" / "checkov_skips.yaml"

@@ -7,8 +7,8 @@ from __future__ import annotations
 import kubernetes_validate
 import pytest
 import yaml
-from inference_platform.offline_plan.manifests import write_manifests
 
+from inference_platform.offline_plan.manifests import write_manifests
 from tests.conftest import STACKS
 
 VERSIONS = ("1.36", "1.33")

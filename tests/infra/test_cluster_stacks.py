@@ -8,12 +8,12 @@ import json
 import re
 
 import pytest
-from inference_platform.components import catalog
-from inference_platform.components.catalog import charts
-from inference_platform.components.compute import autoscaler_tags
-from inference_platform.offline_plan.stack_settings import load as load_stack
-from inference_platform.policies.rules.nodes import NODE_POOL, accelerators
 
+from inference_platform import catalog
+from inference_platform.catalog import charts
+from inference_platform.components.compute import autoscaler_tags
+from inference_platform.policies.rules.nodes import NODE_POOL, accelerators
+from inference_platform.settings.stack_files import load as load_stack
 from tests.conftest import STACKS, by_type, one
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"

@@ -10,8 +10,8 @@ import json
 import kubernetes_validate
 import pytest
 import yaml
-from inference_platform.offline_plan.manifests import write_manifests
 
+from inference_platform.offline_plan.manifests import write_manifests
 from tests.conftest import STACKS
 
 VERSIONS = ("1.36", "1.33")
@@ -217,8 +217,8 @@ def test_the_waf_counts_rather_than_blocks_prompts_over_8_kb_and_external_dns_ke
 def test_each_stack_limits_http_bodies_from_its_max_input_len_and_times_out_slow_headers(
     stack_plan, stack, max_input_len
 ):
-    """Issue 18 §4: the cluster's limits follow serving.maxInputLen (components/edge/policy.py formula)."""
-    from inference_platform.components.edge.policy import request_body_limit
+    """Issue 18 §4: the cluster's limits follow serving.maxInputLen (catalog/edge_policy.py formula)."""
+    from inference_platform.catalog.edge_policy import request_body_limit
 
     resources = stack_plan(stack).run.resources
     body = next(r for r in resources if r.type.endswith(":BackendTrafficPolicy") and "mergeType" in r.inputs["spec"])

@@ -5,10 +5,10 @@ records each resource's parent, dependencies and property dependencies, componen
 engine has created before it creates a resource is the closure of those links (a child registers only
 after its parent, a component only after its own dependencies). Measured here independently of the
 policies (policies/rules/ordering.py), which enforce the same at plan time:
-- every custom resource reaches a release of the chart that installs its CRD (components/catalog/crds.py),
+- every custom resource reaches a release of the chart that installs its CRD (catalog/crds.py),
   and every SecretProviderClass its namespace;
 - every release whose pods select the system nodes reaches the system node group, and Envoy Gateway, whose
-  pods select no nodes (components/catalog/chart_pods.py), an untainted one;
+  pods select no nodes (catalog/chart_pods.py), an untainted one;
 - the load-balancer controller registers no cluster-wide Fail webhook, and every object its remaining
   Fail webhooks intercept (Ingress, IngressClassParams) reaches its release.
 """
@@ -19,10 +19,10 @@ import json
 from typing import Any
 
 import pytest
-from inference_platform.components.catalog import edge_charts
-from inference_platform.components.catalog.crds import BUILT_IN_GROUPS, crd_source
-from inference_platform.inferctl.plan.command import write_outputs
 
+from inference_platform.catalog import edge_charts
+from inference_platform.catalog.crds import BUILT_IN_GROUPS, crd_source
+from inference_platform.inferctl.plan.command import write_outputs
 from tests.conftest import STACKS
 
 RELEASE = "kubernetes:helm.sh/v3:Release"

@@ -12,10 +12,10 @@ import json
 import kubernetes_validate
 import pytest
 import yaml
-from inference_platform.components.catalog.efa import EFA_ENV
+
+from inference_platform.catalog.efa import EFA_ENV
 from inference_platform.inferctl.plan.command import make_plan
 from inference_platform.offline_plan.manifests import write_manifests
-
 from tests.conftest import REPO, STACKS
 
 VERSIONS = ("1.36", "1.33")
@@ -119,7 +119,7 @@ def test_the_group_launches_through_the_agent_and_drains_around_mpirun(multi_nod
     (leader,) = template["leaderTemplate"]["spec"]["containers"]
     (worker,) = template["workerTemplate"]["spec"]["containers"]
     env = {e["name"]: e.get("value") for e in leader["env"]}
-    # Either Open MPI line starts the workers' daemons through kubectl exec (tests/components/catalog/test_open_mpi.py).
+    # Either Open MPI line starts the workers' daemons through kubectl exec (tests/catalog/test_open_mpi.py).
     assert env["OMPI_MCA_plm_rsh_agent"] == env["PRTE_MCA_plm_ssh_agent"] == "/opt/inference/mpi/kubexec"
     assert leader["readinessProbe"]["httpGet"] == {"path": "/health", "port": "openai"}
     grace = template["workerTemplate"]["spec"]["terminationGracePeriodSeconds"]

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from inference_platform.components import catalog
-from inference_platform.components.catalog import models
-from inference_platform.components.catalog.efa import EFA_ENV
-from inference_platform.components.serving import placement as inference_placement
-from inference_platform.offline_plan.engine import run_program
-from inference_platform.offline_plan.stack_settings import load as load_stack
 
+from inference_platform import catalog
+from inference_platform.catalog import models
+from inference_platform.catalog.efa import EFA_ENV
+from inference_platform.offline_plan.engine import run_program
+from inference_platform.planners import placement as inference_placement
+from inference_platform.settings.stack_files import load as load_stack
 from tests.conftest import STACKS, by_type, one
 
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"

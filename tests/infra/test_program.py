@@ -6,14 +6,14 @@ import ipaddress
 import json
 
 import pytest
+
 from inference_platform.components.common.tagging import is_taggable
 from inference_platform.policies.rules.tagging import REQUIRED_TAGS
-
 from tests.conftest import STACKS, by_type
 
 EXPECTED = {
     # stack: (region, zones, NAT gateways, interface endpoints): everything the cluster calls (base 9,
-    # autoscaling for managed pools, fsx for the cache; components/network/endpoint_services.py).
+    # autoscaling for managed pools, fsx for the cache; catalog/endpoint_services.py).
     "dev": ("us-west-2", 2, 1, 0),
     "prod": ("us-east-1", 3, 3, 11),
     "npu": ("us-east-2", 3, 3, 11),

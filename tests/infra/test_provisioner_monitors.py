@@ -7,6 +7,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
+
 from inference_platform.infra.observability import KUBE_SYSTEM, PROVISIONER_METRICS_PORTS, _monitors
 
 

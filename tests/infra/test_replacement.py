@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+
+from inference_platform.catalog.pool_profile import PoolSpec, profile
 from inference_platform.components.compute.node_pool import NodePool, NodePoolArgs
-from inference_platform.components.compute.pool_profile import PoolSpec, profile
 from inference_platform.offline_plan.engine import run_program
 from inference_platform.offline_plan.recorder import RecordedResource
-
 from tests.conftest import REPO, by_type, one
 from tests.infra import replacement_model as model
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 from inference_platform.inferctl.plan.command import make_plan
 from inference_platform.inferctl.plan.report import to_json
 from inference_platform.infra.cluster import build_cluster
@@ -19,8 +20,7 @@ from inference_platform.infra.storage import INFERENCE, MODEL_SYNC, build_storag
 from inference_platform.offline_plan.engine import ProgramError
 from inference_platform.offline_plan.manifests import write_manifests
 from inference_platform.offline_plan.redact import SECRET_SIG, SECRET_SIG_KEY
-from inference_platform.offline_plan.stack_settings import load as load_stack_settings
-
+from inference_platform.settings.stack_files import load as load_stack_settings
 from tests.conftest import STACKS, by_type, one
 
 PRODUCTION = {"dev": False, "prod": True, "npu": True}

@@ -9,11 +9,11 @@ import json
 
 import pytest
 import yaml
-from inference_platform.components.catalog.load_generator import workers_for
+
+from inference_platform.catalog.load_generator import workers_for
 from inference_platform.inferctl.cost.summary import resources_as_dicts
 from inference_platform.inferctl.plan.command import make_plan
 from inference_platform.planners import costing
-
 from tests.components.verification.test_verification_job import validate_builtin
 from tests.conftest import REPO, by_type
 

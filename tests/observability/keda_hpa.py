@@ -15,7 +15,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from inference_platform.components.autoscaling.scaled_object import hpa_desired
-
 from tests.observability.expr_lang import evaluate
 
 CRON_OUTSIDE_WINDOW = 1

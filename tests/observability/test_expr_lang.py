@@ -10,6 +10,7 @@ from datetime import UTC, datetime, time
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from inference_platform.components.autoscaling.scaled_object import (
     ScaleTarget,
     ScalingPolicy,
@@ -17,9 +18,8 @@ from inference_platform.components.autoscaling.scaled_object import (
     scaled_object_spec,
     triggers,
 )
-from inference_platform.components.autoscaling.schedule import NightSchedule
 from inference_platform.components.observability.promql import Scope
-
+from inference_platform.planners.night_schedule import NightSchedule
 from tests.observability.expr_lang import ExprError, evaluate
 from tests.observability.keda_hpa import recommendation
 

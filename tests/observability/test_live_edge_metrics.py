@@ -12,9 +12,9 @@ import json
 import time
 
 import pytest
+
 from inference_platform.components.observability.dashboards import expand, queries, render
 from inference_platform.inferctl.serving.edge_envoy import Upstream
-
 from tests.inferctl.serving.conftest import free_port
 from tests.inferctl.serving.test_local_edge import CHAT, EDGE, bearer, call, edge_in_front, edge_policy, stand_in
 from tests.observability.prometheus_server import Target, running_prometheus

@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 import yaml
+
 from inference_platform.components.autoscaling.scaled_object import (
     HPA_TOLERANCE,
     ScaleTarget,
@@ -35,9 +36,8 @@ from inference_platform.components.observability.dashboards import expand, queri
 from inference_platform.components.observability.promql import Scope
 from inference_platform.components.observability.rules import RuleSet, rule_groups, rules_file
 from inference_platform.inference_image.testing.cpu_llm_api.local import Timing
-from inference_platform.offline_plan import stack_settings
-
 from inference_platform.processes import free_port
+from inference_platform.settings import stack_files
 from tests.inferctl.serving.openai_stack import openai_stack
 from tests.observability.keda_hpa import composite, recommendation
 from tests.observability.prometheus_server import Target, running_prometheus
@@ -127,7 +127,7 @@ def _wait_for(prom, expr: str, predicate, timeout: float) -> float | None:
 
 def test_scaling_metric_crosses_its_target_under_load_and_returns_to_the_floor(tmp_path):
     prometheus = require_tool("prometheus")
-    serving = stack_settings.load("dev").serving
+    serving = stack_files.load("dev").serving
     policy = ScalingPolicy(
         scope=SCOPE,
         prometheus_url="http://prometheus.monitoring:9090",
@@ -143,7 +143,7 @@ def test_scaling_metric_crosses_its_target_under_load_and_returns_to_the_floor(t
     showing = (1 + HPA_TOLERANCE) * target_value
     rules = tmp_path / "rules.yml"
     rules.write_text(yaml.safe_dump(rules_file(rule_groups(RuleSet(scope=SCOPE))), sort_keys=False))
-    with openai_stack(stack_settings.load("dev"), tmp_path / "stack", FAST, edge=False) as stack:
+    with openai_stack(stack_files.load("dev"), tmp_path / "stack", FAST, edge=False) as stack:
         address = stack.triton_metrics_url.removeprefix("http://").removesuffix("/metrics")
         target = Target(JOB, address, {"namespace": NAMESPACE, "pod": "triton-local-0", "service": JOB})
         with running_prometheus(prometheus, tmp_path / "prometheus", free_port(), [target], [rules]) as prom:

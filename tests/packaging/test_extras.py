@@ -15,10 +15,10 @@ import sys
 import tomllib
 
 import pytest
-from inference_platform.inferctl.cli import COMMANDS, main
 from packaging.requirements import Requirement
 
 from inference_platform.extras import COMMAND_EXTRAS, DISTRIBUTION, IMAGE_COMMANDS, missing_package_message
+from inference_platform.inferctl.cli import COMMANDS, main
 from tests.runtime_imports import MODULES, NAMESPACE, REPO, closure, short_name
 
 PROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]

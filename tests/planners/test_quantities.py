@@ -8,9 +8,10 @@ from decimal import Decimal
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from kubernetes.utils.quantity import parse_quantity as client_parse_quantity
+
 from inference_platform.planners.costing_inputs import QuantityError, gib, number
 from inference_platform.planners.quantities import BINARY_SI, DECIMAL_SI, parse_quantity
-from kubernetes.utils.quantity import parse_quantity as client_parse_quantity
 
 SUFFIXES = [*BINARY_SI, *DECIMAL_SI, "e3", "E-2", "e+1"]
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+
 from inference_platform.offline_plan.engine import run_function
 from inference_platform.offline_plan.policy_runner import Violation, evaluate
 from inference_platform.policies.pack import POLICIES

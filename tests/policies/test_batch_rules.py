@@ -9,11 +9,11 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 import pytest
+
 from inference_platform.components.batch.bucket import BatchBucket
 from inference_platform.components.batch.queues import BatchQueues
 from inference_platform.components.batch.workloads import BatchWorkloads
 from inference_platform.components.compute.karpenter import Karpenter, KarpenterArgs
-
 from tests.components.batch.test_bucket import bucket_args
 from tests.components.batch.test_queues import KEY, queue_args
 from tests.components.batch.test_workloads import workload_args

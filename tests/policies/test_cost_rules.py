@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pulumi_aws as aws
 import pytest
+
 from inference_platform.offline_plan.policy_runner import evaluate
 from inference_platform.policies.pack import POLICIES
 

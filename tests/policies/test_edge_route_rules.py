@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pulumi_kubernetes as k8s
 import pytest
+
+from inference_platform.catalog.edge_policy import EdgePolicy
 from inference_platform.components.edge.gateway_api import GatewayTarget, render_gateway_objects
-from inference_platform.components.edge.policy import EdgePolicy
 
 RULE = "public-routes-allow-listed"
 TARGET = GatewayTarget(

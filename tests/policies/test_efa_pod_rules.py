@@ -10,8 +10,8 @@ import subprocess
 
 import pulumi_kubernetes as k8s
 import pytest
-from inference_platform.components.serving.pod import Placement, server_container
 
+from inference_platform.components.serving.pod import Placement, server_container
 from tests.components.serving.test_pod import make_pod
 
 POLICY = "efa-pods-huge-pages-no-inert-capabilities"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
+
 from inference_platform.components.cluster.eks_cluster import Cluster, ClusterArgs
 
 

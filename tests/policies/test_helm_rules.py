@@ -6,6 +6,7 @@ from __future__ import annotations
 import pulumi
 import pulumi_kubernetes as k8s
 import pytest
+
 from inference_platform.components.edge.gateway import controller_values
 from inference_platform.components.observability.monitoring_stack import GRAFANA_SERVICE_ACCOUNT, grafana_values
 
@@ -59,7 +60,6 @@ def test_local_archived_or_unpinned_charts_fail(violations, kind, source, words)
 def test_a_v3_chart_cannot_be_judged_and_fails(violations):
     from inference_platform.offline_plan.policy_runner import evaluate
     from inference_platform.offline_plan.recorder import RecordedResource
-
     from tests.policies.conftest import BY_NAME
 
     # helm.v3.Chart renders client-side (a helm template invoke the plan's mocks do not serve): what the

@@ -7,6 +7,7 @@ import json
 
 import pulumi_aws as aws
 import pytest
+
 from inference_platform.policies.rules.iam import is_wildcard_resource, problems
 from inference_platform.policies.rules.iam_exposure import is_scoped, open_statements
 

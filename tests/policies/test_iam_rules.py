@@ -6,6 +6,7 @@ import json
 
 import pulumi_aws as aws
 import pytest
+
 from inference_platform.policies.rules.iam import is_read_only, problems
 
 

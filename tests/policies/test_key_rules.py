@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pulumi_aws as aws
+
 from inference_platform.components.keys.kms import Keys, KeysArgs
 
 

@@ -8,11 +8,12 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 import pytest
+from pulumi_policy import PolicyResource, StackValidationArgs
+from pulumi_policy.proxy import unknown_checking_proxy
+
 from inference_platform.policies.rules import kubernetes_exposure
 from inference_platform.policies.rules.kubernetes_exposure import image_parts, registry_allowed
 from inference_platform.policies.rules.workloads import ECR_REPOSITORY
-from pulumi_policy import PolicyResource, StackValidationArgs
-from pulumi_policy.proxy import unknown_checking_proxy
 
 ECR = "123456789012.dkr.ecr.us-east-1.amazonaws.com/team/app:1.2.3"
 SAFE = {"runAsNonRoot": True, "runAsUser": 1000}

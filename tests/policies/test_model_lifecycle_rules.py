@@ -7,6 +7,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 import pytest
+
 from inference_platform.components.storage import ModelStore, ModelStoreArgs
 
 RULE = "model-objects-not-expired"

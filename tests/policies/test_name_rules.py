@@ -17,7 +17,8 @@ from pathlib import Path
 import botocore
 import pulumi_aws as aws
 import pytest
-from inference_platform.components.catalog.names import fit_name
+
+from inference_platform.catalog.names import fit_name
 from inference_platform.policies.rules.names import NAME_RULES, RULES_BY_TYPE, NameRule
 
 POLICY = "aws-physical-names"

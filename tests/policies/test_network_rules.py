@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pulumi_aws as aws
+
 from inference_platform.components.network.security_groups import SecurityGroups, SecurityGroupsArgs
 
 

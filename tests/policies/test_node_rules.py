@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
+
+from inference_platform.catalog.pool_profile import PoolSpec, profile
 from inference_platform.components.compute.karpenter_node_pool import KarpenterNodePool, KarpenterNodePoolArgs
 from inference_platform.components.compute.node_pool import NodePool, NodePoolArgs
-from inference_platform.components.compute.pool_profile import PoolSpec, profile
 
 ZONES = ("us-west-2a",)
 SUBNETS = {"us-west-2a": "s-a", "us-west-2b": "s-b"}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pulumi_kubernetes as k8s
 import pytest
+
 from inference_platform.components.autoscaling.scaled_object import ScaleTarget, ScalingPolicy, scaled_object_spec
 from inference_platform.components.observability.monitoring_stack import GRAFANA_SERVICE_ACCOUNT, grafana_values
 from inference_platform.components.observability.promql import Scope

@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 
 import pytest
+
 from inference_platform.inferctl.cli import main
 from inference_platform.policies import pack_config
 from inference_platform.policies.pack import POLICIES
@@ -101,9 +102,8 @@ def test_plan_exits_2_naming_each_entry(tmp_path, capsys, text, words):
 
 
 def test_inferctl_cost_refuses_the_same_configs(tmp_path):
-    from inference_platform.inferctl.cost.summary import usage_for
-
     from inference_platform.errors import CommandError
+    from inference_platform.inferctl.cost.summary import usage_for
 
     config = tmp_path / "bad.json"
     config.write_text('[{"cost-monthly-budget": {"monthlyBudgetUsd": 5}}]')

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pulumi_kubernetes as k8s
 import pytest
+
 from inference_platform.components.edge.gateway import controller_values
 from inference_platform.offline_plan.policy_runner import evaluate
 from inference_platform.policies.pack import POLICIES
-
 from tests.conftest import STACKS
 
 RULE = "rate-limit-service-startable"

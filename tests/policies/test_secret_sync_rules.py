@@ -9,10 +9,10 @@ import textwrap
 
 import pulumi_kubernetes as k8s
 import pytest
+
 from inference_platform.inferctl.cli import main
 from inference_platform.offline_plan.policy_runner import evaluate
 from inference_platform.policies.pack import POLICIES
-
 from tests.conftest import STACKS
 
 RULE = "secret-sync-allowed"

@@ -8,6 +8,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 import pytest
+
 from inference_platform.policies.rules.secret_values import detect
 
 TOKEN = "sk-live-8fj2K9s0dLq7ZxP3vB1nM4cT6yW8eR0a"

@@ -6,6 +6,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 import pytest
+
 from inference_platform.components.secrets.secrets_manager import Secrets, SecretsArgs
 from inference_platform.policies.rules.secrets import secret_literals
 

@@ -8,6 +8,7 @@ import json
 import pulumi
 import pulumi_aws as aws
 import pytest
+
 from inference_platform.components.storage.model_access import ModelAccess, ModelAccessArgs
 from inference_platform.components.storage.model_store import ModelStore, ModelStoreArgs
 

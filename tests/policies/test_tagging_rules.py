@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pulumi
 import pulumi_aws as aws
+
 from inference_platform.components.common.tagging import default_tags_transform
 
 TAGS = {"project": "p", "stack": "s", "owner": "o", "cost-center": "c"}

@@ -7,9 +7,9 @@ import copy
 
 import pulumi_kubernetes as k8s
 import pytest
+
 from inference_platform.components.verification.load_test import WORKER_LABELS, LoadTest
 from inference_platform.components.verification.verification_job import VerificationJob
-
 from tests.components.verification.test_load_test import args as load_args
 from tests.components.verification.test_verification_job import args as job_args
 

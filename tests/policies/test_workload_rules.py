@@ -9,11 +9,11 @@ import json
 
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
+
 from inference_platform.components.compute.accelerator_software import neuron_monitor_spec
 from inference_platform.components.serving.image_repository import ImageRepository, ImageRepositoryArgs
 from inference_platform.components.serving.inference_service import InferenceService
 from inference_platform.components.serving.pod import Placement
-
 from tests.components.serving.test_inference_service import service_args
 from tests.components.storage.test_fsx_csi import provider
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pulumi_aws as aws
 import pytest
-from inference_platform.components.network.cidr import internet_wide
+
+from inference_platform.planners.cidr import internet_wide
 
 
 @pytest.mark.parametrize(

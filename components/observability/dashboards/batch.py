@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from grafana_foundation_sdk.builders import dashboard as gd
+
 from inference_platform.components.batch import signals as b
 from inference_platform.components.observability.dashboards.panels import RATE, dashboard, series, single
 

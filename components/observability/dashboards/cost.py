@@ -1,6 +1,6 @@
 """Cost: accelerator-hours and an estimate of dollars per million output tokens.
 
-Prices come from the catalog (inference_platform.components.catalog, us-east-1 on-demand list prices dated PRICE_DATE):
+Prices come from the catalog (inference_platform.catalog, us-east-1 on-demand list prices dated PRICE_DATE):
 the node count per instance type (kube-state-metrics' ``kube_node_labels`` with the
 ``node.kubernetes.io/instance-type`` label allowed) times the hourly price, summed. Spot and reserved
 capacity cost less, so the figure is an upper bound; the tokens are the LLM step's output tokens.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from inference_platform.components import catalog
+from inference_platform import catalog
 from inference_platform.components.observability import promql as q
 from inference_platform.components.observability.dashboards.panels import RATE, dashboard, series, single
 

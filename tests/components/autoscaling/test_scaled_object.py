@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, time
 
 import pytest
+
 from inference_platform.components.autoscaling.scaled_object import (
     DAY_FLAG,
     ScaleTarget,
@@ -15,8 +16,8 @@ from inference_platform.components.autoscaling.scaled_object import (
     hpa_desired,
     scaled_object_spec,
 )
-from inference_platform.components.autoscaling.schedule import NightSchedule, ReplicaBounds, replica_bounds
 from inference_platform.components.observability.promql import Scope
+from inference_platform.planners.night_schedule import NightSchedule, ReplicaBounds, replica_bounds
 
 SCOPE = Scope(namespace="inference", job="triton")
 PARIS = NightSchedule(timezone="Europe/Paris", start=time(22, 0), end=time(6, 0), fraction=0.5)

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pytest
+
 from inference_platform.components.autoscaling.keda import Keda, KedaArgs
 from inference_platform.components.autoscaling.scaled_object import ScaleTarget, ScalingPolicy
 from inference_platform.components.autoscaling.scaled_workload import ScaledWorkload, ScaledWorkloadArgs
 from inference_platform.components.common.errors import ComponentArgsError
 from inference_platform.components.observability.promql import Scope
 from inference_platform.components.serving.inference_service import InferenceService
-
 from tests.components.serving.test_inference_service import service_args
 from tests.components.storage.test_fsx_csi import provider
 from tests.conftest import by_type, one

@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from inference_platform.components.batch.bucket import BatchBucket, BatchBucketArgs
 from inference_platform.components.batch.documents import LANE_PREFIXES, lifecycle_rules
 from inference_platform.components.common.errors import ComponentArgsError
 from inference_platform.components.storage.model_store import ModelStore, ModelStoreArgs
-
 from tests.conftest import by_type, one
 
 KEY = "arn:aws:kms:us-east-1:123456789012:key/11111111-2222-3333-4444-555555555555"

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import dataclasses
 
+from inference_platform.catalog.edge_policy import EdgePolicy
 from inference_platform.components.batch import edge_routes, pods
 from inference_platform.components.edge.gateway_api import render_gateway_objects
-from inference_platform.components.edge.policy import EdgePolicy
-
 from tests.components.edge.targets import TARGET
 
 

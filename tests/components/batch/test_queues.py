@@ -11,6 +11,7 @@ from pathlib import Path
 
 import botocore
 import pytest
+
 from inference_platform.components.batch.queues import (
     DEAD_LETTER_RETENTION_SECONDS,
     MAX_DATA_KEY_REUSE_SECONDS,
@@ -23,7 +24,6 @@ from inference_platform.components.batch.queues import (
     BatchQueuesArgs,
 )
 from inference_platform.components.common.errors import ComponentArgsError
-
 from tests.conftest import by_type, one
 
 KEY = "arn:aws:kms:us-east-1:123456789012:key/11111111-2222-3333-4444-555555555555"

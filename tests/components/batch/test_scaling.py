@@ -8,6 +8,8 @@ import json
 from datetime import UTC, datetime
 
 import pytest
+
+from inference_platform.catalog.downstream_limits import KEDA_VERSION
 from inference_platform.components.autoscaling.scaled_object import (
     ScaleTarget,
     ScalingPolicy,
@@ -16,7 +18,6 @@ from inference_platform.components.autoscaling.scaled_object import (
     formula,
     scaled_object_spec,
 )
-from inference_platform.components.autoscaling.schedule import NightSchedule
 from inference_platform.components.batch.keda_objects import BatchScaling, BatchScalingArgs
 from inference_platform.components.batch.scaling import (
     KEDA_OPERATOR_SERVICE_ACCOUNT,
@@ -28,9 +29,8 @@ from inference_platform.components.batch.scaling import (
     trigger_authentication_spec,
     worker_scaled_object_spec,
 )
-from inference_platform.components.catalog.downstream_limits import KEDA_VERSION
 from inference_platform.components.observability.promql import Scope
-
+from inference_platform.planners.night_schedule import NightSchedule
 from tests.conftest import REPO, one
 from tests.observability.expr_lang import evaluate
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 from inference_platform.components.batch.signals import LaneWatch, rule_groups, shed_rules
 from inference_platform.components.observability.dashboards import batch as batch_dashboard
 from inference_platform.components.observability.dashboards.panels import expand, queries, to_json
 from inference_platform.components.observability.promql import Scope
-
 from tests.components.observability.test_rules import Case, _run, _tests
 from tests.system_tools import require_tool
 

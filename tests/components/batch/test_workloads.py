@@ -8,11 +8,11 @@ import json
 from pathlib import Path
 
 import pytest
+
 from inference_platform.batch.config import api_config, worker_config
 from inference_platform.components.batch import pods
 from inference_platform.components.batch.pods import LaneEnv, Shape, ShedRule, WorkerEnv
 from inference_platform.components.batch.workloads import BatchWorkloads, BatchWorkloadsArgs, ServingTarget
-
 from tests.conftest import by_type, one
 
 KEY = "arn:aws:kms:us-east-1:123456789012:key/11111111-2222-3333-4444-555555555555"

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pulumi_kubernetes as k8s
 import pytest
+
 from inference_platform.components.cluster.addons import AddonIdentity, AddonSpec, ClusterAddons, ClusterAddonsArgs
 from inference_platform.components.common.errors import ComponentArgsError
-
 from tests.conftest import by_type, one
 
 KEY = "arn:aws:kms:us-west-2:123456789012:key/storage"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from inference_platform.components.cluster.eks_cluster import (
     LOG_TYPES,
     Cluster,
@@ -15,7 +16,6 @@ from inference_platform.components.cluster.eks_cluster import (
 )
 from inference_platform.components.common.errors import ComponentArgsError
 from inference_platform.offline_plan.redact import SECRET_SIG, SECRET_SIG_KEY
-
 from tests.conftest import by_type, one
 
 ADMIN = "arn:aws:iam::123456789012:role/platform-admin"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pulumi
 import pulumi_aws as aws
 import pytest
+
 from inference_platform.components.common.tagging import default_tags_transform, is_taggable, merge_tags
 
 DEFAULTS = {"project": "p", "stack": "s", "owner": "o", "cost-center": "c"}

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pulumi_kubernetes as k8s
 import pytest
-from inference_platform.components.catalog import charts
+
+from inference_platform.catalog import charts
 from inference_platform.components.common.errors import ComponentArgsError
 from inference_platform.components.compute.accelerator_software import AcceleratorSoftware, AcceleratorSoftwareArgs
-
 from tests.conftest import by_type, one
 
 RELEASE = "kubernetes:helm.sh/v3:Release"

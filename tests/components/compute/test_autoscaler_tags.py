@@ -4,8 +4,9 @@ that describe a pool's new node exactly (labels, taint, accelerators, EFA, alloc
 from __future__ import annotations
 
 import pytest
+
+from inference_platform.catalog.pool_profile import PoolSpec, profile
 from inference_platform.components.compute import autoscaler_tags
-from inference_platform.components.compute.pool_profile import PoolSpec, profile
 
 ZONES = ("us-east-2a", "us-east-2b")
 TEMPLATE = "k8s.io/cluster-autoscaler/node-template"

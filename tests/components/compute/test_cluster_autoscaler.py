@@ -7,7 +7,8 @@ import json
 
 import pulumi_kubernetes as k8s
 import pytest
-from inference_platform.components.catalog import charts
+
+from inference_platform.catalog import charts
 from inference_platform.components.common.errors import ComponentArgsError
 from inference_platform.components.compute.cluster_autoscaler import (
     BALANCING_IGNORED_LABELS,
@@ -16,7 +17,6 @@ from inference_platform.components.compute.cluster_autoscaler import (
 )
 from inference_platform.components.compute.iam_policies import cluster_autoscaler_policy
 from inference_platform.policies.rules.iam import is_read_only, problems
-
 from tests.conftest import one
 
 ACCOUNT = "123456789012"

@@ -1,5 +1,5 @@
 """EFA nodes raise the containers' locked-memory limit (nodeadm containerd.baseRuntimeSpec), because a non-root
-pod cannot: IPC_LOCK is inert without ambient capabilities (components/catalog/efa.py). Every other node's user
+pod cannot: IPC_LOCK is inert without ambient capabilities (catalog/efa.py). Every other node's user
 data is unchanged."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import base64
 import email
 
 import yaml
-from inference_platform.components.compute.node_pool import EFA_MEMLOCK_BYTES
 
+from inference_platform.components.compute.node_pool import EFA_MEMLOCK_BYTES
 from tests.components.compute.test_karpenter_node_pool import crs
 from tests.components.compute.test_node_pool import pool_resources
 from tests.conftest import one

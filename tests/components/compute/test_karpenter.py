@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 
 import pulumi_kubernetes as k8s
-from inference_platform.components.catalog import charts
+
+from inference_platform.catalog import charts
 from inference_platform.components.compute.iam_policies import karpenter_controller_policy
 from inference_platform.components.compute.karpenter import INTERRUPTION_EVENTS, Karpenter, KarpenterArgs
 from inference_platform.policies.rules.iam import problems
-
 from tests.conftest import by_type, one
 
 NODE_ROLE = "arn:aws:iam::123456789012:role/nodes"

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pulumi_kubernetes as k8s
 import pytest
-from inference_platform.components.catalog import charts
+
+from inference_platform.catalog import charts
+from inference_platform.catalog.pool_profile import PoolSpec, profile
 from inference_platform.components.common.errors import ComponentArgsError
 from inference_platform.components.compute.karpenter_node_pool import KarpenterNodePool, KarpenterNodePoolArgs
-from inference_platform.components.compute.pool_profile import PoolSpec, profile
-
 from tests.conftest import by_type, one
 
 ZONES = ("us-west-2a", "us-west-2b")

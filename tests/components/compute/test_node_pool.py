@@ -7,10 +7,10 @@ from __future__ import annotations
 import re
 
 import pytest
+
+from inference_platform.catalog.pool_profile import PoolSpec, profile
 from inference_platform.components.common.errors import ComponentArgsError
 from inference_platform.components.compute.node_pool import NodePool, NodePoolArgs
-from inference_platform.components.compute.pool_profile import PoolSpec, profile
-
 from tests.conftest import by_type, one
 
 ZONES = ("us-west-2a", "us-west-2b")

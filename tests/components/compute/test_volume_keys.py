@@ -5,12 +5,12 @@ service-linked role through the key policy, the Karpenter controller through its
 from __future__ import annotations
 
 import pulumi_kubernetes as k8s
+
+from inference_platform.catalog.pool_profile import PoolSpec, profile
 from inference_platform.components.compute.iam_policies import karpenter_controller_policy
 from inference_platform.components.compute.karpenter_node_pool import KarpenterNodePool, KarpenterNodePoolArgs
 from inference_platform.components.compute.node_pool import NodePool, NodePoolArgs
-from inference_platform.components.compute.pool_profile import PoolSpec, profile
 from inference_platform.components.keys.kms import KeysArgs, autoscaling_service_role_arn, key_policy
-
 from tests.conftest import one
 
 KEY = "arn:aws:kms:us-west-2:123456789012:key/volumes"

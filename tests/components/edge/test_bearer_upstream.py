@@ -17,12 +17,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from inference_platform.catalog.edge_policy import AUTHORIZATION_HEADER, EdgePolicy, credential_headers
 from inference_platform.components.edge.gateway_api import render_gateway_objects
-from inference_platform.components.edge.policy import AUTHORIZATION_HEADER, EdgePolicy, credential_headers
 from inference_platform.inferctl.serving.edge_envoy import Listener, Upstream, render_bootstrap
-from inference_platform.infra.settings import load_settings
 from inference_platform.loadgen.api_key_header import BEARER, api_key_headers
-
+from inference_platform.settings import load_settings
 from tests.components.edge.targets import TARGET
 
 EG_TAG = "v1.9.0"
@@ -75,7 +74,7 @@ def bootstrap_auth(pol: EdgePolicy) -> dict:
 
 
 def test_the_facts_were_read_at_the_pinned_chart_and_the_envoy_it_deploys():
-    from inference_platform.components.catalog.edge_charts import ENVOY_GATEWAY
+    from inference_platform.catalog.edge_charts import ENVOY_GATEWAY
 
     assert ENVOY_GATEWAY.version == EG_TAG
     # The API Envoy Gateway builds against is a mirror taken after the v1.39.0 tag it deploys (2026-07-13).

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pulumi_kubernetes as k8s
 import pytest
+
 from inference_platform.components.edge.client_credentials import (
     REDIS_AUTH_SECRET,
     ClientCredentials,
@@ -14,7 +15,6 @@ from inference_platform.components.edge.client_credentials import (
     sync_deployment_spec,
     synced_secret_names,
 )
-
 from tests.conftest import by_type
 
 KUBECONFIG = "apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n"

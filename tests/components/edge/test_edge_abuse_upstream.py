@@ -17,18 +17,18 @@ import subprocess
 from typing import Any
 
 import pytest
-from inference_platform.components.edge.gateway_api import render_gateway_objects
-from inference_platform.components.edge.policy import (
+
+from inference_platform.catalog.edge_policy import (
     DEFAULT_MAX_INPUT_TOKENS,
     JSON_BYTES_PER_TOKEN,
     MAX_REQUEST_BYTES_LIMIT,
     REQUEST_ENVELOPE_BYTES,
     request_body_limit,
 )
+from inference_platform.components.edge.gateway_api import render_gateway_objects
 from inference_platform.inferctl.serving.edge_envoy import BUFFER_FILTER
 from inference_platform.inferctl.serving.local_edge import envoy_binary
-from inference_platform.infra.settings import load_settings
-
+from inference_platform.settings import load_settings
 from tests.components.edge.targets import TARGET
 
 TAG = "v1.9.0"
@@ -217,8 +217,7 @@ CUSTOM_RESPONSE_ORDER = 0
 def test_the_edges_refusals_are_openai_errors_in_both_renderings():
     import json as _json
 
-    from inference_platform.components.edge.policy import EDGE_ERRORS, OVERLOAD_STATUS
-
+    from inference_platform.catalog.edge_policy import EDGE_ERRORS, OVERLOAD_STATUS
     from tests.components.edge.test_gateway_api import bootstrap
 
     pol = policy()

@@ -12,12 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from inference_platform.components.catalog.edge_charts import ENVOY_GATEWAY
+
+from inference_platform.catalog.edge_charts import ENVOY_GATEWAY
 from inference_platform.components.edge.gateway import REDIS_CERTS_VOLUME, controller_values
 from inference_platform.components.edge.gateway_api import render_gateway_objects
 from inference_platform.components.observability import promql as q
-from inference_platform.infra.settings import load_settings
-
+from inference_platform.settings import load_settings
 from tests.components.edge.targets import TARGET
 
 REPOSITORY = "envoyproxy/gateway"

@@ -10,11 +10,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
 from inference_platform.components.edge.gateway_api import gateway_summary, render_gateway_objects
 from inference_platform.inferctl.serving.edge_envoy import Listener, Upstream, bootstrap_summary, render_bootstrap
 from inference_platform.inferctl.serving.local_edge import envoy_binary, generate_keys
-from inference_platform.infra.settings import load_settings
-
+from inference_platform.settings import load_settings
 from tests.components.edge.targets import TARGET as SHARED_TARGET
 
 TAGS = {"owner": "team", "costCenter": "cc-1"}

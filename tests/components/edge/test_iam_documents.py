@@ -4,6 +4,7 @@ cluster (tag), account, region and the features in use, loses no permission the 
 from __future__ import annotations
 
 import pytest
+
 from inference_platform.components.edge.iam_documents import (
     CLUSTER_TAG,
     external_dns_policy,

@@ -9,8 +9,9 @@ unless ``enableServiceMutatorWebhook`` is false; until a controller pod is Ready
 from __future__ import annotations
 
 import pulumi_kubernetes as k8s
-from inference_platform.components.catalog import edge_charts
-from inference_platform.components.catalog.webhooks import FAILING_WEBHOOKS, holds
+
+from inference_platform.catalog import edge_charts
+from inference_platform.catalog.webhooks import FAILING_WEBHOOKS, holds
 from inference_platform.components.edge.load_balancer_controller import LoadBalancerControllerArgs, release_values
 from inference_platform.policies.props import get
 

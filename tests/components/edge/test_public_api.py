@@ -27,15 +27,15 @@ from __future__ import annotations
 import re
 
 import pytest
-from inference_platform.components.edge.gateway_api import gateway_summary, render_gateway_objects
-from inference_platform.components.edge.policy import (
+
+from inference_platform.catalog.edge_policy import (
     OPENAI_ENDPOINTS,
     EdgePolicy,
     Endpoint,
     RouteGroup,
 )
+from inference_platform.components.edge.gateway_api import gateway_summary, render_gateway_objects
 from inference_platform.inferctl.serving.edge_envoy import Listener, Upstream, bootstrap_summary, render_bootstrap
-
 from tests.components.edge.targets import TARGET
 
 TRITON_HTTP_SOURCE = "triton-inference-server/server r25.05 src/http_server.cc"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 from inference_platform.components.identity.node_role import NodeRole, NodeRoleArgs
-
 from tests.conftest import by_type, one
 
 

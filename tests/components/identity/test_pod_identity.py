@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from inference_platform.components.common.errors import ComponentArgsError
 from inference_platform.components.identity.pod_identity import (
     PodIdentityRole,
     PodIdentityRoleArgs,
     pod_identity_trust_policy,
 )
-
 from tests.conftest import by_type, one
 
 CLUSTER_ARN = "arn:aws:eks:us-west-2:123456789012:cluster/demo"

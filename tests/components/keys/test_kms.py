@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from inference_platform.components.keys.kms import PURPOSES, Keys, KeysArgs, key_policy
 from inference_platform.policies.rules.keys import wildcard_principals
-
 from tests.conftest import by_type, one
 
 ADMIN = "arn:aws:iam::123456789012:role/platform-admin"

@@ -18,9 +18,10 @@ from dataclasses import dataclass
 
 import grpc
 from google.protobuf import empty_pb2
+from pulumi.runtime.proto import engine_pb2_grpc, resource_pb2, resource_pb2_grpc
+
 from inference_platform.offline_plan.mocks import MockContext, PlanMocks
 from inference_platform.offline_plan.recorder import RecordingMonitor
-from pulumi.runtime.proto import engine_pb2_grpc, resource_pb2, resource_pb2_grpc
 
 # What a provider's components may ask of the monitor; the recorder answers each as the SDK's mock does.
 _FORWARDED = (

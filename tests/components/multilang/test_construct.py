@@ -10,11 +10,12 @@ from typing import Any
 import grpc
 import pytest
 from google.protobuf import struct_pb2
+from pulumi.runtime.proto import provider_pb2
+
 from inference_platform.components.network import FlowLogsArgs
 from inference_platform.components.network import Network as PythonNetwork
 from inference_platform.components.network import NetworkArgs as PythonNetworkArgs
 from inference_platform.offline_plan.engine import run_function
-from pulumi.runtime.proto import provider_pb2
 
 PKG = "inference-platform"
 ACCOUNT = "123456789012"

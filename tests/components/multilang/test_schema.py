@@ -8,15 +8,14 @@ from typing import get_args
 
 import pytest
 from google.protobuf import empty_pb2
-from inference_platform.components.compute import pool_profile
-from inference_platform.components.edge import policy as edge_policy
+from pulumi.runtime.proto import provider_pb2
+
+from inference_platform import __version__
+from inference_platform.catalog import edge_policy, pool_profile
 from inference_platform.components.multilang.schema import SCHEMA_FILE, provider_schema, render
 from inference_platform.components.network import vpc
 from inference_platform.components.serving import pod
 from inference_platform.components.storage import model_store
-from pulumi.runtime.proto import provider_pb2
-
-from inference_platform import __version__
 
 PKG = "inference-platform"
 COMPONENTS = ("Network", "Cluster", "NodePool", "ModelStore", "InferenceService", "EdgeGateway", "PublicEndpoint")

@@ -4,6 +4,7 @@ load balancer, metrics only from the VPC, all traffic between nodes, every rule 
 from __future__ import annotations
 
 import pytest
+
 from inference_platform.components.common.errors import ComponentArgsError
 from inference_platform.components.network.security_groups import (
     ROLE_LOAD_BALANCER,
@@ -11,7 +12,6 @@ from inference_platform.components.network.security_groups import (
     SecurityGroups,
     SecurityGroupsArgs,
 )
-
 from tests.conftest import by_type, one
 
 INGRESS = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"

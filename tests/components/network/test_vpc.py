@@ -7,9 +7,9 @@ import ipaddress
 import json
 
 import pytest
+
 from inference_platform.components.common.errors import ComponentArgsError
 from inference_platform.components.network.vpc import FlowLogsArgs, Network, NetworkArgs
-
 from tests.conftest import by_type, one
 
 ZONES = ["us-west-2a", "us-west-2b", "us-west-2c"]

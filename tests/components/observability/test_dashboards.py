@@ -7,10 +7,10 @@ import subprocess
 
 import pytest
 import yaml
-from inference_platform.components import catalog
+
+from inference_platform import catalog
 from inference_platform.components.observability.dashboards import DASHBOARDS, expand, queries, render
 from inference_platform.components.observability.dashboards.cost import dollars_per_hour
-
 from tests.system_tools import require_tool
 
 # Grafana's "All" value for every multi-value variable of these dashboards.

@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from inference_platform.components.common.errors import ComponentArgsError
 from inference_platform.components.observability.monitoring_stack import Monitor, MonitoringStack, MonitoringStackArgs
 from inference_platform.components.observability.promql import Scope
 from inference_platform.components.observability.rules import RuleSet
-
 from tests.components.storage.test_fsx_csi import provider
 from tests.conftest import by_type, one
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 import yaml
+
 from inference_platform.components.observability.promql import Scope
 from inference_platform.components.observability.rules import (
     AlertThresholds,
@@ -19,7 +20,6 @@ from inference_platform.components.observability.rules import (
     rule_groups,
     rules_file,
 )
-
 from tests.system_tools import require_tool
 
 NS, JOB = "inference", "triton"

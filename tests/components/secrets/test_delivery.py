@@ -8,11 +8,11 @@ import json
 import pulumi_kubernetes as k8s
 import pytest
 import yaml
+
 from inference_platform.components.common.errors import ComponentArgsError
 from inference_platform.components.secrets.delivery import SecretDelivery, SecretDeliveryArgs, provider_objects
 from inference_platform.offline_plan.manifests import manifest
 from inference_platform.policies.rules.storage import broad_storage_grants
-
 from tests.conftest import one
 
 KUBECONFIG = "apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n"

@@ -7,10 +7,10 @@ import json
 
 import pulumi
 import pytest
+
 from inference_platform.components.common.errors import ComponentArgsError
 from inference_platform.components.secrets.secrets_manager import HF_TOKEN, NGC_API_KEY, Secrets, SecretsArgs
 from inference_platform.offline_plan.redact import SECRET_SIG, SECRET_SIG_KEY
-
 from tests.conftest import by_type, one
 
 KEY = "arn:aws:kms:us-west-2:123456789012:key/storage"

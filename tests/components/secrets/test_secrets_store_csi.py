@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pulumi_kubernetes as k8s
 import pytest
+
 from inference_platform.components.common.errors import ComponentArgsError
 from inference_platform.components.secrets.secrets_store_csi import SecretsStoreCsi, SecretsStoreCsiArgs
-
 from tests.conftest import by_type, one
 
 KUBECONFIG = "apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n"

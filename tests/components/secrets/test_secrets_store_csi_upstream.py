@@ -8,10 +8,10 @@ Read from github.com/kubernetes-sigs/secrets-store-csi-driver at tag v1.6.0 (the
 from __future__ import annotations
 
 import pulumi_kubernetes as k8s
-from inference_platform.components.catalog.storage_charts import SECRETS_STORE_CSI_DRIVER
+
+from inference_platform.catalog.storage_charts import SECRETS_STORE_CSI_DRIVER
 from inference_platform.components.secrets.secrets_store_csi import SecretsStoreCsi, SecretsStoreCsiArgs
 from inference_platform.policies.rules import secret_sync
-
 from tests.conftest import one
 
 REPOSITORY = "kubernetes-sigs/secrets-store-csi-driver"

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from inference_platform.components.catalog import serving_charts
+
+from inference_platform.catalog import serving_charts
 from inference_platform.components.common.errors import ComponentArgsError
 from inference_platform.components.serving.controllers import ServingControllers, ServingControllersArgs
-
 from tests.components.storage.test_fsx_csi import provider
 from tests.conftest import by_type, one
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from inference_platform.components.common.errors import ComponentArgsError
 from inference_platform.components.serving.image_repository import (
     ImageRepository,
     ImageRepositoryArgs,
     lifecycle_policy,
 )
-
 from tests.conftest import one
 
 KEY = "arn:aws:kms:us-west-2:123456789012:key/11111111-2222-3333-4444-555555555555"

@@ -8,6 +8,7 @@ import dataclasses
 import pulumi
 import pulumi_kubernetes as k8s
 import pytest
+
 from inference_platform.components.common.errors import ComponentArgsError
 from inference_platform.components.serving.inference_service import (
     Exposure,
@@ -18,7 +19,6 @@ from inference_platform.components.serving.inference_service import (
 from inference_platform.components.serving.pod import ModelSource, Placement, Resources, SecretMount
 from inference_platform.components.serving.serving_config import ServingDocument, settings_file
 from inference_platform.offline_plan.manifests import manifest
-
 from tests.components.storage.test_fsx_csi import provider
 from tests.conftest import by_type, one
 

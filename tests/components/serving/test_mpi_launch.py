@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import kubernetes_validate
 import pytest
-from inference_platform.components.serving import mpi_launch
 
+from inference_platform.components.serving import mpi_launch
 from tests.components.serving.test_pod import SELECTOR, make_pod
 
 
@@ -46,7 +46,7 @@ def test_leader_serves_waits_for_workers_and_runs_mpirun_through_the_launcher():
     (server,) = leader["containers"]
     assert server["args"][-1] == "--hosts=$(POD_NAME),$(POD_NAME)-1" and server["ports"]
     env = {e["name"]: e.get("value") for e in server["env"]}
-    # Both Open MPI lines: 4.1 reads plm_rsh_*, 5.0 (PRRTE) only plm_ssh_* (tests/components/catalog/test_open_mpi.py).
+    # Both Open MPI lines: 4.1 reads plm_rsh_*, 5.0 (PRRTE) only plm_ssh_* (tests/catalog/test_open_mpi.py).
     assert env["OMPI_MCA_plm_rsh_agent"] == env["PRTE_MCA_plm_ssh_agent"] == "/opt/inference/mpi/kubexec"
     assert env["OMPI_MCA_plm_rsh_no_tree_spawn"] == env["PRTE_MCA_plm_ssh_no_tree_spawn"] == "1"
     assert leader["automountServiceAccountToken"] is True

@@ -6,12 +6,13 @@ import dataclasses
 
 import kubernetes_validate
 import pytest
-from inference_platform.components.catalog.serving_contract import (
+
+from inference_platform.catalog.pool_profile import Taint
+from inference_platform.catalog.serving_contract import (
     OPENAI_HEALTH_PATH,
     OPENAI_PORT,
     READINESS_DEADLINE_ENV,
 )
-from inference_platform.components.compute.pool_profile import Taint
 from inference_platform.components.serving.pod import (
     STAGE_SCRIPT,
     STAGE_STREAMS,
@@ -91,7 +92,7 @@ def test_requests_equal_limits_with_accelerators_efa_and_ephemeral_storage():
     resources = server_container(pod, args=[])["resources"]
     assert resources["requests"] == resources["limits"] == {
         "cpu": "3", "memory": "12Gi", "ephemeral-storage": "32Gi", "nvidia.com/gpu": "4", "vpc.amazonaws.com/efa": "16",
-        "hugepages-2Mi": "5120Mi",  # AWS's EKS EFA guidance (components/catalog/efa.py)
+        "hugepages-2Mi": "5120Mi",  # AWS's EKS EFA guidance (catalog/efa.py)
     }  # fmt: skip
     assert "hugepages-2Mi" not in server_container(make_pod(), args=[])["resources"]["requests"]
     none = make_pod(placement=Placement(pool="inference", accelerators=4, efa=16, hugepages_2mi_mib=0))

@@ -5,10 +5,10 @@ from __future__ import annotations
 import kubernetes_validate
 import pulumi_kubernetes as k8s
 import pytest
+
 from inference_platform.components.common.errors import ComponentArgsError
 from inference_platform.components.serving.workload_namespace import WorkloadNamespace, WorkloadNamespaceArgs
 from inference_platform.offline_plan.manifests import is_object, manifest
-
 from tests.conftest import one
 
 KUBECONFIG = "apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n"

@@ -6,11 +6,11 @@ import kubernetes_validate
 import pulumi
 import pulumi_kubernetes as k8s
 import pytest
-from inference_platform.components.catalog.storage_charts import FSX_CSI_DRIVER
+
+from inference_platform.catalog.storage_charts import FSX_CSI_DRIVER
 from inference_platform.components.common.errors import ComponentArgsError
 from inference_platform.components.storage.fsx_csi import FsxCsi, FsxCsiArgs
 from inference_platform.offline_plan.manifests import is_object, manifest
-
 from tests.conftest import by_type, one
 
 KUBECONFIG = "apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n"

@@ -4,6 +4,7 @@ delivery service principal in regions opened since August 2022, only under the A
 from __future__ import annotations
 
 import pytest
+
 from inference_platform.components.storage.documents import (
     ELB_LOG_ACCOUNTS,
     load_balancer_log_statement,

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from inference_platform.components.storage.lustre import THROUGHPUT_MB_S_PER_TIB, capacity_problem, throughput_problem
+
+from inference_platform.catalog.lustre import THROUGHPUT_MB_S_PER_TIB, capacity_problem, throughput_problem
 
 
 @pytest.mark.parametrize("throughput", THROUGHPUT_MB_S_PER_TIB["PERSISTENT_2"])

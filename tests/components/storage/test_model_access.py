@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from inference_platform.components.common.errors import ComponentArgsError
 from inference_platform.components.storage.documents import model_access_policy
 from inference_platform.components.storage.model_access import ModelAccess, ModelAccessArgs, ServiceAccount
 from inference_platform.policies.rules.storage import broad_storage_grants
-
 from tests.conftest import by_type, one
 
 BUCKET = "arn:aws:s3:::models-bucket"

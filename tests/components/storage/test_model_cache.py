@@ -4,9 +4,9 @@ Lustre ports open between the nodes and the file system only, the key granted to
 from __future__ import annotations
 
 import pytest
+
 from inference_platform.components.common.errors import ComponentArgsError
 from inference_platform.components.storage.model_cache import ModelCache, ModelCacheArgs
-
 from tests.conftest import by_type, one
 
 KEY = "arn:aws:kms:us-west-2:123456789012:key/storage"

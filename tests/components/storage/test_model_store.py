@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from inference_platform.components.common.errors import ComponentArgsError
 from inference_platform.components.storage.model_store import LifecycleArgs, ModelStore, ModelStoreArgs, lifecycle_rules
-
 from tests.conftest import by_type, one
 
 KEY = "arn:aws:kms:us-west-2:123456789012:key/11111111-2222-3333-4444-555555555555"

@@ -4,8 +4,8 @@ instead of cutting it (blue and green stacks stay apart), and is never a reason 
 from __future__ import annotations
 
 import pytest
-from inference_platform.components.storage.model_store import ModelStore
 
+from inference_platform.components.storage.model_store import ModelStore
 from tests.components.storage.test_model_store import store_args
 from tests.conftest import one
 

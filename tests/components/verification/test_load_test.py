@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+
 from inference_platform.components.common.errors import ComponentArgsError
 from inference_platform.components.verification import LoadTest, LoadTestArgs
 from inference_platform.components.verification.load_test import (
@@ -14,7 +15,6 @@ from inference_platform.components.verification.load_test import (
     active_deadline_seconds,
 )
 from inference_platform.inferctl.loadtest.command import build_config, register
-
 from tests.components.storage.test_fsx_csi import provider
 from tests.components.verification.test_verification_job import validate_builtin
 from tests.conftest import by_type
@@ -146,7 +146,7 @@ def test_bad_args_are_refused(override, expected):
 
 def test_inferctl_cost_prices_the_workers_on_the_system_nodes_per_run(run_components):
     """204 workers (100,000 requests/s at 70 % of the measured 701 each) on m7i.2xlarge system nodes."""
-    from inference_platform.components.catalog.load_generator import workers_for
+    from inference_platform.catalog.load_generator import workers_for
     from inference_platform.inferctl.cost.summary import resources_as_dicts
     from inference_platform.planners import costing
 

@@ -8,12 +8,12 @@ import json
 
 import kubernetes_validate
 import pytest
+
 from inference_platform.components.common.errors import ComponentArgsError
 from inference_platform.components.verification import InClusterTarget, PodShape, VerificationJob, VerificationJobArgs
 from inference_platform.components.verification.verification_job import START_ALLOWANCE_SECONDS, create_timeout_seconds
 from inference_platform.inferctl.verify import command as verify_command
 from inference_platform.offline_plan.manifests import is_object, manifest
-
 from tests.components.storage.test_fsx_csi import provider
 from tests.conftest import by_type
 

@@ -16,8 +16,7 @@ import tempfile
 from pathlib import Path
 
 from inference_platform.inferctl.cli import main as cli
-from inference_platform.offline_plan import stack_settings
-
+from inference_platform.settings import stack_files
 from tests.inferctl.serving.openai_stack import openai_stack
 from tests.inferctl.verify.test_verify import FAST, stack_file, through_edge
 
@@ -27,7 +26,7 @@ HERE = Path(__file__).resolve().parent
 def main() -> int:
     with tempfile.TemporaryDirectory(prefix="calibrate-fixture-") as tmp:
         root = Path(tmp)
-        with openai_stack(stack_settings.load("dev"), root / "stack", FAST) as stack:
+        with openai_stack(stack_files.load("dev"), root / "stack", FAST) as stack:
             out = root / "out"
             code = cli(["verify", "--stack", "dev", "--stack-file", str(stack_file(root)), *through_edge(stack, root),
                         "--workers", "2", "--log-file", str(stack.logs["openai"]), "--out", str(out)])  # fmt: skip

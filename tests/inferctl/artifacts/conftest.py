@@ -18,10 +18,11 @@ from pathlib import Path
 import boto3
 import pytest
 from botocore.awsrequest import AWSResponse
-from inference_platform.artifacts import ModelMetadata, TransferSettings
-from inference_platform.artifacts.transfer import MIB
 from moto import mock_aws
 from moto.server import ThreadedMotoServer
+
+from inference_platform.artifacts import ModelMetadata, TransferSettings
+from inference_platform.artifacts.transfer import MIB
 
 SMALL_TRANSFER = TransferSettings(part_size=5 * MIB, max_concurrency=4)
 """S3's smallest part size, so a 10 MiB + 1 KiB test file already goes up in three parts."""

@@ -6,7 +6,6 @@ import subprocess
 import sys
 
 import inference_platform.artifacts as artifacts
-
 from inference_platform.errors import CommandError
 
 

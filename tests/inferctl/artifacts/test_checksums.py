@@ -8,6 +8,7 @@ from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from inference_platform.artifacts.checksums import HashingSink, b64_to_hex, hash_file
 
 

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from inference_platform.inferctl.cli import main
 
 from .conftest import METADATA, Store

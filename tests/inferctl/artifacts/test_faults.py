@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from boto3.s3.transfer import TransferConfig
+
 from inference_platform.artifacts import ArtifactError, IntegrityError, Manifest, ManifestFile, download, upload, verify
 from inference_platform.artifacts.transfer import MIB
 

@@ -7,6 +7,7 @@ import json
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from inference_platform.artifacts.errors import ArtifactError, IntegrityError, InvalidInputError
 from inference_platform.artifacts.manifest import Manifest, ManifestFile, check_relative_path
 from inference_platform.artifacts.metadata import ACCELERATORS, ModelMetadata

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from inference_platform.artifacts.errors import InvalidInputError
 from inference_platform.artifacts.metadata import ACCELERATORS, ModelMetadata, load_metadata
 

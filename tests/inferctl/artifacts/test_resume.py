@@ -6,6 +6,7 @@ import hashlib
 from pathlib import Path
 
 import pytest
+
 from inference_platform.artifacts import ArtifactError, TransferSettings, download, downloader, upload
 from inference_platform.artifacts.localfs import exclusive, promote
 from inference_platform.artifacts.transfer import MIB

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from inference_platform.artifacts import ArtifactError, download, upload, verify
 
 from .conftest import METADATA, SMALL_TRANSFER, Store

@@ -10,6 +10,7 @@ import boto3
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from inference_platform.artifacts import ArtifactError, IntegrityError, Manifest, download, upload, uploader, verify
 from inference_platform.artifacts.manifest import check_relative_path
 

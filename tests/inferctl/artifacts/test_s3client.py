@@ -5,6 +5,7 @@ from __future__ import annotations
 import boto3
 import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError, NoCredentialsError
+
 from inference_platform.artifacts.s3client import describe_error, make_client
 from inference_platform.artifacts.transfer import DEFAULT_MAX_ATTEMPTS, TransferSettings
 

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
+
 from inference_platform.artifacts.errors import InvalidInputError
 from inference_platform.artifacts.tree import list_files
 

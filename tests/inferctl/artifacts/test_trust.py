@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
+
 from inference_platform.artifacts import IntegrityError, InvalidInputError, Manifest, download, upload, verify
 from inference_platform.inferctl.cli import main
 

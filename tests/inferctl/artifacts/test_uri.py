@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from inference_platform.artifacts.errors import InvalidInputError
 from inference_platform.artifacts.uri import parse_uri
 

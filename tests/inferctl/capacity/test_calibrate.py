@@ -9,9 +9,10 @@ import shutil
 from pathlib import Path
 
 import pytest
+
 from inference_platform.inferctl.cli import main
-from inference_platform.offline_plan import stack_settings
 from inference_platform.planners.planning_factors import DEFAULT_FACTORS, PlanningFactors
+from inference_platform.settings import stack_files
 
 REPO = Path(__file__).resolve().parents[3]
 REPORT = REPO / "tests" / "data" / "calibrate" / "verify-dev-local.json"
@@ -32,7 +33,7 @@ def test_a_real_verify_report_becomes_measured_factors_in_the_stack(tmp_path, ca
     # The stack file now carries them (comments kept) and the settings read them back.
     text = stack.read_text()
     assert "# Development: one region" in text and "factors:" in text
-    settings = stack_settings.load("dev", stack_file=stack)
+    settings = stack_files.load("dev", stack_file=stack)
     assert settings.capacity.planning_factors() == factors
     # And the planner uses them: the measured scales change the predicted tokens/s per replica.
     from inference_platform.planners import capacity, latency
@@ -53,7 +54,7 @@ def test_calibrating_again_replaces_the_factors_and_keeps_the_file_loadable(tmp_
             str(tmp_path / "f.json")]  # fmt: skip
     assert main(argv) == 0 and main(argv) == 0
     assert stack.read_text().count("factors:") == 1
-    stack_settings.load("dev", stack_file=stack)
+    stack_files.load("dev", stack_file=stack)
 
 
 @pytest.mark.parametrize(
@@ -75,9 +76,8 @@ def test_unusable_reports_exit_2_naming_the_flag(tmp_path, capsys, change, named
 
 
 def test_a_bad_factor_in_the_stack_is_a_settings_problem_naming_the_key():
-    from inference_platform.infra.settings import SettingsError
-
-    from tests.infra.test_settings_inference import load
+    from inference_platform.settings import SettingsError
+    from tests.settings.test_inference import load
 
     with pytest.raises(SettingsError) as err:
         load({"capacity": {"factors": {"throughput_scale": {"value": -1, "source": "measured"}}}}, "dev")
@@ -94,9 +94,9 @@ def test_calibrate_predicts_on_the_instance_type_the_plan_picks(tmp_path, capsys
     argv = ["capacity", "calibrate", "--from", str(REPORT), "--stack-file", str(stack), "--out", str(out),
             "--no-write-stack"]  # fmt: skip
     assert main(argv) == 0, capsys.readouterr().out
-    from inference_platform.infra.settings.capacity import planned_instance
+    from inference_platform.settings.capacity import planned_instance
 
-    settings = stack_settings.load("dev", stack_file=stack)
+    settings = stack_files.load("dev", stack_file=stack)
     pool = settings.node_pools.root[settings.serving.node_pool]
     assert planned_instance(pool.instance_types, settings.region.name) == "g6.xlarge"
     assert "on g6.xlarge TP" in PlanningFactors.from_json(out.read_text()).throughput_scale.basis

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from inference_platform.inferctl.cli import main
 
 THROUGHPUT = ["capacity", "throughput", "--model", "Llama-3.1-70B", "--precision", "fp8", "--isl", "1000",

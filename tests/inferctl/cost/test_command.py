@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from inference_platform.inferctl.cli import main
 from inference_platform.inferctl.plan.report import to_json
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from inference_platform.inferctl.loadtest.calibrate import calibrate, stub_bootstrap
 from inference_platform.loadgen.records import read_jsonl
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from inference_platform.loadgen.config import LoadConfig, Shape, SizeDistribution
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 
 import pytest
+
 from inference_platform.inference_image.runtime.tokenizer import Tokenizer, load_tokenizer
 from inference_platform.inference_image.testing.assets import write_tokenizer
 from inference_platform.loadgen.config import LoadConfig, PromptSizing, Shape, SizeDistribution

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from inference_platform.loadgen.sizing import worker_fleet, workers_needed
 
 
@@ -45,7 +46,7 @@ def test_size_defaults_to_the_measured_worker_and_prices_one_run(capsys):
     """`inferctl loadtest size --qps 100000`: the measured 701 requests/s per worker is the default."""
     import json
 
-    from inference_platform.components.catalog.load_generator import MEASURED_PER_WORKER_RPS, workers_for
+    from inference_platform.catalog.load_generator import MEASURED_PER_WORKER_RPS, workers_for
     from inference_platform.inferctl.cli import main
 
     assert main(["loadtest", "size", "--qps", "100000", "--minutes", "10", "--json"]) == 0

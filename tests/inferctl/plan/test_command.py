@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 from inference_platform.inferctl.cli import main
 from inference_platform.offline_plan.engine import ProgramError, run_program
-
 from tests.conftest import REPO
 
 GOOD = {

@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+
 from inference_platform.inferctl.cli import main
 from inference_platform.inferctl.plan import diff
 
@@ -94,13 +95,12 @@ def test_names_and_messages_are_text_not_markup():
 def test_the_comment_shows_the_modelled_cold_start_of_an_autoscaled_stack(plan_dirs):
     """The recorded plans predate the coldStart output (expected-comment.md stays as recorded); a head plan
     with it gets a cold-start line with every phase's basis."""
-    from inference_platform.infra.settings import cold_start
-
-    from tests.infra.test_settings_inference import load
+    from inference_platform.settings.derived import cold_start_summary
+    from tests.settings.test_inference import load
 
     base, head = plan_dirs
     head_plan = diff.read_plan(head / "dev.json.gz", "--head")
-    head_plan.setdefault("outputs", {})["coldStart"] = cold_start.summary(load({}, "dev"))
+    head_plan.setdefault("outputs", {})["coldStart"] = cold_start_summary(load({}, "dev"))
     d = diff.compare("dev", diff.read_plan(base / "dev.json.gz", "--base"), head_plan)
     text = diff.render([d])
     assert "Cold start (scale-up to serving):" in text and "weights from S3" in text and "(measured)" in text
@@ -110,9 +110,8 @@ def test_the_comment_shows_the_modelled_cold_start_of_an_autoscaled_stack(plan_d
 def test_the_comment_prices_total_and_output_tokens_of_a_planned_stack(plan_dirs):
     """The recorded plans predate the total figure; a head plan with prod's capacityPlan shows both."""
     from inference_platform.inferctl.cost.summary import capacity_line
-    from inference_platform.infra.settings.capacity import summary
-
-    from tests.infra.test_settings_inference import load
+    from inference_platform.settings.derived import capacity_summary as summary
+    from tests.settings.test_inference import load
 
     base, head = plan_dirs
     planned = summary(load({}, "prod"))

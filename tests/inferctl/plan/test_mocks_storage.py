@@ -7,6 +7,7 @@ import re
 import string
 
 import pytest
+
 from inference_platform.offline_plan import mocks
 from inference_platform.offline_plan.mocks import MockContext
 from inference_platform.offline_plan.mocks_storage import OUTPUTS, random_password

@@ -8,6 +8,7 @@ import gc
 import json
 
 import pytest
+
 from inference_platform.inferctl.cli import main
 from inference_platform.offline_plan.collector import collector_paused
 

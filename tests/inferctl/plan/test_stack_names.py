@@ -7,8 +7,9 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from inference_platform.inferctl.cli import main
-from inference_platform.infra.settings import Settings
+from inference_platform.settings import Settings
 
 BLUE, GREEN = "production-us-east-1a-blue", "production-us-east-1a-green"
 

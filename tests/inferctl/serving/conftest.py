@@ -11,8 +11,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from inference_platform.inference_image.server_args import Listen
 
+from inference_platform.inference_image.server_args import Listen
 from inference_platform.processes import free_port
 
 LOOPBACK = "127.0.0.1"

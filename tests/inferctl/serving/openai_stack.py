@@ -20,9 +20,8 @@ from inference_platform.inferctl.serving.local_openai import openai_server
 from inference_platform.inferctl.serving.server_process import ServerProcess
 from inference_platform.inference_image.server_args import rank0_args
 from inference_platform.inference_image.testing.cpu_llm_api.local import LocalModel, Timing, build_local_model
-from inference_platform.infra.settings.edge import stack_edge_policy
-
 from inference_platform.processes import free_port
+from inference_platform.settings.derived import stack_edge_policy
 from tests.inferctl.serving.conftest import LOOPBACK, READY_TIMEOUT, leftover_processes, listen
 
 

@@ -19,9 +19,9 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from inference_platform.inferctl.serving.server_process import ServerProcess, listening_pids
 
 from inference_platform.errors import CommandError
+from inference_platform.inferctl.serving.server_process import ServerProcess, listening_pids
 from tests.inferctl.serving.conftest import LOOPBACK, listen
 
 INFERCTL = [sys.executable, "-m", "inference_platform.inferctl"]

@@ -6,11 +6,11 @@ import json
 
 import pytest
 import yaml
-from inference_platform.inferctl.cli import build_parser, main
-from inference_platform.inference_image.settings_source import load_file
-from inference_platform.offline_plan import stack_settings
 
 from inference_platform.errors import CommandError
+from inference_platform.inferctl.cli import build_parser, main
+from inference_platform.inference_image.settings_source import load_file
+from inference_platform.settings import stack_files
 
 
 def test_every_serving_command_is_registered():
@@ -47,7 +47,7 @@ def test_prepare_plan_only_prints_the_build_arguments(capsys):
 
 
 def test_the_mounted_settings_file_is_the_validated_serving_section(tmp_path):
-    prod = stack_settings.load("prod").serving
+    prod = stack_files.load("prod").serving
     as_json = tmp_path / "serving.json"
     as_json.write_text(json.dumps(prod.model_dump(by_alias=True, mode="json")))
     assert load_file(as_json) == prod

@@ -21,13 +21,13 @@ from pathlib import Path
 
 import boto3
 import pytest
+from moto.server import ThreadedMotoServer
+
 from inference_platform.artifacts import ModelMetadata, upload
 from inference_platform.inferctl.serving import local_triton
 from inference_platform.inference_image.testing.cpu_llm_api.checkpoint import write_checkpoint
-from inference_platform.offline_plan import stack_settings
-from moto.server import ThreadedMotoServer
-
 from inference_platform.processes import free_port
+from inference_platform.settings import stack_files
 from tests.inferctl.serving.conftest import leftover_processes, listen
 from tests.inferctl.serving.test_serve_local import INFERCTL
 
@@ -96,7 +96,7 @@ def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
 def pod(tmp_path: Path, s3: dict[str, str]) -> dict[str, object]:
     """What the rollout gives the container: the settings file, a GPU, the server binaries."""
     settings = tmp_path / "serving.json"
-    settings.write_text(json.dumps(stack_settings.load("dev").serving.model_dump(by_alias=True, mode="json")))
+    settings.write_text(json.dumps(stack_files.load("dev").serving.model_dump(by_alias=True, mode="json")))
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "nvidia-smi").write_text(FAKE_NVIDIA_SMI)

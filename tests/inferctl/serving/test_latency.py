@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from inference_platform.infra.settings.serving import SloSettings
+
 from inference_platform.loadgen.latency import StreamTiming, percentile, slo_misses, summarize
+from inference_platform.settings.serving import SloSettings
 
 SLO = SloSettings(ttft_p50_ms=100, ttft_p95_ms=300, itl_p50_ms=20, min_output_tokens_per_second=40)
 

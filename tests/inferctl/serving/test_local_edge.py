@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from inference_platform.components.edge.policy import (
+
+from inference_platform.catalog.edge_policy import (
     DEFAULT_MAX_INPUT_TOKENS,
     DEFAULT_REQUEST_HEADERS_TIMEOUT_SECONDS,
     INFERENCE_ROUTES,
@@ -39,9 +40,8 @@ from inference_platform.components.edge.policy import (
 )
 from inference_platform.inferctl.serving.edge_envoy import Upstream
 from inference_platform.inferctl.serving.local_edge import LocalEdge, generate_keys, run_edge
-from inference_platform.infra.settings import load_settings
-
 from inference_platform.processes import free_port
+from inference_platform.settings import load_settings
 
 pytestmark = [pytest.mark.edge]
 

@@ -9,9 +9,9 @@ import time
 import httpx
 import openai
 import pytest
-from inference_platform.inference_image.testing.cpu_llm_api.local import Timing
-from inference_platform.offline_plan import stack_settings
 
+from inference_platform.inference_image.testing.cpu_llm_api.local import Timing
+from inference_platform.settings import stack_files
 from tests.inferctl.serving.openai_stack import openai_stack
 
 pytestmark = [pytest.mark.triton, pytest.mark.timeout(300)]
@@ -19,7 +19,7 @@ pytestmark = [pytest.mark.triton, pytest.mark.timeout(300)]
 
 def test_a_stream_running_at_sigterm_finishes_and_the_server_exits_0(tmp_path):
     text = "drain me " * 60  # ~540 tokens at 4 ms: about 2 s still to come when the signal lands
-    with openai_stack(stack_settings.load("dev"), tmp_path, Timing(first_token_delay_ms=5, token_delay_ms=4),
+    with openai_stack(stack_files.load("dev"), tmp_path, Timing(first_token_delay_ms=5, token_delay_ms=4),
                       edge=False) as stack:  # fmt: skip
         with openai.OpenAI(base_url=f"{stack.openai_url}/v1", api_key="unused", max_retries=0, timeout=60) as client:
             stream = client.chat.completions.create(

@@ -16,10 +16,10 @@ import httpx
 import jsonschema
 import openai
 import pytest
-from inference_platform.inference_image.testing.cpu_llm_api.local import Timing
-from inference_platform.offline_plan import stack_settings
 from tokenizers import Tokenizer
 
+from inference_platform.inference_image.testing.cpu_llm_api.local import Timing
+from inference_platform.settings import stack_files
 from tests.inferctl.serving.openai_stack import openai_stack
 
 pytestmark = [pytest.mark.triton, pytest.mark.edge, pytest.mark.timeout(300)]
@@ -42,7 +42,7 @@ FREED: list[float] = []
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
-    with openai_stack(stack_settings.load("dev"), tmp_path_factory.mktemp("openai"), TIMING) as running:
+    with openai_stack(stack_files.load("dev"), tmp_path_factory.mktemp("openai"), TIMING) as running:
         yield running
     if FREED:
         print(f"\nslot freed after the client left (s): median {statistics.median(FREED):.2f}, max {max(FREED):.2f}")
@@ -74,7 +74,7 @@ def count(tokenizer: Tokenizer, text: str, *, special: bool = False) -> int:
 
 def test_models_lists_the_served_model(client, stack):
     assert [m.id for m in client.models.list()] == [stack.served_model]
-    # GET /v1/models/{model} is the server's; the edge admits only the list (components/edge/policy.py).
+    # GET /v1/models/{model} is the server's; the edge admits only the list (catalog/edge_policy.py).
     with openai.OpenAI(base_url=f"{stack.openai_url}/v1", api_key="unused", max_retries=0) as direct:
         assert direct.models.retrieve(stack.served_model).id == stack.served_model
         with pytest.raises(openai.NotFoundError):
@@ -159,7 +159,7 @@ def test_a_json_schema_response_format_answer_validates(client, stack):
 
 
 def test_a_prompt_over_the_input_limit_gets_openais_400(client, stack):
-    settings = stack_settings.load("dev").serving
+    settings = stack_files.load("dev").serving
     with pytest.raises(openai.BadRequestError) as caught:
         client.chat.completions.create(
             model=stack.served_model, messages=[{"role": "user", "content": "x" * settings.max_input_len}]
@@ -229,7 +229,7 @@ def test_concurrent_streams_each_get_their_own_answer_and_at_most_max_batch_size
     no stream gets another's text. Straight to the server: the edge's per-client stream limit is the edge's test."""
     from concurrent.futures import ThreadPoolExecutor
 
-    batch = stack_settings.load("dev").serving.max_batch_size
+    batch = stack_files.load("dev").serving.max_batch_size
     peaks = {"active": 0, "waiting": 0}
     done = []
 

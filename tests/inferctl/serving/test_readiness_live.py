@@ -11,7 +11,8 @@ import urllib.error
 import urllib.request
 
 import pytest
-from inference_platform.components.catalog.serving_contract import (
+
+from inference_platform.catalog.serving_contract import (
     OPENAI_HEALTH_PATH,
     OPENAI_MODELS_PATH,
     READINESS_DEADLINE_ENV,
@@ -22,9 +23,8 @@ from inference_platform.inferctl.serving.local_openai import openai_argv
 from inference_platform.inferctl.serving.server_process import ServerProcess
 from inference_platform.inference_image.server_args import rank0_args
 from inference_platform.inference_image.testing.cpu_llm_api.local import Timing, build_local_model
-from inference_platform.offline_plan import stack_settings
-
 from inference_platform.processes import free_port
+from inference_platform.settings import stack_files
 from tests.inferctl.serving.conftest import LOOPBACK, READY_TIMEOUT, leftover_processes, listen
 
 pytestmark = pytest.mark.triton
@@ -41,7 +41,7 @@ def _status(url: str) -> tuple[int, str]:
 
 
 def test_a_slow_engine_is_unready_while_triton_is_ready_and_ready_once_it_generates(tmp_path):
-    serving = stack_settings.load("dev").serving
+    serving = stack_files.load("dev").serving
     model = build_local_model(serving, tmp_path, Timing(first_token_delay_ms=FIRST_TOKEN_MS, token_delay_ms=5))
     triton = local_triton.prepare(tmp_path)
     ports = listen()

@@ -7,15 +7,14 @@ from typing import Any
 
 import pytest
 import yaml
-from inference_platform.components import catalog
-from inference_platform.components.catalog import models
-from inference_platform.infra.settings import SettingsError, load_settings
-from inference_platform.infra.settings.base import CheckContext, validation_problems
-from inference_platform.infra.settings.serving import NodePoolLookup, ServingSettings, accelerator_problems
-from inference_platform.offline_plan import stack_settings
-from inference_platform.offline_plan.stack_settings import REPO_ROOT as REPO
 
+from inference_platform import catalog
+from inference_platform.catalog import models
 from inference_platform.errors import CommandError
+from inference_platform.settings import SettingsError, load_settings, stack_files
+from inference_platform.settings.base import CheckContext, validation_problems
+from inference_platform.settings.serving import NodePoolLookup, ServingSettings, accelerator_problems
+from inference_platform.settings.stack_files import REPO_ROOT as REPO
 
 BASE = {"tags": {"owner": "team", "costCenter": "cc"}}
 
@@ -33,7 +32,7 @@ def _problems(serving: dict[str, Any], **kwargs: Any) -> list[str]:
 
 
 def test_every_stack_has_a_valid_serving_section():
-    dev, prod, npu = (stack_settings.load(s).serving for s in ("dev", "prod", "npu"))
+    dev, prod, npu = (stack_files.load(s).serving for s in ("dev", "prod", "npu"))
     assert (dev.model, dev.precision, dev.tensor_parallel, dev.backend) == ("Llama-3.1-8B", "fp8", 1, "tensorrtllm")
     assert (prod.model, prod.precision, prod.tensor_parallel) == ("Llama-3.1-70B", "fp8", 4)
     assert (npu.backend, npu.precision, npu.tensor_parallel, npu.llm_model_name) == ("neuron", "bf16", 8, "neuron_llm")
@@ -50,13 +49,13 @@ def test_every_stack_has_a_valid_serving_section():
     ],
 )
 def test_each_stack_fits_its_intended_accelerators(stack, pools):
-    serving = stack_settings.load(stack).serving
+    serving = stack_files.load(stack).serving
     for instance_type in pools:
         assert accelerator_problems(serving, instance_type) == [], instance_type
 
 
 def test_prod_tensor_parallel_is_the_smallest_that_leaves_kv_cache_room():
-    prod = stack_settings.load("prod").serving
+    prod = stack_files.load("prod").serving
     smallest = models.min_tensor_parallel(
         prod.model, prod.precision, "p5.48xlarge", 0.3, 8192, prod.max_batch_size, prod.kv_cache.dtype
     )
@@ -267,7 +266,7 @@ def test_multi_node_spreads_ranks_over_nodes():
 
 
 class _Pools:
-    """What the node-pool section must offer (inference_platform.infra.settings.serving.NodePoolLookup)."""
+    """What the node-pool section must offer (inference_platform.settings.serving.NodePoolLookup)."""
 
     key = "nodePools"
 
@@ -295,7 +294,7 @@ def test_with_a_node_pool_section_the_accelerator_checks_run_in_settings():
 
 def test_the_stacks_node_pools_feed_the_accelerator_checks(tmp_path):
     """Section 5's bad input through the real loader: FP8 on an A10G pool is refused, naming the key."""
-    settings = stack_settings.load("dev")
+    settings = stack_files.load("dev")
     assert isinstance(settings.node_pools, NodePoolLookup)
     assert settings.node_pools.instance_types(settings.serving.node_pool) == ["g6.xlarge", "g6.2xlarge"]
     stack = yaml.safe_load((REPO / "stacks" / "Pulumi.dev.yaml").read_text())
@@ -303,7 +302,7 @@ def test_the_stacks_node_pools_feed_the_accelerator_checks(tmp_path):
     stack_file = tmp_path / "Pulumi.dev.yaml"
     stack_file.write_text(yaml.safe_dump(stack))
     with pytest.raises(CommandError) as err:
-        stack_settings.load("dev", stack_file=stack_file)
+        stack_files.load("dev", stack_file=stack_file)
     assert err.value.exit_code == 2
     assert "serving.precision: fp8 does not run on g5.xlarge (a10g, sm86)" in str(err.value)
 

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import boto3
 import pytest
-from inference_platform.inferctl.verify.command import secrets_manager_key
-from inference_platform.offline_plan import stack_settings
 from moto import mock_aws
 
 from inference_platform.errors import CommandError
+from inference_platform.inferctl.verify.command import secrets_manager_key
+from inference_platform.settings import stack_files
 
 
 def test_the_first_api_key_comes_from_secrets_manager(aws_env):
-    settings = stack_settings.load("prod")
+    settings = stack_files.load("prod")
     with mock_aws():
         client = boto3.client("secretsmanager", region_name=settings.region.name)
         client.create_secret(Name=f"{settings.name_prefix}/inference/api-key-2-bbb", SecretString="second")
@@ -22,7 +22,7 @@ def test_the_first_api_key_comes_from_secrets_manager(aws_env):
 
 
 def test_a_missing_secret_exits_2_saying_what_to_pass(aws_env):
-    settings = stack_settings.load("prod")
+    settings = stack_files.load("prod")
     with mock_aws(), pytest.raises(CommandError, match="pass --api-key-file") as err:
         secrets_manager_key(settings)
     assert err.value.exit_code == 2

@@ -4,7 +4,6 @@ objects the kubernetes client does (V1Pod, V1ContainerStatus ...), built with th
 
 from __future__ import annotations
 
-from inference_platform.inferctl.verify.logs import check_log_file, check_pods, problem_lines
 from kubernetes.client import (
     V1ContainerState,
     V1ContainerStateTerminated,
@@ -15,6 +14,8 @@ from kubernetes.client import (
     V1PodList,
     V1PodStatus,
 )
+
+from inference_platform.inferctl.verify.logs import check_log_file, check_pods, problem_lines
 
 TRITON_LOG = """I1203 07:09:43.3 server.cc:1] "Started"
 W1203 07:09:43.3 metrics.cc:1] "Unable to get power limit for GPU 0"

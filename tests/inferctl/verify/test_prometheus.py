@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from inference_platform.inferctl.verify.prometheus import gpu_utilization
 
+from inference_platform.inferctl.verify.prometheus import gpu_utilization
 from inference_platform.processes import free_port
 from tests.system_tools import require_tool
 

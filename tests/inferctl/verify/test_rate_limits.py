@@ -25,10 +25,10 @@ from concurrent import futures
 from pathlib import Path
 
 import pytest
+
 from inference_platform.components.observability import promql as q
 from inference_platform.inferctl.serving.local_edge import envoy_process
 from inference_platform.inferctl.verify.rate_limits import RateLimitProbe, judge, probe
-
 from inference_platform.processes import free_port
 
 pytestmark = [pytest.mark.live, pytest.mark.timeout(120)]
@@ -311,8 +311,7 @@ def test_verify_runs_the_check_through_the_local_https_edge_and_it_passes(tmp_pa
     from inference_platform.inferctl.serving.edge_envoy import Upstream
     from inference_platform.inferctl.verify.command import _rate_limits
     from inference_platform.inferctl.verify.verdict import Verdict
-    from inference_platform.infra.settings import load_settings
-
+    from inference_platform.settings import load_settings
     from tests.inferctl.serving.test_local_edge import EDGE, edge_in_front, edge_policy
 
     settings = load_settings({"tags": {"owner": "t", "costCenter": "c"}, "edge": EDGE}, project="p", stack="s",

@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 import yaml
+
 from inference_platform.inferctl.cli import main
 from inference_platform.inference_image.testing.cpu_llm_api.local import Timing
-from inference_platform.offline_plan import stack_settings
-
+from inference_platform.settings import stack_files
 from tests.inferctl.serving.openai_stack import OpenAIStack, openai_stack
 
 pytestmark = [pytest.mark.triton, pytest.mark.timeout(300)]
@@ -56,7 +56,7 @@ FAST = Timing(first_token_delay_ms=10, token_delay_ms=3)
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OpenAIStack]:
-    with openai_stack(stack_settings.load("dev"), tmp_path_factory.mktemp("openai"), FAST) as running:
+    with openai_stack(stack_files.load("dev"), tmp_path_factory.mktemp("openai"), FAST) as running:
         yield running
 
 
@@ -102,7 +102,7 @@ def test_impossible_slos_fail_with_exit_1(server, tmp_path, capsys):
     out = tmp_path / "out"
     path = stack_file(tmp_path, slo=impossible)
     # An SLO no modelled replica can hold is a settings problem of an autoscaled stack (the ramp check,
-    # infra/settings/cold_start.py): this test wants a stack that loads and a server that misses it.
+    # settings/cold_start.py): this test wants a stack that loads and a server that misses it.
     doc = yaml.safe_load(path.read_text())
     doc["config"][PREFIX + "autoscaling"] = {**doc["config"].get(PREFIX + "autoscaling", {}), "enabled": False}
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
@@ -121,7 +121,7 @@ def test_a_server_killed_mid_run_fails_the_verdict_with_errors_counted(tmp_path)
     work = tmp_path / "openai"
     out = tmp_path / "out"
     stack = stack_file(tmp_path, durationSeconds=20, maxRequests=400)
-    with openai_stack(stack_settings.load("dev"), work, Timing(), edge=False) as running:
+    with openai_stack(stack_files.load("dev"), work, Timing(), edge=False) as running:
         argv = [sys.executable, "-m", "inference_platform.inferctl", "verify", "--stack", "dev", "--stack-file", str(stack),
                 "--url", running.openai_url, "--out", str(out)]  # fmt: skip
         verify_process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=REPO)

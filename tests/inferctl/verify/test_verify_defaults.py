@@ -12,17 +12,17 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from inference_platform.inferctl.cli import main
 from inference_platform.inference_image.testing.cpu_llm_api.local import Timing
-from inference_platform.offline_plan import stack_settings
-
+from inference_platform.settings import stack_files
 from tests.inferctl.serving.openai_stack import openai_stack
 
 pytestmark = [pytest.mark.triton, pytest.mark.timeout(420)]
 
 
 def test_verify_with_default_flags_passes_with_no_errors(tmp_path, capsys):
-    with openai_stack(stack_settings.load("dev"), tmp_path / "openai", Timing(), edge=False) as server:
+    with openai_stack(stack_files.load("dev"), tmp_path / "openai", Timing(), edge=False) as server:
         out = tmp_path / "out"
         code = main(["verify", "--stack", "dev", "--url", server.openai_url, "--out", str(out)])
     printed = capsys.readouterr().out

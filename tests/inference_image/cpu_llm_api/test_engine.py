@@ -9,10 +9,10 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+
 from inference_platform.inference_image.testing.cpu_llm_api import LLM, GuidedDecodingParams, SamplingParams
 from inference_platform.inference_image.testing.cpu_llm_api.checkpoint import CHAT_TEMPLATE, EOT, write_checkpoint
 from inference_platform.inference_image.testing.cpu_llm_api.engine import STATE_FILE_ENV, TOKEN_DELAY_ENV
-
 from tests.own_loop import run_on_own_loop
 
 PERSON = {

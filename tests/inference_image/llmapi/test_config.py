@@ -7,7 +7,7 @@ import re
 
 from inference_platform.inference_image.llmapi import contract
 from inference_platform.inference_image.llmapi.repository import render_config
-from inference_platform.offline_plan import stack_settings
+from inference_platform.settings import stack_files
 
 _ENTRY = re.compile(r'name: "(\w+)"\n\s+data_type: (\w+)\n\s+dims: \[ ([^\]]+) \]\n(\s+optional: true\n)?')
 
@@ -23,7 +23,7 @@ def _parameters(text: str) -> dict[str, str]:
 
 
 def test_the_rendered_config_declares_exactly_the_contract():
-    text = render_config(stack_settings.load("dev").serving)
+    text = render_config(stack_files.load("dev").serving)
     assert text.startswith('name: "tensorrt_llm"\nbackend: "python"\nmax_batch_size: 0\n')
     assert "decoupled: true" in text and "kind: KIND_CPU" in text
     expected_inputs = [(t.name, t.data_type, ", ".join(map(str, t.dims)), t.optional) for t in contract.INPUTS]
@@ -36,7 +36,7 @@ def test_the_rendered_config_declares_exactly_the_contract():
 
 
 def test_the_model_parameters_carry_the_catalogs_stop_list():
-    params = _parameters(render_config(stack_settings.load("prod").serving))
+    params = _parameters(render_config(stack_files.load("prod").serving))
     assert params == {
         "llm_config": "model.yaml",
         "stop_words": json.dumps(["<|eot_id|>", "<|eom_id|>", "<|end_of_text|>"]),
@@ -46,7 +46,7 @@ def test_the_model_parameters_carry_the_catalogs_stop_list():
 
 
 def test_a_non_streaming_stack_is_not_decoupled_and_buckets_are_optional():
-    serving = stack_settings.load("dev").serving.model_copy(update={"streaming": False})
+    serving = stack_files.load("dev").serving.model_copy(update={"streaming": False})
     text = render_config(serving)
     assert "decoupled: false" in text and "model_metrics" not in text
     timed = render_config(serving, ttft_buckets_ms=(100.0, 500.0))

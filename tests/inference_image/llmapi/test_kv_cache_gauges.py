@@ -14,13 +14,13 @@ import time
 import urllib.request
 
 import pytest
+
 from inference_platform.components.observability import promql
 from inference_platform.inference_image.llmapi import kv_cache_gauges
 from inference_platform.inference_image.llmapi.repository import TOKENS_PER_BLOCK
 from inference_platform.inference_image.testing.cpu_llm_api import engine
 from inference_platform.inference_image.testing.cpu_llm_api.local import Timing
-from inference_platform.offline_plan import stack_settings
-
+from inference_platform.settings import stack_files
 from tests.inferctl.serving.openai_stack import openai_stack
 
 TIMING = Timing(first_token_delay_ms=10, token_delay_ms=20)
@@ -74,7 +74,7 @@ def _wait(url: str, ok, what: str) -> dict[str, float]:
 def test_the_live_model_publishes_kv_block_gauges_that_move_under_load(tmp_path):
     import openai
 
-    dev = stack_settings.load("dev")
+    dev = stack_files.load("dev")
     with openai_stack(dev, tmp_path, TIMING, edge=False) as stack:
         url = stack.triton_metrics_url
         serving = dev.serving

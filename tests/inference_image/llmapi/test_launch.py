@@ -10,15 +10,15 @@ from pathlib import Path
 import boto3
 import pytest
 import yaml
+from moto import mock_aws
+
 from inference_platform.artifacts import ModelMetadata, upload
+from inference_platform.errors import CommandError
 from inference_platform.inference_image.accelerators import VisibleAccelerators
 from inference_platform.inference_image.entrypoint import EntrypointOptions
 from inference_platform.inference_image.llmapi.launch import checkpoint_problems, prepare_llmapi_launch
 from inference_platform.inference_image.openai_api.__main__ import parser as openai_parser
 from inference_platform.inference_image.server_args import Listen
-from moto import mock_aws
-
-from inference_platform.errors import CommandError
 
 BUCKET = "inference-models"
 FP8_URI = f"s3://{BUCKET}/llama-3.1-8b-instruct-fp8/1/"
@@ -183,11 +183,11 @@ def test_multi_node_runs_the_world_under_mpirun_with_the_llm_api_launcher(bucket
 
 
 def test_the_checkpoint_check_names_every_problem(tmp_path):
-    from inference_platform.offline_plan import stack_settings
+    from inference_platform.settings import stack_files
 
     empty = tmp_path / "empty"
     empty.mkdir()
-    problems = checkpoint_problems(stack_settings.load("dev").serving, empty)
+    problems = checkpoint_problems(stack_files.load("dev").serving, empty)
     assert any("no config.json" in p for p in problems) and any("no *.safetensors" in p for p in problems)
     assert any("quantization none" in p for p in problems)
 

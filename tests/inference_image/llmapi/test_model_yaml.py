@@ -6,10 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from inference_platform.inference_image.llmapi import llm_args_schema
 from inference_platform.inference_image.llmapi.repository import render_model_yaml
 from inference_platform.inference_image.render import RenderError
-from inference_platform.offline_plan import stack_settings
+from inference_platform.settings import stack_files
 
 GPU_STACKS = ("dev", "prod")
 CHECKPOINT = Path("/models/checkpoint")
@@ -22,7 +23,7 @@ def _memory(settings) -> int:
 
 @pytest.mark.parametrize("stack", GPU_STACKS)
 def test_every_gpu_stack_renders_arguments_the_pinned_llm_api_accepts(stack):
-    settings = stack_settings.load(stack)
+    settings = stack_files.load(stack)
     args = render_model_yaml(settings.serving, checkpoint_dir=CHECKPOINT, host_memory_bytes=_memory(settings))
     assert llm_args_schema.check(args) == []
     assert set(args) <= llm_args_schema.TORCH_LLM_ARGS.names
@@ -41,13 +42,13 @@ def test_every_gpu_stack_renders_arguments_the_pinned_llm_api_accepts(stack):
 
 
 def test_prods_host_tier_is_its_share_of_the_pods_memory_per_rank():
-    settings = stack_settings.load("prod")
+    settings = stack_files.load("prod")
     kv = render_model_yaml(settings.serving, checkpoint_dir=CHECKPOINT, host_memory_bytes=_memory(settings))[
         "kv_cache_config"
     ]
     # 320 GiB x 0.25 over the 4 ranks of the node.
     assert kv["host_cache_size"] == 20 * GIB
-    dev = stack_settings.load("dev")
+    dev = stack_files.load("dev")
     assert "host_cache_size" not in render_model_yaml(dev.serving, checkpoint_dir=CHECKPOINT)["kv_cache_config"]
     with pytest.raises(RenderError, match="container's memory is unknown"):
         render_model_yaml(settings.serving, checkpoint_dir=CHECKPOINT)
@@ -72,7 +73,7 @@ def test_prods_host_tier_is_its_share_of_the_pods_memory_per_rank():
     ],
 )
 def test_each_speculative_method_renders_its_llm_api_config(speculative, expected):
-    serving = stack_settings.load("dev").serving
+    serving = stack_files.load("dev").serving
     serving = serving.model_copy(update={"speculative": serving.speculative.model_copy(update=speculative)})
     args = render_model_yaml(serving, checkpoint_dir=CHECKPOINT, draft_dir=Path("/models/draft"))
     assert args["speculative_config"] == expected
@@ -80,14 +81,14 @@ def test_each_speculative_method_renders_its_llm_api_config(speculative, expecte
 
 
 def test_a_draft_method_without_its_checkpoint_does_not_render():
-    serving = stack_settings.load("dev").serving
+    serving = stack_files.load("dev").serving
     spec = serving.speculative.model_copy(update={"method": "eagle3", "max_draft_len": 3, "draft_model": "x/y"})
     with pytest.raises(RenderError, match="needs the draft checkpoint"):
         render_model_yaml(serving.model_copy(update={"speculative": spec}), checkpoint_dir=CHECKPOINT)
 
 
 def test_the_overlap_scheduler_and_guided_decoding_follow_the_settings():
-    serving = stack_settings.load("dev").serving
+    serving = stack_files.load("dev").serving
     off = serving.model_copy(
         update={
             "batching": serving.batching.model_copy(update={"overlap_scheduler": False}),

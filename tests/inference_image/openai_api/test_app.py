@@ -6,12 +6,13 @@ from __future__ import annotations
 import socket
 
 import pytest
+from starlette.testclient import TestClient
+
 from inference_platform.inference_image.openai_api.app import build_app
 from inference_platform.inference_image.openai_api.llm_client import TritonLlm
 from inference_platform.inference_image.openai_api.model_files import Prompting
 from inference_platform.inference_image.openai_api.service import Limits, Service
 from inference_platform.inference_image.testing.cpu_llm_api.checkpoint import write_checkpoint
-from starlette.testclient import TestClient
 
 MODEL = "Llama-3.1-8B"
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from inference_platform.inference_image.openai_api.chat_template import ChatTemplate, ChatTemplateError
 from inference_platform.inference_image.openai_api.model_files import Prompting
 from inference_platform.inference_image.testing.cpu_llm_api.checkpoint import write_checkpoint

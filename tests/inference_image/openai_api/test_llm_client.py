@@ -8,6 +8,7 @@ import json
 
 import httpx
 import pytest
+
 from inference_platform.inference_image.openai_api.errors import ApiError
 from inference_platform.inference_image.openai_api.llm_client import TritonLlm
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from inference_platform.inference_image.openai_api.errors import ApiError
 from inference_platform.inference_image.openai_api.requests import Guide, parse_chat, parse_completion
 

@@ -4,6 +4,7 @@ line when it is missing, and sent on every loopback call."""
 from __future__ import annotations
 
 import pytest
+
 from inference_platform.inference_image.openai_api.__main__ import main
 from inference_platform.inference_image.openai_api.llm_client import TritonLlm
 

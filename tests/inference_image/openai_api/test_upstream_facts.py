@@ -14,8 +14,9 @@ from __future__ import annotations
 import inspect
 
 import openai
-from inference_platform.inference_image.openai_api.chat_template import ChatTemplate
 from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from inference_platform.inference_image.openai_api.chat_template import ChatTemplate
 
 TRANSFORMERS = "huggingface/transformers src/transformers/utils/chat_template_utils.py @ 5e43e2e8"
 

@@ -4,6 +4,7 @@ from typing import Any
 
 import pulumi_kubernetes as k8s
 from components.naming import NamePrefix
+
 from inference_platform.components.compute import NodePool, NodePoolArgs, PoolSpec, profile
 from inference_platform.components.network import FlowLogsArgs, Network, NetworkArgs
 from inference_platform.components.serving import (
@@ -15,8 +16,7 @@ from inference_platform.components.serving import (
     Resources,
 )
 from inference_platform.components.storage import ModelStore, ModelStoreArgs
-from inference_platform.infra.settings.serving import ServingSettings
-
+from inference_platform.settings.serving import ServingSettings
 from policies import GPU_INSTANCE_TYPES
 
 ACCOUNT = "123456789012"
