@@ -1,10 +1,11 @@
-"""TensorRT-LLM's cancel by request id, for the Python LLM steps (``neuron_llm`` and the CPU stand-in).
+"""Cancel by request id, for the Neuron model (``neuron/model.py``): the request contract TensorRT-LLM's Triton
+models keep.
 
-A request whose ``stop`` input is true stops every running request with the same Triton request id
-and is answered by one empty response; one without an id is refused (tensorrtllm_backend
-``inflight_batcher_llm/src/model_instance_state.cc``, ``handleStopRequest``, r24.10 and r25.05). BLS
-and the ensemble's ``stream_gate`` stop an abandoned stream this way where the Python backend cannot
-cancel a BLS call (r24.10: ``runtime.llm_stream``).
+A request whose ``stop`` input is true stops every running request with the same Triton request id and is
+answered by one empty response; one without an id is refused. That is the contract of TensorRT-LLM's C++ backend
+(tensorrtllm_backend ``inflight_batcher_llm/src/model_instance_state.cc``, ``handleStopRequest``, r24.10 and
+r25.05) and of upstream's LLM-API model (``handle_stop_request``: every engine request of that Triton id aborted,
+answered CANCELLED). The Neuron model keeps it so that one OpenAI server can stop a stream on either image.
 """
 
 from __future__ import annotations

@@ -51,11 +51,10 @@ BASE_IMAGE_ONLY = {
 
 # What a base image ships that the entrypoints do import, installed here in its place: the project's own
 # range (pyproject.toml), since the base's exact version is not recorded. nvcr.io's Triton + TensorRT-LLM
-# image carries tritonclient[all] (tensorrtllm_backend r25.05 requirements.txt, unpinned); `inferctl verify`
-# and `smoke` import tritonclient.http (inferctl/serving/smoke_http.py). It carries tokenizers too (with
-# transformers, base_image_constraints.txt), which the pod's OpenAI server loads the model's tokenizer.json with.
+# image carries tokenizers (with transformers, base_image_constraints.txt), which the pod's OpenAI server loads
+# the model's tokenizer.json with. (No entrypoint imports tritonclient since smoke and verify speak OpenAI.)
 BASE_IMAGE_STAND_INS: dict[str, tuple[str, ...]] = {
-    "Dockerfile": ("tritonclient", "tokenizers"),
+    "Dockerfile": ("tokenizers",),
     "Dockerfile.neuron": (),
 }
 
@@ -354,18 +353,17 @@ def image_env(dockerfile: Path, work: Path, *, before_pip: Callable[[], None] = 
 def image_import_roots() -> dict[str, bool | tuple[str, ...]]:
     """What the images run, as roots for tests/runtime_imports.py ``closure``: each command they run (its
     handler runs, so its function-level imports count), every module of ``inference_image`` (Triton runs its
-    models, the entrypoint renders from them) and of ``inference_platform.infra.settings``, and the CLI, which imports every
+    models, the entrypoint renders from them) and of ``inference_platform.settings``, and the CLI, which imports every
     command module and runs its ``register`` to build the parser."""
     from inference_platform.inferctl.cli import COMMANDS
-
     from tests.runtime_imports import MODULES
 
     roots: dict[str, bool | tuple[str, ...]] = {
         m: True
         for m in MODULES
         if m.startswith("inference_platform.inference_image")
-        or m == "inference_platform.infra.settings"
-        or m.startswith("inference_platform.infra.settings.")
+        or m == "inference_platform.settings"
+        or m.startswith("inference_platform.settings.")
     }
     roots.update({COMMANDS[argv[1]]: True for argv in image_commands()})
     roots["inference_platform.inferctl.cli"] = True
