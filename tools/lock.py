@@ -23,11 +23,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
-import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+from tools.lockfile import read_lock
 
 REPO = Path(__file__).resolve().parents[1]
 LOCKS = REPO / "locks"
@@ -35,7 +36,6 @@ WORK = REPO / "build" / "lock"
 VENV_SET = WORK / "venv.txt"
 """The virtualenv's whole resolution: constraints for app.txt, dev.txt and the images (not committed)."""
 COMPILE_COMMAND = "make lock"
-PIN = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?==(?P<version>[^\s;\\]+)(?:\s*;\s*(?P<marker>[^\\]+?))?\s*\\?$")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,7 +56,9 @@ class Lock:
         return self.path.relative_to(REPO).as_posix()
 
 
-BOOTSTRAP = Lock(LOCKS / "bootstrap.txt", ("requirements-bootstrap.txt",), "3.11", why="pip and setuptools, installed first")
+BOOTSTRAP = Lock(
+    LOCKS / "bootstrap.txt", ("requirements-bootstrap.txt",), "3.11", why="pip and setuptools, installed first"
+)
 # Resolved first, not written to locks/: the application, dev and bootstrap tools as one set.
 VENV = Lock(
     VENV_SET,
@@ -66,7 +68,9 @@ VENV = Lock(
     (LOCKS / "bootstrap.txt",),
 )
 APP = Lock(LOCKS / "app.txt", ("pyproject.toml",), "3.11", ("--all-extras",), (VENV_SET,), "the application: .[all]")
-DEV = Lock(LOCKS / "dev.txt", ("requirements-dev.txt",), "3.11", (), (VENV_SET,), "test, lint and local-serving tools, uv")
+DEV = Lock(
+    LOCKS / "dev.txt", ("requirements-dev.txt",), "3.11", (), (VENV_SET,), "test, lint and local-serving tools, uv"
+)
 CORE = Lock(
     LOCKS / "core.txt",
     ("pyproject.toml",),
@@ -75,7 +79,9 @@ CORE = Lock(
     (LOCKS / "app.txt",),
     "the core install (no extras) at app.txt's versions: provider/ and the wheel's consumer test",
 )
-TRITON = Lock(LOCKS / "triton.txt", ("requirements-triton.txt",), "3.11", ("--no-deps",), why="nvidia-pytriton, --no-deps")
+TRITON = Lock(
+    LOCKS / "triton.txt", ("requirements-triton.txt",), "3.11", ("--no-deps",), why="nvidia-pytriton, --no-deps"
+)
 CHECKOV = Lock(
     LOCKS / "checkov.txt", ("requirements-checkov.txt",), "3.11", (), (LOCKS / "bootstrap.txt",), "Checkov's virtualenv"
 )
@@ -103,19 +109,13 @@ ORDER: tuple[Lock, ...] = (BOOTSTRAP, VENV, APP, DEV, CORE, TRITON, CHECKOV, IMA
 COMMITTED: tuple[Lock, ...] = tuple(lock for lock in ORDER if lock is not VENV)
 
 
-def normalize(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def pins(text: str) -> dict[str, str]:
+def pins(path: Path) -> dict[str, str]:
     """``name -> version`` of a lock's pins (a name pinned twice under different markers: ``v1 | v2``)."""
     found: dict[str, list[str]] = {}
-    for line in text.splitlines():
-        match = PIN.match(line.strip())
-        if match:
-            versions = found.setdefault(normalize(match["name"]), [])
-            if match["version"] not in versions:
-                versions.append(match["version"])
+    for pin in read_lock(path) if path.is_file() else ():
+        versions = found.setdefault(pin.name, [])
+        if pin.version not in versions:
+            versions.append(pin.version)
     return {name: " | ".join(versions) for name, versions in sorted(found.items())}
 
 
@@ -157,26 +157,16 @@ def seed_venv_set() -> None:
     intermediate file is not kept, so it starts as the pins of app.txt and dev.txt."""
     lines: list[str] = []
     for lock in (APP, DEV):
-        if lock.path.is_file():
-            for line in lock.path.read_text().splitlines():
-                match = PIN.match(line.strip())
-                if match:
-                    pin = line.strip().rstrip("\\").strip()
-                    if pin not in lines:
-                        lines.append(pin)
+        for pin in pin_lines(lock.path) if lock.path.is_file() else ():
+            if pin not in lines:
+                lines.append(pin)
     VENV_SET.parent.mkdir(parents=True, exist_ok=True)
     VENV_SET.write_text("".join(f"{line}\n" for line in lines))
 
 
-def pin_lines(lock_text: str) -> list[str]:
+def pin_lines(path: Path) -> list[str]:
     """A lock's pins as requirement lines without hashes (``name==version ; marker``), in the lock's order."""
-    found = []
-    for line in lock_text.splitlines():
-        match = PIN.match(line.strip())
-        if match:
-            marker = f" ; {match['marker'].strip()}" if match["marker"] else ""
-            found.append(f"{match['name']}=={match['version']}{marker}")
-    return found
+    return [f"{pin.name}=={pin.version}{f' ; {pin.marker}' if pin.marker else ''}" for pin in read_lock(path)]
 
 
 REQUIREMENTS_HEADER = """\
@@ -201,7 +191,7 @@ PROVIDER_WHAT = (
 
 
 def requirements_text(lock: Lock, what: str, project: str) -> str:
-    body = "\n".join(pin_lines(lock.path.read_text()))
+    body = "\n".join(pin_lines(lock.path))
     return f"{REQUIREMENTS_HEADER.format(lock=lock.name, what=what)}{body}\n{project}\n"
 
 
@@ -242,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     uv = args.uv or find_uv()
     version = subprocess.run([uv, "--version"], capture_output=True, text=True, check=True).stdout.strip()
-    before = {lock.name: pins(lock.path.read_text()) if lock.path.is_file() else {} for lock in COMMITTED}
+    before = {lock.name: pins(lock.path) for lock in COMMITTED}
     seed_venv_set()
     for lock in ORDER:
         held = [c.resolve() for c in args.constraint] if lock is VENV else []
@@ -251,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"make lock ({version}):")
     changed = False
     for lock in COMMITTED:
-        moved = changes(before[lock.name], pins(lock.path.read_text()))
+        moved = changes(before[lock.name], pins(lock.path))
         changed |= bool(moved)
         print(f"{lock.name}: {'unchanged' if not moved else f'{len(moved)} changed'}")
         for line in moved:
