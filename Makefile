@@ -13,27 +13,37 @@ PYTEST_ARGS ?=
 PYTEST_WORKERS ?= 2
 BENCH_ARGS ?=
 
-# The stamp depends on every dependency file, so a changed range reinstalls and nothing else does.
-$(VENV)/.installed: pyproject.toml requirements.txt requirements-dev.txt requirements-triton.txt
+# Every install comes from a lock (locks/, compiled by `make lock`): exact versions with the hashes of their files,
+# installed with --no-deps, so .venv is the same on any day and any machine. The bootstrap lock (pip, setuptools)
+# goes first; the project itself last, editable and built with that setuptools (--no-build-isolation: no download).
+# It cannot sit in a hashed install: pip refuses an editable requirement in hash-checking mode. `tools.lockfile sync`
+# then removes whatever the locks do not pin (a distribution a new lock dropped) and fails if .venv still differs.
+VENV_LOCKS := locks/bootstrap.txt locks/app.txt locks/dev.txt locks/triton.txt
+PIP_LOCKED = -m pip install --quiet --require-hashes --no-deps
+$(VENV)/.installed: $(VENV_LOCKS) pyproject.toml setup.py
 	@test -x $(BIN)/python || { command -v "$(PYTHON)" >/dev/null 2>&1 && "$(PYTHON)" -c "import venv, ensurepip" 2>/dev/null; } || \
 	  { echo "make: no Python that can create $(VENV) (PYTHON='$(PYTHON)'): install Python 3.11+ with venv and ensurepip (Debian: apt-get install python3-venv), or set PYTHON=/path/to/python3" >&2; exit 2; }
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade "pip>=24,<27"
-	$(BIN)/python -m pip install --quiet -r requirements.txt -r requirements-dev.txt
-	$(BIN)/python -m pip install --quiet --no-deps -r requirements-triton.txt
+	$(BIN)/python $(PIP_LOCKED) -r locks/bootstrap.txt
+	$(BIN)/python $(PIP_LOCKED) $(foreach f,$(filter-out locks/bootstrap.txt,$(VENV_LOCKS)),-r $(f))
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
+	$(BIN)/python -m tools.lockfile sync --venv $(VENV) $(VENV_LOCKS)
 	$(BIN)/python tools/namespace_links.py
 	@touch $@
 
-$(CHECKOV_VENV)/.installed: requirements-checkov.txt
+CHECKOV_LOCKS := locks/bootstrap.txt locks/checkov.txt
+$(CHECKOV_VENV)/.installed: $(CHECKOV_LOCKS) | $(VENV)/.installed
 	@test -x $(CHECKOV_VENV)/bin/python || $(PYTHON) -m venv $(CHECKOV_VENV)
-	$(CHECKOV_VENV)/bin/python -m pip install --quiet -r requirements-checkov.txt
+	$(CHECKOV_VENV)/bin/python $(PIP_LOCKED) -r locks/bootstrap.txt
+	$(CHECKOV_VENV)/bin/python $(PIP_LOCKED) -r locks/checkov.txt
+	$(BIN)/python -m tools.lockfile sync --venv $(CHECKOV_VENV) $(CHECKOV_LOCKS)
 	@touch $@
 
 # Debian/Ubuntu packages the live tests run for real (Prometheus + promtool, Open MPI 4.1). Installed with apt where it
 # exists; elsewhere the tests that need them skip, saying how to install them (and fail instead when CI=true).
 APT_PACKAGES := prometheus openmpi-bin
 
-.PHONY: venv checkov system-deps plan test lint bench serve-local clean
+.PHONY: venv checkov system-deps plan test lint bench serve-local lock deps-check clean
 venv: $(VENV)/.installed
 
 # Checkov on every stack's rendered manifests runs inside `make test` (tests/infra/test_checkov_manifests.py).
@@ -75,6 +85,21 @@ serve-local: venv
 	@mkdir -p $(dir $(API_KEY_FILE))
 	@rm -rf $(SERVE_DIR)
 	$(BIN)/inferctl serve-local --work-dir $(SERVE_DIR) $(if $(filter 1,$(EDGE)),--edge --api-key-file $(API_KEY_FILE))
+
+# Recompile every lock under locks/ (tools/lock.py) with the uv that locks/dev.txt pins, keeping each existing pin
+# its ranges still allow, and print what moved. UPGRADE=1 takes everything to the newest release the ranges allow;
+# UPGRADE=botocore,moto only those (and what they force). Then `make venv` installs the new locks.
+UPGRADE ?=
+comma := ,
+lock: venv
+	$(BIN)/python -m tools.lock $(if $(filter 1,$(UPGRADE)),--upgrade,$(foreach p,$(subst $(comma), ,$(UPGRADE)),--upgrade-package $(p)))
+
+# What has a newer upstream release than the repository pins: locked distributions (PyPI), Helm charts, container
+# images, vendored tables, and which pinned facts to re-read (tools/deps_check). It needs the network, so it is never
+# part of `make test`. Exit 0 all current, 1 updates available, 2 some source could not be checked.
+DEPS_CHECK_ARGS ?=
+deps-check: venv
+	$(BIN)/python -m tools.deps_check $(DEPS_CHECK_ARGS)
 
 clean:
 	rm -rf build .pytest_cache .ruff_cache

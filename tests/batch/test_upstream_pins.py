@@ -1,6 +1,7 @@
 """The AWS API limits and behaviours the lane's code relies on, read from the service models of the botocore the
 lane installs (botocore 1.44.8: ``botocore/data/sqs/2012-11-05/service-2.json``,
-``botocore/data/s3/2006-03-01/service-2.json``), so a model that changes them fails here."""
+``botocore/data/s3/2006-03-01/service-2.json``), so a model that changes them fails here. The version is the
+lock's (tests/locks.py)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 
 from inference_platform.batch import config, queue, worker
 from inference_platform.batch.__main__ import RECEIVE_WAIT_SECONDS
+from tests.locks import moved_past, read_at, require_locked
 
 
 def doc(model, operation: str, member: str | None = None) -> str:
@@ -26,7 +28,8 @@ def sqs():
 
 
 def test_botocore_is_the_version_read(sqs):
-    assert botocore.__version__.split(".")[:2] == ["1", "44"], "re-read the limits below in the new botocore's models"
+    assert botocore.__version__ == require_locked("botocore")  # else: broken install
+    assert read_at("botocore") == botocore.__version__, moved_past("botocore")
 
 
 def test_sqs_batch_and_receive_limits(sqs):

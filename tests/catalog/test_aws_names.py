@@ -1,5 +1,6 @@
 """The vendored AWS name lists (catalog/aws_names.py) agree with the machine-readable sources
-installed here: moto 5.2.5's ELBv2 policy table and botocore 1.44.8's ElastiCache node-type list."""
+installed here: moto 5.2.5's ELBv2 policy table and botocore 1.44.8's ElastiCache node-type list, the locked
+versions (tests/locks.py: an installed version that differs is a broken install)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,12 @@ import botocore.session
 from moto.elbv2.ssl_policies import SSL_POLICIES
 
 from inference_platform.catalog import aws_names, time_zones
+from tests.locks import moved_past, read_at, require_locked
+
+
+def test_the_sources_are_the_locked_versions_the_tables_were_read_at():
+    for name in ("moto", "botocore"):
+        assert read_at(name) == require_locked(name), moved_past(name)
 
 
 def test_every_moto_policy_is_classified_and_ours_match_its_protocols():

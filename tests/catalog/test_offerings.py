@@ -1,7 +1,7 @@
 """Instance offerings per zone (catalog/offerings.py, instance_offerings.json): the vendored
 data is AWS's DescribeInstanceTypeOfferings as moto 5.2.5 ships it under
 ``moto/ec2/resources/instance_type_offerings/{region,availability-zone,availability-zone-id}/<region>.json.gz``,
-and the refresh command reproduces it from the installed moto."""
+and the refresh command reproduces it from the installed moto, the lock's (tests/locks.py)."""
 
 from __future__ import annotations
 
@@ -12,11 +12,12 @@ import pytest
 from inference_platform.catalog import offerings, offerings_refresh
 from inference_platform.catalog.instances import CATALOG
 from inference_platform.catalog.regions import REGIONS
+from tests.locks import moved_past, read_at, require_locked
 
 
 def test_the_data_file_names_its_source_version_path_and_date():
     data = offerings.data()
-    assert data["source"]["package"] == "moto" and data["source"]["version"] == "5.2.5"
+    assert data["source"]["package"] == "moto" and data["source"]["version"] == read_at("moto")
     assert data["source"]["path"].startswith("moto/ec2/resources/instance_type_offerings/")
     assert data["date"] == "2026-12-03"
     assert data["instanceTypes"] == sorted(CATALOG)
@@ -33,12 +34,15 @@ def test_upstream_facts_the_stacks_rely_on():
     assert offerings.names_are_account_specific("us-east-1") and not offerings.names_are_account_specific("us-east-2")
 
 
-@pytest.mark.skipif(
-    offerings_refresh.moto_resources()[0] != "5.2.5",
-    reason=f"this machine has moto {offerings_refresh.moto_resources()[0]}, not 5.2.5, the release the vendored "
-    "offerings were read from (python -m inference_platform.catalog.offerings_refresh re-vendors them)",
-)
+def test_the_vendored_file_was_read_from_the_locked_moto():
+    locked = require_locked("moto")  # else: broken install
+    assert offerings_refresh.moto_resources()[0] == locked
+    assert offerings.data()["source"]["version"] == locked, moved_past("moto")
+
+
 def test_refresh_from_the_installed_moto_reproduces_the_vendored_file():
+    if offerings.data()["source"]["version"] != require_locked("moto"):
+        pytest.fail(moved_past("moto"))
     fresh = offerings_refresh.build(today=offerings.data()["date"])
     assert fresh == json.loads(offerings.DATA_FILE.read_text())
     assert offerings_refresh.main(["--check"]) == 0
@@ -47,7 +51,9 @@ def test_refresh_from_the_installed_moto_reproduces_the_vendored_file():
 def test_uniform_regions_are_checked_by_name():
     (gap,) = offerings.unoffered(["trn1.32xlarge", "inf2.24xlarge"], "us-east-2", ["us-east-2a", "us-east-2b"])
     assert gap.instance_type == "trn1.32xlarge" and gap.zones == ("us-east-2a", "us-east-2b")
-    assert "us-east-2c (use2-az3)" in gap.describe("us-east-2") and "moto 5.2.5" in gap.describe("us-east-2")
+    assert "us-east-2c (use2-az3)" in gap.describe("us-east-2") and f"moto {read_at('moto')}" in gap.describe(
+        "us-east-2"
+    )
     assert offerings.unoffered(["trn1.32xlarge"], "us-east-2", ["us-east-2c"]) == []
 
 

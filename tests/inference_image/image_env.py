@@ -1,9 +1,12 @@
 """The images' Python environments, rebuilt from their Dockerfiles without the base image.
 
 ``pip_steps(dockerfile)`` reads the ``pip install`` invocations of a Dockerfile's RUN instructions (ARG
-defaults substituted, ``/src`` the bind-mounted build context); ``build_context(dockerfile, dest)`` copies
-the repository as the Dockerfile's ``.dockerignore`` lets BuildKit see it; ``image_env(dockerfile)`` replays
-the steps into a virtualenv under ``build/image-env/`` keyed by a hash of every input, so reruns are fast.
+defaults substituted, ``/src`` the bind-mounted build context, ``/tmp/...`` a scratch folder, ``NAME=value``
+before the command its environment); ``build_context(dockerfile, dest)`` copies the repository as the
+Dockerfile's ``.dockerignore`` lets BuildKit see it; ``image_env(dockerfile)`` replays the steps into a
+virtualenv under ``build/image-env/`` keyed by a hash of every input, so reruns are fast.
+The steps install from locks (locks/, exact versions with hashes, --no-deps), so the environment is the same
+on any day; ``image_env`` checks that every distribution in it is one a lock pins (``not_locked``).
 What the base image preinstalls cannot be installed here and is left out (``BASE_IMAGE_ONLY``): the tests
 prove the entrypoints do not need it to start.
 """
@@ -28,9 +31,11 @@ REPO = Path(__file__).resolve().parents[2]
 IMAGE = REPO / "inference_image"
 CACHE = REPO / "build" / "image-env"
 SRC = "/src"  # where the Dockerfiles bind-mount the build context (RUN --mount=type=bind,target=/src)
+SCRATCH = "/tmp/"  # a RUN's scratch folders (--mount=type=tmpfs): replayed under the test's work folder
+LOCKS = REPO / "locks"
 PIP_TIMEOUT = 600
 # Bump to throw away every cached environment (a change to how they are built).
-LAYOUT = "1"
+LAYOUT = "2"
 
 # What a Dockerfile's pip steps install on top of packages only its base image has, and why they are not
 # installed here. A requirement whose version is a build argument without a default (the Neuron SDK: one
@@ -50,7 +55,8 @@ BASE_IMAGE_ONLY = {
 
 
 # What a base image ships that the entrypoints do import, installed here in its place: the project's own
-# range (pyproject.toml), since the base's exact version is not recorded. nvcr.io's Triton + TensorRT-LLM
+# range (pyproject.toml), since the base's exact version is not recorded, at the application lock's versions
+# (locks/app.txt as constraints, so the stand-ins and what they bring are the same on any day). nvcr.io's Triton + TensorRT-LLM
 # image carries tokenizers (with transformers, base_image_constraints.txt), which the pod's OpenAI server loads
 # the model's tokenizer.json with. (No entrypoint imports tritonclient since smoke and verify speak OpenAI.)
 BASE_IMAGE_STAND_INS: dict[str, tuple[str, ...]] = {
@@ -84,10 +90,20 @@ class PipStep:
     args: tuple[str, ...]
     unresolved: tuple[str, ...]
     """Build arguments the step needs that have no default (the step cannot be replayed)."""
+    env: tuple[tuple[str, str], ...] = ()
+    """``NAME=value`` assignments before the command (``PYTHONPATH=/tmp/bootstrap python3 -m pip ...``)."""
 
     @property
     def installs_context(self) -> bool:
         return SRC in self.args
+
+    @property
+    def into_scratch(self) -> bool:
+        """Installs into a scratch folder (``--target /tmp/...``), not the environment: tools for a later step."""
+        return any(
+            flag == "--target" and value.startswith(SCRATCH)
+            for flag, value in zip(self.args, self.args[1:], strict=False)
+        )
 
     def files(self) -> list[Path]:
         """The requirement and constraint files the step reads, in the repository."""
@@ -160,11 +176,15 @@ def pip_steps(dockerfile: Path) -> list[PipStep]:
         lexer = shlex.shlex(shell, posix=True, punctuation_chars=True)
         lexer.whitespace_split = True
         for tokens in _commands(list(lexer)):
+            assignments = []
+            while tokens and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", tokens[0]):
+                assignments.append(tuple(tokens.pop(0).split("=", 1)))
             for i in range(len(tokens) - 1):
                 if re.fullmatch(r"(\S*/)?pip3?", tokens[i]) and tokens[i + 1] == "install":
                     unresolved: list[str] = []
                     resolved = tuple(_substitute(t, args, unresolved) for t in tokens[i + 2 :])
-                    steps.append(PipStep(resolved, tuple(dict.fromkeys(unresolved))))
+                    env = tuple((k, _substitute(v, args, unresolved)) for k, v in assignments)
+                    steps.append(PipStep(resolved, tuple(dict.fromkeys(unresolved)), env))
                     break
     return steps
 
@@ -194,13 +214,17 @@ def image_commands() -> set[tuple[str, ...]]:
 
 def venv_python_version(dockerfile: Path) -> str:
     """The image's Python: the ``pythonX.Y -m venv`` of the Dockerfile, else the ``# python: X.Y`` its base
-    image's constraint file records (base_image_constraints.txt)."""
+    image's constraint file records (base_image_constraints.txt, which its lock was compiled with)."""
     text = dockerfile.read_text()
     match = re.search(r"\bpython(\d+\.\d+) -m venv\b", text)
     if match:
         return match.group(1)
+    from tools.lock import COMMITTED
+
+    compiled_with = {lock.path: lock.constraints for lock in COMMITTED}
     for step in pip_steps(dockerfile):
-        for path in step.files():
+        # A lock the step installs was compiled with the base's constraint file (tools/lock.py): read that.
+        for path in [c for f in step.files() for c in (f, *compiled_with.get(f, ())) if c.suffix == ".txt"]:
             found = re.search(r"^# python: (\d+\.\d+)$", path.read_text(), re.MULTILINE)
             if found:
                 return found.group(1)
@@ -282,9 +306,10 @@ class ImageEnv:
         return self.venv / "bin"
 
 
-def _pip(python: Path, args: list[str], log: Path) -> None:
+def _pip(python: Path, args: list[str], log: Path, env: dict[str, str] | None = None) -> None:
     cmd = [str(python), "-m", "pip", "install", "--quiet", *args]
-    result = subprocess.run(cmd, capture_output=True, text=True, timeout=PIP_TIMEOUT, check=False)
+    environ = {**os.environ, **(env or {})}
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=PIP_TIMEOUT, check=False, env=environ)
     with log.open("a") as out:
         out.write(f"$ {shlex.join(cmd)}\n{result.stdout}{result.stderr}\n")
     assert result.returncode == 0, f"{shlex.join(cmd)} failed:\n{result.stderr[-4000:]}"
@@ -306,9 +331,13 @@ def image_env(dockerfile: Path, work: Path, *, before_pip: Callable[[], None] = 
         notes.append(BASE_IMAGE_ONLY[image_name(dockerfile)])
     stand_ins = stand_in_requirements(dockerfile)
     if stand_ins:
-        notes.append(f"the base image's own packages replaced by: {', '.join(stand_ins)} (pyproject.toml ranges)")
+        notes.append(
+            f"the base image's own packages replaced by: {', '.join(stand_ins)} (pyproject.toml ranges, locks/app.txt)"
+        )
     inputs = {
         "stand_ins": stand_ins,
+        "stand_in_lock": (LOCKS / "app.txt").read_text() if stand_ins else "",
+        "env": [list(s.env) for s in steps],
         "layout": LAYOUT,
         "python": subprocess.run([python, "-VV"], capture_output=True, text=True, check=True).stdout.strip(),
         "steps": [list(s.args) for s in steps],
@@ -331,23 +360,62 @@ def image_env(dockerfile: Path, work: Path, *, before_pip: Callable[[], None] = 
         venv_python = venv / "bin" / "python"
         log = venv / "install.log"
         stamp = venv / f".src-{source_hash[:16]}"
-        pending = [s for s in steps if not s.unresolved and not (s.installs_context and stamp.exists())]
-        pending = [s for s in pending if s.installs_context or not ready.exists()]
+        replayable = [s for s in steps if not s.unresolved]
+        context_pending = any(s.installs_context for s in replayable) and not stamp.exists()
+        # A cached environment reinstalls only the package; the scratch tools its build needs are laid anew.
+        pending = [
+            s for s in replayable if not ready.exists() or (context_pending and (s.installs_context or s.into_scratch))
+        ]
         if pending or (stand_ins and not ready.exists()):
             before_pip()
+        scratch = work / "scratch"
         for step in pending:
-            args = [str(context) if a == SRC else str(context_path(a, context)) if a.startswith(f"{SRC}/") else a
-                    for a in step.args]  # fmt: skip
+            args = [_replayed(a, context, scratch) for a in step.args]
             if step.installs_context and ready.exists():
                 args = ["--force-reinstall", *args]
-            _pip(venv_python, args, log)
+            _pip(venv_python, args, log, {k: _replayed(v, context, scratch) for k, v in step.env})
         if stand_ins and not ready.exists():
-            _pip(venv_python, stand_ins, log)
+            constraints = work / "stand-in-constraints.txt"
+            constraints.write_text("".join(f"{line}\n" for line in _pin_lines(LOCKS / "app.txt")))
+            _pip(venv_python, [*stand_ins, "--constraint", str(constraints)], log)
+        unlocked = not_locked(venv, [p for s in replayable for p in s.files() if p.parent == LOCKS], bool(stand_ins))
+        assert unlocked == [], (
+            f"{name}: the environment holds what no lock pins (not the same on another day): {unlocked}"
+        )
         for old in venv.glob(".src-*"):
             old.unlink()
         stamp.touch()
         ready.touch()
     return ImageEnv(dockerfile, venv, tuple(notes), time.monotonic() - started)
+
+
+def _replayed(value: str, context: Path, scratch: Path) -> str:
+    """A Dockerfile path as replayed here: the build context's copy, or the scratch folder under the work folder."""
+    if value == SRC or value.startswith(f"{SRC}/"):
+        return str(context_path(value, context))
+    if value.startswith(SCRATCH):
+        return str(scratch / value[len(SCRATCH) :])
+    return value
+
+
+def _pin_lines(lock: Path) -> list[str]:
+    from tools.lockfile import read_lock
+
+    return [f"{p.name}=={p.version}{f' ; {p.marker}' if p.marker else ''}" for p in read_lock(lock)]
+
+
+def not_locked(venv: Path, locks: list[Path], stand_ins: bool) -> list[str]:
+    """Each distribution of the environment that no lock of its Dockerfile's steps (nor, for the base image's stand-ins,
+    the application lock) pins at its version. The interpreter's own pip and our package are left out."""
+    from tools.lockfile import PROJECT, expected, venv_state
+
+    environment, installed, _ = venv_state(venv)
+    pins = expected([*locks, *([LOCKS / "app.txt"] if stand_ins else [])], environment)
+    return sorted(
+        f"{name} {version} (locked: {pins[name].version if name in pins else 'no'})"
+        for name, version in installed.items()
+        if name not in ("pip", PROJECT) and (name not in pins or pins[name].version != version)
+    )
 
 
 def image_import_roots() -> dict[str, bool | tuple[str, ...]]:

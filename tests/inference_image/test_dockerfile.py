@@ -67,9 +67,17 @@ def test_installs_run_as_root_and_the_server_does_not():
     assert text.index("kubernetes-client-linux") < text.index("USER triton-server")
 
 
-def test_pip_keeps_the_base_images_packages():
-    (run,) = [r for r in _runs() if "requirements-image.txt" in r]
-    assert "-c /src/inference_image/base_image_constraints.txt" in run
+def test_pip_installs_only_from_locks_and_keeps_the_base_images_packages():
+    """locks/image-gpu.txt was compiled under base_image_constraints.txt (tests/test_locks.py checks it); the bootstrap
+    tools only build the package, from a scratch folder, so the base's own pip and setuptools stay."""
+    (run,) = [r for r in _runs() if "locks/image-gpu.txt" in r]
+    assert "pip install --require-hashes --no-deps -r /src/locks/image-gpu.txt" in run
+    assert (
+        "--target /tmp/bootstrap -r /src/locks/bootstrap.txt" in run
+        and "--mount=type=tmpfs,target=/tmp/bootstrap" in run
+    )
+    assert "PYTHONPATH=/tmp/bootstrap python3 -m pip install --no-deps --no-build-isolation /src" in run
+    assert "requirements-image.txt" not in run
 
 
 def test_the_efa_environment_turns_the_plugin_on():

@@ -1,29 +1,27 @@
-"""The image's Python requirements resolve together with what the base image ships (pip's resolver).
+"""The GPU image's Python requirements, locked with what the base image ships (locks/image-gpu.txt).
 
-Needs PyPI: pip fetches package metadata (``--dry-run``, nothing is installed). Without PyPI the
-resolution tests skip, unless ``CI`` is set: there an unreachable index is a failure, not a pass.
+``make lock`` resolves requirements-image.txt for the base's Python (the ``# python:`` line of
+base_image_constraints.txt) with base_image_constraints.txt as constraints; the Dockerfile installs the lock with
+--no-deps, which replaces the base's copy of any distribution it pins. Hermetic: these tests read the files only.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
-import urllib.error
-import urllib.request
 from pathlib import Path
 
-import pytest
+from packaging.markers import default_environment
 from packaging.requirements import Requirement
+
+from tools import lock as lock_tool
+from tools.lockfile import expected, normalize
 
 IMAGE = Path(__file__).resolve().parents[2] / "inference_image"
 REQUIREMENTS = IMAGE / "requirements-image.txt"
 CONSTRAINTS = IMAGE / "base_image_constraints.txt"
-PYPI = "https://pypi.org/simple/"
-PIP_TIMEOUT = 240
-# The base image's interpreter and platform (recorded in base_image_constraints.txt).
-PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64")
+LOCK = lock_tool.IMAGE_GPU.path
+# What the base's transformers==4.57.1 brings with it (its own tokenizers>=0.22,<=0.23): never asked for again.
+BASE_BRINGS = {"tokenizers"}
 
 
 def _requirements(path: Path) -> list[Requirement]:
@@ -37,65 +35,45 @@ def _base_python() -> str:
     return match.group(1)
 
 
-@pytest.fixture(scope="module")
-def pypi() -> None:
-    try:
-        with urllib.request.urlopen(urllib.request.Request(PYPI, method="HEAD"), timeout=10):
-            return
-    except (urllib.error.URLError, OSError) as err:
-        if os.environ.get("CI"):
-            pytest.fail(f"PyPI is unreachable in CI ({err}); the image requirements cannot be checked")
-        pytest.skip(f"PyPI is unreachable ({err}); set CI to make this a failure")
-
-
-def _resolve(tmp_path: Path, *requirement_files: Path) -> subprocess.CompletedProcess[str]:
-    platforms = [arg for platform in PLATFORMS for arg in ("--platform", platform)]
-    files = [arg for path in requirement_files for arg in ("-r", str(path))]
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "--dry-run",
-            "--ignore-installed",
-            "--quiet",
-            "--report",
-            str(tmp_path / "report.json"),
-            "--python-version",
-            _base_python(),
-            "--only-binary=:all:",
-            *platforms,
-            *files,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=PIP_TIMEOUT,
-        check=False,
-    )
+def base_conflicts(lock: Path) -> list[str]:
+    """What the lock would do to the base image: pin what only the base may pin, or leave a constraint's range."""
+    environment = {
+        **default_environment(),
+        "python_version": _base_python(),
+        "python_full_version": f"{_base_python()}.0",
+    }
+    pins = expected([lock], environment)
+    found = []
+    for req in _requirements(CONSTRAINTS):
+        pin = pins.get(normalize(req.name))
+        if pin and not req.specifier.contains(pin.version, prereleases=True):
+            found.append(f"{pin.name}=={pin.version} outside the base's {req}")
+    found += [f"{name}=={pins[name].version} is the base's own" for name in sorted(BASE_BRINGS & pins.keys())]
+    return found
 
 
 def test_nothing_the_base_pins_is_asked_for_again():
-    pinned = {req.name.lower() for req in _requirements(CONSTRAINTS)} | {"tokenizers"}  # transformers' own
+    pinned = {req.name.lower() for req in _requirements(CONSTRAINTS)} | BASE_BRINGS
     asked = {req.name.lower() for req in _requirements(REQUIREMENTS)}
     assert asked.isdisjoint(pinned), asked & pinned
     for req in _requirements(REQUIREMENTS):
         assert req.specifier and any(s.operator == "<" for s in req.specifier), f"{req} needs an upper bound"
 
 
-@pytest.mark.network
-def test_image_requirements_resolve_with_the_base_images_packages(pypi, tmp_path):
-    result = _resolve(tmp_path, REQUIREMENTS, CONSTRAINTS)
-    errors = "\n".join(line for line in result.stderr.splitlines() if not line.startswith("WARNING"))
-    assert result.returncode == 0, f"pip cannot resolve the image requirements with the base image's:\n{errors}"
-    assert (tmp_path / "report.json").is_file()
+def test_the_lock_is_compiled_for_the_base_python_under_its_constraints():
+    assert lock_tool.IMAGE_GPU.python == _base_python()
+    assert CONSTRAINTS in lock_tool.IMAGE_GPU.constraints
+    assert lock_tool.IMAGE_GPU.inputs == (REQUIREMENTS.relative_to(lock_tool.REPO).as_posix(),)
 
 
-@pytest.mark.network
-def test_the_resolver_catches_the_conflict_the_image_had(pypi, tmp_path):
-    """The check can fail: a ``tokenizers`` below what the base's transformers==4.57.1 needs (>=0.22)."""
-    broken = tmp_path / "broken.txt"
-    broken.write_text(REQUIREMENTS.read_text() + "tokenizers>=0.20,<0.22\n")
-    result = _resolve(tmp_path, broken, CONSTRAINTS)
-    assert result.returncode != 0
-    assert "tokenizers" in result.stderr and "conflict" in result.stderr.lower()
+def test_the_lock_keeps_the_base_images_packages():
+    assert base_conflicts(LOCK) == []
+
+
+def test_the_check_catches_the_conflict_the_image_had(tmp_path):
+    """The check can fail: a lock asking for ``tokenizers`` (the base's transformers==4.57.1 needs its own) or a
+    numpy 2 (the base's TensorRT-LLM asks numpy<2)."""
+    broken = tmp_path / "image-gpu.txt"
+    broken.write_text(LOCK.read_text() + "tokenizers==0.21.0 \\\n    --hash=sha256:00\n")
+    broken.write_text(re.sub(r"^numpy==\S+", "numpy==2.0.0", broken.read_text(), flags=re.MULTILINE))
+    assert base_conflicts(broken) == ["numpy==2.0.0 outside the base's numpy<2", "tokenizers==0.21.0 is the base's own"]

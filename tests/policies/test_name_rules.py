@@ -4,6 +4,8 @@ kind of name (set, prefix, autoname, nested), and the table pinned against botoc
 botocore 1.44.8 is the primary, versioned source: its ``data/<service>/<api-version>/service-2.json.gz``
 shapes carry ``max``/``min``/``pattern``; where the table says ``shape X``, this test reads X from the
 installed botocore and requires the table to agree, so a botocore upgrade that changes a limit fails here.
+The version is the lock's (tests/locks.py): an installed botocore that differs is a broken install, and a lock
+that moved past the version the table cites says which facts to re-read.
 """
 
 from __future__ import annotations
@@ -11,7 +13,6 @@ from __future__ import annotations
 import gzip
 import json
 import re
-from importlib.metadata import version
 from pathlib import Path
 
 import botocore
@@ -19,10 +20,10 @@ import pulumi_aws as aws
 import pytest
 
 from inference_platform.catalog.names import fit_name
-from inference_platform.policies.rules.names import NAME_RULES, RULES_BY_TYPE, NameRule
+from inference_platform.policies.rules.names import BOTOCORE, NAME_RULES, PULUMI_AWS, RULES_BY_TYPE, NameRule
+from tests.locks import moved_past, require_locked
 
 POLICY = "aws-physical-names"
-BOTOCORE_VERSION = "1.44.8"
 BOTOCORE_DATA = Path(botocore.__file__).parent / "data"
 
 
@@ -126,8 +127,9 @@ def test_a_stack_name_with_a_hash_passes_every_row():
 
 
 def test_botocore_is_the_version_the_table_cites():
-    assert botocore.__version__ == BOTOCORE_VERSION, "re-read the shapes the table cites, then bump BOTOCORE"
-    assert all(BOTOCORE_VERSION in r.source or "pulumi-aws 7.51.1" in r.source for r in NAME_RULES)
+    locked = require_locked("botocore")  # else: broken install
+    assert BOTOCORE.split()[:2] == ["botocore", locked], moved_past("botocore", BOTOCORE.split()[1])
+    assert all(r.source.startswith((BOTOCORE, PULUMI_AWS)) for r in NAME_RULES)
 
 
 def _shape(service: str, version: str, shape: str) -> dict:
@@ -187,7 +189,8 @@ def test_limits_from_botocore_documentation(service, version, operation, member,
     ],
 )
 def test_limits_from_pulumi_aws_docstrings(module, words):
-    assert version("pulumi_aws") == "7.51.1", "re-read the docstrings the table cites, then bump PULUMI_AWS"
+    locked = require_locked("pulumi-aws")  # else: broken install
+    assert PULUMI_AWS.split()[:2] == ["pulumi-aws", locked], moved_past("pulumi-aws", PULUMI_AWS.split()[1])
     text = (Path(aws.__file__).parent / module).read_text()
     for word in words:
         assert word in text, f"pulumi_aws/{module}: {word!r}"

@@ -38,12 +38,13 @@ def test_the_host_runs_the_folder_s_main_which_serves_the_components():
 
 
 def test_its_virtualenv_installs_this_repository_s_package():
-    """pip runs in provider/, so ``..`` is the checkout the folder sits in."""
+    """pip runs in provider/, so ``..`` is the checkout the folder sits in; its dependencies at the core lock's exact
+    versions (locks/core.txt, written by `make lock`: tests/test_locks.py keeps them equal)."""
     requirements = [
         line.strip()
         for line in (PLUGIN_DIR / "requirements.txt").read_text().splitlines()
         if line.strip() and not line.startswith("#")
     ]
-    assert requirements == [".."]
+    assert requirements[-1] == ".." and all("==" in r for r in requirements[:-1])
     project = tomllib.loads((PLUGIN_DIR / ".." / "pyproject.toml").read_text())["project"]
     assert project["name"] == "inference-platform"
