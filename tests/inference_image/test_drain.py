@@ -16,6 +16,7 @@ import pytest
 from inference_platform.components.catalog import open_mpi
 from inference_platform.inference_image import drain, mpi_world
 
+from inference_platform.processes import die_with_parent
 from tests.mpi_tools import local_agent, mpi_env, mpirun
 
 pytestmark = pytest.mark.live  # timing-sensitive real processes: on the live-servers worker (tests/conftest.py)
@@ -61,7 +62,7 @@ def _group(tmp_path: Path, line: str, *, drain_seconds: float, exit_timeout: flo
     env = mpi_env(**dict(open_mpi.launch_agent_env(str(local_agent(tmp_path)))), LOGS=str(tmp_path),
                   DRAIN=str(drain_seconds))  # fmt: skip
     spec = {"mpirun": argv, "pidfile": str(pidfile), "exit_timeout": exit_timeout}
-    proc = subprocess.Popen([sys.executable, "-c", SUPERVISE, json.dumps(spec)], env=env)
+    proc = subprocess.Popen([sys.executable, "-c", SUPERVISE, json.dumps(spec)], env=env, preexec_fn=die_with_parent())
     deadline = time.monotonic() + 60
     while not ((tmp_path / "server").exists() and (tmp_path / "rank-1").exists()) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -136,7 +137,7 @@ sys.exit(drain.hold(float(sys.argv[2]), busy=flag.exists))
 def test_a_worker_holds_its_ranks_through_the_drain_up_to_the_budget(tmp_path, release_after, budget, expect):
     flag = tmp_path / "ranks-running"
     flag.touch()
-    proc = subprocess.Popen([sys.executable, "-c", HOLD, str(flag), str(budget)])
+    proc = subprocess.Popen([sys.executable, "-c", HOLD, str(flag), str(budget)], preexec_fn=die_with_parent())
     time.sleep(1.5)
     assert proc.poll() is None  # idle until SIGTERM
     proc.send_signal(signal.SIGTERM)

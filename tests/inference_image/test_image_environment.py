@@ -38,6 +38,7 @@ from inference_platform.inferctl.plan.report import to_json
 from inference_platform.infra.settings.serving import BACKEND_VENDORS
 from inference_platform.offline_plan import stack_settings
 
+from inference_platform.processes import die_with_parent
 from tests.inference_image.image_env import IMAGE, ImageEnv, entrypoint, image_commands, image_env, image_import_roots
 from tests.runtime_imports import chain, closure
 from tests.system_tools import require_pypi
@@ -364,7 +365,9 @@ def test_the_openai_server_serves_in_the_gpu_image_environment(env_of, audit, tm
         "PYTHONPATH": str(audit),
     }
     with log.open("wb") as out:
-        process = subprocess.Popen(argv, cwd=tmp_path, env=environ, stdout=out, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            argv, cwd=tmp_path, env=environ, stdout=out, stderr=subprocess.STDOUT, preexec_fn=die_with_parent()
+        )
     try:
         base = f"http://127.0.0.1:{port}"
 

@@ -96,7 +96,7 @@ def test_roles_as_the_cluster_runs_them_master_here_workers_as_their_own_process
     import subprocess
     import sys
 
-    from inference_platform.processes import free_port
+    from inference_platform.processes import die_with_parent, free_port
 
     port = free_port()
     common = ["--url", server.openai_url, "--shape", "concurrency", "--concurrency", "4", "--isl", "8", "--osl", "6",
@@ -109,7 +109,12 @@ def test_roles_as_the_cluster_runs_them_master_here_workers_as_their_own_process
             argv = [sys.executable, "-m", "inference_platform.inferctl", "loadtest", "run", *common, "--role", "worker",
                     "--out", str(tmp_path / f"worker-{index}")]  # fmt: skip
             log = open(tmp_path / f"worker-{index}.log", "wb")  # noqa: SIM115 - closed with the process
-            workers.append((subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT), log))
+            workers.append(
+                (
+                    subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT, preexec_fn=die_with_parent()),
+                    log,
+                )
+            )
         code = main(["loadtest", "run", *common, "--role", "master", "--out", str(tmp_path / "master")])
         for process, _ in workers:
             process.wait(timeout=30)  # they leave when the master quits

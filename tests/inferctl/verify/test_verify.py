@@ -21,6 +21,7 @@ from inference_platform.inferctl.cli import main
 from inference_platform.inference_image.testing.cpu_llm_api.local import Timing
 from inference_platform.offline_plan import stack_settings
 
+from inference_platform.processes import die_with_parent
 from tests.inferctl.serving.openai_stack import OpenAIStack, openai_stack
 
 pytestmark = [pytest.mark.triton, pytest.mark.timeout(300)]
@@ -124,7 +125,9 @@ def test_a_server_killed_mid_run_fails_the_verdict_with_errors_counted(tmp_path)
     with openai_stack(stack_settings.load("dev"), work, Timing(), edge=False) as running:
         argv = [sys.executable, "-m", "inference_platform.inferctl", "verify", "--stack", "dev", "--stack-file", str(stack),
                 "--url", running.openai_url, "--out", str(out)]  # fmt: skip
-        verify_process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=REPO)
+        verify_process = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=REPO, preexec_fn=die_with_parent()
+        )
         try:
             records = out / "requests.jsonl"
             deadline = time.monotonic() + 120
