@@ -15,6 +15,9 @@ import pytest
 from inference_platform.offline_plan.engine import ProgramRun, run_function
 from inference_platform.offline_plan.recorder import RecordedResource
 
+# Seconds per area at the end of every run (tests/area_report.py); nothing the run starts outlives it (tests/reaper.py).
+pytest_plugins = ("tests.area_report", "tests.reaper")
+
 REPO = Path(__file__).resolve().parents[1]
 STACKS = ("dev", "prod", "npu")
 LIVE_MARKERS = ("triton", "edge", "motoserver", "live")
