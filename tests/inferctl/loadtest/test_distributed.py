@@ -9,27 +9,22 @@ recorded, never how fast.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import pytest
 from inference_platform.inferctl.cli import main
-from inference_platform.inference_image.testing.cpu_llm_api.local import Timing
 from inference_platform.loadgen import records as rec
 from inference_platform.loadgen.config import LoadConfig, Shape, SizeDistribution
 from inference_platform.loadgen.runner import run
-from inference_platform.offline_plan import stack_settings
 
 from tests.inferctl.serving.conftest import leftover_processes
-from tests.inferctl.serving.openai_stack import OpenAIStack, openai_stack
+from tests.inferctl.serving.openai_stack import OpenAIStack
 
 pytestmark = [pytest.mark.triton, pytest.mark.timeout(300)]
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OpenAIStack]:
-    timing = Timing(first_token_delay_ms=10, token_delay_ms=3)
-    with openai_stack(stack_settings.load("dev"), tmp_path_factory.mktemp("openai"), timing) as running:
-        yield running
+@pytest.fixture
+def server(shared_stack: OpenAIStack) -> OpenAIStack:
+    return shared_stack  # the worker's one stack (tests/shared_stack.py)
 
 
 def test_master_and_two_workers_ramp_through_the_edge_with_structured_requests_mixed_in(server, tmp_path):

@@ -16,15 +16,11 @@ import httpx
 import jsonschema
 import openai
 import pytest
-from inference_platform.inference_image.testing.cpu_llm_api.local import Timing
 from inference_platform.offline_plan import stack_settings
 from tokenizers import Tokenizer
 
-from tests.inferctl.serving.openai_stack import openai_stack
-
 pytestmark = [pytest.mark.triton, pytest.mark.edge, pytest.mark.timeout(300)]
 
-TIMING = Timing(first_token_delay_ms=10, token_delay_ms=4)
 TOKENS_PER_BLOCK = 32
 FREED_WITHIN_S = 1.0
 PERSON = {
@@ -41,9 +37,8 @@ FREED: list[float] = []
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory):
-    with openai_stack(stack_settings.load("dev"), tmp_path_factory.mktemp("openai"), TIMING) as running:
-        yield running
+def stack(shared_stack):
+    yield shared_stack  # the worker's one stack, with its edge (tests/shared_stack.py)
     if FREED:
         print(f"\nslot freed after the client left (s): median {statistics.median(FREED):.2f}, max {max(FREED):.2f}")
 
@@ -191,7 +186,7 @@ def test_unknown_models_and_unsupported_parameters_get_openai_errors(client, sta
 
 @pytest.mark.parametrize("kind", ["chat", "completion"])
 def test_a_client_that_leaves_mid_stream_frees_its_slot_within_a_second(client, stack, kind):
-    long_text = "lorem ipsum dolor sit amet " * 80  # ~2,100 tokens at 4 ms each: ~8 s if nobody stopped it
+    long_text = "lorem ipsum dolor sit amet " * 80  # ~2,100 tokens at 3 ms each: ~6 s if nobody stopped it
     if kind == "chat":
         stream = client.chat.completions.create(
             model=stack.served_model, messages=[{"role": "user", "content": long_text}], stream=True
