@@ -19,7 +19,7 @@ from inference_platform.inference_image import drain, mpi_world
 from inference_platform.processes import die_with_parent
 from tests.mpi_tools import local_agent, mpi_env, mpirun
 
-pytestmark = pytest.mark.live  # timing-sensitive real processes: on the live-servers worker (tests/conftest.py)
+pytestmark = pytest.mark.live  # real processes that mostly wait: scheduled first (tests/conftest.py)
 
 # TEST STAND-IN for trtllm-llmapi-launch: rank 0 runs the command it is given, the others a worker loop.
 LAUNCH = """#!/bin/sh

@@ -14,7 +14,7 @@ from inference_platform.components.catalog import open_mpi
 from inference_platform.processes import die_with_parent
 from tests.mpi_tools import local_agent, mpi_env, mpirun
 
-pytestmark = pytest.mark.live  # timing-sensitive real processes: on the live-servers worker (tests/conftest.py)
+pytestmark = pytest.mark.live  # real processes that mostly wait: scheduled first (tests/conftest.py)
 
 # A rank that records when SIGCONT/SIGTERM arrive and would take 30 s to drain: only SIGKILL stops it sooner.
 RANK = """#!/bin/sh
