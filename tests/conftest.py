@@ -16,30 +16,12 @@ from inference_platform.offline_plan.engine import ProgramRun, run_function
 from inference_platform.offline_plan.recorder import RecordedResource
 
 # Seconds per area at the end of every run (tests/area_report.py); nothing the run starts outlives it (tests/reaper.py);
-# one local OpenAI stack per worker for the tests that only send it requests (tests/shared_stack.py).
-pytest_plugins = ("tests.area_report", "tests.reaper", "tests.shared_stack")
+# one local OpenAI stack per worker for the tests that only send it requests (tests/shared_stack.py); which worker
+# runs what, in which order (tests/scheduling.py).
+pytest_plugins = ("tests.area_report", "tests.reaper", "tests.shared_stack", "tests.scheduling")
 
 REPO = Path(__file__).resolve().parents[1]
 STACKS = ("dev", "prod", "npu")
-LIVE_MARKERS = ("triton", "edge", "motoserver", "live", "network")
-"""Tests that start real servers, load generators or installs: they mostly wait (on sleeps of stand-ins, on
-servers, on pip), using a third of a core on average, so ``make test`` runs more xdist workers than cores and
-starts these first, while the CPU-bound unit tests fill the cores around them (docs/benchmarks.md)."""
-SHARED = {"stack_plan": "stack-plans", "shared_stack": "openai-stack"}
-"""Session fixtures expensive enough to start once per worker: their users go to one worker (an xdist group)."""
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    # tryfirst: pytest-xdist's own hook turns xdist_group marks into scheduling scopes, and runs first otherwise
-    # (it is registered after this conftest): marks added after it are silently ignored.
-    for item in items:
-        fixtures = getattr(item, "fixturenames", ())
-        group = next((g for fixture, g in SHARED.items() if fixture in fixtures), None)
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
-    # Waiting tests first (stable: otherwise in collection order), so the longest ones do not end the run alone.
-    items.sort(key=lambda item: not any(item.get_closest_marker(name) for name in LIVE_MARKERS))
 
 
 @pytest.fixture(scope="session")

@@ -21,8 +21,10 @@ import pytest
 
 from tests.run_processes import RUN_ENV, RunProcess, ancestors, describe, kill, wait_gone
 
+GRACE_ENV = "INFERENCE_PLATFORM_REAPER_GRACE_SECONDS"
 GRACE_SECONDS = 10.0
-"""How long processes still being stopped at the session's end get before they count as left behind."""
+"""How long processes still being stopped at the session's end get before they count as left behind (default;
+``$INFERENCE_PLATFORM_REAPER_GRACE_SECONDS`` overrides, e.g. for a run that leaks on purpose)."""
 
 
 class Reaper:
@@ -33,7 +35,8 @@ class Reaper:
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         # trylast: after pytest-xdist has stopped its workers (their own fixtures stopped their servers).
-        self.reaped = wait_gone(self.marker, GRACE_SECONDS, exclude=ancestors())
+        grace = float(os.environ.get(GRACE_ENV, GRACE_SECONDS))
+        self.reaped = wait_gone(self.marker, grace, exclude=ancestors())
         if not self.reaped:
             return
         kill(self.reaped)

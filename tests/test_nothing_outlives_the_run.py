@@ -21,6 +21,7 @@ import pytest
 
 from inference_platform.processes import die_with_parent
 from tests.conftest import REPO
+from tests.reaper import GRACE_ENV
 from tests.run_processes import RUN_ENV, describe, kill, processes_of
 
 START_TIMEOUT = 180.0
@@ -143,7 +144,8 @@ def test_leaks_a_process():
 def test_a_run_that_leaks_a_process_kills_it_names_it_and_fails(tmp_path):
     (tmp_path / "test_leaks.py").write_text(LEAKS)
     marker = run_marker("leaky")
-    env = {**os.environ, RUN_ENV: marker, "PYTHONPATH": str(REPO)}
+    # No grace: nothing of this run is being stopped at its end, the leak would only be waited for.
+    env = {**os.environ, RUN_ENV: marker, "PYTHONPATH": str(REPO), GRACE_ENV: "0"}
     argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "tests.reaper", "-q", "test_leaks.py"]
     try:
         result = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
