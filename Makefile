@@ -9,8 +9,10 @@ STACK ?= dev
 STACK_FILE ?=
 PROGRAM ?=
 PYTEST_ARGS ?=
-# pytest-xdist workers for `make test` (PYTEST_WORKERS=0 runs in this process, e.g. to debug).
-PYTEST_WORKERS ?= 2
+# pytest-xdist workers for `make test` (PYTEST_WORKERS=0 runs in this process, e.g. to debug). More than the
+# 2 cores CI has: the live tests mostly wait on servers and stand-ins, and the unit tests fill the cores meanwhile
+# (tests/conftest.py; docs/benchmarks.md).
+PYTEST_WORKERS ?= 4
 BENCH_ARGS ?=
 
 # Every install comes from a lock (locks/, compiled by `make lock`): exact versions with the hashes of their files,
@@ -71,7 +73,7 @@ lint: venv
 	$(BIN)/ruff format --check .
 
 test: venv checkov system-deps lint
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --durations=15 $(PYTEST_ARGS)
 
 bench: venv
 	$(BIN)/python -m bench $(BENCH_ARGS)

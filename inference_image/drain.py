@@ -31,6 +31,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from inference_platform.processes import die_with_parent
+
 POLL_SECONDS = 0.1
 STOP_GRACE_SECONDS = 5.0
 """After the drain: how long the remaining processes get between SIGTERM and SIGKILL."""
@@ -73,7 +75,11 @@ class Supervisor:
                 if child.pidfile is not None:
                     # /tmp outlives a container restart: a stale pid could name an unrelated process.
                     child.pidfile.unlink(missing_ok=True)
-                self.procs[child.name] = subprocess.Popen(list(child.argv), start_new_session=True)
+                # In a pod this is PID 1 and its end ends the container; run anywhere else (a test, a VM), a
+                # supervisor killed untidily must not leave mpirun or the sidecars behind.
+                self.procs[child.name] = subprocess.Popen(
+                    list(child.argv), start_new_session=True, preexec_fn=die_with_parent()
+                )
             while not self.terminating.is_set():
                 for child in self.children:
                     code = self.procs[child.name].poll()

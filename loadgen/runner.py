@@ -20,7 +20,7 @@ from pathlib import Path
 
 from inference_platform.loadgen.config import API_KEY_ENV, CONFIG_ENV, RECORDS_ENV, WORKER_INDEX_ENV, LoadConfig
 from inference_platform.loadgen.records import RequestRecord, read_jsonl
-from inference_platform.processes import free_port, stop_group
+from inference_platform.processes import die_with_parent, free_port, stop_group
 
 # Never imported here: importing Locust monkey-patches the whole process for gevent.
 LOCUSTFILE = Path(__file__).with_name("locustfile.py")
@@ -210,6 +210,8 @@ def run(
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                # Killed untidily, this process stops nothing: the kernel then sends each role a SIGTERM.
+                preexec_fn=die_with_parent(),
             )
         lead = processes["local"] if config.workers == 0 else processes["master"]
         timed_out = _wait(lead, started + wall_bound_s(config, expect_workers_s=expect_workers_s), started,

@@ -16,22 +16,13 @@ import pytest
 from inference_platform.offline_plan.engine import ProgramRun, run_function
 from inference_platform.offline_plan.recorder import RecordedResource
 
+# Seconds per area at the end of every run (tests/area_report.py); nothing the run starts outlives it (tests/reaper.py);
+# one local OpenAI stack per worker for the tests that only send it requests (tests/shared_stack.py); which worker
+# runs what, in which order (tests/scheduling.py).
+pytest_plugins = ("tests.area_report", "tests.reaper", "tests.shared_stack", "tests.scheduling")
+
 REPO = Path(__file__).resolve().parents[1]
 STACKS = ("dev", "prod", "npu")
-LIVE_MARKERS = ("triton", "edge", "motoserver", "live")
-"""Tests that start real server processes. Under pytest-xdist (``make test`` runs ``-n 2 --dist
-loadgroup``) they all go to one worker, one after another: their ports are free ports and their paths
-private, but they are CPU-hungry and time-bounded, and two at once on a 2-core machine starve each
-other; one worker also starts each session-scoped server once."""
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
-        if any(item.get_closest_marker(name) for name in LIVE_MARKERS):
-            item.add_marker(pytest.mark.xdist_group("live-servers"))
-        elif "stack_plan" in getattr(item, "fixturenames", ()):
-            # The shipped stacks are planned once per worker (session fixture): keep their users on one.
-            item.add_marker(pytest.mark.xdist_group("stack-plans"))
 
 
 @pytest.fixture(scope="session")

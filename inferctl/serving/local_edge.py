@@ -24,7 +24,7 @@ from inference_platform.catalog.edge_policy import EdgePolicy
 from inference_platform.errors import CommandError
 from inference_platform.inferctl.serving.edge_envoy import Listener, Upstream, render_bootstrap
 from inference_platform.inferctl.serving.edge_tls import LocalCertificates, write_local_certificates
-from inference_platform.processes import stop_group
+from inference_platform.processes import die_with_parent, stop_group
 
 READY_TIMEOUT = 30.0
 STOP_TIMEOUT = 10.0
@@ -136,7 +136,9 @@ def envoy_process(
         str(log),
         *extra,
     ]
-    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    # Its own session (stop_group stops it whole), and a SIGTERM from the kernel if this process dies untidily.
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                               preexec_fn=die_with_parent())  # fmt: skip
     try:
         _wait_ready(process, admin_url, log, ready_timeout)
         yield process

@@ -9,9 +9,7 @@ server already on that port (a second ``serve-local``) never makes this one look
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.parse
@@ -23,7 +21,7 @@ from typing import BinaryIO
 
 from inference_platform.errors import CommandError
 from inference_platform.inference_image.defaults import READY_PATH
-from inference_platform.processes import stop_group
+from inference_platform.processes import die_with_parent, stop_group
 
 DEFAULT_READY_TIMEOUT = 120.0
 STOP_TIMEOUT = 20.0
@@ -60,7 +58,7 @@ class ServerProcess:
             stdout=output,
             stderr=subprocess.STDOUT if output else None,
             start_new_session=True,
-            preexec_fn=_terminate_with_parent,
+            preexec_fn=die_with_parent(),
         )
         self._output = output
         return self
@@ -110,16 +108,6 @@ class ServerProcess:
 
     def _log_hint(self) -> str:
         return f" (log: {self.log})" if self.log is not None else ""
-
-
-def _terminate_with_parent() -> None:
-    """In the child before exec: PR_SET_PDEATHSIG(SIGTERM), where the platform has prctl (Linux)."""
-    if not sys.platform.startswith("linux"):
-        return
-    import ctypes
-
-    pr_set_pdeathsig = 1
-    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
 
 
 def _ready(url: str) -> bool:

@@ -28,7 +28,7 @@ from typing import Any
 import boto3
 import pytest
 
-from inference_platform.processes import free_port, stop_group
+from inference_platform.processes import die_with_parent, free_port, stop_group
 
 REPO = Path(__file__).resolve().parents[2]
 LOOPBACK = "127.0.0.1"
@@ -94,6 +94,7 @@ class Lane:
         popen = subprocess.Popen(
             [self.python, "-m", "inference_platform.batch", role],
             env=full, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True, cwd=self.work,
+            preexec_fn=die_with_parent(),
         )  # fmt: skip
         handle.close()
         self.processes.append(popen)
@@ -249,6 +250,7 @@ def stand_in_serving(
         [sys.executable, "-m", "tests.batch.openai_stand_in", "--port", str(port), "--slots", str(slots),
          "--token-ms", str(token_ms), "--first-token-ms", str(first_token_ms)],
         cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        preexec_fn=die_with_parent(),
     )  # fmt: skip
     log.close()
     url = f"http://{LOOPBACK}:{port}"

@@ -8,6 +8,7 @@ checked against what the synchronous API returns through the same edge for the s
 from __future__ import annotations
 
 import dataclasses
+from concurrent.futures import ThreadPoolExecutor
 
 import openai
 import pytest
@@ -15,15 +16,12 @@ import pytest
 from inference_platform.components.batch.edge_routes import ROUTE_KEY, route_group
 from inference_platform.inferctl.serving.edge_envoy import Upstream
 from inference_platform.inferctl.serving.local_edge import generate_keys, run_edge
-from inference_platform.inference_image.testing.cpu_llm_api.local import Timing
 from inference_platform.processes import free_port
 from inference_platform.settings import stack_files
 from tests.batch.lane_requests import chat_line, file_lines, jsonl, wait_finished
-from tests.inferctl.serving.openai_stack import openai_stack
 
 pytestmark = [pytest.mark.triton, pytest.mark.edge, pytest.mark.motoserver, pytest.mark.timeout(600)]
 
-TIMING = Timing(first_token_delay_ms=10, token_delay_ms=4)
 LINES = 300
 BAD = 150
 LOOPBACK = "127.0.0.1"
@@ -34,10 +32,9 @@ def settings():
     return stack_files.load("dev")
 
 
-@pytest.fixture(scope="module")
-def serving(settings, tmp_path_factory):
-    with openai_stack(settings, tmp_path_factory.mktemp("openai"), TIMING, edge=False) as stack:
-        yield stack
+@pytest.fixture
+def serving(shared_stack):
+    return shared_stack  # the worker's one stack (tests/shared_stack.py); this test puts its own edge in front
 
 
 def test_the_openai_clients_batch_calls_work_through_the_local_edge(settings, serving, lane_factory, tmp_path):
@@ -88,8 +85,10 @@ def test_the_openai_clients_batch_calls_work_through_the_local_edge(settings, se
         good = [line for i, line in enumerate(lines) if i != BAD]
         assert [o["custom_id"] for o in output] == [line["custom_id"] for line in good]
         assert client.files.retrieve(done.output_file_id).purpose == "batch_output"
-        for line, out in zip(good, output, strict=True):
-            sync = client.chat.completions.create(**line["body"])
+        # Every line asked again through the synchronous API, eight at a time (as the worker asked them).
+        with ThreadPoolExecutor(8) as pool:
+            syncs = list(pool.map(lambda line: client.chat.completions.create(**line["body"]), good))
+        for line, out, sync in zip(good, output, syncs, strict=True):
             answer = out["response"]["body"]
             assert out["response"]["status_code"] == 200 and out["error"] is None
             assert answer["choices"][0]["message"]["content"] == sync.choices[0].message.content, line["custom_id"]

@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from inference_platform.catalog import open_mpi
+from inference_platform.processes import die_with_parent
 from tests.mpi_tools import local_agent, mpi_env, mpirun
 
-pytestmark = pytest.mark.live  # timing-sensitive real processes: on the live-servers worker (tests/conftest.py)
+pytestmark = pytest.mark.live  # real processes that mostly wait: scheduled first (tests/conftest.py)
 
 # A rank that records when SIGCONT/SIGTERM arrive and would take 30 s to drain: only SIGKILL stops it sooner.
 RANK = """#!/bin/sh
@@ -34,7 +35,7 @@ def _terminate(binary: Path, tmp_path: Path, **env: str) -> tuple[float, list[di
     rank.write_text(RANK)
     rank.chmod(0o755)
     proc = subprocess.Popen([str(binary), "-n", "2", "--oversubscribe", str(rank), str(tmp_path)], env=mpi_env(**env),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=die_with_parent())  # fmt: skip
     try:
         deadline = time.monotonic() + 60
         while len(list(tmp_path.glob("rank-*"))) < 2 and time.monotonic() < deadline:

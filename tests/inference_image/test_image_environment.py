@@ -36,6 +36,7 @@ import pytest
 
 from inference_platform.inferctl.cli import COMMANDS
 from inference_platform.inferctl.plan.report import to_json
+from inference_platform.processes import die_with_parent
 from inference_platform.settings import stack_files
 from inference_platform.settings.serving import BACKEND_VENDORS
 from tests.inference_image.image_env import IMAGE, ImageEnv, entrypoint, image_commands, image_env, image_import_roots
@@ -365,7 +366,9 @@ def test_the_openai_server_serves_in_the_gpu_image_environment(env_of, audit, tm
         "PYTHONPATH": str(audit),
     }
     with log.open("wb") as out:
-        process = subprocess.Popen(argv, cwd=tmp_path, env=environ, stdout=out, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            argv, cwd=tmp_path, env=environ, stdout=out, stderr=subprocess.STDOUT, preexec_fn=die_with_parent()
+        )
     try:
         base = f"http://127.0.0.1:{port}"
 

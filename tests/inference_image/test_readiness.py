@@ -4,7 +4,6 @@ ready without extra requests, and concurrent probes share one generation."""
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
 
@@ -24,13 +23,11 @@ def test_a_hung_engine_is_unready_within_the_deadline():
 
     async def probe():
         check = readiness.GenerationCheck(generate, deadline_seconds=0.3, fresh_seconds=0)
-        started = time.monotonic()
-        ok, reason = await check.ready()
-        return ok, reason, time.monotonic() - started
+        # The check's own deadline must end it: the generous outer bound only turns a hang into a failure.
+        return await asyncio.wait_for(check.ready(), timeout=60)
 
-    ok, reason, took = run(probe())
+    ok, reason = run(probe())
     assert not ok and "did not finish within 0.3 s" in reason
-    assert 0.25 < took < 1.5
 
 
 def test_an_engine_that_generates_is_ready_and_a_failure_says_why():

@@ -17,6 +17,8 @@ from typing import Any
 
 import yaml
 
+from inference_platform.processes import die_with_parent
+
 LOOPBACK = "127.0.0.1"
 READY_TIMEOUT = 60.0
 STOP_TIMEOUT = 20.0
@@ -109,7 +111,9 @@ def running_prometheus(
         "--log.level=warn",
     ]
     with open(log, "wb") as output:
-        process = subprocess.Popen(argv, stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
+        process = subprocess.Popen(
+            argv, stdout=output, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=die_with_parent()
+        )
         try:
             prometheus = Prometheus(url=f"http://{LOOPBACK}:{port}", log=log)
             _wait_ready(process, prometheus)

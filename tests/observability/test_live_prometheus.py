@@ -35,10 +35,8 @@ from inference_platform.components.autoscaling.scaled_object import (
 from inference_platform.components.observability.dashboards import expand, queries, render
 from inference_platform.components.observability.promql import Scope
 from inference_platform.components.observability.rules import RuleSet, rule_groups, rules_file
-from inference_platform.inference_image.testing.cpu_llm_api.local import Timing
 from inference_platform.processes import free_port
 from inference_platform.settings import stack_files
-from tests.inferctl.serving.openai_stack import openai_stack
 from tests.observability.keda_hpa import composite, recommendation
 from tests.observability.prometheus_server import Target, running_prometheus
 from tests.system_tools import require_tool
@@ -70,7 +68,6 @@ SERVING_PANELS_WITH_DATA = (
     "KV cache",
 )
 REPO = Path(__file__).resolve().parents[2]
-FAST = Timing(first_token_delay_ms=10, token_delay_ms=3)
 PROMPT = "the quick brown fox jumps over the lazy dog " * 8
 
 
@@ -125,7 +122,7 @@ def _wait_for(prom, expr: str, predicate, timeout: float) -> float | None:
     return value
 
 
-def test_scaling_metric_crosses_its_target_under_load_and_returns_to_the_floor(tmp_path):
+def test_scaling_metric_crosses_its_target_under_load_and_returns_to_the_floor(tmp_path, shared_stack):
     prometheus = require_tool("prometheus")
     serving = stack_files.load("dev").serving
     policy = ScalingPolicy(
@@ -143,42 +140,40 @@ def test_scaling_metric_crosses_its_target_under_load_and_returns_to_the_floor(t
     showing = (1 + HPA_TOLERANCE) * target_value
     rules = tmp_path / "rules.yml"
     rules.write_text(yaml.safe_dump(rules_file(rule_groups(RuleSet(scope=SCOPE))), sort_keys=False))
-    with openai_stack(stack_files.load("dev"), tmp_path / "stack", FAST, edge=False) as stack:
-        address = stack.triton_metrics_url.removeprefix("http://").removesuffix("/metrics")
-        target = Target(JOB, address, {"namespace": NAMESPACE, "pod": "triton-local-0", "service": JOB})
-        with running_prometheus(prometheus, tmp_path / "prometheus", free_port(), [target], [rules]) as prom:
-            requests_q = queries["requests"]
-            assert _wait_for(prom, f'up{{job="{JOB}"}}', lambda v: v == 1, SETTLE_TIMEOUT) == 1
-            assert _wait_for(prom, requests_q, lambda v: True, SETTLE_TIMEOUT) is not None, "stand-in gauges scraped"
-            idle_before = prom.scalar(requests_q)
+    stack = shared_stack  # the worker's one stack, read straight (tests/shared_stack.py)
+    address = stack.triton_metrics_url.removeprefix("http://").removesuffix("/metrics")
+    target = Target(JOB, address, {"namespace": NAMESPACE, "pod": "triton-local-0", "service": JOB})
+    with running_prometheus(prometheus, tmp_path / "prometheus", free_port(), [target], [rules]) as prom:
+        requests_q = queries["requests"]
+        assert _wait_for(prom, f'up{{job="{JOB}"}}', lambda v: v == 1, SETTLE_TIMEOUT) == 1
+        assert _wait_for(prom, requests_q, lambda v: True, SETTLE_TIMEOUT) is not None, "stand-in gauges scraped"
+        idle_before = prom.scalar(requests_q)
 
-            stop, done, failed = threading.Event(), [], []
-            clients = [
-                threading.Thread(
-                    target=_load, args=(stack.openai_url, stack.served_model, stop, done, failed), daemon=True
-                )
-                for _ in range(CLIENTS)
-            ]
-            started = time.monotonic()
+        stop, done, failed = threading.Event(), [], []
+        clients = [
+            threading.Thread(target=_load, args=(stack.openai_url, stack.served_model, stop, done, failed), daemon=True)
+            for _ in range(CLIENTS)
+        ]
+        started = time.monotonic()
+        for client in clients:
+            client.start()
+        try:
+            loaded = _wait_for_values(prom, queries, lambda v: v["requests"] > showing, LOAD_TIMEOUT)
+            seconds_to_load = time.monotonic() - started
+            recorded_ratio = _wait_for_series(
+                prom, f'triton:queue_compute:ratio{{model="tensorrt_llm",job="{JOB}"}}', SETTLE_TIMEOUT
+            )
+            recorded_in_flight = prom.scalar(f'triton:llm_requests_in_flight:sum{{job="{JOB}"}}')
+            dashboard_results = _dashboard_results(prom)
+        finally:
+            stop.set()
             for client in clients:
-                client.start()
-            try:
-                loaded = _wait_for_values(prom, queries, lambda v: v["requests"] > showing, LOAD_TIMEOUT)
-                seconds_to_load = time.monotonic() - started
-                recorded_ratio = _wait_for_series(
-                    prom, f'triton:queue_compute:ratio{{model="tensorrt_llm",job="{JOB}"}}', SETTLE_TIMEOUT
-                )
-                recorded_in_flight = prom.scalar(f'triton:llm_requests_in_flight:sum{{job="{JOB}"}}')
-                dashboard_results = _dashboard_results(prom)
-            finally:
-                stop.set()
-                for client in clients:
-                    client.join(timeout=90)
-            assert not any(c.is_alive() for c in clients), "load clients did not stop"
-            assert loaded is not None, f"in flight never passed {showing:g} within {LOAD_TIMEOUT:g} s"
+                client.join(timeout=90)
+        assert not any(c.is_alive() for c in clients), "load clients did not stop"
+        assert loaded is not None, f"in flight never passed {showing:g} within {LOAD_TIMEOUT:g} s"
 
-            idle = _wait_for_values(prom, queries, lambda v: v["requests"] == 0, IDLE_TIMEOUT)
-            assert idle is not None, f"in flight did not return to 0 within {IDLE_TIMEOUT:g} s"
+        idle = _wait_for_values(prom, queries, lambda v: v["requests"] == 0, IDLE_TIMEOUT)
+        assert idle is not None, f"in flight did not return to 0 within {IDLE_TIMEOUT:g} s"
 
     # The formula string the ScaledObject ships, evaluated on the scraped values, decides.
     up = recommendation(spec, loaded, day=True, current=1)

@@ -8,10 +8,11 @@ import sys
 import time
 
 from inference_platform.loadgen import runner
+from inference_platform.processes import die_with_parent
 
 
 def _sleeper(seconds: float) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-c", f"import time; time.sleep({seconds})"])
+    return subprocess.Popen([sys.executable, "-c", f"import time; time.sleep({seconds})"], preexec_fn=die_with_parent())
 
 
 def test_a_running_load_reports_the_requests_recorded_so_far(monkeypatch, tmp_path):

@@ -39,6 +39,17 @@ def wait_http_200(process: subprocess.Popen, url: str, timeout: float = READY_TI
     pytest.fail(f"{url} not 200 within {timeout} s{tail()}")
 
 
+def wait_for_line(process: subprocess.Popen, log: Path, text: str, timeout: float = READY_TIMEOUT) -> None:
+    """Until ``process`` prints ``text`` to ``log`` (what a user waits for); fails if it exits or ``timeout`` passes."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert process.poll() is None, f"exited with {process.returncode}:\n{log.read_text()[-3000:]}"
+        if text in log.read_text(errors="replace"):
+            return
+        time.sleep(0.25)
+    pytest.fail(f"{text!r} not printed within {timeout} s:\n{log.read_text(errors='replace')[-3000:]}")
+
+
 def leftover_processes(marker: str) -> list[str]:
     """Command lines of live processes that mention ``marker`` (a test's private directory)."""
     found = []

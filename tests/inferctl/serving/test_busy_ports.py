@@ -15,7 +15,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -115,11 +114,14 @@ def test_readiness_is_of_the_servers_own_child_not_of_whoever_answers_its_port()
     # A "server" that never listens and fails after a moment, as a second tritonserver on a busy port does.
     child = [sys.executable, "-c", "import time, sys; time.sleep(1.5); sys.exit(1)"]
     server = ServerProcess(child, env=dict(os.environ), http_url=f"http://{LOOPBACK}:{port}")
-    with _first_instance(port), server:
-        started = time.monotonic()
-        with pytest.raises(CommandError, match="exited with status 1 before it was ready"):
-            server.wait_ready(30)
-        assert time.monotonic() - started >= 1.0  # it waited for its own child, not for the impostor
+    # It waited for its own child until that exited: the impostor answering 200 on the port all along never made it
+    # ready.
+    with (
+        _first_instance(port),
+        server,
+        pytest.raises(CommandError, match="exited with status 1 before it was ready"),
+    ):
+        server.wait_ready(30)
 
 
 def test_readiness_accepts_a_listener_of_the_childs_group():

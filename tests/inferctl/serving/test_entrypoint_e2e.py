@@ -26,7 +26,7 @@ from moto.server import ThreadedMotoServer
 from inference_platform.artifacts import ModelMetadata, upload
 from inference_platform.inferctl.serving import local_triton
 from inference_platform.inference_image.testing.cpu_llm_api.checkpoint import write_checkpoint
-from inference_platform.processes import free_port
+from inference_platform.processes import die_with_parent, free_port
 from inference_platform.settings import stack_files
 from tests.inferctl.serving.conftest import leftover_processes, listen
 from tests.inferctl.serving.test_serve_local import INFERCTL
@@ -155,6 +155,7 @@ def test_the_entrypoint_serves_a_verified_checkpoint_to_the_openai_client_and_dr
             stdout=output,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=die_with_parent(),
         )
     url = f"http://127.0.0.1:{openai_port}"
     try:
@@ -250,7 +251,12 @@ def test_with_serving_auth_the_openai_server_reaches_the_restricted_triton_with_
     log = pod["work"] / "serve.log"
     with open(log, "wb") as output:
         process = subprocess.Popen(
-            _serve(pod, ports, openai_port), env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
+            _serve(pod, ports, openai_port),
+            env=env,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=die_with_parent(),
         )
     url = f"http://127.0.0.1:{openai_port}"
     try:

@@ -11,8 +11,8 @@ import time
 import openai
 import pytest
 
-from inference_platform.processes import free_port
-from tests.inferctl.serving.conftest import leftover_processes, listen, wait_http_200
+from inference_platform.processes import die_with_parent, free_port
+from tests.inferctl.serving.conftest import leftover_processes, listen, wait_for_line, wait_http_200
 
 pytestmark = pytest.mark.triton
 INFERCTL = [sys.executable, "-m", "inference_platform.inferctl"]
@@ -36,9 +36,14 @@ def test_serve_local_serves_the_openai_api_until_sigterm_and_leaves_nothing(tmp_
     ]
     url = f"http://127.0.0.1:{openai_port}"
     with open(log, "wb") as output:
-        process = subprocess.Popen(argv, stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
+        process = subprocess.Popen(
+            argv, stdout=output, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=die_with_parent()
+        )
     try:
-        wait_http_200(process, url + "/health", log=log)
+        # serve-local's own word, not the port: the OpenAI server answers /health a moment before serve-local has
+        # seen it ready (its check also proves the port is its child's), and a SIGTERM in that moment is a stop
+        # before "ready" was ever printed.
+        wait_for_line(process, log, f"serve-local: OpenAI API on {url}/v1")
         with openai.OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0, timeout=30) as client:
             reply = client.chat.completions.create(
                 model="Llama-3.1-8B", messages=[{"role": "user", "content": "hello from serve-local"}]
@@ -61,7 +66,9 @@ def test_a_killed_serve_local_takes_its_servers_with_it(tmp_path):
     work = tmp_path / "work"
     argv = [*INFERCTL, "serve-local", f"--http-port={ports.http_port}", f"--grpc-port={ports.grpc_port}",
             f"--metrics-port={ports.metrics_port}", f"--openai-port={free_port()}", f"--work-dir={work}"]  # fmt: skip
-    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    process = subprocess.Popen(
+        argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, preexec_fn=die_with_parent()
+    )
     try:
         wait_http_200(process, f"http://127.0.0.1:{ports.http_port}/v2/health/ready")
         assert leftover_processes(str(work)), "the servers run"

@@ -12,7 +12,6 @@ import ssl
 import stat
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -20,8 +19,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from inference_platform.processes import die_with_parent
 from tests.conftest import REPO
-from tests.inferctl.serving.conftest import READY_TIMEOUT, free_port, leftover_processes, listen
+from tests.inferctl.serving.conftest import free_port, leftover_processes, listen, wait_for_line
 
 pytestmark = [pytest.mark.triton, pytest.mark.edge]
 INFERCTL = [sys.executable, "-m", "inference_platform.inferctl"]
@@ -49,16 +49,6 @@ def https_status(url: str, ca: Path, key: str | None, *, header: str = "authoriz
         return err.code
 
 
-def wait_for_line(process: subprocess.Popen, log: Path, text: str, timeout: float = READY_TIMEOUT) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert process.poll() is None, f"exited with {process.returncode}:\n{log.read_text()[-3000:]}"
-        if text in log.read_text(errors="replace"):
-            return
-        time.sleep(0.25)
-    pytest.fail(f"{text!r} not printed within {timeout} s")
-
-
 def test_serve_local_edge_serves_https_with_api_keys_from_a_stack_file(tmp_path):
     doc = yaml.safe_load((REPO / "stacks" / "Pulumi.dev.yaml").read_text())
     doc["config"]["inference-platform:edge"] = EDGE
@@ -73,7 +63,9 @@ def test_serve_local_edge_serves_https_with_api_keys_from_a_stack_file(tmp_path)
         f"--openai-port={free_port()}", f"--work-dir={work}", "--first-token-delay-ms=5", "--token-delay-ms=2",
     ]  # fmt: skip
     with open(log, "wb") as output:
-        process = subprocess.Popen(argv, stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
+        process = subprocess.Popen(
+            argv, stdout=output, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=die_with_parent()
+        )
     try:
         wait_for_line(process, log, "serve-local: edge https://127.0.0.1:")
         assert stat.S_IMODE(keys_file.stat().st_mode) == 0o600

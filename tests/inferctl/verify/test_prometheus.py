@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from inference_platform.inferctl.verify.prometheus import gpu_utilization
-from inference_platform.processes import free_port
+from inference_platform.processes import die_with_parent, free_port
 from tests.system_tools import require_tool
 
 pytestmark = [pytest.mark.live, pytest.mark.timeout(120)]
@@ -64,7 +64,9 @@ def prometheus(work: Path, target: str) -> Iterator[str]:
     argv = [str(binary), f"--config.file={work / 'prometheus.yml'}", f"--storage.tsdb.path={work / 'data'}",
             f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"]  # fmt: skip
     with open(work / "prometheus.log", "wb") as log:
-        process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        process = subprocess.Popen(
+            argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=die_with_parent()
+        )
         try:
             yield f"http://127.0.0.1:{port}"
         finally:

@@ -11,7 +11,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ import yaml
 
 from inference_platform.inferctl.cli import main
 from inference_platform.inference_image.testing.cpu_llm_api.local import Timing
+from inference_platform.processes import die_with_parent
 from inference_platform.settings import stack_files
 from tests.inferctl.serving.openai_stack import OpenAIStack, openai_stack
 
@@ -52,12 +52,12 @@ def stack_file(tmp_path: Path, *, slo: dict[str, float] | None = None, stack: st
 
 
 FAST = Timing(first_token_delay_ms=10, token_delay_ms=3)
+"""The stand-in's delays of the calibration fixture's stack (tests/data/calibrate/make_fixture.py)."""
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OpenAIStack]:
-    with openai_stack(stack_files.load("dev"), tmp_path_factory.mktemp("openai"), FAST) as running:
-        yield running
+@pytest.fixture
+def server(shared_stack: OpenAIStack) -> OpenAIStack:
+    return shared_stack  # the worker's one stack, with its edge (tests/shared_stack.py)
 
 
 def through_edge(stack: OpenAIStack, tmp_path: Path) -> list[str]:
@@ -120,11 +120,15 @@ def test_a_server_killed_mid_run_fails_the_verdict_with_errors_counted(tmp_path)
     # OpenAI server itself stays up and answers 503 or cuts the streams, as a pod whose engine crashed would.
     work = tmp_path / "openai"
     out = tmp_path / "out"
-    stack = stack_file(tmp_path, durationSeconds=20, maxRequests=400)
+    # Long enough that the load outlives the crash (it starts once the first answer is recorded), short enough
+    # not to keep failing for long after it: both counts below only need to be non-zero.
+    stack = stack_file(tmp_path, durationSeconds=8, maxRequests=400)
     with openai_stack(stack_files.load("dev"), work, Timing(), edge=False) as running:
         argv = [sys.executable, "-m", "inference_platform.inferctl", "verify", "--stack", "dev", "--stack-file", str(stack),
                 "--url", running.openai_url, "--out", str(out)]  # fmt: skip
-        verify_process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=REPO)
+        verify_process = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=REPO, preexec_fn=die_with_parent()
+        )
         try:
             records = out / "requests.jsonl"
             deadline = time.monotonic() + 120
