@@ -31,6 +31,7 @@ import collections
 import json
 import os
 import random
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -73,6 +74,8 @@ class Snapshot:
     outputs: list[tuple[list[int], str, list[dict[int, Logprob]], float | None, str | None, int | str | None]]
     finished: bool
     cached_tokens: int
+    timing: tuple[float, float, float, float]
+    """Monotonic instants: arrival, first scheduled, first token, last token."""
 
 
 @dataclass
@@ -89,6 +92,10 @@ class Work:
     started: bool = False
     steps: int = 0
     cached_tokens: int = 0
+    arrival: float = field(default_factory=time.monotonic)
+    scheduled: float = 0.0
+    first_token: float = 0.0
+    last_token: float = 0.0
 
 
 class Executor:
@@ -176,6 +183,7 @@ class Executor:
             self.waiting.popleft()
             work.allocation = allocation
             work.cached_tokens = allocation.cached_tokens
+            work.scheduled = time.monotonic()
             self.active.append(work)
             started.append(work)
         return started
@@ -222,6 +230,8 @@ class Executor:
             if need > held and not llm.kv.grow(work.allocation):
                 return  # paused: no block for its next token this iteration
         work.steps += 1
+        work.last_token = time.monotonic()
+        work.first_token = work.first_token or work.last_token
         stops = params.stop_strings()
         user_stops = set(params.stop_token_ids or ())
         ends = set() if params.ignore_eos else llm.stop_ids
@@ -288,6 +298,7 @@ class Executor:
             ],
             finished=finished,
             cached_tokens=work.cached_tokens,
+            timing=(work.arrival, work.scheduled, work.first_token, work.last_token),
         )
 
     def _record(self, started: list[Work]) -> None:
