@@ -125,6 +125,7 @@ def run(args: argparse.Namespace) -> int:
             triton_url=f"http://{LOOPBACK}:{args.http_port}",
             port=args.openai_port,
             env=dict(triton.env),
+            triton_metrics_url=f"http://{LOOPBACK}:{args.metrics_port}/metrics",
         )
         listen = Listen(
             address=LOOPBACK, http_port=args.http_port, grpc_port=args.grpc_port, metrics_port=args.metrics_port

@@ -21,7 +21,8 @@ import yaml
 
 from inference_platform.catalog import speculative
 from inference_platform.catalog.stop_tokens import stop_tokens
-from inference_platform.inference_image.llmapi import contract, llm_args_schema
+from inference_platform.inference_image.llmapi import contract, llm_args_schema, release
+from inference_platform.inference_image.openai_api.server_file import render_server_file
 from inference_platform.inference_image.render import RenderError
 from inference_platform.settings.serving import ServingSettings
 
@@ -165,6 +166,8 @@ def render_repository(
             yaml.safe_dump(args, sort_keys=False), encoding="utf-8"
         )
         (model_dir / VERSION_DIR / CODE_FILE).write_text(code, encoding="utf-8")
+        label = f"TensorRT-LLM {release.TENSORRT_LLM_VERSION}"
+        render_server_file(serving, model_dir, runtime=contract.MODEL_NAME, runtime_label=label)
         os.rename(staging, destination)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)

@@ -35,6 +35,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from inference_platform.inference_image.runtime.byte_level import token_bytes
 from inference_platform.inference_image.testing.cpu_llm_api.executor import NO_EVICT, Executor, Snapshot, Work
 from inference_platform.inference_image.testing.cpu_llm_api.guided import GuidedVocabulary
 from inference_platform.inference_image.testing.cpu_llm_api.iteration_result import (
@@ -50,7 +51,6 @@ from inference_platform.inference_image.testing.cpu_llm_api.outputs import (
 )
 from inference_platform.inference_image.testing.cpu_llm_api.params import SamplingParams
 from inference_platform.inference_image.testing.cpu_llm_api.text import echo_text
-from inference_platform.inference_image.testing.cpu_llm_api.vocabulary import token_bytes
 
 FIRST_DELAY_ENV = "CPU_LLM_FIRST_TOKEN_DELAY_MS"
 TOKEN_DELAY_ENV = "CPU_LLM_TOKEN_DELAY_MS"

@@ -67,6 +67,7 @@ def openai_stack(settings: Any, work: Path, timing: Timing, *, edge: bool = True
         port=openai_port,
         env=dict(triton.env),
         log=logs["openai"],
+        triton_metrics_url=f"http://{LOOPBACK}:{ports.metrics_port}/metrics",
     )
     with contextlib.ExitStack() as stack:
         stack.enter_context(triton_server)
