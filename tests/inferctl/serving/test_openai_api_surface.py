@@ -214,9 +214,9 @@ def test_nesting_and_tool_counts_are_bounded_too(client, stack):
     deep: dict = {"type": "string"}
     for _ in range(11):
         deep = {"type": "object", "properties": {"x": deep}}
-    with pytest.raises(openai.BadRequestError, match="limits.depth"):
+    with pytest.raises(openai.BadRequestError, match=r"limits\.depth"):
         ask(client, stack, response_format=_schema_format(deep))
     tools = [{"type": "function", "function": {"name": f"t{i}"}} for i in range(129)]
-    with pytest.raises(openai.BadRequestError, match="limits.tools"):
+    with pytest.raises(openai.BadRequestError, match=r"limits\.tools"):
         ask(client, stack, tools=tools)
     assert ask(client, stack, "and still here", max_tokens=20).choices[0].message.content == "and still here"

@@ -118,7 +118,7 @@ def test_a_compile_over_its_memory_is_refused(tokenizer_dir):
     checker = GuideChecker(tokenizer_dir, limits, compiler="outlines")
     big = Guide("json_schema", json.dumps(obj(a={"type": "string", "maxLength": 100_000})))
     try:
-        with pytest.raises(ApiError, match="limits.compileMemoryMib"):
+        with pytest.raises(ApiError, match=r"limits\.compileMemoryMib"):
             run_on_own_loop(checker.check(big, param="p"), timeout=120)
         run_on_own_loop(checker.check(Guide("json_object"), param="p"), timeout=120)
     finally:
@@ -141,6 +141,7 @@ def test_the_upstream_facts_the_bounds_rest_on():
 
     assert bounded <= set(guides._STRING_BOUNDS) | set(guides._ARRAY_BOUNDS), XGRAMMAR
     # The compile worker builds xgrammar's compiler as TensorRT-LLM does: defaults but one thread, no cache.
-    source = guides.__file__.rsplit("/", 1)[0] + "/guide_worker.py"
-    text = open(source, encoding="utf-8").read()
+    from pathlib import Path
+
+    text = Path(guides.__file__).with_name("guide_worker.py").read_text(encoding="utf-8")
     assert "GrammarCompiler(info, max_threads=1, cache_enabled=False)" in text and "compile_json_schema(guide)" in text
