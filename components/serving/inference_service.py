@@ -24,7 +24,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from inference_platform.catalog.serving_contract import METRICS_PATH, METRICS_PORT, OPENAI_PORT
+from inference_platform.catalog.serving_contract import METRICS_PATH, METRICS_PORT, OPENAI_METRICS_PATH, OPENAI_PORT
 from inference_platform.components.common.errors import raise_if
 from inference_platform.components.serving import mpi_launch
 from inference_platform.components.serving.pod import (
@@ -368,7 +368,9 @@ def network_policy_spec(selector: Mapping[str, str], exposure: Exposure, *, grou
             "from": [
                 {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": exposure.monitoring_namespace}}}
             ],
-            "ports": [{"port": METRICS_PORT, "protocol": "TCP"}],
+            # Triton's metrics port, and the OpenAI server's /metrics (the request histograms and token counters
+            # the rules, dashboards and KEDA read).
+            "ports": [{"port": METRICS_PORT, "protocol": "TCP"}, {"port": OPENAI_PORT, "protocol": "TCP"}],
         }
     )
     if group_traffic:
@@ -381,7 +383,11 @@ def service_monitor_spec(selector: Mapping[str, str], namespace: str, interval: 
     return {
         "selector": {"matchLabels": dict(selector)},
         "namespaceSelector": {"matchNames": [namespace]},
-        "endpoints": [{"port": "metrics", "path": METRICS_PATH, "interval": interval, "scrapeTimeout": "10s"}],
+        "endpoints": [
+            {"port": "metrics", "path": METRICS_PATH, "interval": interval, "scrapeTimeout": "10s"},
+            # The OpenAI server's own series (vLLM's names: TTFT, inter-token, queue time, tokens by client).
+            {"port": "openai", "path": OPENAI_METRICS_PATH, "interval": interval, "scrapeTimeout": "10s"},
+        ],
     }
 
 
