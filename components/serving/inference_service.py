@@ -379,14 +379,26 @@ def network_policy_spec(selector: Mapping[str, str], exposure: Exposure, *, grou
     return {"podSelector": {"matchLabels": dict(selector)}, "policyTypes": ["Ingress"], "ingress": rules}
 
 
+RELAYED_FAMILIES = "nv_trt_llm_.*"
+"""The engine gauges the OpenAI server relays from Triton (inference_image/openai_api/metrics.py)."""
+
+
 def service_monitor_spec(selector: Mapping[str, str], namespace: str, interval: str) -> dict[str, Any]:
     return {
         "selector": {"matchLabels": dict(selector)},
         "namespaceSelector": {"matchNames": [namespace]},
         "endpoints": [
             {"port": "metrics", "path": METRICS_PATH, "interval": interval, "scrapeTimeout": "10s"},
-            # The OpenAI server's own series (vLLM's names: TTFT, inter-token, queue time, tokens by client).
-            {"port": "openai", "path": OPENAI_METRICS_PATH, "interval": interval, "scrapeTimeout": "10s"},
+            # The OpenAI server's own series (vLLM's names: TTFT, inter-token, queue time, tokens by client). It relays
+            # the engine's nv_trt_llm_* gauges for llm-d's picker, which scrapes the serving port; Prometheus has them
+            # from the metrics port already, and a second copy would double every sum KEDA and the alerts take.
+            {
+                "port": "openai",
+                "path": OPENAI_METRICS_PATH,
+                "interval": interval,
+                "scrapeTimeout": "10s",
+                "metricRelabelings": [{"sourceLabels": ["__name__"], "regex": RELAYED_FAMILIES, "action": "drop"}],
+            },
         ],
     }
 

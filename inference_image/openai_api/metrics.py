@@ -35,25 +35,27 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.parser import text_string_to_metric_families
 
+from inference_platform.catalog import server_metrics as m
+
 if TYPE_CHECKING:
     from inference_platform.inference_image.openai_api.service import RequestContext
 
-TTFT = "vllm:time_to_first_token_seconds"
-ITL = "vllm:inter_token_latency_seconds"
-E2E = "vllm:e2e_request_latency_seconds"
-QUEUE = "vllm:request_queue_time_seconds"
-PROMPT_TOKENS = "vllm:prompt_tokens"
-GENERATION_TOKENS = "vllm:generation_tokens"
-PREFIX_QUERIES = "vllm:prefix_cache_queries"
-PREFIX_HITS = "vllm:prefix_cache_hits"
-SUCCESS = "vllm:request_success"
-RUNNING = "vllm:num_requests_running"
-WAITING = "vllm:num_requests_waiting"
-KV_USAGE = "vllm:kv_cache_usage_perc"
-HTTP_REQUESTS = "http_requests"
+TTFT = m.TTFT_SECONDS
+ITL = m.INTER_TOKEN_SECONDS
+E2E = m.E2E_SECONDS
+QUEUE = m.QUEUE_SECONDS
+PROMPT_TOKENS = m.PROMPT_TOKENS
+GENERATION_TOKENS = m.GENERATION_TOKENS
+PREFIX_QUERIES = m.PREFIX_CACHE_QUERIES
+PREFIX_HITS = m.PREFIX_CACHE_HITS
+SUCCESS = m.REQUEST_SUCCESS
+RUNNING = m.RUNNING
+WAITING = m.WAITING
+KV_USAGE = m.KV_USAGE
+HTTP_REQUESTS = m.HTTP_REQUESTS
 """Counters gain ``_total`` in the exposition (``vllm:prompt_tokens_total``)."""
 RELAYED = ("nv_trt_llm_request_metrics", "nv_trt_llm_kv_cache_block_metrics")
-LABELS = ("model_name", "client")
+LABELS = (m.MODEL_LABEL, m.CLIENT_LABEL)
 ITL_BUCKETS = (
     0.01,
     0.025,

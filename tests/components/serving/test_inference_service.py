@@ -109,8 +109,9 @@ def test_service_pdb_and_service_monitor(run_components):
     # Triton's metrics port, and the OpenAI server's /metrics (the request histograms the rules read).
     assert monitor.inputs["spec"]["endpoints"] == [
         {"port": "metrics", "path": "/metrics", "interval": "15s", "scrapeTimeout": "10s"},
-        {"port": "openai", "path": "/metrics", "interval": "15s", "scrapeTimeout": "10s"},
-    ]
+        {"port": "openai", "path": "/metrics", "interval": "15s", "scrapeTimeout": "10s",
+         "metricRelabelings": [{"sourceLabels": ["__name__"], "regex": "nv_trt_llm_.*", "action": "drop"}]},
+    ]  # fmt: skip
     crds = one(resources, "crds")
     assert crds.urn in monitor.dependencies  # the CRD exists before the ServiceMonitor applies
 
