@@ -5,6 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 # Checkov pins boto3 and packaging versions our own set cannot share: it gets a virtualenv of its own.
 CHECKOV_VENV ?= .venv-checkov
+CLIENTS_VENV ?= .venv-clients
 STACK ?= dev
 STACK_FILE ?=
 PROGRAM ?=
@@ -41,15 +42,27 @@ $(CHECKOV_VENV)/.installed: $(CHECKOV_LOCKS) | $(VENV)/.installed
 	$(BIN)/python -m tools.lockfile sync --venv $(CHECKOV_VENV) $(CHECKOV_LOCKS)
 	@touch $@
 
+# The real OpenAI clients the live tests drive through the local edge (guidellm, aiperf, LangChain, instructor, litellm):
+# their own virtualenv, as no resolution holds them beside the project's packages (requirements-clients.txt says why).
+CLIENTS_LOCKS := locks/bootstrap.txt locks/clients.txt
+$(CLIENTS_VENV)/.installed: $(CLIENTS_LOCKS) | $(VENV)/.installed
+	@test -x $(CLIENTS_VENV)/bin/python || $(PYTHON) -m venv $(CLIENTS_VENV)
+	$(CLIENTS_VENV)/bin/python $(PIP_LOCKED) -r locks/bootstrap.txt
+	$(CLIENTS_VENV)/bin/python $(PIP_LOCKED) -r locks/clients.txt
+	$(BIN)/python -m tools.lockfile sync --venv $(CLIENTS_VENV) $(CLIENTS_LOCKS)
+	@touch $@
+
 # Debian/Ubuntu packages the live tests run for real (Prometheus + promtool, Open MPI 4.1). Installed with apt where it
 # exists; elsewhere the tests that need them skip, saying how to install them (and fail instead when CI=true).
 APT_PACKAGES := prometheus openmpi-bin
 
-.PHONY: venv checkov system-deps plan test lint bench serve-local lock deps-check clean
+.PHONY: venv checkov clients system-deps plan test lint bench serve-local lock deps-check clean
 venv: $(VENV)/.installed
 
 # Checkov on every stack's rendered manifests runs inside `make test` (tests/infra/test_checkov_manifests.py).
 checkov: $(CHECKOV_VENV)/.installed
+
+clients: $(CLIENTS_VENV)/.installed
 
 system-deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -72,10 +85,10 @@ lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-test: venv checkov system-deps lint
+test: venv checkov clients system-deps lint
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --durations=15 $(PYTEST_ARGS)
 
-bench: venv
+bench: venv clients
 	$(BIN)/python -m bench $(BENCH_ARGS)
 
 # The model behind a real Envoy with TLS and API keys (EDGE=0: Triton alone, plain HTTP). Its files live in
