@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
+import orjson
 
 from inference_platform.inference_image.openai_api.errors import SERVER_ERROR, UNAVAILABLE, ApiError
 from inference_platform.inference_image.openai_api.model_files import Prompt
@@ -162,42 +163,99 @@ class TritonLlm:
                 raise ApiError(503, f"the model server is unreachable: {err}", type=UNAVAILABLE) from None
 
     async def _generate(self, inputs: dict[str, Any]) -> AsyncIterator[Update]:
-        async for event in self._events(inputs):
-            yield Update(
-                deltas=tuple(_text(v) for v in _list(event.get("text_output"))) or ("",),
-                finish_reasons=tuple(_finish(v) for v in _list(event.get("finish_reason"))) or (None,),
-                input_tokens=_int(event.get("num_input_tokens")),
-                output_tokens=tuple(_int(v) or 0 for v in _list(event.get("num_output_tokens"))),
-                cached_tokens=_int(event.get("num_cached_tokens")),
-                logprobs=tuple(_text(v) or None for v in _list(event.get("logprobs"))),
-                queue_seconds=_float(event.get("queue_time_s")) if event.get("queue_time_s") is not None else None,
-            )
+        # Events that arrived together (one read from the socket) become one update: a loaded replica's tokens then
+        # cost one server event and one client chunk per read, not per token (clients join deltas either way).
+        async for batch in self._batches(inputs):
+            yield _merge([_update(event) for event in batch])
 
     async def _events(self, body: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        async for batch in self._batches(body):
+            for event in batch:
+                yield event
+
+    async def _batches(self, body: dict[str, Any]) -> AsyncIterator[list[dict[str, Any]]]:
         async with self._client.stream("POST", self.url, content=_dumps(body), headers=_JSON) as response:
             if response.status_code != 200:
                 text = (await response.aread()).decode("utf-8", "replace")
                 raise EngineError(_triton_error(text) or f"Triton answered {response.status_code}")
-            async for event in _sse(response):
-                if "error" in event:
-                    raise EngineError(str(event["error"]))
-                yield event
+            async for batch in _sse(response):
+                for event in batch:
+                    if "error" in event:
+                        raise EngineError(str(event["error"]))
+                yield batch
 
 
-async def _sse(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
-    async for line in response.aiter_lines():
-        if not line.startswith("data:"):
+async def _sse(response: httpx.Response) -> AsyncIterator[list[dict[str, Any]]]:
+    """The ``data:`` events of Triton's server-sent stream, as the lists that arrived in one read, split on raw bytes
+    and parsed with orjson (this runs for every token: httpx's line decoder and the json module cost more per event
+    than the rest of the path)."""
+    buffer = b""
+    async for chunk in response.aiter_bytes():
+        buffer += chunk
+        cut = buffer.rfind(b"\n\n")
+        if cut < 0:
             continue
-        try:
-            event = json.loads(line[5:].strip())
-        except ValueError:
-            raise ApiError(502, f"the model server sent a malformed event: {line[:200]!r}", type=SERVER_ERROR) from None
-        if isinstance(event, dict):
-            yield event
+        whole, buffer = buffer[:cut], buffer[cut + 2 :]
+        batch = [_event(line[5:].strip()) for line in whole.split(b"\n") if line.startswith(b"data:")]
+        if batch:
+            yield batch
+    tail = buffer.strip()
+    if tail.startswith(b"data:"):
+        yield [_event(tail[5:].strip())]
+
+
+def _event(data: bytes) -> dict[str, Any]:
+    try:
+        event = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        raise ApiError(502, f"the model server sent a malformed event: {data[:200]!r}", type=SERVER_ERROR) from None
+    return event if isinstance(event, dict) else {}
+
+
+def _update(event: dict[str, Any]) -> Update:
+    return Update(
+        deltas=tuple(_text(v) for v in _list(event.get("text_output"))) or ("",),
+        finish_reasons=tuple(_finish(v) for v in _list(event.get("finish_reason"))) or (None,),
+        input_tokens=_int(event.get("num_input_tokens")),
+        output_tokens=tuple(_int(v) or 0 for v in _list(event.get("num_output_tokens"))),
+        cached_tokens=_int(event.get("num_cached_tokens")),
+        logprobs=tuple(_text(v) or None for v in _list(event.get("logprobs"))),
+        queue_seconds=_float(event.get("queue_time_s")) if event.get("queue_time_s") is not None else None,
+    )
+
+
+def _merge(updates: list[Update]) -> Update:
+    """Consecutive updates as one: texts and logprobs joined per sequence, the latest counts and finish reasons."""
+    if len(updates) == 1:
+        return updates[0]
+    width = max(len(u.deltas) for u in updates)
+    deltas = tuple("".join(u.deltas[i] for u in updates if i < len(u.deltas)) for i in range(width))
+    reasons = tuple(next((u.finish_reasons[i] for u in reversed(updates) if i < len(u.finish_reasons)
+                          and u.finish_reasons[i]), None) for i in range(width))  # fmt: skip
+    logprobs = tuple(_join_logprobs([u.logprobs[i] for u in updates if i < len(u.logprobs)]) for i in range(width))
+    last = updates[-1]
+    return Update(
+        deltas=deltas,
+        finish_reasons=reasons,
+        input_tokens=next((u.input_tokens for u in reversed(updates) if u.input_tokens is not None), None),
+        output_tokens=next((u.output_tokens for u in reversed(updates) if u.output_tokens), last.output_tokens),
+        cached_tokens=next((u.cached_tokens for u in reversed(updates) if u.cached_tokens is not None), None),
+        logprobs=logprobs if any(logprobs) else (),
+        queue_seconds=next((u.queue_seconds for u in reversed(updates) if u.queue_seconds is not None), None),
+    )
+
+
+def _join_logprobs(entries: list[str | None]) -> str | None:
+    parts = [orjson.loads(e) for e in entries if e]
+    if not parts:
+        return None
+    return orjson.dumps(
+        {"ids": [i for p in parts for i in p["ids"]], "top": [t for p in parts for t in p["top"]]}
+    ).decode()
 
 
 def _dumps(body: dict[str, Any]) -> bytes:
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return orjson.dumps(body)
 
 
 def _list(value: Any) -> list[Any]:

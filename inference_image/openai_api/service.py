@@ -18,6 +18,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from inference_platform.inference_image.liveness import LivenessCheck, stall_from_env
 from inference_platform.inference_image.openai_api import fields
 from inference_platform.inference_image.openai_api.chat_template import ChatTemplateError
@@ -412,4 +414,4 @@ def _envelope(generation: Generation, ctx: RequestContext, *, chunk: bool = Fals
 
 
 def _sse(data: dict[str, Any]) -> bytes:
-    return b"data: " + json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n\n"
+    return b"data: " + orjson.dumps(data) + b"\n\n"

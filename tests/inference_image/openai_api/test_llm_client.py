@@ -42,6 +42,15 @@ def collect(llm: TritonLlm):
         loop.close()
 
 
+class _Chunks(httpx.AsyncByteStream):
+    def __init__(self, chunks: list[bytes]) -> None:
+        self.chunks = chunks
+
+    async def __aiter__(self):
+        for chunk in self.chunks:
+            yield chunk
+
+
 def client(handler) -> TritonLlm:
     return TritonLlm("http://triton", "tensorrt_llm", client=httpx.AsyncClient(transport=httpx.MockTransport(handler)))
 
@@ -57,8 +66,18 @@ def test_a_stale_connection_before_any_answer_is_retried_once():
 
     updates = collect(client(handler))
     assert calls == ["/v2/models/tensorrt_llm/generate_stream"] * 2
-    assert [u.delta for u in updates] == ["Hel", "lo"] and updates[-1].finish_reasons == ("stop",)
-    assert (updates[0].finish_reasons, updates[-1].output_tokens) == ((None,), (5,))
+    # Both events arrived in one read: one update, the texts joined, the latest counts and finish reason.
+    assert [u.delta for u in updates] == ["Hello"] and updates[-1].finish_reasons == ("stop",)
+    assert updates[-1].output_tokens == (5,)
+
+
+def test_events_in_separate_reads_stay_separate_updates():
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, stream=_Chunks([sse(EVENTS[:1]), sse(EVENTS[1:])]),
+                              headers={"content-type": "text/event-stream"})  # fmt: skip
+
+    updates = collect(client(handler))
+    assert [(u.delta, u.finish_reasons) for u in updates] == [("Hel", (None,)), ("lo", ("stop",))]
 
 
 def test_vector_outputs_are_one_entry_per_sequence_and_the_request_id_goes_to_triton():
