@@ -25,8 +25,9 @@ WEATHER = {
         "description": "The weather in a city",
         "parameters": {
             "type": "object",
-            "properties": {"city": {"type": "string", "maxLength": 40}, "days": {"type": "integer", "minimum": 1,
-                                                                              "maximum": 7}},
+            # No numeric bounds: the stand-in's guided decoding (outlines-core) does not enforce an integer's
+            # minimum/maximum (docs/serving.md); xgrammar does, and gpu_check's tool-call check runs on it.
+            "properties": {"city": {"type": "string", "maxLength": 40}, "days": {"type": "integer"}},
             "required": ["city", "days"],
             "additionalProperties": False,
         },

@@ -241,13 +241,16 @@ def test_concurrent_streams_each_get_their_own_answer_and_at_most_max_batch_size
     from concurrent.futures import ThreadPoolExecutor
 
     batch = stack_files.load("dev").serving.max_batch_size
+    # Long enough answers (~500 tokens, 1.5 s at 3 ms) that every stream is still running when the last one starts,
+    # however slowly the clients' threads start on a busy machine: the last four must wait.
+    WORDS = 60
     peaks = {"active": 0, "waiting": 0}
     done = []
 
     def ask(i: int) -> str:
         with openai.OpenAI(base_url=f"{stack.openai_url}/v1", api_key="unused", max_retries=0, timeout=60) as c:
             chunks = c.chat.completions.create(
-                model=stack.served_model, messages=[{"role": "user", "content": f"stream {i} " * 20}], stream=True
+                model=stack.served_model, messages=[{"role": "user", "content": f"stream {i} " * WORDS}], stream=True
             )
             return "".join(ch.choices[0].delta.content or "" for ch in chunks if ch.choices)
 
@@ -258,5 +261,5 @@ def test_concurrent_streams_each_get_their_own_answer_and_at_most_max_batch_size
             peaks = {k: max(peaks[k], state[k]) for k in peaks}
             time.sleep(0.01)
         done = [f.result() for f in futures]
-    assert done == [(f"stream {i} " * 20).strip() for i in range(batch + 4)]
+    assert done == [(f"stream {i} " * WORDS).strip() for i in range(batch + 4)]
     assert peaks["active"] <= batch and peaks["waiting"] >= 1, peaks
