@@ -185,3 +185,13 @@ def test_tools_become_template_specs_and_a_forced_choice_becomes_guided_json():
         ).code
         == "guide_limit_exceeded"
     )
+
+
+def test_docs_show_what_each_field_does_as_the_server_has_it(repo):
+    from inference_platform.inference_image.openai_api import fields
+
+    assert fields.markdown() in (repo / "docs" / "serving.md").read_text()
+    # Every row's disposition is the one the parser applies.
+    for field in fields.FIELDS:
+        for endpoint in field.endpoints:
+            assert fields.disposition(field.name, endpoint) == field.disposition
