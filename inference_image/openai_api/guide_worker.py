@@ -25,8 +25,8 @@ GUIDE_KEYWORDS = {"json_schema": "json", "regex": "regex", "ebnf": "grammar"}
 
 
 def _xgrammar(tokenizer_dir: Path) -> Any:
-    import xgrammar
-    from transformers import AutoTokenizer
+    import xgrammar  # type: ignore[import-not-found]
+    from transformers import AutoTokenizer  # type: ignore[import-not-found]
 
     info = xgrammar.TokenizerInfo.from_huggingface(AutoTokenizer.from_pretrained(str(tokenizer_dir)))
     compiler = xgrammar.GrammarCompiler(info, max_threads=1, cache_enabled=False)
@@ -57,14 +57,16 @@ def _outlines(tokenizer_dir: Path) -> Any:
     config = json.loads((tokenizer_dir / "tokenizer_config.json").read_text(encoding="utf-8"))
     eos = config.get("eos_token")
     eos = eos.get("content") if isinstance(eos, dict) else eos
-    vocabulary = GuidedVocabulary(token_bytes(tokenizer), tokenizer.token_to_id(eos) if isinstance(eos, str) else -1)
+    eos_id = tokenizer.token_to_id(eos) if isinstance(eos, str) else None
+    vocabulary = GuidedVocabulary(token_bytes(tokenizer), eos_id if eos_id is not None else -1)
 
     def compile_guide(kind: str, guide: str | None) -> None:
         params = GuidedDecodingParams(json_object=True) if kind == "json_object" else None
         if params is None:
             if kind not in GUIDE_KEYWORDS:
                 raise ValueError(f"unknown guide kind {kind!r}")
-            params = GuidedDecodingParams(**{GUIDE_KEYWORDS[kind]: guide})
+            keyword: dict[str, Any] = {GUIDE_KEYWORDS[kind]: guide}
+            params = GuidedDecodingParams(**keyword)
         vocabulary.index(regex_of(params))
 
     return compile_guide

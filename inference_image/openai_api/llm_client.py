@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -144,7 +144,7 @@ class TritonLlm:
                 return int(_int(event.get("liveness_in_flight")) or 0), float(_float(event.get("liveness_stalled_s")))
         raise EngineError("the model did not answer the liveness ping")
 
-    async def generate(self, inputs: dict[str, Any], *, request_id: str | None = None) -> AsyncIterator[Update]:
+    async def generate(self, inputs: dict[str, Any], *, request_id: str | None = None) -> AsyncGenerator[Update, None]:
         body = inputs if request_id is None else {"id": request_id, **inputs}
         for attempt in range(STALE_CONNECTION_RETRIES + 1):
             answered = False
@@ -162,13 +162,13 @@ class TritonLlm:
             except httpx.HTTPError as err:
                 raise ApiError(503, f"the model server is unreachable: {err}", type=UNAVAILABLE) from None
 
-    async def _generate(self, inputs: dict[str, Any]) -> AsyncIterator[Update]:
+    async def _generate(self, inputs: dict[str, Any]) -> AsyncGenerator[Update, None]:
         # Events that arrived together (one read from the socket) become one update: a loaded replica's tokens then
         # cost one server event and one client chunk per read, not per token (clients join deltas either way).
         async for batch in self._batches(inputs):
             yield _merge([_update(event) for event in batch])
 
-    async def _events(self, body: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+    async def _events(self, body: dict[str, Any]) -> AsyncGenerator[dict[str, Any], None]:
         async for batch in self._batches(body):
             for event in batch:
                 yield event

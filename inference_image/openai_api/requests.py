@@ -403,7 +403,7 @@ def _tools(body: ChatBody, max_tools: int) -> Tools | None:
         named = choice.function.name
         if named not in names:
             raise invalid(f"tool_choice names {named!r}, which is not among the tools", param="tool_choice")
-    mode = "named" if named else (choice or "auto")
+    mode = "named" if named else str(choice or "auto")
     return Tools(specs=specs, choice=mode, named=named, parallel=body.parallel_tool_calls is not False)
 
 

@@ -14,7 +14,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -257,7 +257,7 @@ class Service:
     # -- the engine ------------------------------------------------------------------------------------------
     async def _updates(
         self, generation: Generation, prompt: Prompt, max_tokens: int, ctx: RequestContext, record: RequestRecord
-    ) -> AsyncIterator[Update]:
+    ) -> AsyncGenerator[Update, None]:
         # A whole answer is streamed from the engine too: Triton notices a closed connection only when it
         # writes, so without a response per token a client that left would hold its slot to the end.
         inputs = engine_inputs(generation, prompt, max_tokens=max_tokens, streaming=self.streaming_engine)
@@ -342,7 +342,7 @@ class Service:
                         final_reason = _finish_reason(reason)
                         if streams is not None and streams[i].called and final_reason == "stop":
                             final_reason = "stop" if generation.tools.choice == "named" else "tool_calls"  # type: ignore[union-attr]
-                        empty = {"delta": {}} if chat else {"text": ""}
+                        empty: dict[str, Any] = {"delta": {}} if chat else {"text": ""}
                         chunk = envelope | {"choices": [_choice(i, empty, final_reason)]}
                         yield _sse(chunk | ({"usage": usage} if usage else {}))
             final_usage = tally.usage()
