@@ -53,7 +53,7 @@ def image_matches(image: str, ref: str) -> bool:
         return False
     if "@" in ref:
         return image == ref
-    return image == ref or image.split("@", 1)[0] == ref and "@sha256:" in image
+    return image == ref or (image.split("@", 1)[0] == ref and "@sha256:" in image)
 
 
 def _parent_release(parent: str | None) -> str | None:
