@@ -199,6 +199,7 @@ def load_settings(
             parsed[section.key] = section.model_validate(raw)
     problems += _semantic_problems(parsed, repaired, stack=stack, environment=environment, region=region_info,
                                    invalid=frozenset(s.key for s in SECTIONS if s.key not in parsed))  # fmt: skip
+    problems += _name_collisions(parsed, fit_name(f"{project}-{stack}", NAME_PREFIX_MAX))
     if problems:
         raise SettingsError(problems)
     assert region_info is not None  # a missing or unknown region is a problem above
@@ -284,6 +285,35 @@ def _semantic_problems(
 
 def _under(path: str, keys: Iterable[str]) -> bool:
     return any(path == k or path.startswith((f"{k}.", f"{k}[")) for k in keys)
+
+
+def _planned_names(sections: Mapping[str, Section], prefix: str) -> list[tuple[str, str, str]]:
+    """(what, physical name, key) for every AWS name the program derives from a setting: two keys that plan
+    one name make the second resource fail at ``pulumi up`` (``RepositoryAlreadyExistsException``), or both
+    manage one. ECR compares names as lower case (infra/inference.py, infra/batch.py lower-case them). Buckets
+    and queues take fixed roles under the stack's prefix (components/storage, components/batch): no setting
+    names them, so none appears here; a setting that starts naming one adds its row."""
+    out: list[tuple[str, str, str]] = []
+    inference, batch = sections.get("inference"), sections.get("batch")
+    if inference is not None:
+        out.append(("ECR repository", f"{prefix}/{inference.image.repository}".lower(), "inference.image.repository"))  # type: ignore[attr-defined]
+    if batch is not None and batch.enabled:  # type: ignore[attr-defined]
+        out.append(("ECR repository", f"{prefix}/{batch.image.repository}".lower(), "batch.image.repository"))  # type: ignore[attr-defined]
+    return out
+
+
+def _name_collisions(sections: Mapping[str, Section], prefix: str) -> list[Problem]:
+    """Two settings planning one physical name: exit 2 naming both keys (issue 28)."""
+    seen: dict[tuple[str, str], str] = {}
+    out = []
+    for what, name, key in _planned_names(sections, prefix):
+        first = seen.setdefault((what, name), key)
+        if first != key:
+            out.append(
+                Problem(key, f"plans the {what} {name!r}, which {first} plans too: one name, two resources; give "
+                        f"{key} another value")
+            )  # fmt: skip
+    return out
 
 
 def _credential_problems(values: Mapping[str, Any], secret: Iterable[str]) -> list[Problem]:

@@ -17,6 +17,7 @@ from pydantic import Field, field_validator
 
 from inference_platform import catalog
 from inference_platform.catalog import CatalogError, models, speculative
+from inference_platform.catalog.edge_policy import model_path
 from inference_platform.catalog.models import ModelArchitecture, UnknownModelError
 from inference_platform.settings.base import CheckContext, Problem, Section
 from inference_platform.settings.types import ShellWord
@@ -351,6 +352,20 @@ class ServingSettings(Section):
     def world_size(self) -> int:
         """MPI ranks of one replica (TP x PP)."""
         return self.tensor_parallel * self.pipeline_parallel
+
+    @field_validator("model")
+    @classmethod
+    def _model_id(cls, model: str) -> str:
+        # The id is a URL path (/v1/models/<model>, the edge's exact route to it): a bare ValueError from
+        # inside the program before (issue 28).
+        try:
+            model_path(model)
+        except ValueError:
+            raise ValueError(
+                "expected a served model id that can be a URL path: '/'-separated segments of letters, digits and "
+                "-._ (a Hugging Face owner/name keeps its form), none empty, '.' or '..'"
+            ) from None
+        return model
 
     @property
     def ranks_per_node(self) -> int:
