@@ -107,9 +107,10 @@ class StorageSettings(Section):
     def _model_prefix(cls, value: str) -> str:
         # The prefix is part of every model URI the pods' commands and stage script take (settings/types.py
         # SHELL_SAFE): S3's other "safe" characters ! * ' ( ) are shell metacharacters.
+        value = _prefix(value)
         if not _MODEL_PREFIX.match(value):
             raise ValueError("expected an S3 key prefix of letters, digits and _.- such as 'models/' (ends with '/')")
-        return _prefix(value)
+        return value
 
     def problems(self, ctx: CheckContext) -> list[Problem]:
         out = self.lifecycle.problems_at("storage.lifecycle")
