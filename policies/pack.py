@@ -6,12 +6,14 @@ from pulumi_policy import EnforcementLevel, Policy
 
 from inference_platform.policies.rules import (
     accelerator_scaling,
+    alb_targets,
     batch,
     cost,
     edge,
     edge_routes,
     eks,
     endpoints,
+    envoy_gateway_features,
     helm,
     iam,
     iam_exposure,
@@ -67,6 +69,8 @@ POLICIES: list[Policy] = [
     *accelerator_scaling.POLICIES,
     *edge.POLICIES,
     *rate_limit_service.POLICIES,
+    *envoy_gateway_features.POLICIES,
+    *alb_targets.POLICIES,
     *edge_routes.POLICIES,
     *load_balancers.POLICIES,
     *log_groups.POLICIES,
