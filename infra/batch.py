@@ -88,6 +88,7 @@ def build_batch(
             message_retention_seconds=cfg.queue_retention_seconds,
             max_receive_count=cfg.max_receive_count,
             data_key_reuse_seconds=cfg.data_key_reuse_seconds,
+            protect=settings.production,
         ),
     )
     monitor = PodIdentityRole(
