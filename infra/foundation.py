@@ -84,7 +84,9 @@ def build_foundation(settings: Settings) -> Foundation:
             redirect_http=settings.edge.redirect_http,
         ),
     )
-    services = net.endpoint_services(karpenter=settings.cluster.provisioning == "karpenter", fsx=settings.fsx.enabled)
+    services = net.endpoint_services(
+        karpenter=settings.cluster.provisioning == "karpenter", fsx=settings.fsx.enabled, batch=settings.batch.enabled
+    )
     if services:
         InterfaceEndpoints(
             "endpoints",
