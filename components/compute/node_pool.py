@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_aws as aws
 
+from inference_platform.catalog.nodeadm import AMI_CONTAINER_RLIMITS
 from inference_platform.catalog.pool_profile import PoolProfile, PoolShard
 from inference_platform.components.common.errors import raise_if
 from inference_platform.components.compute import autoscaler_tags
@@ -274,6 +275,21 @@ pkg/providers/amifamily/bootstrap/nodeadm.go). EKS merges this MIME part with it
 EFA_MEMLOCK_BYTES = 2**63 - 1
 """Effectively unlimited, and an int64: nodeadm decodes the YAML into JSON numbers, where 2**64 - 1
 (RLIM_INFINITY) would not survive as an exact integer."""
+
+
+def _rlimit_items(rlimits: Sequence[Mapping[str, object]]) -> str:
+    return "".join(
+        f"          - type: {r['type']}\n            hard: {r['hard']}\n            soft: {r['soft']}\n" for r in rlimits
+    )
+
+
+EFA_RLIMITS: tuple[Mapping[str, object], ...] = (
+    *AMI_CONTAINER_RLIMITS,
+    {"type": "RLIMIT_MEMLOCK", "hard": EFA_MEMLOCK_BYTES, "soft": EFA_MEMLOCK_BYTES},
+)
+"""Every container rlimit of an EFA node: the AMI's own (``catalog.nodeadm.AMI_CONTAINER_RLIMITS``, the open-files
+limit) and the locked-memory limit. The whole list, because nodeadm replaces the AMI's list with the one given
+rather than merging them (``catalog/nodeadm.py`` cites the merge)."""
 EFA_MEMLOCK_NODE_CONFIG = f"""apiVersion: node.eks.aws/v1alpha1
 kind: NodeConfig
 spec:
@@ -281,16 +297,12 @@ spec:
     baseRuntimeSpec:
       process:
         rlimits:
-          - type: RLIMIT_MEMLOCK
-            hard: {EFA_MEMLOCK_BYTES}
-            soft: {EFA_MEMLOCK_BYTES}
-"""
-"""The locked-memory limit of every container on an EFA node. EFA registers (pins) host memory for its
-buffers; a container inherits containerd's limit (8 MiB by default) and a non-root pod cannot raise it
-(IPC_LOCK is inert without ambient capabilities: catalog/efa.py). nodeadm's
+{_rlimit_items(EFA_RLIMITS)}"""
+"""The locked-memory limit of every container on an EFA node, beside the AMI's open-files limit. EFA registers
+(pins) host memory for its buffers; a container inherits containerd's limit (8 MiB by default) and a non-root pod
+cannot raise it (IPC_LOCK is inert without ambient capabilities: catalog/efa.py). nodeadm's
 ``containerd.baseRuntimeSpec`` is merged into the OCI spec every container starts from (awslabs/amazon-eks-ami
-v20260724 nodeadm/doc/examples.md "Modifying container RLIMITs"; base-runtime-spec.json sets only
-RLIMIT_NOFILE)."""
+v20260724 nodeadm/doc/examples.md "Modifying container RLIMITs"), lists replaced whole."""
 
 
 def node_config_parts(pool: PoolProfile) -> list[str]:
