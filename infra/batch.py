@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import pulumi
 
 from inference_platform.catalog.edge_policy import RouteGroup
+from inference_platform.catalog.image_sizes import BATCH_IMAGE_GIB
 from inference_platform.catalog.serving_contract import OPENAI_PORT
 from inference_platform.components.autoscaling.keda import DEFAULT_NAMESPACE as KEDA_NAMESPACE
 from inference_platform.components.batch import edge_routes
@@ -114,6 +115,7 @@ def build_batch(
             scan_on_push=settings.inference.ecr.scan_on_push,
             force_delete=not settings.production,
             protect=settings.production,
+            unpacked_gib=BATCH_IMAGE_GIB,
         ),
     )
     signal = QueueSignal(
