@@ -57,9 +57,10 @@ def test_the_verification_image_is_its_own_and_production_pins_it_by_digest():
     image = load({}).verification.image
     assert (image.repository, image.tag, image.digest) == ("verification", None, None)
     assert not load({}).verification.has_image and load({"image": {"tag": "1"}}).verification.has_image
-    assert "expected an ECR repository name" in problems({"image": {"repository": "Bad Name"}})[
-        "verification.image.repository"
-    ]
+    assert (
+        "expected an ECR repository name"
+        in problems({"image": {"repository": "Bad Name"}})["verification.image.repository"]
+    )
     with pytest.raises(SettingsError) as err:
         load_settings(
             {"tags": TAGS, "environment": "production", "verification": {"image": {"tag": "2026.12.1"}}},
