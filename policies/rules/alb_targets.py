@@ -165,17 +165,17 @@ def _targets_outlive(args: StackValidationArgs, report: ReportViolation) -> None
                         ingress.urn,
                     )
                 continue
-            idle = declared.get((namespace, backend))
-            if idle is None:
+            declared_idle = declared.get((namespace, backend))
+            if declared_idle is None:
                 report(
                     f"{at}: a target behind an ALB whose connection idle timeout the pack cannot see; annotate the "
                     f"Service with {IDLE_ANNOTATION} (its keep-alive, longer than the ALB's {alb_idle} s) or route "
                     "it through the gateway",
                     ingress.urn,
                 )
-            elif idle <= alb_idle:
+            elif declared_idle <= alb_idle:
                 report(
-                    f"{at}: keeps idle connections {idle} s ({IDLE_ANNOTATION}), not longer than the ALB's "
+                    f"{at}: keeps idle connections {declared_idle} s ({IDLE_ANNOTATION}), not longer than the ALB's "
                     f"{alb_idle} s idle timeout: occasional 502s",
                     ingress.urn,
                 )

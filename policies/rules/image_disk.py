@@ -52,8 +52,8 @@ def _repository_sizes(resources: list[Any]) -> dict[str, float]:
             continue
         value = (get(resource.props, "tags") or {}).get(UNPACKED_GIB_TAG)
         try:
-            out[resource.urn] = float(value)
-        except (TypeError, ValueError):
+            out[resource.urn] = float(str(value))
+        except ValueError:
             continue
     return out
 

@@ -147,6 +147,12 @@ def _only(rule: dict[str, Any], ports: set[int]) -> bool:
     return protocol in ("tcp", "6") and low == high and int(low) in ports
 
 
+def _urns(resource: PolicyResource, owner: str, peer: str) -> tuple[str | None, str | None]:
+    """The URNs of a rule's own security group and of its peer group (None when not of this stack)."""
+    found = (_dependency(resource, owner), _dependency(resource, peer))
+    return found[0].urn if found[0] else None, found[1].urn if found[1] else None
+
+
 def _edge_ports_only(args: StackValidationArgs, report: ReportViolation) -> None:
     resources = list(args.resources)
     lbs = {
@@ -169,26 +175,24 @@ def _edge_ports_only(args: StackValidationArgs, report: ReportViolation) -> None
         rules: list[tuple[str, dict[str, Any], str | None, str | None]] = []  # (direction, rule, owner, peer)
         if kind in (INGRESS_RULE, EGRESS_RULE):
             direction = "ingress" if kind == INGRESS_RULE else "egress"
-            owner, peer = _dependency(resource, "securityGroupId"), _dependency(resource, "referencedSecurityGroupId")
-            rules.append((direction, dict(props), owner.urn if owner else None, peer.urn if peer else None))
+            rules.append((direction, dict(props), *_urns(resource, "securityGroupId", "referencedSecurityGroupId")))
         elif kind == LEGACY_RULE:
-            owner, peer = _dependency(resource, "securityGroupId"), _dependency(resource, "sourceSecurityGroupId")
             direction = str(get(props, "type"))
-            rules.append((direction, dict(props), owner.urn if owner else None, peer.urn if peer else None))
+            rules.append((direction, dict(props), *_urns(resource, "securityGroupId", "sourceSecurityGroupId")))
         elif kind == SECURITY_GROUP:
             for direction in ("ingress", "egress"):
                 for rule in as_list(get(props, direction)):
                     rules.append((direction, dict(rule), resource.urn, None))
-        for direction, rule, owner, peer in rules:
-            if owner in lbs and direction == "ingress" and not _only(rule, set(WORLD_PORTS)):
+        for direction, rule, owner_urn, peer_urn in rules:
+            if owner_urn in lbs and direction == "ingress" and not _only(rule, set(WORLD_PORTS)):
                 report(
                     f"{resource.name}: the load balancer's security group admits {_port_text(rule)}; it takes only its "
                     "listeners' TCP 443 and 80",
                     resource.urn,
                 )
-            elif ((owner in lbs and direction == "egress") or (peer in lbs and direction == "ingress")) and not _only(
-                rule, targets
-            ):
+            elif (
+                (owner_urn in lbs and direction == "egress") or (peer_urn in lbs and direction == "ingress")
+            ) and not _only(rule, targets):
                 report(
                     f"{resource.name}: opens {_port_text(rule)} from the load balancer; it reaches only the edge's "
                     f"Gateway listener ports ({target_text}), never Triton's or the nodes' other ports",
