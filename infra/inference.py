@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import pulumi
 
 from inference_platform import catalog
+from inference_platform.catalog.image_sizes import SERVING_GPU_IMAGE_GIB
 from inference_platform.catalog.pool_profile import LABEL_NODE_ROLE, LABEL_POOL, ROLE_SYSTEM, PoolProfile
 from inference_platform.components.compute.accelerator_software import NEURON_SCHEDULER_NAME
 from inference_platform.components.serving.controllers import ServingControllers, ServingControllersArgs
@@ -68,6 +69,7 @@ def _repository(settings: Settings, foundation: Foundation) -> ImageRepository:
             scan_on_push=cfg.ecr.scan_on_push,
             force_delete=not settings.production,
             protect=settings.production,
+            unpacked_gib=SERVING_GPU_IMAGE_GIB if settings.serving.backend == "tensorrtllm" else None,
         ),
     )
     pulumi.export("imageRepository", {"name": repository.repository_name, "url": repository.repository_url})

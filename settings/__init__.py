@@ -299,6 +299,11 @@ def _planned_names(sections: Mapping[str, Section], prefix: str) -> list[tuple[s
         out.append(("ECR repository", f"{prefix}/{inference.image.repository}".lower(), "inference.image.repository"))  # type: ignore[attr-defined]
     if batch is not None and batch.enabled:  # type: ignore[attr-defined]
         out.append(("ECR repository", f"{prefix}/{batch.image.repository}".lower(), "batch.image.repository"))  # type: ignore[attr-defined]
+    # The verification image's repository exists whenever the Job or the load test is on (infra/verification.py).
+    verification, load_test = sections.get("verification"), sections.get("loadTest")
+    if verification is not None and (verification.enabled or getattr(load_test, "enabled", False)):  # type: ignore[attr-defined]
+        repository = verification.image.repository  # type: ignore[attr-defined]
+        out.append(("ECR repository", f"{prefix}/{repository}".lower(), "verification.image.repository"))
     return out
 
 

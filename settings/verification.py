@@ -13,6 +13,7 @@ from typing import ClassVar
 from pydantic import Field
 
 from inference_platform.settings.base import CheckContext, Problem, Section
+from inference_platform.settings.inference import ImageSettings
 from inference_platform.settings.types import HttpUrl, ShellWord
 
 DEFAULT_DURATION_SECONDS = 60
@@ -58,11 +59,25 @@ class VerificationJobSettings(Section):
     """Default 4. Memory of the verify container (requests = limits)."""
 
 
+DEFAULT_IMAGE_REPOSITORY = "verification"
+
+
+class VerificationImageSettings(ImageSettings):
+    repository: str = DEFAULT_IMAGE_REPOSITORY
+    """Default ``verification``. ECR repository of the verification image (inference_image/verification/Dockerfile),
+    ``<project>-<stack>/verification``: the verification Job and the load test run it, never the serving image."""
+
+
 class VerificationSettings(Section):
     key: ClassVar[str] = "verification"
 
     enabled: bool = False
     """Default ``false``. Run ``inferctl verify`` as a Job after each rollout (the deploy fails with it)."""
+    image: VerificationImageSettings = Field(default_factory=VerificationImageSettings)
+    """Default repository ``verification``, no tag. The image of the verification Job and of the load test's
+    master and workers (``inferctl verify``/``loadtest`` on Python slim, ~0.5 GiB): they run on the system nodes,
+    whose root volume the 40-50 GiB serving image does not fit. Without a tag or digest the stack creates the
+    repository only (push the image, then set them)."""
     concurrency_per_replica: int | None = Field(default=None, ge=1)
     """Default: serving.maxBatchSize. Requests in flight per serving replica at the last load step."""
     duration_seconds: int = Field(default=DEFAULT_DURATION_SECONDS, ge=1)
@@ -119,7 +134,19 @@ class VerificationSettings(Section):
             )
         if self.enabled:
             out += self._job_problems(ctx)
+        if ctx.production and self.has_image and self.image.digest is None:
+            out.append(
+                Problem(
+                    "verification.image.digest",
+                    f"missing; production references the image by digest, not by tag ({self.image.tag})",
+                )
+            )
         return out
+
+    @property
+    def has_image(self) -> bool:
+        """Whether ``image`` names an image (a tag or a digest): without one there is nothing to run yet."""
+        return self.image.tag is not None or self.image.digest is not None
 
     def _job_problems(self, ctx: CheckContext) -> list[Problem]:
         from inference_platform.settings.load_test import edge_client, target_problems

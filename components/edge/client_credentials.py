@@ -31,14 +31,13 @@ from inference_platform.components.common.security_context import (
     container_security_context,
     pod_security_context,
 )
+from inference_platform.components.edge.controller_config import REDIS_AUTH_KEY, REDIS_AUTH_SECRET
 from inference_platform.components.identity.pod_identity import PodIdentityRole, PodIdentityRoleArgs
 from inference_platform.components.secrets.delivery import CSI_DRIVER_NAME, provider_objects
 from inference_platform.components.secrets.generated import generated_secret
 from inference_platform.components.storage.documents import secret_read_policy
 
 SERVICE_ACCOUNT = "edge-credentials"
-REDIS_AUTH_SECRET = "ratelimit-redis-auth"
-REDIS_AUTH_KEY = "token"
 _REDIS_AUTH_OBJECT = "redis-auth"
 # The Kubernetes pause image (3.10), by digest: it only holds the CSI mount.
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10@sha256:ee6521f290b2168b6e0935a181d4cff9be1ac3f505666ef0e3c98fae8199917a"

@@ -17,6 +17,10 @@ import pulumi_aws as aws
 PURPOSES: tuple[str, ...] = ("cluster", "storage", "logs")
 DEFAULT_DELETION_WINDOW_DAYS = 30
 AUTOSCALING_SERVICE = "autoscaling.amazonaws.com"
+AUTOSCALING_ROLE_NAME = "AWSServiceRoleForAutoScaling"
+SERVICE_ROLE_MARKER = "inference-platform/created-by"
+"""Tag on a service-linked role this project created: its value is the stack's alias prefix (``<project>-<stack>``),
+so a later run can tell its own role from one the account already had (infra/foundation.py)."""
 # EC2 Spot launches instances through its own service-linked role, which must be admitted to the key of
 # CMK-encrypted volumes or the instances terminate at launch (aws/karpenter-provider-aws #933, #1407).
 SPOT_SERVICE = "spot.amazonaws.com"
@@ -92,6 +96,7 @@ class Keys(pulumi.ComponentResource):
                     f"{name}-autoscaling-service-role",
                     aws_service_name=AUTOSCALING_SERVICE,
                     description="EC2 Auto Scaling (managed node groups); its key-policy grant is on the storage key",
+                    tags={SERVICE_ROLE_MARKER: args.alias_prefix},
                     opts=pulumi.ResourceOptions(parent=self, retain_on_delete=True),
                 )
             )
@@ -141,7 +146,7 @@ def autoscaling_service_role_arn(partition: str, account_id: str) -> str:
     AWS creates it with an account's first Auto Scaling group; a new account creates it once with
     ``aws iam create-service-linked-role --aws-service-name autoscaling.amazonaws.com`` (or sets
     ``create_autoscaling_service_role``)."""
-    return f"arn:{partition}:iam::{account_id}:role/aws-service-role/{AUTOSCALING_SERVICE}/AWSServiceRoleForAutoScaling"
+    return f"arn:{partition}:iam::{account_id}:role/aws-service-role/{AUTOSCALING_SERVICE}/{AUTOSCALING_ROLE_NAME}"
 
 
 def spot_service_role_arn(partition: str, account_id: str) -> str:

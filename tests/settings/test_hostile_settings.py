@@ -60,6 +60,8 @@ def test_the_lane_at_its_ceiling_must_fit_the_system_group_in_memory():
     [
         ({"batch.image.repository": "inference"}, "batch.image.repository", "inference.image.repository"),
         ({"inference.image.repository": "batch"}, "batch.image.repository", "inference.image.repository"),
+        ({"verification.image.repository": "inference"}, "verification.image.repository", "inference.image.repository"),
+        ({"verification.image.repository": "batch"}, "verification.image.repository", "batch.image.repository"),
     ],
 )
 def test_two_settings_planning_one_physical_name_exit_2_naming_both(tmp_path, capsys, edits, key, other):
