@@ -30,13 +30,11 @@ from pulumi_policy import (
     EnforcementLevel,
     PolicyConfigSchema,
     PolicyResource,
-    ReportViolation,
     ResourceValidationArgs,
-    ResourceValidationPolicy,
     StackValidationArgs,
-    StackValidationPolicy,
 )
 
+from inference_platform.policies.callbacks import ReportViolation, ResourceValidationPolicy, StackValidationPolicy
 from inference_platform.policies.props import as_document, as_list, get, statements
 from inference_platform.policies.rules.verification import report_off_accelerators
 from inference_platform.policies.rules.workloads import POD_SPEC_PATHS

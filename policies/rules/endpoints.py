@@ -7,15 +7,10 @@ the NAT gateways without anyone noticing.
 
 from __future__ import annotations
 
-from pulumi_policy import (
-    EnforcementLevel,
-    PolicyConfigSchema,
-    ReportViolation,
-    StackValidationArgs,
-    StackValidationPolicy,
-)
+from pulumi_policy import EnforcementLevel, PolicyConfigSchema, StackValidationArgs
 
 from inference_platform.catalog.endpoint_services import KNOWN_SERVICES
+from inference_platform.policies.callbacks import ReportViolation, StackValidationPolicy
 from inference_platform.policies.props import get
 
 VPC = "aws:ec2/vpc:Vpc"

@@ -23,15 +23,13 @@ from pulumi_policy import (
     EnforcementLevel,
     PolicyConfigSchema,
     PolicyResource,
-    ReportViolation,
     ResourceValidationArgs,
-    ResourceValidationPolicy,
     StackValidationArgs,
-    StackValidationPolicy,
 )
 
 from inference_platform import catalog
 from inference_platform.catalog import offerings
+from inference_platform.policies.callbacks import ReportViolation, ResourceValidationPolicy, StackValidationPolicy
 from inference_platform.policies.props import as_list, get
 
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
