@@ -22,7 +22,7 @@ import json
 import sys
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from inference_platform.catalog.instances import CATALOG
 from inference_platform.catalog.offerings import DATA_FILE, RESOURCE_DIR
@@ -45,7 +45,7 @@ def _read(directory: Path, kind: str, region: str) -> list[dict[str, str]] | Non
         path = directory / kind / name
         if path.exists():
             raw = gzip.decompress(path.read_bytes()) if name.endswith(".gz") else path.read_bytes()
-            return json.loads(raw)
+            return cast(list[dict[str, str]], json.loads(raw))  # moto's files: one row per offering
     return None
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -175,20 +176,22 @@ class EdgeGateway(pulumi.ComponentResource):
         self.register_outputs({"proxy_service": self.proxy_service, "namespace": self.namespace})
 
 
-def controller_values(redis_url: str, *, tls: bool = False, auth: bool = False, fail_closed: bool = False) -> dict:
+def controller_values(
+    redis_url: str, *, tls: bool = False, auth: bool = False, fail_closed: bool = False
+) -> dict[str, Any]:
     """Chart v1.9.0 values: global rate limits backed by Redis. ``redis.tls`` (no client certificate) makes
     Envoy Gateway start its rate-limit service with ``REDIS_TLS=true``, and the ``redis-certs`` volume
     its container then mounts is supplied here (the module docstring says why); the AUTH token reaches it
     as ``REDIS_AUTH`` through ``provider.kubernetes.rateLimitDeployment.container.env`` (how Envoy
     Gateway's own tests pass it, internal/infrastructure/kubernetes/ratelimit), from the Secret the
     credentials' CSI sync writes, never from these values. ``fail_closed`` is ``rateLimit.failClosed``."""
-    redis: dict = {"url": redis_url}
+    redis: dict[str, Any] = {"url": redis_url}
     if tls:
         redis["tls"] = {}
-    envoy_gateway: dict = {
+    envoy_gateway: dict[str, Any] = {
         "rateLimit": {"backend": {"type": "Redis", "redis": redis}, "failClosed": fail_closed},
     }
-    deployment: dict = {}
+    deployment: dict[str, Any] = {}
     if tls:
         deployment["pod"] = {"volumes": [{"name": REDIS_CERTS_VOLUME, "emptyDir": {}}]}
     if auth:
@@ -201,7 +204,7 @@ def controller_values(redis_url: str, *, tls: bool = False, auth: bool = False, 
     return {"config": {"envoyGateway": envoy_gateway}, "deployment": {"replicas": 2}}
 
 
-def inference_network_policy_spec(pod_labels: Mapping[str, str], target: GatewayTarget) -> dict:
+def inference_network_policy_spec(pod_labels: Mapping[str, str], target: GatewayTarget) -> dict[str, Any]:
     """The serving pods' OpenAI port from the gateway's Envoy pods only: Triton's KServe v2 ports are not
     the gateway's to reach (NetworkPolicies add up: the rollout's own policy must then admit no load-balancer
     CIDRs, which infra/inference.py ensures)."""

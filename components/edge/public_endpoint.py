@@ -37,7 +37,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import pulumi
 import pulumi_aws as aws
@@ -369,7 +369,7 @@ def _certificate(name: str, args: PublicEndpointArgs, child: pulumi.ResourceOpti
         validation_record_fqdns=[record.fqdn],
         opts=child,
     )
-    return validation.certificate_arn
+    return cast(pulumi.Output[str], validation.certificate_arn)  # pulumi_aws is read as Any (pyproject.toml)
 
 
 def _external_dns(name: str, args: PublicEndpointArgs, parent: pulumi.Resource) -> None:
