@@ -27,6 +27,7 @@ from inference_platform.settings.base import (
     Problem,
     ReadRecorder,
     Section,
+    SectionModel,
     SettingsError,
     describe,
     validation_problems,
@@ -62,7 +63,7 @@ and IAM compare names case-insensitively); ElastiCache refuses ``_``, ``--`` and
 cluster names refuse ``.`` (policies/rules/names.py cites each limit)."""
 
 # Every namespaced object the program reads, in the order problems are reported.
-SECTIONS: tuple[type[Section], ...] = (
+SECTIONS: tuple[type[Section | NodePoolsSettings], ...] = (
     TagsSettings,
     NetworkSettings,
     AccessSettings,
@@ -181,8 +182,8 @@ def load_settings(
                 Problem(key, f"is set in plain text; set it with `pulumi config set --secret {key} <value>`")
             )
 
-    parsed: dict[str, Section] = {}
-    repaired: dict[str, Section] = {}
+    parsed: dict[str, Section | NodePoolsSettings] = {}
+    repaired: dict[str, Section | NodePoolsSettings] = {}
     for section in SECTIONS:
         raw = values.get(section.key, {})
         found = validation_problems(section, raw, section.key)
@@ -199,10 +200,12 @@ def load_settings(
         raise SettingsError(problems)
     assert region_info is not None  # a missing or unknown region is a problem above
     fields = {to_snake(key): value for key, value in parsed.items()}  # nodePools -> node_pools
-    return Settings(project=project, stack=stack, environment=environment, region=region_info, **fields)  # type: ignore[arg-type]
+    return Settings(project=project, stack=stack, environment=environment, region=region_info, **fields)  # type: ignore[arg-type]  # a model per key: mypy cannot pair them with the fields
 
 
-def _repaired(section: type[Section], raw: Any, attempts: int = 8) -> Section | None:
+def _repaired(
+    section: type[Section | NodePoolsSettings], raw: Any, attempts: int = 8
+) -> Section | NodePoolsSettings | None:
     """A stand-in for a section that failed validation: its raw values with every refused one removed (so
     it takes its default), or None when that does not validate. Other sections' checks then see the keys the
     user did write (``edge.domain``) instead of an absent section they would report as missing."""
@@ -237,8 +240,8 @@ def _drop(raw: Any, loc: tuple[Any, ...]) -> bool:
 
 
 def _semantic_problems(
-    parsed: Mapping[str, Section],
-    repaired: Mapping[str, Section],
+    parsed: Mapping[str, SectionModel],
+    repaired: Mapping[str, SectionModel],
     *,
     stack: str,
     environment: str,
@@ -255,7 +258,9 @@ def _semantic_problems(
     appears only with the bad values (or only without them) follows from the bad value and is left to its
     own problem."""
 
-    def run(section: Section, visible: Mapping[str, Section], failed: frozenset[str]) -> tuple[list[Problem], set[str]]:
+    def run(
+        section: SectionModel, visible: Mapping[str, SectionModel], failed: frozenset[str]
+    ) -> tuple[list[Problem], set[str]]:
         recorder = ReadRecorder(visible)
         ctx = CheckContext(stack=stack, environment=environment, region=region, sections=recorder, failed=failed)
         found = section.problems(ctx)
