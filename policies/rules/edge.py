@@ -320,7 +320,7 @@ def _imported_key_problem(props: Any) -> str | None:
     private = get(props, "privateKey") or get(props, "privateKeyWo")
     try:
         if body:
-            public_key = x509.load_pem_x509_certificate(str(body).encode()).public_key()
+            public_key: object = x509.load_pem_x509_certificate(str(body).encode()).public_key()
         elif private:
             public_key = serialization.load_pem_private_key(str(private).encode(), password=None).public_key()
         else:

@@ -118,7 +118,7 @@ def _no_world_ingress(args: StackValidationArgs, report: ReportViolation) -> Non
 
 
 def _flow_logs_on_every_vpc(args: StackValidationArgs, report: ReportViolation) -> None:
-    logged = set()
+    logged: set[str] = set()
     for resource in args.resources:
         if resource.resource_type == "aws:ec2/flowLog:FlowLog":
             logged.update(dep.urn for dep in resource.property_dependencies.get("vpcId", []))

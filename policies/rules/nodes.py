@@ -206,7 +206,8 @@ def _budget(args: StackValidationArgs, report: ReportViolation) -> None:
     # No default in the schema: an absent budget is a missing configuration, which the message must say.
     configured = args.get_config().get("maxAccelerators")
     budget = int(configured or 0)
-    total, parts, used_templates = 0, [], set()
+    total, parts = 0, []
+    used_templates: set[str] = set()
     for resource in args.resources:
         if resource.resource_type not in CAPACITY_TYPES:
             continue
