@@ -65,8 +65,10 @@ async def _errors(
         return await handler(request)
     except ApiError as err:
         return _json(err.body, err.status)
-    except web.HTTPRequestEntityTooLarge as err:
-        return _json(objects.error_body(f"the upload is larger than {err.max_size} bytes", code="file_too_large"), 413)
+    except web.HTTPRequestEntityTooLarge:
+        # aiohttp's exception keeps only its text: the limit is the request's (the application's client_max_size).
+        limit = request.client_max_size
+        return _json(objects.error_body(f"the upload is larger than {limit} bytes", code="file_too_large"), 413)
     except web.HTTPNotFound:
         return _json(objects.error_body(f"no route {request.method} {request.path}", code="unknown_url"), 404)
     except web.HTTPMethodNotAllowed:
