@@ -18,7 +18,7 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from aiohttp import web
+from aiohttp import BodyPartReader, web
 
 from . import lifecycle, metrics, objects
 from .config import ApiConfig
@@ -125,11 +125,16 @@ class BatchApi:
         content: bytes | None = None
         filename = "upload.jsonl"
         async for part in await request.multipart():
+            # A nested multipart part comes as a MultipartReader, which has no name: not a form field.
+            if not isinstance(part, BodyPartReader):
+                raise ApiError(
+                    400, "upload the file as multipart/form-data (fields file and purpose)", code="invalid_upload"
+                )
             if part.name == "file":
                 filename = part.filename or filename
                 content = await self._read_limited(part)
             elif part.name:
-                fields[part.name] = await part.text()  # type: ignore[union-attr]
+                fields[part.name] = await part.text()
         if content is None:
             raise ApiError(400, "the multipart body has no file field", code="missing_file", param="file")
         purpose = fields.get("purpose")
