@@ -15,7 +15,7 @@ import functools
 import json
 import logging
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from aiohttp import BodyPartReader, web
@@ -87,7 +87,7 @@ class BatchApi:
         self.sqs = sqs
         self._client_locks: dict[str, asyncio.Lock] = {}
 
-    def app(self, extra_routes: list[web.RouteDef] = ()) -> web.Application:  # type: ignore[assignment]
+    def app(self, extra_routes: Sequence[web.RouteDef] = ()) -> web.Application:
         # The whole multipart body may hold the file plus a few small fields.
         app = web.Application(client_max_size=self.config.max_file_bytes + 64 * 1024, middlewares=[_errors])
         app.add_routes(
