@@ -225,7 +225,7 @@ def _listener(
     policy: EdgePolicy, keys: Mapping[str, str], listener: Listener, upstreams: Mapping[str, Upstream]
 ) -> dict[str, Any]:
     idle = f"{policy.idle_timeout_seconds}s"
-    http_filters = []
+    http_filters: list[dict[str, Any]] = []
     if policy.credential_lua is not None:
         # Before api_key_auth, as Envoy Gateway's filterOrder puts it: it sees every copy of the key header.
         http_filters.append(
