@@ -80,16 +80,17 @@ def build(today: str | None = None) -> dict[str, Any]:
     regions: dict[str, Any] = {}
     missing: list[str] = []
     for region in sorted(REGIONS):
-        rows = {kind: _read(directory, kind, region) for kind in KINDS}
-        if any(r is None for r in rows.values()):
+        read = {kind: _read(directory, kind, region) for kind in KINDS}
+        rows = {kind: found for kind, found in read.items() if found is not None}
+        if len(rows) != len(read):
             missing.append(region)
             continue
-        regional = _by_type(rows["region"])  # type: ignore[arg-type]
+        regional = _by_type(rows["region"])
         regions[region] = {
             "types": sorted(regional),
-            "zoneIds": _by_type(rows["availability-zone-id"]),  # type: ignore[arg-type]
-            "zoneNames": _by_type(rows["availability-zone"]),  # type: ignore[arg-type]
-            "zoneIdByName": _zone_ids_by_name(rows["availability-zone"], rows["availability-zone-id"]),  # type: ignore[arg-type]
+            "zoneIds": _by_type(rows["availability-zone-id"]),
+            "zoneNames": _by_type(rows["availability-zone"]),
+            "zoneIdByName": _zone_ids_by_name(rows["availability-zone"], rows["availability-zone-id"]),
         }
     return {
         "source": {

@@ -199,7 +199,7 @@ class PublicEndpoint(pulumi.ComponentResource):
             k8s.networking.v1.Ingress(
                 f"{name}-{role}",
                 metadata=security_group.apply(
-                    lambda sg, role=role: ingress_manifests(args, self.ingress_class, sg)[role]["metadata"]  # type: ignore[misc]
+                    lambda sg, role=role: ingress_manifests(args, self.ingress_class, sg)[role]["metadata"]  # type: ignore[misc]  # mypy infers no default-bound lambda
                 ),
                 spec=manifest["spec"],
                 opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=outlive),
