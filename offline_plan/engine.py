@@ -28,6 +28,7 @@ from pulumi.runtime.sync_await import _sync_await
 from inference_platform.errors import CommandError
 from inference_platform.offline_plan.mocks import MockContext, PlanMocks, UnmockedInvokeError
 from inference_platform.offline_plan.recorder import RecordedResource, RecordingMonitor
+from inference_platform.redaction import scrub
 from inference_platform.settings.project import CONFIG_ERROR, Project, StackConfig, load_project, load_stack_config
 
 
@@ -168,10 +169,10 @@ class _ListLogger:
         pass
 
     def info(self, msg: str) -> None:
-        self.sink.append(f"info: {msg}")
+        self.sink.append(scrub(f"info: {msg}"))
 
     def warning(self, msg: str) -> None:
-        self.sink.append(f"warning: {msg}")
+        self.sink.append(scrub(f"warning: {msg}"))
 
     def error(self, msg: str) -> None:
-        self.sink.append(f"error: {msg}")
+        self.sink.append(scrub(f"error: {msg}"))

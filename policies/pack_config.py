@@ -118,5 +118,7 @@ def _kind(value: Any) -> str:
 
 
 def _short(value: Any) -> str:
-    text = repr(value)
+    from inference_platform.redaction import scrub_value
+
+    text = repr(scrub_value(value))  # before it is cut short, or a cut credential is no longer recognised
     return text if len(text) <= 60 else text[:57] + "..."

@@ -18,7 +18,7 @@ from inference_platform.catalog import load_generator
 from inference_platform.settings.base import CheckContext, Problem, Section
 from inference_platform.settings.edge import EdgeSettings
 from inference_platform.settings.network import NetworkSettings
-from inference_platform.settings.types import HttpUrl
+from inference_platform.settings.types import HttpUrl, ShellWord
 
 DEFAULT_TARGET_RATE = 100.0
 DEFAULT_DURATION_SECONDS = 300
@@ -58,7 +58,7 @@ class LoadTestSettings(Section):
     """Default 60. A request without progress for this long counts as failed."""
     url: HttpUrl | None = None
     """Default ``https://<edge.domain>``. Where the load goes; production requires https."""
-    client: str | None = None
+    client: ShellWord | None = None
     """Default the first edge client (sorted). Whose API key the workers send (its tier limits the rate)."""
     node_pool: str = SYSTEM_POOL
     """Default ``system``, the only value allowed: the system node group. Accelerator pools are refused."""

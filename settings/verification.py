@@ -15,7 +15,7 @@ from pydantic import Field
 from inference_platform.settings.base import CheckContext, Problem, Section
 from inference_platform.settings.edge import EdgeSettings
 from inference_platform.settings.serving import ServingSettings
-from inference_platform.settings.types import HttpUrl
+from inference_platform.settings.types import HttpUrl, ShellWord
 
 DEFAULT_DURATION_SECONDS = 60
 DEFAULT_MAX_DURATION_SECONDS = 600
@@ -87,7 +87,7 @@ class VerificationSettings(Section):
     url: HttpUrl | None = None
     """Default ``https://<edge.domain>``, or without an edge the in-cluster Service (plain HTTP, refused in
     production). What the verification Job targets."""
-    client: str | None = None
+    client: ShellWord | None = None
     """Default the first edge client (sorted). Whose API key the Job sends through the edge."""
     job: VerificationJobSettings = Field(default_factory=VerificationJobSettings)
 
