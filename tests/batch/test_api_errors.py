@@ -8,7 +8,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from types import SimpleNamespace
 
@@ -16,6 +15,7 @@ from aiohttp import MultipartWriter, web
 from aiohttp.test_utils import TestClient, TestServer
 
 from inference_platform.batch.api import BatchApi, _errors
+from tests.own_loop import run_on_own_loop
 
 LIMIT = 1024
 
@@ -33,7 +33,7 @@ async def _post(body: bytes) -> tuple[int, str]:
 
 
 def test_a_body_past_client_max_size_is_a_413_naming_the_limit():
-    status, text = asyncio.run(_post(b'{"pad": "' + b"x" * (2 * LIMIT) + b'"}'))
+    status, text = run_on_own_loop(_post(b'{"pad": "' + b"x" * (2 * LIMIT) + b'"}'))
     assert status == 413, text
     error = json.loads(text)["error"]
     assert error["code"] == "file_too_large"
@@ -41,7 +41,7 @@ def test_a_body_past_client_max_size_is_a_413_naming_the_limit():
 
 
 def test_a_body_within_the_limit_passes():
-    status, text = asyncio.run(_post(b'{"pad": "x"}'))
+    status, text = run_on_own_loop(_post(b'{"pad": "x"}'))
     assert (status, json.loads(text)) == (200, {"pad": "x"})
 
 
@@ -59,6 +59,6 @@ async def _upload_nested_multipart() -> tuple[int, str]:
 
 def test_a_nested_multipart_part_is_an_invalid_upload_not_a_500():
     # aiohttp hands a nested multipart part over as a MultipartReader, which has no name (the upload read one).
-    status, text = asyncio.run(_upload_nested_multipart())
+    status, text = run_on_own_loop(_upload_nested_multipart())
     assert status == 400, text
     assert json.loads(text)["error"]["code"] == "invalid_upload"
