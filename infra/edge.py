@@ -187,6 +187,7 @@ def _public_endpoint(
     controller: LoadBalancerController,
 ) -> PublicEndpoint:
     cfg, waf = settings.edge, settings.edge.waf
+    assert cfg.domain is not None  # build_edge builds none without it
     return PublicEndpoint(
         "public-endpoint",
         PublicEndpointArgs(

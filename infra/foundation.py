@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pulumi
@@ -180,7 +181,9 @@ def pool_offering_problems(settings: Settings, zones: list[str], zone_ids: dict[
     region = settings.region.name
     mapped = " (zone IDs as this account's DescribeAvailabilityZones maps its names)"
     account = mapped if offerings.names_are_account_specific(region) else ""
-    groups = [("cluster.systemNodeGroup.instanceTypes", settings.cluster.system_node_group.instance_types, zones)]
+    groups: list[tuple[str, Sequence[str], Sequence[str]]] = [
+        ("cluster.systemNodeGroup.instanceTypes", settings.cluster.system_node_group.instance_types, zones)
+    ]
     groups += [
         (f"nodePools.{name}.availabilityZones", pool.instance_types, pool.zones(zones))
         for name, pool in settings.node_pools.root.items()

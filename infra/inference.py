@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import posixpath
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 
@@ -207,7 +208,7 @@ def _model_source(settings: Settings, storage: Storage) -> ModelSource:
     engine, tokenizer = model.engine or "", model.tokenizer or ""
     bucket, prefix = storage.store.bucket_name, settings.storage.model_prefix
     pins = settings.serving.artifacts
-    source = {
+    source: dict[str, Any] = {  # what both kinds of source take
         "engine_uri": pulumi.Output.concat("s3://", bucket, "/", prefix, engine),
         "tokenizer_uri": pulumi.Output.concat("s3://", bucket, "/", prefix, tokenizer),
         "engine_manifest_sha256": pins.engine_manifest_sha256,

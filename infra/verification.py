@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import urllib.parse
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pulumi
@@ -104,7 +105,7 @@ def _job(
     edge: Edge | None,
     image: pulumi.Input[str],
     image_version: str,
-    after: list[pulumi.Resource],
+    after: Sequence[pulumi.Resource],
 ) -> VerificationJob | None:
     cfg = settings.verification
     if not cfg.enabled:
@@ -166,8 +167,8 @@ def _load_test(
     edge: Edge | None,
     image: pulumi.Input[str],
     image_version: str,
-    after: list[pulumi.Resource],
-    first: list[pulumi.Resource],
+    after: Sequence[pulumi.Resource],
+    first: Sequence[pulumi.Resource],
 ) -> LoadTest | None:
     cfg = settings.load_test
     if not cfg.enabled:

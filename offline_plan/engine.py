@@ -112,17 +112,17 @@ def _run(
     fn: Callable[[], Any] | None = None,
 ) -> None:
     pulumi.runtime.set_mocks(mocks, project=project.name, stack=config.stack, preview=True, monitor=monitor,
-                             logger=_ListLogger(logs))  # fmt: skip
+                             logger=_ListLogger(logs))  # type: ignore[arg-type]  # a duck-typed logger (_ListLogger)  # fmt: skip
     runtime_settings.SETTINGS.root_directory = str(project.root)
     runtime_config.set_all_config(dict(config.values), list(config.secret_keys))
     # set_mocks registers and finishes a root stack of its own; the host runs the program in a new one.
-    runtime_settings.set_root_resource(None)  # type: ignore[arg-type]
+    runtime_settings.set_root_resource(None)  # type: ignore[arg-type]  # None clears it; pulumi types a resource
     main = project.main
     program = fn or (lambda: runpy.run_path(str(main), run_name="__main__"))
     registered = lambda: len(getattr(monitor, "recorded", ()))  # noqa: E731
     with _program_environment(main):
         try:
-            _sync_await(run_in_stack(program))
+            _sync_await(run_in_stack(program))  # type: ignore[arg-type]  # pulumi ignores a non-awaitable result
         except (pulumi.RunError, UnmockedInvokeError) as err:
             raise ProgramError(str(err), registered()) from None
         except SystemExit as err:
@@ -159,7 +159,8 @@ def _describe_failure(err: BaseException, main: Path) -> str:
 
 
 class _ListLogger:
-    """Collects what the program logs through pulumi.log (the mock engine's logger interface)."""
+    """Collects what the program logs through pulumi.log (the mock engine's logger interface: pulumi's
+    MockEngine calls debug, info, warning and error only, though it types a logging.Logger)."""
 
     def __init__(self, sink: list[str]) -> None:
         self.sink = sink

@@ -92,12 +92,12 @@ def _scrub_reports(policy: Policy) -> None:
     """Every violation message passes :func:`~inference_platform.redaction.scrub` before the engine (or the
     offline plan) prints it: a rule quoting a resource's property (a URL, an image, an argument) must not
     put a credential into the preview, the CI log or the PR comment."""
-    original: Callable[..., Awaitable[Any] | None] = policy.validate  # type: ignore[attr-defined]
+    original: Callable[..., Awaitable[Any] | None] = policy.validate  # type: ignore[attr-defined]  # both kinds have it
 
     def validate(args: Any, report_violation: Callable[..., None]) -> Awaitable[Any] | None:
         return original(args, lambda message, urn=None: report_violation(scrub(str(message)), urn))
 
-    policy.validate = validate  # type: ignore[attr-defined]
+    policy.validate = validate  # type: ignore[attr-defined]  # as above: Policy itself declares no validate
 
 
 for _policy in POLICIES:

@@ -28,6 +28,7 @@ from inference_platform.settings.base import (
     Problem,
     ReadRecorder,
     Section,
+    SectionModel,
     SettingsError,
     describe,
     validation_problems,
@@ -63,7 +64,7 @@ and IAM compare names case-insensitively); ElastiCache refuses ``_``, ``--`` and
 cluster names refuse ``.`` (policies/rules/names.py cites each limit)."""
 
 # Every namespaced object the program reads, in the order problems are reported.
-SECTIONS: tuple[type[Section], ...] = (
+SECTIONS: tuple[type[Section | NodePoolsSettings], ...] = (
     TagsSettings,
     NetworkSettings,
     AccessSettings,
@@ -184,8 +185,8 @@ def load_settings(
 
     credentials = _credential_problems(values, secret)
     problems += credentials
-    parsed: dict[str, Section] = {}
-    repaired: dict[str, Section] = {}
+    parsed: dict[str, Section | NodePoolsSettings] = {}
+    repaired: dict[str, Section | NodePoolsSettings] = {}
     for section in SECTIONS:
         raw = values.get(section.key, {})
         # A value holding a credential is that one problem (its own check would quote it once more).
@@ -204,10 +205,12 @@ def load_settings(
         raise SettingsError(problems)
     assert region_info is not None  # a missing or unknown region is a problem above
     fields = {to_snake(key): value for key, value in parsed.items()}  # nodePools -> node_pools
-    return Settings(project=project, stack=stack, environment=environment, region=region_info, **fields)  # type: ignore[arg-type]
+    return Settings(project=project, stack=stack, environment=environment, region=region_info, **fields)  # type: ignore[arg-type]  # a model per key: mypy cannot pair them with the fields
 
 
-def _repaired(section: type[Section], raw: Any, attempts: int = 8) -> Section | None:
+def _repaired(
+    section: type[Section | NodePoolsSettings], raw: Any, attempts: int = 8
+) -> Section | NodePoolsSettings | None:
     """A stand-in for a section that failed validation: its raw values with every refused one removed (so
     it takes its default), or None when that does not validate. Other sections' checks then see the keys the
     user did write (``edge.domain``) instead of an absent section they would report as missing."""
@@ -242,8 +245,8 @@ def _drop(raw: Any, loc: tuple[Any, ...]) -> bool:
 
 
 def _semantic_problems(
-    parsed: Mapping[str, Section],
-    repaired: Mapping[str, Section],
+    parsed: Mapping[str, SectionModel],
+    repaired: Mapping[str, SectionModel],
     *,
     stack: str,
     environment: str,
@@ -260,7 +263,9 @@ def _semantic_problems(
     appears only with the bad values (or only without them) follows from the bad value and is left to its
     own problem."""
 
-    def run(section: Section, visible: Mapping[str, Section], failed: frozenset[str]) -> tuple[list[Problem], set[str]]:
+    def run(
+        section: SectionModel, visible: Mapping[str, SectionModel], failed: frozenset[str]
+    ) -> tuple[list[Problem], set[str]]:
         recorder = ReadRecorder(visible)
         ctx = CheckContext(stack=stack, environment=environment, region=region, sections=recorder, failed=failed)
         found = section.problems(ctx)
@@ -287,7 +292,7 @@ def _under(path: str, keys: Iterable[str]) -> bool:
     return any(path == k or path.startswith((f"{k}.", f"{k}[")) for k in keys)
 
 
-def _planned_names(sections: Mapping[str, Section], prefix: str) -> list[tuple[str, str, str]]:
+def _planned_names(sections: Mapping[str, SectionModel], prefix: str) -> list[tuple[str, str, str]]:
     """(what, physical name, key) for every AWS name the program derives from a setting: two keys that plan
     one name make the second resource fail at ``pulumi up`` (``RepositoryAlreadyExistsException``), or both
     manage one. ECR compares names as lower case (infra/inference.py, infra/batch.py lower-case them). Buckets
@@ -295,19 +300,21 @@ def _planned_names(sections: Mapping[str, Section], prefix: str) -> list[tuple[s
     names them, so none appears here; a setting that starts naming one adds its row."""
     out: list[tuple[str, str, str]] = []
     inference, batch = sections.get("inference"), sections.get("batch")
-    if inference is not None:
-        out.append(("ECR repository", f"{prefix}/{inference.image.repository}".lower(), "inference.image.repository"))  # type: ignore[attr-defined]
-    if batch is not None and batch.enabled:  # type: ignore[attr-defined]
-        out.append(("ECR repository", f"{prefix}/{batch.image.repository}".lower(), "batch.image.repository"))  # type: ignore[attr-defined]
+    if isinstance(inference, InferenceSettings):
+        out.append(("ECR repository", f"{prefix}/{inference.image.repository}".lower(), "inference.image.repository"))
+    if isinstance(batch, BatchSettings) and batch.enabled:
+        out.append(("ECR repository", f"{prefix}/{batch.image.repository}".lower(), "batch.image.repository"))
     # The verification image's repository exists whenever the Job or the load test is on (infra/verification.py).
     verification, load_test = sections.get("verification"), sections.get("loadTest")
-    if verification is not None and (verification.enabled or getattr(load_test, "enabled", False)):  # type: ignore[attr-defined]
-        repository = verification.image.repository  # type: ignore[attr-defined]
+    if isinstance(verification, VerificationSettings) and (
+        verification.enabled or (isinstance(load_test, LoadTestSettings) and load_test.enabled)
+    ):
+        repository = verification.image.repository
         out.append(("ECR repository", f"{prefix}/{repository}".lower(), "verification.image.repository"))
     return out
 
 
-def _name_collisions(sections: Mapping[str, Section], prefix: str) -> list[Problem]:
+def _name_collisions(sections: Mapping[str, SectionModel], prefix: str) -> list[Problem]:
     """Two settings planning one physical name: exit 2 naming both keys (issue 28)."""
     seen: dict[tuple[str, str], str] = {}
     out = []

@@ -13,7 +13,7 @@ import types
 import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, RootModel, ValidationError, ValidationInfo, field_validator
 from pydantic.alias_generators import to_camel
@@ -60,7 +60,7 @@ class CheckContext:
     stack: str
     environment: str
     region: Region | None
-    sections: Mapping[str, Section] = field(default_factory=dict)
+    sections: Mapping[str, SectionModel] = field(default_factory=dict)
     failed: frozenset[str] = frozenset()
     """Sections that already failed (their own values are wrong): a check reading one sees it absent and
     must not report what follows from that absence (``inference-platform:<key>`` keys)."""
@@ -74,19 +74,28 @@ class CheckContext:
         return key not in self.failed
 
 
-class ReadRecorder(Mapping[str, "Section"]):
+class SectionModel(Protocol):
+    """What one top-level key is read into: a :class:`Section`, or the node pools (a mapping, so a pydantic
+    ``RootModel`` and not a Section). What the loader and the checks use of each."""
+
+    key: ClassVar[str]
+
+    def problems(self, ctx: CheckContext) -> list[Problem]: ...
+
+
+class ReadRecorder(Mapping[str, SectionModel]):
     """``sections`` for one check: records which other sections it read (load_settings uses it to tell
     a section's own problems from those that follow from another section's bad value)."""
 
-    def __init__(self, sections: Mapping[str, Section]) -> None:
+    def __init__(self, sections: Mapping[str, SectionModel]) -> None:
         self._sections = sections
         self.read: set[str] = set()
 
-    def __getitem__(self, key: str) -> Section:
+    def __getitem__(self, key: str) -> SectionModel:
         self.read.add(key)
         return self._sections[key]
 
-    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, key: str, default: Any = None) -> Any:
         self.read.add(key)
         return self._sections.get(key, default)
 

@@ -30,7 +30,9 @@ class FsxSettings(Section):
     file_system_path: ShellWord = "/models"
     """Default ``/models``. Where the model prefix of the bucket appears inside the file system."""
     auto_import_events: list[Literal["NEW", "CHANGED", "DELETED"]] = Field(
-        default_factory=lambda: ["NEW", "CHANGED"], min_length=1
+        # mypy reads the lambda's list as list[str]: Field's two-signature default_factory gives it no context.
+        default_factory=lambda: ["NEW", "CHANGED"],  # type: ignore[arg-type]  # see above
+        min_length=1,
     )
     """Default ``[NEW, CHANGED]``. S3 events the file system imports on its own; add ``DELETED`` to also
     drop files whose objects were deleted."""

@@ -20,6 +20,7 @@ from inference_platform.catalog import CatalogError, models, speculative
 from inference_platform.catalog.edge_policy import model_path
 from inference_platform.catalog.models import ModelArchitecture, UnknownModelError
 from inference_platform.settings.base import CheckContext, Problem, Section
+from inference_platform.settings.edge import EdgeSettings
 from inference_platform.settings.types import ShellWord
 
 DEFAULT_MODEL = "Llama-3.1-8B"
@@ -153,7 +154,7 @@ class SpeculativeSettings(Section):
         "choices": "the LLM API drafts one linear chain of maxDraftLen tokens; draft trees are not served",
     }
 
-    method: Literal[speculative.METHODS] = "none"  # type: ignore[valid-type]
+    method: Literal[speculative.METHODS] = "none"  # type: ignore[valid-type]  # the catalog's tuple: mypy takes literals only
     """Default ``none``. ``eagle3`` (an EAGLE-3 head, draftModel), ``draft_model`` (a smaller model of the
     same tokenizer, draftModel), ``mtp`` (the checkpoint's own multi-token-prediction layers, DeepSeek-style)
     or ``ngram`` (drafts from the prompt and the text so far). The LLM API's speculative_config."""
@@ -313,7 +314,7 @@ class ServingSettings(Section):
     """Default unset. Shape of a model the catalog does not know (required for such a model)."""
     checkpoint: ShellWord | None = None
     """Default unset. Hugging Face model id or local/s3 path of the weights ``prepare`` builds from."""
-    precision: Literal[catalog.PRECISIONS] = catalog.BF16  # type: ignore[valid-type]
+    precision: Literal[catalog.PRECISIONS] = catalog.BF16  # type: ignore[valid-type]  # the catalog's tuple, as above
     """Default ``bf16``. One of fp32, fp16, bf16, fp8, fp4, int8, int8_weight_only, int4_awq,
     int4_weight_only; the pool's accelerator must run it (fp8 needs sm89+, fp4 sm100)."""
     tensor_parallel: int = Field(default=1, ge=1, le=64)
@@ -417,7 +418,7 @@ class ServingSettings(Section):
                 )
             )
         if ctx.production:
-            pins = (
+            pins: tuple[tuple[str, str | None], ...] = (
                 ("engineManifestSha256", self.artifacts.engine_manifest_sha256),
                 ("tokenizerManifestSha256", self.artifacts.tokenizer_manifest_sha256),
             )
@@ -614,9 +615,10 @@ def _gateway_authenticates(ctx: CheckContext) -> bool:
 
 def _gateway_key_header(ctx: CheckContext) -> str | None:
     """The header the gateway reads the client's key from and strips before Triton (None: no gateway auth)."""
-    if not _gateway_authenticates(ctx):
+    edge = ctx.sections.get("edge")
+    if not _gateway_authenticates(ctx) or not isinstance(edge, EdgeSettings):
         return None
-    return str(getattr(ctx.sections["edge"].auth, "header", "x-api-key")).lower()
+    return str(getattr(edge.auth, "header", "x-api-key")).lower()
 
 
 def accelerator_problems(serving: ServingSettings, instance_type: str) -> list[Problem]:

@@ -23,7 +23,8 @@ def _prefix(value: str) -> str:
 
 
 class ColdTag(Section):
-    key: str = Field(min_length=1, max_length=128)
+    # A tag's key, a field: the ClassVar Section.key names a top-level section, which this nested model is not.
+    key: str = Field(min_length=1, max_length=128)  # type: ignore[misc]  # a field over Section's ClassVar key
     """Required. Object tag key marking a cold object."""
     value: str = Field(min_length=1, max_length=256)
     """Required. Object tag value marking a cold object."""

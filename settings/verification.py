@@ -13,7 +13,9 @@ from typing import ClassVar
 from pydantic import Field
 
 from inference_platform.settings.base import CheckContext, Problem, Section
+from inference_platform.settings.edge import EdgeSettings
 from inference_platform.settings.inference import ImageSettings
+from inference_platform.settings.serving import ServingSettings
 from inference_platform.settings.types import HttpUrl, ShellWord
 
 DEFAULT_DURATION_SECONDS = 60
@@ -176,9 +178,17 @@ class VerificationSettings(Section):
         out += self._limit_problems(ctx)
         client = edge_client(self.client, edge)
         clients = getattr(getattr(edge, "auth", None), "clients", {}) or {}
-        if self.url is None and getattr(edge, "domain", None) and client in clients and edge.auth.enabled:  # type: ignore[union-attr]
-            tier = edge.rate_limits.tiers.get(edge.auth.clients[client].tier)  # type: ignore[union-attr]
-            per_replica = self.concurrency_per_replica or getattr(serving, "max_batch_size", 1)
+        if (
+            self.url is None
+            and isinstance(edge, EdgeSettings)
+            and edge.domain
+            and client is not None
+            and client in clients
+            and edge.auth.enabled
+        ):
+            tier = edge.rate_limits.tiers.get(edge.auth.clients[client].tier)
+            batch = serving.max_batch_size if isinstance(serving, ServingSettings) else 1
+            per_replica = self.concurrency_per_replica or batch
             total = per_replica * getattr(inference, "replicas", 1)
             if tier is not None and total > tier.concurrent_streams:
                 out.append(
@@ -199,18 +209,23 @@ class VerificationSettings(Section):
         about serving.slo ttftP50Ms + osl mean x itlP50Ms (a server meeting its SLO; a faster one sends more),
         never more than ``maxRequests`` in all."""
         edge, serving, inference = (ctx.sections.get(k) for k in ("edge", "serving", "inference"))
-        if self.url is not None or serving is None or getattr(edge, "domain", None) is None:
+        if (
+            self.url is not None
+            or not isinstance(serving, ServingSettings)
+            or not isinstance(edge, EdgeSettings)
+            or edge.domain is None
+        ):
             return []
         client = _edge_client(self.client, edge)
-        per_replica = self.concurrency_per_replica or serving.max_batch_size  # type: ignore[attr-defined]
+        per_replica = self.concurrency_per_replica or serving.max_batch_size
         in_flight = per_replica * getattr(inference, "replicas", 1)
-        seconds = (serving.slo.ttft_p50_ms + self.osl.mean * serving.slo.itl_p50_ms) / 1000  # type: ignore[attr-defined]
+        seconds = (serving.slo.ttft_p50_ms + self.osl.mean * serving.slo.itl_p50_ms) / 1000
         rate = in_flight / max(seconds, 1e-3)  # requests/s
         out = []
-        auth = edge.auth  # type: ignore[union-attr]
+        auth = edge.auth
         if auth.enabled and client in auth.clients:
             tier_name = auth.clients[client].tier
-            tier = edge.rate_limits.tiers.get(tier_name)  # type: ignore[union-attr]
+            tier = edge.rate_limits.tiers.get(tier_name)
             per_minute = min(self.max_requests, math.ceil(rate * 60))
             if tier is not None and per_minute > tier.requests_per_minute:
                 out.append(
@@ -222,7 +237,7 @@ class VerificationSettings(Section):
                         "for it, or lower verification.concurrencyPerReplica / maxRequests",
                     )
                 )
-        waf = edge.waf  # type: ignore[union-attr]
+        waf = edge.waf
         network = ctx.sections.get("network")
         if waf.enabled:
             per_window = min(self.max_requests, math.ceil(rate * waf.window_seconds))

@@ -36,6 +36,7 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
@@ -245,9 +246,14 @@ def node_group_name(
     return f"{physical}-{digest[:REPLACEMENT_DIGEST_CHARS]}"
 
 
-def _block_devices(pool: PoolProfile, kms_key_arn: pulumi.Input[str] | None) -> list[dict]:
-    def ebs(device: str, size: int) -> dict:
-        volume: dict = {"volume_size": size, "volume_type": "gp3", "encrypted": "true", "delete_on_termination": "true"}
+def _block_devices(pool: PoolProfile, kms_key_arn: pulumi.Input[str] | None) -> list[dict[str, Any]]:
+    def ebs(device: str, size: int) -> dict[str, Any]:
+        volume: dict[str, Any] = {
+            "volume_size": size,
+            "volume_type": "gp3",
+            "encrypted": "true",
+            "delete_on_termination": "true",
+        }
         if pool.spec.disk_throughput_mib_s is not None:
             volume["throughput"] = pool.spec.disk_throughput_mib_s
         if pool.spec.disk_iops is not None:
@@ -351,7 +357,7 @@ def _user_data(pool: PoolProfile) -> str | None:
     return base64.b64encode(node_config_mime(parts, scripts).encode()).decode()
 
 
-def _efa_interfaces(count: int, security_group_ids: Sequence[pulumi.Input[str]]) -> list[dict]:
+def _efa_interfaces(count: int, security_group_ids: Sequence[pulumi.Input[str]]) -> list[dict[str, Any]]:
     """One EFA interface per network card; card 0 is the primary (device 0), the others device 1, as
     Karpenter and eksctl lay them out (karpenter-provider-aws pkg/providers/launchtemplate)."""
     return [
@@ -366,7 +372,7 @@ def _efa_interfaces(count: int, security_group_ids: Sequence[pulumi.Input[str]])
     ]
 
 
-def _reservation(pool: PoolProfile) -> dict | None:
+def _reservation(pool: PoolProfile) -> dict[str, Any] | None:
     ids = pool.spec.reservation_ids
     if not ids:
         return None

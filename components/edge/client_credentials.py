@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -162,7 +163,7 @@ def synced_secret_names(secret_name: str, *, redis_auth: bool) -> list[str]:
     return [secret_name, *([REDIS_AUTH_SECRET] if redis_auth else [])]
 
 
-def provider_class_spec(args: ClientCredentialsArgs, arns: dict[str, str]) -> dict:
+def provider_class_spec(args: ClientCredentialsArgs, arns: dict[str, str]) -> dict[str, Any]:
     """Mount each client's secret as a file named after the client; sync them into one Opaque Secret
     (and the Redis AUTH token, when given, into its own)."""
     clients = sorted(c for c in arns if c != _REDIS_AUTH_OBJECT)
@@ -188,7 +189,7 @@ def provider_class_spec(args: ClientCredentialsArgs, arns: dict[str, str]) -> di
     }
 
 
-def sync_deployment_spec(provider_class: str, synced_secrets: Sequence[str] = ()) -> dict:
+def sync_deployment_spec(provider_class: str, synced_secrets: Sequence[str] = ()) -> dict[str, Any]:
     """One pause container holding the CSI mount; each of ``synced_secrets`` is mounted too, so the pod
     starts (and the Deployment becomes Ready) only once the driver has written them."""
     labels = dict(SYNC_LABELS)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -165,7 +166,7 @@ class EdgeGateway(pulumi.ComponentResource):
         self.register_outputs({"proxy_service": self.proxy_service, "namespace": self.namespace})
 
 
-def inference_network_policy_spec(pod_labels: Mapping[str, str], target: GatewayTarget) -> dict:
+def inference_network_policy_spec(pod_labels: Mapping[str, str], target: GatewayTarget) -> dict[str, Any]:
     """The serving pods' OpenAI port from the gateway's Envoy pods only: Triton's KServe v2 ports are not
     the gateway's to reach (NetworkPolicies add up: the rollout's own policy must then admit no load-balancer
     CIDRs, which infra/inference.py ensures)."""

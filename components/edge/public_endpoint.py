@@ -37,7 +37,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import pulumi
 import pulumi_aws as aws
@@ -202,7 +202,7 @@ class PublicEndpoint(pulumi.ComponentResource):
             k8s.networking.v1.Ingress(
                 f"{name}-{role}",
                 metadata=security_group.apply(
-                    lambda sg, role=role: ingress_manifests(args, self.ingress_class, sg)[role]["metadata"]  # type: ignore[misc]
+                    lambda sg, role=role: ingress_manifests(args, self.ingress_class, sg)[role]["metadata"]  # type: ignore[misc]  # mypy infers no default-bound lambda
                 ),
                 spec=manifest["spec"],
                 opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=outlive),
@@ -372,7 +372,7 @@ def _certificate(name: str, args: PublicEndpointArgs, child: pulumi.ResourceOpti
         validation_record_fqdns=[record.fqdn],
         opts=child,
     )
-    return validation.certificate_arn
+    return cast(pulumi.Output[str], validation.certificate_arn)  # pulumi_aws is read as Any (pyproject.toml)
 
 
 def _external_dns(name: str, args: PublicEndpointArgs, parent: pulumi.Resource) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
@@ -158,10 +159,10 @@ def spot_service_role_arn(partition: str, account_id: str) -> str:
     return f"arn:{partition}:iam::{account_id}:role/aws-service-role/{SPOT_SERVICE}/AWSServiceRoleForEC2Spot"
 
 
-def key_policy(purpose: str, args: KeysArgs) -> dict:
+def key_policy(purpose: str, args: KeysArgs) -> dict[str, Any]:
     """The key policy for one purpose. Every principal is named: no ``"*"`` principals anywhere."""
     root = f"arn:{args.partition}:iam::{args.account_id}:root"
-    statements: list[dict] = [
+    statements: list[dict[str, Any]] = [
         {
             # Lets IAM policies in this account grant use of the key (AWS's default key policy).
             "Sid": "EnableIamPolicies",

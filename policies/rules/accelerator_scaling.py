@@ -29,14 +29,12 @@ from pulumi_policy import (
     EnforcementLevel,
     PolicyConfigSchema,
     PolicyResource,
-    ReportViolation,
     ResourceValidationArgs,
-    ResourceValidationPolicy,
     StackValidationArgs,
-    StackValidationPolicy,
 )
 
 from inference_platform import catalog
+from inference_platform.policies.callbacks import ReportViolation, ResourceValidationPolicy, StackValidationPolicy
 from inference_platform.policies.props import as_list, get
 from inference_platform.policies.rules.jobs import MAX_BACKOFF_LIMIT
 from inference_platform.policies.rules.nodes import LAUNCH_TEMPLATE, NODE_GROUP, NODE_POOL

@@ -22,9 +22,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pulumi_policy import EnforcementLevel, ReportViolation, StackValidationArgs, StackValidationPolicy
+from pulumi_policy import EnforcementLevel, StackValidationArgs
 from pulumi_policy.proxy import UnknownValueError
 
+from inference_platform.policies.callbacks import ReportViolation, StackValidationPolicy
 from inference_platform.policies.props import as_list, get
 from inference_platform.policies.rules.rate_limit_service import duration_ms
 

@@ -37,18 +37,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from pulumi_policy import (
-    EnforcementLevel,
-    PolicyConfigSchema,
-    ReportViolation,
-    ResourceValidationArgs,
-    ResourceValidationPolicy,
-    StackValidationArgs,
-    StackValidationPolicy,
-)
+from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ResourceValidationArgs, StackValidationArgs
 
 from inference_platform.catalog.aws_names import ALB_TLS13_POLICIES
 from inference_platform.catalog.waf_body_rules import BODY_RULES
+from inference_platform.policies.callbacks import ReportViolation, ResourceValidationPolicy, StackValidationPolicy
 from inference_platform.policies.props import as_list, get
 
 INGRESS_CLASS_PARAMS = "kubernetes:elbv2.k8s.aws/v1beta1:IngressClassParams"
@@ -355,7 +348,7 @@ def _imported_key_problem(props: Any) -> str | None:
     private = get(props, "privateKey") or get(props, "privateKeyWo")
     try:
         if body:
-            public_key = x509.load_pem_x509_certificate(str(body).encode()).public_key()
+            public_key: object = x509.load_pem_x509_certificate(str(body).encode()).public_key()
         elif private:
             public_key = serialization.load_pem_private_key(str(private).encode(), password=None).public_key()
         else:

@@ -15,15 +15,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pulumi_policy import (
-    EnforcementLevel,
-    PolicyConfigSchema,
-    ReportViolation,
-    StackValidationArgs,
-    StackValidationPolicy,
-)
+from pulumi_policy import EnforcementLevel, PolicyConfigSchema, StackValidationArgs
 
 from inference_platform.catalog.endpoint_services import KNOWN_SERVICES, THROUGH_NAT, endpoints_for_action
+from inference_platform.policies.callbacks import ReportViolation, StackValidationPolicy
 from inference_platform.policies.props import as_document, as_list, get, statements
 
 VPC = "aws:ec2/vpc:Vpc"

@@ -21,10 +21,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from pulumi_policy import EnforcementLevel, ReportViolation, StackValidationArgs, StackValidationPolicy
+from pulumi_policy import EnforcementLevel, StackValidationArgs
 from pulumi_policy.proxy import UnknownValueError
 
 from inference_platform.catalog.envoy_gateway_gates import config_problems, merged_config, use_problems, uses
+from inference_platform.policies.callbacks import ReportViolation, StackValidationPolicy
 from inference_platform.policies.props import as_document, get
 from inference_platform.policies.rules.helm import HELM_INSTALLS
 

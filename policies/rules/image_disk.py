@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from pulumi_policy import EnforcementLevel, ReportViolation, StackValidationArgs, StackValidationPolicy
+from pulumi_policy import EnforcementLevel, StackValidationArgs
 from pulumi_policy.proxy import UnknownValueError
 
 from inference_platform.catalog.image_sizes import (
@@ -28,6 +28,7 @@ from inference_platform.catalog.image_sizes import (
     pull_need_gib,
     room_for_images_gib,
 )
+from inference_platform.policies.callbacks import ReportViolation, StackValidationPolicy
 from inference_platform.policies.props import as_list, get
 
 REPOSITORY = "aws:ecr/repository:Repository"

@@ -35,19 +35,12 @@ import fnmatch
 from collections.abc import Iterator
 from typing import Any
 
-from pulumi_policy import (
-    EnforcementLevel,
-    PolicyResource,
-    ReportViolation,
-    ResourceValidationArgs,
-    ResourceValidationPolicy,
-    StackValidationArgs,
-    StackValidationPolicy,
-)
+from pulumi_policy import EnforcementLevel, PolicyResource, ResourceValidationArgs, StackValidationArgs
 from pulumi_policy.proxy import UnknownValueError
 
 from inference_platform.catalog import charts
 from inference_platform.planners.cidr import internet_wide
+from inference_platform.policies.callbacks import ReportViolation, ResourceValidationPolicy, StackValidationPolicy
 from inference_platform.policies.config_schema import name_list
 from inference_platform.policies.props import as_list, get
 from inference_platform.policies.rules.exemptions import entry, exempt

@@ -20,16 +20,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from pulumi_policy import (
-    EnforcementLevel,
-    PolicyResource,
-    ReportViolation,
-    StackValidationArgs,
-    StackValidationPolicy,
-)
+from pulumi_policy import EnforcementLevel, PolicyResource, StackValidationArgs
 
 from inference_platform.components.network.security_groups import ROLE_LOAD_BALANCER, ROLE_TAG
 from inference_platform.planners.cidr import internet_wide
+from inference_platform.policies.callbacks import ReportViolation, StackValidationPolicy
 from inference_platform.policies.props import as_list, get
 
 WORLD = frozenset({"0.0.0.0/0", "::/0"})
@@ -201,7 +196,7 @@ def _edge_ports_only(args: StackValidationArgs, report: ReportViolation) -> None
 
 
 def _flow_logs_on_every_vpc(args: StackValidationArgs, report: ReportViolation) -> None:
-    logged = set()
+    logged: set[str] = set()
     for resource in args.resources:
         if resource.resource_type == "aws:ec2/flowLog:FlowLog":
             logged.update(dep.urn for dep in resource.property_dependencies.get("vpcId", []))

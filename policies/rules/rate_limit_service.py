@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import re
 
-from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
+from pulumi_policy import EnforcementLevel, ResourceValidationArgs
 
 from inference_platform.catalog.edge_policy import (
     ENVOY_RATE_LIMIT_DEFAULT_TIMEOUT_MS,
     MIN_FAIL_CLOSED_RATE_LIMIT_TIMEOUT_MS,
 )
+from inference_platform.policies.callbacks import ReportViolation, ResourceValidationPolicy
 from inference_platform.policies.props import as_list, get
 from inference_platform.policies.rules.helm import HELM_INSTALLS
 

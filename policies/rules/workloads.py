@@ -22,18 +22,11 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from pulumi_policy import (
-    EnforcementLevel,
-    PolicyConfigSchema,
-    ReportViolation,
-    ResourceValidationArgs,
-    ResourceValidationPolicy,
-    StackValidationArgs,
-    StackValidationPolicy,
-)
+from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ResourceValidationArgs, StackValidationArgs
 
 from inference_platform import catalog
 from inference_platform.catalog import charts
+from inference_platform.policies.callbacks import ReportViolation, ResourceValidationPolicy, StackValidationPolicy
 from inference_platform.policies.config_schema import name_list
 from inference_platform.policies.props import as_list, get
 from inference_platform.policies.rules.exemptions import entry, exempt, normalised, sensitive_host_path
