@@ -71,6 +71,7 @@ def serve(app: Any, *, host: str, port: int, shutdown_timeout: float) -> None:
         signal.signal(caught, lambda *_: sys.exit(0))
     # uvloop and httptools: uvicorn's "standard" event loop and HTTP parser (the streaming path's per-token cost).
     uvicorn.run(
-        app, host=host, port=port, log_level="info", timeout_graceful_shutdown=shutdown_timeout,
+        app, host=host, port=port, log_level="info",
+        timeout_graceful_shutdown=shutdown_timeout,  # type: ignore[arg-type]  # asyncio.timeout takes it; uvicorn says int
         loop="uvloop", http="httptools",
     )  # fmt: skip
