@@ -123,6 +123,10 @@ class TritonPythonModel:
         )
         # nv_trt_llm_kv_cache_block_metrics (the KV-cache alert, KEDA's kvCacheTarget, llm-d's EPP) from the stats.
         self.kv_gauges = KvCacheGauges(pb_utils, model=args["model_name"], version=args["model_version"])
+        # The block size is the configuration's (KvCacheConfig.tokens_per_block), known before the engine's first
+        # iteration stats: published now, so a router sizing its prefix blocks from it (llm-d's EPP reads
+        # tokens_per) never reads 0. The pool's size (max) waits for the engine, which sizes it from free memory.
+        self.kv_gauges.update({"tokens_per": float(_tokens_per_block(llm_args))})
         self.lock = threading.Lock()
         """Guards ``running`` and every ``_Running.closed``: the cancellation check runs only under it."""
         self.llm = self._on_loop(self._build(engine.LLM, llm_args))
@@ -476,6 +480,12 @@ def _queue_seconds(output: Any) -> float | None:
     if isinstance(arrival, timedelta) and isinstance(scheduled, timedelta) and scheduled >= arrival > timedelta(0):
         return (scheduled - arrival).total_seconds()
     return None
+
+
+def _tokens_per_block(llm_args: dict[str, Any]) -> int:
+    kv = llm_args.get("kv_cache_config") or {}
+    value = kv.get("tokens_per_block") if isinstance(kv, dict) else None
+    return int(value) if isinstance(value, int) and value > 0 else DEFAULT_TOKENS_PER_BLOCK
 
 
 def _vocab_size(llm_args: dict[str, Any]) -> int:

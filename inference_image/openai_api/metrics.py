@@ -1,6 +1,6 @@
 """The OpenAI server's Prometheus metrics, under vLLM's names, on ``/metrics`` of the serving port.
 
-Why vLLM's names (``vllm:*``, pinned in tests/inference_image/openai_api/test_metrics.py against vLLM's
+Why vLLM's names (``vllm:*``, cited in catalog/server_metrics.py from vLLM's
 ``docs/design/metrics.md`` and ``vllm/v1/metrics/loggers.py``) and not OpenTelemetry's ``gen_ai.*``: the serving
 ecosystem's dashboards, autoscalers and routers read vLLM's Prometheus series (vLLM's Grafana dashboard, llm-d's
 scorers for vLLM, KServe, the Gateway API Inference Extension's model-server protocol), while ``gen_ai.*`` are
