@@ -7,7 +7,6 @@ The live counterpart, on the real local stack under load: tests/inferctl/serving
 
 from __future__ import annotations
 
-import asyncio
 import http.server
 import threading
 from collections.abc import Iterator
@@ -18,6 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from inference_platform.catalog import server_metrics
 from inference_platform.inference_image.openai_api import metrics
 from inference_platform.processes import free_port
+from tests.own_loop import run_on_own_loop
 
 TRITON_PAGE = """\
 # HELP nv_inference_count Number of inferences performed
@@ -62,7 +62,7 @@ def triton_page() -> Iterator[str]:
 
 def _page(url: str | None) -> dict[str, list[tuple[dict[str, str], float]]]:
     served = metrics.ServerMetrics("llama-3.1-8b", (0.1, 1.0), triton_metrics_url=url)
-    text = asyncio.run(served.exposition()).decode()
+    text = run_on_own_loop(served.exposition()).decode()
     out: dict[str, list[tuple[dict[str, str], float]]] = {}
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
