@@ -155,7 +155,9 @@ def test_prefill_counts_only_the_uncached_prompt_tokens_and_cached_tokens_is_exa
     assert partial == (21, 3, 20), RESULT
 
 
-def test_an_iteration_costs_the_token_delay_plus_each_entering_prefill_over_its_uncached_tokens(checkpoint, monkeypatch):
+def test_an_iteration_costs_the_token_delay_plus_each_entering_prefill_over_its_uncached_tokens(
+    checkpoint, monkeypatch
+):
     """What the routing work (issue 29) measures against: the executor's sleep per iteration, recorded (not timed),
     is CPU_LLM_TOKEN_DELAY_MS, plus CPU_LLM_FIRST_TOKEN_DELAY_MS and CPU_LLM_PREFILL_US_PER_TOKEN x the uncached
     prompt tokens of each request entering its context phase in it."""
