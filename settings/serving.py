@@ -122,6 +122,10 @@ class BatchingSettings(Section):
     """Default 0. How long Triton holds a request to batch it with others (0-1,000,000 us)."""
     max_queue_size: int = Field(default=0, ge=0)
     """Default 0 (unbounded). Requests queued beyond this are rejected at once instead of waiting."""
+    stream_interval: int = Field(default=1, ge=1, le=64)
+    """Default 1. Tokens per streamed response (the LLM API's ``stream_interval``: "Set this to a larger value when
+    the batch size is large"): each response costs the model, Triton and the OpenAI server one event, so a larger
+    value cuts the per-token cost of large batches, and clients get their text in steps of that many tokens."""
 
 
 class KvCacheSettings(Section):
@@ -626,6 +630,9 @@ class ServingSettings(Section):
             out.append(Problem("serving.kvCache.hostCacheFraction", "the Neuron path has no host KV-cache tier"))
         if self.batching.overlap_scheduler:
             out.append(Problem("serving.batching.overlapScheduler", "true: the Neuron path has no overlap scheduler"))
+        if self.batching.stream_interval != 1:
+            out.append(Problem("serving.batching.streamInterval", f"{self.batching.stream_interval}: the Neuron path "
+                               "streams every token (only TensorRT-LLM's LLM API takes stream_interval)"))  # fmt: skip
         if self.max_beam_width > 1:
             out.append(Problem("serving.maxBeamWidth", "beam search is not available on Neuron"))
         if self.nodes > 1:

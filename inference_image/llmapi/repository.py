@@ -75,6 +75,8 @@ def render_model_yaml(
         "disable_overlap_scheduler": serving.batching.overlap_scheduler is False,
         "kv_cache_config": kv,
         "scheduler_config": {"capacity_scheduler_policy": serving.batching.scheduler_policy.upper()},
+        # Tokens per streamed response: one event per response through the model, Triton and the OpenAI server.
+        "stream_interval": serving.batching.stream_interval,
         # The executor records iteration stats (kvCacheStats) only with this: the model's KV-cache gauges read them.
         "enable_iter_perf_stats": True,
     }
