@@ -46,7 +46,7 @@ def main(argv: list[str]) -> int:
 
     from inference_platform.inference_image.testing.cpu_llm_api.local import Timing
     from inference_platform.settings import stack_files
-    from tests.inferctl.serving.openai_stack import openai_stack
+    from tools.local_openai_stack import openai_stack
 
     rounds: list[dict[str, float]] = []
     with (

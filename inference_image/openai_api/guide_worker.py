@@ -25,8 +25,8 @@ GUIDE_KEYWORDS = {"json_schema": "json", "regex": "regex", "ebnf": "grammar"}
 
 
 def _xgrammar(tokenizer_dir: Path) -> Any:
-    import xgrammar  # type: ignore[import-not-found]
-    from transformers import AutoTokenizer  # type: ignore[import-not-found]
+    import xgrammar  # type: ignore[import-not-found]  # only in the GPU image (TensorRT-LLM's dependency)
+    from transformers import AutoTokenizer  # type: ignore[import-not-found]  # only in the GPU image, as xgrammar
 
     info = xgrammar.TokenizerInfo.from_huggingface(AutoTokenizer.from_pretrained(str(tokenizer_dir)))
     compiler = xgrammar.GrammarCompiler(info, max_threads=1, cache_enabled=False)

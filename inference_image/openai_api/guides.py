@@ -39,6 +39,7 @@ from typing import Any
 
 from inference_platform.inference_image.openai_api.errors import ApiError, invalid
 from inference_platform.inference_image.openai_api.server_file import GuideLimits
+from inference_platform.processes import with_parent_death
 
 LOG = logging.getLogger("openai_api.guides")
 LIMIT_CODE = "guide_limit_exceeded"
@@ -256,8 +257,9 @@ class _Worker:
     def __init__(self, tokenizer_dir: Path, compiler: str, memory_mib: int) -> None:
         argv = [sys.executable, "-m", "inference_platform.inference_image.openai_api.guide_worker",
                 "--tokenizer-dir", str(tokenizer_dir), "--compiler", compiler, "--memory-mib", str(memory_mib)]  # fmt: skip
+        # It dies with this server (no preexec_fn: a parent with gRPC threads must not fork one, processes.py).
         self.process = subprocess.Popen(
-            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+            with_parent_death(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
             start_new_session=True, env=os.environ | {"PYTHONUNBUFFERED": "1"},
         )  # fmt: skip
 
@@ -270,7 +272,8 @@ class _Worker:
             self.process.stdin.flush()
         except OSError:
             return None
-        reader = threading.Thread(target=lambda: answer.append(self.process.stdout.readline()), daemon=True)  # type: ignore[union-attr]
+        stdout = self.process.stdout
+        reader = threading.Thread(target=lambda: answer.append(stdout.readline()), daemon=True)
         reader.start()
         reader.join(deadline)
         if not answer:

@@ -29,16 +29,13 @@ import re
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.parser import text_string_to_metric_families
 
 from inference_platform.catalog import server_metrics as m
-
-if TYPE_CHECKING:
-    from inference_platform.inference_image.openai_api.service import RequestContext
 
 TTFT = m.TTFT_SECONDS
 ITL = m.INTER_TOKEN_SECONDS
@@ -163,8 +160,9 @@ class ServerMetrics:
         self._clients: set[str] = set()
         self._lock = threading.Lock()
 
-    def start(self, ctx: RequestContext, *, prompt_tokens: int) -> RequestRecord:
-        return RequestRecord(self, (self.served_model, self.client_label(ctx.client)), ctx.started, prompt_tokens)
+    def start(self, *, client: str, started: float, prompt_tokens: int) -> RequestRecord:
+        """A request's record: ``client`` the edge's client id, ``started`` its arrival (``time.monotonic()``)."""
+        return RequestRecord(self, (self.served_model, self.client_label(client)), started, prompt_tokens)
 
     def client_label(self, client: str) -> str:
         if client in self._clients:

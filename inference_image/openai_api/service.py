@@ -272,7 +272,7 @@ class Service:
         self, generation: Generation, prompt: Prompt, max_tokens: int, ctx: RequestContext
     ) -> dict[str, Any]:
         tally = _Tally([_Choice() for _ in range(generation.n)])
-        record = self.metrics.start(ctx, prompt_tokens=prompt.tokens)
+        record = self.metrics.start(client=ctx.client, started=ctx.started, prompt_tokens=prompt.tokens)
         try:
             async for update in self._updates(generation, prompt, max_tokens, ctx, record):
                 tally.add(update)
@@ -316,7 +316,7 @@ class Service:
         streams = [ToolStream(generation.tools) for _ in range(generation.n)] if generation.tools else None
         finished = [False] * generation.n
         offsets = [0] * generation.n
-        record = self.metrics.start(ctx, prompt_tokens=prompt.tokens)
+        record = self.metrics.start(client=ctx.client, started=ctx.started, prompt_tokens=prompt.tokens)
         usage_each = generation.continuous_usage
         if chat:
             for i in range(generation.n):
@@ -341,7 +341,8 @@ class Service:
                             yield _sse(envelope | {"choices": [_choice(i, {"delta": part})]})
                         final_reason = _finish_reason(reason)
                         if streams is not None and streams[i].called and final_reason == "stop":
-                            final_reason = "stop" if generation.tools.choice == "named" else "tool_calls"  # type: ignore[union-attr]
+                            named = generation.tools is not None and generation.tools.choice == "named"
+                            final_reason = "stop" if named else "tool_calls"
                         empty: dict[str, Any] = {"delta": {}} if chat else {"text": ""}
                         chunk = envelope | {"choices": [_choice(i, empty, final_reason)]}
                         yield _sse(chunk | ({"usage": usage} if usage else {}))

@@ -1,6 +1,6 @@
 """Proven live: a real Prometheus scrapes the real local Triton every second while a bounded load runs through the
 local stack serve-local runs (the production ``tensorrt_llm`` LLM-API model with the CPU stand-in engine, behind the
-image's OpenAI server; tests/inferctl/serving/openai_stack.py). The recording rules and the ScaledObject's exact queries are evaluated
+image's OpenAI server; tools/local_openai_stack.py). The recording rules and the ScaledObject's exact queries are evaluated
 on the scraped data, and the ScaledObject's rendered ``scalingModifiers.formula`` string is evaluated
 (tests/observability/expr_lang.py) on the values those queries return: under load (waited for, with a
 deadline, until the in-flight gauge passes the target by more than the HPA's tolerance) the formula

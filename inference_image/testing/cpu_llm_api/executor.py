@@ -35,20 +35,46 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
-from inference_platform.inference_image.testing.cpu_llm_api.guided import GuidedRun, regex_of
+from inference_platform.inference_image.testing.cpu_llm_api.guided import GuidedRun, GuidedVocabulary, regex_of
 from inference_platform.inference_image.testing.cpu_llm_api.iteration_result import IterationResult
-from inference_platform.inference_image.testing.cpu_llm_api.kv_cache import Allocation
+from inference_platform.inference_image.testing.cpu_llm_api.kv_cache import Allocation, PrefixCache
 from inference_platform.inference_image.testing.cpu_llm_api.outputs import Logprob
 from inference_platform.inference_image.testing.cpu_llm_api.params import SamplingParams
 from inference_platform.inference_image.testing.cpu_llm_api.text import Detokenizer, apply_stop, releasable, sampled
 
-if TYPE_CHECKING:
-    from inference_platform.inference_image.testing.cpu_llm_api.engine import LLM, RequestOutput
-
 NO_EVICT = "GUARANTEED_NO_EVICT"
 MAX_UTILIZATION = "MAX_UTILIZATION"
+
+
+class RequestOutput(Protocol):
+    """What the executor needs of a request's result (engine.RequestOutput; a Protocol, so no import circle)."""
+
+    request_id: int
+    streaming: bool
+
+    def deliver(self, item: Snapshot | BaseException) -> None: ...
+
+
+class LLM(Protocol):
+    """What the executor reads of its engine (engine.LLM)."""
+
+    tokenizer: Any
+    kv: PrefixCache
+    eos_id: int
+    stop_ids: set[int]
+    vocab_size: int
+    max_batch_size: int
+    stream_interval: int
+    iter_perf_stats: bool
+    state_file: str | None
+    global_seed: int
+    first_delay: float
+    token_delay: float
+    prefill_per_token: float
+
+    def guided_vocabulary(self) -> GuidedVocabulary: ...
 
 
 @dataclass

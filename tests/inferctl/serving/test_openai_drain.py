@@ -12,7 +12,7 @@ import pytest
 
 from inference_platform.inference_image.testing.cpu_llm_api.local import Timing
 from inference_platform.settings import stack_files
-from tests.inferctl.serving.openai_stack import openai_stack
+from tools.local_openai_stack import openai_stack
 
 pytestmark = [pytest.mark.triton, pytest.mark.timeout(300)]
 

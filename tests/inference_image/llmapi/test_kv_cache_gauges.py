@@ -20,7 +20,7 @@ from inference_platform.inference_image.llmapi import kv_cache_gauges
 from inference_platform.inference_image.llmapi.repository import TOKENS_PER_BLOCK
 from inference_platform.inference_image.testing.cpu_llm_api.local import Timing
 from inference_platform.settings import stack_files
-from tests.inferctl.serving.openai_stack import openai_stack
+from tools.local_openai_stack import openai_stack
 
 TIMING = Timing(first_token_delay_ms=10, token_delay_ms=20)
 IN_FLIGHT = 4
