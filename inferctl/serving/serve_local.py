@@ -1,4 +1,4 @@
-"""``inferctl serve-local``: the stack's model repository on the real Triton server, on this machine.
+"""``inferctl serve-local``: the stack's OpenAI API on this machine (real Triton on CPU, the edge with --edge).
 
 Renders the repository from a stack's serving settings (dev by default), runs the tritonserver from the
 nvidia-pytriton wheel on 127.0.0.1 and, for a TensorRT-LLM stack, the image's OpenAI server on
