@@ -105,6 +105,13 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(
             "--batch needs --edge: the Batch API trusts the client id the edge sets after checking the key", exit_code=2
         )
+    if args.batch and not settings.edge.auth.enabled:
+        raise CommandError(
+            f"--batch: edge.auth.enabled is false in the {args.stack} stack, and the Batch API keeps each client's "
+            "files and batches under the client id the edge sets once it has checked a key; enable it "
+            "(--stack-file) or leave --batch out",
+            exit_code=2,
+        )
     delays = {
         k: v
         for k, v in (("first_token_delay_ms", args.first_token_delay_ms), ("token_delay_ms", args.token_delay_ms))
@@ -274,6 +281,11 @@ def banner(settings: Any, *, base_url: str, edge: EdgePlan | None, ca: Any = Non
     if edge is None:
         lines.append("  API key    none (no edge: any value; --edge puts keys and TLS in front)")
         lines.append(f"  try        curl {base_url}/models")
+        return "\n".join(lines)
+    if not edge.keys:
+        lines.append("  API key    none (edge.auth.enabled is false: the edge checks no key)")
+        lines.append(f"  CA         {ca.ca} ({'new: clients trust this file' if ca.ca_created else 'kept'})")
+        lines.append(f"  try        curl --cacert {ca.ca} {base_url}/models")
         return "\n".join(lines)
     clients = ", ".join(sorted(edge.keys))
     if not edge.new_keys:

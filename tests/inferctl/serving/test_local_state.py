@@ -24,6 +24,7 @@ from inference_platform.inferctl.serving import edge_tls
 from inference_platform.inferctl.serving.local_edge import KEY_LENGTH, local_keys
 from inference_platform.inferctl.serving.local_work_dir import MARKER, claimed
 from inference_platform.settings import stack_files
+from tests.runtime_imports import REPO
 
 
 @pytest.fixture(scope="module")
@@ -150,3 +151,48 @@ def test_a_folder_with_other_files_or_in_use_is_refused(tmp_path):
     with claimed(tmp_path / "work"), pytest.raises(CommandError) as busy, claimed(tmp_path / "work"):
         pass
     assert busy.value.exit_code == 2 and "in use by another serve-local" in str(busy.value)
+
+
+def test_batch_needs_the_edge_and_its_keys(tmp_path):
+    """The Batch API keeps each client's objects under the client id the edge sets after checking a key: without
+    the edge, or with the stack's edge.auth off, every call would be a 401, so serve-local refuses up front."""
+    import subprocess
+    import sys
+
+    import yaml
+
+    inferctl = [sys.executable, "-m", "inference_platform.inferctl", "serve-local", f"--work-dir={tmp_path / 'w'}"]
+    result = subprocess.run([*inferctl, "--batch"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and "--batch needs --edge" in result.stderr, result.stderr
+    doc = yaml.safe_load((REPO / "stacks" / "Pulumi.dev.yaml").read_text())
+    doc["config"]["inference-platform:edge"] = {"auth": {"enabled": False}}
+    stack_file = tmp_path / "Pulumi.dev.yaml"
+    stack_file.write_text(yaml.safe_dump(doc))
+    result = subprocess.run([*inferctl, "--edge", "--batch", f"--stack-file={stack_file}"], capture_output=True,
+                            text=True, timeout=120)  # fmt: skip
+    assert result.returncode == 2 and "--batch: edge.auth.enabled is false" in result.stderr, result.stderr
+    assert not (tmp_path / "w").exists()
+
+
+def test_the_banner_says_what_a_client_needs(policy, tmp_path):
+    from types import SimpleNamespace
+
+    from inference_platform.inferctl.serving.serve_local import EdgePlan, banner
+
+    settings = stack_files.load("dev")
+    ca = edge_tls.local_certificates(tmp_path / "tls")
+    keys = {"default": "k" * KEY_LENGTH}
+    plan = EdgePlan(policy=policy, keys=keys, key_file=tmp_path / "keys.json", work_dir=tmp_path, new_keys=[],
+                    triton_key=None, triton_header="x-api-key")  # fmt: skip
+    lane = SimpleNamespace(moto_url="http://127.0.0.1:5000")
+    text = banner(settings, base_url="https://127.0.0.1:8443/v1", edge=plan, ca=ca, lane=lane)
+    assert "base URL   https://127.0.0.1:8443/v1" in text and f"model      {settings.serving.served_model_name}" in text
+    assert f"API keys   {tmp_path / 'keys.json'} (clients default: kept from the last start;" in text
+    assert f"CA         {ca.ca} (new: clients trust this file)" in text
+    assert "batch      https://127.0.0.1:8443/v1/files and https://127.0.0.1:8443/v1/batches" in text
+    assert "k" * KEY_LENGTH not in text  # the key file is named, never a key
+    open_edge = dataclasses.replace(plan, keys={})
+    text = banner(settings, base_url="https://127.0.0.1:8443/v1", edge=open_edge, ca=ca)
+    assert "API key    none (edge.auth.enabled is false" in text
+    plain = banner(settings, base_url="http://127.0.0.1:9000/v1", edge=None)
+    assert "base URL   http://127.0.0.1:9000/v1" in plain and "API key    none (no edge" in plain
