@@ -27,7 +27,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--out", type=Path, default=OUT, help=f"where the figures go (default {OUT})")
     args = parser.parse_args(argv)
 
-    from tests.packaging.wheel_env import BOOTSTRAP, MEASURE, _run, build_wheel
+    from tools.wheel_build import BOOTSTRAP, MEASURE, build_wheel, run
 
     with tempfile.TemporaryDirectory(prefix="bench-install-") as tmp:
         work = Path(tmp)
@@ -36,7 +36,7 @@ def main(argv: list[str]) -> int:
         wheel = build_wheel(work, log)
         env = work / "venv"
         venv.EnvBuilder(with_pip=True).create(env)
-        _run([str(env / "bin" / "python"), "-m", "pip", "install", "--quiet", str(wheel)], log, 1800)
+        run([str(env / "bin" / "python"), "-m", "pip", "install", "--quiet", str(wheel)], log, 1800)
         seconds = time.perf_counter() - started
         out = subprocess.run([str(env / "bin" / "python"), "-I", "-c", MEASURE], capture_output=True, text=True,
                              check=True, timeout=120).stdout  # fmt: skip

@@ -164,10 +164,11 @@ def schedule_of(spec: Mapping[str, Any]) -> Schedule:
             # trough, so the expectation is the held bounds every night (the basis says so).
             night_branch, held = inner[1], f"night held at its floor while the {queue[1]!r} queue has work"
             unheld = _branch(inner[2], hi)
-        branches = [_branch(parts[1], hi), _branch(night_branch, hi)] if night_branch else [None]
-        if None in branches:
+        day_bounds = _branch(parts[1], hi) if parts and night_branch else None
+        night_bounds = _branch(night_branch, hi) if night_branch else None
+        if day_bounds is None or night_bounds is None:
             return Schedule(everyday, everyday, 0, 0, note=f"formula {formula!r} not read")
-        day, night = branches
+        day, night = day_bounds, night_bounds
     else:
         desired = int(float(meta.get("desiredReplicas", 0) or 0))
         day, night = Bounds(max(lo, desired), hi), everyday

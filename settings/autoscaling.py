@@ -24,9 +24,10 @@ from inference_platform.planners.scaling import (
 )
 from inference_platform.settings import cold_start as cold_start_settings
 from inference_platform.settings.base import CheckContext, Problem, Section
-from inference_platform.settings.capacity import plan_for
+from inference_platform.settings.capacity import CapacitySettings, plan_for
 from inference_platform.settings.node_pools import cluster_zones
 from inference_platform.settings.replica_bounds import serving_slots
+from inference_platform.settings.serving import ServingSettings
 
 DEFAULT_TARGET_BATCH_SHARE = 0.75
 """targetRequestsPerReplica defaults to this share of serving.maxBatchSize: scale out before the
@@ -200,13 +201,13 @@ class AutoscalingSettings(Section):
                 )
             )
         slots = serving_slots(ctx)
-        if slots is not None and high is not None and high > slots:
-            serving = ctx.sections["serving"]
+        serving = ctx.sections.get("serving")
+        if slots is not None and high is not None and high > slots and isinstance(serving, ServingSettings):
             out.append(
                 Problem(
                     "autoscaling.maxReplicas",
-                    f"got {high}; x {serving.world_size} accelerator(s) per replica it does not fit "  # type: ignore[attr-defined]
-                    f"serving.nodePool {serving.node_pool!r} at its maxSize, which holds {slots} replica(s)",  # type: ignore[attr-defined]
+                    f"got {high}; x {serving.world_size} accelerator(s) per replica it does not fit "
+                    f"serving.nodePool {serving.node_pool!r} at its maxSize, which holds {slots} replica(s)",
                 )
             )
         return out
@@ -219,8 +220,8 @@ class AutoscalingSettings(Section):
         region = ctx.region.name if ctx.region else None
         cap = ctx.sections.get("capacity")
         plan = None
-        if cap is not None and getattr(cap, "enabled", False) and region is not None:
-            plan = plan_for(cap, dict(ctx.sections), region, cluster_zones(ctx), production=ctx.production).bounds  # type: ignore[arg-type]
+        if isinstance(cap, CapacitySettings) and cap.enabled and region is not None:
+            plan = plan_for(cap, dict(ctx.sections), region, cluster_zones(ctx), production=ctx.production).bounds
         found = cold_start_settings.ramp_problems(
             self, ctx.sections, region=region, slots=serving_slots(ctx), plan=plan
         )

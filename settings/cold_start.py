@@ -11,11 +11,16 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from inference_platform import catalog
 from inference_platform.catalog import models
 from inference_platform.planners import cold_start, latency, placement
+from inference_platform.planners.planning_factors import DEFAULT_FACTORS
+
+if TYPE_CHECKING:
+    from inference_platform.settings.capacity import CapacityBounds
+    from inference_platform.settings.serving import ServingSettings
 
 GIB = 2**30
 
@@ -40,7 +45,9 @@ def inputs_for(sections: Mapping[str, Any], ceiling: int | None = None) -> cold_
         return None
     fsx_enabled = bool(getattr(fsx, "enabled", False))
     source = inference.model_source(fsx_enabled)
-    fsx_mb_s = fsx.storage_capacity_gib / 1024 * fsx.per_unit_storage_throughput if fsx_enabled else None
+    fsx_mb_s = (
+        fsx.storage_capacity_gib / 1024 * fsx.per_unit_storage_throughput if fsx is not None and fsx_enabled else None
+    )
     starts = 1
     if auto is not None and getattr(auto, "enabled", False):
         # One scale-up period adds at most scaleUp.pods replicas, never beyond an explicit ceiling. (The pods
@@ -104,7 +111,7 @@ def replica_hold(sections: Mapping[str, Any], region: str | None = None) -> Hold
     try:
         instance = (capacity_settings.planned_instance(pool.instance_types, region) if region
                     else pool.instance_types[0])  # fmt: skip
-        factors = cap.planning_factors() if cap is not None else capacity_settings.DEFAULT_FACTORS
+        factors = cap.planning_factors() if cap is not None else DEFAULT_FACTORS
         r = latency.replica(serving.resolved_architecture(), serving.precision, instance, serving.tensor_parallel,
                             serving.kv_cache.resolved_dtype())  # fmt: skip
         workload = latency.Workload(isl=isl, osl=osl)
@@ -198,10 +205,22 @@ def ramp_problems(
     return out
 
 
-def _trigger_problem(auto, inputs, cs, hold, key, trigger, allowed, growth, ramp, why) -> tuple[str, str]:  # type: ignore[no-untyped-def]
+def _trigger_problem(
+    auto: Any,
+    inputs: cold_start.StartInputs,
+    cs: cold_start.ColdStart,
+    hold: Hold,
+    key: str,
+    trigger: float,
+    allowed: float,
+    growth: float,
+    ramp: float,
+    why: str,
+) -> tuple[str, str]:
     slowest = max(cs.phases, key=lambda p: p.seconds)
     shorten = f"shorten the cold start (slowest: {slowest.name}, {slowest.seconds:.0f} s)"
     if key == "autoscaling.kvCacheTarget":
+        assert hold.kv_fit is not None  # ramp_problems adds the KV trigger only where it sized the KV cache
         return (key, f"kvCacheTarget {auto.kv_cache_target:g} fires at {trigger:.1f} of the {hold.kv_fit} sequences "
                      f"the KV cache holds, which leaves too little headroom: {why}, so scale-out must start at "
                      f"{allowed:.1f}; lower it to at most {allowed / hold.kv_fit:.3f} or {shorten}")  # fmt: skip
@@ -224,7 +243,15 @@ def _trigger_problem(auto, inputs, cs, hold, key, trigger, allowed, growth, ramp
                  f"a target of at most {allowed:.1f} ({allowed / hold.requests:.0%} of it); {fix}")  # fmt: skip
 
 
-def _ceiling_problems(auto, serving, plan, slots, hold, growth, why) -> list[tuple[str, str]]:  # type: ignore[no-untyped-def]
+def _ceiling_problems(
+    auto: Any,
+    serving: ServingSettings,
+    plan: CapacityBounds,
+    slots: int | None,
+    hold: Hold,
+    growth: float,
+    why: str,
+) -> list[tuple[str, str]]:
     p = plan.plan
     need = math.ceil(p.peak.output_tps * (1 + growth) / p.option.tokens_per_s_per_replica - 1e-9)
     explicit = auto.max_replicas is not None

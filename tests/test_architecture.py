@@ -304,3 +304,16 @@ def test_importing_every_area_package_loads_no_pulumi():
         [sys.executable, "-c", code, *packages], cwd=REPO, capture_output=True, text=True, timeout=120, check=True
     )
     assert result.stdout.strip() == "[]", f"importing the area packages loaded {result.stdout.strip()}"
+
+
+@pytest.mark.parametrize("folder", ["bench", "tools"])
+def test_the_benchmarks_and_tools_import_nothing_from_the_tests(folder):
+    """bench/ and tools/ run outside the suite (make bench, make lock, make deps-check): what the tests and they
+    share lives in tools/ (e.g. tools/wheel_build.py), never in tests/."""
+    found = []
+    for path in sorted((REPO / folder).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            names += [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+            found += [f"{path.relative_to(REPO)}: {n}" for n in names if n == "tests" or n.startswith("tests.")]
+    assert found == []

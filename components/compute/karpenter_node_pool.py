@@ -34,6 +34,7 @@ from inference_platform.components.compute.node_pool import (
     IMDS_HOP_LIMIT,
     ROOT_DEVICE,
     node_config_mime,
+    node_scripts,
 )
 
 NODEPOOL_API = "karpenter.sh/v1"
@@ -151,9 +152,10 @@ def node_class_spec(args: KarpenterNodePoolArgs, placement_group: pulumi.Input[s
         # /var/lib/containerd and /var/lib/kubelet (images and emptyDir volumes).
         spec["instanceStorePolicy"] = "RAID0"
     if pool.efa and pool.spec.ami_family == "al2023":
-        # Karpenter merges a MIME NodeConfig part of userData into the node's own (bootstrap/nodeadm.go):
-        # the EFA containers' locked-memory limit (components/compute/node_pool.py EFA_MEMLOCK_NODE_CONFIG).
-        spec["userData"] = node_config_mime([EFA_MEMLOCK_NODE_CONFIG])
+        # Karpenter appends every MIME part of userData to its own NodeConfig (bootstrap/nodeadm.go parseUserData):
+        # the EFA containers' rlimits (components/compute/node_pool.py EFA_MEMLOCK_NODE_CONFIG) and the script
+        # reserving the EFA pods' huge pages before the kubelet starts (catalog/efa.py).
+        spec["userData"] = node_config_mime([EFA_MEMLOCK_NODE_CONFIG], node_scripts(pool))
     if pool.spec.reservation_ids:
         spec["capacityReservationSelectorTerms"] = [{"id": rid} for rid in pool.spec.reservation_ids]
     if placement_group is not None:
