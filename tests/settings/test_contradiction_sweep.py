@@ -55,8 +55,8 @@ def every(edits: dict[str, Any]) -> dict[str, Refused | Accepted]:
     return {s: Refused(edits) for s in STACK_NAMES}
 
 
-def every_at(edits: dict[str, Any], at: str, naming: tuple[str, ...]) -> dict[str, Refused | Accepted]:
-    return {s: Refused(edits, at=at, naming=naming) for s in STACK_NAMES}
+def every_at(edits: dict[str, Any], at: str, naming: tuple[str, ...], because: str) -> dict[str, Refused | Accepted]:
+    return {s: Refused(edits, at=at, naming=naming, because=because) for s in STACK_NAMES}
 
 
 def endpoints_without(stack: str, group: tuple[str, ...], **needs: bool) -> dict[str, Any]:
@@ -127,10 +127,11 @@ MUTATIONS: dict[str, dict[str, Refused | Accepted]] = {
                        because="production refuses an edge without keys by itself (the lane's rule follows from it)"),
     },
     "batch-needs-keda": every({**DEV_LANE, "autoscaling.enabled": False}),
-    # The lane needs KEDA (autoscaling), and autoscaling needs this Prometheus: with autoscaling on, observability's
-    # own rule names the contradiction first, and the lane's follows from it.
-    "batch-needs-prometheus": every_at({**DEV_LANE, "observability.enabled": False}, "observability.enabled",
-                                       ("autoscaling.enabled",)),
+    "batch-needs-prometheus": every_at(
+        {**DEV_LANE, "observability.enabled": False}, "observability.enabled", ("autoscaling.enabled",),
+        because="the lane needs KEDA (autoscaling), which needs this Prometheus: with autoscaling on, observability's "
+                "own rule names the contradiction first and the lane's follows from it",
+    ),
     "capacity-isl": every({"capacity.tokensPerDay": 1e8, "capacity.isl": 9000}),
     "capacity-osl": every({"capacity.tokensPerDay": 1e8, "capacity.isl": 1000, "capacity.osl": 16000}),
     "capacity-peak-vs-pool": every({"capacity.tokensPerDay": 1e12}),
@@ -295,7 +296,9 @@ def test_every_rule_has_a_case_for_every_stack():
     for rule, stack in CASES:
         case = MUTATIONS[rule][stack]
         if isinstance(case, Accepted):
-            assert RULES[rule].production_only and stack == "dev", (rule, stack)
+            assert RULES[rule].production_only and stack == "dev" and case.because, (rule, stack)
+        elif case.at:
+            assert case.because, f"{rule} on {stack} is refused at {case.at}: say which rule names it first"
 
 
 def _expected(check: CrossCheck, case: Refused) -> tuple[str, tuple[str, ...]]:
