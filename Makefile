@@ -91,15 +91,15 @@ test: venv checkov clients system-deps lint
 bench: venv clients
 	$(BIN)/python -m bench $(BENCH_ARGS)
 
-# The model behind a real Envoy with TLS and API keys (EDGE=0: Triton alone, plain HTTP). Its files live in
-# one stable folder, emptied at each start: the edge's CA is $(SERVE_DIR)/edge/tls/ca.pem (docs/inferctl.md).
+# The model behind a real Envoy with TLS and API keys (EDGE=0: the OpenAI server alone, plain HTTP; BATCH=1: the
+# Batch API behind the same edge, on moto's S3 and SQS). Its work dir keeps the clients' keys
+# ($(SERVE_DIR)/api-keys.json) and the edge's CA ($(SERVE_DIR)/edge/tls/ca.pem) across restarts; it prints the base
+# URL, model id, key file and CA when ready (docs/serve-local.md).
 EDGE ?= 1
-API_KEY_FILE ?= build/serve-local/api-keys.json
-SERVE_DIR ?= build/serve-local/run
+BATCH ?= 0
+SERVE_DIR ?= build/serve-local/dev
 serve-local: venv
-	@mkdir -p $(dir $(API_KEY_FILE))
-	@rm -rf $(SERVE_DIR)
-	$(BIN)/inferctl serve-local --work-dir $(SERVE_DIR) $(if $(filter 1,$(EDGE)),--edge --api-key-file $(API_KEY_FILE))
+	$(BIN)/inferctl serve-local --work-dir $(SERVE_DIR) $(if $(filter 1,$(EDGE)),--edge) $(if $(filter 1,$(BATCH)),--batch)
 
 # Recompile every lock under locks/ (tools/lock.py) with the uv that locks/dev.txt pins, keeping each existing pin
 # its ranges still allow, and print what moved. UPGRADE=1 takes everything to the newest release the ranges allow;

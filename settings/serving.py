@@ -453,7 +453,7 @@ class ServingSettings(Section):
             out.append(
                 Problem(
                     "serving.auth.enabled",
-                    f"true behind a gateway that authenticates on {stripped!r} and strips it (edge.auth): Triton "
+                    f"true behind a gateway that authenticates on {stripped!r} and strips it (edge.auth.header): Triton "
                     "would see no key and refuse every request; set false (the NetworkPolicy admits only the "
                     "gateway to Triton), or give Triton its own serving.auth.header that clients also send",
                 )
@@ -481,7 +481,7 @@ class ServingSettings(Section):
                 out.append(Problem("serving.nodePool", f"no node pool named {self.node_pool!r} in nodePools"))
             else:
                 for instance_type in types:
-                    out += accelerator_problems(self, instance_type)
+                    out += accelerator_problems(self, instance_type, pool=self.node_pool)
         return out
 
     def shape_problems(self) -> list[Problem]:
@@ -665,7 +665,7 @@ def _gateway_key_header(ctx: CheckContext) -> str | None:
     return str(getattr(edge.auth, "header", "x-api-key")).lower()
 
 
-def accelerator_problems(serving: ServingSettings, instance_type: str) -> list[Problem]:
+def accelerator_problems(serving: ServingSettings, instance_type: str, *, pool: str | None = None) -> list[Problem]:
     """Why ``instance_type`` cannot serve ``serving`` (empty when it can).
 
     Checks: an accelerator of the backend's vendor; the precision and KV-cache dtype on it; TP x PP
@@ -678,11 +678,13 @@ def accelerator_problems(serving: ServingSettings, instance_type: str) -> list[P
         return [Problem("serving.nodePool", str(err))]
     accel = node.accelerator
     vendor = BACKEND_VENDORS[serving.backend]
+    # In a stack's settings the type comes from the serving pool (say which key); `inferctl prepare` passes its own.
+    where = f" (nodePools.{pool}.instanceTypes)" if pool is not None else ""
     if accel is None or node.vendor != vendor:
         return [
             Problem(
                 "serving.backend",
-                f"{serving.backend} needs {vendor} accelerators; {node.name} has {node.accelerator_model or 'none'}",
+                f"{serving.backend} needs {vendor} accelerators; {node.name}{where} has {node.accelerator_model or 'none'}",
             )
         ]
     where = f"{node.name} ({accel.model}, {accel.architecture})"
