@@ -25,10 +25,16 @@ from tokenizers import Tokenizer
 from inference_platform.catalog import server_metrics
 from inference_platform.inference_image.testing.cpu_llm_api.checkpoint import EOT
 from inference_platform.inference_image.testing.cpu_llm_api.text import echo_text
+from tools.lockfile import LOCKS, read_lock
 
 pytestmark = [pytest.mark.triton, pytest.mark.edge, pytest.mark.timeout(600)]
 REPO = Path(__file__).resolve().parents[3]
 GUIDELLM = REPO / ".venv-guidellm" / "bin" / "guidellm"
+READ_AT = "0.8.1"
+"""The guidellm release whose sources this file cites (scenario schema, request body, report); locks/guidellm.txt pins
+it. When the lock moves, re-read them at the new tag: guidellm/schemas/benchmark/entrypoints.py, schemas/backends/
+openai_http.py, backends/openai/request_handlers.py (the chat body), settings.py (max_worker_processes), then the
+report's keys asserted below."""
 REQUESTS = 24
 RATE_PER_S = 8
 """24 requests at 8 a second: 3 s of load, about 6 in flight at the shared stack's 3 ms a token."""
@@ -68,6 +74,11 @@ def scenario(stack, report: Path) -> dict:
             "outputs": [{"kind": "json", "path": str(report)}],
         }
     }
+
+
+def test_the_cited_guidellm_is_the_locked_one():
+    (pin,) = [p for p in read_lock(LOCKS / "guidellm.txt") if p.name == "guidellm"]
+    assert pin.version == READ_AT, f"locks/guidellm.txt pins guidellm {pin.version}: {READ_AT}'s sources are cited here"
 
 
 def server_counters(stack) -> dict[str, float]:
@@ -113,7 +124,9 @@ def test_guidellm_benchmarks_streaming_chat_through_the_edge_with_no_errors(stac
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     after = server_counters(stack)
 
-    (benchmark,) = json.loads(report.read_text())["benchmarks"]
+    results = json.loads(report.read_text())
+    assert results["metadata"]["guidellm_version"] == READ_AT
+    (benchmark,) = results["benchmarks"]
     totals = benchmark["metrics"]["request_totals"]
     assert totals == {"successful": REQUESTS, "errored": 0, "incomplete": 0, "total": REQUESTS}, done.stdout[-4000:]
     assert benchmark["config"]["strategy"]["type_"] == "constant" and benchmark["config"]["backend"]["verify"] is True
