@@ -17,6 +17,8 @@ from inference_platform.catalog.serving_contract import (
     OPENAI_COMPLETIONS_PATH,
     OPENAI_HEALTH_PATH,
     OPENAI_MODELS_PATH,
+    USAGE_METER_HEADER,
+    USAGE_METER_RUNNING,
 )
 from inference_platform.inference_image.openai_api.errors import (
     INVALID_REQUEST,
@@ -72,7 +74,8 @@ def build_app(service: Service) -> Starlette:
 async def _generate(service: Service, generation: Any, request: Request) -> Response:
     if generation.stream:
         # Starlette cancels the body's generator when the client disconnects, which closes the Triton stream.
-        events = service.stream(generation)
+        metered = request.headers.get(USAGE_METER_HEADER) == USAGE_METER_RUNNING
+        events = service.stream(generation, metered=metered)
         return StreamingResponse(events, media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
     # Nothing is written before the answer is whole, so a client that leaves is noticed only by asking.
     work = asyncio.ensure_future(service.complete(generation))

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
+from inference_platform.catalog.serving_contract import USAGE_COMMENT_PREFIX
 from inference_platform.inference_image.openai_api.chat_template import ChatTemplateError
 from inference_platform.inference_image.openai_api.errors import (
     CONTEXT_LENGTH_EXCEEDED,
@@ -66,6 +67,19 @@ class _Tally:
 
     def finish_reason(self) -> str:
         return FINISH_REASONS.get(self.finish or "stop", "stop")
+
+    def running(self) -> bytes:
+        """The usage so far as the SSE comment line the edge meters (``serving_contract.USAGE_COMMENT_PREFIX``);
+        empty until the engine has given both counts."""
+        if self.input_tokens is None or self.output_tokens is None:
+            return b""
+        counts = {
+            "prompt_tokens": self.input_tokens,
+            "completion_tokens": self.output_tokens,
+            "total_tokens": self.input_tokens + self.output_tokens,
+            "cached_tokens": self.cached_tokens or 0,
+        }
+        return (USAGE_COMMENT_PREFIX + json.dumps(counts, separators=(",", ":")) + "\n").encode()
 
     def usage(self) -> dict[str, Any]:
         if self.input_tokens is None or self.output_tokens is None:
@@ -194,12 +208,16 @@ class Service:
         out["usage"] = usage
         return out
 
-    def stream(self, generation: Generation) -> AsyncIterator[bytes]:
-        """Server-sent events. Raises ApiError before the first byte; a later failure becomes an error event."""
+    def stream(self, generation: Generation, *, metered: bool = False) -> AsyncIterator[bytes]:
+        """Server-sent events. Raises ApiError before the first byte; a later failure becomes an error event.
+        ``metered`` (the edge asked, ``serving_contract.USAGE_METER_HEADER``): the running usage goes before each
+        event that adds tokens, and before the last one, as a comment line."""
         prompt, max_tokens = self.prepare(generation)
-        return self._events(generation, prompt, max_tokens)
+        return self._events(generation, prompt, max_tokens, metered)
 
-    async def _events(self, generation: Generation, prompt: Prompt, max_tokens: int) -> AsyncIterator[bytes]:
+    async def _events(
+        self, generation: Generation, prompt: Prompt, max_tokens: int, metered: bool = False
+    ) -> AsyncIterator[bytes]:
         chat = generation.kind == "chat"
         envelope = _envelope(generation, chunk=True)
         tally = _Tally()
@@ -210,14 +228,17 @@ class Service:
                 tally.add(update)
                 if update.delta:
                     part = {"delta": {"content": update.delta}} if chat else {"text": update.delta}
-                    yield _sse(envelope | {"choices": [_choice(part)]})
+                    yield (tally.running() if metered else b"") + _sse(envelope | {"choices": [_choice(part)]})
             usage = tally.usage()
         except (EngineError, ApiError) as err:
             # The status line is long gone: OpenAI's clients raise on an event that carries "error".
             error = {"message": f"the model failed: {err.message}", "type": SERVER_ERROR, "param": None, "code": None}
-            yield _sse({"error": error})
+            yield (tally.running() if metered else b"") + _sse({"error": error})
             yield DONE
             return
+        if metered:
+            # Tokens the engine counted without text (a stop sequence, a held-back partial character) count too.
+            yield tally.running()
         final = envelope | {"choices": [_choice({"delta": {}} if chat else {"text": ""}, tally.finish_reason())]}
         if generation.include_usage:
             # OpenAI's form when stream_options.include_usage is set: one more chunk, no choices, the usage.

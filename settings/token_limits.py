@@ -1,0 +1,97 @@
+"""``edge.tokenLimits``: how many tokens each client may be charged per minute and per day (issue 30).
+
+A stack-wide default, per tier (``edge.rateLimits.tiers``) and per client (``edge.auth.clients``), the narrower
+winning: a client's own value, else its tier's, else the default. The edge meters every answer exactly
+(``components.edge.token_metering``) and charges prompt + completion tokens; over a limit a client gets 429 with
+``x-ratelimit-reset`` and ``Retry-After`` until the window (a fixed minute, a day from 00:00 UTC) turns.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from inference_platform.catalog.edge_policy import Client
+from inference_platform.catalog.token_limits import MAX_TOKENS_PER_WINDOW, ClientTokenLimits, TokenPolicy
+from inference_platform.settings.base import CheckContext, Problem, Section
+
+DEFAULT_TOKENS_PER_MINUTE = 200_000
+"""About 3,300 tokens/s for one client: a few dozen concurrent streams of a Llama-3.1-8B replica, prompts included."""
+
+
+class TokenWindows(Section):
+    tokens_per_minute: int | None = Field(default=None, gt=0, le=MAX_TOKENS_PER_WINDOW)
+    """Default: the enclosing level's. 1-4294967295 (Envoy Gateway's ``limit.requests``, a uint32). Prompt +
+    completion tokens per minute."""
+    tokens_per_day: int | None = Field(default=None, gt=0, le=MAX_TOKENS_PER_WINDOW)
+    """Default: the enclosing level's. 1-4294967295, at least tokensPerMinute. Tokens per day (00:00-24:00 UTC)."""
+
+
+class TokenLimitSettings(Section):
+    mode: Literal["enforce", "shadow"] = "enforce"
+    """Default ``enforce``: over a limit the client gets 429. ``shadow`` counts and reports without refusing
+    (Envoy Gateway's ``shadowMode``), for a rollout."""
+    tokens_per_minute: int | None = Field(default=DEFAULT_TOKENS_PER_MINUTE, gt=0, le=MAX_TOKENS_PER_WINDOW)
+    """Default 200000, 1-4294967295; ``null`` for none. Every client's limit unless its tier or itself sets one."""
+    tokens_per_day: int | None = Field(default=None, gt=0, le=MAX_TOKENS_PER_WINDOW)
+    """Default none, 1-4294967295. Every client's daily limit unless its tier or itself sets one."""
+    tiers: dict[str, TokenWindows] = Field(default_factory=dict)
+    """Default none. Per tier of ``edge.rateLimits.tiers``: ``{tokensPerMinute, tokensPerDay}``."""
+    clients: dict[str, TokenWindows] = Field(default_factory=dict)
+    """Default none. Per client of ``edge.auth.clients``: ``{tokensPerMinute, tokensPerDay}``."""
+
+    def resolved(self, client_id: str, tier: str) -> ClientTokenLimits:
+        """The limits of one client: its own, else its tier's, else the defaults."""
+        levels = [self.clients.get(client_id), self.tiers.get(tier)]
+        minute = next((lv.tokens_per_minute for lv in levels if lv and lv.tokens_per_minute), self.tokens_per_minute)
+        day = next((lv.tokens_per_day for lv in levels if lv and lv.tokens_per_day), self.tokens_per_day)
+        return ClientTokenLimits(client_id=client_id, tokens_per_minute=minute, tokens_per_day=day)
+
+    def policy(self, clients: tuple[Client, ...]) -> TokenPolicy:
+        return TokenPolicy(
+            clients=tuple(self.resolved(c.client_id, c.tier.name) for c in clients), shadow=self.mode == "shadow"
+        )
+
+    def check(self, *, tiers: set[str], clients: dict[str, str], auth: bool, prefix: str) -> list[Problem]:
+        """Unknown tiers and clients; a per-minute limit above the per-day one at any level. ``clients``: id ->
+        tier."""
+        out = []
+        for name in sorted(set(self.tiers) - tiers):
+            allowed = ", ".join(sorted(tiers)) or "(none)"
+            out.append(
+                Problem(f"{prefix}.tiers.{name}", f"unknown tier; expected one of edge.rateLimits.tiers: {allowed}")
+            )
+        for cid in sorted(set(self.clients) - set(clients)):
+            allowed = ", ".join(sorted(clients)) or "(none)"
+            out.append(
+                Problem(f"{prefix}.clients.{cid}", f"unknown client; expected one of edge.auth.clients: {allowed}")
+            )
+        if (self.clients or self.tiers) and not auth:
+            out.append(Problem(prefix, "per-tier or per-client token limits need edge.auth.enabled (a client id)"))
+        for cid, tier in sorted(clients.items()):
+            limits = self.resolved(cid, tier)
+            minute, day = limits.tokens_per_minute, limits.tokens_per_day
+            if minute is not None and day is not None and minute > day:
+                where = (
+                    f"{prefix}.clients.{cid}"
+                    if cid in self.clients
+                    else f"{prefix}.tiers.{tier}"
+                    if tier in self.tiers
+                    else prefix
+                )
+                out.append(
+                    Problem(
+                        f"{where}.tokensPerMinute",
+                        f"got {minute} for client {cid}, above its tokensPerDay {day}: the daily limit would refuse "
+                        "first; expected at most tokensPerDay",
+                    )
+                )
+        return out
+
+
+def token_limit_problems(settings: TokenLimitSettings, ctx: CheckContext, *, tiers: set[str], clients: dict[str, str],
+                         auth: bool) -> list[Problem]:  # fmt: skip
+    """``edge.tokenLimits`` problems (called from ``EdgeSettings.problems``)."""
+    del ctx
+    return settings.check(tiers=tiers, clients=clients, auth=auth, prefix="edge.tokenLimits")
