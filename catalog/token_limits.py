@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+METERING_NAMESPACE = "io.inference.metering"
+"""The dynamic-metadata namespace the edge's metering script writes and the token rules charge from
+(``components.edge.token_metering``)."""
 # Envoy Gateway v1.9.0 RateLimitValue.requests: uint32, "requests (or cost units, when used with cost-based rate
 # limiting) allowed per Unit" (api/v1alpha1/ratelimit_types.go); the rate-limit service's requests_per_unit is a
 # uint32 too (envoyproxy/ratelimit src/config/config_impl.go).

@@ -37,8 +37,9 @@ from inference_platform.catalog.serving_contract import (
     USAGE_METER_HEADER,
     USAGE_METER_RUNNING,
 )
+from inference_platform.catalog.token_limits import METERING_NAMESPACE
 
-METADATA_NAMESPACE = "io.inference.metering"
+METADATA_NAMESPACE = METERING_NAMESPACE
 """The dynamic-metadata namespace the script writes (Envoy Gateway's ``cost.response.metadata.namespace``)."""
 CHARGED_KEY = "tokens"
 """What the token rules charge: prompt + completion tokens of the latest usage."""
