@@ -120,7 +120,7 @@ class Limiter:
         """``request``: ``{"domain", "hits_addend", "descriptors": [{"entries", "hits_addend" (or None), "limit"
         (or None)}]}``; the response as plain data."""
         now = int(self.clock())
-        statuses = []
+        statuses: list[dict[str, Any]] = []
         overall = OK
         with self.lock:
             for d in request["descriptors"]:
@@ -265,7 +265,7 @@ def _messages() -> tuple[Any, Any]:
 
 def serve(config: Mapping[str, Any], ledger: Path, port: int, address: str = LOOPBACK) -> Any:
     """The gRPC server, started; every call decided by a :class:`Limiter` and appended to ``ledger``."""
-    import grpc
+    import grpc  # type: ignore[import-untyped]  # grpcio ships no types; the stub package is not in the locks
 
     request_type, response_type = _messages()
     limiter = Limiter(config)
