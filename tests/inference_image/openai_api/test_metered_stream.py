@@ -1,0 +1,90 @@
+"""The running usage a stream reports when the edge asks (``serving_contract.USAGE_METER_HEADER``, issue 30): a
+comment line before each event that adds tokens and before the last one, only when asked, cumulative, and before an
+error event when the engine fails after its first token. The engine is a scripted fake (its updates are what
+TritonLlm yields); the path through the real engine and edge is tests/inferctl/serving/test_token_metering_live.py."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+
+from inference_platform.catalog.serving_contract import USAGE_COMMENT_PREFIX, USAGE_METER_HEADER, USAGE_METER_RUNNING
+from inference_platform.inference_image.openai_api.app import build_app
+from inference_platform.inference_image.openai_api.llm_client import EngineError, Update
+from inference_platform.inference_image.openai_api.model_files import Prompting
+from inference_platform.inference_image.openai_api.service import Limits, Service
+from inference_platform.inference_image.testing.cpu_llm_api.checkpoint import write_checkpoint
+
+MODEL = "Llama-3.1-8B"
+
+
+class _Engine:
+    """Yields three tokens (cumulative counts, as our model sends them), then fails if told to."""
+
+    fail: bool = False
+
+    async def generate(self, inputs: Any) -> AsyncIterator[Update]:
+        for n, text in enumerate(("a", "b", "c"), start=1):
+            yield Update(delta=text, input_tokens=7, output_tokens=n, cached_tokens=2)
+            if self.fail and n == 2:
+                raise EngineError("boom")
+        yield Update(delta="", finish_reason="length", input_tokens=7, output_tokens=3, cached_tokens=2)
+
+
+@pytest.fixture(scope="module")
+def engine_and_client(tmp_path_factory):
+    engine = _Engine()
+    service = Service(
+        served_model=MODEL,
+        prompting=Prompting(write_checkpoint(tmp_path_factory.mktemp("ckpt"))),
+        engine=engine,  # type: ignore[arg-type]
+        limits=Limits(max_input_len=64, max_seq_len=128),
+        streaming_engine=True,
+    )
+    with TestClient(build_app(service), raise_server_exceptions=False) as c:
+        yield engine, c
+
+
+def _stream(client: TestClient, metered: bool, **extra: Any) -> list[str]:
+    headers = {USAGE_METER_HEADER: USAGE_METER_RUNNING} if metered else {}
+    body = {"model": MODEL, "prompt": "hi", "stream": True, "max_tokens": 3, **extra}
+    response = client.post("/v1/completions", json=body, headers=headers)
+    assert response.status_code == 200
+    return response.text.splitlines()
+
+
+def _comments(lines: list[str]) -> list[dict[str, int]]:
+    return [
+        json.loads(line.removeprefix(USAGE_COMMENT_PREFIX)) for line in lines if line.startswith(USAGE_COMMENT_PREFIX)
+    ]
+
+
+def test_a_metered_stream_reports_its_running_usage_before_each_token_and_the_end(engine_and_client):
+    engine, client = engine_and_client
+    engine.fail = False
+    lines = _stream(client, metered=True)
+    running = _comments(lines)
+    assert [u["completion_tokens"] for u in running] == [1, 2, 3, 3]
+    assert all(u["prompt_tokens"] == 7 and u["cached_tokens"] == 2 for u in running)
+    assert running[-1]["total_tokens"] == 10
+    # Each comment comes right before the event it counts.
+    first = lines.index(next(x for x in lines if x.startswith(USAGE_COMMENT_PREFIX)))
+    assert lines[first + 1].startswith("data: ")
+    # Not asked (a client straight to the server): no comment at all.
+    assert _comments(_stream(client, metered=False)) == []
+
+
+def test_a_stream_failing_after_its_first_token_reports_what_was_generated(engine_and_client):
+    engine, client = engine_and_client
+    engine.fail = True
+    try:
+        lines = _stream(client, metered=True)
+    finally:
+        engine.fail = False
+    assert _comments(lines)[-1]["completion_tokens"] == 2
+    error_at = next(i for i, line in enumerate(lines) if '"error"' in line)
+    assert lines[error_at - 1].startswith(USAGE_COMMENT_PREFIX)
