@@ -84,7 +84,11 @@ def test_the_local_routes_carry_what_envoy_gateway_translates_the_rules_to():
         assert response["apply_on_stream_done"] is True and response["hits_addend"] == {"format": expected_cost}
         name = request["actions"][0]["generic_key"]["descriptor_key"]
         index = int(name.rsplit("/rule/", 1)[1])
-        assert [next(iter(a)) for a in request["actions"]] == ["generic_key", "header_value_match", "header_value_match"]
+        assert [next(iter(a)) for a in request["actions"]] == [
+            "generic_key",
+            "header_value_match",
+            "header_value_match",
+        ]
         assert request["actions"][1]["header_value_match"]["descriptor_key"] == f"rule-{index}-match-0"
         assert request["actions"][2]["header_value_match"]["descriptor_key"] == f"rule-{index}-method"
     # The first token rule follows the two clients' request rules in the shared domain.
