@@ -92,6 +92,16 @@ class TokenLimitSettings(Section):
 
 def token_limit_problems(settings: TokenLimitSettings, ctx: CheckContext, *, tiers: set[str], clients: dict[str, str],
                          auth: bool) -> list[Problem]:  # fmt: skip
-    """``edge.tokenLimits`` problems (called from ``EdgeSettings.problems``)."""
-    del ctx
-    return settings.check(tiers=tiers, clients=clients, auth=auth, prefix="edge.tokenLimits")
+    """``edge.tokenLimits`` problems (called from ``EdgeSettings.problems``); production limits every client."""
+    out = settings.check(tiers=tiers, clients=clients, auth=auth, prefix="edge.tokenLimits")
+    if ctx.production:
+        bare = sorted(cid for cid, tier in clients.items() if not settings.resolved(cid, tier).windows)
+        if bare:
+            out.append(
+                Problem(
+                    "edge.tokenLimits",
+                    f"client(s) {', '.join(bare)} have no token limit; production limits every client in tokens: set "
+                    "tokensPerMinute (default 200000) for the stack, their tier or themselves",
+                )
+            )
+    return out

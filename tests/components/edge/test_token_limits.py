@@ -161,3 +161,17 @@ def test_bad_token_limits_name_the_key(edge, key, expected):
     with pytest.raises(SettingsError) as err:
         policy(edge)
     assert any(p.path == key and expected in p.message for p in err.value.problems), str(err.value)
+
+
+def test_production_refuses_a_client_without_a_token_limit():
+    from inference_platform.settings import SettingsError
+
+    edge = {"tokenLimits": {"tokensPerMinute": None}}
+    policy(edge)  # development may
+    with pytest.raises(SettingsError) as err:
+        load_settings(
+            {"tags": TAGS, "edge": edge, "environment": "production"}, project="p", stack="s", region="us-west-2"
+        )
+    assert any(p.path == "edge.tokenLimits" and "no token limit" in p.message for p in err.value.problems), str(
+        err.value
+    )
