@@ -67,18 +67,25 @@ class Relay:
         current: list[Exchange] = []
 
         def requests() -> None:
-            buffer = b""
+            buffer, body_left = b"", 0
             try:
                 while data := down.recv(65536):
-                    up.sendall(data)
                     buffer += data
-                    while (end := buffer.find(b"\r\n\r\n")) >= 0:
+                    # Each request is registered before its bytes go upstream: the server may answer before
+                    # this thread runs again, and the answer's first bytes must find their exchange (registered
+                    # after sending, a fresh connection's answer found none and was dropped on a busy machine).
+                    while True:
+                        if body_left:
+                            skipped = min(body_left, len(buffer))
+                            buffer, body_left = buffer[skipped:], body_left - skipped
+                            if body_left:
+                                break
+                        end = buffer.find(b"\r\n\r\n")
+                        if end < 0:
+                            break
                         head = buffer[:end].decode("latin-1").split("\r\n")
                         headers = {k.strip().lower(): v.strip() for k, _, v in (h.partition(":") for h in head[1:])}
-                        length = int(headers.get("content-length", "0"))
-                        if len(buffer) < end + 4 + length:
-                            break
-                        buffer = buffer[end + 4 + length :]
+                        buffer, body_left = buffer[end + 4 :], int(headers.get("content-length", "0"))
                         hold = headers.get(HOLD_HEADER)
                         exchange = Exchange(
                             headers.get("x-client-id"), head[0].split(" ")[1], int(hold) if hold else None
@@ -86,6 +93,7 @@ class Relay:
                         with self.lock:
                             self.exchanges.append(exchange)
                         current.append(exchange)
+                    up.sendall(data)
             except OSError:
                 pass
             finally:
@@ -97,8 +105,10 @@ class Relay:
         held = False
         try:
             while data := up.recv(65536):
-                if held or not current:
+                if held:
                     continue
+                if not current:
+                    raise AssertionError(f"the relay: an answer before any request ({data[:200]!r})")
                 exchange = current[-1]
                 if exchange.hold_after is not None:
                     whole = bytes(exchange.answer) + data

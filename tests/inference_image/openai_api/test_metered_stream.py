@@ -23,16 +23,22 @@ MODEL = "Llama-3.1-8B"
 
 
 class _Engine:
-    """Yields three tokens (cumulative counts, as our model sends them), then fails if told to."""
+    """Yields three tokens (cumulative counts, as our model sends them), then fails if told to; ``merged``: the
+    last two arrive as one update, as TritonLlm merges the events of one read (issue 27)."""
 
     fail: bool = False
+    merged: bool = False
 
-    async def generate(self, inputs: Any) -> AsyncIterator[Update]:
-        for n, text in enumerate(("a", "b", "c"), start=1):
-            yield Update(delta=text, input_tokens=7, output_tokens=n, cached_tokens=2)
+    async def liveness(self) -> tuple[int, float]:
+        return 0, 0.0
+
+    async def generate(self, inputs: Any, *, request_id: str | None = None) -> AsyncIterator[Update]:
+        steps = [("a", 1), ("bc", 3)] if self.merged else [("a", 1), ("b", 2), ("c", 3)]
+        for text, n in steps:
+            yield Update(deltas=(text,), input_tokens=7, output_tokens=(n,), cached_tokens=2)
             if self.fail and n == 2:
                 raise EngineError("boom")
-        yield Update(delta="", finish_reason="length", input_tokens=7, output_tokens=3, cached_tokens=2)
+        yield Update(deltas=("",), finish_reasons=("length",), input_tokens=7, output_tokens=(3,), cached_tokens=2)
 
 
 @pytest.fixture(scope="module")
@@ -76,6 +82,27 @@ def test_a_metered_stream_reports_its_running_usage_before_each_token_and_the_en
     assert lines[first + 1].startswith("data: ")
     # Not asked (a client straight to the server): no comment at all.
     assert _comments(_stream(client, metered=False)) == []
+
+
+def test_a_merged_update_carries_its_last_running_count(engine_and_client):
+    engine, client = engine_and_client
+    engine.merged = True
+    try:
+        lines = _stream(client, metered=True)
+    finally:
+        engine.merged = False
+    assert [u["completion_tokens"] for u in _comments(lines)] == [1, 3, 3]
+
+
+def test_continuous_usage_is_cumulative_beside_the_running_comments(engine_and_client):
+    engine, client = engine_and_client
+    options = {"include_usage": True, "continuous_usage_stats": True}
+    lines = _stream(client, metered=True, stream_options=options)
+    events = [json.loads(x.removeprefix("data: ")) for x in lines if x.startswith("data: {")]
+    # Every chunk's usage is the total so far (what the edge keeps at its last value, never sums).
+    completions = [e["usage"]["completion_tokens"] for e in events if e.get("usage")]
+    assert completions == sorted(completions) and completions[-1] == 3
+    assert _comments(lines)[-1]["completion_tokens"] == 3
 
 
 def test_a_stream_failing_after_its_first_token_reports_what_was_generated(engine_and_client):
