@@ -1,9 +1,11 @@
-"""``edge.tokenLimits``: how many tokens each client may be charged per minute and per day (issue 30).
+"""``edge.tokenLimits``: how many tokens each client may be charged per minute, per day and per calendar month
+(its monthly budget), issue 30.
 
 A stack-wide default, per tier (``edge.rateLimits.tiers``) and per client (``edge.auth.clients``), the narrower
 winning: a client's own value, else its tier's, else the default. The edge meters every answer exactly
 (``components.edge.token_metering``) and charges prompt + completion tokens; over a limit a client gets 429 with
-``x-ratelimit-reset`` and ``Retry-After`` until the window (a fixed minute, a day from 00:00 UTC) turns.
+``x-ratelimit-reset`` and ``Retry-After`` until the window (a fixed minute, a day from 00:00 UTC, the calendar
+month in UTC: ``catalog.token_limits`` says how the month is carried) turns.
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ class TokenWindows(Section):
     completion tokens per minute."""
     tokens_per_day: int | None = Field(default=None, gt=0, le=MAX_TOKENS_PER_WINDOW)
     """Default: the enclosing level's. 1-4294967295, at least tokensPerMinute. Tokens per day (00:00-24:00 UTC)."""
+    tokens_per_month: int | None = Field(default=None, gt=0, le=MAX_TOKENS_PER_WINDOW)
+    """Default: the enclosing level's. 1-4294967295, at least tokensPerDay and tokensPerMinute. The monthly budget:
+    tokens per calendar month in UTC."""
 
 
 class TokenLimitSettings(Section):
@@ -36,17 +41,30 @@ class TokenLimitSettings(Section):
     """Default 200000, 1-4294967295; ``null`` for none. Every client's limit unless its tier or itself sets one."""
     tokens_per_day: int | None = Field(default=None, gt=0, le=MAX_TOKENS_PER_WINDOW)
     """Default none, 1-4294967295. Every client's daily limit unless its tier or itself sets one."""
+    tokens_per_month: int | None = Field(default=None, gt=0, le=MAX_TOKENS_PER_WINDOW)
+    """Default none, 1-4294967295. Every client's monthly budget (a calendar month in UTC) unless its tier or itself
+    sets one."""
     tiers: dict[str, TokenWindows] = Field(default_factory=dict)
-    """Default none. Per tier of ``edge.rateLimits.tiers``: ``{tokensPerMinute, tokensPerDay}``."""
+    """Default none. Per tier of ``edge.rateLimits.tiers``: ``{tokensPerMinute, tokensPerDay, tokensPerMonth}``."""
     clients: dict[str, TokenWindows] = Field(default_factory=dict)
-    """Default none. Per client of ``edge.auth.clients``: ``{tokensPerMinute, tokensPerDay}``."""
+    """Default none. Per client of ``edge.auth.clients``: ``{tokensPerMinute, tokensPerDay, tokensPerMonth}``."""
 
     def resolved(self, client_id: str, tier: str) -> ClientTokenLimits:
         """The limits of one client: its own, else its tier's, else the defaults."""
         levels = [self.clients.get(client_id), self.tiers.get(tier)]
         minute = next((lv.tokens_per_minute for lv in levels if lv and lv.tokens_per_minute), self.tokens_per_minute)
         day = next((lv.tokens_per_day for lv in levels if lv and lv.tokens_per_day), self.tokens_per_day)
-        return ClientTokenLimits(client_id=client_id, tokens_per_minute=minute, tokens_per_day=day)
+        month = next((lv.tokens_per_month for lv in levels if lv and lv.tokens_per_month), self.tokens_per_month)
+        return ClientTokenLimits(
+            client_id=client_id, tokens_per_minute=minute, tokens_per_day=day, tokens_per_month=month
+        )
+
+    def _where(self, cid: str, tier: str, key: str, prefix: str) -> str:
+        """The level a resolved value came from, as the key to name."""
+        for name, level in ((f"clients.{cid}", self.clients.get(cid)), (f"tiers.{tier}", self.tiers.get(tier))):
+            if level is not None and getattr(level, key) is not None:
+                return f"{prefix}.{name}"
+        return prefix
 
     def policy(self, clients: tuple[Client, ...]) -> TokenPolicy:
         return TokenPolicy(
@@ -69,24 +87,25 @@ class TokenLimitSettings(Section):
             )
         if (self.clients or self.tiers) and not auth:
             out.append(Problem(prefix, "per-tier or per-client token limits need edge.auth.enabled (a client id)"))
+        pairs = (
+            ("tokens_per_minute", "tokensPerMinute", "tokens_per_day", "tokensPerDay", "the daily limit"),
+            ("tokens_per_minute", "tokensPerMinute", "tokens_per_month", "tokensPerMonth", "the monthly budget"),
+            ("tokens_per_day", "tokensPerDay", "tokens_per_month", "tokensPerMonth", "the monthly budget"),
+        )
         for cid, tier in sorted(clients.items()):
             limits = self.resolved(cid, tier)
-            minute, day = limits.tokens_per_minute, limits.tokens_per_day
-            if minute is not None and day is not None and minute > day:
-                where = (
-                    f"{prefix}.clients.{cid}"
-                    if cid in self.clients
-                    else f"{prefix}.tiers.{tier}"
-                    if tier in self.tiers
-                    else prefix
-                )
-                out.append(
-                    Problem(
-                        f"{where}.tokensPerMinute",
-                        f"got {minute} for client {cid}, above its tokensPerDay {day}: the daily limit would refuse "
-                        "first; expected at most tokensPerDay",
+            for short, short_key, long, long_key, what in pairs:
+                small, large = getattr(limits, short), getattr(limits, long)
+                if small is not None and large is not None and small > large:
+                    where = self._where(cid, tier, short, prefix)
+                    out.append(
+                        Problem(
+                            f"{where}.{short_key}",
+                            f"got {small} for client {cid}, above its {long_key} {large}: {what} would refuse "
+                            f"first; expected at most {long_key}",
+                        )
                     )
-                )
+                    break
         return out
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from inference_platform.catalog.edge_policy import EdgePolicy
+from inference_platform.catalog.token_limits import MONTH, MONTH_RULE_UNIT, PERIOD_HEADER
 from inference_platform.components.edge.token_metering import CHARGED_KEY, METADATA_NAMESPACE
 
 METHOD = "POST"
@@ -31,18 +32,27 @@ LOCAL_POLICY_NAMESPACE = "local"
 LOCAL_POLICY_NAME = "edge-backend"
 
 
+def _headers(policy: EdgePolicy, client: str, window: str) -> list[dict[str, Any]]:
+    """The rule's header selectors: the client, and for the monthly budget the billing period, each distinct
+    value its own counter (``catalog.token_limits``: the calendar month carried in a descriptor)."""
+    headers: list[dict[str, Any]] = [{"name": policy.client_id_header, "type": "Exact", "value": client}]
+    if window == MONTH:
+        headers.append({"name": PERIOD_HEADER, "type": "Distinct"})
+    return headers
+
+
+def rule_unit(window: str) -> str:
+    """The rate-limit unit a window's rule runs on."""
+    return MONTH_RULE_UNIT if window == MONTH else window
+
+
 def token_rules(policy: EdgePolicy) -> list[dict[str, Any]]:
     """The ``rateLimit.global.rules`` entries of the token limits, in order (client, then window)."""
     shadow = {"shadowMode": True} if policy.tokens.shadow else {}
     return [
         {
-            "clientSelectors": [
-                {
-                    "headers": [{"name": policy.client_id_header, "type": "Exact", "value": limits.client_id}],
-                    "methods": [{"value": METHOD}],
-                }
-            ],
-            "limit": {"requests": tokens, "unit": unit},
+            "clientSelectors": [{"headers": _headers(policy, limits.client_id, unit), "methods": [{"value": METHOD}]}],
+            "limit": {"requests": tokens, "unit": rule_unit(unit)},
             "cost": {
                 "request": {"from": "Number", "number": 0},
                 "response": {"from": "Metadata", "metadata": {"namespace": METADATA_NAMESPACE, "key": CHARGED_KEY}},
@@ -80,10 +90,16 @@ def route_rate_limits(
     domain = domain or local_domain()
     out: list[dict[str, Any]] = []
     cost = f"%DYNAMIC_METADATA({METADATA_NAMESPACE}:{CHARGED_KEY})%"
-    for name, index, client, _, _ in _rule_names(policy, first_index, domain):
+    for name, index, client, window, _ in _rule_names(policy, first_index, domain):
         actions = [
             {"generic_key": {"descriptor_key": name, "descriptor_value": name}},
             _header_match(f"rule-{index}-match-0", policy.client_id_header, client),
+            *(
+                # buildHeaderMatchRateLimitActions: a Distinct header is a request_headers action.
+                [{"request_headers": {"header_name": PERIOD_HEADER, "descriptor_key": f"rule-{index}-match-1"}}]
+                if window == MONTH
+                else []
+            ),
             _header_match(f"rule-{index}-method", ":method", METHOD),
         ]
         out.append({"actions": actions, "hits_addend": {"number": 0}})
@@ -97,13 +113,16 @@ def service_config(policy: EdgePolicy, *, first_index: int | None = None, domain
     own shape (``inferctl.serving.rate_limit_service`` reads it)."""
     domain = domain or local_domain()
     descriptors = []
-    for name, index, _, unit, tokens in _rule_names(policy, first_index, domain):
+    for name, index, _, window, tokens in _rule_names(policy, first_index, domain):
         method: dict[str, Any] = {
             "key": f"rule-{index}-method",
             "value": f"rule-{index}-method",
-            "rate_limit": {"unit": unit.upper(), "requests_per_unit": tokens},
+            "rate_limit": {"unit": rule_unit(window).upper(), "requests_per_unit": tokens},
             "shadow_mode": policy.tokens.shadow,
         }
+        if window == MONTH:
+            # A Distinct match is a key without a value: any period, each its own counter.
+            method = {"key": f"rule-{index}-match-1", "shadow_mode": policy.tokens.shadow, "descriptors": [method]}
         header = {
             "key": f"rule-{index}-match-0",
             "value": f"rule-{index}-match-0",
@@ -140,3 +159,17 @@ def _header_match(key: str, header: str, value: str) -> dict[str, Any]:
             "headers": [{"name": header, "string_match": {"exact": value}}],
         }
     }
+
+
+def charge_meters(policy: EdgePolicy, domain: str) -> list[tuple[str, str]]:
+    """(client, rule name) of each metered client's first token rule in ``domain``: where the rate-limit service
+    counts what the edge charged it (every window rule of a client is charged the same tokens)."""
+    seen: dict[str, str] = {}
+    for name, _, client, _, _ in _rule_names(policy, None, domain):
+        seen.setdefault(client, name)
+    return list(seen.items())
+
+
+def cluster_domain(namespace: str, gateway: str) -> str:
+    """The rate-limit domain of the Gateway's BackendTrafficPolicy (``<namespace>/<gateway>-backend``)."""
+    return f"{namespace}/{gateway}-backend"

@@ -4,7 +4,8 @@ dynamic metadata it writes for the rate-limit filter's stream-done charge.
 How a request is charged, in order:
 
 1. On the request the script sets ``serving_contract.USAGE_METER_HEADER`` (overwriting whatever the client sent):
-   the OpenAI server then reports a stream's running usage in SSE comment lines. The edge asks by header, not by
+   the OpenAI server then reports a stream's running usage in SSE comment lines. It also sets
+   ``catalog.token_limits.PERIOD_HEADER`` to the billing period (``YYYY-MM``, UTC) the monthly budget counts by. The edge asks by header, not by
    rewriting ``stream_options.include_usage`` into the body (Envoy AI Gateway's way): Envoy Gateway v1.9.0 runs
    every Lua filter before api_key_auth and the request buffer (the serving contract's note says why that matters).
 2. On the answer it follows the body as it passes (``bodyChunks()``: nothing is buffered, a stream stays a stream)
@@ -37,7 +38,7 @@ from inference_platform.catalog.serving_contract import (
     USAGE_METER_HEADER,
     USAGE_METER_RUNNING,
 )
-from inference_platform.catalog.token_limits import METERING_NAMESPACE
+from inference_platform.catalog.token_limits import METERING_NAMESPACE, PERIOD_HEADER
 
 METADATA_NAMESPACE = METERING_NAMESPACE
 """The dynamic-metadata namespace the script writes (Envoy Gateway's ``cost.response.metadata.namespace``)."""
@@ -69,6 +70,7 @@ def metering_lua() -> str:
         prefix=USAGE_COMMENT_PREFIX,
         tail=USAGE_SCAN_TAIL_BYTES,
         max_line=MAX_EVENT_LINE_BYTES,
+        period=PERIOD_HEADER,
     )
 
 
@@ -80,6 +82,8 @@ local PREFIX = "{prefix}"
 function envoy_on_request(handle)
   -- Whatever the client sent: the server reports a stream's running usage only to the edge.
   handle:headers():replace("{header}", "{running}")
+  -- The billing period (a calendar month in UTC) the monthly budget's rule counts apart.
+  handle:headers():replace("{period}", os.date("!%Y-%m"))
 end
 
 local function count(text, name)

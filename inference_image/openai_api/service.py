@@ -337,6 +337,7 @@ class Service:
         record = self.metrics.start(client=ctx.client, started=ctx.started, prompt_tokens=prompt.tokens)
         usage_each = generation.continuous_usage
         last_meter = b""
+        ended = False
         if chat:
             for i in range(generation.n):
                 yield _sse(envelope | {"choices": [_choice(i, {"delta": {"role": "assistant", "content": ""}})]})
@@ -375,17 +376,23 @@ class Service:
                 if meter:
                     yield meter
             final_usage = tally.usage()
+            ended = True
         except (EngineError, ApiError) as err:
-            record.fail()
+            ended = True
+            record.fail(_partial_usage(tally))
             # The status line is long gone: OpenAI's clients raise on an event that carries "error".
             error = {"message": f"the model failed: {err.message}", "type": SERVER_ERROR, "param": None, "code": None}
             yield (tally.running() if metered else b"") + _sse({"error": error})
             yield DONE
             return
+        finally:
+            if not ended:
+                # The client left (the body's generator closed at a yield): served what it was reported.
+                record.fail(_reported(last_meter) if metered else _partial_usage(tally), reason="abort")
+        record.finish(final_usage, tally.queue_seconds, [_finish_reason(c.finish) for c in tally.choices])
         if metered:
             # Tokens the engine counted without text (a stop sequence, a held-back partial character) count too.
             yield tally.running()
-        record.finish(final_usage, tally.queue_seconds, [_finish_reason(c.finish) for c in tally.choices])
         if generation.include_usage:
             # OpenAI's form when stream_options.include_usage is set: one more chunk, no choices, the usage.
             yield _sse(envelope | {"choices": [], "usage": final_usage})
@@ -421,6 +428,19 @@ class Service:
             else:
                 parts = [{"delta": {}, "logprobs": logprobs}]
         return parts
+
+
+def _reported(meter: bytes) -> dict[str, Any] | None:
+    """The usage of the last running-usage comment sent, in ``usage``'s shape (None before the first)."""
+    if not meter:
+        return None
+    counts = orjson.loads(meter[len(USAGE_COMMENT_PREFIX) :])
+    return {
+        "prompt_tokens": counts["prompt_tokens"],
+        "completion_tokens": counts["completion_tokens"],
+        "total_tokens": counts["total_tokens"],
+        "prompt_tokens_details": {"cached_tokens": counts["cached_tokens"]},
+    }
 
 
 def _partial_usage(tally: _Tally) -> dict[str, Any] | None:

@@ -5,6 +5,7 @@ TritonLlm yields); the path through the real engine and edge is tests/inferctl/s
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -16,7 +17,8 @@ from inference_platform.catalog.serving_contract import USAGE_COMMENT_PREFIX, US
 from inference_platform.inference_image.openai_api.app import build_app
 from inference_platform.inference_image.openai_api.llm_client import EngineError, Update
 from inference_platform.inference_image.openai_api.model_files import Prompting
-from inference_platform.inference_image.openai_api.service import Limits, Service
+from inference_platform.inference_image.openai_api.requests import parse_completion
+from inference_platform.inference_image.openai_api.service import Limits, RequestContext, Service
 from inference_platform.inference_image.testing.cpu_llm_api.checkpoint import write_checkpoint
 
 MODEL = "Llama-3.1-8B"
@@ -28,6 +30,7 @@ class _Engine:
 
     fail: bool = False
     merged: bool = False
+    service: Service
 
     async def liveness(self) -> tuple[int, float]:
         return 0, 0.0
@@ -51,6 +54,7 @@ def engine_and_client(tmp_path_factory):
         limits=Limits(max_input_len=64, max_seq_len=128),
         streaming_engine=True,
     )
+    engine.service = service  # type: ignore[attr-defined]
     with TestClient(build_app(service), raise_server_exceptions=False) as c:
         yield engine, c
 
@@ -95,7 +99,7 @@ def test_a_merged_update_carries_its_last_running_count(engine_and_client):
 
 
 def test_continuous_usage_is_cumulative_beside_the_running_comments(engine_and_client):
-    engine, client = engine_and_client
+    _, client = engine_and_client
     options = {"include_usage": True, "continuous_usage_stats": True}
     lines = _stream(client, metered=True, stream_options=options)
     events = [json.loads(x.removeprefix("data: ")) for x in lines if x.startswith("data: {")]
@@ -115,3 +119,43 @@ def test_a_stream_failing_after_its_first_token_reports_what_was_generated(engin
     assert _comments(lines)[-1]["completion_tokens"] == 2
     error_at = next(i for i, line in enumerate(lines) if '"error"' in line)
     assert lines[error_at - 1].startswith(USAGE_COMMENT_PREFIX)
+
+
+def _served(service: Service) -> tuple[float, float]:
+    """(prompt, generated) tokens the server's counters hold for the model, every client."""
+    m = service.metrics
+    return (
+        sum(s.value for f in m.prompt_tokens.collect() for s in f.samples if s.name.endswith("_total")),
+        sum(s.value for f in m.generation_tokens.collect() for s in f.samples if s.name.endswith("_total")),
+    )
+
+
+def test_a_failed_stream_counts_as_served_what_it_reported(engine_and_client):
+    engine, client = engine_and_client
+    before = _served(engine.service)
+    engine.fail = True
+    try:
+        _stream(client, metered=True)
+    finally:
+        engine.fail = False
+    prompt, generated = _served(engine.service)
+    assert (prompt - before[0], generated - before[1]) == (7, 2)
+
+
+def test_a_stream_its_client_leaves_counts_as_served_the_usage_last_sent_to_the_edge(engine_and_client):
+    engine = engine_and_client[0]
+    service: Service = engine.service
+    generation = parse_completion({"model": MODEL, "prompt": "hi", "stream": True, "max_tokens": 3})
+    before = _served(service)
+
+    async def leave_after_the_first_token() -> list[bytes]:
+        prompt, max_tokens = await service.admit(generation, RequestContext())
+        events = service.events(generation, prompt, max_tokens, RequestContext(), metered=True)
+        first = [await anext(events)]
+        await events.aclose()  # what Starlette does when the client disconnects
+        return first
+
+    (sent,) = asyncio.run(leave_after_the_first_token())
+    assert sent.startswith(USAGE_COMMENT_PREFIX.encode()) and b'"completion_tokens":1' in sent
+    prompt, generated = _served(service)
+    assert (prompt - before[0], generated - before[1]) == (7, 1)
