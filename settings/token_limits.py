@@ -112,7 +112,8 @@ class TokenLimitSettings(Section):
 def token_limit_problems(settings: TokenLimitSettings, ctx: CheckContext, *, tiers: set[str], clients: dict[str, str],
                          auth: bool) -> list[Problem]:  # fmt: skip
     """``edge.tokenLimits`` problems (called from ``EdgeSettings.problems``); production limits every client."""
-    out = settings.check(tiers=tiers, clients=clients, auth=auth, prefix="edge.tokenLimits")
+    # Production refuses edge.auth.enabled false by itself (one problem per contradiction, the settings' sweep).
+    out = settings.check(tiers=tiers, clients=clients, auth=auth or ctx.production, prefix="edge.tokenLimits")
     if ctx.production:
         bare = sorted(cid for cid, tier in clients.items() if not settings.resolved(cid, tier).windows)
         if bare:

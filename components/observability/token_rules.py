@@ -8,7 +8,8 @@ the replicas served, and the alert when they drift apart.
   dashboard reads it so, ``charts/gateway-addons-helm/dashboards/global-ratelimit.json``). The rule names are the
   plan's, so each client is a ``label_replace`` of its own rule's series.
 - Served: the OpenAI server's ``vllm:prompt_tokens_total + vllm:generation_tokens_total`` by ``client`` (the edge's
-  client id; a stream the client left is counted at the usage it was last reported with, as the edge charges it).
+  client id; a stream the client left is counted at the usage it was last reported with, as the edge charges it),
+  for the metered clients only (the batch lane's workers call the replicas directly, as client ``none``).
 
 The alert fires when, for a client, ``|charged - served| / served`` stays above ``TOKEN_DRIFT_RATIO`` over the
 window: a metering gap (a path that reaches a replica without being charged: the Lua disabled, the usage comment
@@ -52,7 +53,9 @@ def token_recording_rules(scope: Scope, meters: Sequence[TokenMeter]) -> list[di
         f'"{CLIENT_LABEL}", "{m.client}", "", "")'
         for m in meters
     )
-    sel = scope.selector()
+    # Only the metered clients: the batch lane's workers reach the replicas without the edge (client "none").
+    clients = "|".join(sorted({m.client for m in meters}))
+    sel = scope.selector(**{CLIENT_LABEL: f"=~{clients}"})
     served = (
         f"sum by ({CLIENT_LABEL}) (rate({q.PROMPT_TOKENS}{sel}[5m])) "
         f"+ sum by ({CLIENT_LABEL}) (rate({q.GENERATION_TOKENS}{sel}[5m]))"
