@@ -9,7 +9,9 @@ the replicas served, and the alert when they drift apart.
   plan's, so each client is a ``label_replace`` of its own rule's series.
 - Served: the OpenAI server's ``vllm:prompt_tokens_total + vllm:generation_tokens_total`` by ``client`` (the edge's
   client id; a stream the client left is counted at the usage it was last reported with, as the edge charges it),
-  for the metered clients only (the batch lane's workers call the replicas directly, as client ``none``).
+  for the metered clients only (the batch lane's workers call the replicas directly, as client ``none``). With
+  weights (``edge.tokenLimits.weights``) other than 1, the served tokens are weighted as the edge charges them:
+  uncached prompt, cached prompt (``vllm:prefix_cache_hits_total``) and generated tokens each at its weight.
 
 The alert fires when, for a client, ``|charged - served| / served`` stays above ``TOKEN_DRIFT_RATIO`` over the
 window: a metering gap (a path that reaches a replica without being charged: the Lua disabled, the usage comment
@@ -24,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from inference_platform.catalog.server_metrics import CLIENT_LABEL
+from inference_platform.catalog.token_limits import WEIGHT_SCALE, TokenWeights
 from inference_platform.components.observability import promql as q
 from inference_platform.components.observability.promql import Scope
 
@@ -47,7 +50,28 @@ class TokenMeter:
     key1: str
 
 
-def token_recording_rules(scope: Scope, meters: Sequence[TokenMeter]) -> list[dict[str, Any]]:
+def _served(scope: Scope, clients: str, weights: TokenWeights) -> str:
+    """The tokens served to the metered clients per second, weighted as the edge charges them."""
+    sel = scope.selector(**{CLIENT_LABEL: f"=~{clients}"})
+
+    def rate(series: str) -> str:
+        return f"sum by ({CLIENT_LABEL}) (rate({series}{sel}[5m]))"
+
+    if weights.unit:
+        return f"{rate(q.PROMPT_TOKENS)} + {rate(q.GENERATION_TOKENS)}"
+    # input * (prompt - cached) + cached * cached + output * generated; a client without cache hits counts 0.
+    cached = f"({rate(q.PREFIX_CACHE_HITS)} or {rate(q.PROMPT_TOKENS)} * 0)"
+    terms = [
+        f"{rate(q.PROMPT_TOKENS)} * {weights.input / WEIGHT_SCALE:g}",
+        f"{cached} * {(weights.cached - weights.input) / WEIGHT_SCALE:g}",
+        f"{rate(q.GENERATION_TOKENS)} * {weights.output / WEIGHT_SCALE:g}",
+    ]
+    return " + ".join(terms)
+
+
+def token_recording_rules(
+    scope: Scope, meters: Sequence[TokenMeter], weights: TokenWeights | None = None
+) -> list[dict[str, Any]]:
     charged = " or ".join(
         f"label_replace(sum(rate({CHARGED_SERIES}{q.selector({'domain': m.domain, 'key1': m.key1})}[5m])), "
         f'"{CLIENT_LABEL}", "{m.client}", "", "")'
@@ -55,11 +79,7 @@ def token_recording_rules(scope: Scope, meters: Sequence[TokenMeter]) -> list[di
     )
     # Only the metered clients: the batch lane's workers reach the replicas without the edge (client "none").
     clients = "|".join(sorted({m.client for m in meters}))
-    sel = scope.selector(**{CLIENT_LABEL: f"=~{clients}"})
-    served = (
-        f"sum by ({CLIENT_LABEL}) (rate({q.PROMPT_TOKENS}{sel}[5m])) "
-        f"+ sum by ({CLIENT_LABEL}) (rate({q.GENERATION_TOKENS}{sel}[5m]))"
-    )
+    served = _served(scope, clients, weights or TokenWeights())
     # A side with no series is 0, so a client charged and never served (or served and never charged) counts.
     both_charged = f"({TOKENS_CHARGED} or {TOKENS_SERVED} * 0)"
     both_served = f"({TOKENS_SERVED} or {TOKENS_CHARGED} * 0)"
@@ -93,8 +113,11 @@ def token_alerts(runbook_base: str) -> list[dict[str, Any]]:
     ]
 
 
-def token_rule_groups(name: str, scope: Scope, meters: Sequence[TokenMeter], runbook_base: str) -> list[dict[str, Any]]:
+def token_rule_groups(
+    name: str, scope: Scope, meters: Sequence[TokenMeter], runbook_base: str, weights: TokenWeights | None = None
+) -> list[dict[str, Any]]:
     """The group of the charged-vs-served rules (none without metered clients)."""
     if not meters:
         return []
-    return [{"name": f"{name}.tokens", "rules": [*token_recording_rules(scope, meters), *token_alerts(runbook_base)]}]
+    rules = [*token_recording_rules(scope, meters, weights), *token_alerts(runbook_base)]
+    return [{"name": f"{name}.tokens", "rules": rules}]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import yaml
 
+from inference_platform.catalog.token_limits import TokenWeights
 from inference_platform.components.edge.token_limits import charge_meters, cluster_domain
 from inference_platform.components.observability.rules import RuleSet, alert_names, rule_groups, rules_file
 from inference_platform.components.observability.token_meters import token_meters
@@ -62,6 +63,31 @@ def test_the_alarm_fires_on_sustained_drift_and_stays_quiet_within_the_tolerance
     checked = _run(promtool, "check", "rules", "rules.yml", cwd=tmp_path)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     suite = {"rule_files": ["rules.yml"], "evaluation_interval": "1m", "tests": _tests(groups, CASES)}
+    (tmp_path / "tests.yml").write_text(yaml.safe_dump(suite, sort_keys=False))
+    result = _run(promtool, "test", "rules", "tests.yml", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+# Weighted (input 2, cached 0.5, output 0.25): per minute 3000 prompt tokens of which 1000 cached, 2000 generated
+# weigh 2 * 2000 + 0.5 * 1000 + 0.25 * 2000 = 5000; the edge charging that is quiet, charging the unweighted 5000
+# tokens served (prompt + generated) when cached tokens are a tenth the price is not.
+WEIGHTED = RuleSet(scope=SCOPE, token_meters=METERS, token_weights=TokenWeights(input=2000, cached=500, output=250))
+CACHED = f"vllm:prefix_cache_hits_total{{{SRV}}}"
+WEIGHTED_CASES = [
+    _case(
+        [*SERVED, (CACHED, "0+1000x60"), (HITS, "0+6000x60")],
+        [*SERVED, (CACHED, "0+1000x60"), (HITS, "0+5000x60")],
+        "20%",
+    ),
+]
+
+
+def test_with_weights_the_served_side_is_weighted_as_the_edge_charges(promtool, tmp_path):  # noqa: F811
+    groups = rule_groups(WEIGHTED)
+    (tmp_path / "rules.yml").write_text(yaml.safe_dump(rules_file(groups), sort_keys=False))
+    checked = _run(promtool, "check", "rules", "rules.yml", cwd=tmp_path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    suite = {"rule_files": ["rules.yml"], "evaluation_interval": "1m", "tests": _tests(groups, WEIGHTED_CASES)}
     (tmp_path / "tests.yml").write_text(yaml.safe_dump(suite, sort_keys=False))
     result = _run(promtool, "test", "rules", "tests.yml", cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
