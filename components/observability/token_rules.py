@@ -12,6 +12,8 @@ the replicas served, and the alert when they drift apart.
   for the metered clients only (the batch lane's workers call the replicas directly, as client ``none``). With
   weights (``edge.tokenLimits.weights``) other than 1, the served tokens are weighted as the edge charges them:
   uncached prompt, cached prompt (``vllm:prefix_cache_hits_total``) and generated tokens each at its weight.
+  A client whose only limit is its monthly budget is charged at that rule, which the batch lane debits too
+  (``batch.budget``): its served side adds its ``batch_tokens_total`` at the batch weight.
 
 The alert fires when, for a client, ``|charged - served| / served`` stays above ``TOKEN_DRIFT_RATIO`` over the
 window: a metering gap (a path that reaches a replica without being charged: the Lua disabled, the usage comment
@@ -31,6 +33,8 @@ from inference_platform.components.observability import promql as q
 from inference_platform.components.observability.promql import Scope
 
 CHARGED_SERIES = "ratelimit_service_rate_limit_total_hits"
+BATCH_TOKENS = "batch_tokens_total"
+"""The batch workers' exact usage per submitting client (``batch.usage``: ``kind`` prompt, completion, cached)."""
 TOKENS_CHARGED = "inference:tokens_charged:rate5m"
 TOKENS_SERVED = "inference:tokens_served:rate5m"
 TOKEN_DRIFT = "inference:tokens_charged_served_drift:ratio5m"
@@ -48,6 +52,9 @@ class TokenMeter:
     client: str
     domain: str
     key1: str
+    batch: bool = False
+    """Default false. The rule is the client's monthly budget (it has no per-minute or per-day limit), which the
+    batch lane debits too (``batch.budget``): its served side adds the client's batch tokens at the batch weight."""
 
 
 def _served(scope: Scope, clients: str, weights: TokenWeights) -> str:
@@ -69,6 +76,22 @@ def _served(scope: Scope, clients: str, weights: TokenWeights) -> str:
     return " + ".join(terms)
 
 
+def _batch_served(clients: str, weights: TokenWeights) -> str:
+    """The batch lane's tokens per second of ``clients``, weighted as the workers debit them (the batch weight on
+    each line's weighted count; the per-line rounding up is below the alarm's tolerance)."""
+
+    def rate(kind: str) -> str:
+        return f'sum by ({CLIENT_LABEL}) (rate({BATCH_TOKENS}{{{CLIENT_LABEL}=~"{clients}", kind="{kind}"}}[5m]))'
+
+    scale = weights.batch / WEIGHT_SCALE / WEIGHT_SCALE
+    terms = [
+        f"{rate('prompt')} * {weights.input * scale:g}",
+        f"({rate('cached')} or {rate('prompt')} * 0) * {(weights.cached - weights.input) * scale:g}",
+        f"{rate('completion')} * {weights.output * scale:g}",
+    ]
+    return "(" + " + ".join(terms) + ")"
+
+
 def token_recording_rules(
     scope: Scope, meters: Sequence[TokenMeter], weights: TokenWeights | None = None
 ) -> list[dict[str, Any]]:
@@ -79,7 +102,14 @@ def token_recording_rules(
     )
     # Only the metered clients: the batch lane's workers reach the replicas without the edge (client "none").
     clients = "|".join(sorted({m.client for m in meters}))
-    served = _served(scope, clients, weights or TokenWeights())
+    weights = weights or TokenWeights()
+    served = _served(scope, clients, weights)
+    batch = sorted({m.client for m in meters if m.batch})
+    if batch:
+        # A side with no series is 0 here too: a budget-only client that sends no batch is served its interactive
+        # tokens alone.
+        lane = _batch_served("|".join(batch), weights)
+        served = f"(({served}) or {lane} * 0) + ({lane} or ({served}) * 0)"
     # A side with no series is 0, so a client charged and never served (or served and never charged) counts.
     both_charged = f"({TOKENS_CHARGED} or {TOKENS_SERVED} * 0)"
     both_served = f"({TOKENS_SERVED} or {TOKENS_CHARGED} * 0)"

@@ -93,6 +93,49 @@ def test_with_weights_the_served_side_is_weighted_as_the_edge_charges(promtool, 
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+# A client whose only limit is its monthly budget is metered at the rule the batch lane debits too: its served side
+# adds its batch tokens at the batch weight (0.5): 3000 + 2000 interactive and (1000 + 1000) x 0.5 batch a minute.
+BUDGET_ONLY = RuleSet(
+    scope=SCOPE,
+    token_meters=(TokenMeter(client="team-a", domain=DOMAIN, key1=f"{RULE}_{RULE}", batch=True),),
+    token_weights=TokenWeights(batch=500),
+)
+BATCH = [
+    ('batch_tokens_total{client="team-a",model_name="m",kind="prompt",job="batch-worker"}', "0+1000x60"),
+    ('batch_tokens_total{client="team-a",model_name="m",kind="completion",job="batch-worker"}', "0+1000x60"),
+]
+BUDGET_ONLY_CASES = [
+    # Charged the interactive tokens only (5000, the batch debits lost): 1000/6000 apart. Charged 6000: quiet.
+    _case([*SERVED, *BATCH, (HITS, "0+5000x60")], [*SERVED, *BATCH, (HITS, "0+6000x60")], "16.67%"),
+    # Batch alone, charged what its lines weigh: quiet; charged nothing: 100 %.
+    _case(BATCH, [*BATCH, (HITS, "0+1000x60")], "100%"),
+]
+
+
+def test_a_budget_only_client_is_served_its_batch_tokens_at_the_batch_weight(promtool, tmp_path):  # noqa: F811
+    groups = rule_groups(BUDGET_ONLY)
+    (tmp_path / "rules.yml").write_text(yaml.safe_dump(rules_file(groups), sort_keys=False))
+    checked = _run(promtool, "check", "rules", "rules.yml", cwd=tmp_path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    suite = {"rule_files": ["rules.yml"], "evaluation_interval": "1m", "tests": _tests(groups, BUDGET_ONLY_CASES)}
+    (tmp_path / "tests.yml").write_text(yaml.safe_dump(suite, sort_keys=False))
+    result = _run(promtool, "test", "rules", "tests.yml", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_stack_marks_its_budget_only_clients_meters():
+    edge = {
+        "auth": {"clients": {"alpha": {"tier": "gold"}, "beta": {"tier": "gold"}}},
+        "rateLimits": {"tiers": {"gold": {}}},
+        "tokenLimits": {"tokensPerMinute": None, "clients": {"alpha": {"tokensPerMonth": 10_000},
+                                                            "beta": {"tokensPerDay": 500, "tokensPerMonth": 9000}}},
+    }  # fmt: skip
+    settings = load_settings(
+        {"tags": {"owner": "t", "costCenter": "c"}, "edge": edge}, project="p", stack="s", region="us-west-2"
+    )
+    assert [(m.client, m.batch) for m in token_meters(settings, "inference-edge")] == [("alpha", True), ("beta", False)]
+
+
 def test_the_charged_series_is_read_as_envoy_gateways_statsd_exporter_names_it():
     assert STATSD["name"] == CHARGED_SERIES and set(STATSD["labels"]) == {"domain", "key1", "key2"}
     charged = next(r["expr"] for g in rule_groups(RULES) for r in g["rules"] if r.get("record") == TOKENS_CHARGED)
