@@ -119,6 +119,11 @@ def test_batch_lines_debit_the_edges_budget_at_the_batch_weight_and_both_lanes_r
             if d["hits"] > 0 and any(v == this_month for _, v in d["entries"])
         ]
         assert sorted(d["hits"] for d in calls) == sorted(charges)
+        # The worker counts a debit once the service answered it (after the ledger line): wait for the last one.
+        deadline = time.monotonic() + SETTLE_S
+        while worker.metric("batch_budget_calls_total", call="debit", outcome="ok") < LINES:
+            assert time.monotonic() < deadline, "the worker did not count its debits"
+            time.sleep(0.2)
         assert worker.metric("batch_budget_calls_total", call="debit", outcome="ok") == LINES
 
         # The interactive lane sees the reduced budget: its request-path check reports what is left.
