@@ -21,6 +21,8 @@ from typing import Any
 from aiohttp import BodyPartReader, web
 
 from . import lifecycle, metrics, objects
+from .budget import BudgetClient
+from .budget import period as budget_period
 from .config import ApiConfig
 from .input_file import parse
 from .store import Store
@@ -86,6 +88,7 @@ class BatchApi:
         self.store = store
         self.sqs = sqs
         self._client_locks: dict[str, asyncio.Lock] = {}
+        self.budgets = BudgetClient(config.common.budgets) if config.common.budgets is not None else None
 
     def app(self, extra_routes: Sequence[web.RouteDef] = ()) -> web.Application:
         # The whole multipart body may hold the file plus a few small fields.
@@ -321,10 +324,25 @@ class BatchApi:
         lock = self._client_locks.setdefault(client, asyncio.Lock())
         async with lock:
             # One submission of a client at a time in this replica, so two cannot both pass the same headroom.
+            await self._check_budget(client)
             await self._check_quota(client, len(parsed.requests), parsed.estimated_tokens)
             record = await asyncio.to_thread(store_it)
         metrics.SUBMISSIONS.labels(outcome="created").inc()
         return _json(await asyncio.to_thread(lifecycle.public, self.store, record))
+
+    async def _check_budget(self, client: str) -> None:
+        """A client whose monthly token budget is spent (the edge's counter, shared with this lane) is refused
+        before anything is stored or queued."""
+        if self.budgets is None or await asyncio.to_thread(self.budgets.check, client):
+            return
+        metrics.QUOTA_REJECTIONS.labels(client=client, kind="budget").inc()
+        metrics.SUBMISSIONS.labels(outcome="over_quota").inc()
+        raise ApiError(
+            429,
+            f"client {client!r} has spent its monthly token budget for {budget_period()} (interactive and batch "
+            "tokens together); batches are refused until the month turns (00:00 UTC on the 1st).",
+            code="rate_limit_exceeded", type_="tokens", param="tokens_per_month",
+        )  # fmt: skip
 
     async def _check_quota(self, client: str, requests: int, tokens: int) -> None:
         def queued() -> tuple[int, int]:

@@ -69,6 +69,21 @@ class ShedRule:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Budgets:
+    """``BATCH_BUDGETS``: the monthly token budgets the batch lane shares with the edge (issue 30), debited at the
+    rate-limit service the edge charges (``batch.budget``)."""
+
+    address: str
+    """``host:port`` of the rate-limit service's gRPC port."""
+    domain: str
+    """The edge's rate-limit domain (its BackendTrafficPolicy's)."""
+    weights: Mapping[str, int]
+    """``{input, cached, output, batch}`` in thousandths (``catalog.token_limits.TokenWeights``)."""
+    clients: Mapping[str, tuple[tuple[str, str | None], ...]]
+    """Each budgeted client's descriptor entries; a None value is the billing period (``YYYY-MM``, UTC)."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class CommonConfig:
     region: str
     bucket: str
@@ -84,6 +99,7 @@ class CommonConfig:
     metrics_port: int
     sse_kms_key_id: str | None
     log_level: str
+    budgets: Budgets | None = None
 
     @property
     def completion_window(self) -> str:
@@ -210,6 +226,65 @@ def _common(read: _Reader) -> CommonConfig:
         metrics_port=read.number("BATCH_METRICS_PORT", DEFAULT_METRICS_PORT, int, 1, 65535),
         sse_kms_key_id=read.text("BATCH_SSE_KMS_KEY_ID"),
         log_level=read.choice("BATCH_LOG_LEVEL", "INFO", LOG_LEVELS),
+        budgets=_budgets(read),
+    )
+
+
+WEIGHT_KINDS = ("input", "cached", "output", "batch")
+MAX_WEIGHT_MILLI = 100_000
+
+
+def _budgets(read: _Reader) -> Budgets | None:
+    name = "BATCH_BUDGETS"
+    raw = read.text(name)
+    if raw is None:
+        return None
+    shape = (
+        'must be a JSON object {"address": "<host>:<port>", "domain": "<domain>", "weights": {"input", "cached", '
+        '"output", "batch": <0-100000>}, "clients": {"<id>": [["<key>", "<value>" or null], ...]}}'
+    )
+    try:
+        data: Any = json.loads(raw)
+    except ValueError as err:
+        read.problems.append(f"{name}: not JSON ({err})")
+        return None
+    if not isinstance(data, dict) or set(data) != {"address", "domain", "weights", "clients"}:
+        read.problems.append(f"{name}={raw[:80]!r}: {shape}")
+        return None
+    address, domain, weights, clients = data["address"], data["domain"], data["weights"], data["clients"]
+    host, _, port = str(address).rpartition(":")
+    ok = (
+        isinstance(address, str)
+        and host
+        and port.isdigit()
+        and 1 <= int(port) <= 65535
+        and isinstance(domain, str)
+        and domain
+        and isinstance(weights, dict)
+        and set(weights) == set(WEIGHT_KINDS)
+        and all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_WEIGHT_MILLI for v in weights.values())
+        and isinstance(clients, dict)
+        and all(
+            isinstance(entries, list)
+            and entries
+            and all(
+                isinstance(e, list)
+                and len(e) == 2
+                and isinstance(e[0], str)
+                and (e[1] is None or isinstance(e[1], str))
+                for e in entries
+            )
+            for entries in clients.values()
+        )
+    )
+    if not ok:
+        read.problems.append(f"{name}={raw[:80]!r}: {shape}")
+        return None
+    return Budgets(
+        address=address,
+        domain=domain,
+        weights=dict(weights),
+        clients={c: tuple((k, v) for k, v in entries) for c, entries in clients.items()},
     )
 
 

@@ -29,6 +29,7 @@ from typing import Any
 import aiohttp
 
 from . import metrics, objects, queue, usage
+from .budget import BudgetClient
 from .config import WorkerConfig
 from .lifecycle import CANCELLED, EXPIRED
 from .queue import Delivery, Line, QueueLimits
@@ -71,6 +72,7 @@ class Worker:
         self.lines_per_message = 1.0
         """Lines seen per message (running mean): how many messages fill the room for lines."""
         self._records: dict[str, tuple[float, dict[str, Any] | None]] = {}
+        self.budgets = BudgetClient(config.common.budgets) if config.common.budgets is not None else None
         self.heartbeat = lambda: None
 
     def headers(self) -> dict[str, str]:
@@ -226,7 +228,10 @@ class Worker:
         written = await asyncio.to_thread(self.store.write_line_once, batch_id, line.line, result, failed=failed)
         metrics.REQUESTS.labels(status=status if written else "duplicate").inc()
         if written and owner is not None:
-            usage.record(owner, result)  # once per line: the exact usage, for the submitting client
+            counts = usage.record(owner, result)  # once per line: the exact usage, for the submitting client
+            if counts is not None and self.budgets is not None:
+                # Once per written line too: the shared monthly budget, at the batch weight.
+                await asyncio.to_thread(self.budgets.debit, owner, counts)
 
     async def _visibility(self, delivery: Delivery, seconds: int) -> None:
         await asyncio.to_thread(

@@ -70,6 +70,56 @@ class ClientTokenLimits:
         return tuple((unit, v) for unit, v in zip(WINDOWS, values, strict=True) if v is not None)
 
 
+WEIGHT_SCALE = 1000
+"""Weights are held in thousandths (``edge.tokenLimits.weights`` takes at most three decimals), so the edge's Lua
+and the batch workers compute the same integer charge without floating-point rounding."""
+MAX_WEIGHT = 100
+"""The largest weight a kind of token may have: 100 times its count (a charge stays far below the rate-limit
+service's uint32 limit for any answer the serving limits allow)."""
+
+
+def ceil_div(numerator: int, denominator: int) -> int:
+    return -(-numerator // denominator)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TokenWeights:
+    """What one token of each kind costs, in thousandths of a token (``WEIGHT_SCALE``): the input tokens not read
+    from the prefix cache, the cached input tokens, the output tokens, and the batch lane's multiplier on the whole.
+    All 1000 (the default): a charge is prompt + completion tokens."""
+
+    input: int = WEIGHT_SCALE
+    cached: int = WEIGHT_SCALE
+    output: int = WEIGHT_SCALE
+    batch: int = WEIGHT_SCALE
+
+    def __post_init__(self) -> None:
+        for kind in ("input", "cached", "output", "batch"):
+            value = getattr(self, kind)
+            if not 0 <= value <= MAX_WEIGHT * WEIGHT_SCALE:
+                raise ValueError(f"weight of {kind} tokens {value / WEIGHT_SCALE} out of range 0-{MAX_WEIGHT}")
+
+    @property
+    def unit(self) -> bool:
+        """Every kind weighs 1 on the interactive lane: the charge is prompt + completion tokens."""
+        return self.input == self.cached == self.output == WEIGHT_SCALE
+
+    def milli(self, prompt: int, completion: int, cached: int) -> int:
+        """The weighted count in thousandths; ``cached`` is part of ``prompt`` (OpenAI's
+        ``prompt_tokens_details.cached_tokens``), clamped to it."""
+        cached = min(max(cached, 0), prompt)
+        return self.input * (prompt - cached) + self.cached * cached + self.output * completion
+
+    def charge(self, prompt: int, completion: int, cached: int = 0) -> int:
+        """The tokens the edge charges an interactive answer: the weighted count rounded up (the metering script
+        computes the same, ``components.edge.token_metering``)."""
+        return ceil_div(self.milli(prompt, completion, cached), WEIGHT_SCALE)
+
+    def batch_charge(self, prompt: int, completion: int, cached: int = 0) -> int:
+        """The tokens a batch line's answer is charged: the weighted count times the batch weight, rounded up."""
+        return ceil_div(self.milli(prompt, completion, cached) * self.batch, WEIGHT_SCALE * WEIGHT_SCALE)
+
+
 @dataclass(frozen=True, kw_only=True)
 class TokenPolicy:
     """Every client's token limits; empty: no token limit, no metering."""
@@ -77,6 +127,8 @@ class TokenPolicy:
     clients: tuple[ClientTokenLimits, ...] = ()
     shadow: bool = False
     """Default false. Count and report, never refuse (Envoy Gateway's ``shadowMode``): for rollout."""
+    weights: TokenWeights = TokenWeights()
+    """What each kind of token costs (default: 1 each, batch included)."""
 
     @property
     def limited(self) -> tuple[ClientTokenLimits, ...]:

@@ -26,9 +26,21 @@ from inference_platform.components.batch.pods import LaneEnv, Shape, WorkerEnv
 from inference_platform.components.batch.queues import BatchQueues, BatchQueuesArgs
 from inference_platform.components.batch.scaling import KEDA_OPERATOR_SERVICE_ACCOUNT, QueueSignal
 from inference_platform.components.batch.signals import LaneWatch, shed_rules
-from inference_platform.components.batch.workloads import BatchWorkloads, BatchWorkloadsArgs, ServingTarget
+from inference_platform.components.batch.workloads import (
+    BatchWorkloads,
+    BatchWorkloadsArgs,
+    RateLimitTarget,
+    ServingTarget,
+)
 from inference_platform.components.edge.gateway import NAMESPACE as GATEWAY_NAMESPACE
 from inference_platform.components.edge.gateway_api import PROXY_LABEL, Backend
+from inference_platform.components.edge.token_limits import (
+    RATE_LIMIT_GRPC_PORT,
+    RATE_LIMIT_POD_LABELS,
+    batch_budgets,
+    cluster_domain,
+    rate_limit_address,
+)
 from inference_platform.components.identity.pod_identity import PodIdentityRole, PodIdentityRoleArgs
 from inference_platform.components.observability import monitoring_stack
 from inference_platform.components.observability.monitoring_stack import Monitor
@@ -40,6 +52,7 @@ from inference_platform.infra.foundation import Foundation
 from inference_platform.infra.inference import Inference
 from inference_platform.infra.storage import Storage
 from inference_platform.settings import Settings
+from inference_platform.settings.derived import stack_edge_policy
 
 PROMETHEUS_URL = (
     f"http://{monitoring_stack.PROMETHEUS_SERVICE}.{monitoring_stack.DEFAULT_NAMESPACE}.svc:"
@@ -167,6 +180,7 @@ def _workloads(
     user = settings.inference.run_as_user
     # The edge exists with a domain and a rollout (infra/edge.py); the lane is built first, its routes go to it.
     edge = settings.edge.domain is not None
+    budgets = lane_budgets(settings) if edge else None
     return BatchWorkloads(
         "batch-workloads",
         BatchWorkloadsArgs(
@@ -190,6 +204,7 @@ def _workloads(
                 max_output_tokens=settings.serving.max_seq_len - settings.serving.max_input_len,
                 quota_requests=quotas.default.queued_requests,
                 quota_tokens=quotas.default.queued_tokens,
+                budgets=budgets,
             ),
             quota_overrides={
                 client: {"queuedRequests": q.queued_requests, "queuedTokens": q.queued_tokens}
@@ -222,12 +237,30 @@ def _workloads(
             worker_shape=Shape(cpu=cfg.workers.cpu, memory_gib=cfg.workers.memory_gib, run_as_user=user),
             gateway_namespace=GATEWAY_NAMESPACE if edge else None,
             gateway_pod_labels={PROXY_LABEL: GATEWAY_NAME} if edge else {},
+            rate_limit_service=(
+                RateLimitTarget(
+                    namespace=GATEWAY_NAMESPACE, pod_labels=RATE_LIMIT_POD_LABELS, port=RATE_LIMIT_GRPC_PORT
+                )
+                if budgets is not None
+                else None
+            ),
             monitoring_namespace=monitoring_stack.DEFAULT_NAMESPACE,
             prometheus_port=monitoring_stack.PROMETHEUS_PORT,
             partition=foundation.partition,
             depends_on=[service, *([storage.secrets_store] if storage.secrets_store is not None else [])],
         ),
     )
+
+
+def lane_budgets(settings: Settings) -> str | None:
+    """``BATCH_BUDGETS``: the edge's monthly budgets, at its rate-limit service and in its domain (issue 30: one
+    budget across both lanes); None when no client has one."""
+    document = batch_budgets(
+        stack_edge_policy(settings),
+        address=rate_limit_address(GATEWAY_NAMESPACE),
+        domain=cluster_domain(GATEWAY_NAMESPACE, GATEWAY_NAME),
+    )
+    return json.dumps(document, sort_keys=True) if document is not None else None
 
 
 def batch_routes(batch: Batch | None) -> tuple[list[tuple[RouteGroup, Backend]], list[pulumi.Resource]]:

@@ -104,6 +104,7 @@ def _monitoring_stack(
         edge_clusters="httproute/.*" if edge is not None else None,
         thresholds=_thresholds(settings),
         token_meters=token_meters(settings, GATEWAY_NAME) if edge is not None else (),
+        token_weights=settings.edge.token_limits.weights.weights(),
     )
     # The CRDs first; the inference namespace too, where the PrometheusRule goes.
     releases = inference.controllers.releases if inference.controllers else {}

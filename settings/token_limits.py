@@ -12,10 +12,17 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from inference_platform.catalog.edge_policy import Client
-from inference_platform.catalog.token_limits import MAX_TOKENS_PER_WINDOW, ClientTokenLimits, TokenPolicy
+from inference_platform.catalog.token_limits import (
+    MAX_TOKENS_PER_WINDOW,
+    MAX_WEIGHT,
+    WEIGHT_SCALE,
+    ClientTokenLimits,
+    TokenPolicy,
+    TokenWeights,
+)
 from inference_platform.settings.base import CheckContext, Problem, Section
 
 DEFAULT_TOKENS_PER_MINUTE = 200_000
@@ -33,6 +40,31 @@ class TokenWindows(Section):
     tokens per calendar month in UTC."""
 
 
+class TokenWeightSettings(Section):
+    input: float = Field(default=1.0, ge=0, le=MAX_WEIGHT)
+    """Default 1, 0-100 in steps of 0.001. What one input (prompt) token not read from the prefix cache costs."""
+    cached: float = Field(default=1.0, ge=0, le=MAX_WEIGHT)
+    """Default 1, 0-100 in steps of 0.001. What one cached input token costs (OpenAI's
+    ``prompt_tokens_details.cached_tokens``, part of the prompt tokens)."""
+    output: float = Field(default=1.0, ge=0, le=MAX_WEIGHT)
+    """Default 1, 0-100 in steps of 0.001. What one output (completion) token costs."""
+    batch: float = Field(default=1.0, ge=0, le=MAX_WEIGHT)
+    """Default 1, 0-100 in steps of 0.001. The batch lane's multiplier on a line's weighted tokens (night backfill
+    is cheaper: ``planners/backfill.py``)."""
+
+    @field_validator("input", "cached", "output", "batch")
+    @classmethod
+    def _thousandths(cls, value: float) -> float:
+        if abs(round(value * WEIGHT_SCALE) - value * WEIGHT_SCALE) > 1e-6:
+            raise ValueError("expected a number with at most 3 decimals (a weight is counted in thousandths)")
+        return value
+
+    def weights(self) -> TokenWeights:
+        return TokenWeights(
+            **{kind: round(getattr(self, kind) * WEIGHT_SCALE) for kind in ("input", "cached", "output", "batch")}
+        )
+
+
 class TokenLimitSettings(Section):
     mode: Literal["enforce", "shadow"] = "enforce"
     """Default ``enforce``: over a limit the client gets 429. ``shadow`` counts and reports without refusing
@@ -48,6 +80,9 @@ class TokenLimitSettings(Section):
     """Default none. Per tier of ``edge.rateLimits.tiers``: ``{tokensPerMinute, tokensPerDay, tokensPerMonth}``."""
     clients: dict[str, TokenWindows] = Field(default_factory=dict)
     """Default none. Per client of ``edge.auth.clients``: ``{tokensPerMinute, tokensPerDay, tokensPerMonth}``."""
+    weights: TokenWeightSettings = Field(default_factory=TokenWeightSettings)
+    """Default 1 each. ``{input, cached, output, batch}``: what the limits and budgets are charged per token of
+    each kind, rounded up per answer."""
 
     def resolved(self, client_id: str, tier: str) -> ClientTokenLimits:
         """The limits of one client: its own, else its tier's, else the defaults."""
@@ -68,7 +103,9 @@ class TokenLimitSettings(Section):
 
     def policy(self, clients: tuple[Client, ...]) -> TokenPolicy:
         return TokenPolicy(
-            clients=tuple(self.resolved(c.client_id, c.tier.name) for c in clients), shadow=self.mode == "shadow"
+            clients=tuple(self.resolved(c.client_id, c.tier.name) for c in clients),
+            shadow=self.mode == "shadow",
+            weights=self.weights.weights(),
         )
 
     def check(self, *, tiers: set[str], clients: dict[str, str], auth: bool, prefix: str) -> list[Problem]:

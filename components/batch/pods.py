@@ -77,6 +77,9 @@ class LaneEnv:
     quota_requests: int
     quota_tokens: int
     endpoints: Sequence[str] = ("/v1/chat/completions", "/v1/completions")
+    budgets: str | None = None
+    """``BATCH_BUDGETS`` (JSON, ``components.edge.token_limits.batch_budgets``): the edge's monthly budgets both
+    roles check and debit at the rate-limit service; None: no client has a budget, or there is no edge."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -105,6 +108,7 @@ def common_env(env: LaneEnv) -> list[dict[str, Any]]:
         {"name": "BATCH_METRICS_PORT", "value": str(METRICS_PORT)},
         # The bucket policy refuses uploads under another key; naming the stack's key on every put says so.
         {"name": "BATCH_SSE_KMS_KEY_ID", "value": env.kms_key_arn},
+        *([{"name": "BATCH_BUDGETS", "value": env.budgets}] if env.budgets is not None else []),
     ]
 
 

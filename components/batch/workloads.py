@@ -50,6 +50,16 @@ class ServingTarget:
 
 
 @dataclass(frozen=True, kw_only=True)
+class RateLimitTarget:
+    """The edge's rate-limit service (Envoy Gateway's ``envoy-ratelimit``), which both roles call for the shared
+    monthly budgets (``batch.budget``)."""
+
+    namespace: str
+    pod_labels: Mapping[str, str]
+    port: int
+
+
+@dataclass(frozen=True, kw_only=True)
 class BatchWorkloadsArgs:
     """What the lane's pods need: the cluster's provider, image, environments, serving target, queues and bucket."""
 
@@ -86,6 +96,8 @@ class BatchWorkloadsArgs:
     """Default none (no edge): nothing outside the cluster reaches the API. The edge gateway's namespace..."""
     gateway_pod_labels: Mapping[str, str] = field(default_factory=dict)
     """...and its Envoy pods' labels: the API admits them on its port."""
+    rate_limit_service: RateLimitTarget | None = None
+    """Default none (no budgets): the rate-limit service both roles may reach on its gRPC port (``lane.budgets``)."""
     monitoring_namespace: str = "monitoring"
     """Default ``monitoring``: Prometheus scrapes both roles, and the workers query it."""
     prometheus_port: int = 9090
@@ -244,6 +256,15 @@ class BatchWorkloads(pulumi.ComponentResource):
             "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": args.serving.namespace}},
             "podSelector": {"matchLabels": dict(args.serving.pod_labels)},
         }
+        budgets = []
+        if args.rate_limit_service is not None:
+            target = args.rate_limit_service
+            peer = {
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": target.namespace}},
+                "podSelector": {"matchLabels": dict(target.pod_labels)},
+            }
+            # The shared monthly budgets: the API checks before queuing, the workers debit each answered line.
+            budgets.append({"to": [peer], "ports": [{"protocol": "TCP", "port": target.port}]})
         api = k8s.networking.v1.NetworkPolicy(
             f"{name}-api-policy",
             metadata={"name": pods.API, "namespace": args.namespace, "labels": pods.API_LABELS},
@@ -254,7 +275,7 @@ class BatchWorkloads(pulumi.ComponentResource):
                     {"from": [monitoring], "ports": [{"protocol": "TCP", "port": pods.METRICS_PORT}]},
                     *([{"from": gateway, "ports": [{"protocol": "TCP", "port": pods.API_PORT}]}] if gateway else []),
                 ],
-                "egress": aws_egress,
+                "egress": [*aws_egress, *budgets],
             },
             opts=opts,
         )
@@ -269,6 +290,7 @@ class BatchWorkloads(pulumi.ComponentResource):
                     *aws_egress,
                     {"to": [serving], "ports": [{"protocol": "TCP", "port": args.serving.port}]},
                     {"to": [monitoring], "ports": [{"protocol": "TCP", "port": args.prometheus_port}]},
+                    *budgets,
                 ],
             },
             opts=opts,

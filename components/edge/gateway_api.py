@@ -60,6 +60,7 @@ from inference_platform.catalog.edge_policy import (
     edge_error,
     edge_error_body,
 )
+from inference_platform.catalog.token_limits import TokenWeights
 from inference_platform.components.edge.token_limits import token_rules
 from inference_platform.components.edge.token_metering import metering_lua
 
@@ -139,7 +140,7 @@ def render_gateway_objects(policy: EdgePolicy, target: GatewayTarget) -> list[Ma
         objects.append(_security_policy(policy, target, refs))
         objects.append(_credential_check(policy, target, refs))
     if policy.metered:
-        objects.append(_metering(target, refs[0]))
+        objects.append(_metering(target, refs[0], policy.tokens.weights))
     objects += _reference_grants(target, list(backends.values()))
     return objects
 
@@ -396,7 +397,7 @@ def _credential_check(policy: EdgePolicy, target: GatewayTarget, routes: list[di
     }
 
 
-def _metering(target: GatewayTarget, route: dict[str, str]) -> Manifest:
+def _metering(target: GatewayTarget, route: dict[str, str], weights: TokenWeights) -> Manifest:
     """Token metering on the OpenAI route (``token_metering``): its own EnvoyExtensionPolicy, so the duplicate-
     credential one stays as it is; Envoy Gateway builds one Lua filter per policy entry, and the EnvoyProxy's
     filterOrder moves every Lua filter before api_key_auth (``internal/xds/translator/httpfilters.go`` v1.9.0)."""
@@ -404,7 +405,7 @@ def _metering(target: GatewayTarget, route: dict[str, str]) -> Manifest:
         "apiVersion": ENVOY_GATEWAY_API,
         "kind": "EnvoyExtensionPolicy",
         "metadata": _meta(target, f"{target.name}-metering"),
-        "spec": {"targetRefs": [route], "lua": [{"type": "Inline", "inline": metering_lua()}]},
+        "spec": {"targetRefs": [route], "lua": [{"type": "Inline", "inline": metering_lua(weights)}]},
     }
 
 

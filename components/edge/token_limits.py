@@ -173,3 +173,61 @@ def charge_meters(policy: EdgePolicy, domain: str) -> list[tuple[str, str]]:
 def cluster_domain(namespace: str, gateway: str) -> str:
     """The rate-limit domain of the Gateway's BackendTrafficPolicy (``<namespace>/<gateway>-backend``)."""
     return f"{namespace}/{gateway}-backend"
+
+
+# Envoy Gateway v1.9.0's rate-limit service (internal/infrastructure/kubernetes/ratelimit/resource.go InfraName,
+# InfraGRPCPort, rateLimitLabels; resource_provider.go's Service exposes the gRPC port only), in the controller's
+# namespace: what the batch workers call to debit the same budgets (tests/data/upstream/batch_budget.json).
+RATE_LIMIT_SERVICE = "envoy-ratelimit"
+RATE_LIMIT_GRPC_PORT = 8081
+RATE_LIMIT_POD_LABELS = {
+    "app.kubernetes.io/name": RATE_LIMIT_SERVICE,
+    "app.kubernetes.io/component": "ratelimit",
+    "app.kubernetes.io/managed-by": "envoy-gateway",
+}
+PERIOD_VALUE = None
+"""In a budget descriptor's entries: the value the caller fills with the billing period (``YYYY-MM``, UTC)."""
+
+
+def rate_limit_address(namespace: str) -> str:
+    """``host:port`` of the rate-limit service's gRPC port in the cluster."""
+    return f"{RATE_LIMIT_SERVICE}.{namespace}.svc.cluster.local:{RATE_LIMIT_GRPC_PORT}"
+
+
+def budget_descriptors(policy: EdgePolicy, *, domain: str | None = None) -> dict[str, list[list[str | None]]]:
+    """``{client: entries}`` of each client's monthly budget rule: the descriptor entries Envoy's rate-limit filter
+    sends for that client's request (its route rate limit's actions, ``route_rate_limits``), the period's value left
+    as ``PERIOD_VALUE``. A caller that sends these to ``domain`` with a ``hits_addend`` debits the very counter the
+    edge charges."""
+    domain = domain or local_domain()
+    limits = route_rate_limits(policy, domain=domain)[::2]  # the request-path one of each pair
+    out: dict[str, list[list[str | None]]] = {}
+    for (_, _, client, window, _), limit in zip(_rule_names(policy, None, domain), limits, strict=True):
+        if window != MONTH:
+            continue
+        entries: list[list[str | None]] = []
+        for action in limit["actions"]:
+            ((kind, spec),) = action.items()
+            if kind == "request_headers":
+                if spec["header_name"] != PERIOD_HEADER:
+                    raise ValueError(f"a budget rule selects header {spec['header_name']}, not the period")
+                entries.append([spec["descriptor_key"], PERIOD_VALUE])
+            else:
+                entries.append([spec["descriptor_key"], spec["descriptor_value"]])
+        out[client] = entries
+    return out
+
+
+def batch_budgets(policy: EdgePolicy, *, address: str, domain: str | None = None) -> dict[str, Any] | None:
+    """The batch lane's ``BATCH_BUDGETS`` document (``batch.config``): where the rate-limit service is, the
+    domain, the weights (thousandths) and each budgeted client's descriptor; None when no client has a budget."""
+    clients = budget_descriptors(policy, domain=domain)
+    if not clients:
+        return None
+    weights = policy.tokens.weights
+    return {
+        "address": address,
+        "domain": domain or local_domain(),
+        "weights": {"input": weights.input, "cached": weights.cached, "output": weights.output, "batch": weights.batch},
+        "clients": clients,
+    }

@@ -22,8 +22,11 @@ How a request is charged, in order:
    carries no usage (``GET /v1/models``, a 4xx of the server) has no metadata: Envoy drops that descriptor, the
    request costs 0.
 
-What is charged (``CHARGED_KEY``) is ``prompt_tokens + completion_tokens`` of OpenAI's usage (cached tokens are
-part of the prompt tokens); the parts are written beside it for the access log and showback.
+What is charged (``CHARGED_KEY``) is the weighted count of OpenAI's usage, rounded up
+(``catalog.token_limits.TokenWeights.charge``, ``edge.tokenLimits.weights``): the input tokens not read from the
+prefix cache, the cached ones (``prompt_tokens_details.cached_tokens``, part of the prompt tokens) and the
+completion tokens, each at its weight in thousandths; with every weight 1, ``prompt_tokens + completion_tokens``.
+The parts are written beside it for the access log and showback.
 
 The parsing is string matching, not a JSON decoder (Envoy's LuaJIT ships none): a ``"usage"`` key followed by a
 colon can only be a key of the answer's own JSON, never model text, because inside a JSON string every quote is
@@ -38,12 +41,12 @@ from inference_platform.catalog.serving_contract import (
     USAGE_METER_HEADER,
     USAGE_METER_RUNNING,
 )
-from inference_platform.catalog.token_limits import METERING_NAMESPACE, PERIOD_HEADER
+from inference_platform.catalog.token_limits import METERING_NAMESPACE, PERIOD_HEADER, WEIGHT_SCALE, TokenWeights
 
 METADATA_NAMESPACE = METERING_NAMESPACE
 """The dynamic-metadata namespace the script writes (Envoy Gateway's ``cost.response.metadata.namespace``)."""
 CHARGED_KEY = "tokens"
-"""What the token rules charge: prompt + completion tokens of the latest usage."""
+"""What the token rules charge: the latest usage's weighted tokens (prompt + completion with every weight 1)."""
 PART_KEYS = ("prompt_tokens", "completion_tokens", "cached_tokens")
 """Written beside it, for the access log and showback."""
 USAGE_SCAN_TAIL_BYTES = 4096
@@ -57,9 +60,10 @@ METERING_LUA_NAME = "metering"
 names Envoy Gateway generates for each Lua of an EnvoyExtensionPolicy)."""
 
 
-def metering_lua() -> str:
+def metering_lua(weights: TokenWeights | None = None) -> str:
     """The metering script (Envoy's Lua filter API: ``headers():replace``, ``bodyChunks()``, ``getBytes``,
-    ``setBytes``, ``streamInfo():dynamicMetadata():set``)."""
+    ``setBytes``, ``streamInfo():dynamicMetadata():set``), charging at ``weights`` (default 1 each)."""
+    weights = weights or TokenWeights()
     if "]]" in USAGE_COMMENT_PREFIX or '"' in USAGE_COMMENT_PREFIX:
         raise ValueError("the usage comment prefix must be a plain string")
     return _LUA.format(
@@ -71,6 +75,10 @@ def metering_lua() -> str:
         tail=USAGE_SCAN_TAIL_BYTES,
         max_line=MAX_EVENT_LINE_BYTES,
         period=PERIOD_HEADER,
+        w_input=weights.input,
+        w_cached=weights.cached,
+        w_output=weights.output,
+        scale=WEIGHT_SCALE,
     )
 
 
@@ -78,6 +86,8 @@ def metering_lua() -> str:
 _LUA = r"""-- Token metering (issue 30): the answer's usage into dynamic metadata as the body passes.
 local NS = "{namespace}"
 local PREFIX = "{prefix}"
+-- Weights in thousandths of a token (edge.tokenLimits.weights): uncached input, cached input, output.
+local W_INPUT, W_CACHED, W_OUTPUT, SCALE = {w_input}, {w_cached}, {w_output}, {scale}
 
 function envoy_on_request(handle)
   -- Whatever the client sent: the server reports a stream's running usage only to the edge.
@@ -121,13 +131,23 @@ local function last_usage(text)
   end
 end
 
+-- The weighted charge, rounded up, in integers (a double holds them exactly): cached tokens are part of the prompt.
+local function charge(prompt, completion, cached)
+  if cached > prompt then cached = prompt end
+  local milli = W_INPUT * (prompt - cached) + W_CACHED * cached + W_OUTPUT * completion
+  local rest = milli % SCALE
+  local whole = (milli - rest) / SCALE
+  if rest > 0 then whole = whole + 1 end
+  return whole
+end
+
 local function record(handle, usage)
   if usage == nil then return end
   local md = handle:streamInfo():dynamicMetadata()
   md:set(NS, "prompt_tokens", usage[1])
   md:set(NS, "completion_tokens", usage[2])
   md:set(NS, "cached_tokens", usage[3])
-  md:set(NS, "{charged}", usage[1] + usage[2])
+  md:set(NS, "{charged}", charge(usage[1], usage[2], usage[3]))
 end
 
 -- A JSON answer: the usage object is at its end; only a bounded tail is kept between chunks.

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from inference_platform.catalog.alert_thresholds import AlertThresholds
+from inference_platform.catalog.token_limits import TokenWeights
 from inference_platform.components.observability import promql as q
 from inference_platform.components.observability.promql import Scope
 from inference_platform.components.observability.token_rules import TokenMeter, token_rule_groups
@@ -46,6 +47,9 @@ class RuleSet:
     token_meters: tuple[TokenMeter, ...] = ()
     """Default none (no charged-vs-served rules). Where the edge's charges of each metered client are counted
     (``token_rules``, issue 30)."""
+    token_weights: TokenWeights = field(default_factory=TokenWeights)
+    """Default 1 each. What the edge charges per kind of token (``edge.tokenLimits.weights``): the served side of
+    the charged-vs-served rules is weighted alike."""
     runbook_base: str = DEFAULT_RUNBOOK_BASE
     """Default ``docs/runbooks.md``. Each alert's ``runbook_url`` is ``<base>#<alert name, lower case>``."""
 
@@ -71,7 +75,7 @@ def rule_groups(rules: RuleSet) -> list[dict[str, Any]]:
     ]
     if rules.edge_clusters:
         groups.append({"name": f"{name}.edge", "rules": _edge_alerts(rules)})
-    groups += token_rule_groups(name, rules.scope, rules.token_meters, rules.runbook_base)
+    groups += token_rule_groups(name, rules.scope, rules.token_meters, rules.runbook_base, rules.token_weights)
     return [g for g in groups if g["rules"]]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from inference_platform.catalog.token_limits import MONTH
 from inference_platform.components.edge.gateway import NAMESPACE
 from inference_platform.components.edge.token_limits import charge_meters, cluster_domain
 from inference_platform.components.observability.token_rules import TokenMeter
@@ -20,7 +21,9 @@ def token_meters(settings: Settings, gateway: str) -> tuple[TokenMeter, ...]:
 
     policy = stack_edge_policy(settings)
     domain = cluster_domain(NAMESPACE, gateway)
+    # A client whose only limit is its monthly budget is metered at that rule, which the batch lane debits too.
+    budget_only = {c.client_id for c in policy.tokens.limited if [w for w, _ in c.windows] == [MONTH]}
     return tuple(
-        TokenMeter(client=client, domain=domain, key1=f"{name}_{name}")
+        TokenMeter(client=client, domain=domain, key1=f"{name}_{name}", batch=client in budget_only)
         for client, name in charge_meters(policy, domain)
     )

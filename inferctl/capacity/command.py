@@ -110,6 +110,11 @@ def register(subparsers: Any) -> None:
     p.add_argument("--spot-factor", type=float, default=None, help="spot price / on-demand (default 0.45)")  # fmt: skip
     p.add_argument("--reserved-factor", type=float, default=None, help="reserved price / on-demand (default 0.65)")
     p.add_argument("--region", default="us-east-1", help="price table region (default us-east-1)")
+    p.add_argument(
+        "--stack",
+        metavar="NAME",
+        help="show the stack's monthly token budgets (edge.tokenLimits) beside the plan; warn when they exceed it",
+    )
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
     p.add_argument("--plot", type=Path, metavar="FILE.png", help="draw throughput vs batch and cost vs tokens/day")
     from inference_platform.inferctl.capacity import cold_start as cold_start_flags
@@ -435,6 +440,12 @@ def run_plan(args: argparse.Namespace) -> int:
         raise
     except (SizingError, LookupError) as err:
         raise _bad(err, "--model") from None
+    if getattr(args, "stack", None):
+        from inference_platform.inferctl.capacity.budgets import budgets_json, budgets_text, stack_budgets
+
+        budgets, weighted = stack_budgets(args.stack)
+        out["budgets"] = budgets_json(budgets, args.tokens_per_day, weighted=weighted)
+        text += "\n" + budgets_text(out["budgets"])
     if args.plot:
         from inference_platform.inferctl.capacity.plots import plan_plot
 

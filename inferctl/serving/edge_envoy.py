@@ -67,6 +67,7 @@ from inference_platform.catalog.envoy_gateway_gates import (
     how_to_enable,
     merged_config,
 )
+from inference_platform.catalog.token_limits import TokenWeights
 from inference_platform.components.edge.token_limits import local_domain, route_rate_limits
 from inference_platform.components.edge.token_metering import METERING_LUA_NAME, metering_lua
 
@@ -302,7 +303,7 @@ def _listener(
         )
     if policy.metered:
         # Beside the credential Lua: Envoy Gateway's filterOrder moves every Lua filter before api_key_auth.
-        http_filters.append(_metering_lua())
+        http_filters.append(_metering_lua(policy.tokens.weights))
     if policy.auth_enabled:
         http_filters.append(_api_key_auth(policy, keys))
     # Envoy Gateway's order (internal/xds/translator/httpfilters.go v1.9.0): api_key_auth 7, buffer 12,
@@ -393,12 +394,12 @@ def _listener(
     }
 
 
-def _metering_lua() -> dict[str, Any]:
+def _metering_lua(weights: TokenWeights) -> dict[str, Any]:
     return {
         "name": METERING_FILTER,
         "typed_config": {
             "@type": f"{_TYPES}extensions.filters.http.lua.v3.Lua",
-            "default_source_code": {"inline_string": metering_lua()},
+            "default_source_code": {"inline_string": metering_lua(weights)},
         },
     }
 

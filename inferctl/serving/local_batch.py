@@ -64,8 +64,9 @@ class ServingTarget:
 
 
 @contextlib.contextmanager
-def run_lane(settings: Any, work: Path, serving: ServingTarget) -> Iterator[LocalLane]:
-    """The emulator, the bucket and queues, the API and one worker, ready, until the block ends."""
+def run_lane(settings: Any, work: Path, serving: ServingTarget, budgets: str | None = None) -> Iterator[LocalLane]:
+    """The emulator, the bucket and queues, the API and one worker, ready, until the block ends. ``budgets``: the
+    ``BATCH_BUDGETS`` both roles get (the local edge's rate-limit stand-in and its budget descriptors)."""
     from moto.server import ThreadedMotoServer
 
     # werkzeug logs every request moto's server answers: not serve-local's output.
@@ -80,7 +81,7 @@ def run_lane(settings: Any, work: Path, serving: ServingTarget) -> Iterator[Loca
         region = settings.region.name
         base = _base_env(moto_url, work)
         names = _make_lane(settings.batch, base, region, prefix=settings.name_prefix)
-        lane_env, worker_env = _environments(settings, serving, names, work)
+        lane_env, worker_env = _environments(settings, serving, names, work, budgets)
         api_port, api_metrics, worker_metrics = free_port(), free_port(), free_port()
         api = _role("api", base | lane_env | {"BATCH_API_PORT": str(api_port), "BATCH_METRICS_PORT": str(api_metrics)},
                     api_metrics, work / "api.log")  # fmt: skip
@@ -143,7 +144,7 @@ def _make_lane(batch: Any, env: dict[str, str], region: str, *, prefix: str) -> 
 
 
 def _environments(
-    settings: Any, serving: ServingTarget, names: Mapping[str, str], work: Path
+    settings: Any, serving: ServingTarget, names: Mapping[str, str], work: Path, budgets: str | None = None
 ) -> tuple[dict[str, str], dict[str, str]]:
     """The roles' environments as the cluster renders them (components/batch/pods.py), then what differs here."""
     from inference_platform.components.batch import pods
@@ -166,6 +167,7 @@ def _environments(
         max_output_tokens=settings.serving.max_seq_len - settings.serving.max_input_len,
         quota_requests=batch.quotas.default.queued_requests,
         quota_tokens=batch.quotas.default.queued_tokens,
+        budgets=budgets,
     )
     quotas = work / "quotas.json"
     quotas.write_text(

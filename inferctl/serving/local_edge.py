@@ -99,9 +99,12 @@ def run_edge(
     admin_port: int,
     ready_timeout: float = READY_TIMEOUT,
     extra_upstreams: Mapping[str, Upstream] | None = None,
+    rate_limit_port: int | None = None,
 ) -> Iterator[LocalEdge]:
     """Envoy serving ``policy`` on ``address:port`` until the block ends, held to the Envoy Gateway configuration
-    the cluster's controller runs for it (``components.edge.controller_config``)."""
+    the cluster's controller runs for it (``components.edge.controller_config``). ``rate_limit_port``: where the
+    rate-limit stand-in listens (default: a free port), for a caller that must name it first (the batch lane's
+    ``BATCH_BUDGETS``)."""
     work_dir.mkdir(parents=True, exist_ok=True)
     with contextlib.ExitStack() as stack:
         ledger, service = None, None
@@ -111,7 +114,7 @@ def run_edge(
             from inference_platform.inferctl.serving.rate_limit_service import rate_limit_service
             from inference_platform.processes import free_port
 
-            port_rls = free_port()
+            port_rls = rate_limit_port or free_port()
             config = service_config(policy)
             ledger = stack.enter_context(rate_limit_service(config, work_dir=work_dir, port=port_rls))
             service = Upstream(address=address, port=port_rls)

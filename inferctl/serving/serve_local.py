@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import signal
 import sys
 from dataclasses import dataclass
@@ -261,8 +262,10 @@ def _serve(
             print(banner(settings, base_url=f"{front.http_url}/v1", edge=None), file=sys.stderr, flush=True)
             return server.wait()
         with contextlib.ExitStack() as stack:
-            lane = stack.enter_context(_run_lane(args, settings, edge, work.batch)) if args.batch else None
-            running = stack.enter_context(_run_edge(edge, args, lane))
+            # With budgets the lane debits them at the edge's rate-limit stand-in: its port is chosen first.
+            rls_port, budgets = _lane_budgets(edge) if args.batch else (None, None)
+            lane = stack.enter_context(_run_lane(args, settings, edge, work.batch, budgets)) if args.batch else None
+            running = stack.enter_context(_run_edge(edge, args, lane, rls_port))
             print(
                 f"serve-local: edge {running.url} (the OpenAI API), access log {running.access_log}",
                 file=sys.stderr,
@@ -368,7 +371,17 @@ def _edge_plan(args: argparse.Namespace, settings: Any, work: Any) -> EdgePlan:
     )
 
 
-def _run_edge(edge: EdgePlan, args: argparse.Namespace, lane: Any) -> Any:
+def _lane_budgets(edge: EdgePlan) -> tuple[int | None, str | None]:
+    """(the rate-limit stand-in's port, ``BATCH_BUDGETS``) when a client has a monthly budget, else (None, None)."""
+    from inference_platform.components.edge.token_limits import batch_budgets
+    from inference_platform.processes import free_port
+
+    port = free_port()
+    document = batch_budgets(edge.policy, address=f"{LOOPBACK}:{port}")
+    return (port, json.dumps(document)) if document is not None else (None, None)
+
+
+def _run_edge(edge: EdgePlan, args: argparse.Namespace, lane: Any, rate_limit_port: int | None = None) -> Any:
     from inference_platform.inferctl.serving.edge_envoy import Upstream
     from inference_platform.inferctl.serving.local_edge import run_edge
 
@@ -390,10 +403,13 @@ def _run_edge(edge: EdgePlan, args: argparse.Namespace, lane: Any) -> Any:
         port=args.edge_port,
         admin_port=args.edge_admin_port,
         extra_upstreams=extra,
+        rate_limit_port=rate_limit_port,
     )
 
 
-def _run_lane(args: argparse.Namespace, settings: Any, edge: EdgePlan, directory: Path) -> Any:
+def _run_lane(
+    args: argparse.Namespace, settings: Any, edge: EdgePlan, directory: Path, budgets: str | None = None
+) -> Any:
     from inference_platform.inferctl.serving.local_batch import ServingTarget, run_lane
 
     serving = settings.serving
@@ -412,7 +428,7 @@ def _run_lane(args: argparse.Namespace, settings: Any, edge: EdgePlan, directory
             file=sys.stderr,
             flush=True,
         )
-    return run_lane(settings, directory, target)
+    return run_lane(settings, directory, target, budgets)
 
 
 def _api_key(path: Path | None) -> str:

@@ -46,8 +46,9 @@ def test_a_body_within_the_limit_passes():
 
 
 async def _upload_nested_multipart() -> tuple[int, str]:
-    # Only what the upload reads before it stores anything: the client header and the file limit.
-    api = BatchApi(SimpleNamespace(client_id_header="x-client-id", max_file_bytes=LIMIT), store=None, sqs=None)
+    # Only what the upload reads before it stores anything: the client header and the file limit (and no budgets).
+    config = SimpleNamespace(client_id_header="x-client-id", max_file_bytes=LIMIT, common=SimpleNamespace(budgets=None))
+    api = BatchApi(config, store=None, sqs=None)
     inner = MultipartWriter("mixed")
     inner.append('{"custom_id": "1"}\n')
     outer = MultipartWriter("form-data")

@@ -73,3 +73,33 @@ def test_quota_overrides_come_from_a_file(tmp_path):
     config = api_config({**BASE, "BATCH_QUOTAS_FILE": str(quotas), "BATCH_QUOTA_QUEUED_REQUESTS": "7"})
     assert (config.quota("team-a").queued_tokens, config.quota("team-a").queued_requests) == (5, 7)
     assert config.quota("team-z") == config.default_quota
+
+
+GOOD_BUDGETS = {
+    "address": "envoy-ratelimit.envoy-gateway-system.svc.cluster.local:8081",
+    "domain": "envoy-gateway-system/inference-edge-backend",
+    "weights": {"input": 1000, "cached": 100, "output": 2000, "batch": 500},
+    "clients": {"alpha": [["d/rule/3", "d/rule/3"], ["rule-3-match-1", None]]},
+}
+
+
+def test_budgets_are_read_by_both_roles_and_bad_ones_named():
+    import json
+
+    raw = json.dumps(GOOD_BUDGETS)
+    budgets = api_config({**BASE, "BATCH_BUDGETS": raw}).common.budgets
+    assert budgets is not None and budgets.clients["alpha"] == (("d/rule/3", "d/rule/3"), ("rule-3-match-1", None))
+    assert worker_config({**BASE, "BATCH_SERVING_URL": "http://s:9000", "BATCH_BUDGETS": raw}).common.budgets == budgets
+    assert api_config(BASE).common.budgets is None
+    for bad in (
+        "{not json",
+        json.dumps({**GOOD_BUDGETS, "address": "no-port"}),
+        json.dumps({**GOOD_BUDGETS, "weights": {**GOOD_BUDGETS["weights"], "batch": -1}}),
+        json.dumps({**GOOD_BUDGETS, "weights": {"input": 1000}}),
+        json.dumps({**GOOD_BUDGETS, "clients": {"alpha": [["only-a-key"]]}}),
+        json.dumps({k: v for k, v in GOOD_BUDGETS.items() if k != "domain"}),
+    ):
+        with pytest.raises(ConfigError) as err:
+            api_config({**BASE, "BATCH_BUDGETS": bad})
+        (problem,) = err.value.problems
+        assert problem.startswith("BATCH_BUDGETS") and ("not JSON" in problem or '"address"' in problem), problem

@@ -58,6 +58,7 @@ EXTERNAL = {
     "envoy_cluster_ratelimit_": "Envoy Gateway's global rate limit (its Redis-backed service is not run locally)",
     "ratelimit_cluster": "Envoy Gateway's global rate limit",
     "ratelimit_service_": "Envoy Gateway's rate-limit service (envoyproxy/ratelimit), not run locally",
+    "batch_tokens_total": "the batch lane's workers (batch/usage.py; tests/batch/test_lane_edge.py reads it from one)",
 }
 """Series prefixes other exporters publish, with which one."""
 METERS = (TokenMeter(client="default", domain="envoy-gateway-system/inference-edge-backend", key1="rule"),)

@@ -196,3 +196,86 @@ def test_two_api_replicas_get_a_disruption_budget(lane, run_components):
 def test_no_pulumi_module_is_needed_to_render_the_specs():
     assert Shape(cpu=0.5, memory_gib=1).run_as_user == 1000
     assert Path(pods.__file__).read_text().count("import pulumi") == 0
+
+
+BUDGET_FACTS = json.loads((Path(__file__).parents[2] / "data" / "upstream" / "batch_budget.json").read_text())[
+    "envoyproxy/gateway@v1.9.0"
+]
+
+
+def _budget_settings():
+    from inference_platform.settings import load_settings
+
+    edge = {
+        "auth": {"clients": {"alpha": {"tier": "std"}, "beta": {"tier": "std"}}},
+        "rateLimits": {"tiers": {"std": {}}},
+        "tokenLimits": {"clients": {"alpha": {"tokensPerMonth": 9_000_000}}, "weights": {"batch": 0.5}},
+    }
+    return load_settings({"tags": {"owner": "t", "costCenter": "c"}, "edge": edge}, project="p", stack="s",
+                         region="us-east-1")  # fmt: skip
+
+
+def test_with_budgets_both_roles_read_the_edges_budget_descriptors_and_may_reach_the_rate_limit_service(
+    run_components,
+):
+    from dataclasses import replace
+
+    from inference_platform.components.batch.workloads import RateLimitTarget
+    from inference_platform.components.edge import token_limits
+    from inference_platform.infra.batch import lane_budgets
+    from inference_platform.settings.derived import stack_edge_policy
+
+    resource = BUDGET_FACTS["internal/infrastructure/kubernetes/ratelimit/resource.go"]
+    assert (
+        resource["InfraName"],
+        resource["InfraGRPCPort"],
+    ) == (token_limits.RATE_LIMIT_SERVICE, token_limits.RATE_LIMIT_GRPC_PORT)
+    assert resource["rateLimitLabels"] == token_limits.RATE_LIMIT_POD_LABELS
+    ports = BUDGET_FACTS["internal/infrastructure/kubernetes/ratelimit/resource_provider.go"]["Service.ports"]
+    assert [p["port"] for p in ports] == [token_limits.RATE_LIMIT_GRPC_PORT]
+    settings = _budget_settings()
+    budgets = lane_budgets(settings)
+    assert budgets is not None
+    target = RateLimitTarget(
+        namespace="envoy-gateway-system",
+        pod_labels=token_limits.RATE_LIMIT_POD_LABELS,
+        port=token_limits.RATE_LIMIT_GRPC_PORT,
+    )
+    resources = run_components(
+        lambda: BatchWorkloads("b", workload_args(lane=replace(LANE, budgets=budgets), rate_limit_service=target))
+    ).resources
+    domain = token_limits.cluster_domain("envoy-gateway-system", "inference-edge")
+    expected = token_limits.budget_descriptors(stack_edge_policy(settings), domain=domain)
+    for role, read in (("api", api_config), ("worker", worker_config)):
+        env = _env(_pod(resources, f"b-{role}-deployment"))
+        env.pop("BATCH_API_KEY_FILE", None)
+        env.pop("BATCH_QUOTAS_FILE", None)
+        parsed = read({**env, "BATCH_SERVING_URL": "http://s:9000"}).common.budgets
+        assert parsed is not None and parsed.domain == domain
+        assert parsed.address == "envoy-ratelimit.envoy-gateway-system.svc.cluster.local:8081"
+        assert (
+            resource["GetServiceURL"]
+            .replace("<InfraName>", "envoy-ratelimit")
+            .replace("<namespace>", "envoy-gateway-system")
+            .replace("<dnsDomain>", "cluster.local")
+            .replace("<InfraGRPCPort>", "8081")
+            == f"grpc://{parsed.address}"
+        )
+        assert {c: [list(e) for e in v] for c, v in parsed.clients.items()} == expected
+        assert parsed.weights == {"input": 1000, "cached": 1000, "output": 1000, "batch": 500}
+        policy = one(resources, f"b-{role}-policy").inputs["spec"]
+        (rule,) = [r for r in policy["egress"] if r.get("ports") == [{"protocol": "TCP", "port": 8081}]]
+        assert rule["to"] == [
+            {
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "envoy-gateway-system"}},
+                "podSelector": {"matchLabels": resource["rateLimitLabels"]},
+            }
+        ]
+    assert set(expected) == {"alpha"}  # beta has no budget
+
+
+def test_without_budgets_neither_role_gets_the_variable_nor_the_egress(lane):
+    for role in ("api", "worker"):
+        assert "BATCH_BUDGETS" not in _env(_pod(lane, f"batch-workloads-{role}-deployment"))
+        egress = one(lane, f"batch-workloads-{role}-policy").inputs["spec"]["egress"]
+        assert all(r.get("ports") != [{"protocol": "TCP", "port": 8081}] for r in egress)

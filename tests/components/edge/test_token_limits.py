@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from inference_platform.catalog.token_limits import TokenWeights
 from inference_platform.components.edge.gateway_api import render_gateway_objects
 from inference_platform.components.edge.token_limits import debits, route_rate_limits, service_config, token_rules
 from inference_platform.components.edge.token_metering import CHARGED_KEY, METADATA_NAMESPACE, metering_lua
@@ -24,6 +25,7 @@ EG = FACTS["envoyproxy/gateway@v1.9.0"]
 RLS = FACTS["envoyproxy/ratelimit@3fb70258"]
 PROTO = FACTS["envoyproxy/data-plane-api@84e84367"]
 TAGS = {"owner": "team", "costCenter": "cc-1"}
+WEIGHTS = {"input": 2, "cached": 0.1, "output": 0.5, "batch": 0.25}
 EDGE = {
     "auth": {"clients": {"alpha": {"tier": "gold"}, "beta": {"tier": "standard"}}},
     "rateLimits": {"tiers": {"gold": {}, "standard": {}}},
@@ -153,6 +155,12 @@ def test_the_metering_script_uses_only_calls_envoy_gateways_lua_validator_mocks(
             "above its tokensPerDay",
         ),
         ({"tokenLimits": {"mode": "dry-run"}}, "edge.tokenLimits.mode", "enforce"),
+        ({"tokenLimits": {"weights": {"input": -1}}}, "edge.tokenLimits.weights.input", "greater than or equal to 0"),
+        ({"tokenLimits": {"weights": {"output": 101}}}, "edge.tokenLimits.weights.output", "less than or equal to 100"),
+        ({"tokenLimits": {"weights": {"cached": float("nan")}}}, "edge.tokenLimits.weights.cached", "finite number"),
+        ({"tokenLimits": {"weights": {"batch": 0.0005}}}, "edge.tokenLimits.weights.batch", "at most 3 decimals"),
+        ({"tokenLimits": {"weights": {"batch": "half"}}}, "edge.tokenLimits.weights.batch", "valid number"),
+        ({"tokenLimits": {"weights": {"reasoning": 2}}}, "edge.tokenLimits.weights.reasoning", "batch, cached, input"),
     ],
 )
 def test_bad_token_limits_name_the_key(edge, key, expected):
@@ -161,6 +169,36 @@ def test_bad_token_limits_name_the_key(edge, key, expected):
     with pytest.raises(SettingsError) as err:
         policy(edge)
     assert any(p.path == key and expected in p.message for p in err.value.problems), str(err.value)
+
+
+def test_weights_are_thousandths_and_a_charge_is_rounded_up():
+    weights = policy({**EDGE, "tokenLimits": {**EDGE["tokenLimits"], "weights": WEIGHTS}}).tokens.weights
+    assert weights == TokenWeights(input=2000, cached=100, output=500, batch=250)
+    # 10 prompt tokens of which 4 cached, 7 completion: 2 * 6 + 0.1 * 4 + 0.5 * 7 = 15.9, charged 16.
+    assert weights.charge(10, 7, 4) == 16
+    # The batch lane: a quarter of that, 3.975, charged 4; cached tokens are clamped to the prompt.
+    assert weights.batch_charge(10, 7, 4) == 4 and weights.charge(3, 0, 9) == 1
+    assert TokenWeights().charge(10, 7, 4) == 17 and TokenWeights().unit  # 1 each: prompt + completion
+    assert policy().tokens.weights == TokenWeights()
+
+
+def test_both_renderings_charge_at_the_stacks_weights():
+    pol = policy({**EDGE, "tokenLimits": {**EDGE["tokenLimits"], "weights": WEIGHTS}})
+    expected = metering_lua(pol.tokens.weights)
+    assert "local W_INPUT, W_CACHED, W_OUTPUT, SCALE = 2000, 100, 500, 1000" in expected
+    (metering,) = [o for o in render_gateway_objects(pol, TARGET) if o["metadata"]["name"].endswith("-metering")]
+    assert metering["spec"]["lua"] == [{"type": "Inline", "inline": expected}]
+    from inference_platform.inferctl.serving.edge_envoy import METERING_FILTER
+    from tests.components.edge.test_gateway_api import bootstrap
+
+    (listener,) = bootstrap(pol)["static_resources"]["listeners"]
+    (hcm,) = [f["typed_config"] for chain in listener["filter_chains"] for f in chain["filters"]]
+    found = [
+        f["typed_config"]["default_source_code"]["inline_string"]
+        for f in hcm["http_filters"]
+        if f["name"] == METERING_FILTER
+    ]
+    assert found == [expected]
 
 
 def test_production_refuses_a_client_without_a_token_limit():

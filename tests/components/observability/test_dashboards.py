@@ -62,3 +62,49 @@ def test_every_dashboard_query_parses_with_prometheus(tmp_path):
 @pytest.mark.parametrize("expr", ['rate(x{a=~"$namespace"}[$__rate_interval])'])
 def test_expand_replaces_grafana_variables(expr):
     assert expand(expr, ALL) == 'rate(x{a=~".*"}[1m])'
+
+
+def test_showback_splits_the_nodes_dollars_by_each_clients_tokens_on_both_lanes(tmp_path):
+    """The cost dashboard's showback, evaluated by promtool: one p5 node; client a served 300 tokens/min
+    interactively (plus the workers' own calls as client none, never counted), client b 100 tokens/min by batch
+    only: a gets three quarters of the node's $/hour, b a quarter."""
+    from inference_platform.components.observability.dashboards.cost import client_dollars_per_hour, client_tokens
+
+    promtool = require_tool("promtool")
+    price = catalog.instance("p5.48xlarge").price_per_hour_usd
+    rules = {"groups": [{"name": "showback", "rules": [
+        # Whole numbers (promtool compares exactly): tokens per minute, and percent of the node's price.
+        {"record": "showback:tokens", "expr": f"round(({expand(client_tokens(), ALL)}) * 60)"},
+        {"record": "showback:dollars", "expr": f"round(({expand(client_dollars_per_hour(), ALL)}) / {price} * 100)"},
+    ]}]}  # fmt: skip
+    series = [
+        ('kube_node_labels{label_node_kubernetes_io_instance_type="p5.48xlarge",node="n1"}', "1+0x30"),
+        ('vllm:prompt_tokens_total{client="a",model_name="m"}', "0+200x30"),
+        ('vllm:generation_tokens_total{client="a",model_name="m"}', "0+100x30"),
+        ('vllm:prompt_tokens_total{client="none",model_name="m"}', "0+900x30"),
+        ('vllm:generation_tokens_total{client="none",model_name="m"}', "0+900x30"),
+        ('batch_tokens_total{client="b",model_name="m",kind="prompt"}', "0+60x30"),
+        ('batch_tokens_total{client="b",model_name="m",kind="completion"}', "0+40x30"),
+        ('batch_tokens_total{client="b",model_name="m",kind="cached"}', "0+30x30"),
+    ]
+    suite = {
+        "rule_files": ["showback.yml"],
+        "evaluation_interval": "1m",
+        "tests": [{
+            "interval": "1m",
+            "input_series": [{"series": s, "values": v} for s, v in series],
+            "promql_expr_test": [
+                {"expr": "showback:tokens", "eval_time": "20m",
+                 "exp_samples": [{"labels": 'showback:tokens{client="a"}', "value": 300},
+                                 {"labels": 'showback:tokens{client="b"}', "value": 100}]},
+                {"expr": "showback:dollars", "eval_time": "20m",
+                 "exp_samples": [{"labels": 'showback:dollars{client="a"}', "value": 75},
+                                 {"labels": 'showback:dollars{client="b"}', "value": 25}]},
+            ],
+        }],
+    }  # fmt: skip
+    (tmp_path / "showback.yml").write_text(yaml.safe_dump(rules, sort_keys=False))
+    (tmp_path / "tests.yml").write_text(yaml.safe_dump(suite, sort_keys=False))
+    result = subprocess.run([str(promtool), "test", "rules", "tests.yml"], cwd=tmp_path, capture_output=True,
+                            text=True, timeout=60)  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr

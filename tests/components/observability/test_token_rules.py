@@ -9,6 +9,7 @@ from pathlib import Path
 
 import yaml
 
+from inference_platform.catalog.token_limits import TokenWeights
 from inference_platform.components.edge.token_limits import charge_meters, cluster_domain
 from inference_platform.components.observability.rules import RuleSet, alert_names, rule_groups, rules_file
 from inference_platform.components.observability.token_meters import token_meters
@@ -65,6 +66,74 @@ def test_the_alarm_fires_on_sustained_drift_and_stays_quiet_within_the_tolerance
     (tmp_path / "tests.yml").write_text(yaml.safe_dump(suite, sort_keys=False))
     result = _run(promtool, "test", "rules", "tests.yml", cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+# Weighted (input 2, cached 0.5, output 0.25): per minute 3000 prompt tokens of which 1000 cached, 2000 generated
+# weigh 2 * 2000 + 0.5 * 1000 + 0.25 * 2000 = 5000; the edge charging that is quiet, charging the unweighted 5000
+# tokens served (prompt + generated) when cached tokens are a tenth the price is not.
+WEIGHTED = RuleSet(scope=SCOPE, token_meters=METERS, token_weights=TokenWeights(input=2000, cached=500, output=250))
+CACHED = f"vllm:prefix_cache_hits_total{{{SRV}}}"
+WEIGHTED_CASES = [
+    _case(
+        [*SERVED, (CACHED, "0+1000x60"), (HITS, "0+6000x60")],
+        [*SERVED, (CACHED, "0+1000x60"), (HITS, "0+5000x60")],
+        "20%",
+    ),
+]
+
+
+def test_with_weights_the_served_side_is_weighted_as_the_edge_charges(promtool, tmp_path):  # noqa: F811
+    groups = rule_groups(WEIGHTED)
+    (tmp_path / "rules.yml").write_text(yaml.safe_dump(rules_file(groups), sort_keys=False))
+    checked = _run(promtool, "check", "rules", "rules.yml", cwd=tmp_path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    suite = {"rule_files": ["rules.yml"], "evaluation_interval": "1m", "tests": _tests(groups, WEIGHTED_CASES)}
+    (tmp_path / "tests.yml").write_text(yaml.safe_dump(suite, sort_keys=False))
+    result = _run(promtool, "test", "rules", "tests.yml", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+# A client whose only limit is its monthly budget is metered at the rule the batch lane debits too: its served side
+# adds its batch tokens at the batch weight (0.5): 3000 + 2000 interactive and (1000 + 1000) x 0.5 batch a minute.
+BUDGET_ONLY = RuleSet(
+    scope=SCOPE,
+    token_meters=(TokenMeter(client="team-a", domain=DOMAIN, key1=f"{RULE}_{RULE}", batch=True),),
+    token_weights=TokenWeights(batch=500),
+)
+BATCH = [
+    ('batch_tokens_total{client="team-a",model_name="m",kind="prompt",job="batch-worker"}', "0+1000x60"),
+    ('batch_tokens_total{client="team-a",model_name="m",kind="completion",job="batch-worker"}', "0+1000x60"),
+]
+BUDGET_ONLY_CASES = [
+    # Charged the interactive tokens only (5000, the batch debits lost): 1000/6000 apart. Charged 6000: quiet.
+    _case([*SERVED, *BATCH, (HITS, "0+5000x60")], [*SERVED, *BATCH, (HITS, "0+6000x60")], "16.67%"),
+    # Batch alone, charged what its lines weigh: quiet; charged nothing: 100 %.
+    _case(BATCH, [*BATCH, (HITS, "0+1000x60")], "100%"),
+]
+
+
+def test_a_budget_only_client_is_served_its_batch_tokens_at_the_batch_weight(promtool, tmp_path):  # noqa: F811
+    groups = rule_groups(BUDGET_ONLY)
+    (tmp_path / "rules.yml").write_text(yaml.safe_dump(rules_file(groups), sort_keys=False))
+    checked = _run(promtool, "check", "rules", "rules.yml", cwd=tmp_path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    suite = {"rule_files": ["rules.yml"], "evaluation_interval": "1m", "tests": _tests(groups, BUDGET_ONLY_CASES)}
+    (tmp_path / "tests.yml").write_text(yaml.safe_dump(suite, sort_keys=False))
+    result = _run(promtool, "test", "rules", "tests.yml", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_stack_marks_its_budget_only_clients_meters():
+    edge = {
+        "auth": {"clients": {"alpha": {"tier": "gold"}, "beta": {"tier": "gold"}}},
+        "rateLimits": {"tiers": {"gold": {}}},
+        "tokenLimits": {"tokensPerMinute": None, "clients": {"alpha": {"tokensPerMonth": 10_000},
+                                                            "beta": {"tokensPerDay": 500, "tokensPerMonth": 9000}}},
+    }  # fmt: skip
+    settings = load_settings(
+        {"tags": {"owner": "t", "costCenter": "c"}, "edge": edge}, project="p", stack="s", region="us-west-2"
+    )
+    assert [(m.client, m.batch) for m in token_meters(settings, "inference-edge")] == [("alpha", True), ("beta", False)]
 
 
 def test_the_charged_series_is_read_as_envoy_gateways_statsd_exporter_names_it():

@@ -296,3 +296,35 @@ def test_fleet_text_is_a_summary_not_a_row_per_cluster(capsys):
     assert "per M total tokens" in out and "per M output tokens" in out and "stacks: serve-us-east-1-1 .. " in out
     code, out, _ = run(capsys, *argv, "--json")
     assert code == 0 and len(json.loads(out)["clusters"]) == clusters
+
+
+def test_plan_shows_each_clients_budget_beside_the_plan_and_warns_when_sold_beyond_it():
+    from inference_platform.inferctl.capacity.budgets import DAYS_PER_MONTH, budgets_json, budgets_text
+
+    per_day = 1e9
+    month = per_day * DAYS_PER_MONTH  # about 30.4e9 tokens
+    within = budgets_json({"alpha": 10_000_000_000, "beta": 5_000_000_000}, per_day)
+    assert [(r["client"], round(r["share_of_plan"], 4)) for r in within["clients"]] == [
+        ("alpha", round(1e10 / month, 4)),
+        ("beta", round(5e9 / month, 4)),
+    ]
+    assert within["clients"][0]["tokens_per_day"] == pytest.approx(1e10 / DAYS_PER_MONTH)
+    assert within["warnings"] == [] and "WARNING" not in budgets_text(within)
+    over = budgets_json({"alpha": 20_000_000_000, "beta": 15_000_000_000}, per_day, weighted=True)
+    (warning,) = over["warnings"]
+    assert "35,000,000,000" in warning and f"{35e9 / month:.0%}" in warning
+    text = budgets_text(over)
+    assert text.splitlines()[-1] == f"WARNING: {warning}" and "weighted tokens" in text
+    assert "alpha" in text and f"{2e10 / month:.1%}" in text
+
+
+def test_plan_with_a_stack_shows_its_budgets(capsys):
+    # prod sells no monthly budget: the plan says so, and its JSON carries the (empty) comparison.
+    code, out, _ = run(capsys, "capacity", "plan", *DEMAND, "--precision", "fp8", "--accelerator", "h100",
+                       "--tokens-per-day", "2e9", "--stack", "prod", "--json")  # fmt: skip
+    assert code == 0
+    budgets = json.loads(out)["budgets"]
+    assert budgets["clients"] == [] and budgets["planned_tokens_per_month"] == pytest.approx(2e9 * 365 / 12)
+    code, out, _ = run(capsys, "capacity", "plan", *DEMAND, "--precision", "fp8", "--accelerator", "h100",
+                       "--tokens-per-day", "2e9", "--stack", "prod")  # fmt: skip
+    assert code == 0 and "no client of the stack has a monthly token budget" in out

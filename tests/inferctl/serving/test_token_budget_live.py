@@ -34,11 +34,16 @@ BUDGET = 150
 LEDGER_SETTLE_S = 20.0
 
 
-def _policy(mode: str) -> Any:
+def _policy(mode: str, weights: dict[str, float] | None = None) -> Any:
     edge = {
         "auth": {"clients": {"alpha": {"tier": "std"}, "beta": {"tier": "std"}}},
         "rateLimits": {"tiers": {"std": {"requestsPerMinute": 10_000}}},
-        "tokenLimits": {"mode": mode, "tokensPerMinute": None, "clients": {"alpha": {"tokensPerMonth": BUDGET}}},
+        "tokenLimits": {
+            "mode": mode,
+            "tokensPerMinute": None,
+            "clients": {"alpha": {"tokensPerMonth": BUDGET}},
+            "weights": weights or {},
+        },
     }
     return load_settings({"tags": TAGS, "edge": edge}, project="p", stack="s", region="us-west-2").edge.policy()
 
@@ -105,3 +110,22 @@ def test_a_monthly_budget_refuses_when_enforced_and_only_counts_in_shadow_mode(t
             spent = _spend(alpha, model, 2 * BUDGET)  # twice the budget, never refused
             assert _month_debits(shadow, edge, spent) == (spent, {this_month})
             assert alpha.chat.completions.create(**chat).usage is not None
+
+        # Weighted (edge.tokenLimits.weights): the metering script charges 3 per input and 0.25 per output token,
+        # rounded up, a streamed answer (the running count of the usage comments) as a unary one.
+        weighted = _policy("enforce", {"input": 3, "output": 0.25, "cached": 0.5})
+        with _edge(weighted, port, tmp_path / "weighted") as (edge, keys):
+            alpha = _client(edge, keys["alpha"])
+            unary = alpha.chat.completions.create(**{**chat, "max_tokens": 7})
+            stream = alpha.chat.completions.create(
+                **{**chat, "max_tokens": 7}, stream=True, stream_options={"include_usage": True}
+            )
+            usages = [unary.usage, *(c.usage for c in stream if c.usage is not None)]
+            expected = 0
+            for usage in usages:
+                assert usage is not None
+                details = usage.prompt_tokens_details
+                cached = (details.cached_tokens or 0) if details is not None else 0
+                expected += weighted.tokens.weights.charge(usage.prompt_tokens, usage.completion_tokens, cached)
+            assert len(usages) == 2 and expected != sum(u.total_tokens for u in usages if u is not None)
+            assert _month_debits(weighted, edge, expected) == (expected, {this_month})

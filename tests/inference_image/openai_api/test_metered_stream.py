@@ -5,7 +5,6 @@ TritonLlm yields); the path through the real engine and edge is tests/inferctl/s
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -20,6 +19,7 @@ from inference_platform.inference_image.openai_api.model_files import Prompting
 from inference_platform.inference_image.openai_api.requests import parse_completion
 from inference_platform.inference_image.openai_api.service import Limits, RequestContext, Service
 from inference_platform.inference_image.testing.cpu_llm_api.checkpoint import write_checkpoint
+from tests.own_loop import run_on_own_loop
 
 MODEL = "Llama-3.1-8B"
 
@@ -155,7 +155,7 @@ def test_a_stream_its_client_leaves_counts_as_served_the_usage_last_sent_to_the_
         await events.aclose()  # what Starlette does when the client disconnects
         return first
 
-    (sent,) = asyncio.run(leave_after_the_first_token())
+    (sent,) = run_on_own_loop(leave_after_the_first_token())
     assert sent.startswith(USAGE_COMMENT_PREFIX.encode()) and b'"completion_tokens":1' in sent
     prompt, generated = _served(service)
     assert (prompt - before[0], generated - before[1]) == (7, 1)
