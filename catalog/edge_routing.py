@@ -33,6 +33,10 @@ from typing import Final, Literal
 
 from inference_platform.catalog.serving_contract import OPENAI_CHAT_PATH, OPENAI_COMPLETIONS_PATH
 
+# The key's hash: h = (h * 257 + byte) mod 4294967291 (the largest prime below 2^32); h * 257 + 255 < 2^41 stays
+# exact in a Lua number (a double).
+_SEED, _MULTIPLIER, _MODULUS = 7, 257, 4294967291
+
 RoutingMode = Literal["inference-pool", "envoy", "round-robin"]
 ROUTING_MODES: Final[tuple[RoutingMode, ...]] = ("inference-pool", "envoy", "round-robin")
 PRODUCTION_DEFAULT_MODE: Final[RoutingMode] = "inference-pool"
@@ -124,8 +128,8 @@ def load_bound(*, in_flight_elsewhere: int, replicas: int, load_bound_percent: i
 
 
 def affinity_lua(routing: Routing, credential_headers: tuple[str, ...]) -> str:
-    """The Lua (Envoy's Lua filter API: ``headers()``, ``body()``, ``getBytes``; LuaJIT's ``bit``) that sets
-    ``AFFINITY_HEADER`` to an FNV-1a hash of the prompt's first ``prefix_bytes`` bytes, starting at its
+    """The Lua (Envoy's Lua filter API: ``headers()``, ``body()``, ``getBytes``, ``length``; plain Lua 5.1) that sets
+    ``AFFINITY_HEADER`` to an hash of the prompt's first ``prefix_bytes`` bytes, starting at its
     ``PROMPT_FIELDS`` key; the same text in both renderings. The body is read only on ``HASHED_PATHS``, only with
     a credential present when ``credential_headers`` is not empty (api_key_auth refuses the rest next), and only
     up to the connection's buffer limit (the ClientTrafficPolicy's ``connection.bufferLimit``)."""
@@ -134,18 +138,18 @@ def affinity_lua(routing: Routing, credential_headers: tuple[str, ...]) -> str:
     creds = ", ".join(f'"{h}"' for h in credential_headers)
     salt = "true" if routing.per_tenant else "false"
     return (
-        f"-- Prefix affinity (issue 29): {AFFINITY_HEADER} = FNV-1a of the prompt's first {routing.prefix_bytes} "
+        f"-- Prefix affinity (issue 29): {AFFINITY_HEADER} = hash of the prompt's first {routing.prefix_bytes} "
         "bytes, for Envoy's consistent hash.\n"
         f"local PATHS = {{{paths}}}\n"
         f"local FIELDS = {{{fields}}}\n"
         f"local CREDENTIALS = {{{creds}}}\n"
         f"local WINDOW = {routing.prefix_bytes}\n"
         f"local PER_TENANT = {salt}\n"
-        "local function fnv1a(h, s)\n"
+        "-- A polynomial hash mod the largest 32-bit prime: exact in doubles, no bit library (gopher-lua, which\n"
+        "-- Envoy Gateway's strict Lua validator runs, has none).\n"
+        "local function mix(h, s)\n"
         "  for i = 1, #s do\n"
-        "    h = bit.bxor(h, string.byte(s, i))\n"
-        "    -- h * 16777619 mod 2^32 without losing bits in a double: 16777619 = 2^24 + 403\n"
-        "    h = bit.tobit(bit.lshift(h, 24) + h * 403)\n"
+        f"    h = (h * {_MULTIPLIER} + string.byte(s, i)) % {_MODULUS}\n"
         "  end\n"
         "  return h\n"
         "end\n"
@@ -170,9 +174,9 @@ def affinity_lua(routing: Routing, credential_headers: tuple[str, ...]) -> str:
         "  end\n"
         "  if start == nil or body:length() < start - 1 + WINDOW then return end\n"
         "  local window = body:getBytes(start - 1, WINDOW)\n"
-        "  local h = fnv1a(-2128831035, window)\n"
-        "  if PER_TENANT and credential ~= nil then h = fnv1a(h, credential) end\n"
-        f'  headers:replace("{AFFINITY_HEADER}", bit.tohex(h))\n'
+        f"  local h = mix({_SEED}, window)\n"
+        "  if PER_TENANT and credential ~= nil then h = mix(h, credential) end\n"
+        f'  headers:replace("{AFFINITY_HEADER}", string.format("%08x", h))\n'
         "end\n"
     )
 
@@ -184,13 +188,13 @@ def affinity_key(body: bytes, routing: Routing, credential: str | None = None) -
     start = next((s for s in starts if s >= 0), -1)
     if start < 0 or len(body) < start + routing.prefix_bytes:
         return None
-    h = _fnv1a(0x811C9DC5, body[start : start + routing.prefix_bytes])
+    h = _mix(_SEED, body[start : start + routing.prefix_bytes])
     if routing.per_tenant and credential is not None:
-        h = _fnv1a(h, credential.encode())
+        h = _mix(h, credential.encode())
     return f"{h:08x}"
 
 
-def _fnv1a(h: int, data: bytes) -> int:
+def _mix(h: int, data: bytes) -> int:
     for byte in data:
-        h = ((h ^ byte) * 16777619) & 0xFFFFFFFF
+        h = (h * _MULTIPLIER + byte) % _MODULUS
     return h

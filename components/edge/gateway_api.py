@@ -59,6 +59,7 @@ from inference_platform.catalog.edge_policy import (
     RouteGroup,
     edge_error_body,
 )
+from inference_platform.components.edge.routing import BALANCE_FACTOR_PATH, bounded_load_patch, load_balancer
 
 GATEWAY_API = "gateway.networking.k8s.io/v1"
 GATEWAY_GROUP = "gateway.networking.k8s.io"
@@ -130,11 +131,17 @@ def render_gateway_objects(policy: EdgePolicy, target: GatewayTarget) -> list[Ma
         *(_http_route(group, target, name, backends[group.key]) for group, name in routes),
         _client_traffic_policy(policy, target),
         _backend_traffic_policy(policy, target),
-        *(_request_body_policy(group, target, name) for group, name in routes if group.max_request_bytes is not None),
+        *(
+            _request_body_policy(policy, group, target, name)
+            for group, name in routes
+            if group.max_request_bytes is not None
+        ),
     ]
     if policy.auth_enabled:
         objects.append(_security_policy(policy, target, refs))
+    if policy.edge_lua:
         objects.append(_credential_check(policy, target, refs))
+    objects += _bounded_load(policy, target)
     objects += _reference_grants(target, list(backends.values()))
     return objects
 
@@ -159,7 +166,10 @@ def gateway_summary(objects: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     security = by_kind.get("SecurityPolicy")
     client = by_kind["ClientTrafficPolicy"]["spec"]
     extension = by_kind.get("EnvoyExtensionPolicy")
-    lua = extension["spec"]["lua"][0]["inline"] if extension else None
+    scripts = [entry["inline"] for entry in extension["spec"]["lua"]] if extension else []
+    lua = scripts[0] if scripts and security else None
+    inference_lb = merged.get(route_name(gateway, INFERENCE_ROUTES), {}).get("loadBalancer", {})
+    patches = [p for o in objects if o["kind"] == "EnvoyPatchPolicy" for p in o["spec"]["jsonPatches"]]
     order = by_kind["EnvoyProxy"]["spec"].get("filterOrder", [])
     rules = backend.get("rateLimit", {}).get("global", {}).get("rules", [])
     per_client = {}
@@ -200,6 +210,19 @@ def gateway_summary(objects: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         "route_timeouts": sorted(route_timeouts),
         "request_headers_timeout": client["timeout"]["http"]["requestHeadersReceivedTimeout"],
         "credential_lua": lua,
+        # Routing (issue 29): every Lua script in order, the inference route's balancer, its hash header, bound.
+        "edge_lua": scripts,
+        "load_balancer": inference_lb.get("type", "LeastRequest"),
+        "hash_headers": [h["name"] for h in inference_lb.get("consistentHash", {}).get("headers", [])],
+        "hash_balance_factor": next(
+            (
+                p["operation"]["value"]["hash_balance_factor"]
+                for p in patches
+                if p["operation"]["path"] == BALANCE_FACTOR_PATH
+            ),
+            None,
+        ),
+        "connection_buffer_limit": int(client.get("connection", {}).get("bufferLimit", 32768)),
         "credential_lua_before_auth": bool(lua and security)
         and {"name": LUA_FILTER, "before": API_KEY_AUTH_FILTER} in order,
         "retry_on": sorted({",".join(backend["retry"]["retryOn"]["triggers"])}),
@@ -374,13 +397,33 @@ def _security_policy(policy: EdgePolicy, target: GatewayTarget, routes: list[dic
 
 
 def _credential_check(policy: EdgePolicy, target: GatewayTarget, routes: list[dict[str, str]]) -> Manifest:
-    """The duplicate-credential refusal on every route (the script of ``EdgePolicy.credential_lua``)."""
+    """The edge's Lua on every route: the duplicate-credential refusal (``EdgePolicy.credential_lua``), then the
+    prefix-affinity key (``envoy`` routing). One policy for both: Envoy Gateway v1.9.0 attaches one
+    EnvoyExtensionPolicy to a route and reports a second as Conflicted (internal/gatewayapi/envoyextensionpolicy.go);
+    the name stays ``<gateway>-credentials`` (its URN). The affinity script reads only the OpenAI prompt routes."""
     return {
         "apiVersion": ENVOY_GATEWAY_API,
         "kind": "EnvoyExtensionPolicy",
         "metadata": _meta(target, f"{target.name}-credentials"),
-        "spec": {"targetRefs": routes, "lua": [{"type": "Inline", "inline": policy.credential_lua}]},
+        "spec": {"targetRefs": routes, "lua": [{"type": "Inline", "inline": script} for script in policy.edge_lua]},
     }
+
+
+def _bounded_load(policy: EdgePolicy, target: GatewayTarget) -> list[Manifest]:
+    """The load bound on the inference route's consistent hash (``components.edge.routing``), ``envoy`` mode."""
+    spec = bounded_load_patch(
+        policy.routing, namespace=target.namespace, gateway=target.name, route=route_name(target.name, INFERENCE_ROUTES)
+    )
+    if spec is None:
+        return []
+    return [
+        {
+            "apiVersion": ENVOY_GATEWAY_API,
+            "kind": "EnvoyPatchPolicy",
+            "metadata": _meta(target, f"{target.name}-bounded-load"),
+            "spec": spec,
+        }
+    ]
 
 
 def _backend_traffic_policy(policy: EdgePolicy, target: GatewayTarget) -> Manifest:
@@ -447,7 +490,7 @@ def _error_override(status: int, policy: EdgePolicy) -> dict[str, Any]:
     return {"match": match, "source": "Local", "response": response}
 
 
-def _request_body_policy(group: RouteGroup, target: GatewayTarget, route: str) -> Manifest:
+def _request_body_policy(policy: EdgePolicy, group: RouteGroup, target: GatewayTarget, route: str) -> Manifest:
     """A group's request-body limit, merged into the Gateway's BackendTrafficPolicy for its HTTPRoute only.
 
     Envoy Gateway v1.9.0 translates ``requestBuffer.limit`` into an ``envoy.filters.http.buffer`` filter,
@@ -462,6 +505,8 @@ def _request_body_policy(group: RouteGroup, target: GatewayTarget, route: str) -
             "targetRefs": [_ref("HTTPRoute", route)],
             "mergeType": "StrategicMerge",
             "requestBuffer": {"limit": str(group.max_request_bytes)},
+            # The OpenAI API's replica choice (edge.routing); the other groups keep Envoy Gateway's default.
+            **({"loadBalancer": load_balancer(policy.routing)} if group.key == INFERENCE_ROUTES else {}),
         },
     }
 
@@ -487,6 +532,13 @@ def _client_traffic_policy(policy: EdgePolicy, target: GatewayTarget) -> Manifes
                 }
             },
             "headers": {"withUnderscoresAction": "RejectRequest"},
+            # The affinity Lua reads the whole body before the buffer filter raises the stream's limit (filterOrder
+            # puts every Lua first): the connection's own limit must hold the largest prompt body.
+            **(
+                {"connection": {"bufferLimit": str(policy.max_request_bytes)}}
+                if policy.affinity_lua is not None
+                else {}
+            ),
         },
     }
 
