@@ -58,6 +58,12 @@ def register(subparsers: Any) -> None:
         "--first-token-delay-ms", type=int, default=None, help="stand-in prefill delay in ms (default 50)"
     )
     parser.add_argument("--token-delay-ms", type=int, default=None, help="stand-in per-token delay (default 20)")
+    parser.add_argument(
+        "--prefill-us-per-token",
+        type=int,
+        default=None,
+        help="stand-in prefill per prompt token its KV cache does not hold, in microseconds (default 50)",
+    )
     parser.add_argument("--stack-file", type=Path, help="alternative stack config file (e.g. other edge settings)")
     parser.add_argument(
         "--api-key-file",
@@ -91,7 +97,11 @@ def run(args: argparse.Namespace) -> int:
         )
     delays = {
         k: v
-        for k, v in (("first_token_delay_ms", args.first_token_delay_ms), ("token_delay_ms", args.token_delay_ms))
+        for k, v in (
+            ("first_token_delay_ms", args.first_token_delay_ms),
+            ("token_delay_ms", args.token_delay_ms),
+            ("prefill_us_per_token", args.prefill_us_per_token),
+        )
         if v is not None
     }
     try:
