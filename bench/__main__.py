@@ -19,6 +19,7 @@ BENCHES: dict[str, str] = {
     "cold-start": "bench.cold_start",
     "install": "bench.install",
     "routing": "bench.routing",
+    "streaming": "bench.streaming",
 }
 
 

@@ -147,6 +147,8 @@ def run_replicas(
                 port=replica.ports.openai,
                 env=envs[replica.index],
                 log=replica.work_dir / "openai.log",
+                # Its /metrics relays Triton's, as in the pod: what llm-d's endpoint picker scrapes.
+                triton_metrics_url=replica.triton_metrics_url,
             )
             replica.processes.append(front)
             front.start()

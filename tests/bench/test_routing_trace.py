@@ -19,8 +19,8 @@ import pytest
 from bench.routing import mode_edge, replay
 from bench.routing_trace import TRACE_FILE, TraceShape, dump, generate, load
 from inference_platform.catalog.edge_routing import load_bound
-from inference_platform.inference_image.testing.cpu_llm_api.local import Timing
 from inference_platform.inferctl.serving.replicas import ReplicaPorts, run_replicas
+from inference_platform.inference_image.testing.cpu_llm_api.local import Timing
 from inference_platform.settings import stack_files
 from inference_platform.settings.derived import stack_edge_policy
 

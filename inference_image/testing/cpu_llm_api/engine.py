@@ -31,9 +31,11 @@ import asyncio
 import itertools
 import json
 import os
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from inference_platform.inference_image.runtime.byte_level import token_bytes
 from inference_platform.inference_image.testing.cpu_llm_api.executor import NO_EVICT, Executor, Snapshot, Work
 from inference_platform.inference_image.testing.cpu_llm_api.guided import GuidedVocabulary
 from inference_platform.inference_image.testing.cpu_llm_api.iteration_result import (
@@ -45,10 +47,10 @@ from inference_platform.inference_image.testing.cpu_llm_api.outputs import (
     CompletionOutput,
     KvCacheMetrics,
     RequestPerfMetrics,
+    TimingMetrics,
 )
 from inference_platform.inference_image.testing.cpu_llm_api.params import SamplingParams
 from inference_platform.inference_image.testing.cpu_llm_api.text import echo_text
-from inference_platform.inference_image.testing.cpu_llm_api.vocabulary import token_bytes
 
 FIRST_DELAY_ENV = "CPU_LLM_FIRST_TOKEN_DELAY_MS"
 TOKEN_DELAY_ENV = "CPU_LLM_TOKEN_DELAY_MS"
@@ -252,7 +254,7 @@ class RequestOutput:
 
     def _apply(self, snap: Snapshot) -> None:
         self.cached_tokens = snap.cached_tokens
-        perf = self._perf() if self.sampling_params.return_perf_metrics else None
+        perf = self._perf(snap.timing) if self.sampling_params.return_perf_metrics else None
         for out, (ids, text, logprobs, cumulative, finish, stop) in zip(self._outputs, snap.outputs, strict=False):
             out._last_text_len, out._last_token_ids_len = len(out.text), len(out.token_ids)
             out._last_logprobs_len = len(out.logprobs)
@@ -262,7 +264,7 @@ class RequestOutput:
             out.request_perf_metrics = perf
         self.finished = snap.finished
 
-    def _perf(self) -> RequestPerfMetrics:
+    def _perf(self, timing: tuple[float, float, float, float]) -> RequestPerfMetrics:
         size = self._llm.kv.tokens_per_block
         total = -(-len(self.prompt_token_ids) // size)
         reused = min(total, -(-self.cached_tokens // size))
@@ -273,7 +275,8 @@ class RequestOutput:
                 num_reused_blocks=reused,
                 num_missed_blocks=total - reused,
                 kv_cache_hit_rate=reused / total if total else 0.0,
-            )
+            ),
+            TimingMetrics(*(timedelta(seconds=t) for t in timing)),
         )
 
 

@@ -31,23 +31,50 @@ import collections
 import json
 import os
 import random
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
-from inference_platform.inference_image.testing.cpu_llm_api.guided import GuidedRun, regex_of
+from inference_platform.inference_image.testing.cpu_llm_api.guided import GuidedRun, GuidedVocabulary, regex_of
 from inference_platform.inference_image.testing.cpu_llm_api.iteration_result import IterationResult
-from inference_platform.inference_image.testing.cpu_llm_api.kv_cache import Allocation
+from inference_platform.inference_image.testing.cpu_llm_api.kv_cache import Allocation, PrefixCache
 from inference_platform.inference_image.testing.cpu_llm_api.outputs import Logprob
 from inference_platform.inference_image.testing.cpu_llm_api.params import SamplingParams
 from inference_platform.inference_image.testing.cpu_llm_api.text import Detokenizer, apply_stop, releasable, sampled
 
-if TYPE_CHECKING:
-    from inference_platform.inference_image.testing.cpu_llm_api.engine import LLM, RequestOutput
-
 NO_EVICT = "GUARANTEED_NO_EVICT"
 MAX_UTILIZATION = "MAX_UTILIZATION"
+
+
+class RequestOutput(Protocol):
+    """What the executor needs of a request's result (engine.RequestOutput; a Protocol, so no import circle)."""
+
+    request_id: int
+    streaming: bool
+
+    def deliver(self, item: Snapshot | BaseException) -> None: ...
+
+
+class LLM(Protocol):
+    """What the executor reads of its engine (engine.LLM)."""
+
+    tokenizer: Any
+    kv: PrefixCache
+    eos_id: int
+    stop_ids: set[int]
+    vocab_size: int
+    max_batch_size: int
+    stream_interval: int
+    iter_perf_stats: bool
+    state_file: str | None
+    global_seed: int
+    first_delay: float
+    token_delay: float
+    prefill_per_token: float
+
+    def guided_vocabulary(self) -> GuidedVocabulary: ...
 
 
 @dataclass
@@ -73,6 +100,8 @@ class Snapshot:
     outputs: list[tuple[list[int], str, list[dict[int, Logprob]], float | None, str | None, int | str | None]]
     finished: bool
     cached_tokens: int
+    timing: tuple[float, float, float, float]
+    """Monotonic instants: arrival, first scheduled, first token, last token."""
 
 
 @dataclass
@@ -89,6 +118,10 @@ class Work:
     started: bool = False
     steps: int = 0
     cached_tokens: int = 0
+    arrival: float = field(default_factory=time.monotonic)
+    scheduled: float = 0.0
+    first_token: float = 0.0
+    last_token: float = 0.0
 
 
 class Executor:
@@ -176,6 +209,7 @@ class Executor:
             self.waiting.popleft()
             work.allocation = allocation
             work.cached_tokens = allocation.cached_tokens
+            work.scheduled = time.monotonic()
             self.active.append(work)
             started.append(work)
         return started
@@ -222,6 +256,8 @@ class Executor:
             if need > held and not llm.kv.grow(work.allocation):
                 return  # paused: no block for its next token this iteration
         work.steps += 1
+        work.last_token = time.monotonic()
+        work.first_token = work.first_token or work.last_token
         stops = params.stop_strings()
         user_stops = set(params.stop_token_ids or ())
         ends = set() if params.ignore_eos else llm.stop_ids
@@ -288,6 +324,7 @@ class Executor:
             ],
             finished=finished,
             cached_tokens=work.cached_tokens,
+            timing=(work.arrival, work.scheduled, work.first_token, work.last_token),
         )
 
     def _record(self, started: list[Work]) -> None:

@@ -7,6 +7,7 @@ reads it (``triton_backend/all_models/llmapi/tensorrt_llm/1/model.py`` @ 044a90d
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 
 @dataclass
@@ -28,8 +29,19 @@ class KvCacheMetrics:
 
 
 @dataclass
+class TimingMetrics:
+    """Steady-clock instants of one request (upstream reads them with ``pd.Timedelta(...).value`` in ns)."""
+
+    arrival_time: timedelta = timedelta(0)
+    first_scheduled_time: timedelta = timedelta(0)
+    first_token_time: timedelta = timedelta(0)
+    last_token_time: timedelta = timedelta(0)
+
+
+@dataclass
 class RequestPerfMetrics:
     kv_cache_metrics: KvCacheMetrics = field(default_factory=KvCacheMetrics)
+    timing_metrics: TimingMetrics = field(default_factory=TimingMetrics)
 
 
 @dataclass

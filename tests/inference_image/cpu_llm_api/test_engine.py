@@ -107,6 +107,21 @@ def test_json_schema_guided_output_is_an_instance_of_the_schema(checkpoint):
     assert json.loads(out.text)["name"].startswith("Hello 你好 🎉")
 
 
+def test_a_small_integer_range_is_kept_and_a_wide_one_is_not_refused(checkpoint):
+    """A tool's "days: 1-7" (what litellm's and LangChain's tests ask): outlines-core's regex bounds no integer, so
+    the stand-in makes a range of at most SMALL_INTEGER_RANGE values an enum; wider ranges stay unbounded."""
+    engine = llm(checkpoint)
+    days = {"type": "object", "properties": {"days": {"type": "integer", "minimum": 1, "maximum": 7}},
+            "required": ["days"], "additionalProperties": False}  # fmt: skip
+    wide = {**days, "properties": {"days": {"type": "integer", "minimum": 0, "maximum": 10**6}}}
+    for seed in range(8):
+        for schema in (days, wide):
+            guide = GuidedDecodingParams(json=json.dumps(schema))
+            out = run(complete(engine, CHAT, max_tokens=40, seed=seed, temperature=1.0, guided_decoding=guide))
+            value = json.loads(out.outputs[0].text)["days"]
+            assert isinstance(value, int) and (schema is wide or 1 <= value <= 7), (schema, value)
+
+
 def test_json_object_and_regex_guides_constrain_the_tokens(checkpoint):
     engine = llm(checkpoint)
     obj = run(complete(engine, CHAT, guided_decoding=GuidedDecodingParams(json_object=True))).outputs[0].text

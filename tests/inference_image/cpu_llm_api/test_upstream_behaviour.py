@@ -39,6 +39,7 @@ SAMPLING_PARAMS = "NVIDIA/TensorRT-LLM tensorrt_llm/sampling_params.py @ a98a906
 WORDS = "one two three four five six seven eight"
 TOKEN_DELAY_ENV = "CPU_LLM_TOKEN_DELAY_MS"
 PREFILL_ENV = "CPU_LLM_PREFILL_US_PER_TOKEN"
+FIRST_DELAY_ENV = "CPU_LLM_FIRST_TOKEN_DELAY_MS"
 STATE_FILE_ENV = "CPU_LLM_STATE_FILE"
 ALLOW_N_GREEDY_ENV = "TLLM_ALLOW_N_GREEDY_DECODING"
 
@@ -152,6 +153,40 @@ def test_prefill_counts_only_the_uncached_prompt_tokens_and_cached_tokens_is_exa
     assert warm == (40, 5, 1), RESULT  # 5 full blocks; the last token is always computed
     # Blocks 0-1 (BOS + 15 a's) whole, and 5 more a's of block 2 partially reused: 21 tokens, not 2 x 8.
     assert partial == (21, 3, 20), RESULT
+
+
+def test_an_iteration_costs_the_token_delay_plus_each_entering_prefill_over_its_uncached_tokens(
+    checkpoint, monkeypatch
+):
+    """What the routing work (issue 29) measures against: the executor's sleep per iteration, recorded (not timed),
+    is CPU_LLM_TOKEN_DELAY_MS, plus CPU_LLM_FIRST_TOKEN_DELAY_MS and CPU_LLM_PREFILL_US_PER_TOKEN x the uncached
+    prompt tokens of each request entering its context phase in it."""
+    monkeypatch.setenv(TOKEN_DELAY_ENV, "2")
+    monkeypatch.setenv(FIRST_DELAY_ENV, "7")
+    monkeypatch.setenv(PREFILL_ENV, "1000")
+    llm = engine(checkpoint, kv_cache_config={"tokens_per_block": 8})
+    base = "a" * 40  # BOS + 40 bytes = 41 tokens
+    slept: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def recorded(delay: float, *args: object) -> None:
+        slept.append(delay)
+        await real_sleep(0)
+
+    async def one(prompt: str, max_tokens: int) -> list[float]:
+        slept.clear()
+        await llm.generate_async(prompt, SamplingParams(max_tokens=max_tokens, ignore_eos=True)).aresult()
+        return list(slept)
+
+    monkeypatch.setattr(asyncio, "sleep", recorded)
+    cold, warm, partial = (run_on_own_loop(one(p, 3)) for p in (base, base, base[:20] + "b" * 20))
+    assert cold == pytest.approx([0.002 + 0.007 + 41 * 0.001, 0.002, 0.002])
+    assert warm == pytest.approx([0.002 + 0.007 + 1 * 0.001, 0.002, 0.002])  # 40 of 41 cached
+    assert partial == pytest.approx([0.002 + 0.007 + 20 * 0.001, 0.002, 0.002])  # 21 cached
+    stats = llm.kv_cache_stats()
+    # The stand-in's own counters beside TensorRT-LLM's: prompt tokens looked up and served from the cache.
+    assert (stats["queriedTokens"], stats["cachedTokens"]) == (3 * 41, 40 + 21)
+    assert (stats["reusedBlocks"], stats["missedBlocks"]) == (5 + 3, 5 + 0 + 3)
 
 
 def test_seed_does_not_make_sampling_repeatable_one_generator_serves_the_engine(checkpoint):
