@@ -176,7 +176,9 @@ def affinity_lua(routing: Routing, credential_headers: tuple[str, ...]) -> str:
         "  local window = body:getBytes(start - 1, WINDOW)\n"
         f"  local h = mix({_SEED}, window)\n"
         "  if PER_TENANT and credential ~= nil then h = mix(h, credential) end\n"
-        f'  headers:replace("{AFFINITY_HEADER}", string.format("%08x", h))\n'
+        "  -- body() yielded: the headers object taken before it is out of scope now (Envoy: 'object used outside\n"
+        "  -- of proper scope'), so take them again; they are not yet sent on, so they may still change.\n"
+        f'  handle:headers():replace("{AFFINITY_HEADER}", string.format("%08x", h))\n'
         "end\n"
     )
 

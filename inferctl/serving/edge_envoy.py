@@ -82,6 +82,9 @@ MAX_DOWNSTREAM_CONNECTIONS = 10_000
 # body larger than the cluster's proxies hold.
 GATEWAY_CONNECTION_BUFFER_LIMIT = 32768
 MAGLEV = "envoy.load_balancing_policies.maglev"
+PREVIOUS_HOSTS = "envoy.retry_host_predicates.previous_hosts"
+# Envoy Gateway v1.9.0 internal/xds/translator/route.go buildRetryPolicy: HostSelectionRetryMaxAttempts: 5.
+GATEWAY_HOST_SELECTION_ATTEMPTS = 5
 _LB_POLICIES = {"round-robin": "ROUND_ROBIN", "inference-pool": "LEAST_REQUEST"}
 _TYPES = "type.googleapis.com/envoy."
 # Envoy's lb_policy for the gateway's loadBalancer.type of each mode (ConsistentHash is the Maglev policy).
@@ -486,7 +489,22 @@ def _route(policy: EdgePolicy, group: RouteGroup, endpoint: Endpoint, headers: t
             "cluster": group.key,
             "timeout": "0s",
             "idle_timeout": f"{policy.idle_timeout_seconds}s",
-            "retry_policy": {"retry_on": ",".join(RETRY_ON), "num_retries": policy.retries},
+            "retry_policy": {
+                "retry_on": ",".join(RETRY_ON),
+                "num_retries": policy.retries,
+                # What Envoy Gateway v1.9.0 adds to every retry policy (internal/xds/translator/route.go
+                # buildRetryPolicy): a retry goes to another replica, so the consistent hash's choice of a replica
+                # that just died is routed around at once instead of retried on the same dead replica.
+                "retry_host_predicate": [
+                    {
+                        "name": PREVIOUS_HOSTS,
+                        "typed_config": {
+                            "@type": f"{_TYPES}extensions.retry.host.previous_hosts.v3.PreviousHostsPredicate"
+                        },
+                    }
+                ],
+                "host_selection_retry_max_attempts": GATEWAY_HOST_SELECTION_ATTEMPTS,
+            },
         },
     }
     if group.max_request_bytes is not None:
@@ -579,6 +597,8 @@ def _access_log(policy: EdgePolicy, path: Path) -> dict[str, Any]:
         "start_s": "%START_TIME(%s.%6f)%",
         "upstream_wait_us": "%COMMON_DURATION(DS_RX_BEG:US_TX_BEG:us)%",
         "upstream_us": "%COMMON_DURATION(US_TX_BEG:US_RX_END:us)%",
+        # The prefix-affinity key the edge's Lua set (envoy routing; null without one): which prompts shared a key.
+        "affinity": f"%REQ({AFFINITY_HEADER.upper()})%",
     }
     return {
         "name": "envoy.access_loggers.file",

