@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from inference_platform.catalog.edge_routing import Routing, affinity_lua
+from inference_platform.catalog.endpoint_picker import strip_destination_lua
 from inference_platform.catalog.serving_contract import (
     OPENAI_CHAT_PATH,
     OPENAI_COMPLETIONS_PATH,
@@ -394,7 +395,8 @@ class EdgePolicy:
         """Every Lua script of the edge, in order: the credential check, then the affinity key. One
         EnvoyExtensionPolicy carries them (Envoy Gateway v1.9.0 lets one such policy attach to a route: a second is
         Conflicted, internal/gatewayapi/envoyextensionpolicy.go), one Lua filter each locally."""
-        return tuple(s for s in (self.credential_lua, self.affinity_lua) if s is not None)
+        strip = strip_destination_lua() if self.routing.mode == "inference-pool" else None
+        return tuple(s for s in (self.credential_lua, self.affinity_lua, strip) if s is not None)
 
     @property
     def downstream_idle_timeout_seconds(self) -> int:

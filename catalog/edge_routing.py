@@ -16,10 +16,11 @@ Three modes (``edge.routing.mode``), each rendered the same way for the cluster 
   hash-seeded order (Envoy ``thread_aware_lb_impl.cc`` ``BoundedLoadHashingLoadBalancer``). A prompt shorter
   than the window gets no key: Envoy then draws a random replica (the same file: no hash, ``random_.random()``),
   still under the bound; a short prompt has little prefill to save.
-- ``inference-pool``: the cluster's endpoint picker (llm-d's EPP). Not rendered yet (issue 29 item 5): the
-  gateway balances by least request, which is what the picker's fail-open path falls back to
-  (``BackendTrafficPolicy.loadBalancer.endpointOverride`` "If the override endpoints are not available, the
-  configured load balancer policy will be used as fallback", api/v1alpha1/loadbalancer_types.go v1.9.0).
+- ``inference-pool``: the cluster's endpoint picker (llm-d's EPP, ``catalog.endpoint_picker``), called by the
+  gateway's ext_proc and failing open to least request (``BackendTrafficPolicy.loadBalancer.endpointOverride``
+  "If the override endpoints are not available, the configured load balancer policy will be used as fallback",
+  api/v1alpha1/loadbalancer_types.go v1.9.0). Locally the edge balances by least request: the picker cannot run
+  here (no registry carries its image).
 
 Optionally per tenant (``perTenant``): the key is salted with the caller's credential, so a client's timing can
 never tell whether another client's prompt is cached on the replica it lands on (prefix reuse then happens only
@@ -107,8 +108,8 @@ class Routing:
         if self.mode == "round-robin":
             return "round-robin: every replica in turn"
         return (
-            "inference-pool: endpoint picker not rendered yet (issue 29); least request, the picker's fail-open "
-            "fallback"
+            "inference-pool: llm-d's endpoint picker (llm-d-router v0.10.0) through ext_proc, fail-open to least "
+            "request"
         )
 
 

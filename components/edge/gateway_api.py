@@ -60,6 +60,7 @@ from inference_platform.catalog.edge_policy import (
     edge_error,
     edge_error_body,
 )
+from inference_platform.components.edge.inference_pool import extension_policies, filter_order, picker_objects
 from inference_platform.components.edge.routing import BALANCE_FACTOR_PATH, bounded_load_patch, load_balancer
 
 GATEWAY_API = "gateway.networking.k8s.io/v1"
@@ -127,7 +128,7 @@ def render_gateway_objects(policy: EdgePolicy, target: GatewayTarget) -> list[Ma
     routes = [(group, route_name(target.name, group.key)) for group in policy.route_groups]
     refs = [_ref("HTTPRoute", name) for _, name in routes]
     objects = [
-        _envoy_proxy(target),
+        _envoy_proxy(target, policy),
         _gateway(target),
         *(_http_route(group, target, name, backends[group.key]) for group, name in routes),
         _client_traffic_policy(policy, target),
@@ -140,10 +141,24 @@ def render_gateway_objects(policy: EdgePolicy, target: GatewayTarget) -> list[Ma
     ]
     if policy.auth_enabled:
         objects.append(_security_policy(policy, target, refs))
-    if policy.edge_lua:
-        objects.append(_credential_check(policy, target, refs))
+    if policy.edge_lua or policy.routing.mode == "inference-pool":
+        keyed = [(group.key, _ref("HTTPRoute", name)) for group, name in routes]
+        objects += extension_policies(
+            policy,
+            namespace=target.namespace,
+            gateway=target.name,
+            service_namespace=target.service_namespace,
+            routes=keyed,
+        )
     objects += _bounded_load(policy, target)
     objects += _reference_grants(target, list(backends.values()))
+    objects += picker_objects(
+        policy,
+        namespace=target.namespace,
+        gateway=target.name,
+        listener="http",
+        service_namespace=target.service_namespace,
+    )
     return objects
 
 
@@ -166,8 +181,8 @@ def gateway_summary(objects: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     http_routes = {o["metadata"]["name"]: o["spec"] for o in objects if o["kind"] == "HTTPRoute"}
     security = by_kind.get("SecurityPolicy")
     client = by_kind["ClientTrafficPolicy"]["spec"]
-    extension = by_kind.get("EnvoyExtensionPolicy")
-    scripts = [entry["inline"] for entry in extension["spec"]["lua"]] if extension else []
+    extension = next((o for o in objects if o["metadata"]["name"] == f"{gateway}-credentials"), None)
+    scripts = [entry["inline"] for entry in extension["spec"].get("lua", [])] if extension else []
     lua = scripts[0] if scripts and security else None
     inference_lb = merged.get(route_name(gateway, INFERENCE_ROUTES), {}).get("loadBalancer", {})
     patches = [p for o in objects if o["kind"] == "EnvoyPatchPolicy" for p in o["spec"]["jsonPatches"]]
@@ -274,7 +289,7 @@ def _backends(policy: EdgePolicy, target: GatewayTarget) -> dict[str, Backend]:
     return {INFERENCE_ROUTES: inference, **{g.key: found[g.key] for g in policy.extra_routes}}
 
 
-def _envoy_proxy(target: GatewayTarget) -> Manifest:
+def _envoy_proxy(target: GatewayTarget, policy: EdgePolicy) -> Manifest:
     """The proxies' own shape: a ClusterIP Service with a fixed name (the Ingress backend; never a
     LoadBalancer or NodePort: the ALB is the only way in), hardened pods."""
     return {
@@ -294,7 +309,7 @@ def _envoy_proxy(target: GatewayTarget) -> Manifest:
             },
             # The duplicate-credential Lua must see the key headers before api_key_auth strips them
             # (api/v1alpha1/envoyproxy_types.go FilterOrder, internal/xds/translator/httpfilters.go v1.9.0).
-            "filterOrder": [{"name": LUA_FILTER, "before": API_KEY_AUTH_FILTER}],
+            "filterOrder": [{"name": LUA_FILTER, "before": API_KEY_AUTH_FILTER}, *filter_order(policy)],
         },
     }
 
@@ -394,19 +409,6 @@ def _security_policy(policy: EdgePolicy, target: GatewayTarget, routes: list[dic
                 "sanitize": True,
             },
         },
-    }
-
-
-def _credential_check(policy: EdgePolicy, target: GatewayTarget, routes: list[dict[str, str]]) -> Manifest:
-    """The edge's Lua on every route: the duplicate-credential refusal (``EdgePolicy.credential_lua``), then the
-    prefix-affinity key (``envoy`` routing). One policy for both: Envoy Gateway v1.9.0 attaches one
-    EnvoyExtensionPolicy to a route and reports a second as Conflicted (internal/gatewayapi/envoyextensionpolicy.go);
-    the name stays ``<gateway>-credentials`` (its URN). The affinity script reads only the OpenAI prompt routes."""
-    return {
-        "apiVersion": ENVOY_GATEWAY_API,
-        "kind": "EnvoyExtensionPolicy",
-        "metadata": _meta(target, f"{target.name}-credentials"),
-        "spec": {"targetRefs": routes, "lua": [{"type": "Inline", "inline": script} for script in policy.edge_lua]},
     }
 
 

@@ -3,7 +3,8 @@
 What each mode renders (``catalog.edge_routing`` says why each mode exists):
 
 - the inference route's ``BackendTrafficPolicy.loadBalancer`` (merged into the Gateway's): ``RoundRobin``,
-  ``LeastRequest`` (``inference-pool`` until its picker is rendered: the fail-open fallback), or ``ConsistentHash``
+  ``LeastRequest`` with ``endpointOverride`` on the endpoint picker's header (``inference-pool``: least request is
+  the fail-open fallback, ``components.edge.inference_pool``), or ``ConsistentHash``
   of type ``Headers`` on ``x-prefix-affinity`` (``envoy``), which Envoy Gateway renders as Maglev with only a
   table size (``internal/xds/translator/cluster.go`` v1.9.0);
 - ``envoy`` only: the affinity script in the edge's one ``EnvoyExtensionPolicy`` (``EdgePolicy.edge_lua``), a
@@ -25,6 +26,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from inference_platform.catalog.edge_routing import AFFINITY_HEADER, MAGLEV_TABLE_SIZE, Routing
+from inference_platform.catalog.endpoint_picker import DESTINATION_HEADER
 
 CLUSTER_TYPE: Final = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
 # The Maglev policy Envoy Gateway renders is the cluster's only load-balancing policy (cluster.go v1.9.0).
@@ -36,6 +38,11 @@ LB_TYPES: Final = {"round-robin": "RoundRobin", "inference-pool": "LeastRequest"
 
 def load_balancer(routing: Routing) -> dict[str, Any]:
     """``BackendTrafficPolicy.spec.loadBalancer`` of the inference route."""
+    if routing.mode == "inference-pool":
+        # The endpoint picker's pick when it gave a usable one, else least request: EndpointOverride "If the override
+        # endpoints are not available, the configured load balancer policy will be used as fallback"
+        # (api/v1alpha1/loadbalancer_types.go v1.9.0), rendered as Envoy's override_host policy (cluster.go).
+        return {"type": "LeastRequest", "endpointOverride": {"extractFrom": [{"header": DESTINATION_HEADER}]}}
     if routing.mode != "envoy":
         return {"type": LB_TYPES[routing.mode]}
     return {

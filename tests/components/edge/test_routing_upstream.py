@@ -91,8 +91,11 @@ def test_each_mode_is_an_envoy_gateway_balancer(mode: str) -> None:
     assert (
         lb["type"] == {"envoy": "ConsistentHash", "round-robin": "RoundRobin", "inference-pool": "LeastRequest"}[mode]
     )
-    patches = [o for o in _objects({"mode": mode}) if o["kind"] == "EnvoyPatchPolicy"]
-    assert len(patches) == (1 if mode == "envoy" else 0)
+    assert ("endpointOverride" in lb) == (mode == "inference-pool")
+    patches = [o["metadata"]["name"] for o in _objects({"mode": mode}) if o["kind"] == "EnvoyPatchPolicy"]
+    # envoy: the load bound; inference-pool: the picker's no-wait patch (tests/components/edge/test_inference_pool.py).
+    assert patches == {"envoy": [f"{TARGET.name}-bounded-load"], "inference-pool": [f"{TARGET.name}-picker-no-wait"],
+                       "round-robin": []}[mode]  # fmt: skip
 
 
 def test_envoy_mode_hashes_the_lua_header_and_bounds_the_route_cluster() -> None:
