@@ -62,6 +62,8 @@ from inference_platform.catalog.edge_policy import (
 )
 from inference_platform.components.edge.inference_pool import extension_policies, filter_order, picker_objects
 from inference_platform.components.edge.routing import BALANCE_FACTOR_PATH, bounded_load_patch, load_balancer
+from inference_platform.components.edge.token_limits import token_rules
+from inference_platform.components.edge.token_metering import metering_lua
 
 GATEWAY_API = "gateway.networking.k8s.io/v1"
 GATEWAY_GROUP = "gateway.networking.k8s.io"
@@ -141,7 +143,7 @@ def render_gateway_objects(policy: EdgePolicy, target: GatewayTarget) -> list[Ma
     ]
     if policy.auth_enabled:
         objects.append(_security_policy(policy, target, refs))
-    if policy.edge_lua or policy.routing.mode == "inference-pool":
+    if policy.edge_lua or policy.routing.mode == "inference-pool" or policy.metered:
         keyed = [(group.key, _ref("HTTPRoute", name)) for group, name in routes]
         objects += extension_policies(
             policy,
@@ -149,6 +151,7 @@ def render_gateway_objects(policy: EdgePolicy, target: GatewayTarget) -> list[Ma
             gateway=target.name,
             service_namespace=target.service_namespace,
             routes=keyed,
+            metering=metering_lua() if policy.metered else None,
         )
     objects += _bounded_load(policy, target)
     objects += _reference_grants(target, list(backends.values()))
@@ -171,7 +174,7 @@ def gateway_summary(objects: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """Clients, routes, limits, timeouts and circuit-breaker limits read back from rendered objects (the same
     keys as ``inference_platform.inferctl.serving.edge_envoy.bootstrap_summary``)."""
     objects = list(objects)
-    single = ("ReferenceGrant", "BackendTrafficPolicy", "HTTPRoute")
+    single = ("ReferenceGrant", "BackendTrafficPolicy", "HTTPRoute", "EnvoyExtensionPolicy")
     by_kind = {o["kind"]: o for o in objects if o["kind"] not in single}
     policies = [o["spec"] for o in objects if o["kind"] == "BackendTrafficPolicy"]
     # The Gateway's policy, and the body limits the route-level ones merged into it add per route.
@@ -182,15 +185,20 @@ def gateway_summary(objects: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     security = by_kind.get("SecurityPolicy")
     client = by_kind["ClientTrafficPolicy"]["spec"]
     extension = next((o for o in objects if o["metadata"]["name"] == f"{gateway}-credentials"), None)
-    scripts = [entry["inline"] for entry in extension["spec"].get("lua", [])] if extension else []
+    scripts = _lua_scripts(extension) if extension else []
     lua = scripts[0] if scripts and security else None
     inference_lb = merged.get(route_name(gateway, INFERENCE_ROUTES), {}).get("loadBalancer", {})
     patches = [p for o in objects if o["kind"] == "EnvoyPatchPolicy" for p in o["spec"]["jsonPatches"]]
+    # Token metering (issue 30): the script in the inference route's policy, and the routes whose policy runs it.
+    metering = metering_lua()
+    metered = [o for o in objects if o["kind"] == "EnvoyExtensionPolicy" and metering in _lua_scripts(o)]
     order = by_kind["EnvoyProxy"]["spec"].get("filterOrder", [])
     rules = backend.get("rateLimit", {}).get("global", {}).get("rules", [])
     per_client = {}
     for rule in rules:
         header = rule["clientSelectors"][0]["headers"][0]
+        if "cost" in rule:  # a token limit (token_limits.token_rules; compared with the service's own config)
+            continue
         assert rule["limit"]["unit"] == "Minute"
         per_client[header["value"]] = rule["limit"]["requests"]
     route_timeouts = {backend["timeout"]["http"]["requestTimeout"]} | {
@@ -218,6 +226,8 @@ def gateway_summary(objects: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         if security
         else [],
         "requests_per_minute": per_client,
+        "metering_lua": metering if metered else None,
+        "metered_routes": sorted(_group_key(gateway, r["name"]) for o in metered for r in o["spec"]["targetRefs"]),
         "routes": routes,
         "http_endpoints": sorted(e for route in routes.values() for e in route["endpoints"]),
         "stream_idle_timeout": client["timeout"]["http"]["streamIdleTimeout"],
@@ -429,6 +439,10 @@ def _bounded_load(policy: EdgePolicy, target: GatewayTarget) -> list[Manifest]:
     ]
 
 
+def _lua_scripts(extension: Mapping[str, Any]) -> list[str]:
+    return [entry["inline"] for entry in extension["spec"].get("lua", [])]
+
+
 def _backend_traffic_policy(policy: EdgePolicy, target: GatewayTarget) -> Manifest:
     cb = policy.circuit_breaker
     spec: dict[str, Any] = {
@@ -471,6 +485,8 @@ def _backend_traffic_policy(policy: EdgePolicy, target: GatewayTarget) -> Manife
                     }
                     for c in policy.clients
                 ]
+                # Token limits: checked on the request, charged from the answer's usage (issue 30).
+                + token_rules(policy)
             },
         }
     return {

@@ -1,14 +1,29 @@
 """The gateway's side of ``edge.routing: inference-pool`` (issue 29, Path B): the objects that put llm-d's endpoint
-picker between Envoy Gateway and the replicas (``catalog.endpoint_picker`` says why each is what it is).
+picker between Envoy Gateway and the replicas (``catalog.endpoint_picker`` says why each is what it is), and the
+edge's EnvoyExtensionPolicies, which the picker shares with token metering (issue 30).
 
-- The edge's EnvoyExtensionPolicies. Envoy Gateway v1.9.0 attaches one EnvoyExtensionPolicy to a route (a second
-  is Conflicted, internal/gatewayapi/envoyextensionpolicy.go), and the picker must see only the OpenAI API: the
-  ``<gateway>-credentials`` policy (its name is its URN) then targets the inference route alone and carries the
-  edge's Lua and the ``extProc`` to the picker; the other route groups (the batch lane's Files and Batches API) get
-  the same Lua from ``<gateway>-credentials-other-routes``. In the other modes one policy targets every route.
+- The edge's EnvoyExtensionPolicies. Envoy Gateway v1.9.0 attaches one EnvoyExtensionPolicy to a route: a second
+  one on the same route is Conflicted and does nothing ("Unable to target HTTPRoute <name>, another
+  EnvoyExtensionPolicy has already attached to it", internal/gatewayapi/envoyextensionpolicy.go
+  ``resolveEnvoyExtensionPolicyRouteTargetRef``). So everything the OpenAI route runs is in one policy,
+  ``<gateway>-credentials`` (its name is its URN): the edge's Lua (``EdgePolicy.edge_lua``: the duplicate-credential
+  check, then the affinity key or the picker's header strip), then the token metering script, then the ``extProc``
+  to the picker. When that policy carries something only the OpenAI route may run (the metering script, the
+  picker), it targets that route alone, and the other route groups (the batch lane's Files and Batches API) get the
+  edge's Lua from ``<gateway>-credentials-other-routes``. Otherwise one policy targets every route.
 - An EnvoyPatchPolicy ``<gateway>-picker-no-wait`` (``catalog.endpoint_picker.no_wait_patch``).
 - A ReferenceGrant in the serving namespace letting the gateway's EnvoyExtensionPolicies reach the picker's
   Service.
+
+The HTTP filters then run in this order on a request to the OpenAI route (Envoy Gateway v1.9.0
+internal/xds/translator/httpfilters.go: Lua 13+i in the policy's order, ext_proc 100+i, the global rate limit 303,
+router 310; the EnvoyProxy's ``filterOrder`` moves every Lua before api_key_auth (7) and, with the picker, the
+rate limit before ext_proc): the credential check, the affinity key (envoy) or the destination-header strip
+(inference-pool), the token metering script (sets the meter and period headers; reads the answer's usage), api_key_auth,
+the request buffer, the global rate limit (requests per minute and the token limits' check), the picker's ext_proc,
+the router. So a request refused by a limit is never scheduled by the picker, the picker's header cannot come from
+a client, and the token charge (the rate limit's stream-done descriptors) reads what the metering script wrote.
+tests/components/edge/test_filter_order.py derives the order from both renderings.
 
 The inference route's ``loadBalancer`` (``endpointOverride``) is ``components.edge.routing.load_balancer``.
 """
@@ -36,21 +51,27 @@ def extension_policies(
     gateway: str,
     service_namespace: str,
     routes: list[tuple[str, dict[str, str]]],
+    metering: str | None = None,
 ) -> list[Manifest]:
-    """The edge's EnvoyExtensionPolicies; ``routes`` is ``[(route group key, HTTPRoute targetRef)]``. The one
-    named ``<gateway>-credentials`` comes last."""
+    """The edge's EnvoyExtensionPolicies; ``routes`` is ``[(route group key, HTTPRoute targetRef)]``, ``metering``
+    the token metering script when the OpenAI route is metered. The one named ``<gateway>-credentials`` comes
+    last."""
     scripts = [{"type": "Inline", "inline": script} for script in policy.edge_lua]
     every = [ref for _, ref in routes]
-    if policy.routing.mode != "inference-pool":
+    picked = policy.routing.mode == "inference-pool"
+    if not picked and metering is None:
         return [_extension(namespace, credentials_policy_name(gateway), {"targetRefs": every, "lua": scripts})]
     inference = [ref for key, ref in routes if key == INFERENCE_ROUTES]
     others = [ref for key, ref in routes if key != INFERENCE_ROUTES]
     out = []
-    if others:
+    if others and scripts:
         out.append(_extension(namespace, f"{gateway}-credentials-other-routes", {"targetRefs": others, "lua": scripts}))
-    spec: dict[str, Any] = {"targetRefs": inference, "extProc": [picker.ext_proc(service_namespace)]}
-    if scripts:
-        spec["lua"] = scripts
+    spec: dict[str, Any] = {"targetRefs": inference}
+    lua = scripts + ([{"type": "Inline", "inline": metering}] if metering is not None else [])
+    if lua:
+        spec["lua"] = lua
+    if picked:
+        spec["extProc"] = [picker.ext_proc(service_namespace)]
     out.append(_extension(namespace, credentials_policy_name(gateway), spec))
     return out
 

@@ -26,6 +26,7 @@ from inference_platform.catalog.edge_policy import (
     request_body_limit,
 )
 from inference_platform.components.edge.gateway_api import render_gateway_objects
+from inference_platform.components.edge.token_metering import metering_lua
 from inference_platform.inferctl.serving.edge_envoy import BUFFER_FILTER
 from inference_platform.inferctl.serving.local_edge import envoy_binary
 from inference_platform.settings import load_settings
@@ -53,7 +54,10 @@ FILTER_ORDER = {
     "envoy.filters.http.api_key_auth": 7,
     "envoy.filters.http.buffer": 12,
     "envoy.filters.http.lua": 13,
+    # One Lua filter per EnvoyExtensionPolicy entry, "<type>/<name>", 13 + its index (httpfilters.go, lua.go).
+    "envoy.filters.http.lua/metering": 14,
     "envoy.filters.http.local_ratelimit": 302,
+    "envoy.filters.http.ratelimit": 303,
     "envoy.filters.http.router": 310,
 }
 FILTER_POSITION_FIELDS = ("name", "before", "after")
@@ -162,8 +166,10 @@ def test_the_local_envoy_translates_like_envoy_gateway_and_is_the_pinned_version
     expected = sorted(names, key=lambda n: (FILTER_ORDER[n.split("/")[0]], n))
     for position in next(o for o in objects(policy()) if o["kind"] == "EnvoyProxy")["spec"]["filterOrder"]:
         assert set(position) <= set(FILTER_POSITION_FIELDS) and position["name"] in FILTER_ORDER
-        moved = [n for n in expected if n.split("/")[0] == position["name"]]
-        expected = [n for n in expected if n not in moved]
+        # Every filter of the type moves (httpfilters.go isFilterType: a name prefix), in its order.
+        moved = [n for n in expected if n.startswith(position["name"])]
+        for name in moved:
+            expected.remove(name)
         at = expected.index(position["before"])
         expected[at:at] = moved
     assert (
@@ -172,9 +178,11 @@ def test_the_local_envoy_translates_like_envoy_gateway_and_is_the_pinned_version
         == [
             "envoy.filters.http.lua",
             "envoy.filters.http.lua/1",
+            "envoy.filters.http.lua/metering",
             "envoy.filters.http.api_key_auth",
             "envoy.filters.http.buffer",
             "envoy.filters.http.local_ratelimit",
+            "envoy.filters.http.ratelimit",
             "envoy.filters.http.router",
         ]
     )
@@ -192,11 +200,15 @@ def test_the_local_envoy_translates_like_envoy_gateway_and_is_the_pinned_version
 
 def test_the_duplicate_credential_check_runs_before_authentication_on_every_route():
     objs = objects(policy())
-    (extension,) = [o for o in objs if o["kind"] == "EnvoyExtensionPolicy"]
+    (extension,) = [
+        o for o in objs if o["kind"] == "EnvoyExtensionPolicy" and o["metadata"]["name"].endswith("-credentials")
+    ]
     routes = {(o["kind"], o["metadata"]["name"]) for o in objs if o["kind"].endswith("Route")}
     assert {(r["kind"], r["name"]) for r in extension["spec"]["targetRefs"]} == routes
-    # The credential check first, then the prefix-affinity key (edge.routing envoy, the default in development).
-    lua, affinity = extension["spec"]["lua"]
+    # The credential check first, then the prefix-affinity key (edge.routing envoy, the default in development),
+    # then token metering (issue 30): one policy, Envoy Gateway v1.9.0 runs one per route.
+    lua, affinity, metering = extension["spec"]["lua"]
+    assert metering["inline"] == metering_lua()
     calls = set(LUA_HANDLE_CALLS.findall(affinity["inline"])) | set(
         re.findall(r"(?:headers|body):([A-Za-z]+)\(", affinity["inline"])
     )
@@ -208,8 +220,13 @@ def test_the_duplicate_credential_check_runs_before_authentication_on_every_rout
     # Both key headers are still stripped before the server (the check does not replace sanitize).
     security = next(o for o in objs if o["kind"] == "SecurityPolicy")["spec"]["apiKeyAuth"]
     assert security["sanitize"] is True and security["extractFrom"] == [{"headers": ["x-api-key", "authorization"]}]
-    # Without authentication there is no credential to be ambiguous about (nor Lua at all without prefix affinity).
-    unauthenticated = {"auth": {"enabled": False}, "routing": {"mode": "round-robin"}}
+    # Without authentication there is no credential to be ambiguous about (nor Lua at all without prefix affinity
+    # and token metering).
+    unauthenticated = {
+        "auth": {"enabled": False},
+        "routing": {"mode": "round-robin"},
+        "tokenLimits": {"tokensPerMinute": None},
+    }
     assert not [o for o in objects(policy(edge=unauthenticated)) if o["kind"] == "EnvoyExtensionPolicy"]
 
 

@@ -15,6 +15,7 @@ from inference_platform.catalog.envoy_gateway_gates import features_used
 from inference_platform.components.batch.edge_routes import ROUTE_KEY, route_group
 from inference_platform.components.edge.controller_config import controller_values
 from inference_platform.components.edge.gateway_api import Backend, GatewayTarget, render_gateway_objects
+from inference_platform.components.edge.token_metering import metering_lua
 from inference_platform.settings import load_settings
 from tests.components.edge.targets import TARGET
 
@@ -86,9 +87,10 @@ def test_the_ext_proc_is_fail_open_streamed_with_a_raised_timeout_on_the_inferen
     assert ext_proc["backendRefs"] == [
         {"name": picker.service_name(), "namespace": TARGET.service_namespace, "port": picker.EXT_PROC_PORT}
     ]
-    # The other route groups keep the edge's Lua and never reach the picker.
+    # The other route groups keep the edge's Lua and never reach the picker nor the token metering (issue 30).
     other = _named(objects, f"{TARGET.name}-credentials-other-routes")
-    assert "extProc" not in other["spec"] and other["spec"]["lua"] == credentials["spec"]["lua"]
+    assert "extProc" not in other["spec"]
+    assert other["spec"]["lua"] + [{"type": "Inline", "inline": metering_lua()}] == credentials["spec"]["lua"]
     assert [r["name"] for r in other["spec"]["targetRefs"]] == [f"{TARGET.name}-{ROUTE_KEY}"]
     # The picker's Service is reachable from the gateway's namespace.
     grant = _named(objects, f"{TARGET.name}-endpoint-picker")

@@ -55,6 +55,7 @@ from inference_platform.catalog.edge_routing import (
 )
 from inference_platform.components.edge.gateway_api import render_gateway_objects
 from inference_platform.components.edge.routing import BALANCE_FACTOR_PATH, CLUSTER_TYPE, route_cluster_name
+from inference_platform.components.edge.token_metering import metering_lua
 from inference_platform.inferctl.serving.edge_envoy import PREVIOUS_HOSTS
 from inference_platform.settings import load_settings
 from tests.components.edge.targets import TARGET
@@ -124,10 +125,19 @@ def test_envoy_mode_hashes_the_lua_header_and_bounds_the_route_cluster() -> None
     assert "mergeBackends" not in proxy["spec"]
 
 
-def test_one_extension_policy_carries_both_scripts_and_the_connection_holds_a_body() -> None:
+def test_one_extension_policy_carries_every_script_and_the_connection_holds_a_body() -> None:
     objects = _objects({"mode": "envoy"})
+    # One policy per route (Envoy Gateway v1.9.0 reports a second Conflicted): the credential check, the affinity
+    # key, then token metering (issue 30; the default 200,000 tokens per minute meters every client).
     (extension,) = [o for o in objects if o["kind"] == "EnvoyExtensionPolicy"]
-    assert len(extension["spec"]["lua"]) == 2
+    scripts = [entry["inline"] for entry in extension["spec"]["lua"]]
+    pol = load_settings(
+        {"tags": {"owner": "t", "costCenter": "c"}, "edge": {"routing": {"mode": "envoy"}}},
+        project="p",
+        stack="s",
+        region="us-west-2",
+    ).edge.policy()
+    assert scripts == [pol.credential_lua, pol.affinity_lua, metering_lua()]
     client = next(o for o in objects if o["kind"] == "ClientTrafficPolicy")["spec"]
     assert int(client["connection"]["bufferLimit"]) > EG_LISTENER_BUFFER_LIMIT
     # Without the affinity script the connection keeps Envoy Gateway's default.
