@@ -184,3 +184,32 @@ def test_the_shipped_picker_runs_on_system_nodes_beside_the_pods_it_picks(stack_
     (rule,) = scrape.inputs["spec"]["ingress"]
     assert rule["from"] == [{"podSelector": {"matchLabels": picker.pod_labels()}}]
     assert [int(p["port"]) for p in rule["ports"]] == [int(router["modelServers"]["targetPorts"][0]["number"])]
+
+
+@pytest.mark.parametrize("stack", ["prod", "npu"])
+def test_the_batch_workers_go_straight_to_the_serving_service_not_through_the_picker(stack_plan, stack) -> None:
+    """Issue 29 item 5, decided (docs/edge.md "The batch lane"): the workers call the serving Service's cluster
+    address, so their lines pass neither the edge's limits nor the picker, whose prefix and load state then hold
+    only interactive requests."""
+    resources = stack_plan(stack).run.resources
+    (worker,) = [r for r in resources if r.name == "batch-workloads-worker-deployment"]
+    (container,) = worker.inputs["spec"]["template"]["spec"]["containers"]
+    (url,) = [e["value"] for e in container["env"] if e["name"] == "BATCH_SERVING_URL"]
+    (release,) = [r for r in resources if r.name == "edge-gateway-endpoint-picker-release"]
+    services = [r for r in resources if r.type == "kubernetes:core/v1:Service"]
+    (serving,) = [s for s in services if s.inputs["metadata"]["labels"].items() >= release.inputs["values"]["router"]["modelServers"]["matchLabels"].items()]  # fmt: skip
+    port = int(release.inputs["values"]["router"]["modelServers"]["targetPorts"][0]["number"])
+    meta = serving.inputs["metadata"]
+    assert url == f"http://{meta['name']}.{meta['namespace']}.svc.cluster.local:{port}"
+    assert picker.service_name() not in url and "envoy" not in url
+
+
+def test_the_live_metrics_test_checks_exactly_what_the_picker_reads() -> None:
+    """tests/inferctl/serving/test_serving_port_metrics.py reads these families off the live server's serving port;
+    they are the picker's triton-tensorrt-llm engine config at v0.10.0 (factories.go), which the chart applies to our
+    unlabeled pods as the default engine (_config.yaml: defaultEngine is modelServers.type)."""
+    from tests.inferctl.serving.test_serving_port_metrics import EPP_SPECS
+
+    read = LLM_D["pkg/epp/framework/plugins/datalayer/extractor/metrics/factories.go"][picker.ENGINE_TYPE]
+    live = {f"{family}{{{','.join(f'{k}={v}' for k, v in labels.items())}}}" for family, labels in EPP_SPECS.values()}
+    assert live == set(read)
