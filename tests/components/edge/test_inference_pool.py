@@ -213,3 +213,17 @@ def test_the_live_metrics_test_checks_exactly_what_the_picker_reads() -> None:
     read = LLM_D["pkg/epp/framework/plugins/datalayer/extractor/metrics/factories.go"][picker.ENGINE_TYPE]
     live = {f"{family}{{{','.join(f'{k}={v}' for k, v in labels.items())}}}" for family, labels in EPP_SPECS.values()}
     assert live == set(read)
+
+
+@pytest.mark.parametrize(("stack", "expected"), [("prod", True), ("npu", True), ("dev", False)])
+def test_the_picker_alert_is_planned_where_the_picker_is(stack_plan, stack, expected) -> None:
+    resources = stack_plan(stack).run.resources
+    rules = [r for r in resources if r.type == "kubernetes:monitoring.coreos.com/v1:PrometheusRule"]
+    alerts = {rule.get("alert") for r in rules for g in r.inputs["spec"]["groups"] for rule in g["rules"]}
+    assert ("EndpointPickerUnavailable" in alerts) is expected
+    if expected:
+        (expression,) = [
+            rule["expr"] for r in rules for g in r.inputs["spec"]["groups"] for rule in g["rules"]
+            if rule.get("alert") == "EndpointPickerUnavailable"
+        ]  # fmt: skip
+        assert f'pod=~"{picker.service_name()}-.*"' in expression
