@@ -26,6 +26,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Literal
 
+from inference_platform.catalog.edge_routing import Routing, affinity_lua
+from inference_platform.catalog.endpoint_picker import strip_destination_lua
 from inference_platform.catalog.serving_contract import (
     OPENAI_CHAT_PATH,
     OPENAI_COMPLETIONS_PATH,
@@ -338,6 +340,9 @@ class EdgePolicy:
     served_models: tuple[str, ...] = ()
     """Default none. The model ids the server serves (``serving.model``): each gets ``GET /v1/models/<id>`` (the
     official client's ``models.retrieve``), exact, beside the list."""
+    routing: Routing = field(default_factory=Routing)
+    """Default ``envoy`` mode. How the OpenAI routes pick a replica (``catalog.edge_routing``); the extra route
+    groups are not routed by prompt."""
     extra_routes: tuple[RouteGroup, ...] = ()
     """Default none. More route groups behind the same authentication and per-client limits, each to its own
     backend (the batch lane's Files and Batches API); their keys must differ from ``inference`` and each other."""
@@ -389,6 +394,21 @@ class EdgePolicy:
     def credential_lua(self) -> str | None:
         """The duplicate-credential refusal both renderings run before api_key_auth; None without auth."""
         return duplicate_credentials_lua(self.credential_headers) if self.auth_enabled else None
+
+    @property
+    def affinity_lua(self) -> str | None:
+        """The prefix-affinity key script both renderings run (``envoy`` mode), None otherwise."""
+        if not self.routing.hashes_prefix:
+            return None
+        return affinity_lua(self.routing, self.credential_headers if self.auth_enabled else ())
+
+    @property
+    def edge_lua(self) -> tuple[str, ...]:
+        """Every Lua script of the edge, in order: the credential check, then the affinity key. One
+        EnvoyExtensionPolicy carries them (Envoy Gateway v1.9.0 lets one such policy attach to a route: a second is
+        Conflicted, internal/gatewayapi/envoyextensionpolicy.go), one Lua filter each locally."""
+        strip = strip_destination_lua() if self.routing.mode == "inference-pool" else None
+        return tuple(s for s in (self.credential_lua, self.affinity_lua, strip) if s is not None)
 
     @property
     def downstream_idle_timeout_seconds(self) -> int:

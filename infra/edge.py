@@ -76,6 +76,8 @@ def build_edge(
             "clients": [c.client_id for c in cfg.policy().clients],
             "webAclArn": endpoint.web_acl_arn,
             "rateLimitStore": cfg.redis.resolved_mode(settings.environment),
+            # How the gateway picks a replica (issue 29): the plan and the PR comment show it.
+            "routing": cfg.routing.routing(settings.environment).describe(),
         },
     )
     return Edge(controller=controller, gateway=gateway, endpoint=endpoint)

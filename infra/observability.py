@@ -14,6 +14,7 @@ import pulumi
 
 from inference_platform import catalog
 from inference_platform.catalog.alert_thresholds import AlertThresholds
+from inference_platform.catalog.endpoint_picker import service_name
 from inference_platform.catalog.pool_profile import LABEL_NODE_ROLE, ROLE_SYSTEM
 from inference_platform.components.autoscaling.keda import Keda, KedaArgs
 from inference_platform.components.autoscaling.scaled_object import ScaleTarget, ScalingPolicy
@@ -102,6 +103,9 @@ def _monitoring_stack(
         hpa=hpa,
         expect_serving=service is not None and (bounds is None or bounds[0] > 0),
         edge_clusters="httproute/.*" if edge is not None else None,
+        endpoint_picker=service_name()
+        if edge is not None and settings.edge.routing.resolved_mode(settings.environment) == "inference-pool"
+        else None,
         thresholds=_thresholds(settings),
         token_meters=token_meters(settings, GATEWAY_NAME) if edge is not None else (),
         token_weights=settings.edge.token_limits.weights.weights(),

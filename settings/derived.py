@@ -180,4 +180,8 @@ def stack_edge_policy(settings: Settings) -> EdgePolicy:
     served model's ``GET /v1/models/<id>``. One definition for the cluster (infra/edge.py) and the local edge
     (serve-local), so the two admit the same requests."""
     serving = settings.serving
-    return settings.edge.policy(max_input_tokens=serving.max_input_len, served_models=(serving.served_model_name,))
+    return settings.edge.policy(
+        max_input_tokens=serving.max_input_len,
+        served_models=(serving.served_model_name,),
+        environment=settings.environment,
+    )

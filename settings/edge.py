@@ -34,6 +34,7 @@ from inference_platform.catalog.edge_policy import (
 )
 from inference_platform.planners.cidr import internet_wide
 from inference_platform.settings.base import CheckContext, Problem, Section, describe
+from inference_platform.settings.edge_routing import RoutingSettings
 from inference_platform.settings.token_limits import TokenLimitSettings, token_limit_problems
 
 DEFAULT_TLS_POLICY = "ELBSecurityPolicy-TLS13-1-2-Res-2021-06"
@@ -182,6 +183,8 @@ class EdgeSettings(Section):
     rate_limits: RateLimitSettings = Field(default_factory=RateLimitSettings)
     circuit_breaker: CircuitBreakerSettings = Field(default_factory=CircuitBreakerSettings)
     redis: RedisSettings = Field(default_factory=RedisSettings)
+    routing: RoutingSettings = Field(default_factory=RoutingSettings)
+    """How the edge picks a replica (settings/edge_routing.py)."""
     token_limits: TokenLimitSettings = Field(default_factory=TokenLimitSettings)
 
     def problems(self, ctx: CheckContext) -> list[Problem]:
@@ -271,12 +274,16 @@ class EdgeSettings(Section):
         return environment == "production"
 
     def policy(
-        self, *, max_input_tokens: int = DEFAULT_MAX_INPUT_TOKENS, served_models: tuple[str, ...] = ()
+        self,
+        *,
+        max_input_tokens: int = DEFAULT_MAX_INPUT_TOKENS,
+        served_models: tuple[str, ...] = (),
+        environment: str = "development",
     ) -> EdgePolicy:
         """What the gateway enforces, for both renderings (Envoy Gateway objects, local Envoy).
         ``max_input_tokens`` is the stack's ``serving.maxInputLen``: the request-body limit is derived from it
         (``inference_platform.catalog.edge_policy.request_body_limit``); ``served_models`` (``serving.model``)
-        get their ``GET /v1/models/<id>``."""
+        get their ``GET /v1/models/<id>``; ``environment`` picks the routing mode's default."""
         tiers = {
             name: Tier(name=name, requests_per_minute=t.requests_per_minute, concurrent_streams=t.concurrent_streams)
             for name, t in self.rate_limits.tiers.items()
@@ -300,6 +307,7 @@ class EdgeSettings(Section):
             ),
             max_request_bytes=request_body_limit(max_input_tokens),
             served_models=served_models,
+            routing=self.routing.routing(environment),
             tokens=self.token_limits.policy(clients),
         )
 

@@ -29,6 +29,7 @@ from inference_platform.components.edge.client_credentials import ClientCredenti
 # Re-exported: the controller's values lived here before they moved to the Pulumi-free module.
 from inference_platform.components.edge.controller_config import REDIS_CERTS_VOLUME as REDIS_CERTS_VOLUME
 from inference_platform.components.edge.controller_config import controller_values
+from inference_platform.components.edge.endpoint_picker import EndpointPicker, EndpointPickerArgs
 from inference_platform.components.edge.gateway_api import PROXY_LABEL, GatewayTarget, render_gateway_objects
 
 NAMESPACE = "envoy-gateway-system"
@@ -163,6 +164,21 @@ class EdgeGateway(pulumi.ComponentResource):
             spec=inference_network_policy_spec(args.inference_pod_labels, target),
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(args.depends_on)),
         )
+        if args.policy.routing.mode == "inference-pool":
+            # The picker the gateway's ext_proc calls (issue 29; components/edge/endpoint_picker.py).
+            EndpointPicker(
+                f"{name}-endpoint-picker",
+                EndpointPickerArgs(
+                    provider=args.provider,
+                    namespace=target.service_namespace,
+                    serving_labels=args.inference_pod_labels,
+                    serving_port=target.port,
+                    gateway_namespace=target.namespace,
+                    proxy_labels={PROXY_LABEL: target.name},
+                    depends_on=list(args.depends_on),
+                ),
+                opts=pulumi.ResourceOptions(parent=self),
+            )
         self.register_outputs({"proxy_service": self.proxy_service, "namespace": self.namespace})
 
 

@@ -60,9 +60,10 @@ from inference_platform.catalog.edge_policy import (
     edge_error,
     edge_error_body,
 )
-from inference_platform.catalog.token_limits import TokenWeights
+from inference_platform.components.edge.inference_pool import extension_policies, filter_order, picker_objects
+from inference_platform.components.edge.routing import BALANCE_FACTOR_PATH, bounded_load_patch, load_balancer
 from inference_platform.components.edge.token_limits import token_rules
-from inference_platform.components.edge.token_metering import metering_lua
+from inference_platform.components.edge.token_metering import is_metering_lua, metering_lua
 
 GATEWAY_API = "gateway.networking.k8s.io/v1"
 GATEWAY_GROUP = "gateway.networking.k8s.io"
@@ -129,19 +130,38 @@ def render_gateway_objects(policy: EdgePolicy, target: GatewayTarget) -> list[Ma
     routes = [(group, route_name(target.name, group.key)) for group in policy.route_groups]
     refs = [_ref("HTTPRoute", name) for _, name in routes]
     objects = [
-        _envoy_proxy(target),
+        _envoy_proxy(target, policy),
         _gateway(target),
         *(_http_route(group, target, name, backends[group.key]) for group, name in routes),
         _client_traffic_policy(policy, target),
         _backend_traffic_policy(policy, target),
-        *(_request_body_policy(group, target, name) for group, name in routes if group.max_request_bytes is not None),
+        *(
+            _request_body_policy(policy, group, target, name)
+            for group, name in routes
+            if group.max_request_bytes is not None
+        ),
     ]
     if policy.auth_enabled:
         objects.append(_security_policy(policy, target, refs))
-        objects.append(_credential_check(policy, target, refs))
-    if policy.metered:
-        objects.append(_metering(target, refs[0], policy.tokens.weights))
+    if policy.edge_lua or policy.routing.mode == "inference-pool" or policy.metered:
+        keyed = [(group.key, _ref("HTTPRoute", name)) for group, name in routes]
+        objects += extension_policies(
+            policy,
+            namespace=target.namespace,
+            gateway=target.name,
+            service_namespace=target.service_namespace,
+            routes=keyed,
+            metering=metering_lua(policy.tokens.weights) if policy.metered else None,
+        )
+    objects += _bounded_load(policy, target)
     objects += _reference_grants(target, list(backends.values()))
+    objects += picker_objects(
+        policy,
+        namespace=target.namespace,
+        gateway=target.name,
+        listener="http",
+        service_namespace=target.service_namespace,
+    )
     return objects
 
 
@@ -164,10 +184,14 @@ def gateway_summary(objects: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     http_routes = {o["metadata"]["name"]: o["spec"] for o in objects if o["kind"] == "HTTPRoute"}
     security = by_kind.get("SecurityPolicy")
     client = by_kind["ClientTrafficPolicy"]["spec"]
-    extensions = {o["metadata"]["name"]: o for o in objects if o["kind"] == "EnvoyExtensionPolicy"}
-    metering = extensions.pop(f"{gateway}-metering", None)
-    extension = next(iter(extensions.values()), None)
-    lua = extension["spec"]["lua"][0]["inline"] if extension else None
+    extension = next((o for o in objects if o["metadata"]["name"] == f"{gateway}-credentials"), None)
+    scripts = _lua_scripts(extension) if extension else []
+    lua = scripts[0] if scripts and security else None
+    inference_lb = merged.get(route_name(gateway, INFERENCE_ROUTES), {}).get("loadBalancer", {})
+    patches = [p for o in objects if o["kind"] == "EnvoyPatchPolicy" for p in o["spec"]["jsonPatches"]]
+    # Token metering (issue 30): the script in the inference route's policy, and the routes whose policy runs it.
+    metered = [o for o in objects if o["kind"] == "EnvoyExtensionPolicy" and any(map(is_metering_lua, _lua_scripts(o)))]
+    metering = next((s for o in metered for s in _lua_scripts(o) if is_metering_lua(s)), None)
     order = by_kind["EnvoyProxy"]["spec"].get("filterOrder", [])
     rules = backend.get("rateLimit", {}).get("global", {}).get("rules", [])
     per_client = {}
@@ -202,10 +226,8 @@ def gateway_summary(objects: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         if security
         else [],
         "requests_per_minute": per_client,
-        "metering_lua": metering["spec"]["lua"][0]["inline"] if metering else None,
-        "metered_routes": sorted(_group_key(gateway, r["name"]) for r in metering["spec"]["targetRefs"])
-        if metering
-        else [],
+        "metering_lua": metering,
+        "metered_routes": sorted(_group_key(gateway, r["name"]) for o in metered for r in o["spec"]["targetRefs"]),
         "routes": routes,
         "http_endpoints": sorted(e for route in routes.values() for e in route["endpoints"]),
         "stream_idle_timeout": client["timeout"]["http"]["streamIdleTimeout"],
@@ -214,6 +236,19 @@ def gateway_summary(objects: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         "route_timeouts": sorted(route_timeouts),
         "request_headers_timeout": client["timeout"]["http"]["requestHeadersReceivedTimeout"],
         "credential_lua": lua,
+        # Routing (issue 29): every Lua script in order, the inference route's balancer, its hash header, bound.
+        "edge_lua": scripts,
+        "load_balancer": inference_lb.get("type", "LeastRequest"),
+        "hash_headers": [h["name"] for h in inference_lb.get("consistentHash", {}).get("headers", [])],
+        "hash_balance_factor": next(
+            (
+                p["operation"]["value"]["hash_balance_factor"]
+                for p in patches
+                if p["operation"]["path"] == BALANCE_FACTOR_PATH
+            ),
+            None,
+        ),
+        "connection_buffer_limit": int(client.get("connection", {}).get("bufferLimit", 32768)),
         "credential_lua_before_auth": bool(lua and security)
         and {"name": LUA_FILTER, "before": API_KEY_AUTH_FILTER} in order,
         "retry_on": sorted({",".join(backend["retry"]["retryOn"]["triggers"])}),
@@ -264,7 +299,7 @@ def _backends(policy: EdgePolicy, target: GatewayTarget) -> dict[str, Backend]:
     return {INFERENCE_ROUTES: inference, **{g.key: found[g.key] for g in policy.extra_routes}}
 
 
-def _envoy_proxy(target: GatewayTarget) -> Manifest:
+def _envoy_proxy(target: GatewayTarget, policy: EdgePolicy) -> Manifest:
     """The proxies' own shape: a ClusterIP Service with a fixed name (the Ingress backend; never a
     LoadBalancer or NodePort: the ALB is the only way in), hardened pods."""
     return {
@@ -284,7 +319,7 @@ def _envoy_proxy(target: GatewayTarget) -> Manifest:
             },
             # The duplicate-credential Lua must see the key headers before api_key_auth strips them
             # (api/v1alpha1/envoyproxy_types.go FilterOrder, internal/xds/translator/httpfilters.go v1.9.0).
-            "filterOrder": [{"name": LUA_FILTER, "before": API_KEY_AUTH_FILTER}],
+            "filterOrder": [{"name": LUA_FILTER, "before": API_KEY_AUTH_FILTER}, *filter_order(policy)],
         },
     }
 
@@ -387,26 +422,25 @@ def _security_policy(policy: EdgePolicy, target: GatewayTarget, routes: list[dic
     }
 
 
-def _credential_check(policy: EdgePolicy, target: GatewayTarget, routes: list[dict[str, str]]) -> Manifest:
-    """The duplicate-credential refusal on every route (the script of ``EdgePolicy.credential_lua``)."""
-    return {
-        "apiVersion": ENVOY_GATEWAY_API,
-        "kind": "EnvoyExtensionPolicy",
-        "metadata": _meta(target, f"{target.name}-credentials"),
-        "spec": {"targetRefs": routes, "lua": [{"type": "Inline", "inline": policy.credential_lua}]},
-    }
+def _bounded_load(policy: EdgePolicy, target: GatewayTarget) -> list[Manifest]:
+    """The load bound on the inference route's consistent hash (``components.edge.routing``), ``envoy`` mode."""
+    spec = bounded_load_patch(
+        policy.routing, namespace=target.namespace, gateway=target.name, route=route_name(target.name, INFERENCE_ROUTES)
+    )
+    if spec is None:
+        return []
+    return [
+        {
+            "apiVersion": ENVOY_GATEWAY_API,
+            "kind": "EnvoyPatchPolicy",
+            "metadata": _meta(target, f"{target.name}-bounded-load"),
+            "spec": spec,
+        }
+    ]
 
 
-def _metering(target: GatewayTarget, route: dict[str, str], weights: TokenWeights) -> Manifest:
-    """Token metering on the OpenAI route (``token_metering``): its own EnvoyExtensionPolicy, so the duplicate-
-    credential one stays as it is; Envoy Gateway builds one Lua filter per policy entry, and the EnvoyProxy's
-    filterOrder moves every Lua filter before api_key_auth (``internal/xds/translator/httpfilters.go`` v1.9.0)."""
-    return {
-        "apiVersion": ENVOY_GATEWAY_API,
-        "kind": "EnvoyExtensionPolicy",
-        "metadata": _meta(target, f"{target.name}-metering"),
-        "spec": {"targetRefs": [route], "lua": [{"type": "Inline", "inline": metering_lua(weights)}]},
-    }
+def _lua_scripts(extension: Mapping[str, Any]) -> list[str]:
+    return [entry["inline"] for entry in extension["spec"].get("lua", [])]
 
 
 def _backend_traffic_policy(policy: EdgePolicy, target: GatewayTarget) -> Manifest:
@@ -475,7 +509,7 @@ def _error_override(status: int, policy: EdgePolicy) -> dict[str, Any]:
     return {"match": match, "source": "Local", "response": response}
 
 
-def _request_body_policy(group: RouteGroup, target: GatewayTarget, route: str) -> Manifest:
+def _request_body_policy(policy: EdgePolicy, group: RouteGroup, target: GatewayTarget, route: str) -> Manifest:
     """A group's request-body limit, merged into the Gateway's BackendTrafficPolicy for its HTTPRoute only.
 
     Envoy Gateway v1.9.0 translates ``requestBuffer.limit`` into an ``envoy.filters.http.buffer`` filter,
@@ -490,6 +524,8 @@ def _request_body_policy(group: RouteGroup, target: GatewayTarget, route: str) -
             "targetRefs": [_ref("HTTPRoute", route)],
             "mergeType": "StrategicMerge",
             "requestBuffer": {"limit": str(group.max_request_bytes)},
+            # The OpenAI API's replica choice (edge.routing); the other groups keep Envoy Gateway's default.
+            **({"loadBalancer": load_balancer(policy.routing)} if group.key == INFERENCE_ROUTES else {}),
         },
     }
 
@@ -515,6 +551,13 @@ def _client_traffic_policy(policy: EdgePolicy, target: GatewayTarget) -> Manifes
                 }
             },
             "headers": {"withUnderscoresAction": "RejectRequest"},
+            # The affinity Lua reads the whole body before the buffer filter raises the stream's limit (filterOrder
+            # puts every Lua first): the connection's own limit must hold the largest prompt body.
+            **(
+                {"connection": {"bufferLimit": str(policy.max_request_bytes)}}
+                if policy.affinity_lua is not None
+                else {}
+            ),
         },
     }
 

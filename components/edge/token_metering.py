@@ -82,9 +82,18 @@ def metering_lua(weights: TokenWeights | None = None) -> str:
     )
 
 
+METERING_LUA_HEAD = "-- Token metering (issue 30): the answer's usage into dynamic metadata as the body passes.\n"
+"""The script's first line, whatever its weights: how a rendering's summary tells the metering script apart."""
+
+
+def is_metering_lua(script: str) -> bool:
+    return script.startswith(METERING_LUA_HEAD)
+
+
 # Doubled braces are Lua's; single ones are filled in by metering_lua().
-_LUA = r"""-- Token metering (issue 30): the answer's usage into dynamic metadata as the body passes.
-local NS = "{namespace}"
+_LUA = (
+    METERING_LUA_HEAD
+    + r"""local NS = "{namespace}"
 local PREFIX = "{prefix}"
 -- Weights in thousandths of a token (edge.tokenLimits.weights): uncached input, cached input, output.
 local W_INPUT, W_CACHED, W_OUTPUT, SCALE = {w_input}, {w_cached}, {w_output}, {scale}
@@ -221,3 +230,4 @@ function envoy_on_response(handle)
   end
 end
 """
+)

@@ -44,6 +44,9 @@ class RuleSet:
     """Default unset (no edge alerts). Regex of the Envoy clusters in front of the workload
     (Envoy Gateway names them ``httproute/<namespace>/<route>/rule/<n>``)."""
     thresholds: AlertThresholds = field(default_factory=AlertThresholds)
+    endpoint_picker: str | None = None
+    """Default unset (no picker alert). The endpoint picker's Deployment (``edge.routing: inference-pool``, issue 29):
+    its pods are ``<name>-<hash>-<id>`` in the scope's namespace."""
     token_meters: tuple[TokenMeter, ...] = ()
     """Default none (no charged-vs-served rules). Where the edge's charges of each metered client are counted
     (``token_rules``, issue 30)."""
@@ -75,6 +78,8 @@ def rule_groups(rules: RuleSet) -> list[dict[str, Any]]:
     ]
     if rules.edge_clusters:
         groups.append({"name": f"{name}.edge", "rules": _edge_alerts(rules)})
+    if rules.endpoint_picker is not None:
+        groups.append({"name": f"{name}.endpoint-picker", "rules": _picker_alerts(rules)})
     groups += token_rule_groups(name, rules.scope, rules.token_meters, rules.runbook_base, rules.token_weights)
     return [g for g in groups if g["rules"]]
 
@@ -349,6 +354,26 @@ def _node_alerts(rules: RuleSet) -> list[dict[str, Any]]:
             "reservation): pending pods wait.",
             runbook_base=rb,
         ),
+    ]
+
+
+def _picker_alerts(rules: RuleSet) -> list[dict[str, Any]]:
+    """The endpoint picker serves no pick: no picker pod ready (kube-state-metrics). The edge fails open, so this is a
+    ticket, not a page: requests go on by least request, without prefix, queue or KV-cache scoring."""
+    ready = q.selector(
+        {"namespace": rules.scope.namespace, "pod": f"=~{rules.endpoint_picker}-.*", "condition": "true"}
+    )
+    return [
+        alert(
+            "EndpointPickerUnavailable",
+            f"sum({q.POD_READY}{ready}) == 0 or absent({q.POD_READY}{ready})",
+            for_="5m",
+            severity="warning",
+            summary="The endpoint picker is down: the edge routes by least request",
+            description="No endpoint picker pod is ready: the gateway's ext_proc fails open and every request is "
+            "balanced by least request, without prefix-cache, queue or KV-cache scoring.",
+            runbook_base=rules.runbook_base,
+        )
     ]
 
 

@@ -108,7 +108,17 @@ def tree(plan: Plan) -> str:
     lines += ["", f"Resources: + {len(run.resources)} to create ({run.seconds:.2f} s)"]
     lines += [f"    {n:4d}  {t}" for t, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
     lines += ["", policy_lines(plan), "", cost_line(plan)]
+    routing = routing_line(plan)
+    if routing:
+        lines.append(routing)
     return scrub("\n".join(lines))
+
+
+def routing_line(plan: Plan) -> str | None:
+    """How the stack's edge picks a replica (``edge.routing``), when the stack has an edge."""
+    edge = plan.run.outputs.get("edge")
+    routing = edge.get("routing") if isinstance(edge, dict) else None
+    return f"Routing: {routing}" if routing else None
 
 
 def cost_line(plan: Plan) -> str:
@@ -140,6 +150,7 @@ def markdown(plan: Plan) -> str:
         "",
         cost_line(plan),
         "",
+        *((routing_line(plan) or "", "") if routing_line(plan) else ()),
         "| resources | type |",
         "|---:|---|",
         *(f"| {n} | `{t}` |" for t, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))),

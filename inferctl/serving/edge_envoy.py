@@ -59,6 +59,7 @@ from inference_platform.catalog.edge_policy import (
     edge_error,
     edge_error_body,
 )
+from inference_platform.catalog.edge_routing import AFFINITY_HEADER, MAGLEV_TABLE_SIZE, Routing
 from inference_platform.catalog.envoy_gateway_gates import (
     config_problems,
     enabled,
@@ -85,7 +86,18 @@ UNAUTHENTICATED_BUCKET = 1_000_000
 CONNECT_TIMEOUT_SECONDS = 5
 # Envoy's own guard against connection floods (Envoy Gateway sets one too); far above any client count.
 MAX_DOWNSTREAM_CONNECTIONS = 10_000
+# Envoy Gateway v1.9.0's listener buffer limit when no ClientTrafficPolicy sets one (internal/xds/translator/
+# listener.go tcpListenerPerConnectionBufferLimitBytes); Envoy's own default (1 MiB) would hide a Lua that reads a
+# body larger than the cluster's proxies hold.
+GATEWAY_CONNECTION_BUFFER_LIMIT = 32768
+MAGLEV = "envoy.load_balancing_policies.maglev"
+PREVIOUS_HOSTS = "envoy.retry_host_predicates.previous_hosts"
+# Envoy Gateway v1.9.0 internal/xds/translator/route.go buildRetryPolicy: HostSelectionRetryMaxAttempts: 5.
+GATEWAY_HOST_SELECTION_ATTEMPTS = 5
+_LB_POLICIES = {"round-robin": "ROUND_ROBIN", "inference-pool": "LEAST_REQUEST"}
 _TYPES = "type.googleapis.com/envoy."
+# Envoy's lb_policy for the gateway's loadBalancer.type of each mode (ConsistentHash is the Maglev policy).
+_LB_TO_GATEWAY = {"RoundRobin": "ROUND_ROBIN", "LeastRequest": "LEAST_REQUEST"}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -97,6 +109,13 @@ class Upstream:
     headers: tuple[tuple[str, str], ...] = ()
     """Default none. Headers the gateway adds towards this server (its own key, when the serving stack
     still requires one behind the gateway); added after the client's key was stripped."""
+    more: tuple[tuple[str, int], ...] = ()
+    """Default none. More replicas of the same server (address, port): the inference group's replicas
+    (``serve-local --replicas``), balanced by the policy's routing mode."""
+
+    @property
+    def endpoints(self) -> tuple[tuple[str, int], ...]:
+        return ((self.address, self.port), *self.more)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -165,8 +184,26 @@ def render_bootstrap(
 def bootstrap_summary(bootstrap: Mapping[str, Any]) -> dict[str, Any]:
     """Clients, routes, per-client requests per minute, timeouts and circuit-breaker limits read back from a
     rendered bootstrap (what the agreement test compares with the Gateway API rendering)."""
-    hcm = bootstrap["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
+    listener = bootstrap["static_resources"]["listeners"][0]
+    hcm = listener["filter_chains"][0]["filters"][0]["typed_config"]
     filters = {f["name"]: f["typed_config"] for f in hcm["http_filters"]}
+    scripts = [
+        f["typed_config"]["default_source_code"]["inline_string"]
+        for f in hcm["http_filters"]
+        if f["name"].startswith(LUA_FILTER)
+    ]
+    inference = next(c for c in bootstrap["static_resources"]["clusters"] if c["name"] == INFERENCE_ROUTES)
+    maglev = [
+        p["typed_extension_config"]["typed_config"]
+        for p in inference.get("load_balancing_policy", {}).get("policies", [])
+        if p["typed_extension_config"]["name"] == MAGLEV
+    ]
+    hashed = {
+        h["header"]["header_name"]
+        for r in hcm["route_config"]["virtual_hosts"][0]["routes"]
+        if r["route"]["cluster"] == INFERENCE_ROUTES
+        for h in r["route"].get("hash_policy", [])
+    }
     auth = filters.get(API_KEY_AUTH_FILTER)
     lua = filters.get(LUA_FILTER)
     metering = filters.get(METERING_FILTER)
@@ -219,7 +256,14 @@ def bootstrap_summary(bootstrap: Mapping[str, Any]) -> dict[str, Any]:
         "route_timeouts": sorted({r["route"]["timeout"] for r in routes}),
         "request_headers_timeout": hcm["request_headers_timeout"],
         # The duplicate-credential refusal: its script, and whether it runs before authentication.
-        "credential_lua": lua["default_source_code"]["inline_string"] if lua else None,
+        "credential_lua": lua["default_source_code"]["inline_string"] if lua and auth else None,
+        "edge_lua": scripts,
+        "load_balancer": "ConsistentHash"
+        if maglev
+        else {v: k for k, v in _LB_TO_GATEWAY.items()}.get(inference.get("lb_policy", "ROUND_ROBIN"), "?"),
+        "hash_headers": sorted(hashed),
+        "hash_balance_factor": maglev[0]["consistent_hashing_lb_config"]["hash_balance_factor"] if maglev else None,
+        "connection_buffer_limit": listener.get("per_connection_buffer_limit_bytes", 1024 * 1024),
         "credential_lua_before_auth": bool(lua and auth) and names.index(LUA_FILTER) < names.index(API_KEY_AUTH_FILTER),
         "retry_on": sorted({r["route"]["retry_policy"]["retry_on"] for r in routes}),
         "max_connections": thresholds["max_connections"],
@@ -290,14 +334,15 @@ def _listener(
 ) -> dict[str, Any]:
     idle = f"{policy.idle_timeout_seconds}s"
     http_filters: list[dict[str, Any]] = []
-    if policy.credential_lua is not None:
-        # Before api_key_auth, as Envoy Gateway's filterOrder puts it: it sees every copy of the key header.
+    # Before api_key_auth, as Envoy Gateway's filterOrder puts every Lua filter: the credential check sees every
+    # copy of the key header; then the affinity key (envoy routing), in the EnvoyExtensionPolicy's order.
+    for i, script in enumerate(policy.edge_lua):
         http_filters.append(
             {
-                "name": LUA_FILTER,
+                "name": LUA_FILTER if i == 0 else f"{LUA_FILTER}/{i}",
                 "typed_config": {
                     "@type": f"{_TYPES}extensions.filters.http.lua.v3.Lua",
-                    "default_source_code": {"inline_string": policy.credential_lua},
+                    "default_source_code": {"inline_string": script},
                 },
             }
         )
@@ -385,6 +430,11 @@ def _listener(
     return {
         "name": "edge_https",
         "address": _socket(listener.address, listener.port),
+        # The ClientTrafficPolicy's connection.bufferLimit (envoy routing: the affinity Lua reads whole bodies),
+        # else Envoy Gateway's listener default.
+        "per_connection_buffer_limit_bytes": policy.max_request_bytes
+        if policy.affinity_lua is not None
+        else GATEWAY_CONNECTION_BUFFER_LIMIT,
         "filter_chains": [
             {
                 "transport_socket": tls,
@@ -523,7 +573,22 @@ def _route(policy: EdgePolicy, group: RouteGroup, endpoint: Endpoint, headers: t
             "cluster": group.key,
             "timeout": "0s",
             "idle_timeout": f"{policy.idle_timeout_seconds}s",
-            "retry_policy": {"retry_on": ",".join(RETRY_ON), "num_retries": policy.retries},
+            "retry_policy": {
+                "retry_on": ",".join(RETRY_ON),
+                "num_retries": policy.retries,
+                # What Envoy Gateway v1.9.0 adds to every retry policy (internal/xds/translator/route.go
+                # buildRetryPolicy): a retry goes to another replica, so the consistent hash's choice of a replica
+                # that just died is routed around at once instead of retried on the same dead replica.
+                "retry_host_predicate": [
+                    {
+                        "name": PREVIOUS_HOSTS,
+                        "typed_config": {
+                            "@type": f"{_TYPES}extensions.retry.host.previous_hosts.v3.PreviousHostsPredicate"
+                        },
+                    }
+                ],
+                "host_selection_retry_max_attempts": GATEWAY_HOST_SELECTION_ATTEMPTS,
+            },
         },
     }
     if group.max_request_bytes is not None:
@@ -533,6 +598,9 @@ def _route(policy: EdgePolicy, group: RouteGroup, endpoint: Endpoint, headers: t
                 "buffer": {"max_request_bytes": group.max_request_bytes},
             }
         }
+    if group.key == INFERENCE_ROUTES and policy.routing.hashes_prefix:
+        # Envoy Gateway's consistentHash type Headers: the route's hash policy on the Lua's header.
+        route["route"]["hash_policy"] = [{"header": {"header_name": AFFINITY_HEADER}}]
     if policy.metered:
         per_filter = route.setdefault("typed_per_filter_config", {})
         # Envoy Gateway puts shared rules in typed_per_filter_config (where hits_addend works), on every route
@@ -553,16 +621,32 @@ def _route(policy: EdgePolicy, group: RouteGroup, endpoint: Endpoint, headers: t
     return route
 
 
+def _balancing(routing: Routing) -> dict[str, Any]:
+    """The inference cluster's balancer for ``routing`` (what Envoy Gateway renders for ``loadBalancer``, plus the
+    EnvoyPatchPolicy's hash_balance_factor in ``envoy`` mode: ``components.edge.routing``)."""
+    if not routing.hashes_prefix:
+        return {"lb_policy": _LB_POLICIES[routing.mode]}
+    maglev = {
+        "@type": f"{_TYPES}extensions.load_balancing_policies.maglev.v3.Maglev",
+        "table_size": MAGLEV_TABLE_SIZE,
+        "consistent_hashing_lb_config": {"hash_balance_factor": routing.load_bound_percent},
+    }
+    return {
+        "load_balancing_policy": {"policies": [{"typed_extension_config": {"name": MAGLEV, "typed_config": maglev}}]}
+    }
+
+
 def _cluster(policy: EdgePolicy, name: str, upstream: Upstream) -> dict[str, Any]:
     cb = policy.circuit_breaker
-    address, port = upstream.address, upstream.port
+    endpoints = upstream.endpoints if name == INFERENCE_ROUTES else ((upstream.address, upstream.port),)
     return {
         "name": name,
         "type": "STATIC",
         "connect_timeout": f"{CONNECT_TIMEOUT_SECONDS}s",
+        **(_balancing(policy.routing) if name == INFERENCE_ROUTES else {}),
         "load_assignment": {
             "cluster_name": name,
-            "endpoints": [{"lb_endpoints": [{"endpoint": {"address": _socket(address, port)}}]}],
+            "endpoints": [{"lb_endpoints": [{"endpoint": {"address": _socket(a, p)}} for a, p in endpoints]}],
         },
         "circuit_breakers": {
             "thresholds": [
@@ -606,6 +690,13 @@ def _access_log(policy: EdgePolicy, path: Path) -> dict[str, Any]:
         "upstream": "%UPSTREAM_HOST%",
         "duration_ms": "%DURATION%",
         "first_byte_ms": "%RESPONSE_DURATION%",
+        # When the upstream request ran, in microseconds (the routing trace's per-replica concurrency): start of the
+        # request, its wait before the upstream request began, and the upstream request's own length.
+        "start_s": "%START_TIME(%s.%6f)%",
+        "upstream_wait_us": "%COMMON_DURATION(DS_RX_BEG:US_TX_BEG:us)%",
+        "upstream_us": "%COMMON_DURATION(US_TX_BEG:US_RX_END:us)%",
+        # The prefix-affinity key the edge's Lua set (envoy routing; null without one): which prompts shared a key.
+        "affinity": f"%REQ({AFFINITY_HEADER.upper()})%",
     }
     return {
         "name": "envoy.access_loggers.file",

@@ -77,6 +77,13 @@ def register(subparsers: Any) -> None:
         "JSON {client: key}, kept across restarts (mode 0600; default <work-dir>/api-keys.json)",
     )
     parser.add_argument("--edge", action="store_true", help="put a real Envoy with TLS and API keys in front")
+    parser.add_argument(
+        "--replicas",
+        type=int,
+        default=1,
+        help="replicas (1-16; more than 1 needs --edge): each its own Triton, stand-in engine and OpenAI server on "
+        "the given ports + 100 x its index, balanced by the edge as the stack's edge.routing says (docs/edge.md)",
+    )
     parser.add_argument("--edge-port", type=int, default=DEFAULT_EDGE_PORT, help="HTTPS (and gRPC) port of the edge")
     parser.add_argument("--edge-admin-port", type=int, default=DEFAULT_EDGE_ADMIN_PORT, help="Envoy admin port")
     parser.add_argument(
@@ -132,6 +139,10 @@ def run(args: argparse.Namespace) -> int:
         timing = Timing(**delays)
     except ValueError as err:
         raise CommandError(str(err), exit_code=2) from None
+    if args.replicas != 1:
+        from inference_platform.inferctl.serving.serve_replicas import check_replicas
+
+        check_replicas(args)
     _check_ports_free(args)
     root = args.work_dir or stack_files.project_dir() / "build" / "serve-local" / args.stack
     with claimed(root) as work:
@@ -148,6 +159,10 @@ def _run_in(args: argparse.Namespace, settings: Any, work: Any, timing: Any) -> 
 
     serving = settings.serving
     edge = _edge_plan(args, settings, work) if args.edge else None
+    if edge is not None and args.replicas > 1:
+        from inference_platform.inferctl.serving.serve_replicas import serve_replicas
+
+        return serve_replicas(args, settings, timing, edge, work)
     # Behind the edge, Triton's own key (if the stack still asks for one) is the edge's business.
     own_key = serving.auth.enabled and edge is None
     api_key = edge.triton_key if edge is not None else (_api_key(args.api_key_file) if own_key else None)
@@ -213,6 +228,13 @@ def _check_ports_free(args: argparse.Namespace) -> None:
     }
     if args.edge:
         flags |= {"--edge-port": args.edge_port, "--edge-admin-port": args.edge_admin_port}
+    replicas = getattr(args, "replicas", 1)
+    # Replica i listens on replica 0's ports + 100 x i (inferctl.serving.replicas.PORT_STRIDE).
+    every = dict(flags)
+    for index in range(1, replicas):
+        for flag in ("--http-port", "--grpc-port", "--metrics-port", "--openai-port"):
+            every[f"{flag} (+{index * 100}, replica {index})"] = flags[flag] + index * 100
+    flags = every
     seen: dict[int, str] = {}
     for flag, port in flags.items():
         if port in seen:

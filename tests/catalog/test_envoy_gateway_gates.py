@@ -91,12 +91,13 @@ def test_the_chart_default_leaves_lua_off_and_the_lua_policy_gets_a_500():
 def test_what_the_old_controller_values_installed_fails_and_what_we_install_passes():
     policy = load_settings({"tags": {"owner": "t", "costCenter": "c"}}, project="p", stack="s", region="us-west-2")
     objects = render_gateway_objects(policy.edge.policy(), TARGET)
-    assert gates.features_used(objects) == {"Lua", "global rate limit"}
+    # The default routing (envoy) adds the bounded load's EnvoyPatchPolicy (issue 29).
+    assert gates.features_used(objects) == {"Lua", "global rate limit", "EnvoyPatchPolicy"}
     # Before issue 28: rateLimit only, no extensionApis (the chart's {}).
     old = {"rateLimit": {"backend": {"type": "Redis", "redis": {"url": "r:6379"}}, "failClosed": True}}
     assert [p for p in gates.gate_problems(objects, gates.merged_config(old)) if "uses Lua" in p]
     ours = controller_values("r:6379", features=gates.features_used(objects))["config"]["envoyGateway"]
-    assert ours["extensionApis"] == {"enableLua": True}
+    assert ours["extensionApis"] == {"enableLua": True, "enableEnvoyPatchPolicy": True}
     assert gates.gate_problems(objects, gates.merged_config(ours)) == []
 
 

@@ -27,6 +27,7 @@ CUSTOM_REQUIRED = {
     ("gateway.envoyproxy.io/v1alpha1", "BackendTrafficPolicy"): ("spec.targetRefs",),
     ("gateway.envoyproxy.io/v1alpha1", "ClientTrafficPolicy"): ("spec.targetRefs",),
     ("gateway.envoyproxy.io/v1alpha1", "EnvoyExtensionPolicy"): ("spec.targetRefs", "spec.lua"),
+    ("gateway.envoyproxy.io/v1alpha1", "EnvoyPatchPolicy"): ("spec.targetRef", "spec.type", "spec.jsonPatches"),
     ("elbv2.k8s.aws/v1beta1", "IngressClassParams"): ("spec.scheme", "spec.sslPolicy", "spec.wafv2AclArn"),
     ("secrets-store.csi.x-k8s.io/v1", "SecretProviderClass"): ("spec.provider", "spec.parameters"),
 }

@@ -9,6 +9,8 @@ import pytest
 from inference_platform.components.edge.controller_config import controller_values
 from inference_platform.offline_plan.policy_runner import evaluate
 from inference_platform.policies.pack import POLICIES
+from inference_platform.settings import stack_files
+from inference_platform.settings.derived import stack_edge_policy
 from tests.conftest import STACKS
 
 FEATURES = "envoy-gateway-features-enabled"
@@ -80,5 +82,9 @@ def test_every_shipped_stack_passes_and_uses_lua(stack_plan, stack):
     assert evaluate(run.resources, rules) == []
     (release,) = [r for r in run.resources if str(r.inputs.get("chart", "")).endswith("gateway-helm")]
     envoy_gateway = release.inputs["values"]["config"]["envoyGateway"]
-    assert envoy_gateway["extensionApis"] == {"enableLua": True}
+    # Lua everywhere (the credential check); envoy routing (dev's default, issue 29) adds its load bound's patch,
+    # inference-pool (prod's) the endpoint picker's no-wait patch; round-robin patches nothing.
+    routing = stack_edge_policy(stack_files.load(stack)).routing.mode
+    patch = {"enableEnvoyPatchPolicy": True} if routing != "round-robin" else {}
+    assert envoy_gateway["extensionApis"] == {"enableLua": True, **patch}
     assert envoy_gateway["rateLimit"]["timeout"] == "100ms"

@@ -26,6 +26,7 @@ from inference_platform.catalog.edge_policy import (
     request_body_limit,
 )
 from inference_platform.components.edge.gateway_api import render_gateway_objects
+from inference_platform.components.edge.token_metering import metering_lua
 from inference_platform.inferctl.serving.edge_envoy import BUFFER_FILTER
 from inference_platform.inferctl.serving.local_edge import envoy_binary
 from inference_platform.settings import load_settings
@@ -135,7 +136,8 @@ def test_the_openai_route_is_buffered_and_the_rate_limits_stay_in_the_gateways_p
     gateway, body = backend_policies(objs)
     http_route = next(o for o in objs if o["kind"] == "HTTPRoute")["metadata"]["name"]
     assert [(r["kind"], r["name"]) for r in body["spec"]["targetRefs"]] == [("HTTPRoute", http_route)]
-    assert set(body["spec"]) == {"targetRefs", "mergeType", "requestBuffer"}
+    # The body limit and the OpenAI route's balancer (edge.routing, components/edge/routing.py).
+    assert set(body["spec"]) == {"targetRefs", "mergeType", "requestBuffer", "loadBalancer"}
     # The parent it merges into: the Gateway every route attaches to, with the shared per-client rules.
     assert [r["kind"] for r in gateway["spec"]["targetRefs"]] == list(MERGE_PARENT_KINDS)
     assert gateway["spec"]["targetRefs"][0]["name"] == TARGET.name
@@ -159,7 +161,9 @@ def test_the_local_envoy_translates_like_envoy_gateway_and_is_the_pinned_version
     hcm = config["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
     names = [f["name"] for f in hcm["http_filters"]]
     # Envoy Gateway's default order, with the EnvoyProxy's filterOrder applied (the Lua before api_key_auth).
-    expected = sorted(names, key=FILTER_ORDER.__getitem__)
+    # Envoy Gateway names each Lua of a policy <type>/<...>/<index> and orders them by index; filterOrder moves every
+    # filter of the type (internal/xds/translator/httpfilters.go v1.9.0 isFilterType: a name prefix).
+    expected = sorted(names, key=lambda n: (FILTER_ORDER[n.split("/")[0]], n))
     for position in next(o for o in objects(policy()) if o["kind"] == "EnvoyProxy")["spec"]["filterOrder"]:
         assert set(position) <= set(FILTER_POSITION_FIELDS) and position["name"] in FILTER_ORDER
         # Every filter of the type moves (httpfilters.go isFilterType: a name prefix), in its order.
@@ -173,6 +177,7 @@ def test_the_local_envoy_translates_like_envoy_gateway_and_is_the_pinned_version
         == expected
         == [
             "envoy.filters.http.lua",
+            "envoy.filters.http.lua/1",
             "envoy.filters.http.lua/metering",
             "envoy.filters.http.api_key_auth",
             "envoy.filters.http.buffer",
@@ -200,15 +205,28 @@ def test_the_duplicate_credential_check_runs_before_authentication_on_every_rout
     ]
     routes = {(o["kind"], o["metadata"]["name"]) for o in objs if o["kind"].endswith("Route")}
     assert {(r["kind"], r["name"]) for r in extension["spec"]["targetRefs"]} == routes
-    (lua,) = extension["spec"]["lua"]
+    # The credential check first, then the prefix-affinity key (edge.routing envoy, the default in development),
+    # then token metering (issue 30): one policy, Envoy Gateway v1.9.0 runs one per route.
+    lua, affinity, metering = extension["spec"]["lua"]
+    assert metering["inline"] == metering_lua()
+    calls = set(LUA_HANDLE_CALLS.findall(affinity["inline"])) | set(
+        re.findall(r"(?:headers|body):([A-Za-z]+)\(", affinity["inline"])
+    )
+    assert calls <= {"headers", "body", "get", "remove", "replace", "getBytes", "length"}  # mocks.lua v1.9.0 has each
+    assert "bit." not in affinity["inline"]  # gopher-lua (the strict validator) has no bit library
     # Only calls Envoy Gateway's strict validator mocks: it would refuse the policy otherwise.
     assert lua["type"] == "Inline" and set(LUA_HANDLE_CALLS.findall(lua["inline"])) == set(LUA_VALIDATOR_MOCKS)
     assert '{"x-api-key", "authorization"}' in lua["inline"] and '":status"] = "400"' in lua["inline"]
     # Both key headers are still stripped before the server (the check does not replace sanitize).
     security = next(o for o in objs if o["kind"] == "SecurityPolicy")["spec"]["apiKeyAuth"]
     assert security["sanitize"] is True and security["extractFrom"] == [{"headers": ["x-api-key", "authorization"]}]
-    # Without authentication there is no credential to be ambiguous about.
-    unauthenticated = {"auth": {"enabled": False}, "tokenLimits": {"tokensPerMinute": None}}
+    # Without authentication there is no credential to be ambiguous about (nor Lua at all without prefix affinity
+    # and token metering).
+    unauthenticated = {
+        "auth": {"enabled": False},
+        "routing": {"mode": "round-robin"},
+        "tokenLimits": {"tokensPerMinute": None},
+    }
     assert not [o for o in objects(policy(edge=unauthenticated)) if o["kind"] == "EnvoyExtensionPolicy"]
 
 

@@ -53,6 +53,7 @@ REQUIRED = {
     "BackendTrafficPolicy": [("spec", "targetRefs")],
     "ClientTrafficPolicy": [("spec", "targetRefs")],
     "EnvoyExtensionPolicy": [("spec", "targetRefs"), ("spec", "lua")],
+    "EnvoyPatchPolicy": [("spec", "targetRef"), ("spec", "type"), ("spec", "jsonPatches")],
 }
 LISTENER_FIELDS = ("name", "port", "protocol")
 BACKEND_REF_FIELDS = ("name", "port")
@@ -221,8 +222,9 @@ def test_the_local_envoy_runs_only_features_the_clusters_controller_enables(case
     objects = render_gateway_objects(pol, TARGET)
     local = _features(pol)
     # The local stand-in runs the request limits as local_ratelimit, and the token limits (issue 30) as global
-    # limits against the rate-limit service's stand-in: the rest must be the same features.
-    assert local == features_used(objects) - (set() if pol.metered else {"global rate limit"})
+    # limits against the rate-limit service's stand-in; it renders the EnvoyPatchPolicy's load bound in the cluster
+    # it patches (the summaries' hash_balance_factor agree): the rest must be the same features.
+    assert local == features_used(objects) - {"EnvoyPatchPolicy"} - (set() if pol.metered else {"global rate limit"})
     config = merged_config(controller_values("r:6379", features=features_used(objects))["config"]["envoyGateway"])
     assert all(enabled(feature(name), config) for name in local)
 
@@ -237,5 +239,8 @@ def test_the_local_envoy_refuses_lua_the_controller_leaves_off():
     with pytest.raises(ValueError, match="must not have the same value"):
         bootstrap(pol, controller={"extensionApis": {"enableLua": True, "disableLua": True}})
     bootstrap(pol, controller={"extensionApis": {"enableLua": True}, "rateLimit": old["rateLimit"]})
-    # Without authentication there is no Lua, and nothing to enable.
-    bootstrap(policy(EDGES["auth-off"]), controller=old)
+    # Without authentication (no credential check, no token metering) and without prefix affinity there is no
+    # Lua, and nothing to enable.
+    bootstrap(policy(EDGES["auth-off"] | {"routing": {"mode": "round-robin"}}), controller=old)
+    with pytest.raises(ValueError, match=r"Lua \(envoy.filters.http.lua\) is off"):
+        bootstrap(policy(EDGES["auth-off"]), controller=old)

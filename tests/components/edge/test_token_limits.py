@@ -186,8 +186,13 @@ def test_both_renderings_charge_at_the_stacks_weights():
     pol = policy({**EDGE, "tokenLimits": {**EDGE["tokenLimits"], "weights": WEIGHTS}})
     expected = metering_lua(pol.tokens.weights)
     assert "local W_INPUT, W_CACHED, W_OUTPUT, SCALE = 2000, 100, 500, 1000" in expected
-    (metering,) = [o for o in render_gateway_objects(pol, TARGET) if o["metadata"]["name"].endswith("-metering")]
-    assert metering["spec"]["lua"] == [{"type": "Inline", "inline": expected}]
+    # The inference route's one EnvoyExtensionPolicy runs the script (Envoy Gateway attaches one per route).
+    (metering,) = [
+        o
+        for o in render_gateway_objects(pol, TARGET)
+        if o["kind"] == "EnvoyExtensionPolicy" and {"type": "Inline", "inline": expected} in o["spec"].get("lua", [])
+    ]
+    assert metering["metadata"]["name"].endswith("-credentials")
     from inference_platform.inferctl.serving.edge_envoy import METERING_FILTER
     from tests.components.edge.test_gateway_api import bootstrap
 

@@ -25,7 +25,7 @@ from tests.system_tools import require_tool
 NS, JOB = "inference", "triton"
 SCOPE = Scope(namespace=NS, job=JOB)
 EDGE = "httproute/inference/triton/rule/.*"
-NVIDIA = RuleSet(scope=SCOPE, hpa="keda-hpa-triton", edge_clusters=EDGE)
+NVIDIA = RuleSet(scope=SCOPE, hpa="keda-hpa-triton", edge_clusters=EDGE, endpoint_picker="inference-router-epp")
 NEURON = RuleSet(scope=Scope(namespace=NS, job=JOB, backend="neuron"), vendor="neuron", hpa="keda-hpa-triton")
 W = f'namespace="{NS}",job="{JOB}"'  # what a ServiceMonitor adds to every Triton sample
 TRT = f'{W},model="tensorrt_llm",version="1",pod="triton-a"'
@@ -286,8 +286,28 @@ CASES = [
         "33.33% of inference requests are refused with 429 (threshold 20%): a client exceeds its limit or limits "
         "are too low.",
     ),
+    Case(
+        "EndpointPickerUnavailable",
+        [
+            (
+                f'kube_pod_status_ready{{namespace="{NS}",pod="inference-router-epp-5d8f7-abcde",condition="true"}}',
+                "0x20",
+            )
+        ],
+        [
+            (
+                f'kube_pod_status_ready{{namespace="{NS}",pod="inference-router-epp-5d8f7-abcde",condition="true"}}',
+                "1x20",
+            )
+        ],
+        "10m",
+        {},
+        "No endpoint picker pod is ready: the gateway's ext_proc fails open and every request is balanced by least "
+        "request, without prefix-cache, queue or KV-cache scoring.",
+    ),
 ]
 NVIDIA_ONLY = (
+    "EndpointPickerUnavailable",
     "KvCacheNearlyFull",
     "GpuXidError",
     "AcceleratorsUnderutilised",

@@ -1,0 +1,260 @@
+"""``make bench`` routing: the recorded routing trace replayed against N local replicas under each ``edge.routing``
+mode, side by side in one run (issue 29).
+
+One set of replicas (``inferctl.serving.replicas``) serves every mode, each mode behind its own local Envoy
+rendered from the dev stack's edge policy with that mode. Each mode's replay marks every prompt with the mode's
+name at its very start, so no mode reuses another's cached prefixes. Per mode and part of the trace it reports:
+
+- the prefix-cache hit rate: the engines' own cached prompt tokens over all prompt tokens (``usage`` of each
+  response, which the stand-in fills from its KV-block cache);
+- latency p50/p90/p99 of the short (``max_tokens`` 4) requests, whose time is mostly prefill: prefill is what the
+  cache saves (the stand-in's prefill grows with the prompt tokens its cache does not hold);
+- throughput (requests/s at the replay's concurrency) and errors;
+- per-replica spread (requests per replica) and the peak requests one replica held at once, against Envoy's bound.
+
+The small version in ``make test`` (tests/bench/test_routing_trace.py) asserts only what is deterministic.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import contextlib
+import dataclasses
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.routing_trace import TraceRequest, load
+
+MODES = ("round-robin", "envoy", "inference-pool")
+REQUEST_TIMEOUT = 120.0
+LOG_FLUSH_WAIT = 15.0
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: int
+    prompt_tokens: int
+    cached_tokens: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class PartResult:
+    outcomes: list[Outcome]
+    wall_seconds: float
+    per_replica: dict[str, int]
+    peak_in_flight: dict[str, int]
+
+    @property
+    def errors(self) -> int:
+        return sum(1 for o in self.outcomes if o.status != 200)
+
+    @property
+    def hit_rate(self) -> float:
+        prompt = sum(o.prompt_tokens for o in self.outcomes)
+        return sum(o.cached_tokens for o in self.outcomes) / prompt if prompt else 0.0
+
+    def latency(self, q: float) -> float:
+        values = sorted(o.seconds for o in self.outcomes if o.status == 200)
+        if not values:
+            return float("nan")
+        return values[min(len(values) - 1, int(q * len(values)))]
+
+    @property
+    def throughput(self) -> float:
+        return len(self.outcomes) / self.wall_seconds if self.wall_seconds else 0.0
+
+
+def marked(request: TraceRequest, mark: str) -> list[dict[str, str]]:
+    """The request's messages with ``mark`` at the very start (a mode's replay shares no prefix with another's)."""
+    messages = [dict(m) for m in request.messages]
+    messages[0]["content"] = f"[{mark}] {messages[0]['content']}"
+    return messages
+
+
+def replay(
+    url: str,
+    *,
+    ca: Path,
+    keys: Sequence[str],
+    model: str,
+    requests: Sequence[TraceRequest],
+    mark: str,
+    concurrency: int,
+    access_log: Path,
+) -> PartResult:
+    """Send ``requests`` in order through the edge at ``url`` (at most ``concurrency`` at once, one connection per
+    worker), then read which replica served each from the edge's access log."""
+    import httpx
+
+    start_offset = access_log.stat().st_size if access_log.exists() else 0
+    clients = [httpx.Client(verify=str(ca), timeout=REQUEST_TIMEOUT) for _ in range(concurrency)]
+    by_client = sorted({r.client for r in requests})
+
+    def send(i: int, request: TraceRequest) -> Outcome:
+        key = keys[by_client.index(request.client) % len(keys)]
+        body = {"model": model, "messages": marked(request, mark), "max_tokens": request.max_tokens}
+        began = time.perf_counter()
+        try:
+            response = clients[i % concurrency].post(
+                f"{url}/v1/chat/completions", json=body, headers={"Authorization": f"Bearer {key}"}
+            )
+        except httpx.HTTPError:
+            return Outcome(0, 0, 0, time.perf_counter() - began)
+        seconds = time.perf_counter() - began
+        if response.status_code != 200:
+            return Outcome(response.status_code, 0, 0, seconds)
+        usage = response.json().get("usage") or {}
+        cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
+        return Outcome(200, int(usage.get("prompt_tokens", 0)), int(cached), seconds)
+
+    began = time.perf_counter()
+    try:
+        if concurrency == 1:
+            outcomes = [send(0, r) for r in requests]
+        else:
+            with concurrent.futures.ThreadPoolExecutor(concurrency) as pool:
+                # Worker i always uses connection i: submit in waves of ``concurrency``.
+                outcomes = []
+                for at in range(0, len(requests), concurrency):
+                    wave = requests[at : at + concurrency]
+                    outcomes += list(pool.map(send, range(len(wave)), wave))
+    finally:
+        for client in clients:
+            client.close()
+    wall = time.perf_counter() - began
+    # Envoy writes its access log out every second (its file flush interval): wait, bounded, for every line.
+    deadline = time.monotonic() + LOG_FLUSH_WAIT
+    per_replica, peaks = replica_load(access_log, start_offset)
+    while sum(per_replica.values()) < len(requests) and time.monotonic() < deadline:
+        time.sleep(0.2)
+        per_replica, peaks = replica_load(access_log, start_offset)
+    return PartResult(outcomes, wall, per_replica, peaks)
+
+
+def replica_load(access_log: Path, offset: int = 0) -> tuple[dict[str, int], dict[str, int]]:
+    """Requests per upstream replica and the most upstream requests one held at once, from the edge's access log
+    (upstream request intervals in microseconds; Envoy counts a host's active request over at least that span)."""
+    entries = []
+    with access_log.open("rb") as handle:
+        handle.seek(offset)
+        for line in handle.read().decode("utf-8", "replace").splitlines():
+            with contextlib.suppress(ValueError):
+                entries.append(json.loads(line))
+    served = [e for e in entries if e.get("upstream") not in (None, "-", "")]
+    per_replica = Counter(e["upstream"] for e in served)
+    peaks: dict[str, int] = {}
+    for host in per_replica:
+        events = []
+        for e in served:
+            if e["upstream"] != host:
+                continue
+            try:
+                begin = float(e["start_s"]) * 1e6 + float(e["upstream_wait_us"])
+                end = begin + float(e["upstream_us"])
+            except (KeyError, TypeError, ValueError):
+                continue
+            events += [(begin, 1), (end, -1)]
+        # An interval ending exactly where another begins does not overlap it: ends sort first.
+        level = peak = 0
+        for _, step in sorted(events, key=lambda ev: (ev[0], ev[1])):
+            level += step
+            peak = max(peak, level)
+        peaks[host] = peak
+    return dict(per_replica), peaks
+
+
+@contextlib.contextmanager
+def mode_edge(policy: Any, mode: str, replicas: Sequence[Any], work_dir: Path) -> Iterator[Any]:
+    """The local Envoy in front of ``replicas`` with ``policy`` routed by ``mode``."""
+    from inference_platform.inferctl.serving.local_edge import generate_keys, run_edge
+    from inference_platform.inferctl.serving.replicas import replicas_upstream
+    from inference_platform.processes import free_port
+
+    routed = dataclasses.replace(policy, routing=dataclasses.replace(policy.routing, mode=mode))
+    keys = generate_keys(routed)
+    with run_edge(
+        routed,
+        keys=keys,
+        upstream=replicas_upstream(replicas),
+        work_dir=work_dir / f"edge-{mode}",
+        address="127.0.0.1",
+        port=free_port(),
+        admin_port=free_port(),
+    ) as edge:
+        yield edge, list(keys.values())
+
+
+def _row(mode: str, part: str, result: PartResult) -> str:
+    spread = "/".join(str(n) for _, n in sorted(result.per_replica.items()))
+    peak = max(result.peak_in_flight.values(), default=0)
+    return (
+        f"{mode:<15}{part:<8}{result.hit_rate:>7.1%}{result.latency(0.5) * 1000:>9.0f}{result.latency(0.9) * 1000:>9.0f}"
+        f"{result.latency(0.99) * 1000:>9.0f}{result.throughput:>8.2f}{result.errors:>7}  {spread:<12}{peak:>5}"
+    )
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench routing", description=__doc__.splitlines()[0])
+    parser.add_argument("--replicas", type=int, default=3)
+    parser.add_argument("--concurrency", type=int, default=6)
+    parser.add_argument("--prefill-us-per-token", type=int, default=200)
+    args = parser.parse_args(argv)
+
+    from inference_platform.inferctl.serving.replicas import ReplicaPorts, run_replicas
+    from inference_platform.inference_image.testing.cpu_llm_api.local import Timing
+    from inference_platform.settings import stack_files
+    from inference_platform.settings.derived import stack_edge_policy
+
+    settings = stack_files.load("dev")
+    policy = stack_edge_policy(settings)
+    trace = load()
+    timing = Timing(first_token_delay_ms=5, token_delay_ms=5, prefill_us_per_token=args.prefill_us_per_token)
+    header = f"{'mode':<15}{'part':<8}{'hit':>7}{'p50 ms':>9}{'p90 ms':>9}{'p99 ms':>9}{'req/s':>8}{'errors':>7}  {'spread':<12}{'peak':>5}"
+    print(
+        f"routing trace: {args.replicas} replicas, concurrency {args.concurrency}, stand-in prefill "
+        f"{args.prefill_us_per_token} us per uncached token; latency of max_tokens 4 requests (mostly prefill)"
+    )
+    print(header)
+    results: dict[tuple[str, str], PartResult] = {}
+    with tempfile.TemporaryDirectory(prefix="bench-routing-") as tmp:
+        work = Path(tmp)
+        ports = [ReplicaPorts.free() for _ in range(args.replicas)]
+        with run_replicas(settings.serving, work, ports=ports, timing=timing) as replicas:
+            for mode in MODES:
+                with mode_edge(policy, mode, replicas, work) as (edge, keys):
+                    for part in ("shared", "hot", "control"):
+                        result = replay(
+                            edge.url,
+                            ca=edge.certificates.ca,
+                            keys=keys,
+                            model=settings.serving.served_model_name,
+                            requests=trace[part],
+                            mark=f"{mode} {part}",
+                            concurrency=args.concurrency,
+                            access_log=edge.access_log,
+                        )
+                        results[(mode, part)] = result
+                        print(_row(mode, part, result), flush=True)
+    rr, env = results[("round-robin", "shared")], results[("envoy", "shared")]
+    if rr.latency(0.9) and env.latency(0.9):
+        print(
+            f"shared prefix, envoy vs round-robin: p90 {env.latency(0.9) / rr.latency(0.9):.2f}x, throughput "
+            f"{env.throughput / rr.throughput:.2f}x, hit rate {env.hit_rate:.1%} vs {rr.hit_rate:.1%} "
+            f"(median of one run; medians: {statistics.median(o.seconds for o in env.outcomes) * 1000:.0f} vs "
+            f"{statistics.median(o.seconds for o in rr.outcomes) * 1000:.0f} ms)"
+        )
+    return 1 if any(r.errors for r in results.values()) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,185 @@
+"""llm-d's endpoint picker (EPP) behind the edge, ``edge.routing: inference-pool`` (issue 29, Path B: no extra
+control plane): pinned versions and the objects that wire it, as plain data.
+
+The picker is llm-d-router v0.10.0's EPP, installed from its ``llm-d-router-standalone`` chart without an
+InferencePool (``router.inferencePool.create: false``: the EPP finds the serving pods itself with
+``--endpoint-selector``/``--endpoint-target-ports``, rendered from ``router.modelServers``) and without the chart's
+own proxy (``router.proxy.enabled: false``): the edge's Envoy Gateway is the proxy. Three Envoy Gateway v1.9.0
+objects wire it in:
+
+- the edge's one EnvoyExtensionPolicy gains an ``extProc`` to the EPP's Service (``ext_proc``), request headers and
+  body ``Streamed``, ``failOpen: true``, ``messageTimeout`` raised from the 200 ms default;
+- an EnvoyPatchPolicy sets the generated ext_proc filter's ``send_body_without_waiting_for_header_response``, which
+  v1.9.0's API does not expose;
+- the inference route's BackendTrafficPolicy ``loadBalancer``: ``LeastRequest`` with ``endpointOverride`` reading
+  the EPP's ``x-gateway-destination-endpoint``: without a usable pick, least request.
+
+Why this mode and not the EPP's own ``FullDuplexStreamed`` nor ``Buffered`` (each shown on the real local Envoy,
+tests/components/edge/test_endpoint_picker_envoy.py, with a stand-in that answers as the EPP does):
+
+- the EPP answers a request's headers only after its whole body (llm-d-router v0.10.0
+  ``pkg/epp/handlers/request.go`` ``HandleRequestHeaders`` returns nothing while a body follows;
+  ``pkg/epp/handlers/server.go`` sends the header response, with the pick, at the body's end of stream);
+- in ``Buffered`` (and plain ``Streamed``) Envoy sends the body only after the header response, so each request
+  waits the whole ``messageTimeout`` and goes on with no pick;
+- in ``FullDuplexStreamed`` the pick works, but Envoy Gateway refuses ``failOpen`` with it (CEL on ``ExtProc``,
+  ``api/v1alpha1/ext_proc_types.go``: "If FullDuplexStreamed body processing mode is used, FailOpen must be
+  false"), and Envoy itself answers 500 when the processor is unreachable even with ``failure_mode_allow``;
+- ``Streamed`` with the body sent without waiting for the header response: the pick works, and with the picker
+  down every request still reaches a replica (fail-open), its body intact.
+
+The EPP answers the body with ``StreamedBodyResponse`` chunks (``pkg/common/envoy/chunking.go``), a mutation
+Envoy applies only in full-duplex mode; in ``Streamed`` mode the body passes unchanged, which is what the edge
+wants (the EPP does not rewrite the body unless a model rewrite is configured, and none is).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from inference_platform.catalog.charts import Chart
+
+PINNED_VERSION: Final = "v0.10.0"
+CHART: Final = Chart("oci://ghcr.io/llm-d/charts/llm-d-router-standalone", PINNED_VERSION)
+"""Published at the release's version (llm-d-router v0.10.0 ``hack/push-chart.sh``: ``helm package --version
+${EXTRA_TAG}``, pushed to ``oci://${IMAGE_REGISTRY}/charts``; ``.github/ISSUE_TEMPLATE/new-release.md``)."""
+IMAGE_REGISTRY: Final = "ghcr.io/llm-d"
+IMAGE_REPOSITORY: Final = "llm-d-router-endpoint-picker"
+IMAGE_TAG: Final = PINNED_VERSION
+"""Never the chart's default ``main`` (``config/charts/routerlib/values.yaml``, ``pullPolicy: Always``)."""
+RELEASE: Final = "inference-router"
+"""The Helm release; the chart names the EPP's Deployment, Service and ServiceAccount ``<release>-epp``
+(``routerlib/templates/_helpers.tpl`` ``llm-d-router.name``)."""
+EXT_PROC_PORT: Final = 9002
+HEALTH_PORT: Final = 9003
+METRICS_PORT: Final = 9090
+"""The EPP container's ports (``routerlib/templates/_deployment.yaml``: grpc 9002, grpc-health 9003 default,
+metrics 9090)."""
+DESTINATION_HEADER: Final = "x-gateway-destination-endpoint"
+"""The EPP's pick, ``ip:port`` (``pkg/epp/metadata/consts.go`` ``DestinationEndpointKey``; request.go
+``generateHeaders``); a client-sent one is removed at the edge before ext_proc runs."""
+ENGINE_TYPE_LABEL: Final = "llm-d.ai/engine-type"
+ENGINE_TYPE: Final = "triton-tensorrt-llm"
+"""The metric names the EPP reads (``pkg/epp/framework/plugins/datalayer/extractor/metrics/factories.go``);
+never ``triton``, whose passthrough parser turns prefix scoring off."""
+MESSAGE_TIMEOUT: Final = "5s"
+"""Envoy Gateway's default is 200 ms (``ext_proc_types.go``); the EPP schedules in milliseconds but scrapes and
+scores under load, and a slow pick must not fail open needlessly. No flow control queue is enabled, so no
+request waits in the EPP for longer."""
+BODY_MODE: Final = "Streamed"
+REPLICAS: Final = 2
+"""Two: the chart then turns on leader election (active-passive, ``--ha-enable-leader-election``), and the
+PodDisruptionBudget keeps one through a node drain."""
+NO_WAIT_FIELD: Final = "send_body_without_waiting_for_header_response"
+LISTENER_TYPE: Final = "type.googleapis.com/envoy.config.listener.v3.Listener"
+EXT_PROC_FILTER: Final = "envoy.filters.http.ext_proc"
+
+
+def service_name(release: str = RELEASE) -> str:
+    return f"{release}-epp"
+
+
+def pod_labels(release: str = RELEASE) -> dict[str, str]:
+    """The EPP pods' selector labels in standalone mode (``_helpers.tpl`` ``llm-d-router.selectorLabels``)."""
+    return {"llm-d-router-standalone": service_name(release)}
+
+
+def chart_values(
+    *,
+    serving_labels: Mapping[str, str],
+    serving_port: int,
+    system_affinity: Mapping[str, Any],
+    tolerations: list[dict[str, Any]],
+    replicas: int = REPLICAS,
+) -> dict[str, Any]:
+    """The release's values: the serving pods (``modelServers``), the pinned image, no InferencePool, no proxy,
+    plaintext gRPC to the edge (``secure-serving: false``: the NetworkPolicy admits only the edge's proxies), on
+    the system nodes."""
+    if not serving_labels:
+        raise ValueError("serving_labels: required (the chart refuses an empty selector in standalone mode)")
+    return {
+        "router": {
+            "modelServers": {
+                "type": ENGINE_TYPE,
+                "protocol": "http",
+                "targetPorts": [{"number": serving_port}],
+                "matchLabels": dict(serving_labels),
+            },
+            "inferencePool": {"create": False},
+            "proxy": {"enabled": False},
+            "epp": {
+                "replicas": replicas,
+                "image": {
+                    "registry": IMAGE_REGISTRY,
+                    "repository": IMAGE_REPOSITORY,
+                    "tag": IMAGE_TAG,
+                    "pullPolicy": "IfNotPresent",
+                },
+                "flags": {"secure-serving": False},
+                "resources": {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"memory": "4Gi"}},
+                "affinity": dict(system_affinity),
+                "tolerations": list(tolerations),
+            },
+            "monitoring": {"prometheus": {"enabled": False}},
+        },
+    }
+
+
+def ext_proc(namespace: str, release: str = RELEASE) -> dict[str, Any]:
+    """The EnvoyExtensionPolicy's ``extProc`` entry calling the EPP (request headers and body, fail-open)."""
+    return {
+        "backendRefs": [{"name": service_name(release), "namespace": namespace, "port": EXT_PROC_PORT}],
+        "messageTimeout": MESSAGE_TIMEOUT,
+        "failOpen": True,
+        "processingMode": {"request": {"body": BODY_MODE}},
+    }
+
+
+def ext_proc_filter_name(namespace: str, policy: str, index: int = 0) -> str:
+    """The HTTP filter Envoy Gateway v1.9.0 generates for extProc ``index`` of EnvoyExtensionPolicy
+    ``namespace/policy``: ``perRouteFilterName`` (internal/xds/translator/utils.go) of ``irConfigNameForExtProc``
+    (internal/gatewayapi/envoyextensionpolicy.go: ``<kind lower-case>/<namespace>/<name>/extproc/<index>``)."""
+    return f"{EXT_PROC_FILTER}/envoyextensionpolicy/{namespace}/{policy}/extproc/{index}"
+
+
+def listener_name(namespace: str, gateway: str, listener: str) -> str:
+    """The xDS listener of a Gateway listener while ``XDSNameSchemeV2`` is off, v1.9.0's default
+    (internal/gatewayapi/helpers.go ``irListenerName``, kept by internal/xds/translator/listener.go ``xdsListenerName``;
+    api/v1alpha1/envoygateway_helpers.go)."""
+    return f"{namespace}/{gateway}/{listener}"
+
+
+def no_wait_patch(*, namespace: str, gateway: str, listener: str, policy: str) -> dict[str, Any]:
+    """The EnvoyPatchPolicy spec setting ``send_body_without_waiting_for_header_response`` on the EPP's ext_proc
+    filter (JSON patches address proto field names: internal/xds/translator/jsonpatch.go ``UseProtoNames``)."""
+    filter_name = ext_proc_filter_name(namespace, policy)
+    return {
+        "targetRef": {"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": gateway},
+        "type": "JSONPatch",
+        "jsonPatches": [
+            {
+                "type": LISTENER_TYPE,
+                "name": listener_name(namespace, gateway, listener),
+                "operation": {
+                    "op": "add",
+                    "jsonPath": f"$..http_filters[?(@.name=='{filter_name}')].typed_config",
+                    "path": f"/{NO_WAIT_FIELD}",
+                    "value": True,
+                },
+            }
+        ],
+    }
+
+
+def strip_destination_lua() -> str:
+    """The edge's Lua removing any client-sent ``DESTINATION_HEADER`` (Lua runs before ext_proc: Envoy Gateway
+    v1.9.0 httpfilters.go orders Lua at 13+i, ext_proc at 100+i): only the EPP picks a replica, and when it
+    fails open no client does."""
+    return (
+        f"-- The endpoint picker's header is the picker's alone (issue 29): a client's {DESTINATION_HEADER} is "
+        "dropped.\n"
+        "function envoy_on_request(handle)\n"
+        f'  handle:headers():remove("{DESTINATION_HEADER}")\n'
+        "end\n"
+    )

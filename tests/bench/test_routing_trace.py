@@ -1,0 +1,84 @@
+"""The routing trace, small, on the live rig (issue 29): 3 replicas (real Triton, the stand-in engine with its own
+prefix cache, the OpenAI server each) behind the real local Envoy, under ``round-robin`` and ``envoy`` routing.
+
+Only what is deterministic is asserted; latency belongs to ``make bench`` (bench/routing.py):
+- sent one at a time, the replica each request reaches is fixed by the routing (the hash of its prefix, or the turn),
+  so each mode's hit rate (the engines' own cached tokens) is fixed: higher under ``envoy`` on the shared-prefix
+  part, no lower on the no-shared-prefix control;
+- on the hot-prefix part at concurrency 6, no replica ever holds more upstream requests than Envoy's bound allows
+  (``catalog.edge_routing.load_bound``), measured from the edge's own access log;
+- no errors.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bench.routing import mode_edge, replay
+from bench.routing_trace import TRACE_FILE, TraceShape, dump, generate, load
+from inference_platform.catalog.edge_routing import load_bound
+from inference_platform.inferctl.serving.replicas import ReplicaPorts, run_replicas
+from inference_platform.inference_image.testing.cpu_llm_api.local import Timing
+from inference_platform.settings import stack_files
+from inference_platform.settings.derived import stack_edge_policy
+
+pytestmark = [pytest.mark.triton, pytest.mark.edge, pytest.mark.timeout(600)]
+
+REPLICAS = 3
+HOT_CONCURRENCY = 6
+SMALL = TraceShape(
+    system_chars=1400, tenants=4, conversations_per_tenant=2, turns=2, hot_requests=12, control_requests=6
+)
+
+
+def test_the_recorded_trace_is_what_the_generator_makes(tmp_path: Path) -> None:
+    again = tmp_path / "trace.json"
+    dump(generate(), again)
+    assert again.read_text(encoding="utf-8") == TRACE_FILE.read_text(encoding="utf-8")
+    trace = load()
+    assert {r.kind for r in trace["shared"]} == {"shared"} and len({r.client for r in trace["shared"]}) > 1
+    # Multi-turn: a later turn resends the earlier one's messages.
+    first = next(r for r in trace["shared"] if len(r.messages) == 2)
+    later = next(r for r in trace["shared"] if r.conversation == first.conversation and len(r.messages) == 4)
+    assert later.messages[:2] == first.messages
+    # Control: no two prompts share a first block.
+    assert len({r.messages[0]["content"][:64] for r in trace["control"]}) == len(trace["control"])
+
+
+def test_prefix_affinity_raises_the_hit_rate_within_the_load_bound(tmp_path: Path) -> None:
+    settings = stack_files.load("dev")
+    policy = stack_edge_policy(settings)
+    trace = generate(SMALL)
+    model = settings.serving.served_model_name
+    timing = Timing(first_token_delay_ms=0, token_delay_ms=2, prefill_us_per_token=100)
+    results = {}
+    ports = [ReplicaPorts.free() for _ in range(REPLICAS)]
+    with run_replicas(settings.serving, tmp_path, ports=ports, timing=timing) as replicas:
+        for mode in ("round-robin", "envoy"):
+            with mode_edge(policy, mode, replicas, tmp_path) as (edge, keys):
+                for part, concurrency in (("shared", 1), ("control", 1), ("hot", HOT_CONCURRENCY)):
+                    results[(mode, part)] = replay(
+                        edge.url,
+                        ca=edge.certificates.ca,
+                        keys=keys,
+                        model=model,
+                        requests=trace[part],
+                        mark=f"{mode} {part}",
+                        concurrency=concurrency,
+                        access_log=edge.access_log,
+                    )
+    for (mode, part), result in results.items():
+        assert result.errors == 0, (mode, part, [o.status for o in result.outcomes])
+        assert sum(result.per_replica.values()) == len(trace[part]), (mode, part, result.per_replica)
+    shared_rr, shared_envoy = results[("round-robin", "shared")], results[("envoy", "shared")]
+    assert shared_envoy.hit_rate > shared_rr.hit_rate, (shared_envoy.hit_rate, shared_rr.hit_rate)
+    assert results[("envoy", "control")].hit_rate >= results[("round-robin", "control")].hit_rate
+    # Round robin spreads the shared part evenly; every request reached a replica.
+    assert len(shared_rr.per_replica) == REPLICAS
+    bound = load_bound(
+        in_flight_elsewhere=HOT_CONCURRENCY - 1, replicas=REPLICAS, load_bound_percent=policy.routing.load_bound_percent
+    )
+    hot = results[("envoy", "hot")]
+    assert max(hot.peak_in_flight.values()) <= bound < HOT_CONCURRENCY, (hot.peak_in_flight, bound)
