@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import posixpath
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 
@@ -205,14 +206,15 @@ def _model_source(settings: Settings, storage: Storage) -> ModelSource:
     engine, tokenizer = model.engine or "", model.tokenizer or ""
     bucket, prefix = storage.store.bucket_name, settings.storage.model_prefix
     pins = settings.serving.artifacts
-    source = {
+    source: dict[str, Any] = {
         "engine_uri": pulumi.Output.concat("s3://", bucket, "/", prefix, engine),
         "tokenizer_uri": pulumi.Output.concat("s3://", bucket, "/", prefix, tokenizer),
         "engine_manifest_sha256": pins.engine_manifest_sha256,
         "tokenizer_manifest_sha256": pins.tokenizer_manifest_sha256,
     }
     if settings.inference.model_source(settings.fsx.enabled) == "download":
-        return ModelSource(kind="download", volume_gib=model.volume_gib, **source)
+        concurrency = settings.cold_start.download_concurrency
+        return ModelSource(kind="download", volume_gib=model.volume_gib, download_concurrency=concurrency, **source)
     if storage.model_claim is None:
         raise pulumi.RunError("inference.model.source: fsx needs the model-cache claim (fsx.enabled and a cluster)")
     # The cache mirrors the bucket's model prefix at fsx.fileSystemPath.

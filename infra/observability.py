@@ -32,7 +32,7 @@ from inference_platform.infra.foundation import Foundation
 from inference_platform.infra.inference import Inference
 from inference_platform.infra.storage import Storage
 from inference_platform.settings import Settings
-from inference_platform.settings.derived import day_bounds, max_share
+from inference_platform.settings.derived import day_bounds, target_requests
 
 SYSTEM = {LABEL_NODE_ROLE: ROLE_SYSTEM}
 KUBE_SYSTEM = "kube-system"
@@ -171,7 +171,7 @@ def _scaled_workload(
         min_replicas=bounds[0],
         max_replicas=bounds[1],
         signal=auto.signal,
-        target_requests_per_replica=auto.target_requests(settings.serving.max_batch_size, max_share(settings)),
+        target_requests_per_replica=target_requests(settings),
         kv_cache_target=auto.kv_cache_target if scope.has_kv_cache_metrics else None,
         queue_ratio_target=auto.queue_ratio_target,
         polling_interval_seconds=auto.polling_interval_seconds,

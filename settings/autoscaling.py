@@ -29,8 +29,13 @@ from inference_platform.settings.node_pools import cluster_zones
 from inference_platform.settings.replica_bounds import serving_slots
 
 DEFAULT_TARGET_BATCH_SHARE = 0.75
-"""targetRequestsPerReplica defaults to this share of serving.maxBatchSize: scale out before the
-in-flight batch is full and requests start waiting."""
+"""targetRequestsPerReplica where nothing can be derived (no rollout to model): this share of serving.maxBatchSize.
+Otherwise it is derived from the SLO, the replica's capacity and the scale-up time (planners/scaling.py)."""
+DEFAULT_FAILURE_THRESHOLD = 3
+"""fallback.failureThreshold: KEDA counts consecutive failed reads of one trigger and routes around it on the next
+(failures > threshold, kedacore/keda v2.20.2 pkg/fallback/fallback.go); 3 at a 15 s polling interval is under a
+minute of a frozen composite metric."""
+MAX_FAILURE_THRESHOLD = 20
 MAX_HPA_WINDOW_SECONDS = limits.HPA_WINDOW_SECONDS_MAX
 """The HPA API's limit on stabilizationWindowSeconds."""
 MAX_HPA_PERIOD_SECONDS = limits.HPA_PERIOD_SECONDS_MAX
@@ -101,6 +106,17 @@ class NightSettings(Section):
         )
 
 
+class FallbackSettings(Section):
+    failure_threshold: int = Field(default=DEFAULT_FAILURE_THRESHOLD, ge=0, le=MAX_FAILURE_THRESHOLD)
+    """Default 3, in [0, 20]. Consecutive failed reads after which KEDA treats a trigger as missing (its value nil
+    in the formula) instead of failing the whole composite metric: the queue trigger then means "no backfill", a
+    demand trigger gives way to the other, and with every demand trigger missing the rollout holds
+    ``replicas``. Until then the HPA gets no metric and holds the replica count."""
+    replicas: int | None = Field(default=None, ge=1, le=1000)
+    """Default the planned replicas (inference.replicas, else the capacity plan's day floor). What the rollout runs
+    while every demand trigger is missing, within the bounds in force (the night's at night)."""
+
+
 class AutoscalingSettings(Section):
     key: ClassVar[str] = "autoscaling"
 
@@ -118,8 +134,9 @@ class AutoscalingSettings(Section):
     target_requests_per_replica: float | None = Field(
         default=None, ge=limits.KEDA_THRESHOLD_MIN, le=limits.KEDA_THRESHOLD_MAX
     )
-    """Default 0.75 x serving.maxBatchSize, lower when the stack's cold start at rampPercentPerHour needs more
-    headroom (planners/cold_start.py). In-flight requests one replica should carry."""
+    """Default derived: floor(what a replica holds within the SLO / (1 + the load's growth during one scale-up at
+    rampPercentPerHour)) (planners/scaling.py). In-flight requests one replica should carry. A hand-set value is
+    validated against the same derivation and flagged in the plan when it differs."""
     kv_cache_target: float = Field(default=DEFAULT_KV_TARGET, ge=limits.KEDA_THRESHOLD_MIN, le=1)
     """Default 0.85. KV-cache utilisation per replica to scale at (TensorRT-LLM only)."""
     queue_ratio_target: float = Field(
@@ -131,6 +148,7 @@ class AutoscalingSettings(Section):
     scale_up: ScaleUpSettings = Field(default_factory=ScaleUpSettings)
     scale_down: ScaleDownSettings = Field(default_factory=ScaleDownSettings)
     night: NightSettings = Field(default_factory=NightSettings)
+    fallback: FallbackSettings = Field(default_factory=FallbackSettings)
     ramp_percent_per_hour: float = Field(default=DEFAULT_RAMP_PERCENT_PER_HOUR, ge=0, le=10000)
     """Default 100, in [0, 10000] (0: no check). The fastest planned rise of the load, in % of itself per
     hour (100: the load may double within an hour, e.g. the morning ramp from the night floor). During one
@@ -154,13 +172,15 @@ class AutoscalingSettings(Section):
         # Production keeps two replicas at night too: one zone or node may fail at any hour.
         return replace(night, keep_at_least=PRODUCTION_MIN_REPLICAS if production else 0)
 
-    def target_requests(self, max_batch_size: int, max_share: float | None = None) -> float:
-        """The explicit target, else 0.75 x maxBatchSize, lowered to ``max_share`` of it when the stack's cold
-        start at rampPercentPerHour needs more headroom (inference_platform.settings.cold_start.max_share)."""
+    def target_requests(self, max_batch_size: int, derived: float | None = None) -> float:
+        """The explicit target, else the derived one: floor(what a replica holds within the SLO / (1 + the growth
+        during one scale-up at rampPercentPerHour)), never below 1 (planners/scaling.py ``derive``). Where nothing
+        can be derived (no rollout to model), DEFAULT_TARGET_BATCH_SHARE x maxBatchSize, and the plan says so."""
         if self.target_requests_per_replica is not None:
             return self.target_requests_per_replica
-        share = DEFAULT_TARGET_BATCH_SHARE if max_share is None else min(DEFAULT_TARGET_BATCH_SHARE, max_share)
-        return max(1, math.floor(share * max_batch_size))
+        if derived is None:
+            return max(1, math.floor(DEFAULT_TARGET_BATCH_SHARE * max_batch_size))
+        return max(1, math.floor(derived + 1e-9))
 
     def behaviour(self) -> Behaviour:
         return Behaviour(
@@ -174,9 +194,10 @@ class AutoscalingSettings(Section):
         )
 
     def problems(self, ctx: CheckContext) -> list[Problem]:
+        region = ctx.region.name if ctx.region else None
+        out = [Problem(key, message) for key, message in cold_start_settings.slo_problems(ctx.sections, region)]
         if not self.enabled:
-            return []
-        out = []
+            return out
         low, high = self.min_replicas, self.max_replicas
         if low is not None and high is not None and low > high:
             out.append(Problem("autoscaling.minReplicas", f"got {low}; above maxReplicas ({high})"))

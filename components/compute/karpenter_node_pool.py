@@ -31,6 +31,7 @@ from inference_platform.catalog.pool_profile import PoolProfile, PoolShard
 from inference_platform.components.common.errors import raise_if
 from inference_platform.components.compute.node_pool import (
     EFA_MEMLOCK_NODE_CONFIG,
+    FAST_IMAGE_PULL_NODE_CONFIG,
     IMDS_HOP_LIMIT,
     ROOT_DEVICE,
     node_config_mime,
@@ -150,10 +151,15 @@ def node_class_spec(args: KarpenterNodePoolArgs, placement_group: pulumi.Input[s
         # Karpenter v1.14.1 pkg/apis/v1/ec2nodeclass.go: RAID0 of every NVMe instance-store disk, holding
         # /var/lib/containerd and /var/lib/kubelet (images and emptyDir volumes).
         spec["instanceStorePolicy"] = "RAID0"
+    parts = []
     if pool.efa and pool.spec.ami_family == "al2023":
         # Karpenter merges a MIME NodeConfig part of userData into the node's own (bootstrap/nodeadm.go):
         # the EFA containers' locked-memory limit (components/compute/node_pool.py EFA_MEMLOCK_NODE_CONFIG).
-        spec["userData"] = node_config_mime([EFA_MEMLOCK_NODE_CONFIG])
+        parts.append(EFA_MEMLOCK_NODE_CONFIG)
+    if pool.spec.fast_image_pull and pool.spec.ami_family == "al2023":
+        parts.append(FAST_IMAGE_PULL_NODE_CONFIG)
+    if parts:
+        spec["userData"] = node_config_mime(parts)
     if pool.spec.reservation_ids:
         spec["capacityReservationSelectorTerms"] = [{"id": rid} for rid in pool.spec.reservation_ids]
     if placement_group is not None:

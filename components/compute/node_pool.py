@@ -293,6 +293,18 @@ v20260724 nodeadm/doc/examples.md "Modifying container RLIMITs"; base-runtime-sp
 RLIMIT_NOFILE)."""
 
 
+FAST_IMAGE_PULL_NODE_CONFIG = """apiVersion: node.eks.aws/v1alpha1
+kind: NodeConfig
+spec:
+  featureGates:
+    FastImagePull: true
+"""
+"""nodeadm's FastImagePull feature gate (awslabs/amazon-eks-ami v20260724 nodeadm/doc/examples.md "Enabling fast
+image pull"): containerd uses the SOCI snapshotter in parallel pull/unpack mode
+(nodeadm/internal/containerd/snapshotter/soci-snapshotter.config.toml). nodeadm merges NodeConfig maps, so the gate
+joins EKS's own bootstrap part. Ignored below 4 vCPUs or 7 GiB (internal/containerd/config.go)."""
+
+
 def node_config_parts(pool: PoolProfile) -> list[str]:
     """nodeadm NodeConfig documents an AL2023 node of ``pool`` needs beyond EKS's own bootstrap part."""
     if pool.spec.ami_family != "al2023":
@@ -302,6 +314,8 @@ def node_config_parts(pool: PoolProfile) -> list[str]:
         parts.append(LOCAL_STORAGE_NODE_CONFIG)
     if pool.efa:
         parts.append(EFA_MEMLOCK_NODE_CONFIG)
+    if pool.spec.fast_image_pull:
+        parts.append(FAST_IMAGE_PULL_NODE_CONFIG)
     return parts
 
 
@@ -314,7 +328,8 @@ def node_config_mime(parts: Sequence[str]) -> str:
 
 
 def _user_data(pool: PoolProfile) -> str | None:
-    """Base64 MIME user data with the pool's NodeConfig parts (AL2023: RAID0 local storage, EFA memlock)."""
+    """Base64 MIME user data with the pool's NodeConfig parts (AL2023: RAID0 local storage, EFA memlock, fast
+    image pull)."""
     parts = node_config_parts(pool)
     if not parts:
         return None
