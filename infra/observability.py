@@ -32,7 +32,7 @@ from inference_platform.infra.foundation import Foundation
 from inference_platform.infra.inference import Inference
 from inference_platform.infra.storage import Storage
 from inference_platform.settings import Settings
-from inference_platform.settings.derived import day_bounds, target_requests
+from inference_platform.settings.derived import day_bounds, planned_replicas, target_requests
 
 SYSTEM = {LABEL_NODE_ROLE: ROLE_SYSTEM}
 KUBE_SYSTEM = "kube-system"
@@ -177,6 +177,8 @@ def _scaled_workload(
         polling_interval_seconds=auto.polling_interval_seconds,
         behaviour=auto.behaviour(),
         night=night,
+        failure_threshold=auto.fallback.failure_threshold,
+        blind_replicas=_blind_replicas(settings, bounds),
         backfill=backfill,
     )
     workload = ScaledWorkload(
@@ -201,6 +203,13 @@ def _scaled_workload(
         },
     )
     return workload
+
+
+def _blind_replicas(settings: Settings, bounds: tuple[int, int]) -> int:
+    """What the rollout runs while every demand trigger is missing: autoscaling.fallback.replicas, else the planned
+    replicas (what a first deploy starts, before any series exists), within the day bounds."""
+    wanted = settings.autoscaling.fallback.replicas or planned_replicas(settings)
+    return min(max(wanted, bounds[0], 1), bounds[1])
 
 
 def _thresholds(settings: Settings) -> AlertThresholds:

@@ -209,6 +209,13 @@ class AutoscalingSettings(Section):
             )
         out += self._night_problems()
         out += self._ramp_problems(ctx)
+        blind = self.fallback.replicas
+        if blind is not None and high is not None and blind > high:
+            out.append(Problem("autoscaling.fallback.replicas", f"got {blind}; above maxReplicas ({high}): the rollout "
+                               "runs it within the day bounds, so it can never be reached"))  # fmt: skip
+        if blind is not None and low is not None and blind < low:
+            out.append(Problem("autoscaling.fallback.replicas", f"got {blind}; below minReplicas ({low}): the day "
+                               "floor holds anyway"))  # fmt: skip
         inference = ctx.sections.get("inference")
         startup = getattr(getattr(inference, "probes", None), "startup_seconds", None)
         if startup is not None and self.scale_down.stabilization_seconds < startup:

@@ -157,9 +157,9 @@ def inputs_for(sections: Mapping[str, Any], ceiling: int | None = None) -> cold_
         weights = models.weight_bytes(serving.resolved_architecture(), serving.precision)
     except (catalog.CatalogError, ValueError, LookupError, models.SizingError):
         return None
-    fsx_enabled = bool(getattr(fsx, "enabled", False))
-    source = inference.model_source(fsx_enabled)
-    fsx_mb_s = fsx.storage_capacity_gib / 1024 * fsx.per_unit_storage_throughput if fsx_enabled else None
+    fsx_on = fsx if fsx is not None and getattr(fsx, "enabled", False) else None
+    source = inference.model_source(fsx_on is not None)
+    fsx_mb_s = fsx_on.storage_capacity_gib / 1024 * fsx_on.per_unit_storage_throughput if fsx_on is not None else None
     starts = 1
     if auto is not None and getattr(auto, "enabled", False):
         # One scale-up period adds at most scaleUp.pods replicas, never beyond an explicit ceiling. (The pods
@@ -168,7 +168,7 @@ def inputs_for(sections: Mapping[str, Any], ceiling: int | None = None) -> cold_
         added = auto.scale_up.pods if high is None else min(auto.scale_up.pods, high)
         starts = max(1, added)
     options = sections.get("coldStart") or ColdStartSettings()
-    tier = rates.LUSTRE_PERSISTENT_2.get(fsx.per_unit_storage_throughput) if fsx_enabled else None
+    tier = rates.LUSTRE_PERSISTENT_2.get(fsx_on.per_unit_storage_throughput) if fsx_on is not None else None
     monitoring = getattr(inference, "monitoring", None)
     return cold_start.StartInputs(
         provisioner=getattr(cluster, "provisioning", "managed"),
@@ -178,7 +178,7 @@ def inputs_for(sections: Mapping[str, Any], ceiling: int | None = None) -> cold_
         model_gib=weights / GIB,
         source="fsx" if source == "fsx" else "download",
         fsx_mb_s=fsx_mb_s,
-        fsx_cache_gib=tier.cache_gib * fsx.storage_capacity_gib / 1024 if tier is not None else None,
+        fsx_cache_gib=tier.cache_gib * fsx_on.storage_capacity_gib / 1024 if tier is not None and fsx_on else None,
         starts_at_once=starts,
         pods_per_node=max(1, fit.pods_per_node),
         local_nvme=pool.local_nvme_raid0(),

@@ -195,6 +195,13 @@ def cold_start_summary(settings: Settings) -> dict[str, Any] | None:
     derived = thresholds(settings)
     if derived is not None:
         out["thresholds"] = derived.to_dict()
+        bounds = day_bounds(settings)
+        blind = settings.autoscaling.fallback.replicas or planned_replicas(settings)
+        out["fallback"] = {
+            "failureThreshold": settings.autoscaling.fallback.failure_threshold,
+            "pollingSeconds": settings.autoscaling.polling_interval_seconds,
+            "replicas": min(max(blind, bounds[0]), bounds[1]) if bounds else blind,
+        }
     return out
 
 

@@ -77,6 +77,15 @@ def cold_start_line(c: Mapping[str, Any]) -> str:
         return head
     lines = [head, thresholds_line(t)]
     lines += [f"  - {s['what']}: {s['value']} ({s['source']})" for s in t.get("steps", [])]
+    f = c.get("fallback")
+    if isinstance(f, Mapping):
+        n, poll = int(f["failureThreshold"]), float(f["pollingSeconds"])
+        lines.append(
+            f"Autoscaling on a failing signal (KEDA fallback, behavior scalingModifiers): the HPA holds through the first {n} "
+            f"failed reads of a trigger (at most ~{n * poll:.0f} s at its polling interval), then it is nil in the formula: the other demand "
+            f"trigger decides, {int(f['replicas'])} replica(s) within the bounds in force when none reads, no "
+            "backfill when the queue fails; the night ceiling holds throughout"
+        )
     return "\n".join(lines)
 
 

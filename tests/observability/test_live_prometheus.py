@@ -2,7 +2,7 @@
 local stack serve-local runs (the production ``tensorrt_llm`` LLM-API model with the CPU stand-in engine, behind the
 image's OpenAI server; tests/inferctl/serving/openai_stack.py). The recording rules and the ScaledObject's exact queries are evaluated
 on the scraped data, and the ScaledObject's rendered ``scalingModifiers.formula`` string is evaluated
-(tests/observability/expr_lang.py) on the values those queries return: under load (waited for, with a
+(inference_platform.planners.keda: KEDA v2.20.2 semantics, expr-lang v1.17.8) on the values those queries return: under load (waited for, with a
 deadline, until the in-flight gauge passes the target by more than the HPA's tolerance) the formula
 recommends a scale-up, capped at night; idle (waited for likewise) it returns to the floor. Both agree
 with ``desired_replicas``. Dashboard queries whose series exist on CPU return data. The figures go to

@@ -189,3 +189,25 @@ def test_queue_ratio_and_the_kv_trigger_are_judged():
     load({"autoscaling": {**prod_auto, "targetRequestsPerReplica": 600, "kvCacheTarget": 0.05}}, "prod")
     keys = _headroom_keys({"autoscaling": {**prod_auto, "targetRequestsPerReplica": 600, "kvCacheTarget": 0.1}})
     assert sorted(keys) == ["autoscaling.kvCacheTarget", "autoscaling.targetRequestsPerReplica"]
+
+
+@pytest.mark.parametrize(
+    ("fallback", "key", "words"),
+    [({"replicas": 9}, "autoscaling.fallback.replicas", "above maxReplicas"),
+     ({"replicas": 1}, "autoscaling.fallback.replicas", "below minReplicas"),
+     ({"failureThreshold": -1}, "autoscaling.fallback.failureThreshold", "greater than or equal to 0"),
+     ({"failureThreshold": 21}, "autoscaling.fallback.failureThreshold", "less than or equal to 20")],
+)  # fmt: skip
+def test_fallback_settings_are_validated_naming_the_key(fallback, key, words):
+    auto = {**stack_values("prod").get("autoscaling", {}), "minReplicas": 2, "maxReplicas": 4, "fallback": fallback}
+    found = [p for p in _problems({"autoscaling": auto}) if p.path.startswith("autoscaling.fallback")]
+    assert [p.path for p in found] == [key] and words in found[0].message
+
+
+def test_the_plan_says_how_scaling_degrades_on_a_failing_signal():
+    from inference_platform.inferctl.cost.summary import cold_start_line
+
+    summary = derived.cold_start_summary(load({}, "prod"))
+    assert summary["fallback"] == {"failureThreshold": 3, "pollingSeconds": 15, "replicas": 3}
+    text = cold_start_line(summary)
+    assert "no backfill when the queue fails" in text and "night ceiling holds" in text
