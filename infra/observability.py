@@ -18,6 +18,7 @@ from inference_platform.catalog.pool_profile import LABEL_NODE_ROLE, ROLE_SYSTEM
 from inference_platform.components.autoscaling.keda import Keda, KedaArgs
 from inference_platform.components.autoscaling.scaled_object import ScaleTarget, ScalingPolicy
 from inference_platform.components.autoscaling.scaled_workload import ScaledWorkload, ScaledWorkloadArgs
+from inference_platform.components.autoscaling.standby import Standby, StandbyArgs
 from inference_platform.components.batch.keda_objects import QueueAuthentication, QueueAuthenticationArgs
 from inference_platform.components.compute.accelerator_software import NEURON_MONITOR_LABELS
 from inference_platform.components.edge.gateway_api import PROXY_LABEL
@@ -45,6 +46,7 @@ class Observability:
     stack: MonitoringStack | None
     keda: Keda | None = None
     scaled: ScaledWorkload | None = None
+    standby: Standby | None = None
 
 
 def build_observability(
@@ -79,7 +81,27 @@ def build_observability(
         opts=pulumi.ResourceOptions(depends_on=[compute.system_nodes, *([batch.monitor_role] if batch else [])]),
     )
     workload = _scaled_workload(settings, compute, service, stack, keda, scope, bounds, batch)
-    return Observability(stack, keda, workload)
+    standby = _standby(settings, compute, service, scope)
+    return Observability(stack, keda, workload, standby)
+
+
+def _standby(settings: Settings, compute: Compute, service: InferenceService, scope: Scope) -> Standby | None:
+    """coldStart.standbyReplicas placeholders beside the autoscaled rollout (settings refuse them for multi-node
+    replicas and without autoscaling)."""
+    replicas = settings.cold_start.standby_replicas
+    if not replicas or service.workload_kind != "Deployment":
+        return None
+    return Standby(
+        "inference-standby",
+        StandbyArgs(
+            k8s_provider=compute.provider,
+            namespace=scope.namespace,
+            workload_name=service.workload_name,
+            pod_spec=service.placeholder_pod_spec,
+            replicas=replicas,
+            depends_on=[service],
+        ),
+    )
 
 
 def _monitoring_stack(

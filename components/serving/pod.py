@@ -385,6 +385,37 @@ def pod_spec(
     return spec
 
 
+PLACEHOLDER_CONTAINER = "standby"
+
+
+def placeholder_spec(pod: ServerPod) -> dict[str, Any]:
+    """A standby pod holding what one serving pod holds on a node of the serving pool (the server container's
+    requests: accelerators, EFA, huge pages, CPU, memory, disk) and doing nothing. It runs the serving image, so the
+    node pulls it; its owner gives it a negative, non-preempting priority class, so a pending serving pod preempts
+    it and starts on a node that already has the image (components/autoscaling/standby.py)."""
+    scheduling_spec = scheduling(pod)
+    return {
+        "automountServiceAccountToken": False,
+        "enableServiceLinks": False,
+        "securityContext": pod_security(pod.run_as_user),
+        # Preempted to make room: nothing to drain.
+        "terminationGracePeriodSeconds": 0,
+        "affinity": scheduling_spec["affinity"],
+        "tolerations": scheduling_spec["tolerations"],
+        **({"schedulerName": scheduling_spec["schedulerName"]} if "schedulerName" in scheduling_spec else {}),
+        "containers": [
+            {
+                "name": PLACEHOLDER_CONTAINER,
+                "image": pod.image,
+                "imagePullPolicy": "IfNotPresent",
+                "command": ["sleep", "infinity"],
+                "resources": _server_resources(pod),
+                "securityContext": container_security(pod.run_as_user),
+            }
+        ],
+    }
+
+
 def _env(pod: ServerPod) -> list[dict[str, Any]]:
     env = [
         {"name": "AWS_REGION", "value": pod.region},

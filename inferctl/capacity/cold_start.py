@@ -131,7 +131,8 @@ def run_stack(args: argparse.Namespace) -> int:
              *cold_start.text(cs), "", "options (each counted only where it takes effect; settings coldStart.*):"]  # fmt: skip
     for name, alt in alternatives.items():
         lines.append(f"  {name:<44} running node {alt.running_node_s / 60:5.1f} min, new node "
-                     f"{alt.new_node_s / 60:5.1f} min (launch + {alt.after_launch_s / 60:.1f})")  # fmt: skip
+                     f"{alt.new_node_s / 60:5.1f} min (launch + {alt.after_launch_s / 60:.1f})"
+                     + _standby_cost(settings, alt.inputs.standby_replicas))  # fmt: skip
     lines.append("  lazy image loading (SOCI index v2)            not offered: nodeadm's FastImagePull enables parallel "
                  "pull only, and the image pipeline builds no SOCI index")  # fmt: skip
     if thresholds is not None:
@@ -141,6 +142,22 @@ def run_stack(args: argparse.Namespace) -> int:
         lines += [f"  - {s.what}: {s.value} ({s.source})" for s in thresholds.steps]
     print("\n".join(lines))
     return 0
+
+
+def _standby_cost(settings: Any, replicas: int) -> str:
+    """What ``replicas`` standby placeholders hold, on demand, at the list price of the serving pool's first type (the
+    plan's ``inferctl cost`` prices them like every workload pinned to the pool, zone by zone)."""
+    from inference_platform.catalog import instances, prices
+
+    if not replicas:
+        return ""
+    pool = settings.node_pools.root[settings.serving.node_pool]
+    node = instances.instance(pool.instance_types[0])
+    hour = prices.instance_hour(node.name, settings.region.name)
+    if hour is None or not node.accelerator_count:
+        return ""
+    share = replicas * settings.serving.world_size / node.accelerator_count
+    return f"; standby holds {share:g} {node.name} (~${share * hour * prices.HOURS_PER_MONTH:,.0f}/month on demand)"
 
 
 def _alternatives(cs: Any) -> dict[str, Any]:
