@@ -252,7 +252,30 @@ class AutoscalingSettings(Section):
         found = cold_start_settings.ramp_problems(
             self, ctx.sections, region=region, slots=serving_slots(ctx), plan=plan
         )
-        return [Problem(key, message) for key, message in found]
+        return [Problem(key, message) for key, message in found] + self._night_capacity_problems(plan)
+
+    def _night_capacity_problems(self, plan: object) -> list[Problem]:
+        """A night ceiling below the night's planned load contradicts capacity.nightFraction: every night would miss
+        the SLO. The night ceiling is ceil(day ceiling x night.fraction) (planners/night_schedule.py)."""
+        night = self.night.schedule()
+        if night is None or not night.lower_ceiling or plan is None:
+            return []
+        p = plan.plan  # type: ignore[attr-defined]
+        ceiling = self.max_replicas if self.max_replicas is not None else plan.hpa_max_replicas  # type: ignore[attr-defined]
+        at_night = night.night_value(ceiling)
+        rate = p.option.tokens_per_s_per_replica
+        need = math.ceil(round(p.demand.night_output_tps / rate, 9))
+        if at_night >= need:
+            return []
+        return [
+            Problem(
+                "autoscaling.night.fraction",
+                f"got {night.fraction:g}; the night ceiling ceil({ceiling} x {night.fraction:g}) = {at_night} replica(s) "
+                f"carries {at_night * rate:,.0f} output tokens/s within the SLO, below the night's planned "
+                f"{p.demand.night_output_tps:,.0f} (capacity.nightFraction {p.demand.night_fraction:g} of the day): raise "
+                f"it to at least {need / ceiling:.2f}, set lowerCeiling false, or lower capacity.nightFraction",
+            )
+        ]
 
     def _night_problems(self) -> list[Problem]:
         night = self.night

@@ -71,11 +71,37 @@ def capacity_summary(settings: Settings) -> dict[str, Any] | None:
         "isl": p.demand.isl,
         "osl": p.demand.osl,
         **_backfill_summary(settings, p),
+        **_day_profile(settings, p),
         # Which planning figures were measured (capacity.factors from inferctl capacity calibrate) or modelled.
         "factors": {
             name: {"value": f["value"], "source": f["source"]}
             for name, f in settings.capacity.planning_factors().to_dict().items()
         },
+    }
+
+
+def _day_profile(settings: Settings, p: planner.Plan) -> dict[str, Any]:
+    """The planned day hour by hour on the bounds the ScaledObject enforces (planners.capacity.day_profile): the night's
+    load at capacity.nightFraction (the seed's 50 %) and the replicas the night scale-down leaves."""
+    bounds = day_bounds(settings) if settings.autoscaling.enabled else None
+    if bounds is None:
+        return {}
+    schedule = settings.autoscaling.schedule(settings.production)
+    profile = planner.day_profile(p, schedule=schedule, day_floor=bounds[0], day_ceiling=bounds[1])
+    night = [h for h in profile.hours if h.level == "night"]
+    return {
+        "dayProfile": {
+            "utilisation24h": round(profile.utilisation, 3),
+            "nightLoadShare": profile.night_load_share,
+            "nightReplicaShare": round(profile.night_replica_share, 3),
+            "night": {"hours": len(night), "replicas": night[0].replicas, "utilisation": round(night[0].utilisation, 3)}
+            if night
+            else None,
+            "hours": [
+                {"hour": h.hour, "level": h.level, "replicas": h.replicas, "utilisation": round(h.utilisation, 3)}
+                for h in profile.hours
+            ],
+        }
     }
 
 

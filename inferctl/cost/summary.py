@@ -113,7 +113,24 @@ def capacity_line(p: Mapping[str, Any]) -> str:
         f"replica): replicas peak {r['peak']:.0f} / day {r['day']:.0f} / night {r['night']:.0f}, HPA "
         f"{hpa['minReplicas']:.0f}-{hpa['maxReplicas']:.0f}, pool {pool['minSize']:.0f}-{pool['maxSize']:.0f} "
         f"nodes, utilisation {p['expectedUtilisation']:.0%}; serving ${usd['onDemand']:,.0f}/month on demand "
-        f"({_per_million(p)})" + _backfill_note(p.get("backfill")) + _factors_note(p.get("factors"))
+        f"({_per_million(p)})"
+        + _backfill_note(p.get("backfill"))
+        + _factors_note(p.get("factors"))
+        + _day_profile_note(p.get("dayProfile"))
+    )
+
+
+def _day_profile_note(d: Any) -> str:
+    """The planned day on the ScaledObject's bounds (capacityPlan.dayProfile): the night at its load share."""
+    if not isinstance(d, Mapping) or not isinstance(d.get("night"), Mapping):
+        return ""
+    night, by_hour = d["night"], d["hours"]
+    day = next((h for h in by_hour if h["level"] == "day"), by_hour[0])
+    return (
+        f"; 24 h on the ScaledObject's bounds: night ({int(night['hours'])} h) at {float(d['nightLoadShare']):.0%} of "
+        f"the day's load on {int(night['replicas'])} replica(s) ({float(d['nightReplicaShare']):.0%} of the day's "
+        f"{int(day['replicas'])}) at {float(night['utilisation']):.0%}, day at {float(day['utilisation']):.0%}, "
+        f"{float(d['utilisation24h']):.0%} over 24 h"
     )
 
 

@@ -211,3 +211,25 @@ def test_the_plan_says_how_scaling_degrades_on_a_failing_signal():
     assert summary["fallback"] == {"failureThreshold": 3, "pollingSeconds": 15, "replicas": 3}
     text = cold_start_line(summary)
     assert "no backfill when the queue fails" in text and "night ceiling holds" in text
+
+
+def test_a_night_ceiling_below_the_nights_planned_load_contradicts_capacity_night_fraction():
+    """prod's day ceiling is 3: a night fraction of 0.1 leaves ceil(3 x 0.1) = 1 replica at night, which cannot carry
+    a night at 0.9 of the day's load (two replicas' worth): refused naming the key. At 0.5 it loads."""
+    auto = {**stack_values("prod").get("autoscaling", {}), "night": {"fraction": 0.1}}
+    capacity = {**stack_values("prod")["capacity"], "nightFraction": 0.9}
+    found = [
+        p for p in _problems({"autoscaling": auto, "capacity": capacity}) if p.path == "autoscaling.night.fraction"
+    ]
+    assert len(found) == 1 and "below the night's planned" in found[0].message
+    load({"autoscaling": {**stack_values("prod").get("autoscaling", {}), "night": {"fraction": 0.5}}}, "prod")
+
+
+def test_the_planned_day_on_the_scaled_objects_bounds_shows_the_night_at_half_the_load():
+    """The seed's night: half the day's load (capacity.nightFraction 0.5) on the night bounds (autoscaling.night:
+    ceil(day x 0.5), production keeps 2): prod runs 2 of its 3 replicas at night."""
+    plan = derived.capacity_summary(load({}, "prod"))["dayProfile"]
+    assert plan["nightLoadShare"] == 0.5 and plan["night"] == {"hours": 8, "replicas": 2, "utilisation": 0.397}
+    assert [h["level"] for h in plan["hours"]].count("night") == 8 and len(plan["hours"]) == 24
+    assert {h["hour"] for h in plan["hours"] if h["level"] == "night"} == {22, 23, 0, 1, 2, 3, 4, 5}
+    assert 0 < plan["utilisation24h"] < 1
