@@ -19,9 +19,11 @@ The derivation (``derive``), stated once:
    the autoscaler acts at ``hold / (1 + g)`` requests in flight per replica.
 
 Which trigger: requests in flight per replica (active + waiting, ``nv_trt_llm_request_metrics``) is the primary
-trigger because it crosses its target before the TTFT SLO is missed while the others do not (measured on the local
-stack, ``make bench BENCH_ARGS=signals``; docs/configuration.md "Which signal"). KV-cache use stays a second trigger
-(long prompts fill the cache before the request count rises).
+trigger because it crosses its target first, well before the TTFT SLO is missed (measured on the local stack, ``make
+bench BENCH_ARGS=signals``: at the dev stack's derived target 13 it crossed at 13 clients, requests waiting at 17,
+the TTFT p95 SLO was missed at 37; the queue/compute ratio never moved past 0.3 and KV use stayed under 0.2 with
+short prompts; docs/configuration.md "Which signal"). KV-cache use stays a second trigger (long prompts fill the
+cache before the request count rises).
 """
 
 from __future__ import annotations

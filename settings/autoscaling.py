@@ -31,6 +31,12 @@ from inference_platform.settings.replica_bounds import serving_slots
 DEFAULT_TARGET_BATCH_SHARE = 0.75
 """targetRequestsPerReplica where nothing can be derived (no rollout to model): this share of serving.maxBatchSize.
 Otherwise it is derived from the SLO, the replica's capacity and the scale-up time (planners/scaling.py)."""
+QUEUE_RATIO_MEASURED = (
+    "got queueRatio; Triton's queue/compute ratio does not follow the load of the LLM-API model (decoupled: "
+    "execute() hands every request to the LLM API at once, which queues it itself): measured on the local stack it "
+    "stayed at 0.2-0.3 with 40 requests waiting and the TTFT p95 SLO missed (make bench BENCH_ARGS=signals; "
+    'docs/configuration.md "Which signal"): use requests'
+)
 DEFAULT_FAILURE_THRESHOLD = 3
 """fallback.failureThreshold: KEDA counts consecutive failed reads of one trigger and routes around it on the next
 (failures > threshold, kedacore/keda v2.20.2 pkg/fallback/fallback.go); 3 at a 15 s polling interval is under a
@@ -124,8 +130,10 @@ class AutoscalingSettings(Section):
     """Default ``true``: a KEDA ScaledObject owns the replica count once the rollout exists
     (inference.replicas is then only the first count)."""
     signal: Literal["requests", "queueRatio"] = "requests"
-    """Default ``requests``: requests the LLM step holds (active + waiting) per replica. ``queueRatio``:
-    NVIDIA's queue/compute ratio. KV-cache use is a second trigger on TensorRT-LLM either way."""
+    """Default ``requests``: requests the LLM step holds (active + waiting) per replica, the signal that crosses its
+    target first before the TTFT SLO is missed (make bench BENCH_ARGS=signals). ``queueRatio``: NVIDIA's
+    queue/compute ratio, refused on TensorRT-LLM (it does not follow the LLM API's own queue, measured); Neuron only.
+    KV-cache use is a second trigger on TensorRT-LLM either way."""
     min_replicas: int | None = Field(default=None, ge=0, le=1000)
     """Default inference.replicas; production at least 2. The day floor."""
     max_replicas: int | None = Field(default=None, ge=1, le=1000)
@@ -208,6 +216,9 @@ class AutoscalingSettings(Section):
                 )
             )
         out += self._night_problems()
+        serving = ctx.sections.get("serving")
+        if self.signal == "queueRatio" and getattr(serving, "backend", None) == "tensorrtllm":
+            out.append(Problem("autoscaling.signal", QUEUE_RATIO_MEASURED))
         out += self._ramp_problems(ctx)
         blind = self.fallback.replicas
         if blind is not None and high is not None and blind > high:

@@ -35,11 +35,12 @@ from inference_platform.components.autoscaling.scaled_object import (
 from inference_platform.components.observability.dashboards import expand, queries, render
 from inference_platform.components.observability.promql import Scope
 from inference_platform.components.observability.rules import RuleSet, rule_groups, rules_file
+from inference_platform.planners import keda
 from inference_platform.processes import free_port
 from inference_platform.settings import stack_files
 from tests.observability.keda_hpa import composite, recommendation
-from tests.observability.prometheus_server import Target, running_prometheus
 from tests.system_tools import require_tool
+from tools.prometheus_server import Target, running_prometheus
 
 pytestmark = [pytest.mark.triton, pytest.mark.timeout(420)]
 
@@ -87,10 +88,12 @@ def _load(openai_url: str, model: str, stop: threading.Event, done: list[int], f
 
 
 def _value(prom, expr: str, at: float) -> float:
-    """One scalar at ``at``; an empty result is 0, as KEDA's Prometheus scaler reads it (ignoreNullValues)."""
+    """One scalar at ``at``, read as the rendered trigger makes KEDA's Prometheus scaler read it: with
+    ``ignoreNullValues: "false"`` an empty result is a failure, so the stand-in's gauges must be there."""
     result = prom.query(expr, at=at)
-    assert len(result) <= 1, f"{expr}: {len(result)} series, the trigger expects one"
-    return float(result[0]["value"][1]) if result else 0.0
+    value = keda.prometheus_read([float(r["value"][1]) for r in result], ignore_null_values=False)
+    assert value is not None, f"{expr}: {len(result)} series; the trigger expects exactly one"
+    return value
 
 
 def _wait_for_values(prom, queries: dict[str, str], predicate, timeout: float) -> dict[str, float] | None:

@@ -178,12 +178,17 @@ def test_one_scale_up_starts_no_more_than_the_derived_ceiling():
 
 def test_queue_ratio_and_the_kv_trigger_are_judged():
     prod_auto = stack_values("prod").get("autoscaling", {})
-    # queueRatio fires with replicas already full: no headroom, refused at a ramp naming the signal...
-    found = [p for p in _problems({"autoscaling": {**prod_auto, "signal": "queueRatio"}}) if "headroom" in p.message]
+    # queueRatio on TensorRT-LLM: the measured ratio does not follow the LLM API's queue, refused whatever the ramp.
+    for extra in ({}, {"kvCacheTarget": 0.05}, {"rampPercentPerHour": 0}):
+        found = [p for p in _problems({"autoscaling": {**prod_auto, "signal": "queueRatio", **extra}})
+                 if "queue/compute ratio does not follow" in p.message]  # fmt: skip
+        assert [p.path for p in found] == ["autoscaling.signal"] and "BENCH_ARGS=signals" in found[0].message
+    # On Neuron (unmeasured) it is judged by the ramp: it fires only with replicas full, so it leaves no headroom.
+    npu_auto = stack_values("npu").get("autoscaling", {})
+    found = [
+        p for p in _problems({"autoscaling": {**npu_auto, "signal": "queueRatio"}}, "npu") if "headroom" in p.message
+    ]
     assert [p.path for p in found] == ["autoscaling.signal"] and "cannot be judged" in found[0].message
-    # ...unless the KV trigger (TensorRT-LLM) fires early enough (603 sequences fit: 0.05 x 603 = 30 requests).
-    load({"autoscaling": {**prod_auto, "signal": "queueRatio", "kvCacheTarget": 0.05}}, "prod")
-    load({"autoscaling": {**prod_auto, "signal": "queueRatio", "rampPercentPerHour": 0}}, "prod")
     # The HPA follows the earlier trigger: a target beyond the batch is rescued by an early KV trigger, and
     # when both fire too late both are named.
     load({"autoscaling": {**prod_auto, "targetRequestsPerReplica": 600, "kvCacheTarget": 0.05}}, "prod")
