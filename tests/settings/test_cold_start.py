@@ -238,3 +238,35 @@ def test_the_planned_day_on_the_scaled_objects_bounds_shows_the_night_at_half_th
     assert [h["level"] for h in plan["hours"]].count("night") == 8 and len(plan["hours"]) == 24
     assert {h["hour"] for h in plan["hours"] if h["level"] == "night"} == {22, 23, 0, 1, 2, 3, 4, 5}
     assert 0 < plan["utilisation24h"] < 1
+
+
+BAD = [
+    ("prod", "autoscaling", "rampPercentPerHour", ".nan", "autoscaling.rampPercentPerHour", "finite"),
+    ("prod", "autoscaling", "rampPercentPerHour", "-5", "autoscaling.rampPercentPerHour", "greater than or equal to 0"),
+    ("prod", "serving", "slo.ttftP95Ms", ".inf", "serving.slo.ttftP95Ms", "finite"),
+    ("prod", "serving", "slo.ttftP95Ms", "410", "serving.slo.ttftP95Ms", "prefill of serving.maxInputLen"),
+    ("prod", "coldStart", "figures.warmupSeconds", ".nan", "coldStart.figures.warmupSeconds", "finite"),
+    ("prod", "coldStart", "figures.nodeLaunchSeconds", "-1", "coldStart.figures.nodeLaunchSeconds", "greater than 0"),
+    ("prod", "coldStart", "figures.weightsMiBps", "99999", "coldStart.figures.weightsMiBps", "network card"),
+    ("prod", "coldStart", "downloadConcurrency", "0", "coldStart.downloadConcurrency", "greater than or equal to 1"),
+    ("prod", "autoscaling", "fallback.replicas", ".inf", "autoscaling.fallback.replicas", "finite"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("stack", "section", "dotted", "value", "path", "words"), BAD, ids=[f"{b[4]}={b[3]}" for b in BAD]
+)
+def test_bad_ramps_slos_and_cold_start_figures_make_the_plan_exit_2_naming_the_key(tmp_path, capsys, stack, section,
+                                                                                  dotted, value, path, words):  # fmt: skip
+    """Issue 31 item 5 through the real command: non-finite, negative or contradicting values exit 2 with one line
+    naming the key, no traceback."""
+    from inference_platform.inferctl.cli import main
+    from tests.settings.test_plan_exit import stack_text
+
+    file = tmp_path / f"Pulumi.{stack}.yaml"
+    file.write_text(stack_text(stack, section, dotted, value))
+    code = main(["plan", "--stack", stack, "--stack-file", str(file), "--out", str(tmp_path / "out"), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err, err
+    lines = [ln for ln in err.splitlines() if ln.strip().startswith("- ")]
+    assert len(lines) == 1 and lines[0].strip().startswith(f"- {path}:") and words in lines[0], err
