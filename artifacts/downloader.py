@@ -25,7 +25,7 @@ import queue
 import shutil
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import boto3
 from boto3.s3.transfer import ProgressCallbackInvoker, create_transfer_manager
@@ -199,7 +199,7 @@ def _fetch(
             size, sha256, _ = hash_file(part, None)
             if size != entry.size or sha256 != entry.sha256:
                 part.unlink()
-                problem = "size" if size != entry.size else "sha256"
+                problem: Literal["size", "sha256"] = "size" if size != entry.size else "sha256"
                 expected, actual = (
                     (f"{entry.size} bytes", f"{size} bytes") if problem == "size" else (entry.sha256, sha256)
                 )

@@ -12,7 +12,7 @@ import json
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from inference_platform.artifacts.errors import ArtifactError, IntegrityError, InvalidInputError
 from inference_platform.artifacts.metadata import ModelMetadata
@@ -103,7 +103,7 @@ class Manifest:
                 files=files,
                 metadata=metadata,
                 created_at=doc["created_at"],
-                schema_version=version,
+                schema_version=cast(int, version),  # anything but SCHEMA_VERSION fails _problems
             )
         except ArtifactError as err:
             if not isinstance(err, InvalidInputError):

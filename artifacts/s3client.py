@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit
 
 import boto3
@@ -22,6 +23,10 @@ from s3transfer.exceptions import RetriesExceededError
 
 from inference_platform.artifacts.errors import ArtifactError
 from inference_platform.artifacts.transfer import DEFAULT_MAX_ATTEMPTS, TransferSettings
+
+if TYPE_CHECKING:
+    # botocore-stubs' shapes of Config's retries and s3 (they exist only in the stubs).
+    from botocore.config import _RetryDict, _S3Dict
 
 S3_ERRORS = (ClientError, BotoCoreError, RetriesExceededError)
 """What an S3 call can raise that ``describe_error`` turns into one line."""
@@ -54,16 +59,19 @@ def make_client(session: boto3.Session | None = None, settings: TransferSettings
     session = session or boto3.Session()
     settings = settings or TransferSettings()
     # Enough pooled connections for every transfer thread plus the checksum HEAD workers.
-    base = {"max_pool_connections": 2 * settings.max_concurrency + 2, "user_agent_extra": "inferctl-artifacts"}
+    base: dict[str, Any] = {
+        "max_pool_connections": 2 * settings.max_concurrency + 2,
+        "user_agent_extra": "inferctl-artifacts",
+    }
     probe = session.client("s3", config=Config(**base))
-    resolved = probe.meta.config.retries or {}
-    retries = {
+    resolved = probe.meta.config.retries or {}  # type: ignore[attr-defined]  # set from its options; the stubs omit them
+    retries: _RetryDict = {
         "mode": resolved.get("mode") or "standard",
         "total_max_attempts": settings.max_attempts or resolved.get("total_max_attempts") or DEFAULT_MAX_ATTEMPTS,
     }
     host = urlsplit(probe.meta.endpoint_url).hostname or ""
     # S3-compatible stores and emulators behind AWS_ENDPOINT_URL rarely serve bucket subdomains.
-    s3 = {} if host.endswith(_AWS_HOST_SUFFIXES) else {"addressing_style": "path"}
+    s3: _S3Dict = {} if host.endswith(_AWS_HOST_SUFFIXES) else {"addressing_style": "path"}
     return session.client("s3", config=Config(**base, retries=retries, s3=s3))
 
 
@@ -101,7 +109,8 @@ def _client_error(err: ClientError, bucket: str, key: str | None, target: str) -
         return ArtifactError(
             f"bucket {bucket!r} does not exist (NoSuchBucket): check the bucket name, account and endpoint"
         )
-    region = headers.get("x-amz-bucket-region") or error.get("Region")
+    # S3 adds Region to a redirect's error; botocore's stubs list Code and Message only.
+    region = headers.get("x-amz-bucket-region") or cast("str | None", error.get("Region"))
     if code in _REGION or (region and status in (301, 400)):
         where = f"region {region}" if region else "another region"
         return ArtifactError(

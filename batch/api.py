@@ -15,10 +15,10 @@ import functools
 import json
 import logging
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from aiohttp import web
+from aiohttp import BodyPartReader, web
 
 from . import lifecycle, metrics, objects
 from .config import ApiConfig
@@ -65,8 +65,10 @@ async def _errors(
         return await handler(request)
     except ApiError as err:
         return _json(err.body, err.status)
-    except web.HTTPRequestEntityTooLarge as err:
-        return _json(objects.error_body(f"the upload is larger than {err.max_size} bytes", code="file_too_large"), 413)
+    except web.HTTPRequestEntityTooLarge:
+        # aiohttp's exception keeps only its text: the limit is the request's (the application's client_max_size).
+        limit = request.client_max_size
+        return _json(objects.error_body(f"the upload is larger than {limit} bytes", code="file_too_large"), 413)
     except web.HTTPNotFound:
         return _json(objects.error_body(f"no route {request.method} {request.path}", code="unknown_url"), 404)
     except web.HTTPMethodNotAllowed:
@@ -85,7 +87,7 @@ class BatchApi:
         self.sqs = sqs
         self._client_locks: dict[str, asyncio.Lock] = {}
 
-    def app(self, extra_routes: list[web.RouteDef] = ()) -> web.Application:  # type: ignore[assignment]
+    def app(self, extra_routes: Sequence[web.RouteDef] = ()) -> web.Application:
         # The whole multipart body may hold the file plus a few small fields.
         app = web.Application(client_max_size=self.config.max_file_bytes + 64 * 1024, middlewares=[_errors])
         app.add_routes(
@@ -123,11 +125,16 @@ class BatchApi:
         content: bytes | None = None
         filename = "upload.jsonl"
         async for part in await request.multipart():
+            # A nested multipart part comes as a MultipartReader, which has no name: not a form field.
+            if not isinstance(part, BodyPartReader):
+                raise ApiError(
+                    400, "upload the file as multipart/form-data (fields file and purpose)", code="invalid_upload"
+                )
             if part.name == "file":
                 filename = part.filename or filename
                 content = await self._read_limited(part)
             elif part.name:
-                fields[part.name] = await part.text()  # type: ignore[union-attr]
+                fields[part.name] = await part.text()
         if content is None:
             raise ApiError(400, "the multipart body has no file field", code="missing_file", param="file")
         purpose = fields.get("purpose")

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-T = TypeVar("T")
+Number = TypeVar("Number", int, float)
+Default = TypeVar("Default")
 
 DEFAULT_FILES_PREFIX = "files/"
 DEFAULT_RESULTS_PREFIX = "results/"
@@ -137,7 +138,9 @@ class _Reader:
             self.problems.append(f"{name} is required (not set)")
         return default
 
-    def number(self, name: str, default: T, parse: Callable[[str], T], low: float, high: float) -> T:
+    def number(
+        self, name: str, default: Default, parse: Callable[[str], Number], low: float, high: float
+    ) -> Number | Default:
         raw = self.env.get(name, "").strip()
         if not raw:
             return default
@@ -145,7 +148,7 @@ class _Reader:
             value = parse(raw)
         except ValueError:
             value = None
-        if value is None or not math.isfinite(float(value)) or not low <= float(value) <= high:  # type: ignore[arg-type]
+        if value is None or not math.isfinite(float(value)) or not low <= float(value) <= high:
             kind = "an integer" if parse is int else "a number"
             self.problems.append(f"{name}={raw!r}: must be {kind} from {low:g} to {high:g}")
             return default
@@ -154,7 +157,7 @@ class _Reader:
     def optional_int(self, name: str, low: int, high: int) -> int | None:
         if not self.env.get(name, "").strip():
             return None
-        return self.number(name, None, int, low, high)  # type: ignore[arg-type]
+        return self.number(name, None, int, low, high)
 
     def prefix(self, name: str, default: str) -> str:
         value = self.text(name, default) or default

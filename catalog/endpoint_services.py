@@ -27,12 +27,13 @@ KNOWN_SERVICES: dict[str, str] = {
     "sts": "IAM roles for service accounts and the AWS SDKs' credential chain",
     "logs": "CloudWatch Logs agents and flow logs delivery from nodes",
     "eks-auth": "EKS Pod Identity: every pod credential (AssumeRoleForPodIdentity)",
-    "eks": "Karpenter's DescribeCluster at start; the EKS API from inside the VPC",
+    "eks": "Karpenter's DescribeCluster at start; the cluster autoscaler's DescribeNodegroup; the EKS API from "
+    "inside the VPC",
     "secretsmanager": "Secrets Store CSI provider fetching API keys and tokens",
     "kms": "envelope encryption from pods and the SDKs (Decrypt, GenerateDataKey)",
     "elasticloadbalancing": "the AWS Load Balancer Controller",
     "autoscaling": "the cluster autoscaler (managed node groups)",
-    "sqs": "Karpenter's interruption queue",
+    "sqs": "Karpenter's interruption queue; the batch lane's API and workers, and KEDA's aws-sqs-queue scaler",
     "ssm": "Karpenter resolving AMI aliases through public SSM parameters",
     "fsx": "the FSx for Lustre CSI driver",
     "monitoring": "CloudWatch metrics from agents",
@@ -43,14 +44,64 @@ BASE_SERVICES: tuple[str, ...] = (
     "ec2", "ecr.api", "ecr.dkr", "sts", "logs", "eks-auth", "secretsmanager", "kms", "elasticloadbalancing",
 )  # fmt: skip
 KARPENTER_SERVICES: tuple[str, ...] = ("sqs", "ssm", "eks")
-MANAGED_SERVICES: tuple[str, ...] = ("autoscaling",)
+# The cluster autoscaler describes managed node groups (eks:DescribeNodegroup, granted in
+# components/compute/iam_policies.py) to scale them from zero.
+MANAGED_SERVICES: tuple[str, ...] = ("autoscaling", "eks")
 FSX_SERVICES: tuple[str, ...] = ("fsx",)
+BATCH_SERVICES: tuple[str, ...] = ("sqs",)
+"""The batch lane: its API sends each line to the work queue, its workers receive and delete them, and KEDA's
+aws-sqs-queue scaler reads the queues' depth (docs/batch.md): all from pods in the private subnets."""
+
+IAM_PREFIX_ENDPOINTS: dict[str, tuple[str, ...]] = {
+    "ec2": ("ec2",),
+    "ecr": ("ecr.api", "ecr.dkr"),
+    "sts": ("sts",),
+    "logs": ("logs",),
+    "secretsmanager": ("secretsmanager",),
+    "kms": ("kms",),
+    "elasticloadbalancing": ("elasticloadbalancing",),
+    "autoscaling": ("autoscaling",),
+    "sqs": ("sqs",),
+    "ssm": ("ssm",),
+    "eks": ("eks",),
+    "fsx": ("fsx",),
+    "cloudwatch": ("monitoring",),
+    "ssmmessages": ("ssmmessages",),
+    "ec2messages": ("ec2messages",),
+    # Through the S3 gateway endpoint every VPC of the network has (components/network/vpc.py).
+    "s3": (),
+}
+"""IAM action prefix -> the interface endpoints a pod granted such an action calls from the private subnets."""
+THROUGH_NAT: dict[str, str] = {
+    "route53": "ExternalDNS writing the API's record: Route 53 is a global API with no interface endpoint here",
+    "wafv2": "the AWS Load Balancer Controller attaching the web ACL",
+    "waf-regional": "the AWS Load Balancer Controller (WAF Classic look-ups)",
+    "shield": "the AWS Load Balancer Controller (Shield Advanced look-ups)",
+    "acm": "the AWS Load Balancer Controller discovering certificates",
+    "cognito-idp": "the AWS Load Balancer Controller (Cognito authentication actions)",
+    "iam": "the AWS Load Balancer Controller's service-linked role and server certificates (IAM is global)",
+    "tag": "resource tagging look-ups",
+    "pricing": "Karpenter's on-demand price list (the Price List API answers from a few regions only)",
+    "arc-zonal-shift": "Karpenter reading the cluster's zonal shifts (Application Recovery Controller)",
+}
+"""IAM action prefixes granted to pods that this catalog has no interface endpoint for: those calls leave through
+the NAT gateways (a stack without NAT cannot make them). Each is listed with who makes it; a prefix in neither
+table is refused by the pack until it is classified."""
 
 
-def required_services(*, karpenter: bool, fsx: bool) -> tuple[str, ...]:
-    """Every service the cluster calls for its provisioning mode and storage, in a stable order."""
+def required_services(*, karpenter: bool, fsx: bool, batch: bool = False) -> tuple[str, ...]:
+    """Every service the cluster calls for its provisioning mode, storage and batch lane, in a stable order."""
     extra = KARPENTER_SERVICES if karpenter else MANAGED_SERVICES
-    return BASE_SERVICES + extra + (FSX_SERVICES if fsx else ())
+    more = (FSX_SERVICES if fsx else ()) + (BATCH_SERVICES if batch else ())
+    return tuple(dict.fromkeys(BASE_SERVICES + extra + more))
+
+
+def endpoints_for_action(action: str) -> tuple[str, ...] | None:
+    """The interface endpoints an IAM action is called through; None when its prefix is in neither table."""
+    prefix = action.split(":", 1)[0].lower()
+    if prefix in IAM_PREFIX_ENDPOINTS:
+        return IAM_PREFIX_ENDPOINTS[prefix]
+    return () if prefix in THROUGH_NAT else None
 
 
 def unknown(services: Iterable[str]) -> list[str]:

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, cast
 
 DATA_FILE: Final = Path(__file__).with_name("instance_offerings.json")
 RESOURCE_DIR: Final = "moto/ec2/resources/instance_type_offerings"
@@ -38,7 +38,7 @@ INDEPENDENTLY_MAPPED: Final = frozenset(
 @lru_cache(maxsize=1)
 def data() -> dict[str, Any]:
     """The vendored offerings (``instance_offerings.json``)."""
-    return json.loads(DATA_FILE.read_text())
+    return cast(dict[str, Any], json.loads(DATA_FILE.read_text()))  # the vendored file holds one object
 
 
 def source() -> str:

@@ -22,7 +22,7 @@ import json
 import sys
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from inference_platform.catalog.instances import CATALOG
 from inference_platform.catalog.offerings import DATA_FILE, RESOURCE_DIR
@@ -45,7 +45,7 @@ def _read(directory: Path, kind: str, region: str) -> list[dict[str, str]] | Non
         path = directory / kind / name
         if path.exists():
             raw = gzip.decompress(path.read_bytes()) if name.endswith(".gz") else path.read_bytes()
-            return json.loads(raw)
+            return cast(list[dict[str, str]], json.loads(raw))  # moto's files: one row per offering
     return None
 
 
@@ -80,16 +80,17 @@ def build(today: str | None = None) -> dict[str, Any]:
     regions: dict[str, Any] = {}
     missing: list[str] = []
     for region in sorted(REGIONS):
-        rows = {kind: _read(directory, kind, region) for kind in KINDS}
-        if any(r is None for r in rows.values()):
+        read = {kind: _read(directory, kind, region) for kind in KINDS}
+        rows = {kind: found for kind, found in read.items() if found is not None}
+        if len(rows) != len(read):
             missing.append(region)
             continue
-        regional = _by_type(rows["region"])  # type: ignore[arg-type]
+        regional = _by_type(rows["region"])
         regions[region] = {
             "types": sorted(regional),
-            "zoneIds": _by_type(rows["availability-zone-id"]),  # type: ignore[arg-type]
-            "zoneNames": _by_type(rows["availability-zone"]),  # type: ignore[arg-type]
-            "zoneIdByName": _zone_ids_by_name(rows["availability-zone"], rows["availability-zone-id"]),  # type: ignore[arg-type]
+            "zoneIds": _by_type(rows["availability-zone-id"]),
+            "zoneNames": _by_type(rows["availability-zone"]),
+            "zoneIdByName": _zone_ids_by_name(rows["availability-zone"], rows["availability-zone-id"]),
         }
     return {
         "source": {

@@ -10,6 +10,7 @@ Sub-command modules keep heavy imports (pulumi, boto3, tritonclient) inside thei
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
@@ -18,6 +19,7 @@ from collections.abc import Sequence
 from inference_platform import __version__
 from inference_platform.errors import CommandError
 from inference_platform.extras import missing_package_message
+from inference_platform.redaction import ScrubbingWriter
 
 # name -> module exposing ``register(subparsers)``; the module sets ``handler`` via set_defaults.
 COMMANDS: dict[str, str] = {
@@ -82,6 +84,21 @@ def _describe_children(subparsers: argparse._SubParsersAction, command: str | No
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command with its standard streams behind :class:`ScrubbingWriter`: whatever a command prints
+    (a setting's URL in a banner, an error quoting a value, a server's log line relayed) reaches the
+    terminal and the CI log without credentials (inference_platform.redaction)."""
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = ScrubbingWriter(sys.stdout), ScrubbingWriter(sys.stderr)
+    try:
+        return _main(argv)
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):  # a closed pipe (BrokenPipeError) is _main's to report
+                stream.flush()
+        sys.stdout, sys.stderr = saved
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.handler(args) or 0)

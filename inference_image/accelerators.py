@@ -121,7 +121,7 @@ def probe_for(backend: str) -> Callable[[], VisibleAccelerators]:
 
 
 def placement_problem(
-    visible: VisibleAccelerators, *, vendor: str, architecture: str, ranks: int, units_per_device: int = 1
+    visible: VisibleAccelerators, *, vendor: str, architecture: str | None, ranks: int, units_per_device: int = 1
 ) -> str | None:
     """Why an engine for ``architecture`` with ``ranks`` ranks on this node cannot run here, or None.
 

@@ -27,7 +27,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -127,8 +127,8 @@ class Supervisor:
     def _child_of(self, pid: int) -> subprocess.Popen | None:
         return next((p for p in self.procs.values() if p.pid == pid), None)
 
-    def _stop(self, procs: object) -> None:
-        running = [p for p in procs if p.poll() is None]  # type: ignore[attr-defined]
+    def _stop(self, procs: Iterable[subprocess.Popen]) -> None:
+        running = [p for p in procs if p.poll() is None]
         for proc in running:
             _signal(proc.pid, signal.SIGTERM)
         deadline = time.monotonic() + self.stop_grace_seconds

@@ -73,7 +73,9 @@ def prepare_launch(
             "the CPU stand-in replaces the LLM API's engine: use it with serving.backend tensorrtllm", EXIT_CONFIG
         )
     if download is None:
-        from inference_platform.artifacts import download
+        from inference_platform.artifacts import download as artifact_download
+
+        download = artifact_download
     key = api_key(serving, environ)
     engine_dir = options.models_dir / "engine"
     tokenizer_dir = options.models_dir / "tokenizer"

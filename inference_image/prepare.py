@@ -27,6 +27,7 @@ from inference_platform.inference_image.build_plan import (
     neuron_plan,
     target_for,
 )
+from inference_platform.settings.base import Problem
 from inference_platform.settings.serving import ServingSettings
 
 EXIT_CONFIG = 2
@@ -65,7 +66,7 @@ def plan_for(serving: ServingSettings, options: PrepareOptions) -> NeuronCompile
     problems = build_problems(serving, options.instance_type)
     checkpoint = options.checkpoint or serving.checkpoint
     if checkpoint is None:
-        problems = [*problems, "serving.checkpoint: missing; set it or pass --checkpoint"]
+        problems = [*problems, Problem("serving.checkpoint", "missing; set it or pass --checkpoint")]
     if problems or checkpoint is None:
         raise CommandError(
             f"refusing to build for {options.instance_type}: " + "; ".join(map(str, problems)), EXIT_CONFIG
@@ -109,7 +110,9 @@ def run_prepare(
 ) -> tuple[Any, Any]:
     """Refuse, build, publish; returns the (engine, tokenizer) manifests."""
     if upload is None:
-        from inference_platform.artifacts import upload
+        from inference_platform.artifacts import upload as artifact_upload
+
+        upload = artifact_upload
     plan = plan_for(serving, options)
     target = target_for(options.instance_type)
     try:

@@ -44,15 +44,34 @@ def die_with_parent(sig: signal.Signals = signal.SIGTERM) -> Callable[[], None] 
     """
     if _PRCTL is None:
         return None
-    prctl, parent = _PRCTL, os.getpid()
+    parent = os.getpid()
 
     def preexec() -> None:
-        prctl(_PR_SET_PDEATHSIG, int(sig))
-        # The parent may have died between fork() and prctl(): then nobody will send the signal.
-        if os.getppid() != parent:
-            os.kill(os.getpid(), sig)
+        set_parent_death_signal(sig, parent)
 
     return preexec
+
+
+def with_parent_death(argv: list[str], sig: signal.Signals = signal.SIGTERM) -> list[str]:
+    """``argv`` run so that it gets ``sig`` when this process dies, without a ``preexec_fn`` (Linux; ``argv``
+    unchanged elsewhere).
+
+    For parents with gRPC threads running: a ``preexec_fn`` forks, and the fork runs gRPC's atfork handlers,
+    which abort the child (inference_platform/parent_death.py says why).
+    """
+    if _PRCTL is None:
+        return list(argv)
+    launcher = [sys.executable, "-m", "inference_platform.parent_death", str(os.getpid()), str(int(sig)), "--"]
+    return [*launcher, *argv]
+
+
+def set_parent_death_signal(sig: signal.Signals, parent: int) -> None:
+    """Ask the kernel for ``sig`` when the parent (pid ``parent``) dies; if it is already gone, take it now."""
+    if _PRCTL is not None:
+        _PRCTL(_PR_SET_PDEATHSIG, int(sig))
+    # The parent may have died before the prctl: then nobody will send the signal.
+    if os.getppid() != parent:
+        os.kill(os.getpid(), sig)
 
 
 def stop_group(process: subprocess.Popen[bytes], timeout: float) -> int | None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import pulumi
 
 from inference_platform.catalog.edge_policy import RouteGroup
+from inference_platform.catalog.image_sizes import BATCH_IMAGE_GIB
 from inference_platform.catalog.serving_contract import OPENAI_PORT
 from inference_platform.components.autoscaling.keda import DEFAULT_NAMESPACE as KEDA_NAMESPACE
 from inference_platform.components.batch import edge_routes
@@ -88,6 +89,7 @@ def build_batch(
             message_retention_seconds=cfg.queue_retention_seconds,
             max_receive_count=cfg.max_receive_count,
             data_key_reuse_seconds=cfg.data_key_reuse_seconds,
+            protect=settings.production,
         ),
     )
     monitor = PodIdentityRole(
@@ -113,6 +115,7 @@ def build_batch(
             scan_on_push=settings.inference.ecr.scan_on_push,
             force_delete=not settings.production,
             protect=settings.production,
+            unpacked_gib=BATCH_IMAGE_GIB,
         ),
     )
     signal = QueueSignal(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
@@ -133,8 +134,8 @@ def _control_plane(settings: Settings, foundation: Foundation) -> Cluster:
     )
 
 
-def _addon(name: str, versions: dict[str, str], **kwargs: object) -> AddonSpec:
-    return AddonSpec(name=name, version=versions[name], **kwargs)  # type: ignore[arg-type]
+def _addon(name: str, versions: dict[str, str], **kwargs: Any) -> AddonSpec:
+    return AddonSpec(name=name, version=versions[name], **kwargs)
 
 
 def _network_addons(settings: Settings, foundation: Foundation, cluster: Cluster) -> ClusterAddons:

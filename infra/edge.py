@@ -159,6 +159,7 @@ def _gateway(
             redis_url=store.url,
             redis_tls=store.tls,
             rate_limit_fail_closed=cfg.rate_limits.resolved_fail_closed(settings.environment),
+            rate_limit_timeout_ms=cfg.rate_limits.service_timeout_ms,
             redis_auth_secret_arn=store.auth_secret_arn,
             name_prefix=settings.name_prefix,
             kms_key_arn=foundation.keys.storage_key_arn,
@@ -186,6 +187,7 @@ def _public_endpoint(
     controller: LoadBalancerController,
 ) -> PublicEndpoint:
     cfg, waf = settings.edge, settings.edge.waf
+    assert cfg.domain is not None  # build_edge builds none without it
     return PublicEndpoint(
         "public-endpoint",
         PublicEndpointArgs(

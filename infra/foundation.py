@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pulumi
 import pulumi_aws as aws
 
 from inference_platform.catalog import offerings
-from inference_platform.components.keys.kms import Keys, KeysArgs, autoscaling_service_role_arn, spot_service_role_arn
+from inference_platform.components.keys.kms import (
+    AUTOSCALING_ROLE_NAME,
+    AUTOSCALING_SERVICE,
+    SERVICE_ROLE_MARKER,
+    Keys,
+    KeysArgs,
+    autoscaling_service_role_arn,
+    spot_service_role_arn,
+)
 from inference_platform.components.network.endpoints import InterfaceEndpoints, InterfaceEndpointsArgs
 from inference_platform.components.network.security_groups import SecurityGroups, SecurityGroupsArgs
 from inference_platform.components.network.vpc import FlowLogsArgs, Network, NetworkArgs
@@ -32,6 +41,7 @@ def build_foundation(settings: Settings) -> Foundation:
     partition = aws.get_partition().partition
     zones = availability_zones(settings)
     cluster_name = settings.name_prefix
+    autoscaling_role_preflight(settings, account_id)
 
     keys = Keys(
         "keys",
@@ -84,7 +94,9 @@ def build_foundation(settings: Settings) -> Foundation:
             redirect_http=settings.edge.redirect_http,
         ),
     )
-    services = net.endpoint_services(karpenter=settings.cluster.provisioning == "karpenter", fsx=settings.fsx.enabled)
+    services = net.endpoint_services(
+        karpenter=settings.cluster.provisioning == "karpenter", fsx=settings.fsx.enabled, batch=settings.batch.enabled
+    )
     if services:
         InterfaceEndpoints(
             "endpoints",
@@ -108,6 +120,38 @@ def build_foundation(settings: Settings) -> Foundation:
     )
     pulumi.export("securityGroupIds", {"loadBalancer": groups.load_balancer_sg_id, "nodes": groups.node_sg_id})
     return Foundation(account_id, partition, zones, cluster_name, keys, network, groups)
+
+
+def autoscaling_role_preflight(settings: Settings, account_id: str) -> None:
+    """Fail the preview, before anything is created, when the first ``up`` would fail creating the storage key.
+
+    The key policy names EC2 Auto Scaling's service-linked role, and KMS refuses a policy naming a role that does
+    not exist (``MalformedPolicyDocumentException``; terraform-provider-aws #28644); AWS creates the role with an
+    account's first Auto Scaling group, so a fresh account has none. ``keys.createAutoscalingServiceRole`` creates it
+    (tagged as this stack's), and IAM refuses to create it where it exists ("has been taken in this account"). So:
+    missing and not to be created, or to be created and already there but not created by this stack, is an error
+    naming the key and the one-line fix. The look-up lists the role by name (an empty answer, not an error, when it
+    is missing) and reads its tags."""
+    create = settings.keys.create_autoscaling_service_role
+    found = aws.iam.get_roles(
+        name_regex=f"^{AUTOSCALING_ROLE_NAME}$", path_prefix=f"/aws-service-role/{AUTOSCALING_SERVICE}/"
+    )
+    exists = AUTOSCALING_ROLE_NAME in (found.names or [])
+    if not exists and not create:
+        raise pulumi.RunError(
+            f"keys.createAutoscalingServiceRole: {AUTOSCALING_ROLE_NAME} does not exist in account {account_id}, and "
+            "the storage key's policy names it (KMS refuses a policy naming a missing role): set "
+            "keys.createAutoscalingServiceRole: true for this stack (it creates the role before the keys and keeps it "
+            "on destroy), or run `aws iam create-service-linked-role --aws-service-name autoscaling.amazonaws.com` once"
+        )
+    if exists and create:
+        tags = dict(aws.iam.get_role(name=AUTOSCALING_ROLE_NAME).tags or {})
+        if tags.get(SERVICE_ROLE_MARKER) != settings.name_prefix:
+            raise pulumi.RunError(
+                f"keys.createAutoscalingServiceRole: {AUTOSCALING_ROLE_NAME} already exists in account {account_id} "
+                "and this stack did not create it (IAM refuses a second one): set keys.createAutoscalingServiceRole: "
+                "false"
+            )
 
 
 def availability_zones(settings: Settings) -> list[str]:
@@ -137,7 +181,9 @@ def pool_offering_problems(settings: Settings, zones: list[str], zone_ids: dict[
     region = settings.region.name
     mapped = " (zone IDs as this account's DescribeAvailabilityZones maps its names)"
     account = mapped if offerings.names_are_account_specific(region) else ""
-    groups = [("cluster.systemNodeGroup.instanceTypes", settings.cluster.system_node_group.instance_types, zones)]
+    groups: list[tuple[str, Sequence[str], Sequence[str]]] = [
+        ("cluster.systemNodeGroup.instanceTypes", settings.cluster.system_node_group.instance_types, zones)
+    ]
     groups += [
         (f"nodePools.{name}.availabilityZones", pool.instance_types, pool.zones(zones))
         for name, pool in settings.node_pools.root.items()

@@ -16,6 +16,7 @@ from typing import Any
 import pulumi
 
 from inference_platform import catalog
+from inference_platform.catalog.image_sizes import SERVING_GPU_IMAGE_GIB
 from inference_platform.catalog.pool_profile import LABEL_NODE_ROLE, LABEL_POOL, ROLE_SYSTEM, PoolProfile
 from inference_platform.components.compute.accelerator_software import NEURON_SCHEDULER_NAME
 from inference_platform.components.serving.controllers import ServingControllers, ServingControllersArgs
@@ -69,6 +70,7 @@ def _repository(settings: Settings, foundation: Foundation) -> ImageRepository:
             scan_on_push=cfg.ecr.scan_on_push,
             force_delete=not settings.production,
             protect=settings.production,
+            unpacked_gib=SERVING_GPU_IMAGE_GIB if settings.serving.backend == "tensorrtllm" else None,
         ),
     )
     pulumi.export("imageRepository", {"name": repository.repository_name, "url": repository.repository_url})
@@ -206,7 +208,7 @@ def _model_source(settings: Settings, storage: Storage) -> ModelSource:
     engine, tokenizer = model.engine or "", model.tokenizer or ""
     bucket, prefix = storage.store.bucket_name, settings.storage.model_prefix
     pins = settings.serving.artifacts
-    source: dict[str, Any] = {
+    source: dict[str, Any] = {  # what both kinds of source take
         "engine_uri": pulumi.Output.concat("s3://", bucket, "/", prefix, engine),
         "tokenizer_uri": pulumi.Output.concat("s3://", bucket, "/", prefix, tokenizer),
         "engine_manifest_sha256": pins.engine_manifest_sha256,

@@ -34,10 +34,13 @@ PRIMARY_API_KEY_FILE = "api-key"
 
 
 class ClusterHandle(Protocol):
-    """What storage needs from the cluster."""
+    """What storage needs from the cluster (read-only: the cluster's own record holds them)."""
 
-    cluster_name: pulumi.Output[str]
-    provider: pulumi.ProviderResource
+    @property
+    def cluster_name(self) -> pulumi.Output[str]: ...
+
+    @property
+    def provider(self) -> pulumi.ProviderResource: ...
 
 
 @dataclass(frozen=True)
@@ -79,7 +82,10 @@ def build_storage(settings: Settings, foundation: Foundation, cluster: ClusterHa
     )
     secrets = _secrets(settings, foundation)
     cache = _model_cache(settings, foundation, store, subnet_id) if subnet_id is not None else None
-    claim, classes, namespaces, csi = None, {}, {}, None
+    claim: str | None = None
+    classes: dict[ServiceAccount, str] = {}
+    namespaces: dict[ServiceAccount, WorkloadNamespace] = {}
+    csi: SecretsStoreCsi | None = None
     if cluster is not None:
         claim, classes, namespaces, csi = _deliver(
             settings, foundation.keys.storage_key_arn, access, secrets, cache, cluster

@@ -3,18 +3,24 @@ load test (``loadTest.enabled``), both after the rollout and the edge, both on t
 
 Both target the edge (``https://<edge.domain>``) with one edge client's key; without an edge the Job
 targets the Triton Service in the cluster over plain HTTP (development only: settings refuse it in
-production) with the in-pod API key. Their image is the serving image, by digest.
+production) with the in-pod API key. Their image is the verification image (``verification.image``: Python slim,
+``inferctl`` and what verify and loadtest import; inference_image/verification/Dockerfile) in its own ECR repository,
+never the serving image: the system nodes' root volume does not hold the serving image's 40-50 GiB (issue 28; the
+pack's ``pod-images-fit-node-disk`` refuses the class).
 """
 
 from __future__ import annotations
 
 import json
 import urllib.parse
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pulumi
 
+from inference_platform.catalog.image_sizes import VERIFICATION_IMAGE_GIB
 from inference_platform.catalog.serving_contract import OPENAI_PORT
+from inference_platform.components.serving.image_repository import ImageRepository, ImageRepositoryArgs
 from inference_platform.components.verification import (
     InClusterTarget,
     LoadTest,
@@ -51,18 +57,43 @@ def build_verification(
     wanted = settings.verification.enabled or settings.load_test.enabled
     if not wanted:
         return Verification(None, None)
+    repository = _repository(settings, foundation)
     if service is None:
         pulumi.log.info("verification: no rollout to verify or load yet (inference.image names no image)")
         return Verification(None, None)
-    cfg = settings.inference
-    image_version = cfg.image.digest or cfg.image.tag or ""
-    image = pulumi.Output.concat(inference.repository.repository_url, "@" if cfg.image.digest else ":", image_version)
+    cfg = settings.verification.image
+    if not settings.verification.has_image:
+        pulumi.log.info("verification: verification.image names no image yet (inference_image/verification/Dockerfile)")
+        return Verification(None, None)
+    image_version = cfg.digest or cfg.tag or ""
+    image = pulumi.Output.concat(repository.repository_url, "@" if cfg.digest else ":", image_version)
     after = [service, *([edge.endpoint, edge.gateway] if edge else [])]
     job = _job(settings, foundation, compute, storage, inference, edge, image, image_version, after)
     # Each has a SecretProviderClass of its own: the CSI driver's CRD first.
     first = [storage.secrets_store] if storage.secrets_store is not None else []
     load = _load_test(settings, foundation, compute, edge, image, image_version, after, first)
     return Verification(job, load)
+
+
+def _repository(settings: Settings, foundation: Foundation) -> ImageRepository:
+    """The verification image's ECR repository, ``<project>-<stack>/<verification.image.repository>``, with the
+    serving repository's lifecycle and scanning, protected in production."""
+    ecr = settings.inference.ecr
+    repository = ImageRepository(
+        "verification-image-repository",
+        ImageRepositoryArgs(
+            name=f"{settings.name_prefix}/{settings.verification.image.repository}".lower(),
+            kms_key_arn=foundation.keys.storage_key_arn,
+            keep_images=ecr.keep_images,
+            untagged_expire_days=ecr.untagged_expire_days,
+            scan_on_push=ecr.scan_on_push,
+            force_delete=not settings.production,
+            protect=settings.production,
+            unpacked_gib=VERIFICATION_IMAGE_GIB,
+        ),
+    )
+    pulumi.export("verificationImageRepository", repository.repository_url)
+    return repository
 
 
 def _job(
@@ -74,7 +105,7 @@ def _job(
     edge: Edge | None,
     image: pulumi.Input[str],
     image_version: str,
-    after: list[pulumi.Resource],
+    after: Sequence[pulumi.Resource],
 ) -> VerificationJob | None:
     cfg = settings.verification
     if not cfg.enabled:
@@ -136,8 +167,8 @@ def _load_test(
     edge: Edge | None,
     image: pulumi.Input[str],
     image_version: str,
-    after: list[pulumi.Resource],
-    first: list[pulumi.Resource],
+    after: Sequence[pulumi.Resource],
+    first: Sequence[pulumi.Resource],
 ) -> LoadTest | None:
     cfg = settings.load_test
     if not cfg.enabled:

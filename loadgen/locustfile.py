@@ -91,6 +91,7 @@ class LlmUser(User):
         self.rng = random.Random(CONFIG.seed * 1_000_003 + WORKER_INDEX * 7919 + LlmUser._streams_started)
         in_flight = max(1, CONFIG.shape.concurrency // CONFIG.streams) if CONFIG.shape.kind == "rate" else 1
         self.in_flight = in_flight
+        assert _URL.hostname is not None  # LoadConfig.problems refused a URL without a host before the run
         self.http = HTTPClient(
             _URL.hostname,
             port=_URL.port,

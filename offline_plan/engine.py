@@ -28,6 +28,7 @@ from pulumi.runtime.sync_await import _sync_await
 from inference_platform.errors import CommandError
 from inference_platform.offline_plan.mocks import MockContext, PlanMocks, UnmockedInvokeError
 from inference_platform.offline_plan.recorder import RecordedResource, RecordingMonitor
+from inference_platform.redaction import scrub
 from inference_platform.settings.project import CONFIG_ERROR, Project, StackConfig, load_project, load_stack_config
 
 
@@ -111,17 +112,17 @@ def _run(
     fn: Callable[[], Any] | None = None,
 ) -> None:
     pulumi.runtime.set_mocks(mocks, project=project.name, stack=config.stack, preview=True, monitor=monitor,
-                             logger=_ListLogger(logs))  # fmt: skip
+                             logger=_ListLogger(logs))  # type: ignore[arg-type]  # a duck-typed logger (_ListLogger)  # fmt: skip
     runtime_settings.SETTINGS.root_directory = str(project.root)
     runtime_config.set_all_config(dict(config.values), list(config.secret_keys))
     # set_mocks registers and finishes a root stack of its own; the host runs the program in a new one.
-    runtime_settings.set_root_resource(None)  # type: ignore[arg-type]
+    runtime_settings.set_root_resource(None)  # type: ignore[arg-type]  # None clears it; pulumi types a resource
     main = project.main
     program = fn or (lambda: runpy.run_path(str(main), run_name="__main__"))
     registered = lambda: len(getattr(monitor, "recorded", ()))  # noqa: E731
     with _program_environment(main):
         try:
-            _sync_await(run_in_stack(program))
+            _sync_await(run_in_stack(program))  # type: ignore[arg-type]  # pulumi ignores a non-awaitable result
         except (pulumi.RunError, UnmockedInvokeError) as err:
             raise ProgramError(str(err), registered()) from None
         except SystemExit as err:
@@ -158,7 +159,8 @@ def _describe_failure(err: BaseException, main: Path) -> str:
 
 
 class _ListLogger:
-    """Collects what the program logs through pulumi.log (the mock engine's logger interface)."""
+    """Collects what the program logs through pulumi.log (the mock engine's logger interface: pulumi's
+    MockEngine calls debug, info, warning and error only, though it types a logging.Logger)."""
 
     def __init__(self, sink: list[str]) -> None:
         self.sink = sink
@@ -167,10 +169,10 @@ class _ListLogger:
         pass
 
     def info(self, msg: str) -> None:
-        self.sink.append(f"info: {msg}")
+        self.sink.append(scrub(f"info: {msg}"))
 
     def warning(self, msg: str) -> None:
-        self.sink.append(f"warning: {msg}")
+        self.sink.append(scrub(f"warning: {msg}"))
 
     def error(self, msg: str) -> None:
-        self.sink.append(f"error: {msg}")
+        self.sink.append(scrub(f"error: {msg}"))

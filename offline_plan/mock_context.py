@@ -5,8 +5,8 @@ merge them (mocks.py) import this module, never each other."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from inference_platform.catalog.regions import REGIONS, Region
@@ -19,6 +19,11 @@ DEFAULT_REGION = "us-east-1"
 class MockContext:
     region: Region
     account_id: str = OFFLINE_ACCOUNT_ID
+    service_linked_roles: Mapping[str, Mapping[str, str]] = field(
+        default_factory=lambda: {"AWSServiceRoleForAutoScaling": {}}
+    )
+    """Service-linked roles the offline account has, name -> tags: an account that has had an Auto Scaling group
+    (the plan cannot know the real account; infra/foundation.py's preflight judges that at preview)."""
 
     @property
     def partition(self) -> str:

@@ -7,6 +7,7 @@ would make the program fail far from the cause.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pulumi
@@ -55,7 +56,25 @@ def _region(_: dict[str, Any], ctx: MockContext) -> dict[str, Any]:
     return {"name": name, "region": name, "id": name, "description": name, "endpoint": f"ec2.{name}.amazonaws.com"}
 
 
+def _roles(args: dict[str, Any], ctx: MockContext) -> dict[str, Any]:
+    """IAM roles by name pattern (``aws.iam.get_roles``): the service-linked roles the offline account has."""
+    pattern = re.compile(str(args.get("nameRegex") or ".*"))
+    names = sorted(n for n in ctx.service_linked_roles if pattern.search(n))
+    arns = [f"arn:{ctx.partition}:iam::{ctx.account_id}:role/aws-service-role/{n}" for n in names]
+    return {"names": names, "arns": arns, "id": ctx.region.name}
+
+
+def _role(args: dict[str, Any], ctx: MockContext) -> dict[str, Any]:
+    name = str(args.get("name"))
+    if name not in ctx.service_linked_roles:
+        raise ValueError(f"NoSuchEntity: role {name}")
+    arn = f"arn:{ctx.partition}:iam::{ctx.account_id}:role/aws-service-role/{name}"
+    return {"name": name, "arn": arn, "id": name, "tags": dict(ctx.service_linked_roles[name])}
+
+
 INVOKES: dict[str, Invoke] = {
+    "aws:iam/getRoles:getRoles": _roles,
+    "aws:iam/getRole:getRole": _role,
     "aws:index/getCallerIdentity:getCallerIdentity": _caller_identity,
     "aws:index/getPartition:getPartition": _partition,
     "aws:index/getAvailabilityZones:getAvailabilityZones": _availability_zones,
@@ -151,7 +170,9 @@ class PlanMocks(pulumi.runtime.Mocks):
     def __init__(self, ctx: MockContext) -> None:
         self.ctx = ctx
 
-    def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:
+    # pulumi's MockMonitor takes a plain dict (no check failures) but declares only (dict, failures), and a
+    # (dict, None) it cannot iterate: the dict it is.
+    def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:  # type: ignore[override]  # see above
         answer = INVOKES.get(args.token)
         if answer is None:
             raise UnmockedInvokeError(args.token)

@@ -117,7 +117,7 @@ def random_password(name: str, inputs: dict[str, Any]) -> str:
     enabled = [(chars, minimum) for on, chars, minimum in classes if on and chars]
     alphabet = "".join(chars for chars, _ in enabled)
     stream = _bytes(name, length)
-    required = []
+    required: list[str] = []
     for chars, minimum in enabled:
         required += [chars[stream[len(required) + i] % len(chars)] for i in range(minimum)]
     rest = [alphabet[b % len(alphabet)] for b in stream[len(required) :]]

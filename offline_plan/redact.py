@@ -1,9 +1,12 @@
 """Secret values in recorded inputs, as the engine marks them: replaced by ``[secret]`` before anything is written
-(the plan JSON, the manifests, the PR comment)."""
+(the plan JSON, the manifests, the PR comment); and credentials in plain strings (a URL's ``user:token@``, a
+signed query, a token of a known shape: inference_platform.redaction) replaced by ``[redacted]`` there too."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from inference_platform.redaction import scrub
 
 # The Pulumi wire format's marker of a secret value (pulumi.runtime.rpc's _special_secret_sig).
 SECRET_SIG_KEY = "4dabf18193072939515e22adb298388d"
@@ -21,9 +24,11 @@ def redact(value: Any, *, keep_keys: bool = False) -> Any:
             if keep_keys and isinstance(inner, dict):
                 return {k: _secret_leaves(v) for k, v in inner.items()}
             return SECRET_TEXT
-        return {k: redact(v, keep_keys=keep_keys) for k, v in value.items()}
+        return {scrub(k) if isinstance(k, str) else k: redact(v, keep_keys=keep_keys) for k, v in value.items()}
     if isinstance(value, list):
         return [redact(v, keep_keys=keep_keys) for v in value]
+    if isinstance(value, str):
+        return scrub(value)
     return value
 
 

@@ -30,7 +30,7 @@ WORLD: Final[Mapping[int, str]] = {4: "0.0.0.0/0", 6: "::/0"}
 # and the documentation prefix inside it.
 NON_PUBLIC: Final[Mapping[int, tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]]] = {
     # One IP version per call (the table is keyed by it), which the union of the two network types cannot say.
-    version: tuple(ipaddress.collapse_addresses(ipaddress.ip_network(c) for c in cidrs))  # type: ignore[type-var]
+    version: tuple(ipaddress.collapse_addresses(ipaddress.ip_network(c) for c in cidrs))  # type: ignore[type-var]  # see above
     for version, cidrs in {
         4: ("0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
             "192.0.0.0/24", "192.0.2.0/24", "192.88.99.0/24", "192.168.0.0/16", "198.18.0.0/15",
@@ -72,9 +72,9 @@ def _public(network: ipaddress.IPv4Network | ipaddress.IPv6Network) -> int:
     # NON_PUBLIC blocks are disjoint and two CIDRs either nest or miss: subtracting nested blocks is exact.
     count = network.num_addresses
     for block in NON_PUBLIC[network.version]:
-        if network.subnet_of(block):  # type: ignore[arg-type]
+        if network.subnet_of(block):  # type: ignore[arg-type]  # one version: NON_PUBLIC[network.version]
             return 0
-        if block.subnet_of(network):  # type: ignore[arg-type]
+        if block.subnet_of(network):  # type: ignore[arg-type]  # as above
             count -= block.num_addresses
     return count
 

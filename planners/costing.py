@@ -150,8 +150,8 @@ def area_of(urn: str) -> str:
 def plan_region(plan: Mapping[str, Any]) -> str:
     """The stack's region: the plan's ``region`` output, else the zone of any subnet."""
     outputs = plan.get("outputs") or {}
-    if isinstance(outputs.get("region"), str):
-        return outputs["region"]
+    if isinstance(region := outputs.get("region"), str):
+        return region
     for r in plan.get("resources", []):
         zone = (r.get("inputs") or {}).get("availabilityZone")
         if isinstance(zone, str) and zone:
@@ -209,7 +209,10 @@ class _Context:
     def _price(self, r: Mapping[str, Any]) -> Line | None:
         t = str(r.get("type", ""))
         inputs = r.get("inputs") or {}
-        s = lambda p: prices.service(p, self.region)  # noqa: E731
+
+        def s(price: float) -> float:
+            return prices.service(price, self.region)
+
         if t == NODE_GROUP:
             return self._node_group(r, inputs)
         if load_generator.is_load_test_workers(r):

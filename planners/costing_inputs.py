@@ -192,8 +192,8 @@ def pool_demand(resources: list[Mapping[str, Any]]) -> PoolDemand:
                 size = int(number(lwt.get("size"), f"{name}: leaderWorkerTemplate.size", 1))
             except QuantityError as err:
                 size = 1
-                for pool in filter(None, (_pool_of(leader), _pool_of(worker))):
-                    unreadable.setdefault(pool, str(err))
+                for named in filter(None, (_pool_of(leader), _pool_of(worker))):
+                    unreadable.setdefault(named, str(err))
             pods = [(leader, 1), (worker, max(0, size - 1))]
         else:
             pods = [(get(spec, "template.spec", {}) or {}, 1)]

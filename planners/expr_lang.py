@@ -222,15 +222,17 @@ def _type(value: Any) -> str:
 
 
 def _number(value: Any, op: str) -> Number:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ExprError(f"invalid operation: {_type(value)} {op}")
-    return value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        number: Number = value
+        return number
+    raise ExprError(f"invalid operation: {_type(value)} {op}")
 
 
 def _boolean(value: Any, op: str) -> bool:
-    if not isinstance(value, bool):
-        raise ExprError(f"invalid operation: {op} on {_type(value)} (expr-lang wants a bool)")
-    return value
+    if isinstance(value, bool):
+        flag: bool = value
+        return flag
+    raise ExprError(f"invalid operation: {op} on {_type(value)} (expr-lang wants a bool)")
 
 
 def _arith(op: str, a: Any, b: Any) -> Any:
@@ -254,11 +256,12 @@ def _arith(op: str, a: Any, b: Any) -> Any:
 
 def _compare(op: str, a: Any, b: Any) -> bool:
     if op in ("==", "!="):
-        same = a == b and isinstance(a, bool) == isinstance(b, bool) and (a is None) == (b is None)
+        same = bool(a == b) and isinstance(a, bool) == isinstance(b, bool) and (a is None) == (b is None)
         return same if op == "==" else not same
     if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in (a, b)):
         raise ExprError(f"invalid operation: {_type(a)} {op} {_type(b)}")
-    return {"<": a < b, ">": a > b, "<=": a <= b, ">=": a >= b}[op]
+    x, y = _number(a, op), _number(b, op)
+    return {"<": x < y, ">": x > y, "<=": x <= y, ">=": x >= y}[op]
 
 
 def _binary(op: str, left: Thunk, right: Thunk) -> Thunk:

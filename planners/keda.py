@@ -181,13 +181,15 @@ def composite(spec: Mapping[str, Any], readings: Mapping[str, Reading], *, curre
         if behavior == "scalingModifiers":
             data[name] = None  # the -1 placeholder, read as nil (formula.go scalingModifierTriggerValue)
             continue
-        replicas = float(fallback["replicas"])  # type: ignore[index]
+        assert fallback is not None  # has_valid_fallback(spec) holds
+        static = float(fallback["replicas"])
+        replicas = static
         if behavior == "currentReplicas":
             replicas = float(current_replicas)
         elif behavior == "currentReplicasIfHigher":
-            replicas = float(max(current_replicas, fallback["replicas"]))  # type: ignore[index]
+            replicas = max(float(current_replicas), static)
         elif behavior == "currentReplicasIfLower":
-            replicas = float(min(current_replicas, fallback["replicas"]))  # type: ignore[index]
+            replicas = min(float(current_replicas), static)
         fallback_values.append(replicas * target)
     if errors and not fallback_values:
         return Composite(None, f"{', '.join(errors)} failing at or below failureThreshold (or without a valid "

@@ -38,7 +38,7 @@ from __future__ import annotations
 import contextlib
 import math
 from dataclasses import dataclass, field
-from typing import Final, Literal
+from typing import Final, Literal, cast
 
 from inference_platform.catalog import instances as catalog
 from inference_platform.catalog import models
@@ -366,7 +366,7 @@ def prefill_work_seconds(r: Replica, isl: int, eff: Efficiency = DEFAULT_EFFICIE
 
 def decode_step(
     r: Replica, batch: int, context: float, eff: Efficiency = DEFAULT_EFFICIENCY, *, query_tokens: int = 1
-) -> tuple[float, str, float]:
+) -> tuple[float, Literal["memory", "compute"], float]:
     """(seconds, bound of the GEMMs, communication seconds) of one decode iteration of ``batch``
     sequences, each verifying ``query_tokens`` tokens (1, or 1 + drafts with speculative decoding)."""
     bandwidth, gemm_flops, attention_flops = _unit_rates(r, eff)
@@ -379,7 +379,7 @@ def decode_step(
     kv = batch * paged * kv_per_unit / (bandwidth * eff.kv_bandwidth)
     attention = _attention_flops(r, tokens, paged) / attention_flops if attention_flops else 0.0
     comm = _all_reduce_s(r, tokens, eff)
-    bound = "compute" if gemm > weights else "memory"
+    bound: Literal["memory", "compute"] = "compute" if gemm > weights else "memory"
     k = eff.roofline_sharpness
     linear = _soft_max(weights, gemm, k)
     return linear + _soft_max(kv, attention, k) + comm + eff.step_overhead_s, bound, comm
@@ -390,7 +390,8 @@ def _soft_max(a: float, b: float, k: float) -> float:
     hi = max(a, b)
     if hi <= 0:
         return 0.0
-    return hi * ((a / hi) ** k + (b / hi) ** k) ** (1 / k)
+    # typeshed types float ** float as Any (a negative base would give a complex); a and b are times, >= 0.
+    return cast(float, hi * ((a / hi) ** k + (b / hi) ** k) ** (1 / k))
 
 
 def point(
@@ -417,7 +418,7 @@ def point(
     return Point(
         batch=batch,
         step_s=step,
-        decode_bound=bound,  # type: ignore[arg-type]
+        decode_bound=bound,
         prefill_s=prefill,
         communication_s=comm,
         cycle_s=cycle,

@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from typing import Any
+
 from pulumi_policy import EnforcementLevel, Policy
 
 from inference_platform.policies.rules import (
     accelerator_scaling,
+    alb_targets,
     batch,
     cost,
     edge,
     edge_routes,
     eks,
     endpoints,
+    envoy_gateway_features,
     helm,
     iam,
     iam_exposure,
+    image_disk,
     jobs,
     keys,
     kubernetes_exposure,
@@ -39,6 +45,7 @@ from inference_platform.policies.rules import (
     volumes,
     workloads,
 )
+from inference_platform.redaction import scrub
 
 PACK_NAME = "inference-platform"
 ENFORCEMENT_LEVEL = EnforcementLevel.MANDATORY
@@ -69,6 +76,9 @@ POLICIES: list[Policy] = [
     *accelerator_scaling.POLICIES,
     *edge.POLICIES,
     *rate_limit_service.POLICIES,
+    *envoy_gateway_features.POLICIES,
+    *alb_targets.POLICIES,
+    *image_disk.POLICIES,
     *edge_routes.POLICIES,
     *load_balancers.POLICIES,
     *log_groups.POLICIES,
@@ -78,3 +88,19 @@ POLICIES: list[Policy] = [
     *names.POLICIES,
     *batch.POLICIES,
 ]
+
+
+def _scrub_reports(policy: Policy) -> None:
+    """Every violation message passes :func:`~inference_platform.redaction.scrub` before the engine (or the
+    offline plan) prints it: a rule quoting a resource's property (a URL, an image, an argument) must not
+    put a credential into the preview, the CI log or the PR comment."""
+    original: Callable[..., Awaitable[Any] | None] = policy.validate  # type: ignore[attr-defined]  # both kinds have it
+
+    def validate(args: Any, report_violation: Callable[..., None]) -> Awaitable[Any] | None:
+        return original(args, lambda message, urn=None: report_violation(scrub(str(message)), urn))
+
+    policy.validate = validate  # type: ignore[attr-defined]  # as above: Policy itself declares no validate
+
+
+for _policy in POLICIES:
+    _scrub_reports(_policy)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import difflib
 import math
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 
 import jsonschema
 from pulumi_policy import EnforcementLevel, Policy
@@ -97,7 +97,7 @@ def _reason(error: jsonschema.ValidationError) -> str:
     if error.validator == "maximum":
         return f"expected at most {error.validator_value}"
     if error.validator == "enum":
-        return f"expected one of {', '.join(map(str, error.validator_value))}"
+        return f"expected one of {', '.join(map(str, cast(list[Any], error.validator_value)))}"  # enum: its choices
     return error.message
 
 
@@ -118,5 +118,7 @@ def _kind(value: Any) -> str:
 
 
 def _short(value: Any) -> str:
-    text = repr(value)
+    from inference_platform.redaction import scrub_value
+
+    text = repr(scrub_value(value))  # before it is cut short, or a cut credential is no longer recognised
     return text if len(text) <= 60 else text[:57] + "..."

@@ -10,8 +10,9 @@ from typing import Any
 _MISSING = object()
 
 
-def get(props: Mapping[str, Any], path: str, default: Any = None) -> Any:
-    """``get(props, "scalingConfig.maxSize")``; list indices as numbers (``"ingress.0.cidrBlocks"``)."""
+def get(props: object, path: str, default: Any = None) -> Any:
+    """``get(props, "scalingConfig.maxSize")``; list indices as numbers (``"ingress.0.cidrBlocks"``). Anything
+    but a mapping or a list on the way gives ``default``."""
     current: Any = props
     for part in path.split("."):
         if isinstance(current, Mapping):

@@ -20,6 +20,7 @@ from pydantic.alias_generators import to_snake
 
 from inference_platform.catalog.names import fit_name
 from inference_platform.catalog.regions import REGIONS, Region
+from inference_platform.redaction import carries_credential
 from inference_platform.settings.access import AccessSettings
 from inference_platform.settings.autoscaling import AutoscalingSettings
 from inference_platform.settings.base import (
@@ -27,6 +28,7 @@ from inference_platform.settings.base import (
     Problem,
     ReadRecorder,
     Section,
+    SectionModel,
     SettingsError,
     describe,
     validation_problems,
@@ -63,7 +65,7 @@ and IAM compare names case-insensitively); ElastiCache refuses ``_``, ``--`` and
 cluster names refuse ``.`` (policies/rules/names.py cites each limit)."""
 
 # Every namespaced object the program reads, in the order problems are reported.
-SECTIONS: tuple[type[Section], ...] = (
+SECTIONS: tuple[type[Section | NodePoolsSettings], ...] = (
     TagsSettings,
     NetworkSettings,
     AccessSettings,
@@ -184,13 +186,16 @@ def load_settings(
                 Problem(key, f"is set in plain text; set it with `pulumi config set --secret {key} <value>`")
             )
 
-    parsed: dict[str, Section] = {}
-    repaired: dict[str, Section] = {}
+    credentials = _credential_problems(values, secret)
+    problems += credentials
+    parsed: dict[str, Section | NodePoolsSettings] = {}
+    repaired: dict[str, Section | NodePoolsSettings] = {}
     for section in SECTIONS:
         raw = values.get(section.key, {})
+        # A value holding a credential is that one problem (its own check would quote it once more).
         found = validation_problems(section, raw, section.key)
         if found:
-            problems += found
+            problems += [p for p in found if not any(_under(p.path, [c.path]) for c in credentials)]
             stand_in = _repaired(section, raw)
             if stand_in is not None:
                 repaired[section.key] = stand_in
@@ -198,14 +203,17 @@ def load_settings(
             parsed[section.key] = section.model_validate(raw)
     problems += _semantic_problems(parsed, repaired, stack=stack, environment=environment, region=region_info,
                                    invalid=frozenset(s.key for s in SECTIONS if s.key not in parsed))  # fmt: skip
+    problems += _name_collisions(parsed, fit_name(f"{project}-{stack}", NAME_PREFIX_MAX))
     if problems:
         raise SettingsError(problems)
     assert region_info is not None  # a missing or unknown region is a problem above
     fields = {to_snake(key): value for key, value in parsed.items()}  # nodePools -> node_pools
-    return Settings(project=project, stack=stack, environment=environment, region=region_info, **fields)  # type: ignore[arg-type]
+    return Settings(project=project, stack=stack, environment=environment, region=region_info, **fields)  # type: ignore[arg-type]  # a model per key: mypy cannot pair them with the fields
 
 
-def _repaired(section: type[Section], raw: Any, attempts: int = 8) -> Section | None:
+def _repaired(
+    section: type[Section | NodePoolsSettings], raw: Any, attempts: int = 8
+) -> Section | NodePoolsSettings | None:
     """A stand-in for a section that failed validation: its raw values with every refused one removed (so
     it takes its default), or None when that does not validate. Other sections' checks then see the keys the
     user did write (``edge.domain``) instead of an absent section they would report as missing."""
@@ -240,8 +248,8 @@ def _drop(raw: Any, loc: tuple[Any, ...]) -> bool:
 
 
 def _semantic_problems(
-    parsed: Mapping[str, Section],
-    repaired: Mapping[str, Section],
+    parsed: Mapping[str, SectionModel],
+    repaired: Mapping[str, SectionModel],
     *,
     stack: str,
     environment: str,
@@ -258,7 +266,9 @@ def _semantic_problems(
     appears only with the bad values (or only without them) follows from the bad value and is left to its
     own problem."""
 
-    def run(section: Section, visible: Mapping[str, Section], failed: frozenset[str]) -> tuple[list[Problem], set[str]]:
+    def run(
+        section: SectionModel, visible: Mapping[str, SectionModel], failed: frozenset[str]
+    ) -> tuple[list[Problem], set[str]]:
         recorder = ReadRecorder(visible)
         ctx = CheckContext(stack=stack, environment=environment, region=region, sections=recorder, failed=failed)
         found = section.problems(ctx)
@@ -283,6 +293,75 @@ def _semantic_problems(
 
 def _under(path: str, keys: Iterable[str]) -> bool:
     return any(path == k or path.startswith((f"{k}.", f"{k}[")) for k in keys)
+
+
+def _planned_names(sections: Mapping[str, SectionModel], prefix: str) -> list[tuple[str, str, str]]:
+    """(what, physical name, key) for every AWS name the program derives from a setting: two keys that plan
+    one name make the second resource fail at ``pulumi up`` (``RepositoryAlreadyExistsException``), or both
+    manage one. ECR compares names as lower case (infra/inference.py, infra/batch.py lower-case them). Buckets
+    and queues take fixed roles under the stack's prefix (components/storage, components/batch): no setting
+    names them, so none appears here; a setting that starts naming one adds its row."""
+    out: list[tuple[str, str, str]] = []
+    inference, batch = sections.get("inference"), sections.get("batch")
+    if isinstance(inference, InferenceSettings):
+        out.append(("ECR repository", f"{prefix}/{inference.image.repository}".lower(), "inference.image.repository"))
+    if isinstance(batch, BatchSettings) and batch.enabled:
+        out.append(("ECR repository", f"{prefix}/{batch.image.repository}".lower(), "batch.image.repository"))
+    # The verification image's repository exists whenever the Job or the load test is on (infra/verification.py).
+    verification, load_test = sections.get("verification"), sections.get("loadTest")
+    if isinstance(verification, VerificationSettings) and (
+        verification.enabled or (isinstance(load_test, LoadTestSettings) and load_test.enabled)
+    ):
+        repository = verification.image.repository
+        out.append(("ECR repository", f"{prefix}/{repository}".lower(), "verification.image.repository"))
+    return out
+
+
+def _name_collisions(sections: Mapping[str, SectionModel], prefix: str) -> list[Problem]:
+    """Two settings planning one physical name: exit 2 naming both keys (issue 28)."""
+    seen: dict[tuple[str, str], str] = {}
+    out = []
+    for what, name, key in _planned_names(sections, prefix):
+        first = seen.setdefault((what, name), key)
+        if first != key:
+            out.append(
+                Problem(key, f"plans the {what} {name!r}, which {first} plans too: one name, two resources; give "
+                        f"{key} another value")
+            )  # fmt: skip
+    return out
+
+
+def _credential_problems(values: Mapping[str, Any], secret: Iterable[str]) -> list[Problem]:
+    """Plain settings never hold a credential (a URL's ``user:token@``, a signed query, a token of a known
+    shape: inference_platform.redaction.carries_credential). The stack file is committed, and its values
+    are rendered into manifests, ConfigMaps and Job arguments and quoted by every check that refuses
+    them; a credential belongs in a secret key (``pulumi config set --secret``). Keys set as secrets are
+    not read here."""
+    secret = set(secret)
+    allowed = (
+        "a plain value without credentials; send credentials as a secret (`pulumi config set --secret "
+        f"<key> <value>`: {', '.join(SECRET_KEYS)}), never in a URL, a query or a plain setting"
+    )
+    out: list[Problem] = []
+
+    def walk(value: Any, path: str) -> None:
+        if isinstance(value, str):
+            if carries_credential(value):
+                out.append(Problem(path, f"got {describe(value)}: it holds a credential; expected {allowed}"))
+        elif isinstance(value, Mapping):
+            for k, v in value.items():
+                if isinstance(k, str) and carries_credential(k):
+                    out.append(Problem(path, f"the key {describe(k)} holds a credential; expected {allowed}"))
+                    continue
+                walk(v, f"{path}.{k}")
+        elif isinstance(value, list | tuple):
+            for i, v in enumerate(value):
+                walk(v, f"{path}[{i}]")
+
+    for key, value in values.items():
+        if key not in secret and key not in SECRET_KEYS:
+            walk(value, key)
+    return out
 
 
 def _names(project: str, stack: str) -> list[Problem]:

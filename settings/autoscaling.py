@@ -24,9 +24,10 @@ from inference_platform.planners.scaling import (
 )
 from inference_platform.settings import cold_start as cold_start_settings
 from inference_platform.settings.base import CheckContext, Problem, Section
-from inference_platform.settings.capacity import plan_for
+from inference_platform.settings.capacity import CapacityBounds, CapacitySettings, plan_for
 from inference_platform.settings.node_pools import cluster_zones
 from inference_platform.settings.replica_bounds import serving_slots
+from inference_platform.settings.serving import ServingSettings
 
 DEFAULT_TARGET_BATCH_SHARE = 0.75
 """targetRequestsPerReplica where nothing can be derived (no rollout to model): this share of serving.maxBatchSize.
@@ -239,13 +240,13 @@ class AutoscalingSettings(Section):
                 )
             )
         slots = serving_slots(ctx)
-        if slots is not None and high is not None and high > slots:
-            serving = ctx.sections["serving"]
+        serving = ctx.sections.get("serving")
+        if slots is not None and high is not None and high > slots and isinstance(serving, ServingSettings):
             out.append(
                 Problem(
                     "autoscaling.maxReplicas",
-                    f"got {high}; x {serving.world_size} accelerator(s) per replica it does not fit "  # type: ignore[attr-defined]
-                    f"serving.nodePool {serving.node_pool!r} at its maxSize, which holds {slots} replica(s)",  # type: ignore[attr-defined]
+                    f"got {high}; x {serving.world_size} accelerator(s) per replica it does not fit "
+                    f"serving.nodePool {serving.node_pool!r} at its maxSize, which holds {slots} replica(s)",
                 )
             )
         return out
@@ -258,21 +259,21 @@ class AutoscalingSettings(Section):
         region = ctx.region.name if ctx.region else None
         cap = ctx.sections.get("capacity")
         plan = None
-        if cap is not None and getattr(cap, "enabled", False) and region is not None:
-            plan = plan_for(cap, dict(ctx.sections), region, cluster_zones(ctx), production=ctx.production).bounds  # type: ignore[arg-type]
+        if isinstance(cap, CapacitySettings) and cap.enabled and region is not None:
+            plan = plan_for(cap, dict(ctx.sections), region, cluster_zones(ctx), production=ctx.production).bounds
         found = cold_start_settings.ramp_problems(
             self, ctx.sections, region=region, slots=serving_slots(ctx), plan=plan
         )
         return [Problem(key, message) for key, message in found] + self._night_capacity_problems(plan)
 
-    def _night_capacity_problems(self, plan: object) -> list[Problem]:
+    def _night_capacity_problems(self, plan: CapacityBounds | None) -> list[Problem]:
         """A night ceiling below the night's planned load contradicts capacity.nightFraction: every night would miss
         the SLO. The night ceiling is ceil(day ceiling x night.fraction) (planners/night_schedule.py)."""
         night = self.night.schedule()
         if night is None or not night.lower_ceiling or plan is None:
             return []
-        p = plan.plan  # type: ignore[attr-defined]
-        ceiling = self.max_replicas if self.max_replicas is not None else plan.hpa_max_replicas  # type: ignore[attr-defined]
+        p = plan.plan
+        ceiling = self.max_replicas if self.max_replicas is not None else plan.hpa_max_replicas
         at_night = night.night_value(ceiling)
         rate = p.option.tokens_per_s_per_replica
         need = math.ceil(round(p.demand.night_output_tps / rate, 9))

@@ -13,10 +13,12 @@ import types
 import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, RootModel, ValidationError, ValidationInfo, field_validator
 from pydantic.alias_generators import to_camel
+
+from inference_platform.redaction import scrub, scrub_value
 
 if TYPE_CHECKING:
     from inference_platform.catalog.regions import Region
@@ -28,6 +30,13 @@ class Problem:
 
     path: str
     message: str
+
+    def __post_init__(self) -> None:
+        # Every problem quotes what it refuses, and every problem is printed (the CLI, `pulumi up`, CI logs):
+        # a credential in a value never is (inference_platform.redaction; the key path too, a mapping key
+        # being a value the user wrote).
+        object.__setattr__(self, "path", scrub(self.path))
+        object.__setattr__(self, "message", scrub(self.message))
 
     def __str__(self) -> str:
         return f"{self.path}: {self.message}"
@@ -51,7 +60,7 @@ class CheckContext:
     stack: str
     environment: str
     region: Region | None
-    sections: Mapping[str, Section] = field(default_factory=dict)
+    sections: Mapping[str, SectionModel] = field(default_factory=dict)
     failed: frozenset[str] = frozenset()
     """Sections that already failed (their own values are wrong): a check reading one sees it absent and
     must not report what follows from that absence (``inference-platform:<key>`` keys)."""
@@ -65,19 +74,28 @@ class CheckContext:
         return key not in self.failed
 
 
-class ReadRecorder(Mapping[str, "Section"]):
+class SectionModel(Protocol):
+    """What one top-level key is read into: a :class:`Section`, or the node pools (a mapping, so a pydantic
+    ``RootModel`` and not a Section). What the loader and the checks use of each."""
+
+    key: ClassVar[str]
+
+    def problems(self, ctx: CheckContext) -> list[Problem]: ...
+
+
+class ReadRecorder(Mapping[str, SectionModel]):
     """``sections`` for one check: records which other sections it read (load_settings uses it to tell
     a section's own problems from those that follow from another section's bad value)."""
 
-    def __init__(self, sections: Mapping[str, Section]) -> None:
+    def __init__(self, sections: Mapping[str, SectionModel]) -> None:
         self._sections = sections
         self.read: set[str] = set()
 
-    def __getitem__(self, key: str) -> Section:
+    def __getitem__(self, key: str) -> SectionModel:
         self.read.add(key)
         return self._sections[key]
 
-    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, key: str, default: Any = None) -> Any:
         self.read.add(key)
         return self._sections.get(key, default)
 
@@ -127,6 +145,13 @@ class Section(BaseModel):
         if where is not None:
             inside = f" (at {where})" if where else ""
             raise ValueError(f"expected a number, not the boolean {str(_at(value, where)).lower()}{inside}")
+        where = _string_in_boolean(field.annotation, value) if field is not None else None
+        if where is not None:
+            # pydantic's lax mode reads "on", "yes", "y", "1", "t", "true" as true. Pulumi's YAML (yaml.v3, YAML
+            # 1.2) reads an unquoted `on` as that string, and `pulumi config set --path k on` stores it so
+            # (settings/project.py YAML_BOOLEANS): a boolean is written true or false, unquoted.
+            inside = f" (at {where})" if where else ""
+            raise ValueError(f"expected true or false, unquoted, not a string{inside}")
         if field is not None and isinstance(value, int | float) and not isinstance(value, bool):
             leaves = _leaves(field.annotation)
             if bool in leaves and not any(t in (int, float, str, Any) for t in leaves):
@@ -200,6 +225,32 @@ def _boolean_in_number(annotation: Any, value: Any, where: str = "") -> str | No
     return None
 
 
+def _string_in_boolean(annotation: Any, value: Any, where: str = "") -> str | None:
+    """The place where ``value`` holds a string that ``annotation`` would read as a boolean (a ``bool`` with
+    no string type beside it); None when there is none."""
+    if isinstance(value, str):
+        leaves = _leaves(annotation)
+        takes_text = any(t in (str, Any) for t in leaves) or any(
+            isinstance(v, str) for v in _literal_values(annotation)
+        )
+        return where if bool in leaves and not takes_text else None
+    if isinstance(value, list | tuple):
+        item = _container_item(annotation, (list, tuple, set, frozenset, typing.Sequence))
+        if item is not None:
+            for i, v in enumerate(value):
+                found = _string_in_boolean(item, v, f"{where}[{i}]")
+                if found is not None:
+                    return found
+    if isinstance(value, dict):
+        item = _container_item(annotation, (dict, typing.Mapping))
+        if item is not None:
+            for k, v in value.items():
+                found = _string_in_boolean(item, v, f"{where}.{k}")
+                if found is not None:
+                    return found
+    return None
+
+
 def _at(value: Any, where: str) -> Any:
     """The element of ``value`` at ``where`` (as :func:`_boolean_in_number` names it)."""
     for part in re.findall(r"\[(\d+)\]|\.([^.\[]+)", where):
@@ -236,8 +287,9 @@ def _container_item(annotation: Any, origins: tuple[Any, ...]) -> Any:
 
 
 def describe(value: Any) -> str:
-    """A value as the user wrote it, short enough for one line."""
-    text = repr(value)
+    """A value as the user wrote it, short enough for one line, credentials redacted first (cut short, a
+    credential would no longer be recognisable as one)."""
+    text = repr(scrub_value(value))
     return text if len(text) <= 80 else text[:77] + "..."
 
 

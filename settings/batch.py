@@ -18,6 +18,7 @@ from typing import ClassVar
 from pydantic import Field
 
 from inference_platform import catalog
+from inference_platform.planners import placement
 from inference_platform.settings.base import CheckContext, Problem, Section
 from inference_platform.settings.inference import ImageSettings
 
@@ -247,19 +248,51 @@ class BatchSettings(Section):
         known = [catalog.instance(t) for t in system.instance_types if t in catalog.CATALOG]
         if not known:
             return []
+        out = self._system_memory_problems([t.name for t in known], system.max_size)
         vcpu = min(t.vcpu for t in known) * system.max_size
         wanted = self.workers.max_replicas * self.workers.cpu + self.api.replicas * self.api.cpu
         if wanted <= vcpu:
-            return []
+            return out
         return [
+            *out,
             Problem(
                 "batch.workers.maxReplicas",
                 f"got {self.workers.max_replicas}; {self.workers.max_replicas} workers x {self.workers.cpu:g} vCPU and "
                 f"{self.api.replicas} API replicas x {self.api.cpu:g} vCPU need {wanted:g} vCPU, more than the system "
                 f"node group holds at cluster.systemNodeGroup.maxSize {system.max_size} ({vcpu:g} vCPU); raise it or "
                 "lower the lane's ceiling",
-            )
+            ),
         ]
+
+    def _system_memory_problems(self, types: list[str], max_size: int) -> list[Problem]:
+        """Memory, as the vCPU above (issue 28): each pod fits on one system node (a pod never spans two: it
+        stays Pending), and the lane at its ceiling fits in the group at its largest; both against what the
+        tightest type leaves to pods (planners/placement.py allocatable)."""
+        node = placement.smallest(types)
+        out = []
+        for key, memory in (("batch.api.memoryGib", self.api.memory_gib),
+                            ("batch.workers.memoryGib", self.workers.memory_gib)):  # fmt: skip
+            if memory > node.memory_gib:
+                out.append(
+                    Problem(key, f"got {memory:g}; one pod needs {memory:g} GiB and a system node ({node.instance_type}) "
+                            f"leaves {node.memory_gib:.1f} GiB to pods: it would stay Pending; allowed: at most "
+                            f"{node.memory_gib:.1f}, or larger cluster.systemNodeGroup.instanceTypes")
+                )  # fmt: skip
+        if out:
+            return out
+        total = node.memory_gib * max_size
+        wanted = self.workers.max_replicas * self.workers.memory_gib + self.api.replicas * self.api.memory_gib
+        if wanted > total:
+            out.append(
+                Problem(
+                    "batch.api.memoryGib",
+                    f"got {self.api.memory_gib:g}; {self.api.replicas} API replicas x {self.api.memory_gib:g} GiB and "
+                    f"{self.workers.max_replicas} workers x {self.workers.memory_gib:g} GiB need {wanted:g} GiB, more "
+                    f"than the system node group leaves to pods at cluster.systemNodeGroup.maxSize {max_size} "
+                    f"({total:.1f} GiB); raise it or lower the lane's memory",
+                )
+            )
+        return out
 
     def _edge_problems(self, ctx: CheckContext) -> list[Problem]:
         out = []

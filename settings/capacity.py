@@ -18,6 +18,7 @@ the price table lacks.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
@@ -29,8 +30,8 @@ from inference_platform.planners import capacity as planner
 from inference_platform.planners import latency
 from inference_platform.planners import planning_factors as factors_catalog
 from inference_platform.planners.planning_factors import DEFAULT_FACTORS, PlanningFactors
-from inference_platform.settings.base import CheckContext, Problem, Section
-from inference_platform.settings.node_pools import NodePoolSettings, cluster_zones
+from inference_platform.settings.base import CheckContext, Problem, Section, SectionModel
+from inference_platform.settings.node_pools import NodePoolSettings, NodePoolsSettings, cluster_zones
 from inference_platform.settings.serving import ServingSettings
 
 DEFAULT_ISL = 1000
@@ -71,7 +72,7 @@ def _factor(name: str) -> type[_FactorSettings]:
     """The settings model of factor ``name``: its value a finite number (not a string) in its range."""
     low, high = factors_catalog.RANGES[name]
     title = "".join(part.title() for part in name.split("_"))
-    return create_model(  # type: ignore[no-any-return, call-overload]
+    return create_model(
         f"{title}FactorSettings",
         __base__=_FactorSettings,
         value=(float, Field(strict=True, ge=low, le=high)),
@@ -90,14 +91,14 @@ class PlanningFactorsSettings(Section):
     """``capacity.factors``: one optional key per PlanningFactors field, named as that field (snake_case,
     as ``inferctl capacity calibrate`` writes them); unset ones keep their modelled defaults."""
 
-    throughput_scale: _ThroughputScale | None = Field(default=None, alias="throughput_scale")  # type: ignore[valid-type]
-    ttft_scale: _TtftScale | None = Field(default=None, alias="ttft_scale")  # type: ignore[valid-type]
-    itl_scale: _ItlScale | None = Field(default=None, alias="itl_scale")  # type: ignore[valid-type]
-    speculative_acceptance: _SpeculativeAcceptance | None = Field(  # type: ignore[valid-type]
+    throughput_scale: _ThroughputScale | None = Field(default=None, alias="throughput_scale")  # type: ignore[valid-type]  # built by _factor
+    ttft_scale: _TtftScale | None = Field(default=None, alias="ttft_scale")  # type: ignore[valid-type]  # built by _factor
+    itl_scale: _ItlScale | None = Field(default=None, alias="itl_scale")  # type: ignore[valid-type]  # built by _factor
+    speculative_acceptance: _SpeculativeAcceptance | None = Field(  # type: ignore[valid-type]  # built by _factor
         default=None, alias="speculative_acceptance"
     )
-    prefix_hit_rate: _PrefixHitRate | None = Field(default=None, alias="prefix_hit_rate")  # type: ignore[valid-type]
-    cached_input_price_fraction: _CachedInputPriceFraction | None = Field(  # type: ignore[valid-type]
+    prefix_hit_rate: _PrefixHitRate | None = Field(default=None, alias="prefix_hit_rate")  # type: ignore[valid-type]  # built by _factor
+    cached_input_price_fraction: _CachedInputPriceFraction | None = Field(  # type: ignore[valid-type]  # built by _factor
         default=None, alias="cached_input_price_fraction"
     )
 
@@ -158,10 +159,10 @@ class CapacitySettings(Section):
         """The planned request must be one the server takes: isl within serving.maxInputLen, isl + osl
         within serving.maxSeqLen."""
         serving = ctx.sections.get("serving")
-        if serving is None:
+        if not isinstance(serving, ServingSettings):
             return []  # serving reports its own problems
         out = []
-        max_input, max_seq = serving.max_input_len, serving.max_seq_len  # type: ignore[attr-defined]
+        max_input, max_seq = serving.max_input_len, serving.max_seq_len
         if self.isl > max_input:
             out.append(
                 Problem("capacity.isl", f"got {self.isl}; beyond serving.maxInputLen ({max_input}): the server "
@@ -195,7 +196,7 @@ class PlanResult:
 
 def plan_for(
     cap: CapacitySettings,
-    sections: dict[str, Any],
+    sections: Mapping[str, SectionModel],
     region: str | None,
     zones: list[str] | None,
     *,
@@ -213,7 +214,7 @@ def plan_for(
     if region is not None and region not in prices.REGIONS:
         out.append(Problem("capacity", f"the price table has no region {region!r} (aws:region); priced regions: "
                                        f"{', '.join(sorted(prices.REGIONS))}"))  # fmt: skip
-    if serving is None or pools is None or region is None:
+    if not isinstance(serving, ServingSettings) or not isinstance(pools, NodePoolsSettings) or region is None:
         return PlanResult(None, tuple(out))  # those sections report their own problems
     pool: NodePoolSettings | None = pools.root.get(serving.node_pool)
     if pool is None:

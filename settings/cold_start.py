@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -33,7 +33,13 @@ from inference_platform import catalog
 from inference_platform.catalog import models
 from inference_platform.catalog import transfer_rates as rates
 from inference_platform.planners import cold_start, latency, placement, scaling
+from inference_platform.planners.planning_factors import DEFAULT_FACTORS
 from inference_platform.settings.base import CheckContext, Problem, Section
+from inference_platform.settings.inference import InferenceSettings
+
+if TYPE_CHECKING:
+    from inference_platform.settings.capacity import CapacityBounds
+    from inference_platform.settings.serving import ServingSettings
 
 GIB = 2**30
 MAX_DOWNLOAD_CONCURRENCY = 64
@@ -76,10 +82,11 @@ class ColdStartSettings(Section):
         serving, inference = ctx.sections.get("serving"), ctx.sections.get("inference")
         pools = getattr(ctx.sections.get("nodePools"), "root", None) or {}
         pool = pools.get(getattr(serving, "node_pool", None)) if serving is not None else None
+        pool_name = getattr(serving, "node_pool", "")
         if self.image_pull == "parallel" and pool is not None:
             if pool.ami_family != "al2023":
                 out.append(Problem("coldStart.imagePull", f"got parallel; it is nodeadm's FastImagePull, which only "
-                                   f"AL2023 nodes run (the serving pool {serving.node_pool!r} is {pool.ami_family}): "  # type: ignore[union-attr]
+                                   f"AL2023 nodes run (the serving pool {pool_name!r} is {pool.ami_family}): "
                                    "use full or amiFamily al2023"))  # fmt: skip
             else:
                 small = [t for t in pool.instance_types if not cold_start.fast_image_pull_applies(t)]
@@ -88,7 +95,7 @@ class ColdStartSettings(Section):
                                        f"{', '.join(small)} (fewer than {cold_start.FAST_IMAGE_PULL_MIN_VCPUS} vCPUs or "
                                        f"{cold_start.FAST_IMAGE_PULL_MIN_MEMORY_GIB} GiB): use full"))  # fmt: skip
         fsx_enabled = bool(getattr(ctx.sections.get("fsx"), "enabled", False))
-        source = inference.model_source(fsx_enabled) if inference is not None else None  # type: ignore[attr-defined]
+        source = inference.model_source(fsx_enabled) if isinstance(inference, InferenceSettings) else None
         if self.download_concurrency != cold_start.DEFAULT_DOWNLOAD_CONCURRENCY and source == "fsx":
             out.append(Problem("coldStart.downloadConcurrency", f"got {self.download_concurrency}; the weights come from "
                                "FSx (inference.model.source), staged by copy: it has no effect there"))  # fmt: skip
@@ -135,7 +142,7 @@ class ColdStartSettings(Section):
         if slots is not None and high is not None and high + self.standby_replicas > slots:
             out.append(Problem("coldStart.standbyReplicas", f"got {self.standby_replicas}; with autoscaling.maxReplicas "
                                f"{high} it needs {high + self.standby_replicas} replica slots and the serving pool "
-                               f"holds {slots} at its maxSize: raise nodePools.{serving.node_pool}.maxSize"))  # type: ignore[union-attr]  # fmt: skip
+                               f"holds {slots} at its maxSize: raise nodePools.{getattr(serving, 'node_pool', '')}.maxSize"))  # fmt: skip
         return out
 
 
@@ -246,7 +253,7 @@ def replica_hold(sections: Mapping[str, Any], region: str | None = None) -> Hold
     try:
         instance = (capacity_settings.planned_instance(pool.instance_types, region) if region
                     else pool.instance_types[0])  # fmt: skip
-        factors = cap.planning_factors() if cap is not None else capacity_settings.DEFAULT_FACTORS
+        factors = cap.planning_factors() if cap is not None else DEFAULT_FACTORS
         r = latency.replica(serving.resolved_architecture(), serving.precision, instance, serving.tensor_parallel,
                             serving.kv_cache.resolved_dtype())  # fmt: skip
         workload = latency.Workload(isl=isl, osl=osl)
@@ -304,7 +311,7 @@ def slo_problems(sections: Mapping[str, Any], region: str | None = None) -> list
                     else pool.instance_types[0])  # fmt: skip
         r = latency.replica(serving.resolved_architecture(), serving.precision, instance, serving.tensor_parallel,
                             serving.kv_cache.resolved_dtype())  # fmt: skip
-        factors = cap.planning_factors() if cap is not None else capacity_settings.DEFAULT_FACTORS
+        factors = cap.planning_factors() if cap is not None else DEFAULT_FACTORS
         scale = capacity_settings.serving_features(serving, factors).ttft_scale
         alone_ms = (latency.prefill_seconds(r, serving.max_input_len) + latency.decode_step(r, 1, 1)[0]) * 1e3 * scale
     except (catalog.CatalogError, ValueError, LookupError, models.SizingError, AssertionError):
@@ -398,11 +405,23 @@ def ramp_problems(
     return out
 
 
-def _trigger_problem(auto, inputs, cs, hold, key, trigger, allowed, growth, ramp, why) -> tuple[str, str]:  # type: ignore[no-untyped-def]
+def _trigger_problem(
+    auto: Any,
+    inputs: cold_start.StartInputs,
+    cs: cold_start.ColdStart,
+    hold: Hold,
+    key: str,
+    trigger: float,
+    allowed: float,
+    growth: float,
+    ramp: float,
+    why: str,
+) -> tuple[str, str]:
     slowest = max(cs.new if cs.scale_up_path == "new node" else cs.running, key=lambda p: p.seconds)
     shorten = (f"shorten the scale-up (slowest: {slowest.name}, {slowest.seconds:.0f} s; coldStart options, "
                "inferctl capacity cold-start)")  # fmt: skip
     if key == "autoscaling.kvCacheTarget":
+        assert hold.kv_fit is not None  # ramp_problems adds the KV trigger only where it sized the KV cache
         return (key, f"kvCacheTarget {auto.kv_cache_target:g} fires at {trigger:.1f} of the {hold.kv_fit} sequences "
                      f"the KV cache holds, which leaves too little headroom: {why}, so scale-out must start at "
                      f"{allowed:.1f}; lower it to at most {allowed / hold.kv_fit:.3f} or {shorten}")  # fmt: skip
@@ -425,7 +444,15 @@ def _trigger_problem(auto, inputs, cs, hold, key, trigger, allowed, growth, ramp
                  f"a target of at most {allowed:.1f} ({allowed / hold.requests:.0%} of it); {fix}")  # fmt: skip
 
 
-def _ceiling_problems(auto, serving, plan, slots, hold, growth, why) -> list[tuple[str, str]]:  # type: ignore[no-untyped-def]
+def _ceiling_problems(
+    auto: Any,
+    serving: ServingSettings,
+    plan: CapacityBounds,
+    slots: int | None,
+    hold: Hold,
+    growth: float,
+    why: str,
+) -> list[tuple[str, str]]:
     p = plan.plan
     need = math.ceil(p.peak.output_tps * (1 + growth) / p.option.tokens_per_s_per_replica - 1e-9)
     explicit = auto.max_replicas is not None

@@ -23,6 +23,9 @@ from inference_platform.catalog.edge_policy import (
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_MAX_INPUT_TOKENS,
     DEFAULT_MAX_PENDING_REQUESTS,
+    MAX_RATE_LIMIT_TIMEOUT_MS,
+    MIN_FAIL_CLOSED_RATE_LIMIT_TIMEOUT_MS,
+    RATE_LIMIT_SERVICE_TIMEOUT_MS,
     CircuitBreaker,
     Client,
     EdgePolicy,
@@ -107,6 +110,12 @@ class RateLimitSettings(Section):
     its limit unnoticed; ``false`` lets it through unlimited (Envoy Gateway's own default). Gateway-wide:
     Envoy Gateway v1.9.0 has it in its install config (``rateLimit.failClosed``), not per
     BackendTrafficPolicy."""
+
+    service_timeout_ms: int = Field(default=RATE_LIMIT_SERVICE_TIMEOUT_MS, ge=1, le=MAX_RATE_LIMIT_TIMEOUT_MS)
+    """Default 100, 1-1000 (at least 50 with ``failClosed``). How long the gateway waits for its rate-limit
+    service (Envoy Gateway's ``rateLimit.timeout``; unset it is Envoy's 20 ms). With ``failClosed`` a later answer
+    is a 500 for a client within its limit, so it must clear the service's tail (published up to 25 ms against
+    ElastiCache); without, a later answer lets the request through unlimited."""
 
     def resolved_fail_closed(self, environment: str) -> bool:
         if self.fail_closed is not None:
@@ -214,6 +223,20 @@ class EdgeSettings(Section):
                     "edge.idleTimeoutSeconds",
                     f"got {self.idle_timeout_seconds}; expected {MIN_IDLE_TIMEOUT_SECONDS}-"
                     f"{MAX_IDLE_TIMEOUT_SECONDS} (what ALB accepts)",
+                )
+            )
+        limits_ = self.rate_limits
+        if (
+            limits_.resolved_fail_closed(ctx.environment)
+            and limits_.service_timeout_ms < MIN_FAIL_CLOSED_RATE_LIMIT_TIMEOUT_MS
+        ):
+            out.append(
+                Problem(
+                    "edge.rateLimits.serviceTimeoutMs",
+                    f"got {limits_.service_timeout_ms} with failClosed: the rate-limit service's tail reaches 25 ms, "
+                    f"so later answers would be 500s for clients within their limits; expected "
+                    f"{MIN_FAIL_CLOSED_RATE_LIMIT_TIMEOUT_MS}-{MAX_RATE_LIMIT_TIMEOUT_MS} (default "
+                    f"{RATE_LIMIT_SERVICE_TIMEOUT_MS})",
                 )
             )
         out += self._waf_problems(ctx)

@@ -8,6 +8,7 @@ from pydantic import Field, field_validator
 
 from inference_platform.catalog.lustre import capacity_problem, throughput_problem
 from inference_platform.settings.base import CheckContext, Problem, Section
+from inference_platform.settings.types import ShellWord
 
 DEPLOYMENT_TYPE = "PERSISTENT_2"
 
@@ -26,10 +27,12 @@ class FsxSettings(Section):
     of a pool spanning zones (prod's EFA pool has a node group per zone) stage engines from the other
     zones across AZs: slower, and billed as inter-AZ traffic per pod start; serving itself never
     reads FSx once the engine is on the node."""
-    file_system_path: str = "/models"
+    file_system_path: ShellWord = "/models"
     """Default ``/models``. Where the model prefix of the bucket appears inside the file system."""
     auto_import_events: list[Literal["NEW", "CHANGED", "DELETED"]] = Field(
-        default_factory=lambda: ["NEW", "CHANGED"], min_length=1
+        # mypy reads the lambda's list as list[str]: Field's two-signature default_factory gives it no context.
+        default_factory=lambda: ["NEW", "CHANGED"],  # type: ignore[arg-type]  # see above
+        min_length=1,
     )
     """Default ``[NEW, CHANGED]``. S3 events the file system imports on its own; add ``DELETED`` to also
     drop files whose objects were deleted."""

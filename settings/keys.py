@@ -22,9 +22,11 @@ class KeysSettings(Section):
     rotation_period_days: int = Field(default=365, ge=90, le=2560)
     """Default 365. Automatic key rotation period; AWS allows 90-2560 days."""
     create_autoscaling_service_role: bool = False
-    """Default ``false``. Create EC2 Auto Scaling's service-linked role before the keys: only in an account
-    that never had an Auto Scaling group (the storage key's policy names the role, and KMS refuses a
-    policy naming a missing role); IAM refuses the role where it already exists."""
+    """Default ``false``. Create EC2 Auto Scaling's service-linked role before the keys: in an account that never
+    had an Auto Scaling group (the storage key's policy names the role, and KMS refuses a policy naming a missing
+    role), kept ``true`` afterwards (the role is tagged as this stack's). The program checks the account before
+    creating anything (infra/foundation.py): missing with ``false``, or present but not this stack's with ``true``
+    (IAM refuses a second one), stops the preview naming this key."""
 
     create_spot_service_role: bool = False
     """Default ``false``. Create EC2 Spot's service-linked role (``AWSServiceRoleForEC2Spot``) before the keys:

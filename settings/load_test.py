@@ -16,7 +16,9 @@ from pydantic import Field
 from inference_platform import catalog
 from inference_platform.catalog import load_generator
 from inference_platform.settings.base import CheckContext, Problem, Section
-from inference_platform.settings.types import HttpUrl
+from inference_platform.settings.edge import EdgeSettings
+from inference_platform.settings.network import NetworkSettings
+from inference_platform.settings.types import HttpUrl, ShellWord
 
 DEFAULT_TARGET_RATE = 100.0
 DEFAULT_DURATION_SECONDS = 300
@@ -56,7 +58,7 @@ class LoadTestSettings(Section):
     """Default 60. A request without progress for this long counts as failed."""
     url: HttpUrl | None = None
     """Default ``https://<edge.domain>``. Where the load goes; production requires https."""
-    client: str | None = None
+    client: ShellWord | None = None
     """Default the first edge client (sorted). Whose API key the workers send (its tier limits the rate)."""
     node_pool: str = SYSTEM_POOL
     """Default ``system``, the only value allowed: the system node group. Accelerator pools are refused."""
@@ -175,13 +177,13 @@ def _rate_problems(cfg: LoadTestSettings, ctx: CheckContext) -> list[Problem]:
             )
         )
     edge = ctx.sections.get("edge")
-    if cfg.url is not None or getattr(edge, "domain", None) is None:
+    if cfg.url is not None or not isinstance(edge, EdgeSettings) or edge.domain is None:
         return out
     # Through the edge the load meets the client's tier and the WAF's per-IP rule, from the NAT addresses.
     client = edge_client(cfg.client, edge)
-    if client in edge.auth.clients and edge.auth.enabled:  # type: ignore[attr-defined]
-        tier_name = edge.auth.clients[client].tier  # type: ignore[attr-defined]
-        tier = edge.rate_limits.tiers.get(tier_name)  # type: ignore[attr-defined]
+    if client in edge.auth.clients and edge.auth.enabled:
+        tier_name = edge.auth.clients[client].tier
+        tier = edge.rate_limits.tiers.get(tier_name)
         if tier is not None and cfg.target_rate * 60 > tier.requests_per_minute:
             out.append(
                 Problem(
@@ -193,7 +195,7 @@ def _rate_problems(cfg: LoadTestSettings, ctx: CheckContext) -> list[Problem]:
             )
     waf = getattr(edge, "waf", None)
     network = ctx.sections.get("network")
-    if waf is not None and waf.enabled and network is not None:
+    if waf is not None and waf.enabled and isinstance(network, NetworkSettings):
         nat = {"single": 1, "perAz": network.az_count}.get(getattr(network, "nat_gateways", "single"), 1)
         allowed = waf.ip_rate_limit * nat / waf.window_seconds
         if cfg.target_rate > allowed:

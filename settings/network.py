@@ -55,8 +55,8 @@ class NetworkSettings(Section):
     interface_endpoint_services: list[str] | None = None
     """Default: every service the cluster calls (inference_platform.catalog.endpoint_services.required_services:
     EC2, ECR api/dkr, STS, Logs, EKS Pod Identity, Secrets Manager, KMS, Elastic Load Balancing, plus
-    SQS, SSM and EKS with Karpenter or Auto Scaling without it, and FSx with the FSx cache). An explicit
-    list replaces it; names from ``KNOWN_SERVICES`` only. Needs ``interfaceEndpoints: true``."""
+    SQS, SSM and EKS with Karpenter or Auto Scaling and EKS without it, FSx with the FSx cache, and SQS with the
+    batch lane). An explicit list replaces it; names from ``KNOWN_SERVICES`` only. Needs ``interfaceEndpoints: true``."""
     private_subnet_prefix: int = Field(default=19, ge=16, le=28)
     """Default 19 (8,192 addresses: VPC CNI gives every pod a VPC address)."""
     public_subnet_prefix: int = Field(default=24, ge=16, le=28)
@@ -78,14 +78,14 @@ class NetworkSettings(Section):
             raise ValueError("expected a block inside 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16 or 100.64.0.0/10")
         return cidr
 
-    def endpoint_services(self, *, karpenter: bool, fsx: bool) -> tuple[str, ...]:
+    def endpoint_services(self, *, karpenter: bool, fsx: bool, batch: bool = False) -> tuple[str, ...]:
         """The interface endpoints to create: none unless enabled, else the explicit list or every
         service the cluster calls."""
         if not self.interface_endpoints:
             return ()
         if self.interface_endpoint_services is not None:
             return tuple(self.interface_endpoint_services)
-        return endpoint_services.required_services(karpenter=karpenter, fsx=fsx)
+        return endpoint_services.required_services(karpenter=karpenter, fsx=fsx, batch=batch)
 
     @property
     def subnet_prefixes(self) -> dict[str, int]:
@@ -144,10 +144,11 @@ class NetworkSettings(Section):
         if not self.interface_endpoints:
             out.append(Problem(at, f"got {services}; has no effect without interfaceEndpoints: true"))
         elif self.nat_gateways == "none":
-            cluster, fsx = ctx.sections.get("cluster"), ctx.sections.get("fsx")
+            cluster, fsx, batch = ctx.sections.get("cluster"), ctx.sections.get("fsx"), ctx.sections.get("batch")
             needed = endpoint_services.required_services(
                 karpenter=getattr(cluster, "provisioning", "managed") == "karpenter",
                 fsx=bool(getattr(fsx, "enabled", False)),
+                batch=bool(getattr(batch, "enabled", False)),
             )
             missing = [s for s in needed if s not in services]
             if missing:

@@ -35,6 +35,7 @@ from inference_platform.catalog.pool_profile import (
 )
 from inference_platform.planners import cold_start
 from inference_platform.settings.base import CheckContext, Problem, Section
+from inference_platform.settings.network import NetworkSettings
 
 MAX_MANAGED_NODES = 450
 MAX_CLUSTER_NODES = 5000
@@ -53,7 +54,11 @@ _LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([
 class NodePoolSettings(Section):
     instance_types: list[str] = Field(min_length=1)
     """Required. Catalogued types of one vendor and one accelerator model (``[g6.xlarge, g6.2xlarge]``)."""
-    capacity_types: list[CapacityType] = Field(default_factory=lambda: ["on-demand"], min_length=1)
+    capacity_types: list[CapacityType] = Field(
+        # mypy reads the lambda's list as list[str]: Field's two-signature default_factory gives it no context.
+        default_factory=lambda: ["on-demand"],  # type: ignore[arg-type]  # see above
+        min_length=1,
+    )
     """Default ``[on-demand]``. ``reservation`` (ODCR) and ``capacity-block`` need ``reservationIds``;
     spot never mixes with capacity-block. Managed node groups take exactly one; Karpenter prefers
     reserved capacity, then the others in price order."""
@@ -440,7 +445,7 @@ def _cluster_size_problems(
 def cluster_zones(ctx: CheckContext) -> list[str] | None:
     """The zones the foundation will use, as far as settings can know them."""
     network = ctx.sections.get("network")
-    if network is None or ctx.region is None:
+    if not isinstance(network, NetworkSettings) or ctx.region is None:
         return None
     explicit = getattr(network, "availability_zones", None)
-    return list(explicit) if explicit else sorted(ctx.region.zones)[: network.az_count]  # type: ignore[attr-defined]
+    return list(explicit) if explicit else sorted(ctx.region.zones)[: network.az_count]

@@ -8,6 +8,7 @@ values decrypted. Offline there is no decryption: ``secure:`` values become mark
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +20,28 @@ from inference_platform.errors import CommandError
 from inference_platform.settings.project_config import declaration_problems, stack_problems
 
 CONFIG_ERROR = 2
+
+YAML_BOOLEANS = ("true", "True", "TRUE", "false", "False", "FALSE")
+"""The plain scalars the Pulumi CLI reads as booleans in a project or stack file. It decodes them with
+gopkg.in/yaml.v3 into ``any`` (pulumi/pulumi@v3.259.0 sdk/go/common/encoding/marshal.go, go.mod
+``gopkg.in/yaml.v3 v3.0.1``; workspace/loaders.go ``var projectStackRaw any``), and yaml.v3 resolves only
+these (go-yaml/yaml@v3.0.1 resolve.go ``resolveMapList``); ``on``/``yes``/``y`` are YAML 1.1 booleans it
+accepts only when decoding into a Go ``bool`` (decode.go), so the program receives them as strings. PyYAML
+implements YAML 1.1 and would read them as booleans: the offline reader would accept what the CLI hands
+the program as a string."""
+
+
+class _PulumiYamlLoader(yaml.SafeLoader):
+    """PyYAML's safe loader with yaml.v3's booleans (:data:`YAML_BOOLEANS`): ``on``/``yes`` stay strings."""
+
+
+_PulumiYamlLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:bool"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_PulumiYamlLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(rf"^(?:{'|'.join(YAML_BOOLEANS)})$"), list("tTfF")
+)
 
 
 def secret_placeholder(key: str) -> str:
@@ -188,7 +211,7 @@ def _as_config_string(value: Any) -> str:
 def _read_yaml(path: Path, *, allow_empty: bool = False) -> dict[str, Any]:
     """``allow_empty``: an empty stack file is a stack with no config (``pulumi stack init`` writes none)."""
     try:
-        doc = yaml.safe_load(path.read_text())
+        doc = yaml.load(path.read_text(), Loader=_PulumiYamlLoader)
     except (OSError, yaml.YAMLError) as err:
         raise ConfigError(f"cannot read {path}: {err}") from None
     if doc is None and allow_empty:

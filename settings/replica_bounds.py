@@ -8,6 +8,7 @@ from inference_platform import catalog
 from inference_platform.planners import placement
 from inference_platform.settings.base import CheckContext
 from inference_platform.settings.node_pools import cluster_zones
+from inference_platform.settings.serving import ServingSettings
 
 
 def serving_slots(ctx: CheckContext) -> int | None:
@@ -15,13 +16,13 @@ def serving_slots(ctx: CheckContext) -> int | None:
     serving = ctx.sections.get("serving")
     inference = ctx.sections.get("inference")
     root = getattr(ctx.sections.get("nodePools"), "root", None) or {}
-    if serving is None or not getattr(inference, "has_image", False):
+    if not isinstance(serving, ServingSettings) or not getattr(inference, "has_image", False):
         return None
-    pool = root.get(serving.node_pool)  # type: ignore[attr-defined]
+    pool = root.get(serving.node_pool)
     if pool is None:
         return None  # serving.nodePool names the missing pool
     try:
-        fit = placement.pool_fit(pool.instance_types, serving.ranks_per_node)  # type: ignore[attr-defined]
+        fit = placement.pool_fit(pool.instance_types, serving.ranks_per_node)
     except (catalog.CatalogError, ValueError):
         return None
     if fit.pods_per_node < 1:
@@ -31,5 +32,5 @@ def serving_slots(ctx: CheckContext) -> int | None:
         fit,
         max_size=pool.max_size,
         shards=pool.shard_count(zones),
-        nodes_per_replica=serving.nodes,  # type: ignore[attr-defined]
+        nodes_per_replica=serving.nodes,
     )

@@ -17,8 +17,11 @@ from pydantic import Field, field_validator
 
 from inference_platform import catalog
 from inference_platform.catalog import CatalogError, models, speculative
+from inference_platform.catalog.edge_policy import model_path
 from inference_platform.catalog.models import ModelArchitecture, UnknownModelError
 from inference_platform.settings.base import CheckContext, Problem, Section
+from inference_platform.settings.edge import EdgeSettings
+from inference_platform.settings.types import ShellWord
 
 DEFAULT_MODEL = "Llama-3.1-8B"
 DEFAULT_NODE_POOL = "inference"
@@ -151,14 +154,14 @@ class SpeculativeSettings(Section):
         "choices": "the LLM API drafts one linear chain of maxDraftLen tokens; draft trees are not served",
     }
 
-    method: Literal[speculative.METHODS] = "none"  # type: ignore[valid-type]
+    method: Literal[speculative.METHODS] = "none"  # type: ignore[valid-type]  # the catalog's tuple: mypy takes literals only
     """Default ``none``. ``eagle3`` (an EAGLE-3 head, draftModel), ``draft_model`` (a smaller model of the
     same tokenizer, draftModel), ``mtp`` (the checkpoint's own multi-token-prediction layers, DeepSeek-style)
     or ``ngram`` (drafts from the prompt and the text so far). The LLM API's speculative_config."""
     max_draft_len: int | None = Field(default=None, ge=1, le=64)
     """Required with a method, 1-64. Candidate tokens drafted and verified per step (max_draft_len; for
     mtp the MTP modules used, num_nextn_predict_layers). Lower it, or set method none, when output garbles."""
-    draft_model: str | None = None
+    draft_model: ShellWord | None = None
     """Required with eagle3 and draft_model, refused otherwise. ``s3://<bucket>/<prefix>/`` of the published
     EAGLE-3 head or draft model (``inferctl artifacts upload``): the pod downloads and verifies it like the
     checkpoint (pin: serving.artifacts.draftManifestSha256) and hands it to the LLM API as speculative_model."""
@@ -226,10 +229,10 @@ class AuthSettings(Section):
     command line (no file or environment input), so it is visible in the container's /proc."""
     header: str = DEFAULT_API_KEY_HEADER
     """Default ``x-api-key``. Lower-case header name carrying the key (HTTP header and gRPC metadata)."""
-    key_file: str | None = DEFAULT_API_KEY_FILE
+    key_file: ShellWord | None = DEFAULT_API_KEY_FILE
     """Default ``/mnt/secrets/inference/api-key``: the file the secrets CSI driver mounts. The key is
     never written in a manifest or stack file."""
-    key_env: str | None = None
+    key_env: ShellWord | None = None
     """Default unset. Environment variable holding the key instead of keyFile (a CSI-synced Secret)."""
     restricted_apis: list[str] = Field(default_factory=lambda: list(DEFAULT_RESTRICTED_APIS))
     """Default: every API group except ``health``. Allowed: inference, metadata, model-config,
@@ -263,9 +266,9 @@ class SloSettings(Section):
 
 
 class ArtifactSettings(Section):
-    engine_uri: str | None = None
+    engine_uri: ShellWord | None = None
     """Default unset (the rollout passes it). ``s3://<bucket>/<prefix>/`` of the built engine version."""
-    tokenizer_uri: str | None = None
+    tokenizer_uri: ShellWord | None = None
     """Default unset. ``s3://...`` of the tokenizer version (tokenizer.json, its configs)."""
     engine_manifest_sha256: str | None = None
     """Default unset; required in production. SHA-256 (64 hex digits) of the engine version's manifest,
@@ -309,9 +312,9 @@ class ServingSettings(Section):
     """Default ``Llama-3.1-8B``. A name from catalog/models.py, or any name with ``architecture``."""
     architecture: CustomArchitecture | None = None
     """Default unset. Shape of a model the catalog does not know (required for such a model)."""
-    checkpoint: str | None = None
+    checkpoint: ShellWord | None = None
     """Default unset. Hugging Face model id or local/s3 path of the weights ``prepare`` builds from."""
-    precision: Literal[catalog.PRECISIONS] = catalog.BF16  # type: ignore[valid-type]
+    precision: Literal[catalog.PRECISIONS] = catalog.BF16  # type: ignore[valid-type]  # the catalog's tuple, as above
     """Default ``bf16``. One of fp32, fp16, bf16, fp8, fp4, int8, int8_weight_only, int4_awq,
     int4_weight_only; the pool's accelerator must run it (fp8 needs sm89+, fp4 sm100)."""
     tensor_parallel: int = Field(default=1, ge=1, le=64)
@@ -350,6 +353,20 @@ class ServingSettings(Section):
     def world_size(self) -> int:
         """MPI ranks of one replica (TP x PP)."""
         return self.tensor_parallel * self.pipeline_parallel
+
+    @field_validator("model")
+    @classmethod
+    def _model_id(cls, model: str) -> str:
+        # The id is a URL path (/v1/models/<model>, the edge's exact route to it): a bare ValueError from
+        # inside the program before (issue 28).
+        try:
+            model_path(model)
+        except ValueError:
+            raise ValueError(
+                "expected a served model id that can be a URL path: '/'-separated segments of letters, digits and "
+                "-._ (a Hugging Face owner/name keeps its form), none empty, '.' or '..'"
+            ) from None
+        return model
 
     @property
     def ranks_per_node(self) -> int:
@@ -401,7 +418,7 @@ class ServingSettings(Section):
                 )
             )
         if ctx.production:
-            pins = (
+            pins: tuple[tuple[str, str | None], ...] = (
                 ("engineManifestSha256", self.artifacts.engine_manifest_sha256),
                 ("tokenizerManifestSha256", self.artifacts.tokenizer_manifest_sha256),
             )
@@ -598,9 +615,10 @@ def _gateway_authenticates(ctx: CheckContext) -> bool:
 
 def _gateway_key_header(ctx: CheckContext) -> str | None:
     """The header the gateway reads the client's key from and strips before Triton (None: no gateway auth)."""
-    if not _gateway_authenticates(ctx):
+    edge = ctx.sections.get("edge")
+    if not _gateway_authenticates(ctx) or not isinstance(edge, EdgeSettings):
         return None
-    return str(getattr(ctx.sections["edge"].auth, "header", "x-api-key")).lower()
+    return str(getattr(edge.auth, "header", "x-api-key")).lower()
 
 
 def accelerator_problems(serving: ServingSettings, instance_type: str) -> list[Problem]:

@@ -13,6 +13,7 @@ from inference_platform.settings.base import CheckContext, Problem, Section
 # noncurrent alike); Intelligent-Tiering has no minimum.
 STANDARD_IA_MIN_DAYS = 30
 _PREFIX = re.compile(r"^[A-Za-z0-9!_.*'()/-]+/$")
+_MODEL_PREFIX = re.compile(r"^[A-Za-z0-9_./-]+/$")
 
 
 def _prefix(value: str) -> str:
@@ -22,7 +23,8 @@ def _prefix(value: str) -> str:
 
 
 class ColdTag(Section):
-    key: str = Field(min_length=1, max_length=128)
+    # A tag's key, a field: the ClassVar Section.key names a top-level section, which this nested model is not.
+    key: str = Field(min_length=1, max_length=128)  # type: ignore[misc]  # a field over Section's ClassVar key
     """Required. Object tag key marking a cold object."""
     value: str = Field(min_length=1, max_length=256)
     """Required. Object tag value marking a cold object."""
@@ -104,7 +106,12 @@ class StorageSettings(Section):
     @field_validator("model_prefix")
     @classmethod
     def _model_prefix(cls, value: str) -> str:
-        return _prefix(value)
+        # The prefix is part of every model URI the pods' commands and stage script take (settings/types.py
+        # SHELL_SAFE): S3's other "safe" characters ! * ' ( ) are shell metacharacters.
+        value = _prefix(value)
+        if not _MODEL_PREFIX.match(value):
+            raise ValueError("expected an S3 key prefix of letters, digits and _.- such as 'models/' (ends with '/')")
+        return value
 
     def problems(self, ctx: CheckContext) -> list[Problem]:
         out = self.lifecycle.problems_at("storage.lifecycle")

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import re
 from typing import ClassVar
 
 from pydantic import Field
 
-from inference_platform.settings.base import CheckContext, Problem, Section
+from inference_platform.settings.base import CheckContext, Problem, Section, describe
 
 # Keys the platform sets itself; `extra` may not override them.
 RESERVED_TAG_KEYS = frozenset({"project", "stack", "owner", "cost-center"})
 _TAG_VALUE = r"^[\w\s.:/=+\-@]*$"
+r"""AWS's tag key and value characters (letters, digits, spaces and ``_.:/=+-@``; the EC2 CreateTags and
+Resource Groups Tagging API pattern ``^([\p{L}\p{Z}\p{N}_.:/=+\-@]*)$``): anything else fails the deploy."""
 
 
 class TagsSettings(Section):
@@ -31,6 +34,16 @@ class TagsSettings(Section):
                 out.append(Problem(path, f"'{k}' is set by the platform; choose another key"))
             elif k.lower().startswith("aws:") or not 1 <= len(k) <= 128:
                 out.append(Problem(path, "tag keys are 1-128 characters and may not start with 'aws:'"))
-            if len(v) > 256:
+            elif not re.fullmatch(_TAG_VALUE, k):
+                out.append(
+                    Problem(path, "expected a tag key of letters, digits, spaces and _.:/=+-@ (AWS refuses others)")
+                )
+            if not re.fullmatch(_TAG_VALUE, v):
+                out.append(
+                    Problem(
+                        path, f"got {describe(v)}; expected letters, digits, spaces and _.:/=+-@ (AWS refuses others)"
+                    )
+                )
+            elif len(v) > 256:
                 out.append(Problem(path, f"value is {len(v)} characters; AWS allows at most 256"))
         return out

@@ -75,3 +75,26 @@ def _host_ok(netloc: str, host: str) -> bool:
 
 HttpUrl = Annotated[str, BeforeValidator(_check_http_url)]
 """A strict http(s) base URL (see the module docstring); the field's key names the problem."""
+
+
+SHELL_SAFE = re.compile(r"^[A-Za-z0-9\-._~:/@%+=,]*$")
+"""What a value may hold when it reaches a command line or a shell (a container's command and arguments, the
+worker's ``sh -c`` stage script, ``mpirun``'s remote ``sh -c``): letters, digits and ``-._~:/@%+=,``. Every
+shell metacharacter (`` ` $ ; & | < > ( ) \\ " ' * ? [ ] { } ! # ^``), whitespace and control characters
+are refused: quoted today, a value can still meet an unquoted expansion in a script tomorrow."""
+
+
+def _check_shell_word(value: Any) -> Any:
+    if not isinstance(value, str):
+        return value  # pydantic reports the type
+    bad = sorted({c for c in value if not SHELL_SAFE.fullmatch(c)})
+    if bad:
+        shown = ", ".join(repr(c) for c in bad[:5])
+        raise ValueError(
+            f"expected letters, digits and -._~:/@%+=, only (the value reaches a command line); it contains {shown}"
+        )
+    return value
+
+
+ShellWord = Annotated[str, BeforeValidator(_check_shell_word)]
+"""A string that reaches a command line or a shell: :data:`SHELL_SAFE` characters only, the key named."""

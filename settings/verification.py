@@ -13,7 +13,10 @@ from typing import ClassVar
 from pydantic import Field
 
 from inference_platform.settings.base import CheckContext, Problem, Section
-from inference_platform.settings.types import HttpUrl
+from inference_platform.settings.edge import EdgeSettings
+from inference_platform.settings.inference import ImageSettings
+from inference_platform.settings.serving import ServingSettings
+from inference_platform.settings.types import HttpUrl, ShellWord
 
 DEFAULT_DURATION_SECONDS = 60
 DEFAULT_MAX_DURATION_SECONDS = 600
@@ -58,11 +61,25 @@ class VerificationJobSettings(Section):
     """Default 4. Memory of the verify container (requests = limits)."""
 
 
+DEFAULT_IMAGE_REPOSITORY = "verification"
+
+
+class VerificationImageSettings(ImageSettings):
+    repository: str = DEFAULT_IMAGE_REPOSITORY
+    """Default ``verification``. ECR repository of the verification image (inference_image/verification/Dockerfile),
+    ``<project>-<stack>/verification``: the verification Job and the load test run it, never the serving image."""
+
+
 class VerificationSettings(Section):
     key: ClassVar[str] = "verification"
 
     enabled: bool = False
     """Default ``false``. Run ``inferctl verify`` as a Job after each rollout (the deploy fails with it)."""
+    image: VerificationImageSettings = Field(default_factory=VerificationImageSettings)
+    """Default repository ``verification``, no tag. The image of the verification Job and of the load test's
+    master and workers (``inferctl verify``/``loadtest`` on Python slim, ~0.5 GiB): they run on the system nodes,
+    whose root volume the 40-50 GiB serving image does not fit. Without a tag or digest the stack creates the
+    repository only (push the image, then set them)."""
     concurrency_per_replica: int | None = Field(default=None, ge=1)
     """Default: serving.maxBatchSize. Requests in flight per serving replica at the last load step."""
     duration_seconds: int = Field(default=DEFAULT_DURATION_SECONDS, ge=1)
@@ -85,7 +102,7 @@ class VerificationSettings(Section):
     url: HttpUrl | None = None
     """Default ``https://<edge.domain>``, or without an edge the in-cluster Service (plain HTTP, refused in
     production). What the verification Job targets."""
-    client: str | None = None
+    client: ShellWord | None = None
     """Default the first edge client (sorted). Whose API key the Job sends through the edge."""
     job: VerificationJobSettings = Field(default_factory=VerificationJobSettings)
 
@@ -119,7 +136,19 @@ class VerificationSettings(Section):
             )
         if self.enabled:
             out += self._job_problems(ctx)
+        if ctx.production and self.has_image and self.image.digest is None:
+            out.append(
+                Problem(
+                    "verification.image.digest",
+                    f"missing; production references the image by digest, not by tag ({self.image.tag})",
+                )
+            )
         return out
+
+    @property
+    def has_image(self) -> bool:
+        """Whether ``image`` names an image (a tag or a digest): without one there is nothing to run yet."""
+        return self.image.tag is not None or self.image.digest is not None
 
     def _job_problems(self, ctx: CheckContext) -> list[Problem]:
         from inference_platform.settings.load_test import edge_client, target_problems
@@ -149,9 +178,17 @@ class VerificationSettings(Section):
         out += self._limit_problems(ctx)
         client = edge_client(self.client, edge)
         clients = getattr(getattr(edge, "auth", None), "clients", {}) or {}
-        if self.url is None and getattr(edge, "domain", None) and client in clients and edge.auth.enabled:  # type: ignore[union-attr]
-            tier = edge.rate_limits.tiers.get(edge.auth.clients[client].tier)  # type: ignore[union-attr]
-            per_replica = self.concurrency_per_replica or getattr(serving, "max_batch_size", 1)
+        if (
+            self.url is None
+            and isinstance(edge, EdgeSettings)
+            and edge.domain
+            and client is not None
+            and client in clients
+            and edge.auth.enabled
+        ):
+            tier = edge.rate_limits.tiers.get(edge.auth.clients[client].tier)
+            batch = serving.max_batch_size if isinstance(serving, ServingSettings) else 1
+            per_replica = self.concurrency_per_replica or batch
             total = per_replica * getattr(inference, "replicas", 1)
             if tier is not None and total > tier.concurrent_streams:
                 out.append(
@@ -172,18 +209,23 @@ class VerificationSettings(Section):
         about serving.slo ttftP50Ms + osl mean x itlP50Ms (a server meeting its SLO; a faster one sends more),
         never more than ``maxRequests`` in all."""
         edge, serving, inference = (ctx.sections.get(k) for k in ("edge", "serving", "inference"))
-        if self.url is not None or serving is None or getattr(edge, "domain", None) is None:
+        if (
+            self.url is not None
+            or not isinstance(serving, ServingSettings)
+            or not isinstance(edge, EdgeSettings)
+            or edge.domain is None
+        ):
             return []
         client = _edge_client(self.client, edge)
-        per_replica = self.concurrency_per_replica or serving.max_batch_size  # type: ignore[attr-defined]
+        per_replica = self.concurrency_per_replica or serving.max_batch_size
         in_flight = per_replica * getattr(inference, "replicas", 1)
-        seconds = (serving.slo.ttft_p50_ms + self.osl.mean * serving.slo.itl_p50_ms) / 1000  # type: ignore[attr-defined]
+        seconds = (serving.slo.ttft_p50_ms + self.osl.mean * serving.slo.itl_p50_ms) / 1000
         rate = in_flight / max(seconds, 1e-3)  # requests/s
         out = []
-        auth = edge.auth  # type: ignore[union-attr]
+        auth = edge.auth
         if auth.enabled and client in auth.clients:
             tier_name = auth.clients[client].tier
-            tier = edge.rate_limits.tiers.get(tier_name)  # type: ignore[union-attr]
+            tier = edge.rate_limits.tiers.get(tier_name)
             per_minute = min(self.max_requests, math.ceil(rate * 60))
             if tier is not None and per_minute > tier.requests_per_minute:
                 out.append(
@@ -195,7 +237,7 @@ class VerificationSettings(Section):
                         "for it, or lower verification.concurrencyPerReplica / maxRequests",
                     )
                 )
-        waf = edge.waf  # type: ignore[union-attr]
+        waf = edge.waf
         network = ctx.sections.get("network")
         if waf.enabled:
             per_window = min(self.max_requests, math.ceil(rate * waf.window_seconds))

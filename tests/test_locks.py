@@ -132,6 +132,8 @@ PY312 = {"python_version": "3.12", "python_full_version": "3.12.3"}
         ("triton.txt", lambda: _requirements(REPO / "requirements-triton.txt"), None),
         ("checkov.txt", lambda: _requirements(REPO / "requirements-checkov.txt"), None),
         ("image-batch.txt", lambda: _requirements(REPO / "batch" / "requirements.txt"), None),
+        ("image-verification.txt",
+         lambda: _requirements(REPO / "inference_image" / "verification" / "requirements.txt"), None),
         ("image-neuron.txt", lambda: [*_requirements(REPO / "inference_image" / "requirements-image.txt"),
                                       *_requirements(REPO / "inference_image" / "requirements-neuron.txt")], None),
         ("image-gpu.txt", lambda: _requirements(REPO / "inference_image" / "requirements-image.txt"), PY312),
@@ -167,7 +169,12 @@ def test_the_bootstrap_setuptools_is_what_the_build_system_asks():
 
 
 def test_the_locks_of_one_virtualenv_agree():
-    for locks in (VENV_LOCKS, CHECKOV_LOCKS, (LOCKS / "bootstrap.txt", LOCKS / "image-batch.txt")):
+    for locks in (
+        VENV_LOCKS,
+        CHECKOV_LOCKS,
+        (LOCKS / "bootstrap.txt", LOCKS / "image-batch.txt"),
+        (LOCKS / "bootstrap.txt", LOCKS / "image-verification.txt"),
+    ):
         expected(locks)  # raises naming the distribution two of them pin differently
     app = {p.name: p.version for p in read_lock(LOCKS / "app.txt")}
     core = {p.name: p.version for p in read_lock(LOCKS / "core.txt")}

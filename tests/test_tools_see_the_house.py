@@ -8,6 +8,8 @@ import subprocess
 import sys
 import tomllib
 
+import pytest
+
 from tests.conftest import REPO
 from tests.runtime_imports import FOLDERS
 from tools import namespace_links
@@ -33,6 +35,8 @@ def test_the_tools_point_at_the_links_and_ruff_knows_the_house():
     assert "inference_platform" in CONFIG["tool"]["ruff"]["lint"]["isort"]["known-first-party"]
 
 
+# It rewrites build/namespace: not while tests/packaging/test_types.py has mypy read it.
+@pytest.mark.xdist_group("namespace-links")
 def test_mypy_from_the_repository_root_resolves_the_namespace(tmp_path):
     namespace_links.main(["--root", str(REPO / namespace_links.DEFAULT_ROOT)])
     probe = tmp_path / "probe.py"

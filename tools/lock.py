@@ -103,8 +103,18 @@ IMAGE_NEURON = Lock(
     "inference_image/Dockerfile.neuron's own pip step (the Neuron SDK comes from AWS's index, unlocked)",
 )
 IMAGE_BATCH = Lock(LOCKS / "image-batch.txt", ("batch/requirements.txt",), "3.11", (), (VENV_SET,), "batch/Dockerfile")
+IMAGE_VERIFICATION = Lock(
+    LOCKS / "image-verification.txt",
+    ("inference_image/verification/requirements.txt",),
+    "3.11",
+    (),
+    (VENV_SET,),
+    "inference_image/verification/Dockerfile",
+)
 
-ORDER: tuple[Lock, ...] = (BOOTSTRAP, VENV, APP, DEV, CORE, TRITON, CHECKOV, IMAGE_GPU, IMAGE_NEURON, IMAGE_BATCH)
+ORDER: tuple[Lock, ...] = (
+    BOOTSTRAP, VENV, APP, DEV, CORE, TRITON, CHECKOV, IMAGE_GPU, IMAGE_NEURON, IMAGE_BATCH, IMAGE_VERIFICATION,
+)  # fmt: skip
 """In dependency order: each lock's constraints are compiled before it."""
 COMMITTED: tuple[Lock, ...] = tuple(lock for lock in ORDER if lock is not VENV)
 

@@ -59,6 +59,10 @@ class BatchQueuesArgs:
     """Default 5, 1..1000. Deliveries before a message moves to the dead-letter queue."""
     data_key_reuse_seconds: int = 300
     """Default 300, 60..86400."""
+    protect: bool = False
+    """Default ``False``; production. Protect both queues and retain them on delete: a replacement or a
+    ``pulumi destroy`` would otherwise drop the queued lines and the dead-letter queue's evidence of the failed
+    ones (``pulumi destroy`` then forgets them and leaves them in the account)."""
 
 
 class BatchQueues(pulumi.ComponentResource):
@@ -74,6 +78,7 @@ class BatchQueues(pulumi.ComponentResource):
         _validate(args)
         super().__init__("inference:batch:BatchQueues", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
+        stateful = pulumi.ResourceOptions(parent=self, protect=args.protect, retain_on_delete=args.protect)
         encrypted = {
             "kms_master_key_id": args.kms_key_arn,
             "kms_data_key_reuse_period_seconds": args.data_key_reuse_seconds,
@@ -84,7 +89,7 @@ class BatchQueues(pulumi.ComponentResource):
             message_retention_seconds=DEAD_LETTER_RETENTION_SECONDS,
             max_message_size=MESSAGE_BYTES,
             **encrypted,
-            opts=child,
+            opts=stateful,
         )
         work = aws.sqs.Queue(
             f"{name}-work",
@@ -95,7 +100,7 @@ class BatchQueues(pulumi.ComponentResource):
             receive_wait_time_seconds=LONG_POLL_SECONDS,
             redrive_policy=dead.arn.apply(lambda arn: json.dumps(redrive_policy(arn, args.max_receive_count))),
             **encrypted,
-            opts=child,
+            opts=stateful,
         )
         aws.sqs.RedriveAllowPolicy(
             f"{name}-dead-letter-allow",

@@ -16,8 +16,9 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -196,7 +197,14 @@ class BatchWorkloads(pulumi.ComponentResource):
             }
         )
 
-    def _role(self, name: str, role: str, account: str, document, args: BatchWorkloadsArgs) -> PodIdentityRole:
+    def _role(
+        self,
+        name: str,
+        role: str,
+        account: str,
+        document: Callable[[str, str, str, str, str], dict[str, Any]],
+        args: BatchWorkloadsArgs,
+    ) -> PodIdentityRole:
         arns = pulumi.Output.all(args.bucket_arn, args.queue_arn, args.dead_letter_arn, args.kms_key_arn)
         return PodIdentityRole(
             f"{name}-{role}-identity",
@@ -211,7 +219,9 @@ class BatchWorkloads(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self),
         )
 
-    def _network_policies(self, name: str, args: BatchWorkloadsArgs, opts: pulumi.ResourceOptions) -> list:
+    def _network_policies(
+        self, name: str, args: BatchWorkloadsArgs, opts: pulumi.ResourceOptions
+    ) -> list[k8s.networking.v1.NetworkPolicy]:
         monitoring = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": args.monitoring_namespace}}}
         aws_egress = [
             dns_egress(),

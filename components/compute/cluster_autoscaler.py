@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -114,7 +115,7 @@ class ClusterAutoscaler(pulumi.ComponentResource):
         self.register_outputs({"role_arn": self.role_arn})
 
 
-def release_values(args: ClusterAutoscalerArgs) -> dict:
+def release_values(args: ClusterAutoscalerArgs) -> dict[str, Any]:
     """The chart values (chart 9.59.0's values.yaml keys)."""
     discovery = [f"{key}={value}" for key, value in autoscaler_tags.discovery_tags(args.cluster_name).items()]
     extra_args: dict[str, object] = {

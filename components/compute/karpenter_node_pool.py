@@ -35,6 +35,7 @@ from inference_platform.components.compute.node_pool import (
     IMDS_HOP_LIMIT,
     ROOT_DEVICE,
     node_config_mime,
+    node_scripts,
 )
 
 NODEPOOL_API = "karpenter.sh/v1"
@@ -151,15 +152,17 @@ def node_class_spec(args: KarpenterNodePoolArgs, placement_group: pulumi.Input[s
         # Karpenter v1.14.1 pkg/apis/v1/ec2nodeclass.go: RAID0 of every NVMe instance-store disk, holding
         # /var/lib/containerd and /var/lib/kubelet (images and emptyDir volumes).
         spec["instanceStorePolicy"] = "RAID0"
-    parts = []
+    parts: list[str] = []
     if pool.efa and pool.spec.ami_family == "al2023":
-        # Karpenter merges a MIME NodeConfig part of userData into the node's own (bootstrap/nodeadm.go):
-        # the EFA containers' locked-memory limit (components/compute/node_pool.py EFA_MEMLOCK_NODE_CONFIG).
+        # Karpenter appends every MIME part of userData to its own NodeConfig (bootstrap/nodeadm.go parseUserData):
+        # the EFA containers' rlimits (components/compute/node_pool.py EFA_MEMLOCK_NODE_CONFIG) and the script
+        # reserving the EFA pods' huge pages before the kubelet starts (catalog/efa.py).
         parts.append(EFA_MEMLOCK_NODE_CONFIG)
     if pool.spec.fast_image_pull and pool.spec.ami_family == "al2023":
         parts.append(FAST_IMAGE_PULL_NODE_CONFIG)
-    if parts:
-        spec["userData"] = node_config_mime(parts)
+    scripts = node_scripts(pool)
+    if parts or scripts:
+        spec["userData"] = node_config_mime(parts, scripts)
     if pool.spec.reservation_ids:
         spec["capacityReservationSelectorTerms"] = [{"id": rid} for rid in pool.spec.reservation_ids]
     if placement_group is not None:

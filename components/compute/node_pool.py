@@ -36,10 +36,13 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
 
+from inference_platform.catalog.efa import efa_hugepages_script, node_hugepages_2mi
+from inference_platform.catalog.nodeadm import AMI_CONTAINER_RLIMITS
 from inference_platform.catalog.pool_profile import PoolProfile, PoolShard
 from inference_platform.components.common.errors import raise_if
 from inference_platform.components.compute import autoscaler_tags
@@ -243,9 +246,14 @@ def node_group_name(
     return f"{physical}-{digest[:REPLACEMENT_DIGEST_CHARS]}"
 
 
-def _block_devices(pool: PoolProfile, kms_key_arn: pulumi.Input[str] | None) -> list[dict]:
-    def ebs(device: str, size: int) -> dict:
-        volume: dict = {"volume_size": size, "volume_type": "gp3", "encrypted": "true", "delete_on_termination": "true"}
+def _block_devices(pool: PoolProfile, kms_key_arn: pulumi.Input[str] | None) -> list[dict[str, Any]]:
+    def ebs(device: str, size: int) -> dict[str, Any]:
+        volume: dict[str, Any] = {
+            "volume_size": size,
+            "volume_type": "gp3",
+            "encrypted": "true",
+            "delete_on_termination": "true",
+        }
         if pool.spec.disk_throughput_mib_s is not None:
             volume["throughput"] = pool.spec.disk_throughput_mib_s
         if pool.spec.disk_iops is not None:
@@ -274,6 +282,22 @@ pkg/providers/amifamily/bootstrap/nodeadm.go). EKS merges this MIME part with it
 EFA_MEMLOCK_BYTES = 2**63 - 1
 """Effectively unlimited, and an int64: nodeadm decodes the YAML into JSON numbers, where 2**64 - 1
 (RLIM_INFINITY) would not survive as an exact integer."""
+
+
+def _rlimit_items(rlimits: Sequence[Mapping[str, object]]) -> str:
+    return "".join(
+        f"          - type: {r['type']}\n            hard: {r['hard']}\n            soft: {r['soft']}\n"
+        for r in rlimits
+    )
+
+
+EFA_RLIMITS: tuple[Mapping[str, object], ...] = (
+    *AMI_CONTAINER_RLIMITS,
+    {"type": "RLIMIT_MEMLOCK", "hard": EFA_MEMLOCK_BYTES, "soft": EFA_MEMLOCK_BYTES},
+)
+"""Every container rlimit of an EFA node: the AMI's own (``catalog.nodeadm.AMI_CONTAINER_RLIMITS``, the open-files
+limit) and the locked-memory limit. The whole list, because nodeadm replaces the AMI's list with the one given
+rather than merging them (``catalog/nodeadm.py`` cites the merge)."""
 EFA_MEMLOCK_NODE_CONFIG = f"""apiVersion: node.eks.aws/v1alpha1
 kind: NodeConfig
 spec:
@@ -281,16 +305,12 @@ spec:
     baseRuntimeSpec:
       process:
         rlimits:
-          - type: RLIMIT_MEMLOCK
-            hard: {EFA_MEMLOCK_BYTES}
-            soft: {EFA_MEMLOCK_BYTES}
-"""
-"""The locked-memory limit of every container on an EFA node. EFA registers (pins) host memory for its
-buffers; a container inherits containerd's limit (8 MiB by default) and a non-root pod cannot raise it
-(IPC_LOCK is inert without ambient capabilities: catalog/efa.py). nodeadm's
+{_rlimit_items(EFA_RLIMITS)}"""
+"""The locked-memory limit of every container on an EFA node, beside the AMI's open-files limit. EFA registers
+(pins) host memory for its buffers; a container inherits containerd's limit (8 MiB by default) and a non-root pod
+cannot raise it (IPC_LOCK is inert without ambient capabilities: catalog/efa.py). nodeadm's
 ``containerd.baseRuntimeSpec`` is merged into the OCI spec every container starts from (awslabs/amazon-eks-ami
-v20260724 nodeadm/doc/examples.md "Modifying container RLIMITs"; base-runtime-spec.json sets only
-RLIMIT_NOFILE)."""
+v20260724 nodeadm/doc/examples.md "Modifying container RLIMITs"), lists replaced whole."""
 
 
 FAST_IMAGE_PULL_NODE_CONFIG = """apiVersion: node.eks.aws/v1alpha1
@@ -319,8 +339,23 @@ def node_config_parts(pool: PoolProfile) -> list[str]:
     return parts
 
 
-def node_config_mime(parts: Sequence[str]) -> str:
-    body = "".join(f"--{LOCAL_STORAGE_BOUNDARY}\nContent-Type: application/node.eks.aws\n\n{part}\n" for part in parts)
+def node_scripts(pool: PoolProfile) -> list[str]:
+    """Shell scripts an AL2023 node of ``pool`` runs before the kubelet starts: the EFA pods' huge pages."""
+    if pool.spec.ami_family != "al2023" or not pool.efa:
+        return []
+    return [efa_hugepages_script(node_hugepages_2mi(pool.accelerators_per_node, pool.efa_interfaces))]
+
+
+# The content types Karpenter v1.14.1 writes (pkg/providers/amifamily/bootstrap/mime/mime.go), which cloud-init and
+# nodeadm read alike: cloud-init runs the scripts in cloud-final, nodeadm-run starts after it.
+SHELL_SCRIPT = 'text/x-shellscript; charset="us-ascii"'
+NODE_CONFIG = "application/node.eks.aws"
+
+
+def node_config_mime(parts: Sequence[str], scripts: Sequence[str] = ()) -> str:
+    """MIME multi-part user data: NodeConfig documents for nodeadm, then shell scripts for cloud-init."""
+    typed = [(NODE_CONFIG, p) for p in parts] + [(SHELL_SCRIPT, s) for s in scripts]
+    body = "".join(f"--{LOCAL_STORAGE_BOUNDARY}\nContent-Type: {kind}\n\n{part}\n" for kind, part in typed)
     return (
         f'MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="{LOCAL_STORAGE_BOUNDARY}"\n\n'
         f"{body}--{LOCAL_STORAGE_BOUNDARY}--\n"
@@ -329,14 +364,14 @@ def node_config_mime(parts: Sequence[str]) -> str:
 
 def _user_data(pool: PoolProfile) -> str | None:
     """Base64 MIME user data with the pool's NodeConfig parts (AL2023: RAID0 local storage, EFA memlock, fast
-    image pull)."""
-    parts = node_config_parts(pool)
-    if not parts:
+    image pull) and its scripts (EFA huge pages)."""
+    parts, scripts = node_config_parts(pool), node_scripts(pool)
+    if not parts and not scripts:
         return None
-    return base64.b64encode(node_config_mime(parts).encode()).decode()
+    return base64.b64encode(node_config_mime(parts, scripts).encode()).decode()
 
 
-def _efa_interfaces(count: int, security_group_ids: Sequence[pulumi.Input[str]]) -> list[dict]:
+def _efa_interfaces(count: int, security_group_ids: Sequence[pulumi.Input[str]]) -> list[dict[str, Any]]:
     """One EFA interface per network card; card 0 is the primary (device 0), the others device 1, as
     Karpenter and eksctl lay them out (karpenter-provider-aws pkg/providers/launchtemplate)."""
     return [
@@ -351,7 +386,7 @@ def _efa_interfaces(count: int, security_group_ids: Sequence[pulumi.Input[str]])
     ]
 
 
-def _reservation(pool: PoolProfile) -> dict | None:
+def _reservation(pool: PoolProfile) -> dict[str, Any] | None:
     ids = pool.spec.reservation_ids
     if not ids:
         return None

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -31,14 +32,13 @@ from inference_platform.components.common.security_context import (
     container_security_context,
     pod_security_context,
 )
+from inference_platform.components.edge.controller_config import REDIS_AUTH_KEY, REDIS_AUTH_SECRET
 from inference_platform.components.identity.pod_identity import PodIdentityRole, PodIdentityRoleArgs
 from inference_platform.components.secrets.delivery import CSI_DRIVER_NAME, provider_objects
 from inference_platform.components.secrets.generated import generated_secret
 from inference_platform.components.storage.documents import secret_read_policy
 
 SERVICE_ACCOUNT = "edge-credentials"
-REDIS_AUTH_SECRET = "ratelimit-redis-auth"
-REDIS_AUTH_KEY = "token"
 _REDIS_AUTH_OBJECT = "redis-auth"
 # The Kubernetes pause image (3.10), by digest: it only holds the CSI mount.
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10@sha256:ee6521f290b2168b6e0935a181d4cff9be1ac3f505666ef0e3c98fae8199917a"
@@ -163,7 +163,7 @@ def synced_secret_names(secret_name: str, *, redis_auth: bool) -> list[str]:
     return [secret_name, *([REDIS_AUTH_SECRET] if redis_auth else [])]
 
 
-def provider_class_spec(args: ClientCredentialsArgs, arns: dict[str, str]) -> dict:
+def provider_class_spec(args: ClientCredentialsArgs, arns: dict[str, str]) -> dict[str, Any]:
     """Mount each client's secret as a file named after the client; sync them into one Opaque Secret
     (and the Redis AUTH token, when given, into its own)."""
     clients = sorted(c for c in arns if c != _REDIS_AUTH_OBJECT)
@@ -189,7 +189,7 @@ def provider_class_spec(args: ClientCredentialsArgs, arns: dict[str, str]) -> di
     }
 
 
-def sync_deployment_spec(provider_class: str, synced_secrets: Sequence[str] = ()) -> dict:
+def sync_deployment_spec(provider_class: str, synced_secrets: Sequence[str] = ()) -> dict[str, Any]:
     """One pause container holding the CSI mount; each of ``synced_secrets`` is mounted too, so the pod
     starts (and the Deployment becomes Ready) only once the driver has written them."""
     labels = dict(SYNC_LABELS)

@@ -6,49 +6,35 @@ The controller's global rate limits keep their counters in Redis (inference_plat
 set at install (``config.envoyGateway.rateLimit.backend``). Everything the proxies serve comes from
 typed objects whose custom resources are checked offline (tests/components/edge).
 
-Two Envoy Gateway v1.9.0 facts shape the rate-limit install (pinned, with file and tag, in
-tests/components/edge/test_envoy_gateway_upstream.py):
-
-- ``rateLimit.backend.redis.tls`` without ``certificateRef`` makes Envoy Gateway mount a ``redis-certs``
-  volume into its rate-limit container but add no such volume to the pod
-  (``internal/infrastructure/kubernetes/ratelimit/resource.go``): the API server rejects the Deployment
-  and there is no rate-limit service at all. ``certificateRef`` is the wrong cure: it names a *client*
-  certificate and key (``kubernetes.io/tls``, passed as ``REDIS_TLS_CLIENT_CERT``/``_KEY``), and
-  ElastiCache authenticates clients by the AUTH token, not by certificate; its server certificate is
-  Amazon-issued and checked against the image's system roots. So the missing volume is supplied as an
-  empty directory through the typed ``provider.kubernetes.rateLimitDeployment.pod.volumes`` (merged by
-  name into the generated pod); nothing reads it, since no client certificate is configured.
-- The rate-limit filter fails open unless ``rateLimit.failClosed`` is set
-  (``internal/xds/translator/ratelimit.go`` sets ``failure_mode_deny`` only then); the field is
-  gateway-wide (``api/v1alpha1/envoygateway_types.go``), BackendTrafficPolicy has none. The stack's
-  ``edge.rateLimits.failClosed`` sets it.
+The controller's install values (Redis backend, ``failClosed``, the rate-limit service timeout, the extension APIs
+the gateway's objects need) are ``components.edge.controller_config.controller_values``, which the local Envoy
+is held to as well.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from inference_platform.catalog import edge_charts as charts
-from inference_platform.catalog.edge_policy import EdgePolicy
+from inference_platform.catalog.edge_policy import RATE_LIMIT_SERVICE_TIMEOUT_MS, EdgePolicy
+from inference_platform.catalog.envoy_gateway_gates import features_used
 from inference_platform.components.common.errors import raise_if
-from inference_platform.components.edge.client_credentials import (
-    REDIS_AUTH_KEY,
-    REDIS_AUTH_SECRET,
-    ClientCredentials,
-    ClientCredentialsArgs,
-)
+from inference_platform.components.edge.client_credentials import ClientCredentials, ClientCredentialsArgs
+
+# Re-exported: the controller's values lived here before they moved to the Pulumi-free module.
+from inference_platform.components.edge.controller_config import REDIS_CERTS_VOLUME as REDIS_CERTS_VOLUME
+from inference_platform.components.edge.controller_config import controller_values
 from inference_platform.components.edge.gateway_api import PROXY_LABEL, GatewayTarget, render_gateway_objects
 
 NAMESPACE = "envoy-gateway-system"
 GATEWAY_CLASS = "envoy-gateway"
 CONTROLLER_NAME = "gateway.envoyproxy.io/gatewayclass-controller"
 CREDENTIALS_SECRET = "inference-api-keys"
-# The volume Envoy Gateway v1.9.0 mounts into its rate-limit container whenever redis.tls is set.
-REDIS_CERTS_VOLUME = "redis-certs"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -72,6 +58,9 @@ class EdgeGatewayArgs:
     rate_limit_fail_closed: bool = False
     """Default ``False`` (Envoy Gateway's default: fail open). ``True`` refuses requests (HTTP 500) while
     the rate-limit service does not answer, instead of letting them through unlimited."""
+    rate_limit_timeout_ms: int = RATE_LIMIT_SERVICE_TIMEOUT_MS
+    """Default 100. How long the proxies wait for the rate-limit service (Envoy Gateway's own default is Envoy's
+    20 ms); with ``rate_limit_fail_closed`` a later answer is a 500."""
     redis_auth_secret_arn: pulumi.Input[str] | None = None
     """Default none. Secrets Manager secret of the Redis AUTH token (ElastiCache), synced to the
     rate-limit pods through the credentials' CSI sync."""
@@ -105,19 +94,21 @@ class EdgeGateway(pulumi.ComponentResource):
         target = args.target
         self.namespace = target.namespace
         self.proxy_service = target.envoy_service
+        objects = render_gateway_objects(args.policy, target)
         self.release = k8s.helm.v3.Release(
             f"{name}-controller",
             name="envoy-gateway",
             **charts.ENVOY_GATEWAY.release_source(),
             namespace=target.namespace,
             create_namespace=True,
-            values=pulumi.Output.from_input(args.redis_url).apply(
-                lambda url: controller_values(
-                    url,
-                    tls=args.redis_tls,
-                    auth=args.redis_auth_secret_arn is not None,
-                    fail_closed=args.rate_limit_fail_closed,
-                )
+            # The URL nested as an input: during a preview only it is unknown, the switches the pack reads are not.
+            values=controller_values(
+                args.redis_url,
+                tls=args.redis_tls,
+                auth=args.redis_auth_secret_arn is not None,
+                fail_closed=args.rate_limit_fail_closed,
+                rate_limit_timeout_ms=args.rate_limit_timeout_ms,
+                features=features_used(objects),
             ),
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(args.depends_on)),
         )
@@ -156,7 +147,7 @@ class EdgeGateway(pulumi.ComponentResource):
             provider=args.provider,
             depends_on=[self.release, gateway_class, *([credentials] if credentials else [])],
         )
-        for manifest in render_gateway_objects(args.policy, target):
+        for manifest in objects:
             meta = manifest["metadata"]
             k8s.apiextensions.CustomResource(
                 f"{name}-{manifest['kind'].lower()}-{meta['name']}",
@@ -175,33 +166,7 @@ class EdgeGateway(pulumi.ComponentResource):
         self.register_outputs({"proxy_service": self.proxy_service, "namespace": self.namespace})
 
 
-def controller_values(redis_url: str, *, tls: bool = False, auth: bool = False, fail_closed: bool = False) -> dict:
-    """Chart v1.9.0 values: global rate limits backed by Redis. ``redis.tls`` (no client certificate) makes
-    Envoy Gateway start its rate-limit service with ``REDIS_TLS=true``, and the ``redis-certs`` volume
-    its container then mounts is supplied here (the module docstring says why); the AUTH token reaches it
-    as ``REDIS_AUTH`` through ``provider.kubernetes.rateLimitDeployment.container.env`` (how Envoy
-    Gateway's own tests pass it, internal/infrastructure/kubernetes/ratelimit), from the Secret the
-    credentials' CSI sync writes, never from these values. ``fail_closed`` is ``rateLimit.failClosed``."""
-    redis: dict = {"url": redis_url}
-    if tls:
-        redis["tls"] = {}
-    envoy_gateway: dict = {
-        "rateLimit": {"backend": {"type": "Redis", "redis": redis}, "failClosed": fail_closed},
-    }
-    deployment: dict = {}
-    if tls:
-        deployment["pod"] = {"volumes": [{"name": REDIS_CERTS_VOLUME, "emptyDir": {}}]}
-    if auth:
-        env = [
-            {"name": "REDIS_AUTH", "valueFrom": {"secretKeyRef": {"name": REDIS_AUTH_SECRET, "key": REDIS_AUTH_KEY}}}
-        ]
-        deployment["container"] = {"env": env}
-    if deployment:
-        envoy_gateway["provider"] = {"type": "Kubernetes", "kubernetes": {"rateLimitDeployment": deployment}}
-    return {"config": {"envoyGateway": envoy_gateway}, "deployment": {"replicas": 2}}
-
-
-def inference_network_policy_spec(pod_labels: Mapping[str, str], target: GatewayTarget) -> dict:
+def inference_network_policy_spec(pod_labels: Mapping[str, str], target: GatewayTarget) -> dict[str, Any]:
     """The serving pods' OpenAI port from the gateway's Envoy pods only: Triton's KServe v2 ports are not
     the gateway's to reach (NetworkPolicies add up: the rollout's own policy must then admit no load-balancer
     CIDRs, which infra/inference.py ensures)."""

@@ -29,8 +29,9 @@ Gateway policies attached to them:
   (no way to count them), the SecurityPolicy's authorization (RBAC) runs after api_key_auth, and an
   EnvoyPatchPolicy depends on generated xDS names and must be enabled gateway-wide; filterOrder and Lua are
   both documented API;
-- ``ClientTrafficPolicy``: connection and stream idle timeouts equal to the ALB idle timeout, and a
-  request-headers timeout (``requestHeadersReceivedTimeout``: a slow-header connection is closed).
+- ``ClientTrafficPolicy``: the stream idle timeout equal to the ALB idle timeout, the connection idle timeout
+  longer than it (the ALB closes idle connections, never the proxy: ``EdgePolicy.downstream_idle_timeout_seconds``),
+  and a request-headers timeout (``requestHeadersReceivedTimeout``: a slow-header connection is closed).
 
 ``inferctl.serving.edge_envoy`` renders the same policy as an Envoy bootstrap for the local proof;
 ``gateway_summary`` and its ``bootstrap_summary`` read both back for the agreement test.
@@ -194,6 +195,7 @@ def gateway_summary(objects: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         "routes": routes,
         "http_endpoints": sorted(e for route in routes.values() for e in route["endpoints"]),
         "stream_idle_timeout": client["timeout"]["http"]["streamIdleTimeout"],
+        "downstream_idle_timeout": client["timeout"]["http"]["idleTimeout"],
         "connection_idle_timeout": backend["timeout"]["http"]["connectionIdleTimeout"],
         "route_timeouts": sorted(route_timeouts),
         "request_headers_timeout": client["timeout"]["http"]["requestHeadersReceivedTimeout"],
@@ -475,7 +477,9 @@ def _client_traffic_policy(policy: EdgePolicy, target: GatewayTarget) -> Manifes
             # Envoy Gateway's defaults (and Envoy AI Gateway's implicit 60 s) would cut a silent prefill.
             "timeout": {
                 "http": {
-                    "idleTimeout": idle,
+                    # The client side is the ALB: its connections must outlive the ALB's idle timeout, or the ALB
+                    # may send a request on a connection the proxy just closed and answer 502 (AWS's ALB guide).
+                    "idleTimeout": f"{policy.downstream_idle_timeout_seconds}s",
                     "streamIdleTimeout": idle,
                     # HCM request_headers_timeout (internal/xds/translator/listener.go v1.9.0). Not
                     # requestReceivedTimeout: that is request_timeout, the whole request's clock.

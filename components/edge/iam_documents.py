@@ -21,7 +21,7 @@ from __future__ import annotations
 import copy
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 CLUSTER_TAG = "elbv2.k8s.aws/cluster"
 PUBLISHED_POLICY = Path(__file__).with_name("load_balancer_controller_iam_policy.json")
@@ -29,7 +29,7 @@ _TAG_KEYS = (f"aws:ResourceTag/{CLUSTER_TAG}", f"aws:RequestTag/{CLUSTER_TAG}")
 
 
 def published_load_balancer_controller_policy() -> dict[str, Any]:
-    return json.loads(PUBLISHED_POLICY.read_text())
+    return cast(dict[str, Any], json.loads(PUBLISHED_POLICY.read_text()))  # a policy document: one object
 
 
 def load_balancer_controller_policy(

@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -110,7 +111,7 @@ class LoadBalancerController(pulumi.ComponentResource):
         self.register_outputs({"role_arn": self.role_arn})
 
 
-def release_values(args: LoadBalancerControllerArgs, vpc_id: str) -> dict:
+def release_values(args: LoadBalancerControllerArgs, vpc_id: str) -> dict[str, Any]:
     """The chart values (chart 3.5.0's values.yaml keys)."""
     return {
         "clusterName": args.cluster_name,

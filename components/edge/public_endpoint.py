@@ -37,7 +37,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import pulumi
 import pulumi_aws as aws
@@ -46,6 +46,7 @@ import pulumi_kubernetes as k8s
 from inference_platform.catalog import edge_charts as charts
 from inference_platform.catalog.names import fit_name
 from inference_platform.catalog.serving_contract import OPENAI_HEALTH_PATH
+from inference_platform.catalog.waf_body_rules import BODY_RULES
 from inference_platform.components.common.errors import raise_if
 from inference_platform.components.common.resource_options import own_depends_on
 from inference_platform.components.common.security_context import (
@@ -69,9 +70,10 @@ HTTP_PATHS = (("/v1", "Prefix"), (OPENAI_HEALTH_PATH, "Exact"))
 EXTERNAL_DNS_NAMESPACE = "kube-system"
 EXTERNAL_DNS_SERVICE_ACCOUNT = "external-dns"
 WAF_WINDOWS = (60, 120, 300, 600)
-# Managed rules that would refuse ordinary inference traffic, counted instead of blocking: the common
-# rule set's SizeRestrictions_BODY blocks bodies over 8 KB, i.e. any prompt of a few thousand tokens.
-DEFAULT_COUNTED_RULES: dict[str, tuple[str, ...]] = {"AWSManagedRulesCommonRuleSet": ("SizeRestrictions_BODY",)}
+# Managed rules that would refuse ordinary inference traffic, counted instead of blocking: every body rule of the
+# managed groups (prompts over 8 KB, prompts quoting HTML, paths, URLs, metadata addresses or exploit strings;
+# catalog/waf_body_rules.py decides and cites each).
+DEFAULT_COUNTED_RULES: dict[str, tuple[str, ...]] = {group: tuple(rules) for group, rules in BODY_RULES.items()}
 # Where the ALB writes its access logs in the log bucket (the bucket policy admits ELB there only).
 DEFAULT_ACCESS_LOG_PREFIX = "alb"
 
@@ -92,8 +94,9 @@ class WafRules:
     api_key_header: str = "x-api-key"
     """Default ``x-api-key``."""
     counted_rules: Mapping[str, Sequence[str]] = field(default_factory=lambda: dict(DEFAULT_COUNTED_RULES))
-    """Default: the common rule set's ``SizeRestrictions_BODY`` (8 KB bodies; prompts are longer). Rules of
-    a managed group that only count (logged in metrics) instead of blocking."""
+    """Default: every body rule of the core rule set and the known-bad-inputs group
+    (``catalog.waf_body_rules.BODY_RULES``: prompts are free text that quotes HTML, paths, URLs and exploit strings).
+    Rules of a managed group that only count (logged in metrics) instead of blocking."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -199,7 +202,7 @@ class PublicEndpoint(pulumi.ComponentResource):
             k8s.networking.v1.Ingress(
                 f"{name}-{role}",
                 metadata=security_group.apply(
-                    lambda sg, role=role: ingress_manifests(args, self.ingress_class, sg)[role]["metadata"]  # type: ignore[misc]
+                    lambda sg, role=role: ingress_manifests(args, self.ingress_class, sg)[role]["metadata"]  # type: ignore[misc]  # mypy infers no default-bound lambda
                 ),
                 spec=manifest["spec"],
                 opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=outlive),
@@ -369,7 +372,7 @@ def _certificate(name: str, args: PublicEndpointArgs, child: pulumi.ResourceOpti
         validation_record_fqdns=[record.fqdn],
         opts=child,
     )
-    return validation.certificate_arn
+    return cast(pulumi.Output[str], validation.certificate_arn)  # pulumi_aws is read as Any (pyproject.toml)
 
 
 def _external_dns(name: str, args: PublicEndpointArgs, parent: pulumi.Resource) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
@@ -178,7 +179,7 @@ def _in_cluster(name: str, args: RateLimitStoreArgs, parent: pulumi.Resource) ->
     return pulumi.Output.concat(service.metadata.name, f".{args.namespace}.svc.cluster.local:{REDIS_PORT}")
 
 
-def in_cluster_deployment_spec(labels: dict[str, str]) -> dict:
+def in_cluster_deployment_spec(labels: dict[str, str]) -> dict[str, Any]:
     return {
         "replicas": 1,
         "selector": {"matchLabels": labels},

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
@@ -17,6 +18,10 @@ import pulumi_aws as aws
 PURPOSES: tuple[str, ...] = ("cluster", "storage", "logs")
 DEFAULT_DELETION_WINDOW_DAYS = 30
 AUTOSCALING_SERVICE = "autoscaling.amazonaws.com"
+AUTOSCALING_ROLE_NAME = "AWSServiceRoleForAutoScaling"
+SERVICE_ROLE_MARKER = "inference-platform/created-by"
+"""Tag on a service-linked role this project created: its value is the stack's alias prefix (``<project>-<stack>``),
+so a later run can tell its own role from one the account already had (infra/foundation.py)."""
 # EC2 Spot launches instances through its own service-linked role, which must be admitted to the key of
 # CMK-encrypted volumes or the instances terminate at launch (aws/karpenter-provider-aws #933, #1407).
 SPOT_SERVICE = "spot.amazonaws.com"
@@ -92,6 +97,7 @@ class Keys(pulumi.ComponentResource):
                     f"{name}-autoscaling-service-role",
                     aws_service_name=AUTOSCALING_SERVICE,
                     description="EC2 Auto Scaling (managed node groups); its key-policy grant is on the storage key",
+                    tags={SERVICE_ROLE_MARKER: args.alias_prefix},
                     opts=pulumi.ResourceOptions(parent=self, retain_on_delete=True),
                 )
             )
@@ -141,7 +147,7 @@ def autoscaling_service_role_arn(partition: str, account_id: str) -> str:
     AWS creates it with an account's first Auto Scaling group; a new account creates it once with
     ``aws iam create-service-linked-role --aws-service-name autoscaling.amazonaws.com`` (or sets
     ``create_autoscaling_service_role``)."""
-    return f"arn:{partition}:iam::{account_id}:role/aws-service-role/{AUTOSCALING_SERVICE}/AWSServiceRoleForAutoScaling"
+    return f"arn:{partition}:iam::{account_id}:role/aws-service-role/{AUTOSCALING_SERVICE}/{AUTOSCALING_ROLE_NAME}"
 
 
 def spot_service_role_arn(partition: str, account_id: str) -> str:
@@ -153,10 +159,10 @@ def spot_service_role_arn(partition: str, account_id: str) -> str:
     return f"arn:{partition}:iam::{account_id}:role/aws-service-role/{SPOT_SERVICE}/AWSServiceRoleForEC2Spot"
 
 
-def key_policy(purpose: str, args: KeysArgs) -> dict:
+def key_policy(purpose: str, args: KeysArgs) -> dict[str, Any]:
     """The key policy for one purpose. Every principal is named: no ``"*"`` principals anywhere."""
     root = f"arn:{args.partition}:iam::{args.account_id}:root"
-    statements: list[dict] = [
+    statements: list[dict[str, Any]] = [
         {
             # Lets IAM policies in this account grant use of the key (AWS's default key policy).
             "Sid": "EnableIamPolicies",

@@ -233,7 +233,7 @@ class EdgeGateway(pulumi.ComponentResource):
         self.proxy_service = pulumi.Output.from_input(gateway.proxy_service)
         self.namespace = pulumi.Output.from_input(gateway.namespace)
         # from_input resolves the Outputs inside the dict (its annotation says only plain values).
-        self.client_secret_arns = pulumi.Output.from_input(dict(gateway.client_secret_arns))  # type: ignore[arg-type]
+        self.client_secret_arns = pulumi.Output.from_input(dict(gateway.client_secret_arns))  # type: ignore[arg-type]  # see above
         self.register_outputs({})
 
 

@@ -26,7 +26,8 @@ class Waf(TypedDict):
     api_key_header: NotRequired[str]
     """Default ``x-api-key``."""
     counted_rules: NotRequired[dict[str, list[str]]]
-    """Default: the common rule set's ``SizeRestrictions_BODY`` counts instead of blocking (prompts exceed 8 KB)."""
+    """Default: every body rule of the core rule set and the known-bad-inputs group counts instead of blocking
+    (prompts exceed 8 KB and quote HTML, paths, URLs and exploit strings: catalog/waf_body_rules.py)."""
 
 
 class PublicEndpointArgs(TypedDict):

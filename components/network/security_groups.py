@@ -3,6 +3,15 @@
 Every rule is its own resource with a description, so a change to one rule never rewrites another
 and policies can judge each rule alone. The only world-reachable ports are the load balancer's 443
 (and 80 for the HTTPS redirect), and only when ``allowed_ingress_cidrs`` says so explicitly.
+
+The load balancer's group holds nothing but those listener ports: the ALB reaches its targets (the edge's Envoy
+pods, target type ``ip``) through the shared backend security group the AWS Load Balancer Controller attaches to
+it, which it also admits on the targets' port (the Ingress's ``manage-backend-security-group-rules: "true"``;
+kubernetes-sigs/aws-load-balancer-controller v3.5.0 docs/guide/ingress/annotations.md: "controller attaches an
+additional shared backend security group to your load balancer. This backend security group is used in the
+Node/Pod security group rules"). Triton's own ports (HTTP 8000, gRPC 8001) are opened to nothing: the public API
+is the OpenAI server behind the gateway (issue 20), and policy ``lb-security-group-edge-ports-only`` refuses a
+load-balancer group rule on any other port.
 """
 
 from __future__ import annotations
@@ -17,8 +26,7 @@ import pulumi_aws as aws
 
 from inference_platform.components.common.errors import raise_if
 
-# Triton's ports (HTTP, gRPC, Prometheus metrics), see REFERENCE.md §3.
-DEFAULT_SERVING_PORTS: Mapping[str, int] = {"http": 8000, "grpc": 8001}
+# Triton's Prometheus metrics port (REFERENCE.md §3).
 DEFAULT_METRICS_PORT = 8002
 ROLE_TAG = "network-role"
 ROLE_LOAD_BALANCER = "load-balancer"
@@ -38,8 +46,6 @@ class SecurityGroupsArgs:
     """Default none: the load balancer admits nobody until CIDRs are given."""
     redirect_http: bool = True
     """Default ``True``. Also open 80 (same CIDRs) for the listener's redirect to HTTPS."""
-    serving_ports: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_SERVING_PORTS))
-    """Default Triton HTTP 8000 and gRPC 8001: reachable from the load balancer only."""
     metrics_port: int = DEFAULT_METRICS_PORT
     """Default 8002: reachable from inside the VPC only (Prometheus)."""
 
@@ -100,12 +106,6 @@ class SecurityGroups(pulumi.ComponentResource):
             for label, port in lb_ports.items():
                 what = "HTTPS to the inference API" if port == 443 else "HTTP, redirected to HTTPS"
                 ingress(f"lb-{label}-{_cidr_key(cidr)}", lb, f"{what} from {cidr}", port, cidr_ipv4=cidr)
-        for label, port in args.serving_ports.items():
-            egress(
-                f"lb-to-nodes-{label}", lb, f"Triton {label} on the nodes", port, referenced_security_group_id=nodes.id
-            )
-            ingress(f"nodes-{label}-from-lb", nodes, f"Triton {label} from the load balancer", port,
-                    referenced_security_group_id=lb.id)  # fmt: skip
         ingress("nodes-metrics-from-vpc", nodes, "Prometheus scrapes Triton metrics from inside the VPC",
                 args.metrics_port, cidr_ipv4=args.vpc_cidr)  # fmt: skip
         # NCCL and EFA need every port between peers; EFA also requires the SG to admit itself.
@@ -143,7 +143,6 @@ def _validate(args: SecurityGroupsArgs) -> None:
             problems.append(f"CIDR {cidr!r}: {err}")
     if len(set(args.allowed_ingress_cidrs)) != len(args.allowed_ingress_cidrs):
         problems.append(f"allowed_ingress_cidrs: {list(args.allowed_ingress_cidrs)} repeats a CIDR")
-    for label, port in {**args.serving_ports, "metrics": args.metrics_port}.items():
-        if not 1 <= port <= 65535:
-            problems.append(f"port {label}={port} is outside 1-65535")
+    if not 1 <= args.metrics_port <= 65535:
+        problems.append(f"port metrics={args.metrics_port} is outside 1-65535")
     raise_if("SecurityGroups", problems)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, cast
 
 import pulumi
 import pulumi_aws as aws
@@ -288,7 +288,7 @@ class Network(pulumi.ComponentResource):
             tags={"Name": f"{args.cluster_name}-flow-log"},
             opts=child,
         )
-        return group.name
+        return cast(pulumi.Output[str], group.name)  # pulumi_aws is read as Any (pyproject.toml)
 
 
 def _validate(args: NetworkArgs) -> None:

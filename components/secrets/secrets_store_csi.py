@@ -29,6 +29,7 @@ What that costs, and why it is acceptable:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -105,7 +106,7 @@ class SecretsStoreCsi(pulumi.ComponentResource):
 
 
 def _release(
-    resource_name: str, release_name: str, chart: Chart, values: dict, opts: pulumi.ResourceOptions
+    resource_name: str, release_name: str, chart: Chart, values: dict[str, Any], opts: pulumi.ResourceOptions
 ) -> k8s.helm.v3.Release:
     return k8s.helm.v3.Release(
         resource_name,

@@ -15,6 +15,7 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
+from inference_platform.catalog.image_sizes import UNPACKED_GIB_TAG
 from inference_platform.components.common.errors import raise_if
 
 DEFAULT_KEEP_IMAGES = 30
@@ -40,6 +41,10 @@ class ImageRepositoryArgs:
     """Default ``False``. Let a destroy delete a repository that still holds images (development)."""
     protect: bool = False
     """Default ``False``. Protect and retain the repository (production); excludes ``force_delete``."""
+    unpacked_gib: float | None = None
+    """Default unknown. What the repository's images unpack to on a node (GiB; ``catalog.image_sizes``), recorded
+    as the ``inference.platform/unpacked-gib`` tag so the pack can check that every node a pod of this image may
+    land on has the root volume for it (``pod-images-fit-node-disk``)."""
 
 
 class ImageRepository(pulumi.ComponentResource):
@@ -59,6 +64,7 @@ class ImageRepository(pulumi.ComponentResource):
             image_scanning_configuration={"scan_on_push": args.scan_on_push},
             encryption_configurations=[{"encryption_type": "KMS", "kms_key": args.kms_key_arn}],
             force_delete=args.force_delete,
+            **({"tags": {UNPACKED_GIB_TAG: f"{args.unpacked_gib:g}"}} if args.unpacked_gib is not None else {}),
             opts=pulumi.ResourceOptions(parent=self, protect=args.protect, retain_on_delete=args.protect),
         )
         aws.ecr.LifecyclePolicy(

@@ -13,6 +13,7 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
@@ -209,9 +210,9 @@ class ModelStore(pulumi.ComponentResource):
         )
 
 
-def lifecycle_rules(lifecycle: LifecycleArgs) -> list[dict]:
+def lifecycle_rules(lifecycle: LifecycleArgs) -> list[dict[str, Any]]:
     """The model bucket's lifecycle rules, one per concern, each with a stable id."""
-    housekeeping: dict = {
+    housekeeping: dict[str, Any] = {
         "id": "noncurrent-versions",
         "status": "Enabled",
         "filter": {"prefix": ""},
@@ -292,7 +293,7 @@ def _validate(args: ModelStoreArgs) -> None:
     raise_if("ModelStore", problems)
 
 
-def _log_writers(args: ModelStoreArgs, log_bucket_arn: str) -> list[dict]:
+def _log_writers(args: ModelStoreArgs, log_bucket_arn: str) -> list[dict[str, Any]]:
     if args.load_balancer_log_prefix is None or args.region is None:
         return []
     return [

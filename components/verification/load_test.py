@@ -215,7 +215,9 @@ class LoadTest(pulumi.ComponentResource):
             {"namespace": self.namespace, "master_job": self.master_job, "worker_job": self.worker_job}
         )
 
-    def _network_policies(self, name: str, args: LoadTestArgs, k8s_opts: pulumi.ResourceOptions) -> list:
+    def _network_policies(
+        self, name: str, args: LoadTestArgs, k8s_opts: pulumi.ResourceOptions
+    ) -> list[k8s.networking.v1.NetworkPolicy]:
         master_port = [{"protocol": "TCP", "port": MASTER_PORT}]
         workers = k8s.networking.v1.NetworkPolicy(
             f"{name}-workers",
@@ -289,14 +291,14 @@ def worker_command(args: LoadTestArgs, *, key_file: str | None) -> list[str]:
     return command + (["--api-key-file", key_file] if key_file else [])
 
 
-def _master_pod(args: LoadTestArgs) -> dict:
+def _master_pod(args: LoadTestArgs) -> dict[str, Any]:
     shape = args.master_shape
     ports = [{"name": "locust", "containerPort": MASTER_PORT, "protocol": "TCP"}]
     master = pods.container("master", args.image, master_command(args), shape, key_class=None, ports=ports)
     return pods.pod_spec(SERVICE_ACCOUNT, [master], shape, key_class=None)
 
 
-def _worker_pod(args: LoadTestArgs, key_class: str | None) -> dict:
+def _worker_pod(args: LoadTestArgs, key_class: str | None) -> dict[str, Any]:
     shape = args.worker_shape
     key_file = f"{pods.SECRETS_DIR}/{pods.API_KEY_FILE}" if key_class else None
     worker = pods.container("worker", args.image, worker_command(args, key_file=key_file), shape, key_class=key_class)

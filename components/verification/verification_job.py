@@ -23,6 +23,7 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -243,7 +244,7 @@ def verify_command(args: VerificationJobArgs, *, key_file: str | None) -> list[s
     return command
 
 
-def _pod_spec(args: VerificationJobArgs, key_class: str | None) -> dict:
+def _pod_spec(args: VerificationJobArgs, key_class: str | None) -> dict[str, Any]:
     key_file = f"{pods.SECRETS_DIR}/{pods.API_KEY_FILE}" if key_class else None
     verify = pods.container("verify", args.image, verify_command(args, key_file=key_file), args.shape,
                             key_class=key_class)  # fmt: skip
@@ -269,7 +270,7 @@ def _job_name(args: VerificationJobArgs) -> str:
     return f"verification-{digest}"
 
 
-def _network_policy(args: VerificationJobArgs) -> dict:
+def _network_policy(args: VerificationJobArgs) -> dict[str, Any]:
     egress = [pods.dns_egress(), {"ports": [{"protocol": "TCP", "port": pods.HTTPS_PORT}]}]
     if args.in_cluster is not None:
         egress.append(

@@ -130,7 +130,9 @@ def calibrate(report: dict[str, Any], settings: Any, *, source: str) -> dict[str
     replica = latency.replica(serving.resolved_architecture(), serving.precision, instance,
                               serving.tensor_parallel, serving.kv_cache.resolved_dtype())  # fmt: skip
     features = replace(latency.Features.from_factors(current), throughput_scale=1.0, ttft_scale=1.0, itl_scale=1.0)
-    predicted = latency.point(replica, latency.Workload(isl=m["isl"], osl=m["osl"]), m["batch"], features=features)
+    # measured_point rounds these three to whole tokens and requests.
+    workload = latency.Workload(isl=int(m["isl"]), osl=int(m["osl"]))
+    predicted = latency.point(replica, workload, int(m["batch"]), features=features)
     when = report.get("started")
     day = datetime.fromtimestamp(when, UTC).strftime("%Y-%m-%d") if isinstance(when, (int, float)) else "undated"
     basis = (f"inferctl verify {source} (stack {settings.stack}, {report.get('url', '?')}, {day}): "

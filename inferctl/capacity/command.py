@@ -423,7 +423,9 @@ def run_plan(args: argparse.Namespace) -> int:
                     "REGION=GPUS per region)",
                     exit_code=EXIT_BEYOND_ONE_CLUSTER,
                 )
-            plans = [(p.option.replica.node.accelerator_model, p, "")]
+            chip = p.option.replica.node.accelerator_model
+            assert chip is not None  # a plan's node carries accelerators (planners.capacity sizes on them)
+            plans = [(chip, p, "")]
             smaller = capacity.smaller_nodes(demand, query, p, **plan_kwargs)
             out = plan_json(p, smaller)
             text = plan_text(p, smaller)

@@ -97,7 +97,7 @@ def stub_bootstrap(port: int, admin_port: int, *, tokens: int = TOKENS) -> dict[
 @contextlib.contextmanager
 def envoy_stub(work_dir: Path, *, tokens: int = TOKENS) -> Iterator[str]:
     """Yield the base URL of a stream-answering Envoy on 127.0.0.1; stop it on exit."""
-    from inference_platform.inferctl.serving.local_edge import envoy_process
+    from inference_platform.inferctl.serving.envoy_process import envoy_process
 
     port, admin = free_port(), free_port()
     config = work_dir / "envoy-stub.json"

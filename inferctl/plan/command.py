@@ -53,7 +53,8 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError("--policy-config names one stack's file: give one --stack", exit_code=2)
     if len(set(stacks)) != len(stacks):
         raise CommandError(f"--stack: a stack given twice ({', '.join(stacks)})", exit_code=2)
-    status, plans = 0, []
+    status = 0
+    plans: list[Any] = []
     for stack, stack_file in zip(stacks, files or [None] * len(stacks), strict=True):
         code, plan = _run_one(args, stack, stack_file)
         status, plans = max(status, code), [*plans, plan]

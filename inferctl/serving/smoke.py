@@ -168,6 +168,7 @@ def run_smoke(config: SmokeConfig, report: SmokeReport) -> SmokeReport:
     for _ in range(config.requests):
         streamed = stream(endpoint, OPENAI_CHAT_PATH, {**chat, "stream_options": {"include_usage": True}})
         _require(streamed.usage is not None, f"POST {OPENAI_CHAT_PATH} (stream): no usage in the final chunk")
+        assert streamed.usage is not None  # _require raised otherwise
         _check_usage(streamed.usage, f"POST {OPENAI_CHAT_PATH} (stream)")
         _require(
             streamed.timing.tokens >= 2,
@@ -195,6 +196,7 @@ def run_smoke(config: SmokeConfig, report: SmokeReport) -> SmokeReport:
         f"POST {OPENAI_CHAT_PATH} for an unknown model: expected 404 with OpenAI's error object, got HTTP "
         f"{status}: {str(body)[:200]}",
     )
+    assert isinstance(error, dict)  # _require raised otherwise
     report.checks.append(f"unknown model: 404 {error.get('code') or error.get('type')}")
 
     if config.guided:
@@ -249,6 +251,7 @@ def _check_usage(usage: dict[str, Any], where: str) -> None:
         isinstance(prompt, int) and isinstance(completion, int) and prompt > 0 and completion > 0,
         f"{where}: usage without positive prompt/completion token counts: {usage}",
     )
+    assert isinstance(prompt, int) and isinstance(completion, int)  # _require raised otherwise
     _require(total == prompt + completion, f"{where}: usage total_tokens {total} != {prompt} + {completion}")
 
 

@@ -85,7 +85,9 @@ def prepare_llmapi_launch(
     ``options`` is the entrypoint's ``EntrypointOptions``: ``engine_uri`` names the served model artifact,
     here the checkpoint."""
     if download is None:
-        from inference_platform.artifacts import download
+        from inference_platform.artifacts import download as artifact_download
+
+        download = artifact_download
     if serving.nodes > 1 and len(options.hosts) != serving.nodes:
         raise CommandError(
             f"serving.nodes is {serving.nodes}: give that many hosts, leader first (got {len(options.hosts)})",

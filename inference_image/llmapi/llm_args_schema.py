@@ -359,7 +359,7 @@ def _check_value(spec: Any, value: Any, at: str) -> list[str]:
         if not isinstance(value, Mapping):
             return [f"{at}: got {value!r}; expected a mapping with {spec.tag}"]
         tag = value.get(spec.tag)
-        if tag not in spec.variants:
+        if not isinstance(tag, str) or tag not in spec.variants:
             return [f"{at}.{spec.tag}: got {tag!r}; expected one of {', '.join(spec.variants)}"]
         return _check_model(spec.variants[tag], value, at)
     if isinstance(spec, Choice):

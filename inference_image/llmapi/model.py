@@ -177,7 +177,7 @@ class TritonPythonModel:
                     self._send(sender, response, final=done, entry=entry)
             if streaming:
                 return None
-            return self._send(sender, self._response(last, last.outputs[0].text, True), final=True, entry=entry)
+            return self._send(sender, self._response(last, last.outputs[0].text, True), final=True, entry=entry)  # type: ignore[union-attr]  # the final output always comes
         except Exception as err:
             return self._send(sender, _error(err), final=True, entry=entry)
         finally:

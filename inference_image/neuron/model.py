@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import triton_python_backend_utils as pb_utils
 
@@ -50,10 +51,10 @@ class TritonPythonModel:
         self.running = RunningById()
 
     def execute(self, requests):
-        waits = []
+        waits: list[tuple[Job | None, dict[str, Any]]] = []
         for request in requests:
             sender = request.get_response_sender() if self.decoupled else None
-            holder = {"response": None}
+            holder: dict[str, Any] = {"response": None}
             tensors = _tensors(request)
             if is_stop_request(tensors):
                 self._stop(request.request_id(), sender, holder)
@@ -73,17 +74,17 @@ class TritonPythonModel:
             handle = self.running.add(request.request_id())
             job = Job(
                 state=state,
-                emit=lambda chunk, s=sender, h=holder, st=state, ts=stream, r=handle: self._answer(s, h, chunk, st, ts, r),
-                fail=lambda message, s=sender, h=holder, r=handle: self._answer_error(s, h, message, r),
+                emit=lambda chunk, s=sender, h=holder, st=state, ts=stream, r=handle: self._answer(s, h, chunk, st, ts, r),  # type: ignore[misc]  # mypy infers no default-bound lambda
+                fail=lambda message, s=sender, h=holder, r=handle: self._answer_error(s, h, message, r),  # type: ignore[misc]  # as above
                 cancelled=_cancelled(sender, handle),
             )  # fmt: skip
             self.scheduler.submit(job)
             waits.append((job, holder))
         if self.decoupled:
             return None
-        for job, _ in waits:
-            if job is not None:
-                job.done.wait()
+        for waiting, _ in waits:
+            if waiting is not None:
+                waiting.done.wait()
         return [holder["response"] for _, holder in waits]
 
     def finalize(self):

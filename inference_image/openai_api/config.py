@@ -62,7 +62,7 @@ def from_model_dir(model_dir: Path, *, served_model: str, tokenizer_dir: Path | 
         tokenizer_dir=checkpoint,
         max_input_len=max_input_len,
         max_seq_len=max_seq_len,
-        decoupled=bool(found) and found.group(1).lower() == "true",
+        decoupled=found is not None and found.group(1).lower() == "true",
     )
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -114,7 +114,7 @@ class TritonLlm:
             return False
         return response.status_code == 200
 
-    async def generate(self, inputs: dict[str, Any]) -> AsyncIterator[Update]:
+    async def generate(self, inputs: dict[str, Any]) -> AsyncGenerator[Update, None]:
         for attempt in range(STALE_CONNECTION_RETRIES + 1):
             answered = False
             try:
@@ -131,7 +131,7 @@ class TritonLlm:
             except httpx.HTTPError as err:
                 raise ApiError(503, f"the model server is unreachable: {err}", type=UNAVAILABLE) from None
 
-    async def _generate(self, inputs: dict[str, Any]) -> AsyncIterator[Update]:
+    async def _generate(self, inputs: dict[str, Any]) -> AsyncGenerator[Update, None]:
         async with self._client.stream("POST", self.url, json=inputs) as response:
             if response.status_code != 200:
                 body = (await response.aread()).decode("utf-8", "replace")

@@ -48,4 +48,4 @@ def serve(app: Any, *, host: str, port: int, shutdown_timeout: float) -> None:
 
     for caught in (signal.SIGTERM, signal.SIGINT):
         signal.signal(caught, lambda *_: sys.exit(0))
-    uvicorn.run(app, host=host, port=port, log_level="info", timeout_graceful_shutdown=shutdown_timeout)
+    uvicorn.run(app, host=host, port=port, log_level="info", timeout_graceful_shutdown=shutdown_timeout)  # type: ignore[arg-type]  # asyncio.timeout takes it; uvicorn says int

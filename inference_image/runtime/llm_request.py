@@ -163,7 +163,7 @@ def _required(tensors: Mapping[str, np.ndarray | None], name: str) -> np.ndarray
     return np.asarray(value)
 
 
-def _scalar(tensors, name, kind, *, default):  # type: ignore[no-untyped-def]
+def _scalar(tensors, name, kind, *, default):
     value = tensors.get(name)
     if value is None:
         return default

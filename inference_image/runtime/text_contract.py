@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -27,7 +28,10 @@ from inference_platform.inference_image.runtime.tokenizer import Tokenizer
 DEFAULT_MAX_TOKENS = 32
 """The LLM API's SamplingParams default, for a request without sampling_param_max_tokens."""
 NOT_ON_NEURON = "structured output is not available on Neuron (catalog/serving_features.py)"
-_REASONS = {
+_Number = TypeVar("_Number", bool, int, float)
+_Default = TypeVar("_Default")
+
+_REASONS: dict[FinishReason | None, str] = {
     FinishReason.END_ID: "stop",
     FinishReason.STOP_WORD: "stop",
     FinishReason.LENGTH: "length",
@@ -149,12 +153,15 @@ def _first(tensors: Mapping[str, np.ndarray | None], name: str) -> object | None
     return np.asarray(value).reshape(-1)[0]
 
 
-def _scalar(tensors: Mapping[str, np.ndarray | None], name: str, kind: type, default: object) -> object:
+def _scalar(
+    tensors: Mapping[str, np.ndarray | None], name: str, kind: type[_Number], default: _Default
+) -> _Number | _Default:
     value = _first(tensors, name)
     if value is None:
         return default
     try:
-        return kind(value.item() if hasattr(value, "item") else value)
+        raw: Any = value.item() if hasattr(value, "item") else value  # whatever the request sent: kind() judges it
+        return kind(raw)
     except (TypeError, ValueError):
         raise TextRequestError(f"{name}: got {value!r}; expected {kind.__name__}") from None
 

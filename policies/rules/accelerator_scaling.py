@@ -5,8 +5,10 @@
   default ``maxReplicaCount`` is 100), ask for no more than the pools its pods can land on hold (node groups:
   ``maxSize`` x the accelerators of the largest type; Karpenter NodePools: their ``spec.limits``; pools
   chosen by the pod's nodeSelector and required node affinity against each pool's labels, all pools of that
-  accelerator when nothing selects), nor more than ``maxAccelerators`` (0: no ceiling beyond the pools; set it
-  where the pools are made by another stack). Units are compared like for like: ``nvidia.com/gpu``,
+  accelerator when nothing selects), nor more than ``maxAccelerators``. Without ``maxAccelerators`` (0) the
+  ceiling is derived from the stack's own pools: a scaler whose accelerators no pool of the stack holds is
+  refused (the ceiling is zero: set ``maxAccelerators`` where another stack makes the pools), and one landing
+  on a NodePool with no limit on its accelerator may ask for no more than the bounded pools hold. Units are compared like for like: ``nvidia.com/gpu``,
   ``aws.amazon.com/neuron`` devices, ``aws.amazon.com/neuroncore`` cores. A LeaderWorkerSet replica counts its
   leader and ``size - 1`` workers, a ScaledJob its ``parallelism``.
 - ``accelerator-pods-bounded``: a CronJob or a bare Pod on accelerator nodes (it requests an accelerator, or
@@ -27,14 +29,12 @@ from pulumi_policy import (
     EnforcementLevel,
     PolicyConfigSchema,
     PolicyResource,
-    ReportViolation,
     ResourceValidationArgs,
-    ResourceValidationPolicy,
     StackValidationArgs,
-    StackValidationPolicy,
 )
 
 from inference_platform import catalog
+from inference_platform.policies.callbacks import ReportViolation, ResourceValidationPolicy, StackValidationPolicy
 from inference_platform.policies.props import as_list, get
 from inference_platform.policies.rules.jobs import MAX_BACKOFF_LIMIT
 from inference_platform.policies.rules.nodes import LAUNCH_TEMPLATE, NODE_GROUP, NODE_POOL
@@ -195,6 +195,12 @@ def _capacity(pools: list[PolicyResource], specs: list[Any], resource: str) -> t
     return sum(c for _, c in placed), [f"{p.name} {c:g}" for p, c in placed]
 
 
+def _finite(pools: list[PolicyResource], resource: str) -> float:
+    """What the stack's pools with a bound hold of ``resource`` together (node groups' maxSize, NodePools'
+    limits): the derived ceiling when a pool without a limit would make it infinite."""
+    return sum(c for p in pools if (c := _pool_capacity(p, resource)) is not None and c != float("inf"))
+
+
 def _scalers(resources: list[PolicyResource]) -> Iterator[tuple[PolicyResource, float, dict[str, float], list[Any]]]:
     """(scaler, maximum replicas, accelerators per replica, pod specs) of every accelerator scaler."""
     by_kind: dict[tuple[str, str, str], PolicyResource] = {}
@@ -246,6 +252,22 @@ def _within_capacity(args: StackValidationArgs, report: ReportViolation) -> None
                 report(
                     f"{at}: at its maximum {maximum:g} x {each:g} {resource} = {wanted:g}, more than the pools its "
                     f"pods can land on hold ({found[0]:g}: {where}); lower the maximum or grow the pool",
+                    scaler.urn,
+                )
+            if not budget and found is None:
+                # Issue 28: no configured ceiling and no pool to derive one from: a ScaledObject asking for
+                # tens of thousands of GPUs passed. The stack's own pools are the ceiling; with none, zero.
+                report(
+                    f"{at}: at its maximum {maximum:g} x {each:g} {resource} = {wanted:g}, and no pool of this stack "
+                    f"holds {resource}: with no maxAccelerators configured the ceiling is the stack's own pools "
+                    "(none); set maxAccelerators where another stack makes the pools",
+                    scaler.urn,
+                )
+            elif not budget and found is not None and found[0] == float("inf") and wanted > _finite(pools, resource):
+                report(
+                    f"{at}: at its maximum {maximum:g} x {each:g} {resource} = {wanted:g}, more than the stack's pools "
+                    f"with a limit hold ({_finite(pools, resource):g}), and a pool it can land on sets no limit on "
+                    f"{resource} ({', '.join(found[1])}); set that NodePool's spec.limits or maxAccelerators",
                     scaler.urn,
                 )
             if budget and wanted > budget:

@@ -30,13 +30,11 @@ from pulumi_policy import (
     EnforcementLevel,
     PolicyConfigSchema,
     PolicyResource,
-    ReportViolation,
     ResourceValidationArgs,
-    ResourceValidationPolicy,
     StackValidationArgs,
-    StackValidationPolicy,
 )
 
+from inference_platform.policies.callbacks import ReportViolation, ResourceValidationPolicy, StackValidationPolicy
 from inference_platform.policies.props import as_document, as_list, get, statements
 from inference_platform.policies.rules.verification import report_off_accelerators
 from inference_platform.policies.rules.workloads import POD_SPEC_PATHS
@@ -164,7 +162,7 @@ def _visibility(args: StackValidationArgs, report: ReportViolation) -> None:
         pod = get(deployment.props, "spec.template.spec", {}) or {}
         env = {e.get("name"): e.get("value") for c in pod.get("containers") or [] for e in c.get("env") or []}
         try:
-            timeout = float(env.get(TIMEOUT_ENV))
+            timeout = float(env.get(TIMEOUT_ENV))  # type: ignore[arg-type]  # None: a TypeError, reported below
         except (TypeError, ValueError):
             report(f"{deployment.name}: the workers name no {TIMEOUT_ENV}: how long a line may take is unbounded",
                    deployment.urn)  # fmt: skip

@@ -21,19 +21,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from pulumi_policy import (
-    EnforcementLevel,
-    PolicyConfigSchema,
-    PolicyResource,
-    ReportViolation,
-    StackValidationArgs,
-    StackValidationPolicy,
-)
+from pulumi_policy import EnforcementLevel, PolicyConfigSchema, PolicyResource, StackValidationArgs
 
 from inference_platform.catalog import prices
 from inference_platform.catalog.prices import PriceError
 from inference_platform.planners import costing
 from inference_platform.planners.costing import Usage, UsageError
+from inference_platform.policies.callbacks import ReportViolation, StackValidationPolicy
 from inference_platform.policies.props import get
 
 NAT = "aws:ec2/natGateway:NatGateway"

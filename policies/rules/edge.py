@@ -8,6 +8,11 @@
   rate-based rule per source IP of at least AWS's minimum (10), each of which acts (a rule whose action,
   or a rule group whose override, is ``count`` only counts), and one that allows by default has at least
   one blocking rule; a standalone ``aws:wafv2/webAclRule`` that only counts is refused too.
+- ``edge-waf-prompts-not-blocked``: a web ACL that evaluates the core rule set or the known-bad-inputs group
+  overrides every body rule of it (``catalog.waf_body_rules.BODY_RULES``: XSS, LFI, RFI, EC2 metadata SSRF, body
+  size, Java deserialisation, Log4j) to count: each blocks legitimate prompts and batch files with a bare 403 before
+  the gateway (prompts about web security quote exactly those patterns), and nothing behind the edge renders,
+  opens, fetches or deserialises a body.
 - ``inference-not-exposed-directly``: no ``LoadBalancer`` or ``NodePort`` Service in an inference
   namespace (a Service selects pods of its own namespace only), and the gateway's own Envoy Service (EnvoyProxy) is ClusterIP:
   the ALB, through the gateway, is the only way in.
@@ -32,17 +37,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from pulumi_policy import (
-    EnforcementLevel,
-    PolicyConfigSchema,
-    ReportViolation,
-    ResourceValidationArgs,
-    ResourceValidationPolicy,
-    StackValidationArgs,
-    StackValidationPolicy,
-)
+from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ResourceValidationArgs, StackValidationArgs
 
 from inference_platform.catalog.aws_names import ALB_TLS13_POLICIES
+from inference_platform.catalog.waf_body_rules import BODY_RULES
+from inference_platform.policies.callbacks import ReportViolation, ResourceValidationPolicy, StackValidationPolicy
 from inference_platform.policies.props import as_list, get
 
 INGRESS_CLASS_PARAMS = "kubernetes:elbv2.k8s.aws/v1beta1:IngressClassParams"
@@ -205,6 +204,28 @@ def _web_acl_guards(args: ResourceValidationArgs, report: ReportViolation) -> No
             report(f"rate limit {limit} is below AWS's minimum {WAF_MIN_RATE_LIMIT}")
 
 
+def _prompts_not_blocked(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type != WEB_ACL:
+        return
+    for rule in as_list(get(args.props, "rules")):
+        group = get(rule, "statement.managedRuleGroupStatement")
+        if not group or str(get(group, "name")) not in BODY_RULES or _counts_only(rule):
+            continue
+        name = str(get(group, "name"))
+        counted = {
+            str(get(o, "name"))
+            for o in as_list(get(group, "ruleActionOverrides"))
+            if get(o, "actionToUse.count") is not None
+        }
+        blocking = [r for r in BODY_RULES[name] if r not in counted]
+        if blocking:
+            report(
+                f"rule {get(rule, 'name')}: {name}'s body rules {', '.join(blocking)} block legitimate prompts and batch "
+                "files (HTML, paths, URLs, metadata addresses and exploit strings quoted in text, bodies over 8 KB) "
+                "with a bare 403 before the gateway; override them to count (catalog/waf_body_rules.py)"
+            )
+
+
 def _not_exposed(args: StackValidationArgs, report: ReportViolation) -> None:
     namespaces = set(args.get_config().get("namespaces") or INFERENCE_NAMESPACES)
     for resource in args.resources:
@@ -327,7 +348,7 @@ def _imported_key_problem(props: Any) -> str | None:
     private = get(props, "privateKey") or get(props, "privateKeyWo")
     try:
         if body:
-            public_key = x509.load_pem_x509_certificate(str(body).encode()).public_key()
+            public_key: object = x509.load_pem_x509_certificate(str(body).encode()).public_key()
         elif private:
             public_key = serialization.load_pem_private_key(str(private).encode(), password=None).public_key()
         else:
@@ -386,6 +407,12 @@ POLICIES = [
         description="WAFv2 web ACLs use AWS managed rule groups and a per-IP rate rule >= 10 that act (not only "
         "count), and block something when they allow by default.",
         validate=_web_acl_guards,
+        enforcement_level=EnforcementLevel.MANDATORY,
+    ),
+    ResourceValidationPolicy(
+        name="edge-waf-prompts-not-blocked",
+        description="Web ACLs count (never block) the AWS managed body rules that match legitimate prompts.",
+        validate=_prompts_not_blocked,
         enforcement_level=EnforcementLevel.MANDATORY,
     ),
     StackValidationPolicy(

@@ -18,16 +18,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from pulumi_policy import (
-    EnforcementLevel,
-    PolicyConfigSchema,
-    ReportViolation,
-    StackValidationArgs,
-    StackValidationPolicy,
-)
+from pulumi_policy import EnforcementLevel, PolicyConfigSchema, StackValidationArgs
 
 from inference_platform.catalog.edge_policy import OPENAI_ENDPOINTS, model_path
 from inference_platform.catalog.serving_contract import OPENAI_MODELS_PATH
+from inference_platform.policies.callbacks import ReportViolation, StackValidationPolicy
 from inference_platform.policies.props import as_list, get
 from inference_platform.policies.rules.edge import route_kind
 

@@ -17,14 +17,12 @@ from pulumi_policy import (
     EnforcementLevel,
     PolicyConfigSchema,
     PolicyResource,
-    ReportViolation,
     ResourceValidationArgs,
-    ResourceValidationPolicy,
     StackValidationArgs,
-    StackValidationPolicy,
 )
 
 from inference_platform.planners.cidr import internet_wide
+from inference_platform.policies.callbacks import ReportViolation, ResourceValidationPolicy, StackValidationPolicy
 from inference_platform.policies.props import as_list, get
 
 CLUSTER = "aws:eks/cluster:Cluster"

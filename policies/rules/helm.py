@@ -16,8 +16,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
+from pulumi_policy import EnforcementLevel, ResourceValidationArgs
 
+from inference_platform.policies.callbacks import ReportViolation, ResourceValidationPolicy
 from inference_platform.policies.props import get
 
 RELEASE = "kubernetes:helm.sh/v3:Release"

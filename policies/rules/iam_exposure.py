@@ -12,17 +12,13 @@ policies are judged by kms-no-wildcard-principal with the same conditions plus `
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from pulumi_policy import (
-    EnforcementLevel,
-    PolicyConfigSchema,
-    ReportViolation,
-    ResourceValidationArgs,
-    ResourceValidationPolicy,
-)
+from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ResourceValidationArgs
 
+from inference_platform.policies.callbacks import ReportViolation, ResourceValidationPolicy
 from inference_platform.policies.props import as_document, as_list, get, statements
 
 ROLE = "aws:iam/role:Role"
@@ -80,6 +76,12 @@ DENIED_MANAGED_POLICIES = [
     "job-function/NetworkAdministrator",
     "AWSCloudFormationFullAccess",
 ]
+# AWS managed policies that grant a whole service (or many): AWS names them "<Service>FullAccess"
+# (AmazonS3FullAccess, AmazonSQSFullAccess, AWSLambda_FullAccess ...), "...PowerUser" and "...Administrator"
+# /"...AdminAccess". Every bucket, queue or function of the account: a workload needs its own resources,
+# written as a customer policy. Matched on the name, case-insensitively, so a service AWS adds tomorrow is
+# caught; a policy a team has judged acceptable goes in the rule's allowedPolicies.
+SERVICE_WIDE = re.compile(r"full_?access|power_?user|administrator|admin_?access", re.IGNORECASE)
 SERVICE_LINKED_ROLE = "aws:iam/serviceLinkedRole:ServiceLinkedRole"
 # The service-linked roles a stack may create: the one its storage key's policy names.
 ALLOWED_SERVICE_LINKED_ROLES = ["autoscaling.amazonaws.com"]
@@ -152,6 +154,23 @@ def _no_admin_policies(args: ResourceValidationArgs, report: ReportViolation) ->
             report(f"attaches the AWS managed policy {name}: administrator-class access; grant the actions needed")
 
 
+def _no_service_wide_policies(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    prop = ATTACHMENTS.get(args.resource_type)
+    if prop is None:
+        return
+    allowed = set(args.get_config().get("allowedPolicies") or ())
+    denied = set(args.get_config().get("deniedPolicies") or DENIED_MANAGED_POLICIES)
+    for arn in as_list(get(args.props, prop)):
+        name = _managed_policy_name(str(arn))
+        # The administrator class is iam-no-admin-managed-policies' (one violation per attachment).
+        if name is None or name in allowed or name in denied or not SERVICE_WIDE.search(name.rsplit("/", 1)[-1]):
+            continue
+        report(
+            f"attaches the AWS managed policy {name}: every resource of the service in the account (every bucket, "
+            "queue ...); write a customer policy naming the stack's own resources"
+        )
+
+
 def _access_point_blocked(args: ResourceValidationArgs, report: ReportViolation) -> None:
     if args.resource_type != ACCESS_POINT:
         return
@@ -196,6 +215,23 @@ POLICIES = [
                     "items": {"type": "string"},
                     "default": DENIED_MANAGED_POLICIES,
                     "description": "AWS managed policy names (after arn:aws:iam::aws:policy/) never to attach",
+                }
+            }
+        ),
+    ),
+    ResourceValidationPolicy(
+        name="iam-no-service-wide-managed-policies",
+        description="No AWS managed policy granting a whole service (AmazonS3FullAccess, AmazonSQSFullAccess, "
+        "*FullAccess, *PowerUser, *Administrator) is attached to any role, user or group.",
+        validate=_no_service_wide_policies,
+        enforcement_level=EnforcementLevel.MANDATORY,
+        config_schema=PolicyConfigSchema(
+            properties={
+                "allowedPolicies": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "default": [],
+                    "description": "AWS managed policy names (after arn:aws:iam::aws:policy/) a team accepts anyway",
                 }
             }
         ),

@@ -4,8 +4,9 @@ records (and their logs) until someone deletes it."""
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
+from pulumi_policy import EnforcementLevel, ResourceValidationArgs
 
+from inference_platform.policies.callbacks import ReportViolation, ResourceValidationPolicy
 from inference_platform.policies.props import get
 
 JOB = "kubernetes:batch/v1:Job"

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
+from pulumi_policy import EnforcementLevel, ResourceValidationArgs
 
+from inference_platform.policies.callbacks import ReportViolation, ResourceValidationPolicy
 from inference_platform.policies.props import as_document, as_list, get, statements
 from inference_platform.policies.rules.iam_exposure import is_scoped
 

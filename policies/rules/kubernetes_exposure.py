@@ -24,8 +24,9 @@ provider's ``*Patch`` resources the program declares):
 - ``rbac-no-cluster-admin-for-service-accounts``: no (Cluster)RoleBinding gives ``cluster-admin`` to a
   service account (or to every service account through ``system:serviceaccounts`` groups).
 
-Exemptions are named exactly, ``<Kind>/<namespace>/<name>[/<container>]``, in each policy's config:
-AWS's neuron-monitor must run as root and privileged to read the Neuron devices (its published manifest).
+Exemptions name the workload and the exact pinned image it runs (policies/rules/exemptions.py), never the name
+alone: AWS's neuron-monitor must run as root and privileged to read the Neuron devices (its published
+manifest), as the image the catalog pins.
 """
 
 from __future__ import annotations
@@ -34,20 +35,15 @@ import fnmatch
 from collections.abc import Iterator
 from typing import Any
 
-from pulumi_policy import (
-    EnforcementLevel,
-    PolicyResource,
-    ReportViolation,
-    ResourceValidationArgs,
-    ResourceValidationPolicy,
-    StackValidationArgs,
-    StackValidationPolicy,
-)
+from pulumi_policy import EnforcementLevel, PolicyResource, ResourceValidationArgs, StackValidationArgs
 from pulumi_policy.proxy import UnknownValueError
 
+from inference_platform.catalog import charts
 from inference_platform.planners.cidr import internet_wide
+from inference_platform.policies.callbacks import ReportViolation, ResourceValidationPolicy, StackValidationPolicy
 from inference_platform.policies.config_schema import name_list
 from inference_platform.policies.props import as_list, get
+from inference_platform.policies.rules.exemptions import entry, exempt
 from inference_platform.policies.rules.workloads import (
     ALLOWED_ADDED_CAPABILITIES,
     ECR_REPOSITORY,
@@ -57,7 +53,7 @@ from inference_platform.policies.rules.workloads import (
     workload_id,
 )
 
-ROOT_EXEMPTIONS = ["DaemonSet/kube-system/neuron-monitor/neuron-monitor"]
+ROOT_EXEMPTIONS = [entry("DaemonSet/kube-system/neuron-monitor/neuron-monitor", charts.NEURON_MONITOR_IMAGE)]
 # The public images the program's typed objects run (the credentials-sync pod's pause container, the
 # gateway's rate-limit Redis, AWS's neuron-monitor): each stack's config narrows this to its own.
 DEFAULT_REGISTRIES = ["registry.k8s.io/pause", "docker.io/library/redis", "public.ecr.aws/neuron/neuron-monitor"]
@@ -95,11 +91,13 @@ def root_problems(spec: Any, container: Any) -> str | None:
 
 
 def _non_root(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    exempt = set(args.get_config().get("rootExemptions") or [])
+    entries = list(args.get_config().get("rootExemptions") or [])
     workload = workload_id(args.resource_type, args.props, args.name)
+    parent = args.opts.parent if args.opts is not None else None
     for path, spec in pod_specs(args.resource_type, args.props):
         for where, container in containers(spec):
-            if f"{workload}/{get(container, 'name')}" in exempt:
+            image = str(get(container, "image", ""))
+            if exempt(entries, f"{workload}/{get(container, 'name')}", [image], parent):
                 continue
             problem = root_problems(spec, container)
             if problem:
@@ -254,7 +252,11 @@ POLICIES = [
         description="No container runs as UID 0 or without runAsNonRoot (or a non-zero runAsUser).",
         validate=_non_root,
         enforcement_level=EnforcementLevel.MANDATORY,
-        config_schema=name_list("rootExemptions", ROOT_EXEMPTIONS, "containers allowed root (Kind/ns/name/container)"),
+        config_schema=name_list(
+            "rootExemptions",
+            ROOT_EXEMPTIONS,
+            "containers allowed root: 'Kind/ns/name/container image=<pinned ref> [release=<Helm release>]'",
+        ),
     ),
     StackValidationPolicy(
         name="workloads-image-provenance",

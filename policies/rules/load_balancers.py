@@ -20,15 +20,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from pulumi_policy import (
-    EnforcementLevel,
-    PolicyResource,
-    ReportViolation,
-    StackValidationArgs,
-    StackValidationPolicy,
-)
+from pulumi_policy import EnforcementLevel, PolicyResource, StackValidationArgs
 
 from inference_platform.catalog.aws_names import ALB_TLS13_POLICIES
+from inference_platform.policies.callbacks import ReportViolation, StackValidationPolicy
 from inference_platform.policies.props import as_list, get
 
 FAMILIES = ("aws:lb", "aws:alb")

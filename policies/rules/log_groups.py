@@ -6,8 +6,9 @@ groups (EKS control plane, VPC flow logs) set both from the logs CMK and their s
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
+from pulumi_policy import EnforcementLevel, ResourceValidationArgs
 
+from inference_platform.policies.callbacks import ReportViolation, ResourceValidationPolicy
 from inference_platform.policies.props import get
 
 LOG_GROUP = "aws:cloudwatch/logGroup:LogGroup"

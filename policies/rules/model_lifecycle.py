@@ -25,16 +25,10 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from pulumi_policy import (
-    EnforcementLevel,
-    PolicyConfigSchema,
-    PolicyResource,
-    ReportViolation,
-    StackValidationArgs,
-    StackValidationPolicy,
-)
+from pulumi_policy import EnforcementLevel, PolicyConfigSchema, PolicyResource, StackValidationArgs
 from pulumi_policy.proxy import UnknownValueError
 
+from inference_platform.policies.callbacks import ReportViolation, StackValidationPolicy
 from inference_platform.policies.props import as_list, get
 from inference_platform.policies.rules.storage import BUCKETS
 

@@ -28,7 +28,9 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
+from pulumi_policy import EnforcementLevel, ResourceValidationArgs
+
+from inference_platform.policies.callbacks import ReportViolation, ResourceValidationPolicy
 
 PROVIDER_SUFFIX = "0" * 26
 """What the provider appends to a ``*_prefix`` (a timestamp and counter, 26 digits)."""

@@ -1,4 +1,12 @@
-"""Network rules: nothing open to the world but the load balancer's 80/443; flow logs on every VPC.
+"""Network rules: nothing open to the world but the load balancer's 80/443; the load balancer's group opens only
+the edge's ports; flow logs on every VPC.
+
+``lb-security-group-edge-ports-only``: a security group tagged ``network-role: load-balancer`` admits only TCP 443
+and 80 (the ALB's listeners), and every rule that lets it reach something (its own egress rules, and other
+groups' rules naming it as the peer) is on a port of a Gateway listener of the stack (the edge's Envoy, where the
+ALB's targets are): no Triton port (8000/8001) or any other opened from the load balancer to the nodes (issue 28:
+those rules outlived the move of the edge's targets to Envoy and left Triton's KServe ports reachable from the ALB
+on every node).
 
 "The world" is any set of CIDRs that reaches more public addresses than one /8 (IPv6: one /16), not only
 ``0.0.0.0/0`` (``inference_platform.planners.cidr.internet_wide``; private and reserved ranges do not count): rules
@@ -12,16 +20,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from pulumi_policy import (
-    EnforcementLevel,
-    PolicyResource,
-    ReportViolation,
-    StackValidationArgs,
-    StackValidationPolicy,
-)
+from pulumi_policy import EnforcementLevel, PolicyResource, StackValidationArgs
 
 from inference_platform.components.network.security_groups import ROLE_LOAD_BALANCER, ROLE_TAG
 from inference_platform.planners.cidr import internet_wide
+from inference_platform.policies.callbacks import ReportViolation, StackValidationPolicy
 from inference_platform.policies.props import as_list, get
 
 WORLD = frozenset({"0.0.0.0/0", "::/0"})
@@ -122,8 +125,78 @@ def _no_world_ingress(args: StackValidationArgs, report: ReportViolation) -> Non
             )
 
 
+GATEWAY = "kubernetes:gateway.networking.k8s.io/v1:Gateway"
+INGRESS_RULE = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
+EGRESS_RULE = "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule"
+LEGACY_RULE = "aws:ec2/securityGroupRule:SecurityGroupRule"
+SECURITY_GROUP = "aws:ec2/securityGroup:SecurityGroup"
+
+
+def _port_text(rule: dict[str, Any]) -> str:
+    protocol, low, high = _ports(rule)
+    return "all traffic" if protocol == "-1" else f"{protocol} {low:.0f}-{high:.0f}"
+
+
+def _only(rule: dict[str, Any], ports: set[int]) -> bool:
+    protocol, low, high = _ports(rule)
+    return protocol in ("tcp", "6") and low == high and int(low) in ports
+
+
+def _urns(resource: PolicyResource, owner: str, peer: str) -> tuple[str | None, str | None]:
+    """The URNs of a rule's own security group and of its peer group (None when not of this stack)."""
+    found = (_dependency(resource, owner), _dependency(resource, peer))
+    return found[0].urn if found[0] else None, found[1].urn if found[1] else None
+
+
+def _edge_ports_only(args: StackValidationArgs, report: ReportViolation) -> None:
+    resources = list(args.resources)
+    lbs = {
+        r.urn
+        for r in resources
+        if r.resource_type == SECURITY_GROUP and get(r.props, f"tags.{ROLE_TAG}") == ROLE_LOAD_BALANCER
+    }
+    if not lbs:
+        return
+    targets = {
+        int(get(listener, "port"))
+        for r in resources
+        if r.resource_type == GATEWAY
+        for listener in as_list(get(r.props, "spec.listeners"))
+        if get(listener, "port") is not None
+    }
+    target_text = ", ".join(str(p) for p in sorted(targets)) or "none: the stack has no Gateway"
+    for resource in resources:
+        kind, props = resource.resource_type, resource.props
+        rules: list[tuple[str, dict[str, Any], str | None, str | None]] = []  # (direction, rule, owner, peer)
+        if kind in (INGRESS_RULE, EGRESS_RULE):
+            direction = "ingress" if kind == INGRESS_RULE else "egress"
+            rules.append((direction, dict(props), *_urns(resource, "securityGroupId", "referencedSecurityGroupId")))
+        elif kind == LEGACY_RULE:
+            direction = str(get(props, "type"))
+            rules.append((direction, dict(props), *_urns(resource, "securityGroupId", "sourceSecurityGroupId")))
+        elif kind == SECURITY_GROUP:
+            for direction in ("ingress", "egress"):
+                for rule in as_list(get(props, direction)):
+                    rules.append((direction, dict(rule), resource.urn, None))
+        for direction, rule, owner_urn, peer_urn in rules:
+            if owner_urn in lbs and direction == "ingress" and not _only(rule, set(WORLD_PORTS)):
+                report(
+                    f"{resource.name}: the load balancer's security group admits {_port_text(rule)}; it takes only its "
+                    "listeners' TCP 443 and 80",
+                    resource.urn,
+                )
+            elif (
+                (owner_urn in lbs and direction == "egress") or (peer_urn in lbs and direction == "ingress")
+            ) and not _only(rule, targets):
+                report(
+                    f"{resource.name}: opens {_port_text(rule)} from the load balancer; it reaches only the edge's "
+                    f"Gateway listener ports ({target_text}), never Triton's or the nodes' other ports",
+                    resource.urn,
+                )
+
+
 def _flow_logs_on_every_vpc(args: StackValidationArgs, report: ReportViolation) -> None:
-    logged = set()
+    logged: set[str] = set()
     for resource in args.resources:
         if resource.resource_type == "aws:ec2/flowLog:FlowLog":
             logged.update(dep.urn for dep in resource.property_dependencies.get("vpcId", []))
@@ -142,6 +215,13 @@ POLICIES = [
         name="no-world-ingress",
         description="No 0.0.0.0/0 or ::/0 ingress except TCP 80/443 on a load balancer security group.",
         validate=_no_world_ingress,
+        enforcement_level=EnforcementLevel.MANDATORY,
+    ),
+    StackValidationPolicy(
+        name="lb-security-group-edge-ports-only",
+        description="The load balancer's security group admits only TCP 443/80 and reaches only the edge's Gateway "
+        "listener ports (no Triton port opened from the load balancer).",
+        validate=_edge_ports_only,
         enforcement_level=EnforcementLevel.MANDATORY,
     ),
     StackValidationPolicy(

@@ -23,15 +23,13 @@ from pulumi_policy import (
     EnforcementLevel,
     PolicyConfigSchema,
     PolicyResource,
-    ReportViolation,
     ResourceValidationArgs,
-    ResourceValidationPolicy,
     StackValidationArgs,
-    StackValidationPolicy,
 )
 
 from inference_platform import catalog
 from inference_platform.catalog import offerings
+from inference_platform.policies.callbacks import ReportViolation, ResourceValidationPolicy, StackValidationPolicy
 from inference_platform.policies.props import as_list, get
 
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
@@ -208,7 +206,8 @@ def _budget(args: StackValidationArgs, report: ReportViolation) -> None:
     # No default in the schema: an absent budget is a missing configuration, which the message must say.
     configured = args.get_config().get("maxAccelerators")
     budget = int(configured or 0)
-    total, parts, used_templates = 0, [], set()
+    total, parts = 0, []
+    used_templates: set[str] = set()
     for resource in args.resources:
         if resource.resource_type not in CAPACITY_TYPES:
             continue

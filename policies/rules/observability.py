@@ -17,14 +17,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pulumi_policy import (
-    EnforcementLevel,
-    PolicyConfigSchema,
-    ReportViolation,
-    ResourceValidationArgs,
-    ResourceValidationPolicy,
-)
+from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ResourceValidationArgs
 
+from inference_platform.policies.callbacks import ReportViolation, ResourceValidationPolicy
 from inference_platform.policies.props import as_list, get
 from inference_platform.policies.rules.helm import HELM_INSTALLS
 

@@ -23,18 +23,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from pulumi_policy import (
-    EnforcementLevel,
-    PolicyResource,
-    ReportViolation,
-    StackValidationArgs,
-    StackValidationPolicy,
-)
+from pulumi_policy import EnforcementLevel, PolicyResource, StackValidationArgs
 from pulumi_policy.proxy import UnknownValueError
 
 from inference_platform.catalog.chart_pods import WAITED_PODS
 from inference_platform.catalog.crds import BUILT_IN_GROUPS, CrdInstaller, crd_source
 from inference_platform.catalog.webhooks import FAILING_WEBHOOKS, FailingWebhook, holds
+from inference_platform.policies.callbacks import ReportViolation, StackValidationPolicy
 from inference_platform.policies.props import get
 from inference_platform.policies.rules.helm import HELM_INSTALLS
 

@@ -14,17 +14,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from pulumi_policy import (
-    EnforcementLevel,
-    PolicyConfigSchema,
-    ReportViolation,
-    ResourceValidationArgs,
-    ResourceValidationPolicy,
-    StackValidationArgs,
-    StackValidationPolicy,
-)
+from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ResourceValidationArgs, StackValidationArgs
 
 from inference_platform.catalog.efa import HUGEPAGES_2MI
+from inference_platform.policies.callbacks import ReportViolation, ResourceValidationPolicy, StackValidationPolicy
 from inference_platform.policies.props import as_list, get
 from inference_platform.policies.rules.workloads import NAMESPACE, containers, pod_specs
 

@@ -7,14 +7,9 @@ secret's ``recoveryWindowInDays: 0`` deletes it at once. The minimum is per stac
 
 from __future__ import annotations
 
-from pulumi_policy import (
-    EnforcementLevel,
-    PolicyConfigSchema,
-    ReportViolation,
-    ResourceValidationArgs,
-    ResourceValidationPolicy,
-)
+from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ResourceValidationArgs
 
+from inference_platform.policies.callbacks import ReportViolation, ResourceValidationPolicy
 from inference_platform.policies.props import get
 
 KEY = "aws:kms/key:Key"

@@ -6,8 +6,9 @@ evicts a serving pod or anything else (Kubernetes, Pod Priority and Preemption: 
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
+from pulumi_policy import EnforcementLevel, ResourceValidationArgs
 
+from inference_platform.policies.callbacks import ReportViolation, ResourceValidationPolicy
 from inference_platform.policies.props import get
 
 PRIORITY_CLASS = "kubernetes:scheduling.k8s.io/v1:PriorityClass"

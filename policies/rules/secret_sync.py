@@ -17,8 +17,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pulumi_policy import EnforcementLevel, ReportViolation, StackValidationArgs, StackValidationPolicy
+from pulumi_policy import EnforcementLevel, StackValidationArgs
 
+from inference_platform.policies.callbacks import ReportViolation, StackValidationPolicy
 from inference_platform.policies.props import as_list, get
 from inference_platform.policies.rules.helm import HELM_INSTALLS
 

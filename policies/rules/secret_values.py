@@ -24,14 +24,10 @@ from functools import lru_cache
 from typing import Any
 
 from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
-from pulumi_policy import (
-    EnforcementLevel,
-    PolicyConfigSchema,
-    ReportViolation,
-    ResourceValidationArgs,
-    ResourceValidationPolicy,
-)
+from detect_secrets.plugins.base import BasePlugin
+from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ResourceValidationArgs
 
+from inference_platform.policies.callbacks import ReportViolation, ResourceValidationPolicy
 from inference_platform.policies.props import as_list, get
 from inference_platform.policies.rules.workloads import containers, pod_specs, workload_id
 
@@ -47,9 +43,9 @@ _TOKEN_SPLIT = re.compile(r"[\s\"'`,;{}\[\]()<>]+")
 
 @lru_cache(maxsize=1)
 def _detectors() -> tuple[Any, ...]:
-    return tuple(
-        cls() for kind, cls in get_mapping_from_secret_type_to_class().items() if kind not in SKIPPED_DETECTORS
-    )
+    # detect-secrets types its mapping with a TypeVar bound nowhere (Type[Plugin]): read it as the plugins' base.
+    mapping: Mapping[str, type[BasePlugin]] = get_mapping_from_secret_type_to_class()
+    return tuple(cls() for kind, cls in mapping.items() if kind not in SKIPPED_DETECTORS)
 
 
 def _not_a_secret(value: str) -> bool:

@@ -13,14 +13,9 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from pulumi_policy import (
-    EnforcementLevel,
-    PolicyConfigSchema,
-    ReportViolation,
-    ResourceValidationArgs,
-    ResourceValidationPolicy,
-)
+from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ResourceValidationArgs
 
+from inference_platform.policies.callbacks import ReportViolation, ResourceValidationPolicy
 from inference_platform.policies.props import get
 
 SECRET = "aws:secretsmanager/secret:Secret"

@@ -16,13 +16,11 @@ from pulumi_policy import (
     EnforcementLevel,
     PolicyConfigSchema,
     PolicyResource,
-    ReportViolation,
     ResourceValidationArgs,
-    ResourceValidationPolicy,
     StackValidationArgs,
-    StackValidationPolicy,
 )
 
+from inference_platform.policies.callbacks import ReportViolation, ResourceValidationPolicy, StackValidationPolicy
 from inference_platform.policies.props import as_document, as_list, get, statements
 
 BUCKETS = frozenset({"aws:s3/bucket:Bucket", "aws:s3/bucketV2:BucketV2"})
@@ -49,7 +47,24 @@ STATEFUL_TYPES: tuple[str, ...] = (
     "aws:kms/key:Key",
     "aws:secretsmanager/secret:Secret",
     "aws:fsx/lustreFileSystem:LustreFileSystem",
+    # Queued work and a dead-letter queue's evidence (issue 28 R8: the batch lane's queues were left out).
+    "aws:sqs/queue:Queue",
+    # Images (the serving, batch and verification images a rollout pulls by digest).
+    "aws:ecr/repository:Repository",
+    # Counters and caches that take state with them (the rate-limit store), file systems, tables, databases.
+    "aws:elasticache/replicationGroup:ReplicationGroup",
+    "aws:elasticache/cluster:Cluster",
+    "aws:elasticache/serverlessCache:ServerlessCache",
+    "aws:efs/fileSystem:FileSystem",
+    "aws:fsx/openZfsFileSystem:OpenZfsFileSystem",
+    "aws:dynamodb/table:Table",
+    "aws:rds/instance:Instance",
+    "aws:rds/cluster:Cluster",
+    "aws:ebs/volume:Volume",
 )
+"""Every AWS type that holds data a replacement or ``pulumi destroy`` would lose: in production each must be
+protected (and the components retain it on delete, so ``pulumi destroy`` finishes after ``pulumi state unprotect``
+and leaves the data in the account: docs/deploying.md)."""
 IAM_DOCUMENT_TYPES = frozenset(
     {
         "aws:iam/rolePolicy:RolePolicy",
@@ -185,9 +200,25 @@ def _access_logged(args: StackValidationArgs, report: ReportViolation) -> None:
             report(f"{bucket.name}: no server access logging; add a BucketLogging to a log bucket", bucket.urn)
 
 
+SQS_DEFAULT_RETENTION_SECONDS = 345_600
+"""SQS keeps a message 4 days unless ``MessageRetentionPeriod`` says otherwise (SQS API reference, SetQueueAttributes)."""
+TRANSIENT_QUEUE_SECONDS = 300
+"""A queue whose messages expire within 5 minutes holds no state worth keeping (Karpenter's interruption queue:
+a notice older than that is useless); anything longer is queued work."""
+
+
+def _transient_queue(args: ResourceValidationArgs) -> bool:
+    if args.resource_type != "aws:sqs/queue:Queue":
+        return False
+    retention = get(args.props, "messageRetentionSeconds", SQS_DEFAULT_RETENTION_SECONDS)
+    return float(retention) <= TRANSIENT_QUEUE_SECONDS
+
+
 def _stateful_protected(args: ResourceValidationArgs, report: ReportViolation) -> None:
     config = args.get_config()
     if not config.get("production", False) or args.resource_type not in config.get("types", STATEFUL_TYPES):
+        return
+    if _transient_queue(args):
         return
     if not args.opts.protect:
         report(
@@ -265,7 +296,8 @@ POLICIES = [
     ),
     ResourceValidationPolicy(
         name="stateful-resources-protected",
-        description="In production stacks, buckets, KMS keys, secrets and file systems are protected.",
+        description="In production stacks, every resource that holds data (buckets, KMS keys, secrets, file "
+        "systems, queues, image repositories, caches, tables, databases, volumes) is protected.",
         validate=_stateful_protected,
         enforcement_level=EnforcementLevel.MANDATORY,
         config_schema=PolicyConfigSchema(

@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-from pulumi_policy import (
-    EnforcementLevel,
-    PolicyConfigSchema,
-    ReportViolation,
-    ResourceValidationArgs,
-    ResourceValidationPolicy,
-)
+from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ResourceValidationArgs
 
 from inference_platform.components.common.tagging import is_taggable
+from inference_platform.policies.callbacks import ReportViolation, ResourceValidationPolicy
 from inference_platform.policies.props import get
 
 REQUIRED_TAGS = ("project", "stack", "owner", "cost-center")

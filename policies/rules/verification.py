@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
+from pulumi_policy import EnforcementLevel, ResourceValidationArgs
 
+from inference_platform.policies.callbacks import ReportViolation, ResourceValidationPolicy
 from inference_platform.policies.props import get
 from inference_platform.policies.rules.workloads import POD_SPEC_PATHS
 

@@ -3,12 +3,17 @@ containers, requests and limits, no host access, images from the project's ECR (
 stack says so), a NetworkPolicy in every inference namespace that the cluster's network plugin
 enforces, and ECR repositories that are immutable and scanned.
 
-Exemptions are named exactly, ``<Kind>/<namespace>/<name>[/<container>]``, in each policy's config:
+Exemptions name the workload and what it runs (policies/rules/exemptions.py: its exact pinned images and,
+for a chart's objects, the Helm release that installs them), never its name alone:
 - privileged: AWS's neuron-monitor DaemonSet must be privileged to read the Neuron devices (its
-  published manifest, aws-neuron-sdk src/k8/k8s-neuron-monitor-daemonset.yml); nothing else is, and
-  an exempt pod must not mount a service-account token (automountServiceAccountToken: false).
-- host access: the accelerator device plugins (NVIDIA, Neuron, EFA) register with the kubelet
-  through a hostPath socket; today they come from Helm charts, so the names cover typed copies.
+  published manifest, aws-neuron-sdk src/k8/k8s-neuron-monitor-daemonset.yml), running the image the
+  catalog pins (catalog/charts.py NEURON_MONITOR_IMAGE); nothing else is, and an exempt pod must not mount a
+  service-account token (automountServiceAccountToken: false).
+- host access: the accelerator device plugins (NVIDIA, Neuron, EFA) register with the kubelet through a
+  hostPath socket; they come from Helm releases, which policies cannot see into, so no typed object is
+  exempt by default: a team that declares one adds its entry with the pinned images and the release.
+  hostPath mounts of ``/``, the kubelet's state and the runtime's socket are refused whatever the entry
+  (exemptions.SENSITIVE_HOST_PATHS).
 """
 
 from __future__ import annotations
@@ -17,19 +22,14 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from pulumi_policy import (
-    EnforcementLevel,
-    PolicyConfigSchema,
-    ReportViolation,
-    ResourceValidationArgs,
-    ResourceValidationPolicy,
-    StackValidationArgs,
-    StackValidationPolicy,
-)
+from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ResourceValidationArgs, StackValidationArgs
 
 from inference_platform import catalog
+from inference_platform.catalog import charts
+from inference_platform.policies.callbacks import ReportViolation, ResourceValidationPolicy, StackValidationPolicy
 from inference_platform.policies.config_schema import name_list
 from inference_platform.policies.props import as_list, get
+from inference_platform.policies.rules.exemptions import entry, exempt, normalised, sensitive_host_path
 
 LEADER_WORKER_SET = "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet"
 POD_SPEC_PATHS: dict[str, tuple[str, ...]] = {
@@ -55,12 +55,8 @@ CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
 ACCELERATOR_RESOURCES = (catalog.RESOURCE_NVIDIA_GPU, catalog.RESOURCE_NEURON_DEVICE, catalog.RESOURCE_NEURON_CORE)
 # The one capability the restricted Pod Security Standard lets a container add back.
 ALLOWED_ADDED_CAPABILITIES = frozenset({"NET_BIND_SERVICE"})
-PRIVILEGED_EXEMPTIONS = ["DaemonSet/kube-system/neuron-monitor/neuron-monitor"]
-HOST_ACCESS_EXEMPTIONS = [
-    "DaemonSet/gpu-operator/nvidia-device-plugin-daemonset",
-    "DaemonSet/kube-system/neuron-device-plugin",
-    "DaemonSet/kube-system/aws-efa-k8s-device-plugin",
-]
+PRIVILEGED_EXEMPTIONS = [entry("DaemonSet/kube-system/neuron-monitor/neuron-monitor", charts.NEURON_MONITOR_IMAGE)]
+HOST_ACCESS_EXEMPTIONS: list[str] = []
 INFERENCE_NAMESPACES = ["inference"]
 
 
@@ -91,11 +87,13 @@ def requests_accelerators(spec: Any) -> bool:
 
 
 def _hardened(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    exempt = set(args.get_config().get("privilegedExemptions") or [])
+    entries = list(args.get_config().get("privilegedExemptions") or [])
     workload = workload_id(args.resource_type, args.props, args.name)
+    parent = args.opts.parent if args.opts is not None else None
     for path, spec in pod_specs(args.resource_type, args.props):
         for where, container in containers(spec):
-            if f"{workload}/{get(container, 'name')}" in exempt:
+            image = str(get(container, "image", ""))
+            if exempt(entries, f"{workload}/{get(container, 'name')}", [image], parent):
                 # The exemption covers the devices it needs, never the API: a privileged container
                 # holding a service-account token turns a node compromise into a cluster one.
                 if get(spec, "automountServiceAccountToken") is not False:
@@ -131,14 +129,23 @@ def _resources(args: ResourceValidationArgs, report: ReportViolation) -> None:
 
 def _host_access(args: ResourceValidationArgs, report: ReportViolation) -> None:
     workload = workload_id(args.resource_type, args.props, args.name)
-    if workload in set(args.get_config().get("hostAccessExemptions") or []):
-        return
+    entries = list(args.get_config().get("hostAccessExemptions") or [])
+    parent = args.opts.parent if args.opts is not None else None
     for path, spec in pod_specs(args.resource_type, args.props):
+        for volume in as_list(get(spec, "volumes")):
+            host = get(volume, "hostPath.path")
+            if host is not None and sensitive_host_path(str(host)):
+                report(f"{path}: volume {get(volume, 'name', '?')} mounts the node's {normalised(str(host))} "
+                       "(no exemption covers it)")  # fmt: skip
+        images = [str(get(c, "image", "")) for _, c in containers(spec)]
+        if exempt(entries, workload, images, parent):
+            continue
         for flag in ("hostNetwork", "hostPID", "hostIPC"):
             if get(spec, flag) is True:
                 report(f"{path}: {flag}")
         for volume in as_list(get(spec, "volumes")):
-            if get(volume, "hostPath") is not None:
+            host = get(volume, "hostPath.path")
+            if get(volume, "hostPath") is not None and not (host is not None and sensitive_host_path(str(host))):
                 report(f"{path}: volume {get(volume, 'name', '?')} is a hostPath")
         for where, container in containers(spec):
             for port in as_list(get(container, "ports")):
@@ -240,7 +247,8 @@ POLICIES = [
         config_schema=name_list(
             "privilegedExemptions",
             PRIVILEGED_EXEMPTIONS,
-            "containers allowed to run privileged (Kind/ns/name/container)",
+            "containers allowed to run privileged: 'Kind/ns/name/container image=<pinned ref> [release=<Helm release>]' "
+            "(policies/rules/exemptions.py; a name alone matches nothing)",
         ),
     ),
     ResourceValidationPolicy(
@@ -255,7 +263,10 @@ POLICIES = [
         validate=_host_access,
         enforcement_level=EnforcementLevel.MANDATORY,
         config_schema=name_list(
-            "hostAccessExemptions", HOST_ACCESS_EXEMPTIONS, "workloads allowed host access (Kind/ns/name)"
+            "hostAccessExemptions",
+            HOST_ACCESS_EXEMPTIONS,
+            "workloads allowed host access: 'Kind/ns/name image=<pinned ref> ... [release=<Helm release>]' "
+            "(policies/rules/exemptions.py; never a hostPath of /, the kubelet's state or the runtime socket)",
         ),
     ),
     StackValidationPolicy(

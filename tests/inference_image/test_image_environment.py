@@ -215,7 +215,6 @@ def test_the_environment_has_no_pulumi_and_its_settings_import_none(dockerfile, 
 # image gets them (or why it never needs them). Anything else the commands can import must be installed.
 NOT_FROM_PIP_STEPS = {
     "triton_python_backend_utils": "Triton's Python backend hands it to the model processes it starts",
-    "cryptography": "`inferctl loadtest calibrate` only: a local Envoy with TLS, never run in an image",
     "envoy": "`inferctl loadtest calibrate` only: a local Envoy with TLS, never run in an image",
     "outlines_core": "the CPU stand-in engine only (inference_image/testing/cpu_llm_api), never run in an image",
 }

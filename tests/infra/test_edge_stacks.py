@@ -192,7 +192,19 @@ def test_the_waf_counts_rather_than_blocks_prompts_over_8_kb_and_external_dns_ke
     (acl,) = [r for r in resources if r.type == "aws:wafv2/webAcl:WebAcl"]
     common = next(r for r in acl.inputs["rules"] if r["name"] == "AWSManagedRulesCommonRuleSet")
     overrides = common["statement"]["managedRuleGroupStatement"]["ruleActionOverrides"]
-    assert overrides == [{"name": "SizeRestrictions_BODY", "actionToUse": {"count": {}}}]
+    # Issue 28 R3: every body rule counts (prompts quote HTML, paths, URLs, metadata addresses, exploit strings).
+    assert overrides == [
+        {"name": rule, "actionToUse": {"count": {}}}
+        for rule in ("SizeRestrictions_BODY", "CrossSiteScripting_BODY", "GenericLFI_BODY", "GenericRFI_BODY",
+                     "EC2MetaDataSSRF_BODY")
+    ]  # fmt: skip
+    bad_inputs = next(r for r in acl.inputs["rules"] if r["name"] == "AWSManagedRulesKnownBadInputsRuleSet")
+    assert [o["name"] for o in bad_inputs["statement"]["managedRuleGroupStatement"]["ruleActionOverrides"]] == [
+        "JavaDeserializationRCE_BODY",
+        "Log4JRCE_BODY",
+    ]
+    # Every other rule of the groups still blocks (no override) and the groups themselves act.
+    assert common["overrideAction"] == {"none": {}} and bad_inputs["overrideAction"] == {"none": {}}
     limits = {r["name"]: r["statement"].get("rateBasedStatement", {}).get("limit") for r in acl.inputs["rules"]}
     assert limits["rate-per-ip"] == 3000 and limits["rate-per-api-key"] == 6000
     # The same keys sent as Authorization: Bearer are counted by their own rule (a header rule skips requests

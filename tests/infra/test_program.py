@@ -13,10 +13,10 @@ from tests.conftest import STACKS, by_type
 
 EXPECTED = {
     # stack: (region, zones, NAT gateways, interface endpoints): everything the cluster calls (base 9,
-    # autoscaling for managed pools, fsx for the cache; catalog/endpoint_services.py).
+    # autoscaling and eks for managed pools, fsx for the cache, sqs for the batch lane; catalog/endpoint_services.py).
     "dev": ("us-west-2", 2, 1, 0),
-    "prod": ("us-east-1", 3, 3, 11),
-    "npu": ("us-east-2", 3, 3, 11),
+    "prod": ("us-east-1", 3, 3, 13),
+    "npu": ("us-east-2", 3, 3, 13),
 }
 
 

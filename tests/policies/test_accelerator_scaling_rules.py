@@ -180,3 +180,34 @@ def test_scaled_jobs_on_accelerators_are_bounded(violations):
     found = [v.message for v in violations(lambda: program({"backoffLimit": 50}), BOUNDED)]
     assert any("ScaledJob jobTargetRef on accelerator nodes: activeDeadlineSeconds is unset" in m for m in found)
     assert any("backoffLimit 50" in m for m in found)
+
+
+def test_without_a_configured_ceiling_the_stacks_own_pools_are_the_ceiling(violations):
+    """Issue 28: no shipped configuration sets maxAccelerators; a ScaledObject asking for tens of thousands of
+    GPUs passed when no pool of the stack held them, or when the pool was a NodePool without a limit."""
+    (found,) = violations(_scaled("ScaledObject", 10_000, pools=False), CAPACITY)
+    assert "10000 x 4 nvidia.com/gpu = 40000" in found.message and "no pool of this stack" in found.message
+
+    def unbounded(maximum):
+        def program():
+            _pools()  # 16 H100 in node groups with a maxSize
+            k8s.apiextensions.CustomResource("pool", api_version="karpenter.sh/v1", kind="NodePool",
+                                             metadata={"name": "burst"},
+                                             spec={"template": {"metadata": {"labels": {"node-pool": "inference"}},
+                                                                "spec": {"requirements": [
+                                                                    {"key": "node.kubernetes.io/instance-type",
+                                                                     "operator": "In", "values": ["p5.48xlarge"]}]}}})  # fmt: skip
+            k8s.apps.v1.Deployment("triton", metadata={"name": "triton", "namespace": "inference"}, spec={
+                "selector": {"matchLabels": {"app": "t"}},
+                "template": {"metadata": {"labels": {"app": "t"}}, "spec": _pod(8)}})  # fmt: skip
+            k8s.apiextensions.CustomResource("so", api_version="keda.sh/v1alpha1", kind="ScaledObject",
+                                             metadata={"name": "triton", "namespace": "inference"},
+                                             spec={"scaleTargetRef": {"name": "triton"}, "maxReplicaCount": maximum})  # fmt: skip
+
+        return program
+
+    (found,) = violations(unbounded(5_000), CAPACITY)
+    assert "= 40000, more than the stack's pools with a limit hold" in found.message and "pool inf" in found.message
+    assert violations(unbounded(2), CAPACITY) == []  # 16 GPUs: what the bounded pools hold
+    # A configured ceiling replaces the derived one, as before.
+    assert violations(_scaled("ScaledObject", 2, pools=False), CAPACITY, {"maxAccelerators": 8}) == []

@@ -258,3 +258,44 @@ def test_a_grant_naming_the_service_and_namespace_passes(violations):
 def test_a_grant_to_every_service_fails(violations):
     (found,) = violations(_grant(to_name=None), "reference-grants-scoped")
     assert "opens every Service" in found.message
+
+
+PROMPTS = "edge-waf-prompts-not-blocked"
+
+
+def _prompts_acl(overrides):
+    def program():
+        import pulumi_aws as aws
+
+        rules = []
+        for i, (group, counted) in enumerate(overrides.items()):
+            statement = {"vendor_name": "AWS", "name": group}
+            if counted:
+                statement["rule_action_overrides"] = [{"name": r, "action_to_use": {"count": {}}} for r in counted]
+            rules.append({"name": group, "priority": i, "override_action": {"none": {}},
+                          "statement": {"managed_rule_group_statement": statement},
+                          "visibility_config": {"cloudwatch_metrics_enabled": True, "metric_name": group,
+                                                "sampled_requests_enabled": True}})  # fmt: skip
+        aws.wafv2.WebAcl("acl", scope="REGIONAL", default_action={"allow": {}}, rules=rules,
+                         visibility_config={"cloudwatch_metrics_enabled": True, "metric_name": "acl",
+                                            "sampled_requests_enabled": True})  # fmt: skip
+
+    return program
+
+
+def test_a_core_rule_set_counting_only_the_size_rule_fails_naming_the_body_rules_that_block(violations):
+    """What components/edge/public_endpoint.py rendered before issue 28."""
+    (found,) = violations(_prompts_acl({"AWSManagedRulesCommonRuleSet": ["SizeRestrictions_BODY"]}), PROMPTS)
+    assert "CrossSiteScripting_BODY, GenericLFI_BODY, GenericRFI_BODY, EC2MetaDataSSRF_BODY" in found.message
+    assert "403" in found.message
+
+
+def test_counting_every_body_rule_passes_and_unrelated_groups_are_not_judged(violations):
+    from inference_platform.catalog.waf_body_rules import BODY_RULES
+
+    assert violations(_prompts_acl({g: list(r) for g, r in BODY_RULES.items()}), PROMPTS) == []
+    assert violations(_prompts_acl({"AWSManagedRulesAmazonIpReputationList": []}), PROMPTS) == []
+    (found,) = violations(
+        _prompts_acl({"AWSManagedRulesKnownBadInputsRuleSet": ["JavaDeserializationRCE_BODY"]}), PROMPTS
+    )
+    assert "Log4JRCE_BODY" in found.message

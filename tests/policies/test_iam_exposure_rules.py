@@ -138,3 +138,48 @@ def test_service_linked_roles_only_for_auto_scaling_with_the_default_name(violat
 
     found = violations(program, "iam-service-linked-roles-allowed")
     assert sorted(v.urn.rsplit("::", 1)[1] for v in found) == ["other", "suffixed"]
+
+
+def test_service_wide_managed_policies_fail(violations):
+    """Issue 28: AWS managed policies that grant a whole service (every bucket, every queue of the account)."""
+
+    def bad():
+        role = aws.iam.Role("r", assume_role_policy=doc({"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"},
+                                                          "Action": "sts:AssumeRole"}))  # fmt: skip
+        aws.iam.RolePolicyAttachment("sqs", role=role.name, policy_arn="arn:aws:iam::aws:policy/AmazonSQSFullAccess")
+        aws.iam.RolePolicyAttachment("s3", role=role.name, policy_arn="arn:aws:iam::aws:policy/AmazonS3FullAccess")
+        aws.iam.RolePolicyAttachment(
+            "lambda", role=role.name, policy_arn="arn:aws:iam::aws:policy/AWSLambda_FullAccess"
+        )
+        aws.iam.RolePolicyAttachment("ecr", role=role.name,
+                                     policy_arn="arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryPowerUser")  # fmt: skip
+        aws.iam.Role("inline", assume_role_policy=doc({"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"},
+                                                       "Action": "sts:AssumeRole"}),
+                     managed_policy_arns=["arn:aws-cn:iam::aws:policy/AmazonDynamoDBFullAccess"])  # fmt: skip
+        aws.iam.UserPolicyAttachment(
+            "u", user="u", policy_arn="arn:aws:iam::aws:policy/job-function/DatabaseAdministrator"
+        )
+        aws.iam.GroupPolicyAttachment("g", group="g", policy_arn="arn:aws:iam::aws:policy/AmazonEKSAdminAccess")
+
+    def good():
+        for name in ("AmazonEKSWorkerNodePolicy", "AmazonEKS_CNI_Policy", "AmazonEC2ContainerRegistryReadOnly",
+                     "AmazonSSMManagedInstanceCore", "AmazonS3ReadOnlyAccess"):  # fmt: skip
+            aws.iam.RolePolicyAttachment(name, role="r", policy_arn=f"arn:aws:iam::aws:policy/{name}")
+        # A customer-managed policy named alike is judged by its document (iam-no-wildcard-write).
+        aws.iam.RolePolicyAttachment("own", role="r", policy_arn="arn:aws:iam::123456789012:policy/AmazonS3FullAccess")
+
+    found = violations(bad, "iam-no-service-wide-managed-policies")
+    assert sorted(v.urn.rsplit("::", 1)[1] for v in found) == ["ecr", "g", "inline", "lambda", "s3", "sqs", "u"]
+    assert "AmazonSQSFullAccess" in next(v.message for v in found if v.urn.endswith("::sqs"))
+    assert violations(good, "iam-no-service-wide-managed-policies") == []
+    # The administrator class stays one violation, the other rule's.
+    assert (
+        violations(
+            lambda: aws.iam.RolePolicyAttachment("a", role="r", policy_arn="arn:aws:iam::aws:policy/IAMFullAccess"),
+            "iam-no-service-wide-managed-policies",
+        )
+        == []
+    )
+    # A team's accepted exception.
+    allowed = violations(bad, "iam-no-service-wide-managed-policies", {"allowedPolicies": ["AmazonSQSFullAccess"]})
+    assert "sqs" not in [v.urn.rsplit("::", 1)[1] for v in allowed]

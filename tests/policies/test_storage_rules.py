@@ -206,6 +206,11 @@ STATEFUL = {
         per_unit_storage_throughput=250,
         opts=opts,
     ),
+    # Issue 28 R8: queued lines and dead-letter evidence, images, the rate-limit counters.
+    "queue": lambda opts: aws.sqs.Queue("queue", opts=opts),
+    "repository": lambda opts: aws.ecr.Repository("repository", opts=opts),
+    "cache": lambda opts: aws.elasticache.ReplicationGroup("cache", description="d", opts=opts),
+    "table": lambda opts: aws.dynamodb.Table("table", hash_key="k", attributes=[{"name": "k", "type": "S"}], opts=opts),
 }
 
 
@@ -222,6 +227,15 @@ def test_production_stateful_resources_must_be_protected(violations, kind):
     assert violations(protected, "stateful-resources-protected", {"production": True}) == []
     assert violations(unprotected, "stateful-resources-protected", {"production": False}) == []
     assert violations(unprotected, "stateful-resources-protected") == []
+
+
+def test_a_queue_of_five_minute_notices_is_not_state(violations):
+    def program():
+        aws.sqs.Queue("interruptions", message_retention_seconds=300)
+        aws.sqs.Queue("work", message_retention_seconds=301)
+
+    found = violations(program, "stateful-resources-protected", {"production": True})
+    assert _names(found) == ["work"]
 
 
 def test_the_protected_types_are_configurable(violations):

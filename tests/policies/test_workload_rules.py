@@ -9,11 +9,13 @@ import json
 
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
+import pytest
 
 from inference_platform.components.compute.accelerator_software import neuron_monitor_spec
 from inference_platform.components.serving.image_repository import ImageRepository, ImageRepositoryArgs
 from inference_platform.components.serving.inference_service import InferenceService
 from inference_platform.components.serving.pod import Placement
+from inference_platform.policies.rules.exemptions import entry
 from tests.components.serving.test_inference_service import service_args
 from tests.components.storage.test_fsx_csi import provider
 
@@ -149,17 +151,66 @@ def test_host_paths_network_and_ports_fail_unless_the_workload_is_a_named_device
         "spec.template.spec: volume sock is a hostPath",
     ]
 
-    def plugin():
+
+PLUGIN_IMAGE = "public.ecr.aws/neuron/neuron-device-plugin:2.26.26.0"
+PLUGIN = "DaemonSet/kube-system/neuron-device-plugin"
+
+
+def _plugin(image: str = PLUGIN_IMAGE, host_path: str = "/var/lib/kubelet/device-plugins"):
+    def program():
         k8s.apps.v1.DaemonSet(
             "plugin",
             metadata={"name": "neuron-device-plugin", "namespace": "kube-system"},
             spec={"selector": {"matchLabels": LABELS}, "template": {"metadata": {"labels": LABELS}, "spec": {
-                "containers": [{"name": "p", "image": "i"}],
-                "volumes": [{"name": "sock", "hostPath": {"path": "/var/lib/kubelet/device-plugins"}}]}}},
+                "containers": [{"name": "p", "image": image}],
+                "volumes": [{"name": "sock", "hostPath": {"path": host_path}}]}}},
         )  # fmt: skip
 
-    assert violations(plugin, "workloads-no-host-access") == []
-    assert len(violations(plugin, "workloads-no-host-access", {"hostAccessExemptions": []})) == 1
+    return program
+
+
+def test_a_host_access_exemption_is_tied_to_the_pinned_image_not_the_name(violations):
+    """Issue 28: the name alone (or any image under it) no longer escapes; the pinned image does."""
+    by_name = {"hostAccessExemptions": [PLUGIN]}
+    pinned = {"hostAccessExemptions": [entry(PLUGIN, PLUGIN_IMAGE)]}
+    assert len(violations(_plugin(), "workloads-no-host-access")) == 1  # no typed plugin is exempt by default
+    assert len(violations(_plugin(), "workloads-no-host-access", by_name)) == 1
+    assert violations(_plugin(), "workloads-no-host-access", pinned) == []
+    assert violations(_plugin(PLUGIN_IMAGE + "@sha256:" + "a" * 64), "workloads-no-host-access", pinned) == []
+    for impostor in ("attacker/neuron-device-plugin:2.26.26.0", "public.ecr.aws/neuron/neuron-device-plugin:latest",
+                     "public.ecr.aws/neuron/neuron-device-plugin", PLUGIN_IMAGE + "-evil"):  # fmt: skip
+        assert len(violations(_plugin(impostor), "workloads-no-host-access", pinned)) == 1, impostor
+    # An entry pinning a digest takes only that digest; one naming a release only that chart's objects.
+    digest = {"hostAccessExemptions": [entry(PLUGIN, PLUGIN_IMAGE + "@sha256:" + "b" * 64)]}
+    assert len(violations(_plugin(PLUGIN_IMAGE + "@sha256:" + "a" * 64), "workloads-no-host-access", digest)) == 1
+    release = {"hostAccessExemptions": [entry(PLUGIN, PLUGIN_IMAGE, release="neuron")]}
+    assert len(violations(_plugin(), "workloads-no-host-access", release)) == 1  # declared beside, not by the chart
+
+
+@pytest.mark.parametrize("path", ["/", "//", "/.", "/etc/..", "/var/lib/kubelet", "/run/containerd/containerd.sock",
+                                  "/proc", "/etc/"])  # fmt: skip
+def test_a_host_path_of_the_node_root_is_flagged_whatever_the_exemption(violations, path):
+    pinned = {"hostAccessExemptions": [entry(PLUGIN, PLUGIN_IMAGE)]}
+    found = messages(violations(_plugin(host_path=path), "workloads-no-host-access", pinned))
+    assert len(found) == 1 and "no exemption covers it" in found[0], found
+
+
+def test_exemptions_of_privilege_and_root_follow_the_image(violations):
+    def monitor(image: str):
+        def program():
+            spec = neuron_monitor_spec()
+            spec["template"]["spec"]["containers"][0]["image"] = image
+            k8s.apps.v1.DaemonSet("nm", metadata={"name": "neuron-monitor", "namespace": "kube-system"}, spec=spec)
+
+        return program
+
+    from inference_platform.catalog.charts import NEURON_MONITOR_IMAGE
+
+    assert violations(monitor(NEURON_MONITOR_IMAGE), "workloads-hardened-containers") == []
+    assert violations(monitor(NEURON_MONITOR_IMAGE), "workloads-non-root") == []
+    for impostor in ("attacker.example.com/miner:1.0", NEURON_MONITOR_IMAGE.replace("1.10.0", "latest")):
+        assert violations(monitor(impostor), "workloads-hardened-containers"), impostor
+        assert violations(monitor(impostor), "workloads-non-root"), impostor
 
 
 # --- workloads-images-from-project-ecr --------------------------------------------------------------

@@ -90,6 +90,20 @@ def test_a_zone_or_a_certificate_in_the_region_makes_a_hostname():
         ({"circuitBreaker": {"maxPendingRequests": 0}}, "development", "edge.circuitBreaker.maxPendingRequests", []),
         ({"redis": {"mode": "memcached"}}, "development", "edge.redis.mode", ["memcached"]),
         ({"redis": {"nodeType": "t4g.small"}}, "development", "edge.redis.nodeType", ["cache."]),
+        # Issue 28 R2: failing closed (production's default), the rate-limit service must have time to answer.
+        (
+            {"rateLimits": {"serviceTimeoutMs": 20}},
+            "production",
+            "edge.rateLimits.serviceTimeoutMs",
+            ["got 20", "50-1000"],
+        ),
+        (
+            {"rateLimits": {"serviceTimeoutMs": 30, "failClosed": True}},
+            "development",
+            "edge.rateLimits.serviceTimeoutMs",
+            ["500s"],
+        ),
+        ({"rateLimits": {"serviceTimeoutMs": 5000}}, "development", "edge.rateLimits.serviceTimeoutMs", ["5000"]),
     ],
 )
 def test_each_bad_edge_value_names_its_key(edge, environment, path, words):
@@ -97,6 +111,11 @@ def test_each_bad_edge_value_names_its_key(edge, environment, path, words):
     assert path in found, found
     for word in words:
         assert word in found[path], found[path]
+
+
+def test_a_short_rate_limit_timeout_is_fine_failing_open():
+    assert load({"rateLimits": {"serviceTimeoutMs": 20}}).rate_limits.service_timeout_ms == 20
+    assert load({}).rate_limits.service_timeout_ms == 100
 
 
 def test_auth_off_is_allowed_in_development_and_then_nobody_is_limited_per_client():

@@ -50,3 +50,23 @@ def test_bad_values_name_their_key(verification, path, words):
 def test_prompts_must_fit_the_engine():
     found = problems({"isl": {"mean": 4000, "spread": 100}}, serving={"maxInputLen": 4096})
     assert "exceeds serving.maxInputLen (4096)" in found["verification.isl"]
+
+
+def test_the_verification_image_is_its_own_and_production_pins_it_by_digest():
+    """Issue 28 R1: the Job and the load test run inference_image/verification/Dockerfile's image."""
+    image = load({}).verification.image
+    assert (image.repository, image.tag, image.digest) == ("verification", None, None)
+    assert not load({}).verification.has_image and load({"image": {"tag": "1"}}).verification.has_image
+    assert (
+        "expected an ECR repository name"
+        in problems({"image": {"repository": "Bad Name"}})["verification.image.repository"]
+    )
+    with pytest.raises(SettingsError) as err:
+        load_settings(
+            {"tags": TAGS, "environment": "production", "verification": {"image": {"tag": "2026.12.1"}}},
+            project="p",
+            stack="prod",
+            region="us-west-2",
+        )
+    found = {p.path: p.message for p in err.value.problems}
+    assert "by digest" in found["verification.image.digest"]

@@ -147,6 +147,7 @@ def images(repo: Path = REPO) -> list[ImagePin]:
     for dockerfile, image, arg in (
         ("inference_image/Dockerfile", "nvcr.io/nvidia/tritonserver", "TRITON_TAG"),
         ("batch/Dockerfile", "docker.io/library/python", "PYTHON_TAG"),
+        ("inference_image/verification/Dockerfile", "docker.io/library/python", "PYTHON_TAG"),
     ):
         tag = dockerfile_args(repo / dockerfile)[arg]
         found.append(ImagePin(f"ARG {arg}", image, tag, dockerfile))

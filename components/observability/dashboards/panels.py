@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 
 from grafana_foundation_sdk.builders import dashboard as gd
 from grafana_foundation_sdk.builders import prometheus, stat, timeseries
@@ -79,7 +79,8 @@ def dashboard(uid: str, title: str, description: str, tags: list[str]) -> gd.Das
 
 def to_json(built: Any) -> dict[str, Any]:
     """The dashboard model as Grafana stores it (what the sidecar ConfigMap carries)."""
-    return json.loads(JSONEncoder(sort_keys=True).encode(built))
+    # A dashboard encodes as one object.
+    return cast(dict[str, Any], json.loads(JSONEncoder(sort_keys=True).encode(built)))
 
 
 def queries(model: dict[str, Any]) -> list[str]:

@@ -38,7 +38,7 @@ class Detokenizer:
         self.text = ""
 
     def update(self, token_ids: Sequence[int]) -> str:
-        text = self._tokenizer.decode(list(token_ids), skip_special_tokens=self._skip)  # type: ignore[attr-defined]
+        text = self._tokenizer.decode(list(token_ids), skip_special_tokens=self._skip)  # type: ignore[attr-defined]  # any tokenizer with decode()
         if not text.endswith("\ufffd"):
             self.text = text
         return self.text

@@ -55,6 +55,17 @@ def test_both_queues_are_standard_and_encrypted_with_the_stack_key(queues):
         assert queue.inputs["maxMessageSize"] == MESSAGE_BYTES
 
 
+@pytest.mark.parametrize("protect", [True, False])
+def test_both_queues_are_protected_and_retained_exactly_when_asked(run_components, protect):
+    """Issue 28 R8: production keeps the queued lines and the dead-letter evidence through a replacement or a
+    destroy (the policies and what they configure go with the stack)."""
+    resources = run_components(lambda: BatchQueues("lane", queue_args(protect=protect))).resources
+    queues = by_type(resources, "aws:sqs/queue:Queue")
+    assert len(queues) == 2
+    assert all(q.protect is protect and q.retain_on_delete is protect for q in queues)
+    assert not [r for r in resources if r.type != "aws:sqs/queue:Queue" and r.custom and r.protect]
+
+
 def test_the_work_queue_redrives_to_the_dead_letter_queue_and_only_it_may(queues):
     work, dead = one(queues, "lane-work"), one(queues, "lane-dead-letter")
     redrive = json.loads(work.inputs["redrivePolicy"])

@@ -18,6 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from inference_platform.catalog.edge_policy import AUTHORIZATION_HEADER, EdgePolicy, credential_headers
+from inference_platform.components.edge.controller_config import cluster_controller_config
 from inference_platform.components.edge.gateway_api import render_gateway_objects
 from inference_platform.inferctl.serving.edge_envoy import Listener, Upstream, render_bootstrap
 from inference_platform.loadgen.api_key_header import BEARER, api_key_headers
@@ -67,7 +68,13 @@ def bootstrap_auth(pol: EdgePolicy) -> dict:
     listener = Listener(
         address="127.0.0.1", port=1, certificate=Path("c"), private_key=Path("k"), admin_port=2, access_log=Path("a")
     )
-    config = render_bootstrap(pol, keys=keys, listener=listener, upstream=Upstream(address="127.0.0.1", port=3))
+    config = render_bootstrap(
+        pol,
+        keys=keys,
+        listener=listener,
+        upstream=Upstream(address="127.0.0.1", port=3),
+        controller=cluster_controller_config(pol),
+    )
     hcm = config["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
     (auth,) = [f["typed_config"] for f in hcm["http_filters"] if f["name"] == "envoy.filters.http.api_key_auth"]
     return auth

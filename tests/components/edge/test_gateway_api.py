@@ -11,6 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from inference_platform.catalog.envoy_gateway_gates import (
+    enabled,
+    feature,
+    features_used,
+    filter_features,
+    merged_config,
+)
+from inference_platform.components.edge.controller_config import cluster_controller_config, controller_values
 from inference_platform.components.edge.gateway_api import gateway_summary, render_gateway_objects
 from inference_platform.inferctl.serving.edge_envoy import Listener, Upstream, bootstrap_summary, render_bootstrap
 from inference_platform.inferctl.serving.local_edge import envoy_binary, generate_keys
@@ -54,7 +62,8 @@ def policy(edge):
     return load_settings({"tags": TAGS, "edge": edge}, project="p", stack="s", region="us-west-2").edge.policy()
 
 
-def bootstrap(pol, tmp: Path = Path("/nonexistent")):
+def bootstrap(pol, tmp: Path = Path("/nonexistent"), **more):
+    more.setdefault("controller", cluster_controller_config(pol))
     return render_bootstrap(
         pol,
         keys=generate_keys(pol),
@@ -67,6 +76,7 @@ def bootstrap(pol, tmp: Path = Path("/nonexistent")):
             access_log=tmp / "access.log",
         ),
         upstream=Upstream(address="127.0.0.1", port=9000),
+        **more,
     )
 
 
@@ -78,6 +88,8 @@ def test_both_renderings_agree_on_clients_limits_and_timeouts(case):
     assert gateway == envoy
     assert envoy["requests_per_minute"] == pol.limits()
     assert envoy["stream_idle_timeout"] == f"{pol.idle_timeout_seconds}s"
+    # Issue 28 R6: the ALB's connections outlive its idle timeout at the proxy (AWS: else occasional 502s).
+    assert int(envoy["downstream_idle_timeout"].removesuffix("s")) > pol.idle_timeout_seconds
     assert envoy["route_timeouts"] == ["0s"]  # no whole-request clock (Envoy's default is 15 s)
     assert envoy["retry_on"] == ["connect-failure,reset-before-request"]
     # Issue 18 §4: the OpenAI route's bodies limited, slow headers timed out.
@@ -192,4 +204,37 @@ def test_a_client_without_a_key_is_refused():
                 access_log=Path("a"),
             ),
             upstream=Upstream(address="127.0.0.1", port=3),
+            controller=cluster_controller_config(pol),
         )
+
+
+def _features(pol):
+    hcm = bootstrap(pol)["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
+    return filter_features(f["name"] for f in hcm["http_filters"])
+
+
+@pytest.mark.parametrize("case", sorted(EDGES))
+def test_the_local_envoy_runs_only_features_the_clusters_controller_enables(case):
+    """Issue 28 R12: the local bootstrap's gated filters are the Gateway objects' features, and the controller
+    values the cluster installs enable each (the local proof and the cluster cannot part ways on Lua again)."""
+    pol = policy(EDGES[case])
+    objects = render_gateway_objects(pol, TARGET)
+    local = _features(pol)
+    # The local stand-in runs global limits as local_ratelimit: the rest must be the same features.
+    assert local == features_used(objects) - {"global rate limit"}
+    config = merged_config(controller_values("r:6379", features=features_used(objects))["config"]["envoyGateway"])
+    assert all(enabled(feature(name), config) for name in local)
+
+
+def test_the_local_envoy_refuses_lua_the_controller_leaves_off():
+    pol = policy({})
+    assert pol.credential_lua is not None
+    # What the gateway's values held before issue 28: the chart's extensionApis {} (Lua off in v1.9.0).
+    old = {"rateLimit": {"backend": {"type": "Redis", "redis": {"url": "r:6379"}}, "failClosed": True}}
+    with pytest.raises(ValueError, match=r"would refuse this edge: Lua \(envoy.filters.http.lua\) is off.*HTTP 500"):
+        bootstrap(pol, controller=old)
+    with pytest.raises(ValueError, match="must not have the same value"):
+        bootstrap(pol, controller={"extensionApis": {"enableLua": True, "disableLua": True}})
+    bootstrap(pol, controller={"extensionApis": {"enableLua": True}})
+    # Without authentication there is no Lua, and nothing to enable.
+    bootstrap(policy(EDGES["auth-off"]), controller=old)

@@ -34,6 +34,7 @@ from inference_platform.catalog.edge_policy import (
     Endpoint,
     RouteGroup,
 )
+from inference_platform.components.edge.controller_config import cluster_controller_config
 from inference_platform.components.edge.gateway_api import gateway_summary, render_gateway_objects
 from inference_platform.inferctl.serving.edge_envoy import Listener, Upstream, bootstrap_summary, render_bootstrap
 from tests.components.edge.targets import TARGET
@@ -87,6 +88,7 @@ def bootstrap(policy: EdgePolicy, extra: dict | None = None) -> dict:
         ),
         upstream=Upstream(address="127.0.0.1", port=3),
         extra_upstreams=extra,
+        controller=cluster_controller_config(policy),
     )
 
 

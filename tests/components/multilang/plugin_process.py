@@ -20,7 +20,7 @@ from typing import IO
 import grpc
 from pulumi.runtime.proto import provider_pb2_grpc
 
-from inference_platform.processes import die_with_parent
+from inference_platform.processes import with_parent_death
 from tests.conftest import REPO
 
 PLUGIN_DIR = REPO / "provider"
@@ -33,11 +33,12 @@ def running_plugin(engine_address: str, cwd: Path) -> Iterator[provider_pb2_grpc
     # stderr to a file: a pipe nobody reads would fill and stall the plugin.
     errors = (cwd / "plugin-stderr.txt").open("w+b")
     process = subprocess.Popen(
-        [sys.executable, str(PLUGIN_DIR), engine_address],
+        # Not preexec_fn=die_with_parent(): this process runs the engine stand-in's gRPC server, and a
+        # preexec_fn forks, which aborts the child in gRPC's atfork handlers (grpc/grpc#43055).
+        with_parent_death([sys.executable, str(PLUGIN_DIR), engine_address]),
         cwd=cwd,
         stdout=subprocess.PIPE,
         stderr=errors,
-        preexec_fn=die_with_parent(),
     )
     try:
         port = _first_line(process, errors)

@@ -45,17 +45,21 @@ def test_port_80_only_when_redirect_is_wanted(run_components):
     assert ports == [443]
 
 
-def test_serving_ports_only_from_the_load_balancer_and_metrics_only_from_the_vpc(run_components):
+def test_the_load_balancer_opens_no_triton_port_and_metrics_come_only_from_the_vpc(run_components):
+    """Issue 28 R11: the edge targets Envoy through the controller's backend security group; Triton's 8000/8001
+    are opened to nothing (they were, from the load balancer, on every node)."""
     resources = groups(run_components)
     nodes, lb = one(resources, "sg-nodes"), one(resources, "sg-lb")
     on_nodes = [r for r in by_type(resources, INGRESS) if r.property_dependencies["securityGroupId"] == [nodes.urn]]
     by_port = {r.inputs.get("fromPort"): r for r in on_nodes}
-    assert set(by_port) == {8000, 8001, 8002, None}
-    for port in (8000, 8001):
-        assert by_port[port].property_dependencies["referencedSecurityGroupId"] == [lb.urn]
+    assert set(by_port) == {8002, None}
     assert by_port[8002].inputs["cidrIpv4"] == "10.0.0.0/16"
     assert by_port[None].inputs["ipProtocol"] == "-1"
     assert by_port[None].property_dependencies["referencedSecurityGroupId"] == [nodes.urn]
+    rules = by_type(resources, INGRESS) + by_type(resources, EGRESS)
+    touching_lb = [r for r in rules if lb.urn in (r.property_dependencies.get("securityGroupId", []) +
+                                                  r.property_dependencies.get("referencedSecurityGroupId", []))]  # fmt: skip
+    assert {(r.type, r.inputs["fromPort"]) for r in touching_lb} == {(INGRESS, 443), (INGRESS, 80)}
 
 
 def test_every_rule_has_a_description_and_the_node_group_is_discoverable(run_components):

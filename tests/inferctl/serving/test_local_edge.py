@@ -674,3 +674,37 @@ def test_slow_header_connections_are_closed_after_the_request_headers_timeout(ed
             f"\n[edge slow headers] {len(closed)} of {SLOW_CONNECTIONS} closed, after "
             f"{min(closed.values()):.2f}-{max(closed.values()):.2f} s (request_headers_timeout {timeout} s)"
         )
+
+
+def _raw(edge: Edge, head: list[str]) -> tuple[int, bytes]:
+    """One HTTP/1.1 request of raw header lines over TLS (http.client would not send two Host headers)."""
+    sock = _tls_socket(edge)
+    try:
+        sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode())
+        reader = sock.makefile("rb")
+        status = int(reader.readline().decode().split()[1])
+        return status, reader.read() if status >= 400 else b""
+    finally:
+        sock.close()
+
+
+@pytest.mark.parametrize(
+    "hosts", [("a.example.com", "b.example.com"), ("a.example.com", "a.example.com"), ("edge", "evil.example.com")]
+)
+def test_two_host_headers_are_400_and_reach_nothing(edge, hosts):
+    """Issue 28: a request with two Host headers was served (200). Envoy 1.40.0 (this wheel) folds them into one
+    ``:authority`` joined by a comma; the edge's script refuses it before authentication, in both renderings."""
+    key = edge.keys["alpha"]
+    one = ["GET /v1/models HTTP/1.1", f"host: {hosts[0]}", f"authorization: Bearer {key}", "connection: close"]
+    assert _raw(edge, one)[0] == 200
+    edge.upstream.seen.clear()
+    two = [
+        "GET /v1/models HTTP/1.1",
+        *(f"host: {h}" for h in hosts),
+        f"authorization: Bearer {key}",
+        "connection: close",
+    ]
+    status, body = _raw(edge, two)
+    assert status == 400, (status, body)
+    assert b'"ambiguous_host"' in body, body
+    assert edge.upstream.seen == []
