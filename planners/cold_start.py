@@ -22,8 +22,13 @@ placeholder's node in the background.
 
 Phases:
 
-1. **detection**: a scrape of the server's gauges, KEDA's polling interval and the HPA's sync period, each at most
-   once before the scale-up is decided.
+1. **detection**: a scrape of the server's gauges and the HPA's sync period, each at most once before the scale-up is
+   decided. KEDA's ``pollingInterval`` is not in this path: with ``minReplicaCount`` above 0 and no trigger's
+   ``useCachedMetrics``, each HPA request for the metric reads the scalers live (kedacore/keda v2.20.2
+   pkg/scaling/scale_handler.go ``GetScaledObjectMetrics``), and the polling loop only activates from zero (the
+   webhook warns that pollingInterval "is only relevant when minReplicaCount = 0 or idleReplicaCount = 0 or
+   useCachedMetrics is enabled", apis/keda/v1alpha1/scaledobject_webhook.go; tests/data/upstream/
+   keda_v2.20.2_fallback.json). A scale-up is decided with replicas running, so the loop never delays it.
 2. **node launch**: Karpenter (EC2 Fleet, "typically under 60 seconds" to Ready) or the cluster autoscaler
    growing a managed group (3-5 min), plus an assumed bring-up of an 8-accelerator node's device plugins and EFA.
 3. **image pull**: ``IMAGE_PULL`` (15-20 GB in 4-6 min, second-hand), halved at best by parallel pull.
@@ -92,7 +97,6 @@ VERIFY_THREADS: Final = 4
 WARMUP_S: Final = 90.0
 """Assumed model construction + CUDA graph capture + readiness after the weights are read."""
 DEFAULT_SCRAPE_S: Final = 15.0
-DEFAULT_POLLING_S: Final = 15.0
 
 
 @dataclass(frozen=True)
@@ -158,7 +162,6 @@ class StartInputs:
     download_concurrency: int = DEFAULT_DOWNLOAD_CONCURRENCY
     warmup_s: float = WARMUP_S
     scrape_s: float = DEFAULT_SCRAPE_S
-    polling_s: float = DEFAULT_POLLING_S
     standby_replicas: int = 0
     figures: Figures = field(default_factory=Figures)
 
@@ -285,10 +288,11 @@ def model(inputs: StartInputs) -> ColdStart:
 
 def _detection(inputs: StartInputs) -> Phase:
     hpa = rates.HPA_SYNC_SECONDS.value
-    seconds = inputs.scrape_s + inputs.polling_s + hpa
+    seconds = inputs.scrape_s + hpa
     return Phase("detection", seconds, "published",
-                 f"scrape {inputs.scrape_s:g} s + KEDA pollingInterval {inputs.polling_s:g} s + HPA sync {hpa:g} s "
-                 f"({rates.HPA_SYNC_SECONDS.source})")  # fmt: skip
+                 f"scrape {inputs.scrape_s:g} s + HPA sync {hpa:g} s ({rates.HPA_SYNC_SECONDS.source}); KEDA reads the "
+                 "scalers at each HPA request, its pollingInterval only activates from zero (kedacore/keda v2.20.2 "
+                 "pkg/scaling/scale_handler.go GetScaledObjectMetrics)")  # fmt: skip
 
 
 def _launch(inputs: StartInputs, fig: Figures) -> Phase:

@@ -193,7 +193,6 @@ def inputs_for(sections: Mapping[str, Any], ceiling: int | None = None) -> cold_
         copy_streams=cold_start.PARALLEL_COPY_STREAMS,
         download_concurrency=options.download_concurrency,
         scrape_s=_seconds(getattr(monitoring, "scrape_interval", None), cold_start.DEFAULT_SCRAPE_S),
-        polling_s=float(getattr(auto, "polling_interval_seconds", cold_start.DEFAULT_POLLING_S)),
         standby_replicas=options.standby_replicas,
         figures=options.figures.figures(),
     )
