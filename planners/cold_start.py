@@ -412,6 +412,56 @@ def max_target_share(cold_start_s: float, ramp_per_hour: float) -> float:
     return 1.0 / (1.0 + headroom(cold_start_s, ramp_per_hour))
 
 
+TARGET_RUNNING_S: Final = 180.0
+"""Issue 31's target for a scale-up on a running node, from the decision: 3 minutes."""
+TARGET_AFTER_LAUNCH_S: Final = 180.0
+"""Issue 31's target for a scale-up on a new node: the node's launch + 3 minutes."""
+
+
+@dataclass(frozen=True)
+class NotOffered:
+    """A cold-start option the issue names that this stack cannot take, and the upstream fact that says why."""
+
+    name: str
+    why: str
+    source: str
+
+
+NOT_OFFERED: Final = (
+    NotOffered("lazy image loading (SOCI index v2)",
+               "nodeadm's FastImagePull enables parallel pull only (lazy loading skipped), and lazy loading needs a "
+               "SOCI index v2 packed into the image by `soci convert`, which the image pipeline does not build",
+               "awslabs/amazon-eks-ami v20260724 nodeadm/internal/containerd/snapshotter/soci-snapshotter.config.toml "
+               "(tests/data/upstream/amazon_eks_ami_v20260724_fast_image_pull.json); awslabs/soci-snapshotter v0.15.0 "
+               "docs/pull-modes.md, docs/soci-index-manifest-v2.md"),
+    NotOffered("streaming weight loader",
+               "TensorRT-LLM's LLM API reads a local path: its HF loader globs {checkpoint_dir}/*.safetensors (then "
+               "*.bin, *.pth) and prefetches them into the page cache, with no S3 or streaming source, so the "
+               "weights must be on the node (or FSx) before the engine starts",
+               "NVIDIA/TensorRT-LLM tensorrt_llm/_torch/models/checkpoints/hf/weight_loader.py HfWeightLoader."
+               "load_weights, read at 149b2213 (a stored copy: the repository is beyond this machine's fetch limit, "
+               "so not at the 1.2.1 tag)"),
+)  # fmt: skip
+
+
+def target_lines(cs: ColdStart) -> list[str]:
+    """The issue's two targets against this model: met, or what keeps the start above it."""
+    running = cs.running_node_s <= TARGET_RUNNING_S
+    after = cs.after_launch_s <= TARGET_AFTER_LAUNCH_S
+    out = [f"target <= {TARGET_RUNNING_S / 60:g} min on a running node: {'met' if running else 'missed'} "
+           f"({cs.running_node_s / 60:.1f} min)",
+           f"target <= launch + {TARGET_AFTER_LAUNCH_S / 60:g} min on a new node: {'met' if after else 'missed'} "
+           f"(launch + {cs.after_launch_s / 60:.1f} min)"]  # fmt: skip
+    if not after:
+        new_only = [p for p in cs.new if p.name != "node launch" and p.name not in {r.name for r in cs.running}]
+        worst = max(new_only, key=lambda p: p.seconds, default=None)
+        blocker = f"; {worst.name} alone takes {worst.seconds:.0f} s" if worst is not None else ""
+        out[-1] += (f"{blocker}: no option this stack can take removes it (options not offered above); "
+                    + ("standby replicas keep the scale-up off this path" if cs.standby_covers else
+                       "coldStart.standbyReplicas keeps a scale-up off this path, at the price of the nodes it holds"))  # fmt: skip
+    return out
+
+
 def text(cs: ColdStart) -> list[str]:
     """Human lines: the two paths and each phase with its basis and source."""
     i = cs.inputs

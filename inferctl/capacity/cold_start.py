@@ -123,6 +123,8 @@ def run_stack(args: argparse.Namespace) -> int:
     if args.json:
         out = cs.to_dict()
         out["alternatives"] = {name: alt.to_dict() for name, alt in alternatives.items()}
+        out["notOffered"] = [{"name": o.name, "why": o.why, "source": o.source} for o in cold_start.NOT_OFFERED]
+        out["targets"] = cold_start.target_lines(cs)
         out["thresholds"] = thresholds.to_dict() if thresholds is not None else None
         print(json.dumps(out, indent=2))
         return 0
@@ -133,8 +135,8 @@ def run_stack(args: argparse.Namespace) -> int:
         lines.append(f"  {name:<44} running node {alt.running_node_s / 60:5.1f} min, new node "
                      f"{alt.new_node_s / 60:5.1f} min (launch + {alt.after_launch_s / 60:.1f})"
                      + _standby_cost(settings, alt.inputs.standby_replicas))  # fmt: skip
-    lines.append("  lazy image loading (SOCI index v2)            not offered: nodeadm's FastImagePull enables parallel "
-                 "pull only, and the image pipeline builds no SOCI index")  # fmt: skip
+    lines += [f"  {o.name:<44} not offered: {o.why} ({o.source})" for o in cold_start.NOT_OFFERED]
+    lines += ["", *cold_start.target_lines(cs)]
     if thresholds is not None:
         from inference_platform.inferctl.cost.summary import thresholds_line
 

@@ -146,3 +146,16 @@ def test_headroom_for_a_ramp():
 def test_the_model_reads_no_local_measurement():
     source = inspect.getsource(cs)
     assert "bench" not in source.replace("make bench BENCH_ARGS=cold-start", "")
+
+
+def test_the_targets_are_judged_and_a_standby_covered_miss_says_so():
+    """Issue 31's targets (3 min on a running node, launch + 3 on a new one) are printed met or missed; a miss names
+    the phase that keeps the new node above it and the option that keeps a scale-up off that path."""
+    slow = cs.model(cs.StartInputs(provisioner="managed", instance_type="p5.48xlarge",
+                                                   accelerators_per_node=8, model_gib=67.7, source="download",
+                                                   local_nvme=True, download_concurrency=16))  # fmt: skip
+    running, new = cs.target_lines(slow)
+    assert running.endswith(f"met ({slow.running_node_s / 60:.1f} min)") and "missed" not in running
+    assert "missed" in new and "image pull alone takes" in new and "coldStart.standbyReplicas" in new
+    covered = cs.model(replace(slow.inputs, standby_replicas=1))
+    assert "standby replicas keep the scale-up off this path" in cs.target_lines(covered)[1]
