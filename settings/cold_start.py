@@ -86,26 +86,32 @@ class ColdStartSettings(Section):
         if self.image_pull == "parallel" and pool is not None:
             if pool.ami_family != "al2023":
                 out.append(Problem("coldStart.imagePull", f"got parallel; it is nodeadm's FastImagePull, which only "
-                                   f"AL2023 nodes run (the serving pool {pool_name!r} is {pool.ami_family}): "
-                                   "use full or amiFamily al2023"))  # fmt: skip
+                                   f"AL2023 nodes run (the serving pool's nodePools.{pool_name}.amiFamily is "
+                                   f"{pool.ami_family}): use full or amiFamily al2023"))  # fmt: skip
             else:
                 small = [t for t in pool.instance_types if not cold_start.fast_image_pull_applies(t)]
                 if small:
                     out.append(Problem("coldStart.imagePull", f"got parallel; nodeadm ignores FastImagePull on "
-                                       f"{', '.join(small)} (fewer than {cold_start.FAST_IMAGE_PULL_MIN_VCPUS} vCPUs or "
-                                       f"{cold_start.FAST_IMAGE_PULL_MIN_MEMORY_GIB} GiB): use full"))  # fmt: skip
+                                       f"{', '.join(small)} in nodePools.{pool_name}.instanceTypes (fewer than "
+                                       f"{cold_start.FAST_IMAGE_PULL_MIN_VCPUS} vCPUs or "
+                                       f"{cold_start.FAST_IMAGE_PULL_MIN_MEMORY_GIB} GiB): use full, or larger "
+                                       "instance types"))  # fmt: skip
         fsx_enabled = bool(getattr(ctx.sections.get("fsx"), "enabled", False))
         source = inference.model_source(fsx_enabled) if isinstance(inference, InferenceSettings) else None
         if self.download_concurrency != cold_start.DEFAULT_DOWNLOAD_CONCURRENCY and source == "fsx":
             out.append(Problem("coldStart.downloadConcurrency", f"got {self.download_concurrency}; the weights come from "
-                               "FSx (inference.model.source), staged by copy: it has no effect there"))  # fmt: skip
+                               f"FSx (inference.model.source {inference.model.source} with fsx.enabled "
+                               f"{str(fsx_enabled).lower()}), staged by copy: it has no effect there; leave it unset "
+                               "or set inference.model.source download"))  # fmt: skip
         if self.figures.weights_mib_per_second is not None and pool is not None and pool.instance_types:
-            out += self._weights_problems(pool.instance_types, source, ctx)
+            out += self._weights_problems(pool_name, pool.instance_types, source, ctx)
         if self.standby_replicas:
             out += self._standby_problems(ctx)
         return out
 
-    def _weights_problems(self, instance_types: list[str], source: str | None, ctx: CheckContext) -> list[Problem]:
+    def _weights_problems(
+        self, pool_name: str, instance_types: list[str], source: str | None, ctx: CheckContext
+    ) -> list[Problem]:
         """A measured staging rate above what the path can carry contradicts the rest of the stack."""
         rate = self.figures.weights_mib_per_second or 0.0
         if source == "fsx":
@@ -117,13 +123,15 @@ class ColdStartSettings(Section):
             burst = (tier.network_burst_mb_s or tier.network_baseline_mb_s) * tib * 1e6 / cold_start.MIB
             if rate > burst:
                 return [Problem("coldStart.figures.weightsMiBps", f"got {rate:g}; above the FSx file system's network "
-                                f"throughput ({burst:,.0f} MiB/s at fsx.storageCapacityGiB x "
-                                "fsx.perUnitStorageThroughput): measure again or check fsx.*")]  # fmt: skip
+                                f"throughput ({burst:,.0f} MiB/s at fsx.storageCapacityGiB "
+                                f"{getattr(fsx, 'storage_capacity_gib', 0)} x fsx.perUnitStorageThroughput "
+                                f"{getattr(fsx, 'per_unit_storage_throughput', 0)}): measure again or check fsx.*")]  # fmt: skip
             return []
         cards = [d.network_gbps * 1e9 / 8 / cold_start.MIB for t in instance_types if (d := cold_start.disks(t))]
         if cards and rate > min(cards):
-            return [Problem("coldStart.figures.weightsMiBps", f"got {rate:g}; above the serving nodes' network card "
-                            f"({min(cards):,.0f} MiB/s): no download is faster than the card it arrives on")]  # fmt: skip
+            return [Problem("coldStart.figures.weightsMiBps", f"got {rate:g}; above the network card of the serving "
+                            f"pool's nodePools.{pool_name}.instanceTypes ({min(cards):,.0f} MiB/s): no download is "
+                            "faster than the card it arrives on: measure again")]  # fmt: skip
         return []
 
     def _standby_problems(self, ctx: CheckContext) -> list[Problem]:
@@ -137,6 +145,7 @@ class ColdStartSettings(Section):
         if auto is not None and not getattr(auto, "enabled", False):
             out.append(Problem("coldStart.standbyReplicas", f"got {self.standby_replicas}; standby serves scale-ups, and "
                                "autoscaling.enabled is false"))  # fmt: skip
+            return out  # without autoscaling its maxReplicas is no ceiling: no replica slots to count
         slots = serving_slots(ctx)
         high = getattr(auto, "max_replicas", None)
         if slots is not None and high is not None and high + self.standby_replicas > slots:
@@ -166,6 +175,8 @@ def inputs_for(sections: Mapping[str, Any], ceiling: int | None = None) -> cold_
         return None
     fsx_on = fsx if fsx is not None and getattr(fsx, "enabled", False) else None
     source = inference.model_source(fsx_on is not None)
+    if source == "fsx" and fsx_on is None:
+        return None  # no cache to stage from: the inference section names inference.model.source
     fsx_mb_s = fsx_on.storage_capacity_gib / 1024 * fsx_on.per_unit_storage_throughput if fsx_on is not None else None
     starts = 1
     if auto is not None and getattr(auto, "enabled", False):

@@ -8,6 +8,9 @@ from inference_platform.settings import SettingsError, derived, load_settings
 from inference_platform.settings import cold_start as settings_cold_start
 from tests.settings.test_inference import load, stack_values
 
+PROD_CACHE = {"enabled": True, "storageCapacityGiB": 2400, "perUnitStorageThroughput": 500}
+"""The FSx model cache prod had before it downloaded from S3 (a stack may still choose it)."""
+
 
 @pytest.mark.parametrize("stack", ["dev", "prod", "npu"])
 def test_every_shipped_stack_models_its_cold_start_and_passes_the_ramp_check(stack):
@@ -30,7 +33,7 @@ def test_prod_downloads_from_s3_with_parallel_pull_and_serves_within_three_minut
 def test_options_that_would_not_take_effect_are_refused_naming_the_key():
     fsx_inference = {**stack_values("prod")["inference"]}
     fsx_inference["model"] = {**fsx_inference["model"], "source": "fsx"}
-    found = _problems({"inference": fsx_inference, "coldStart": {"downloadConcurrency": 32}})
+    found = _problems({"inference": fsx_inference, "fsx": PROD_CACHE, "coldStart": {"downloadConcurrency": 32}})
     assert [p.path for p in found] == ["coldStart.downloadConcurrency"] and "FSx" in found[0].message
     pools = {**stack_values("prod")["nodePools"]}
     pools["inference"] = {**pools["inference"], "amiFamily": "bottlerocket", "localStorage": "none"}
@@ -74,7 +77,7 @@ def test_a_target_without_headroom_for_the_ramp_is_refused_naming_the_key():
 
 
 def test_fsx_starving_simultaneous_starts_names_its_throughput():
-    fsx = {**stack_values("prod")["fsx"], "perUnitStorageThroughput": 125}
+    fsx = {**PROD_CACHE, "perUnitStorageThroughput": 125}
     inference = {**stack_values("prod")["inference"]}
     inference["model"] = {**inference["model"], "source": "fsx"}
     auto = {**stack_values("prod").get("autoscaling", {}), "scaleUp": {"pods": 8}, "rampPercentPerHour": 100,

@@ -225,7 +225,9 @@ def test_plan_shows_the_cold_start_with_each_figure_and_its_source(capsys):
     code, out, _ = run(capsys, "capacity", "plan", *DEMAND, "--tokens-per-day", "1.5e9", "--accelerator", "h100",
                        "--image-pull", "parallel", "--download-concurrency", "16")  # fmt: skip
     assert code == 0 and "cold start from the scale-up decision:" in out and "weights from S3" in out
-    assert "16 ranged GETs x 85 MB/s" in out and "FastImagePull" in out and "ThreadedMotoServer" not in out  # the emulator is no rate
+    assert (
+        "16 ranged GETs x 85 MB/s" in out and "FastImagePull" in out and "ThreadedMotoServer" not in out
+    )  # the emulator is no rate
 
 
 @pytest.mark.parametrize(("flag", "value"), [("--ramp-percent-per-hour", "nan"), ("--ramp-percent-per-hour", "-1"),
