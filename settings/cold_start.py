@@ -97,10 +97,11 @@ class ColdStartSettings(Section):
                                        f"{cold_start.FAST_IMAGE_PULL_MIN_MEMORY_GIB} GiB): use full, or larger "
                                        "instance types"))  # fmt: skip
         fsx_enabled = bool(getattr(ctx.sections.get("fsx"), "enabled", False))
+        configured = inference.model.source if isinstance(inference, InferenceSettings) else None
         source = inference.model_source(fsx_enabled) if isinstance(inference, InferenceSettings) else None
         if self.download_concurrency != cold_start.DEFAULT_DOWNLOAD_CONCURRENCY and source == "fsx":
             out.append(Problem("coldStart.downloadConcurrency", f"got {self.download_concurrency}; the weights come from "
-                               f"FSx (inference.model.source {inference.model.source} with fsx.enabled "
+                               f"FSx (inference.model.source {configured} with fsx.enabled "
                                f"{str(fsx_enabled).lower()}), staged by copy: it has no effect there; leave it unset "
                                "or set inference.model.source download"))  # fmt: skip
         if self.figures.weights_mib_per_second is not None and pool is not None and pool.instance_types:
