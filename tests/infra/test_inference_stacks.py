@@ -1,5 +1,5 @@
 """The inference rollout of every shipped stack, as `make plan` builds it: dev serves Llama-3.1-8B FP8
-on one L4 from S3, prod Llama-3.1-70B FP8 at TP 4 on H100 from FSx by digest, npu the Neuron image on
+on one L4 from S3, prod Llama-3.1-70B FP8 at TP 4 on H100 from S3 by digest, npu the Neuron image on
 Inferentia2; all through the cluster's provider, into the storage area's namespace and account."""
 
 from __future__ import annotations
