@@ -429,11 +429,15 @@ class NotOffered:
 
 NOT_OFFERED: Final = (
     NotOffered("lazy image loading (SOCI index v2)",
-               "nodeadm's FastImagePull enables parallel pull only (lazy loading skipped), and lazy loading needs a "
-               "SOCI index v2 packed into the image by `soci convert`, which the image pipeline does not build",
-               "awslabs/amazon-eks-ami v20260724 nodeadm/internal/containerd/snapshotter/soci-snapshotter.config.toml "
-               "(tests/data/upstream/amazon_eks_ami_v20260724_fast_image_pull.json); awslabs/soci-snapshotter v0.15.0 "
-               "docs/pull-modes.md, docs/soci-index-manifest-v2.md"),
+               "the pinned AMI cannot lazy-load through its documented node configuration: nodeadm's one SOCI switch, "
+               "FastImagePull, writes parallel_pull_unpack.enable = true, and then the snapshotter skips lazy-load "
+               "entirely (it prepares no remote snapshot, so a SOCI index built into the image by `soci convert` "
+               "would never be read); NodeConfig has no field for the snapshotter's own config",
+               "awslabs/amazon-eks-ami v20260724 nodeadm/internal/containerd/snapshotter/soci-snapshotter.config.toml, "
+               "nodeadm/api/v1alpha1/nodeconfig_types.go (tests/data/upstream/amazon_eks_ami_v20260724_fast_image_pull"
+               ".json); awslabs/soci-snapshotter v0.15.0 docs/config.md:116 \"When true, lazy-load is skipped "
+               "entirely\", snapshot/snapshot.go skipRemoteSnapshotPrepare "
+               "(tests/data/upstream/soci_snapshotter_v0.15.0_pull_modes.json)"),
     NotOffered("streaming weight loader",
                "TensorRT-LLM's LLM API reads a local path: its HF loader globs {checkpoint_dir}/*.safetensors (then "
                "*.bin, *.pth) and prefetches them into the page cache, with no S3 or streaming source, so the "

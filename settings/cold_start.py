@@ -4,9 +4,10 @@ The section holds the options that cut the time from a scale-up decision to a se
 the model (``inference_platform.planners.cold_start``) only where it takes effect and refused where it would not:
 
 - ``imagePull: parallel``: nodeadm's ``FastImagePull`` feature gate in the serving pool's NodeConfig (AL2023, at
-  least 4 vCPUs and 7 GiB): SOCI parallel pull/unpack. nodeadm enables no lazy loading (awslabs/amazon-eks-ami
-  v20260724 nodeadm/internal/containerd/snapshotter/soci-snapshotter.config.toml: ``parallel_pull_unpack.enable =
-  true``); lazy loading needs a SOCI index v2 built into the image, which the image pipeline does not build.
+  least 4 vCPUs and 7 GiB): SOCI parallel pull/unpack. It is no lazy loading: nodeadm writes
+  ``parallel_pull_unpack.enable = true`` (awslabs/amazon-eks-ami v20260724
+  nodeadm/internal/containerd/snapshotter/soci-snapshotter.config.toml), and soci-snapshotter then skips lazy-load
+  entirely (v0.15.0 docs/config.md), so a SOCI index in the image would never be read (the pipeline builds none).
 - ``downloadConcurrency``: ranged GETs ``inferctl artifacts download`` keeps in flight when weights come from S3
   (``inference.model.source`` download); S3 serves about 85 MB/s per connection.
 - ``standbyReplicas``: placeholder pods that hold a replica's accelerators (and pull the image) at a negative
