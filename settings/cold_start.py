@@ -239,6 +239,8 @@ class Hold:
     """Sequences the KV cache holds at the mean context (None: not modelled for this layout)."""
     steps: tuple[scaling.Step, ...] = ()
     """How each bound was reached, for the derivation the plan prints."""
+    infeasible: str | None = None
+    """When no batch meets the SLO: what one request alone sees, against the SLO key that binds (``slo_key``)."""
 
 
 def replica_hold(sections: Mapping[str, Any], region: str | None = None) -> Hold | None:
@@ -283,6 +285,20 @@ def replica_hold(sections: Mapping[str, Any], region: str | None = None) -> Hold
 
     median_ok = [p.batch for p in pred.sweep if p.meets(pred.slo)]
     within = max((p.batch for p in pred.sweep if p.meets(pred.slo) and tail(p) <= p95), default=0)
+    infeasible = None
+    alone = min(pred.sweep, key=lambda p: p.batch, default=None)
+    if within == 0 and alone is not None:
+        # Name the SLO that even one request alone misses: the ITL, then the median TTFT, then the p95. No figure
+        # in the message: it must read the same under the capacity section's planning factors and without them.
+        if alone.itl_ms > itl:
+            slo_key = "capacity.slo.itlMs" if explicit_slo is not None else "serving.slo.itlP50Ms"
+            infeasible = f"got {itl:g}; one request alone exceeds this ITL"
+        elif alone.ttft_ms > ttft:
+            infeasible = f"got {ttft:g}; one request alone exceeds this TTFT"
+        else:
+            slo_key = "serving.slo.ttftP95Ms"
+            infeasible = f"got {p95:g}; one request alone exceeds this TTFT p95"
+        infeasible += f" on {instance} at TP {serving.tensor_parallel} (planners/latency.py)"
     held = min((batch, "serving.maxBatchSize"), (kv_fit, "the KV cache"), (within, slo_key), key=lambda x: x[0])
     at = next((p for p in pred.sweep if p.batch == within), None)
     slo_value = (f"{within} requests" + (f": TTFT {at.ttft_ms:.0f} ms mean (<= {ttft:g}), {tail(at):.0f} ms p95 "
@@ -304,7 +320,7 @@ def replica_hold(sections: Mapping[str, Any], region: str | None = None) -> Hold
         ),
         scaling.Step("a replica holds", f"{held[0]} requests", f"set by {held[1]}"),
     )
-    return Hold(held[0], held[1], slo_key, kv_fit, steps)
+    return Hold(held[0], held[1], slo_key, kv_fit, steps, infeasible)
 
 
 def slo_problems(sections: Mapping[str, Any], region: str | None = None) -> list[tuple[str, str]]:
@@ -382,8 +398,9 @@ def ramp_problems(
            f"the load grows {growth:.0%} meanwhile; a replica holds {hold.requests} requests within the SLO "
            f"(set by {hold.limit})")  # fmt: skip
     if hold.requests < 1:
-        return [(hold.slo_key, "no batch meets the TTFT/ITL SLO on this layout: a replica holds no request within "
-                               "it, so no autoscaling target can leave headroom")]  # fmt: skip
+        lead = f"{hold.infeasible}: " if hold.infeasible else ""
+        return [(hold.slo_key, f"{lead}no batch meets the TTFT/ITL SLO on this layout: a replica holds no request "
+                               "within it, so no autoscaling target can leave headroom")]  # fmt: skip
     out: list[tuple[str, str]] = []
     kv_on = getattr(serving, "backend", None) != "neuron" and hold.kv_fit is not None
     kv_trigger = auto.kv_cache_target * hold.kv_fit if kv_on else None

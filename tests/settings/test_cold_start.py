@@ -273,3 +273,21 @@ def test_bad_ramps_slos_and_cold_start_figures_make_the_plan_exit_2_naming_the_k
     assert code == 2 and "Traceback" not in err, err
     lines = [ln for ln in err.splitlines() if ln.strip().startswith("- ")]
     assert len(lines) == 1 and lines[0].strip().startswith(f"- {path}:") and words in lines[0], err
+
+
+@pytest.mark.parametrize(
+    ("values", "key"),
+    [({"serving": {"slo": {"itlP50Ms": 5}}}, "serving.slo.itlP50Ms"),
+     ({"capacity": {"slo": {"ttftMs": 400, "itlMs": 5}}}, "capacity.slo.itlMs")],
+)  # fmt: skip
+def test_an_itl_slo_one_request_alone_misses_is_refused_naming_the_itl_key(values, key):
+    """Issue 31 item 5: prod's p5.48xlarge TP 4 decodes one request at about 10 ms per token (planners/latency.py),
+    so an ITL SLO of 5 ms holds no request. The headroom check names the ITL key that binds, not the TTFT one."""
+    merged = {section: {**stack_values("prod")[section], **over} for section, over in values.items()}
+    if "serving" in values:
+        merged["serving"]["slo"] = {**stack_values("prod")["serving"]["slo"], **values["serving"]["slo"]}
+    found = [p for p in _problems(merged) if "no autoscaling target can leave headroom" in p.message]
+    assert [p.path for p in found] == [key]
+    assert found[0].message.startswith("got 5; one request alone exceeds this ITL on p5.48xlarge at TP 4")
+    # Within reach (prod's own 40 ms) it loads.
+    load({}, "prod")
