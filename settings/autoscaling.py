@@ -204,7 +204,10 @@ class AutoscalingSettings(Section):
 
     def problems(self, ctx: CheckContext) -> list[Problem]:
         region = ctx.region.name if ctx.region else None
-        out = [Problem(key, message) for key, message in cold_start_settings.slo_problems(ctx.sections, region)]
+        out = [
+            Problem(key, message)
+            for key, message in cold_start_settings.slo_problems(ctx.sections, region, autoscaled=self.enabled)
+        ]
         if not self.enabled:
             return out
         low, high = self.min_replicas, self.max_replicas

@@ -323,10 +323,13 @@ def replica_hold(sections: Mapping[str, Any], region: str | None = None) -> Hold
     return Hold(held[0], held[1], slo_key, kv_fit, steps, infeasible)
 
 
-def slo_problems(sections: Mapping[str, Any], region: str | None = None) -> list[tuple[str, str]]:
+def slo_problems(
+    sections: Mapping[str, Any], region: str | None = None, *, autoscaled: bool = True
+) -> list[tuple[str, str]]:
     """An SLO no replica can meet even alone: the prefill of ``serving.maxInputLen`` at the planned speed (plus one
     decode step) exceeds ``serving.slo.ttftP95Ms``. A request that long can never see its first token in time,
-    whatever the autoscaler does."""
+    whatever the autoscaler does. On an autoscaled stack also a ``minOutputTokensPerSecond`` above what one request
+    alone decodes (the ramp check's reasoning; without autoscaling an impossible SLO is the verdict's failure)."""
     from inference_platform.settings import capacity as capacity_settings
 
     serving, cap = sections.get("serving"), sections.get("capacity")
@@ -342,12 +345,23 @@ def slo_problems(sections: Mapping[str, Any], region: str | None = None) -> list
         factors = cap.planning_factors() if cap is not None else DEFAULT_FACTORS
         scale = capacity_settings.serving_features(serving, factors).ttft_scale
         alone_ms = (latency.prefill_seconds(r, serving.max_input_len) + latency.decode_step(r, 1, 1)[0]) * 1e3 * scale
+        features = capacity_settings.serving_features(serving, factors)
+        isl = getattr(cap, "isl", capacity_settings.DEFAULT_ISL)
+        osl = getattr(cap, "osl", capacity_settings.DEFAULT_OSL)
+        step = latency.decode_step(r, 1, isl + osl / 2, query_tokens=1 + features.draft_tokens)[0]
+        best_rate = features.tokens_per_step / (step * features.itl_scale)
     except (catalog.CatalogError, ValueError, LookupError, models.SizingError, AssertionError):
         return []
+    out: list[tuple[str, str]] = []
+    wanted = serving.slo.min_output_tokens_per_second
+    if autoscaled and wanted > best_rate:
+        out.append(("serving.slo.minOutputTokensPerSecond", f"got {wanted:g}; one request alone decodes at most about "
+                    f"{best_rate:,.0f} tokens/s on {instance} at TP {serving.tensor_parallel} (planners/latency.py): "
+                    "no replica meets it, whatever the autoscaler does; lower it or plan a faster layout"))  # fmt: skip
     p95 = serving.slo.ttft_p95_ms
     if alone_ms <= p95:
-        return []
-    return [("serving.slo.ttftP95Ms", f"got {p95:g}; the prefill of serving.maxInputLen ({serving.max_input_len} "
+        return out
+    return [*out, ("serving.slo.ttftP95Ms", f"got {p95:g}; the prefill of serving.maxInputLen ({serving.max_input_len} "
              f"tokens) alone takes {alone_ms:,.0f} ms on {instance} at TP {serving.tensor_parallel} (planners/latency.py"
              "): no replica meets it for a long prompt, whatever the autoscaler does; raise it, lower maxInputLen or "
              "plan a faster layout")]  # fmt: skip

@@ -253,6 +253,8 @@ BAD = [
     ("prod", "coldStart", "figures.weightsMiBps", "99999", "coldStart.figures.weightsMiBps", "network card"),
     ("prod", "coldStart", "downloadConcurrency", "0", "coldStart.downloadConcurrency", "greater than or equal to 1"),
     ("prod", "autoscaling", "fallback.replicas", ".inf", "autoscaling.fallback.replicas", "finite"),
+    ("prod", "serving", "slo.minOutputTokensPerSecond", "200", "serving.slo.minOutputTokensPerSecond",
+     "one request alone decodes at most about 98 tokens/s on p5.48xlarge at TP 4"),
 ]  # fmt: skip
 
 
@@ -291,3 +293,15 @@ def test_an_itl_slo_one_request_alone_misses_is_refused_naming_the_itl_key(value
     assert found[0].message.startswith("got 5; one request alone exceeds this ITL on p5.48xlarge at TP 4")
     # Within reach (prod's own 40 ms) it loads.
     load({}, "prod")
+
+
+def test_an_output_rate_one_request_alone_cannot_reach_is_refused_only_where_autoscaled():
+    """prod decodes one request alone at about 98 tokens/s (p5.48xlarge TP 4, planners/latency.py): 200 contradicts
+    the layout on an autoscaled stack (no target can hold it); without autoscaling it is the verdict's failure."""
+    slo = {**stack_values("prod")["serving"]["slo"], "minOutputTokensPerSecond": 200}
+    serving = {**stack_values("prod")["serving"], "slo": slo}
+    found = [p for p in _problems({"serving": serving}) if p.path == "serving.slo.minOutputTokensPerSecond"]
+    assert len(found) == 1 and "about 98 tokens/s" in found[0].message
+    off = {**stack_values("prod")["autoscaling"], "enabled": False}
+    load({"serving": serving, "autoscaling": off, "batch": {**stack_values("prod")["batch"], "enabled": False}}, "prod")
+    load({"serving": {**serving, "slo": {**slo, "minOutputTokensPerSecond": 90}}}, "prod")
