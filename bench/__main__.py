@@ -17,6 +17,7 @@ BENCHES: dict[str, str] = {
     "policies": "bench.policies",
     "artifacts": "bench.artifacts",
     "cold-start": "bench.cold_start",
+    "signals": "bench.signals",
     "install": "bench.install",
     "routing": "bench.routing",
     "streaming": "bench.streaming",

@@ -104,6 +104,9 @@ class PoolSpec:
     """The node's NVMe instance-store disks as one RAID0 array holding containerd and kubelet state (so
     image layers and emptyDir volumes, the staged model among them): nodeadm ``localStorage.strategy:
     RAID0`` on managed groups, ``instanceStorePolicy: RAID0`` on Karpenter (AL2023 only)."""
+    fast_image_pull: bool = False
+    """nodeadm's ``FastImagePull`` feature gate: SOCI parallel pull/unpack of container images (AL2023 only;
+    coldStart.imagePull parallel, for the serving pool)."""
     zones: tuple[str, ...] = ()
     """Zones the pool may use; empty: every zone of the cluster (EFA pools: the first one). An EFA pool
     gets one shard per zone."""

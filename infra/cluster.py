@@ -73,7 +73,9 @@ def build_cluster(settings: Settings, foundation: Foundation) -> Compute:
     node_role = NodeRole("nodes", NodeRoleArgs(cluster_name=foundation.cluster_name, partition=foundation.partition))
     network_addons = _network_addons(settings, foundation, cluster)
     pools = {
-        pool_name: profile(_pool_spec(pool_name, pool), list(foundation.zones))
+        pool_name: profile(
+            _pool_spec(pool_name, pool, fast_image_pull=_fast_image_pull(settings, pool_name)), list(foundation.zones)
+        )
         for pool_name, pool in settings.node_pools.root.items()
     }
     managed = settings.cluster.provisioning == "managed"
@@ -337,7 +339,12 @@ def _system_spec(settings: Settings) -> PoolSpec:
     )
 
 
-def _pool_spec(name: str, pool: NodePoolSettings) -> PoolSpec:
+def _fast_image_pull(settings: Settings, pool_name: str) -> bool:
+    """coldStart.imagePull parallel turns nodeadm's FastImagePull on for the serving pool's nodes."""
+    return settings.cold_start.image_pull == "parallel" and pool_name == settings.serving.node_pool
+
+
+def _pool_spec(name: str, pool: NodePoolSettings, *, fast_image_pull: bool = False) -> PoolSpec:
     return PoolSpec(
         name=name,
         instance_types=tuple(pool.instance_types),
@@ -350,6 +357,7 @@ def _pool_spec(name: str, pool: NodePoolSettings) -> PoolSpec:
         disk_throughput_mib_s=_gp3_throughput(pool),
         disk_iops=_gp3_iops(pool),
         local_nvme_raid0=pool.local_nvme_raid0(),
+        fast_image_pull=fast_image_pull,
         zones=tuple(pool.availability_zones or ()),
         efa=pool.efa,
         ami_family=pool.ami_family,

@@ -215,7 +215,8 @@ def _model_source(settings: Settings, storage: Storage) -> ModelSource:
         "tokenizer_manifest_sha256": pins.tokenizer_manifest_sha256,
     }
     if settings.inference.model_source(settings.fsx.enabled) == "download":
-        return ModelSource(kind="download", volume_gib=model.volume_gib, **source)
+        concurrency = settings.cold_start.download_concurrency
+        return ModelSource(kind="download", volume_gib=model.volume_gib, download_concurrency=concurrency, **source)
     if storage.model_claim is None:
         raise pulumi.RunError("inference.model.source: fsx needs the model-cache claim (fsx.enabled and a cluster)")
     # The cache mirrors the bucket's model prefix at fsx.fileSystemPath.

@@ -19,6 +19,7 @@ from inference_platform.catalog.pool_profile import LABEL_NODE_ROLE, ROLE_SYSTEM
 from inference_platform.components.autoscaling.keda import Keda, KedaArgs
 from inference_platform.components.autoscaling.scaled_object import ScaleTarget, ScalingPolicy
 from inference_platform.components.autoscaling.scaled_workload import ScaledWorkload, ScaledWorkloadArgs
+from inference_platform.components.autoscaling.standby import Standby, StandbyArgs
 from inference_platform.components.batch.keda_objects import QueueAuthentication, QueueAuthenticationArgs
 from inference_platform.components.compute.accelerator_software import NEURON_MONITOR_LABELS
 from inference_platform.components.edge.gateway_api import PROXY_LABEL
@@ -34,7 +35,7 @@ from inference_platform.infra.foundation import Foundation
 from inference_platform.infra.inference import Inference
 from inference_platform.infra.storage import Storage
 from inference_platform.settings import Settings
-from inference_platform.settings.derived import day_bounds, max_share
+from inference_platform.settings.derived import day_bounds, planned_replicas, target_requests
 
 SYSTEM = {LABEL_NODE_ROLE: ROLE_SYSTEM}
 KUBE_SYSTEM = "kube-system"
@@ -47,6 +48,7 @@ class Observability:
     stack: MonitoringStack | None
     keda: Keda | None = None
     scaled: ScaledWorkload | None = None
+    standby: Standby | None = None
 
 
 def build_observability(
@@ -81,7 +83,27 @@ def build_observability(
         opts=pulumi.ResourceOptions(depends_on=[compute.system_nodes, *([batch.monitor_role] if batch else [])]),
     )
     workload = _scaled_workload(settings, compute, service, stack, keda, scope, bounds, batch)
-    return Observability(stack, keda, workload)
+    standby = _standby(settings, compute, service, scope)
+    return Observability(stack, keda, workload, standby)
+
+
+def _standby(settings: Settings, compute: Compute, service: InferenceService, scope: Scope) -> Standby | None:
+    """coldStart.standbyReplicas placeholders beside the autoscaled rollout (settings refuse them for multi-node
+    replicas and without autoscaling)."""
+    replicas = settings.cold_start.standby_replicas
+    if not replicas or service.workload_kind != "Deployment":
+        return None
+    return Standby(
+        "inference-standby",
+        StandbyArgs(
+            k8s_provider=compute.provider,
+            namespace=scope.namespace,
+            workload_name=service.workload_name,
+            pod_spec=service.placeholder_pod_spec,
+            replicas=replicas,
+            depends_on=[service],
+        ),
+    )
 
 
 def _monitoring_stack(
@@ -178,12 +200,14 @@ def _scaled_workload(
         min_replicas=bounds[0],
         max_replicas=bounds[1],
         signal=auto.signal,
-        target_requests_per_replica=auto.target_requests(settings.serving.max_batch_size, max_share(settings)),
+        target_requests_per_replica=target_requests(settings),
         kv_cache_target=auto.kv_cache_target if scope.has_kv_cache_metrics else None,
         queue_ratio_target=auto.queue_ratio_target,
         polling_interval_seconds=auto.polling_interval_seconds,
         behaviour=auto.behaviour(),
         night=night,
+        failure_threshold=auto.fallback.failure_threshold,
+        blind_replicas=_blind_replicas(settings, bounds),
         backfill=backfill,
     )
     workload = ScaledWorkload(
@@ -208,6 +232,13 @@ def _scaled_workload(
         },
     )
     return workload
+
+
+def _blind_replicas(settings: Settings, bounds: tuple[int, int]) -> int:
+    """What the rollout runs while every demand trigger is missing: autoscaling.fallback.replicas, else the planned
+    replicas (what a first deploy starts, before any series exists), within the day bounds."""
+    wanted = settings.autoscaling.fallback.replicas or planned_replicas(settings)
+    return min(max(wanted, bounds[0], 1), bounds[1])
 
 
 def _thresholds(settings: Settings) -> AlertThresholds:

@@ -701,3 +701,96 @@ def _place(n: int, cluster_gpus: int, quotas: dict[str, int]) -> dict[str, int] 
         left[region] -= cluster_gpus
         placed[region] += 1
     return {r: c for r, c in placed.items() if c}
+
+
+@dataclass(frozen=True)
+class HourRow:
+    """One hour of a deployed day: the load, the replicas the autoscaler runs within the bounds in force, and the
+    load over their SLO capacity."""
+
+    hour: int
+    """Hour of the day in the night schedule's timezone (0-23)."""
+    level: str
+    """``night``, ``day`` or ``peak``."""
+    output_tps: float
+    replicas: int
+    utilisation: float
+
+
+@dataclass(frozen=True)
+class DayProfile:
+    """24 hours of a plan as deployed: the demand by hour (the night at ``Demand.night_fraction`` of the day, the peak
+    in the afternoon) on the replicas the ScaledObject allows then (``night_schedule.replica_bounds``: by night
+    ceil(day bounds x the night fraction), never below ``keep_at_least``)."""
+
+    hours: tuple[HourRow, ...]
+    night_load_share: float
+    """Night load over the day's (``capacity.nightFraction``: the seed's 50 %)."""
+    night_replica_share: float
+    """Night replicas over the day's: what the night scale-down achieves (``autoscaling.night.fraction``)."""
+
+    @property
+    def utilisation(self) -> float:
+        """Load over the SLO capacity of the replicas running, over the 24 hours."""
+        served = sum(h.output_tps for h in self.hours)
+        capacity = sum(h.output_tps / h.utilisation for h in self.hours if h.utilisation > 0)
+        return served / capacity if capacity else 0.0
+
+    def level(self, name: str) -> tuple[int, float]:
+        """(replicas, utilisation) of the first hour at ``name``."""
+        row = next(h for h in self.hours if h.level == name)
+        return row.replicas, row.utilisation
+
+
+def day_profile(plan: Plan, *, schedule: Any, day_floor: int, day_ceiling: int,
+                scaling_target: float = DEFAULT_SCALING_TARGET) -> DayProfile:  # fmt: skip
+    """``plan``'s day hour by hour on the bounds a ScaledObject with ``schedule`` (``NightSchedule`` or None) and day
+    bounds [day_floor, day_ceiling] enforces. The night is the schedule's window (the plan's ``night_hours`` without
+    one); the peak's hours (``night_hours`` and ``peak_factor`` as in ``plan``) sit in the middle of the day."""
+    from datetime import UTC, datetime
+
+    from inference_platform.planners.night_schedule import replica_bounds
+
+    demand, rate = plan.demand, plan.option.tokens_per_s_per_replica
+    target = scaling_target
+    day_hours = [h for h in range(24) if schedule is None or not _is_night(schedule, h)]
+    if schedule is None:
+        night_count = round(demand.night_hours)
+        day_hours = list(range(night_count, 24))
+    peak_count = round(len(day_hours) * max(0.0, 1 - 1 / demand.peak_factor)) if demand.peak_factor > 1 else 0
+    middle = len(day_hours) // 2
+    peak = set(day_hours[middle - peak_count // 2 : middle - peak_count // 2 + peak_count])
+    rows = []
+    for hour in range(24):
+        if hour not in day_hours:
+            level, tps = "night", demand.night_output_tps
+        elif hour in peak:
+            level, tps = "peak", demand.peak_output_tps
+        else:
+            level, tps = "day", demand.day_output_tps
+        instant = datetime(2026, 1, 14, hour, 30, tzinfo=UTC)
+        if schedule is not None:
+            instant = instant.replace(tzinfo=_zone(schedule))
+        bounds = replica_bounds(day_floor, day_ceiling, schedule, instant)
+        wanted = math.ceil(round(tps / (rate * target), 9))
+        replicas = max(1, min(max(wanted, bounds.floor), bounds.ceiling))
+        rows.append(HourRow(hour, level, tps, replicas, tps / (replicas * rate)))
+    night = [r for r in rows if r.level == "night"]
+    day = [r for r in rows if r.level == "day"] or rows
+    return DayProfile(
+        hours=tuple(rows),
+        night_load_share=demand.night_fraction,
+        night_replica_share=(night[0].replicas / day[0].replicas) if night else 1.0,
+    )
+
+
+def _zone(schedule: Any) -> Any:
+    from inference_platform.catalog import time_zones
+
+    return time_zones.zone(schedule.timezone)
+
+
+def _is_night(schedule: Any, hour: int) -> bool:
+    from datetime import datetime
+
+    return bool(schedule.is_night(datetime(2026, 1, 14, hour, 30, tzinfo=_zone(schedule))))

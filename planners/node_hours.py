@@ -8,14 +8,16 @@ Pure Python, no Pulumi. ``costing`` prices a pool's *expected* monthly cost with
   (size - 1) workers').
 - **The schedule bounds them by time of day.** A ScaledObject targeting the workload (as
   inference_platform.components.autoscaling renders it) has a ``day`` cron trigger (the day window) and a
-  ``scalingModifiers`` formula ``day >= 2 ? DAY : NIGHT``, each branch ``min(max(load, FLOOR), CEILING)``
-  or, when its ceiling is ``maxReplicaCount`` (which then caps it), ``max(load, FLOOR)``. Expected replicas in a window = planned replicas clamped to that
+  ``scalingModifiers`` formula. The formula is *evaluated* (``planners/expr_lang.py``, expr-lang's semantics, after
+  KEDA's ``castToFloatIfNecessary``): in the window the cron reads its ``desiredReplicas``, outside it 0 (KEDA's cron
+  scaler); the demand triggers read 0 (the floor in force) and then a demand far above any ceiling (the ceiling in
+  force, else ``maxReplicaCount``). Expected replicas in a window = planned replicas clamped to that
   window's [floor, ceiling]: the floor runs even without load, the ceiling caps the plan. Load above the
   plan (the daily peak) is not expected: the pool's maximum prices it. At night the *ceiling* is what
   saves money; a schedule lowering only the floor saves only if load falls, which the plan does not say,
-  so such a night is priced at the planned replicas. With the asynchronous lane's backfill the night branch is
-  ``(batch > 0 ? HELD : NIGHT)``: the floor is held while the lane's queue has work, and the lane exists to fill
-  every night, so the night is priced at the HELD bounds (the line's basis says so).
+  so such a night is priced at the planned replicas. With the asynchronous lane's backfill (an ``aws-sqs-queue``
+  trigger the formula reads) the floor is held while the lane's queue has work, and the lane exists to fill every
+  night, so the night is priced with the queue holding work (the line's basis says so).
   Without the formula (a plain cron trigger), the cron's ``desiredReplicas`` raises the day floor and
   ``minReplicaCount``/``maxReplicaCount`` bound the rest of the day. Without a ScaledObject a workload
   runs its planned replicas around the clock.
@@ -28,7 +30,7 @@ Pure Python, no Pulumi. ``costing`` prices a pool's *expected* monthly cost with
 - Window edges are read in the trigger's timezone and carried to UTC at that zone's offset on 1 January:
   daylight saving shifts a window by an hour, which changes no total for one schedule, only how two
   schedules in different zones overlap.
-- A schedule that cannot be read (a cron other than ``M H * * *``, a formula of another shape) is priced
+- A schedule that cannot be read (a cron other than ``M H * * *``, a formula that does not evaluate) is priced
   at its day bounds all day, and the line's basis says so.
 """
 
@@ -43,14 +45,14 @@ from datetime import datetime
 from typing import Any, Final
 
 from inference_platform.catalog import time_zones
+from inference_platform.planners.expr_lang import ExprError, compile_formula
+from inference_platform.planners.keda import cast_to_float_if_necessary
 
 SCALED_OBJECT: Final = "kubernetes:keda.sh/v1alpha1:ScaledObject"
 DAY_TRIGGER: Final = "day"
 MINUTES_PER_DAY: Final = 1440
 _OFFSET_DATE: Final = datetime(2026, 1, 1, 12)
 _CRON: Final = re.compile(r"\s*(\d{1,2})\s+(\d{1,2})\s+\*\s+\*\s+\*\s*")
-_CAPPED: Final = re.compile(r"\s*min\(max\(.*,\s*(\d+)\),\s*(\d+)\)\s*")
-_RAISED: Final = re.compile(r"\s*max\(.*,\s*(\d+)\)\s*")
 
 
 @dataclass(frozen=True)
@@ -156,19 +158,14 @@ def schedule_of(spec: Mapping[str, Any]) -> Schedule:
     formula = str(((spec.get("advanced") or {}).get("scalingModifiers") or {}).get("formula") or "")
     held, unheld = "", None
     if formula:
-        parts = _conditional(formula)
-        night_branch = parts[2] if parts and re.fullmatch(r"\s*day\s*>=\s*\d+\s*", parts[0]) else ""
-        inner = _conditional(night_branch.strip()[1:-1]) if night_branch.strip().startswith("(") else None
-        if inner is not None and (queue := re.fullmatch(r"\s*(\w+)\s*>\s*0\s*", inner[0])):
+        read = _evaluated_bounds(spec, formula, cron, lo, hi)
+        if read is None:
+            return Schedule(everyday, everyday, 0, 0, note=f"formula {formula!r} not read")
+        day, night, queue, unheld = read
+        if queue:
             # Backfill holds these bounds while the lane's queue has work; the lane exists to fill every night's
             # trough, so the expectation is the held bounds every night (the basis says so).
-            night_branch, held = inner[1], f"night held at its floor while the {queue[1]!r} queue has work"
-            unheld = _branch(inner[2], hi)
-        day_bounds = _branch(parts[1], hi) if parts and night_branch else None
-        night_bounds = _branch(night_branch, hi) if night_branch else None
-        if day_bounds is None or night_bounds is None:
-            return Schedule(everyday, everyday, 0, 0, note=f"formula {formula!r} not read")
-        day, night = day_bounds, night_bounds
+            held = f"night held at its floor while the {queue!r} queue has work"
     else:
         desired = int(float(meta.get("desiredReplicas", 0) or 0))
         day, night = Bounds(max(lo, desired), hi), everyday
@@ -188,26 +185,57 @@ def schedule_of(spec: Mapping[str, Any]) -> Schedule:
     )  # fmt: skip
 
 
-def _conditional(text: str) -> tuple[str, str, str] | None:
-    """``cond ? then : otherwise`` split at its top level (parentheses nest; expr-lang's conditional nests to
-    the right), or None. The night branch with the asynchronous lane's backfill is ``(batch > 0 ? HELD : NIGHT)``."""
-    depth, question = 0, -1
-    for i, char in enumerate(text):
-        depth += {"(": 1, ")": -1}.get(char, 0)
-        if depth == 0 and char == "?" and question < 0:
-            question = i
-        elif depth == 0 and char == ":" and question >= 0:
-            return text[:question], text[question + 1 : i], text[i + 1 :]
-    return None
+QUEUE_TRIGGER_TYPE: Final = "aws-sqs-queue"
+_FLOOD: Final = 1e9
+"""A demand far above any ceiling: the formula then returns its ceiling in force."""
 
 
-def _branch(text: str, top: int) -> Bounds | None:
-    """One branch's bounds: its own ceiling, else ``maxReplicaCount`` (``top``); None when unreadable."""
-    if capped := _CAPPED.fullmatch(text):
-        return Bounds(int(capped[1]), int(capped[2]))
-    if raised := _RAISED.fullmatch(text):
-        return Bounds(int(raised[1]), top)
-    return None
+def _evaluated_bounds(spec: Mapping[str, Any], formula: str, cron: Mapping[str, Any], lo: int,
+                      hi: int) -> tuple[Bounds, Bounds, str, Bounds | None] | None:  # fmt: skip
+    """(day bounds, night bounds, the queue trigger holding the night or "", the night's bounds with that queue
+    empty or None when no queue holds it) of ``formula``, evaluated as KEDA runs
+    it; None when it does not evaluate. A bound is what the HPA would settle at: ceil of the formula's value,
+    within minReplicaCount and maxReplicaCount."""
+    triggers = [t for t in spec.get("triggers") or [] if t.get("name") and t.get("type") not in ("cpu", "memory")]
+    names = frozenset(str(t["name"]) for t in triggers)
+    queues = [str(t["name"]) for t in triggers if t.get("type") == QUEUE_TRIGGER_TYPE]
+    desired = float((cron.get("metadata") or {}).get("desiredReplicas", 0) or 0)
+    try:
+        program = compile_formula(cast_to_float_if_necessary(formula), names)
+    except ExprError:
+        return None
+
+    def bounds(inside: bool, queued: bool) -> Bounds | None:
+        def value(demand: float) -> int | None:
+            env: dict[str, Any] = {}
+            for t in triggers:
+                name = str(t["name"])
+                if t is cron or name == cron.get("name"):
+                    env[name] = desired if inside else 0.0
+                elif t.get("type") == QUEUE_TRIGGER_TYPE:
+                    env[name] = 1.0 if queued else 0.0
+                elif t.get("type") == "cron":
+                    env[name] = 0.0
+                else:
+                    env[name] = demand
+            try:
+                result = program.run(env)
+            except ExprError:
+                return None
+            if not isinstance(result, float) or math.isnan(result):
+                return None
+            return min(max(math.ceil(round(result, 9)), lo), hi)
+
+        floor, ceiling = value(0.0), value(_FLOOD)
+        return None if floor is None or ceiling is None else Bounds(floor, ceiling)
+
+    day, night = bounds(True, False), bounds(False, bool(queues))
+    if day is None or night is None:
+        return None
+    unheld = bounds(False, False)
+    if queues and night != unheld:
+        return day, night, queues[0], unheld
+    return day, night, "", None
 
 
 def segments(loads: Iterable[Load], *, per_node: int, shards: int, lo: int, hi: int) -> list[Segment]:

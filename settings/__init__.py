@@ -36,6 +36,7 @@ from inference_platform.settings.base import (
 from inference_platform.settings.batch import BatchSettings
 from inference_platform.settings.capacity import CapacitySettings
 from inference_platform.settings.cluster import ClusterSettings
+from inference_platform.settings.cold_start import ColdStartSettings
 from inference_platform.settings.edge import EdgeSettings
 from inference_platform.settings.fsx import FsxSettings
 from inference_platform.settings.inference import InferenceSettings
@@ -78,6 +79,7 @@ SECTIONS: tuple[type[Section | NodePoolsSettings], ...] = (
     SecretsSettings,
     InferenceSettings,
     AutoscalingSettings,
+    ColdStartSettings,
     ObservabilitySettings,
     VerificationSettings,
     LoadTestSettings,
@@ -111,6 +113,7 @@ class Settings:
     secrets: SecretsSettings
     inference: InferenceSettings
     autoscaling: AutoscalingSettings
+    cold_start: ColdStartSettings
     observability: ObservabilitySettings
     verification: VerificationSettings
     load_test: LoadTestSettings

@@ -24,14 +24,25 @@ from inference_platform.planners.scaling import (
 )
 from inference_platform.settings import cold_start as cold_start_settings
 from inference_platform.settings.base import CheckContext, Problem, Section
-from inference_platform.settings.capacity import CapacitySettings, plan_for
+from inference_platform.settings.capacity import CapacityBounds, CapacitySettings, plan_for
 from inference_platform.settings.node_pools import cluster_zones
 from inference_platform.settings.replica_bounds import serving_slots
 from inference_platform.settings.serving import ServingSettings
 
 DEFAULT_TARGET_BATCH_SHARE = 0.75
-"""targetRequestsPerReplica defaults to this share of serving.maxBatchSize: scale out before the
-in-flight batch is full and requests start waiting."""
+"""targetRequestsPerReplica where nothing can be derived (no rollout to model): this share of serving.maxBatchSize.
+Otherwise it is derived from the SLO, the replica's capacity and the scale-up time (planners/scaling.py)."""
+QUEUE_RATIO_MEASURED = (
+    "got queueRatio; Triton's queue/compute ratio does not follow the load of the LLM-API model (decoupled: "
+    "execute() hands every request to the LLM API at once, which queues it itself): measured on the local stack it "
+    "stayed at 0.2-0.3 with 40 requests waiting and the TTFT p95 SLO missed (make bench BENCH_ARGS=signals; "
+    'docs/configuration.md "Which signal"): use requests'
+)
+DEFAULT_FAILURE_THRESHOLD = 3
+"""fallback.failureThreshold: KEDA counts consecutive failed reads of one trigger and routes around it on the next
+(failures > threshold, kedacore/keda v2.20.2 pkg/fallback/fallback.go); 3 at a 15 s polling interval is under a
+minute of a frozen composite metric."""
+MAX_FAILURE_THRESHOLD = 20
 MAX_HPA_WINDOW_SECONDS = limits.HPA_WINDOW_SECONDS_MAX
 """The HPA API's limit on stabilizationWindowSeconds."""
 MAX_HPA_PERIOD_SECONDS = limits.HPA_PERIOD_SECONDS_MAX
@@ -102,6 +113,17 @@ class NightSettings(Section):
         )
 
 
+class FallbackSettings(Section):
+    failure_threshold: int = Field(default=DEFAULT_FAILURE_THRESHOLD, ge=0, le=MAX_FAILURE_THRESHOLD)
+    """Default 3, in [0, 20]. Consecutive failed reads after which KEDA treats a trigger as missing (its value nil
+    in the formula) instead of failing the whole composite metric: the queue trigger then means "no backfill", a
+    demand trigger gives way to the other, and with every demand trigger missing the rollout holds
+    ``replicas``. Until then the HPA gets no metric and holds the replica count."""
+    replicas: int | None = Field(default=None, ge=1, le=1000)
+    """Default the planned replicas (inference.replicas, else the capacity plan's day floor). What the rollout runs
+    while every demand trigger is missing, within the bounds in force (the night's at night)."""
+
+
 class AutoscalingSettings(Section):
     key: ClassVar[str] = "autoscaling"
 
@@ -109,8 +131,10 @@ class AutoscalingSettings(Section):
     """Default ``true``: a KEDA ScaledObject owns the replica count once the rollout exists
     (inference.replicas is then only the first count)."""
     signal: Literal["requests", "queueRatio"] = "requests"
-    """Default ``requests``: requests the LLM step holds (active + waiting) per replica. ``queueRatio``:
-    NVIDIA's queue/compute ratio. KV-cache use is a second trigger on TensorRT-LLM either way."""
+    """Default ``requests``: requests the LLM step holds (active + waiting) per replica, the signal that crosses its
+    target first before the TTFT SLO is missed (make bench BENCH_ARGS=signals). ``queueRatio``: NVIDIA's
+    queue/compute ratio, refused on TensorRT-LLM (it does not follow the LLM API's own queue, measured); Neuron only.
+    KV-cache use is a second trigger on TensorRT-LLM either way."""
     min_replicas: int | None = Field(default=None, ge=0, le=1000)
     """Default inference.replicas; production at least 2. The day floor."""
     max_replicas: int | None = Field(default=None, ge=1, le=1000)
@@ -119,8 +143,9 @@ class AutoscalingSettings(Section):
     target_requests_per_replica: float | None = Field(
         default=None, ge=limits.KEDA_THRESHOLD_MIN, le=limits.KEDA_THRESHOLD_MAX
     )
-    """Default 0.75 x serving.maxBatchSize, lower when the stack's cold start at rampPercentPerHour needs more
-    headroom (planners/cold_start.py). In-flight requests one replica should carry."""
+    """Default derived: floor(what a replica holds within the SLO / (1 + the load's growth during one scale-up at
+    rampPercentPerHour)) (planners/scaling.py). In-flight requests one replica should carry. A hand-set value is
+    validated against the same derivation and flagged in the plan when it differs."""
     kv_cache_target: float = Field(default=DEFAULT_KV_TARGET, ge=limits.KEDA_THRESHOLD_MIN, le=1)
     """Default 0.85. KV-cache utilisation per replica to scale at (TensorRT-LLM only)."""
     queue_ratio_target: float = Field(
@@ -132,6 +157,7 @@ class AutoscalingSettings(Section):
     scale_up: ScaleUpSettings = Field(default_factory=ScaleUpSettings)
     scale_down: ScaleDownSettings = Field(default_factory=ScaleDownSettings)
     night: NightSettings = Field(default_factory=NightSettings)
+    fallback: FallbackSettings = Field(default_factory=FallbackSettings)
     ramp_percent_per_hour: float = Field(default=DEFAULT_RAMP_PERCENT_PER_HOUR, ge=0, le=10000)
     """Default 100, in [0, 10000] (0: no check). The fastest planned rise of the load, in % of itself per
     hour (100: the load may double within an hour, e.g. the morning ramp from the night floor). During one
@@ -155,13 +181,15 @@ class AutoscalingSettings(Section):
         # Production keeps two replicas at night too: one zone or node may fail at any hour.
         return replace(night, keep_at_least=PRODUCTION_MIN_REPLICAS if production else 0)
 
-    def target_requests(self, max_batch_size: int, max_share: float | None = None) -> float:
-        """The explicit target, else 0.75 x maxBatchSize, lowered to ``max_share`` of it when the stack's cold
-        start at rampPercentPerHour needs more headroom (inference_platform.settings.cold_start.max_share)."""
+    def target_requests(self, max_batch_size: int, derived: float | None = None) -> float:
+        """The explicit target, else the derived one: floor(what a replica holds within the SLO / (1 + the growth
+        during one scale-up at rampPercentPerHour)), never below 1 (planners/scaling.py ``derive``). Where nothing
+        can be derived (no rollout to model), DEFAULT_TARGET_BATCH_SHARE x maxBatchSize, and the plan says so."""
         if self.target_requests_per_replica is not None:
             return self.target_requests_per_replica
-        share = DEFAULT_TARGET_BATCH_SHARE if max_share is None else min(DEFAULT_TARGET_BATCH_SHARE, max_share)
-        return max(1, math.floor(share * max_batch_size))
+        if derived is None:
+            return max(1, math.floor(DEFAULT_TARGET_BATCH_SHARE * max_batch_size))
+        return max(1, math.floor(derived + 1e-9))
 
     def behaviour(self) -> Behaviour:
         return Behaviour(
@@ -175,9 +203,13 @@ class AutoscalingSettings(Section):
         )
 
     def problems(self, ctx: CheckContext) -> list[Problem]:
+        region = ctx.region.name if ctx.region else None
+        out = [
+            Problem(key, message)
+            for key, message in cold_start_settings.slo_problems(ctx.sections, region, autoscaled=self.enabled)
+        ]
         if not self.enabled:
-            return []
-        out = []
+            return out
         low, high = self.min_replicas, self.max_replicas
         if low is not None and high is not None and low > high:
             out.append(Problem("autoscaling.minReplicas", f"got {low}; above maxReplicas ({high})"))
@@ -188,7 +220,17 @@ class AutoscalingSettings(Section):
                 )
             )
         out += self._night_problems()
+        serving = ctx.sections.get("serving")
+        if self.signal == "queueRatio" and getattr(serving, "backend", None) == "tensorrtllm":
+            out.append(Problem("autoscaling.signal", QUEUE_RATIO_MEASURED))
         out += self._ramp_problems(ctx)
+        blind = self.fallback.replicas
+        if blind is not None and high is not None and blind > high:
+            out.append(Problem("autoscaling.fallback.replicas", f"got {blind}; above maxReplicas ({high}): the rollout "
+                               "runs it within the day bounds, so it can never be reached"))  # fmt: skip
+        if blind is not None and low is not None and blind < low:
+            out.append(Problem("autoscaling.fallback.replicas", f"got {blind}; below minReplicas ({low}): the day "
+                               "floor holds anyway"))  # fmt: skip
         inference = ctx.sections.get("inference")
         startup = getattr(getattr(inference, "probes", None), "startup_seconds", None)
         if startup is not None and self.scale_down.stabilization_seconds < startup:
@@ -243,7 +285,30 @@ class AutoscalingSettings(Section):
         found = cold_start_settings.ramp_problems(
             self, ctx.sections, region=region, slots=serving_slots(ctx), plan=plan
         )
-        return [Problem(key, message) for key, message in found]
+        return [Problem(key, message) for key, message in found] + self._night_capacity_problems(plan)
+
+    def _night_capacity_problems(self, plan: CapacityBounds | None) -> list[Problem]:
+        """A night ceiling below the night's planned load contradicts capacity.nightFraction: every night would miss
+        the SLO. The night ceiling is ceil(day ceiling x night.fraction) (planners/night_schedule.py)."""
+        night = self.night.schedule()
+        if night is None or not night.lower_ceiling or plan is None:
+            return []
+        p = plan.plan
+        ceiling = self.max_replicas if self.max_replicas is not None else plan.hpa_max_replicas
+        at_night = night.night_value(ceiling)
+        rate = p.option.tokens_per_s_per_replica
+        need = math.ceil(round(p.demand.night_output_tps / rate, 9))
+        if at_night >= need:
+            return []
+        return [
+            Problem(
+                "autoscaling.night.fraction",
+                f"got {night.fraction:g}; the night ceiling ceil({ceiling} x {night.fraction:g}) = {at_night} replica(s) "
+                f"carries {at_night * rate:,.0f} output tokens/s within the SLO, below the night's planned "
+                f"{p.demand.night_output_tps:,.0f} (capacity.nightFraction {p.demand.night_fraction:g} of the day): raise "
+                f"it to at least {need / ceiling:.2f}, set lowerCeiling false, or lower capacity.nightFraction",
+            )
+        ]
 
     def _night_problems(self) -> list[Problem]:
         night = self.night

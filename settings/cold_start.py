@@ -1,9 +1,24 @@
-"""A stack's cold start (inference_platform.planners.cold_start) from its settings, and the ramp check built on it.
+"""``inference-platform:coldStart``: what shortens a scale-up, and the stack's cold start built from its settings.
 
-Not a section: ``autoscaling`` runs ``ramp_problems`` (its triggers and its ceiling must leave the headroom
-a cold start at ``autoscaling.rampPercentPerHour`` needs, against what a replica holds within the SLO).
-``inferctl plan``'s summary and ``capacity plan --stack`` print the loaded stack's model
-(``inference_platform.settings.derived.cold_start_model``).
+The section holds the options that cut the time from a scale-up decision to a serving replica, each counted by
+the model (``inference_platform.planners.cold_start``) only where it takes effect and refused where it would not:
+
+- ``imagePull: parallel``: nodeadm's ``FastImagePull`` feature gate in the serving pool's NodeConfig (AL2023, at
+  least 4 vCPUs and 7 GiB): SOCI parallel pull/unpack. It is no lazy loading: nodeadm writes
+  ``parallel_pull_unpack.enable = true`` (awslabs/amazon-eks-ami v20260724
+  nodeadm/internal/containerd/snapshotter/soci-snapshotter.config.toml), and soci-snapshotter then skips lazy-load
+  entirely (v0.15.0 docs/config.md), so a SOCI index in the image would never be read (the pipeline builds none).
+- ``downloadConcurrency``: ranged GETs ``inferctl artifacts download`` keeps in flight when weights come from S3
+  (``inference.model.source`` download); S3 serves about 85 MB/s per connection.
+- ``standbyReplicas``: placeholder pods that hold a replica's accelerators (and pull the image) at a negative
+  priority, so the first replicas of a scale-up start on a running node
+  (``inference_platform.components.autoscaling.standby``). They cost what their nodes cost (``inferctl cost``).
+- ``figures``: what the stack measured on its own deploy, replacing the model's figure for that phase.
+
+Also here, for the checks of other sections: ``inputs_for`` (the stack's ``StartInputs``), ``replica_hold`` (what one
+replica holds within the SLO) and ``ramp_problems`` (``autoscaling``'s targets and ceiling against the headroom a
+scale-up at ``autoscaling.rampPercentPerHour`` needs). ``inferctl plan``'s summary and ``inferctl capacity
+cold-start --stack`` print the loaded stack's model (``inference_platform.settings.derived.cold_start_model``).
 """
 
 from __future__ import annotations
@@ -11,18 +26,135 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from pydantic import Field
 
 from inference_platform import catalog
 from inference_platform.catalog import models
-from inference_platform.planners import cold_start, latency, placement
+from inference_platform.catalog import transfer_rates as rates
+from inference_platform.planners import cold_start, latency, placement, scaling
 from inference_platform.planners.planning_factors import DEFAULT_FACTORS
+from inference_platform.settings.base import CheckContext, Problem, Section
+from inference_platform.settings.inference import InferenceSettings
 
 if TYPE_CHECKING:
     from inference_platform.settings.capacity import CapacityBounds
     from inference_platform.settings.serving import ServingSettings
 
 GIB = 2**30
+MAX_DOWNLOAD_CONCURRENCY = 64
+"""Ranged GETs one pod keeps in flight: 64 x 85 MB/s is 5.4 GB/s, beyond any pod's share of a 100 Gbps card."""
+MAX_STANDBY_REPLICAS = 100
+
+
+class FiguresSettings(Section):
+    node_launch_seconds: float | None = Field(default=None, gt=0, le=7200)
+    """Default unset (modelled). Seconds from a pending pod to a Ready node, measured on this stack."""
+    image_pull_seconds: float | None = Field(default=None, gt=0, le=7200)
+    """Default unset (modelled). Seconds the serving image takes to pull on a new node, measured."""
+    weights_mib_per_second: float | None = Field(default=None, gt=0, le=1_000_000, alias="weightsMiBps")
+    """Default unset (modelled). MiB/s one pod stages its weights at, measured (an init container's log)."""
+    warmup_seconds: float | None = Field(default=None, gt=0, le=7200)
+    """Default unset (assumed 90). Seconds from weights on disk to a ready server, measured."""
+
+    def figures(self) -> cold_start.Figures:
+        return cold_start.Figures(node_launch_s=self.node_launch_seconds, image_pull_s=self.image_pull_seconds,
+                                  weights_mib_s=self.weights_mib_per_second, warmup_s=self.warmup_seconds)  # fmt: skip
+
+
+class ColdStartSettings(Section):
+    key: ClassVar[str] = "coldStart"
+
+    image_pull: Literal["full", "parallel"] = "full"
+    """Default ``full``. ``parallel``: nodeadm's FastImagePull on the serving pool's nodes (AL2023, >= 4 vCPUs and
+    7 GiB): SOCI parallel pull/unpack, at best half the pull (planners/cold_start.py)."""
+    download_concurrency: int = Field(default=cold_start.DEFAULT_DOWNLOAD_CONCURRENCY, ge=1,
+                                      le=MAX_DOWNLOAD_CONCURRENCY)  # fmt: skip
+    """Default 10, in [1, 64]. Ranged GETs the weights download keeps in flight (inference.model.source
+    download only: FSx stages by copy)."""
+    standby_replicas: int = Field(default=0, ge=0, le=MAX_STANDBY_REPLICAS)
+    """Default 0. Placeholder pods holding a replica's accelerators each, preempted by a scale-up: that many replicas
+    start on a running node. Billed as the nodes they hold (inferctl cost)."""
+    figures: FiguresSettings = Field(default_factory=FiguresSettings)
+
+    def problems(self, ctx: CheckContext) -> list[Problem]:
+        out: list[Problem] = []
+        serving, inference = ctx.sections.get("serving"), ctx.sections.get("inference")
+        pools = getattr(ctx.sections.get("nodePools"), "root", None) or {}
+        pool = pools.get(getattr(serving, "node_pool", None)) if serving is not None else None
+        pool_name = getattr(serving, "node_pool", "")
+        if self.image_pull == "parallel" and pool is not None:
+            if pool.ami_family != "al2023":
+                out.append(Problem("coldStart.imagePull", f"got parallel; it is nodeadm's FastImagePull, which only "
+                                   f"AL2023 nodes run (the serving pool's nodePools.{pool_name}.amiFamily is "
+                                   f"{pool.ami_family}): use full or amiFamily al2023"))  # fmt: skip
+            else:
+                small = [t for t in pool.instance_types if not cold_start.fast_image_pull_applies(t)]
+                if small:
+                    out.append(Problem("coldStart.imagePull", f"got parallel; nodeadm ignores FastImagePull on "
+                                       f"{', '.join(small)} in nodePools.{pool_name}.instanceTypes (fewer than "
+                                       f"{cold_start.FAST_IMAGE_PULL_MIN_VCPUS} vCPUs or "
+                                       f"{cold_start.FAST_IMAGE_PULL_MIN_MEMORY_GIB} GiB): use full, or larger "
+                                       "instance types"))  # fmt: skip
+        fsx_enabled = bool(getattr(ctx.sections.get("fsx"), "enabled", False))
+        configured = inference.model.source if isinstance(inference, InferenceSettings) else None
+        source = inference.model_source(fsx_enabled) if isinstance(inference, InferenceSettings) else None
+        if self.download_concurrency != cold_start.DEFAULT_DOWNLOAD_CONCURRENCY and source == "fsx":
+            out.append(Problem("coldStart.downloadConcurrency", f"got {self.download_concurrency}; the weights come from "
+                               f"FSx (inference.model.source {configured} with fsx.enabled "
+                               f"{str(fsx_enabled).lower()}), staged by copy: it has no effect there; leave it unset "
+                               "or set inference.model.source download"))  # fmt: skip
+        if self.figures.weights_mib_per_second is not None and pool is not None and pool.instance_types:
+            out += self._weights_problems(pool_name, pool.instance_types, source, ctx)
+        if self.standby_replicas:
+            out += self._standby_problems(ctx)
+        return out
+
+    def _weights_problems(
+        self, pool_name: str, instance_types: list[str], source: str | None, ctx: CheckContext
+    ) -> list[Problem]:
+        """A measured staging rate above what the path can carry contradicts the rest of the stack."""
+        rate = self.figures.weights_mib_per_second or 0.0
+        if source == "fsx":
+            fsx = ctx.sections.get("fsx")
+            tier = rates.LUSTRE_PERSISTENT_2.get(getattr(fsx, "per_unit_storage_throughput", 0))
+            if tier is None:
+                return []
+            tib = getattr(fsx, "storage_capacity_gib", 0) / 1024
+            burst = (tier.network_burst_mb_s or tier.network_baseline_mb_s) * tib * 1e6 / cold_start.MIB
+            if rate > burst:
+                return [Problem("coldStart.figures.weightsMiBps", f"got {rate:g}; above the FSx file system's network "
+                                f"throughput ({burst:,.0f} MiB/s at fsx.storageCapacityGiB "
+                                f"{getattr(fsx, 'storage_capacity_gib', 0)} x fsx.perUnitStorageThroughput "
+                                f"{getattr(fsx, 'per_unit_storage_throughput', 0)}): measure again or check fsx.*")]  # fmt: skip
+            return []
+        cards = [d.network_gbps * 1e9 / 8 / cold_start.MIB for t in instance_types if (d := cold_start.disks(t))]
+        if cards and rate > min(cards):
+            return [Problem("coldStart.figures.weightsMiBps", f"got {rate:g}; above the network card of the serving "
+                            f"pool's nodePools.{pool_name}.instanceTypes ({min(cards):,.0f} MiB/s): no download is "
+                            "faster than the card it arrives on: measure again")]  # fmt: skip
+        return []
+
+    def _standby_problems(self, ctx: CheckContext) -> list[Problem]:
+        from inference_platform.settings.replica_bounds import serving_slots
+
+        serving, auto = ctx.sections.get("serving"), ctx.sections.get("autoscaling")
+        out = []
+        if serving is not None and getattr(serving, "nodes", 1) > 1:
+            out.append(Problem("coldStart.standbyReplicas", f"got {self.standby_replicas}; standby holds single-node "
+                               f"replicas (serving.nodes is {serving.nodes}: a group spans nodes)"))  # type: ignore[attr-defined]  # fmt: skip
+        if auto is not None and not getattr(auto, "enabled", False):
+            out.append(Problem("coldStart.standbyReplicas", f"got {self.standby_replicas}; standby serves scale-ups, and "
+                               "autoscaling.enabled is false"))  # fmt: skip
+            return out  # without autoscaling its maxReplicas is no ceiling: no replica slots to count
+        slots = serving_slots(ctx)
+        high = getattr(auto, "max_replicas", None)
+        if slots is not None and high is not None and high + self.standby_replicas > slots:
+            out.append(Problem("coldStart.standbyReplicas", f"got {self.standby_replicas}; with autoscaling.maxReplicas "
+                               f"{high} it needs {high + self.standby_replicas} replica slots and the serving pool "
+                               f"holds {slots} at its maxSize: raise nodePools.{getattr(serving, 'node_pool', '')}.maxSize"))  # fmt: skip
+        return out
 
 
 def inputs_for(sections: Mapping[str, Any], ceiling: int | None = None) -> cold_start.StartInputs | None:
@@ -43,11 +175,11 @@ def inputs_for(sections: Mapping[str, Any], ceiling: int | None = None) -> cold_
         weights = models.weight_bytes(serving.resolved_architecture(), serving.precision)
     except (catalog.CatalogError, ValueError, LookupError, models.SizingError):
         return None
-    fsx_enabled = bool(getattr(fsx, "enabled", False))
-    source = inference.model_source(fsx_enabled)
-    fsx_mb_s = (
-        fsx.storage_capacity_gib / 1024 * fsx.per_unit_storage_throughput if fsx is not None and fsx_enabled else None
-    )
+    fsx_on = fsx if fsx is not None and getattr(fsx, "enabled", False) else None
+    source = inference.model_source(fsx_on is not None)
+    if source == "fsx" and fsx_on is None:
+        return None  # no cache to stage from: the inference section names inference.model.source
+    fsx_mb_s = fsx_on.storage_capacity_gib / 1024 * fsx_on.per_unit_storage_throughput if fsx_on is not None else None
     starts = 1
     if auto is not None and getattr(auto, "enabled", False):
         # One scale-up period adds at most scaleUp.pods replicas, never beyond an explicit ceiling. (The pods
@@ -55,31 +187,49 @@ def inputs_for(sections: Mapping[str, Any], ceiling: int | None = None) -> cold_
         high = auto.max_replicas if auto.max_replicas is not None else ceiling
         added = auto.scale_up.pods if high is None else min(auto.scale_up.pods, high)
         starts = max(1, added)
+    options = sections.get("coldStart") or ColdStartSettings()
+    tier = rates.LUSTRE_PERSISTENT_2.get(fsx_on.per_unit_storage_throughput) if fsx_on is not None else None
+    monitoring = getattr(inference, "monitoring", None)
     return cold_start.StartInputs(
         provisioner=getattr(cluster, "provisioning", "managed"),
         instance_type=node.name,
         accelerators_per_node=node.accelerator_count,
+        image_pull=options.image_pull,
         model_gib=weights / GIB,
         source="fsx" if source == "fsx" else "download",
         fsx_mb_s=fsx_mb_s,
+        fsx_cache_gib=tier.cache_gib * fsx_on.storage_capacity_gib / 1024 if tier is not None and fsx_on else None,
         starts_at_once=starts,
         pods_per_node=max(1, fit.pods_per_node),
         local_nvme=pool.local_nvme_raid0(),
         ebs_mib_s=float(pool.disk_throughput()),
         copy_streams=cold_start.PARALLEL_COPY_STREAMS,
+        download_concurrency=options.download_concurrency,
+        scrape_s=_seconds(getattr(monitoring, "scrape_interval", None), cold_start.DEFAULT_SCRAPE_S),
+        standby_replicas=options.standby_replicas,
+        figures=options.figures.figures(),
     )
 
 
-def before_fix(inputs: cold_start.StartInputs) -> cold_start.StartInputs:
-    """The same stack as it started before issue 21: gp3 at 125 MiB/s, no NVMe, one ``cp -R`` stream."""
-    return replace(inputs, local_nvme=False, ebs_mib_s=cold_start.GP3_BASE_MIB_S, copy_streams=1)
+def _seconds(duration: str | None, default: float) -> float:
+    """A Prometheus duration such as ``15s`` or ``1m`` in seconds (the default when unset or unreadable)."""
+    units = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+    if not duration:
+        return default
+    for suffix in ("ms", "s", "m", "h"):
+        if duration.endswith(suffix):
+            try:
+                return float(duration[: -len(suffix)]) * units[suffix]
+            except ValueError:
+                return default
+    return default
 
 
 @dataclass(frozen=True)
 class Hold:
     """In-flight requests one replica holds within the SLO: the least of serving.maxBatchSize, the sequences
     its KV cache holds at the planned shape, and the largest batch the latency model keeps within the TTFT
-    and ITL SLO (inference_platform.planners.latency)."""
+    (median and 95th percentile) and ITL SLO (inference_platform.planners.latency, planners.scaling.ttft_p95_ms)."""
 
     requests: int
     limit: str
@@ -87,6 +237,10 @@ class Hold:
     slo_key: str
     kv_fit: int | None
     """Sequences the KV cache holds at the mean context (None: not modelled for this layout)."""
+    steps: tuple[scaling.Step, ...] = ()
+    """How each bound was reached, for the derivation the plan prints."""
+    infeasible: str | None = None
+    """When no batch meets the SLO: what one request alone sees, against the SLO key that binds (``slo_key``)."""
 
 
 def replica_hold(sections: Mapping[str, Any], region: str | None = None) -> Hold | None:
@@ -106,8 +260,10 @@ def replica_hold(sections: Mapping[str, Any], region: str | None = None) -> Hold
     slo_key = "capacity.slo" if explicit_slo is not None else "serving.slo.ttftP50Ms"
     ttft = explicit_slo.ttft_ms if explicit_slo is not None else serving.slo.ttft_p50_ms
     itl = explicit_slo.itl_ms if explicit_slo is not None else serving.slo.itl_p50_ms
+    p95 = serving.slo.ttft_p95_ms
     isl = getattr(cap, "isl", capacity_settings.DEFAULT_ISL)
     osl = getattr(cap, "osl", capacity_settings.DEFAULT_OSL)
+    batch_step = scaling.Step("batch limit", f"{batch} requests", "serving.maxBatchSize")
     try:
         instance = (capacity_settings.planned_instance(pool.instance_types, region) if region
                     else pool.instance_types[0])  # fmt: skip
@@ -116,13 +272,99 @@ def replica_hold(sections: Mapping[str, Any], region: str | None = None) -> Hold
                             serving.kv_cache.resolved_dtype())  # fmt: skip
         workload = latency.Workload(isl=isl, osl=osl)
         kv_fit = math.floor(latency.kv_capacity_tokens(r) / workload.mean_context)
+        features = capacity_settings.serving_features(serving, factors)
         pred = latency.predict(r, workload, slo=latency.Slo(ttft_ms=ttft, itl_ms=itl), batch_limit=batch,
-                               features=capacity_settings.serving_features(serving, factors))  # fmt: skip
+                               features=features)  # fmt: skip
     except (catalog.CatalogError, ValueError, LookupError, models.SizingError, AssertionError):
-        return Hold(batch, "serving.maxBatchSize", slo_key, None)
-    within = max((p.batch for p in pred.sweep if p.meets(pred.slo)), default=0)
+        return Hold(batch, "serving.maxBatchSize", slo_key, None, (batch_step,))
+    scale = features.ttft_scale
+
+    def tail(p: latency.Point) -> float:
+        wait = p.ttft_ms / 1e3 / scale - p.prefill_s - p.step_s
+        return scaling.ttft_p95_ms(p.prefill_s, p.step_s, wait, scale)
+
+    median_ok = [p.batch for p in pred.sweep if p.meets(pred.slo)]
+    within = max((p.batch for p in pred.sweep if p.meets(pred.slo) and tail(p) <= p95), default=0)
+    infeasible = None
+    alone = min(pred.sweep, key=lambda p: p.batch, default=None)
+    if within == 0 and alone is not None:
+        # Name the SLO that even one request alone misses: the ITL, then the median TTFT, then the p95. No figure
+        # in the message: it must read the same under the capacity section's planning factors and without them.
+        if alone.itl_ms > itl:
+            slo_key = "capacity.slo.itlMs" if explicit_slo is not None else "serving.slo.itlP50Ms"
+            infeasible = f"got {itl:g}; one request alone exceeds this ITL"
+        elif alone.ttft_ms > ttft:
+            infeasible = f"got {ttft:g}; one request alone exceeds this TTFT"
+        else:
+            slo_key = "serving.slo.ttftP95Ms"
+            infeasible = f"got {p95:g}; one request alone exceeds this TTFT p95"
+        infeasible += f" on {instance} at TP {serving.tensor_parallel} (planners/latency.py)"
     held = min((batch, "serving.maxBatchSize"), (kv_fit, "the KV cache"), (within, slo_key), key=lambda x: x[0])
-    return Hold(held[0], held[1], slo_key, kv_fit)
+    at = next((p for p in pred.sweep if p.batch == within), None)
+    slo_value = (f"{within} requests" + (f": TTFT {at.ttft_ms:.0f} ms mean (<= {ttft:g}), {tail(at):.0f} ms p95 "
+                 f"(<= {p95:g}), ITL {at.itl_ms:.1f} ms (<= {itl:g})" if at else ""))  # fmt: skip
+    tighter = max(median_ok, default=0) > within
+    steps = (
+        batch_step,
+        scaling.Step(
+            "KV cache",
+            f"{kv_fit} sequences at {workload.mean_context:,.0f} tokens",
+            f"planners/latency.py kv_capacity_tokens on {instance} TP {serving.tensor_parallel}",
+        ),
+        scaling.Step(
+            "within the SLO",
+            slo_value,
+            f"{slo_key}, serving.slo.ttftP95Ms{' (the p95 binds)' if tighter else ''}, planners/latency.py "
+            "at isl/osl "
+            f"{isl}/{osl}",
+        ),
+        scaling.Step("a replica holds", f"{held[0]} requests", f"set by {held[1]}"),
+    )
+    return Hold(held[0], held[1], slo_key, kv_fit, steps, infeasible)
+
+
+def slo_problems(
+    sections: Mapping[str, Any], region: str | None = None, *, autoscaled: bool = True
+) -> list[tuple[str, str]]:
+    """An SLO no replica can meet even alone: the prefill of ``serving.maxInputLen`` at the planned speed (plus one
+    decode step) exceeds ``serving.slo.ttftP95Ms``. A request that long can never see its first token in time,
+    whatever the autoscaler does. On an autoscaled stack also a ``minOutputTokensPerSecond`` above what one request
+    alone decodes (the ramp check's reasoning; without autoscaling an impossible SLO is the verdict's failure)."""
+    from inference_platform.settings import capacity as capacity_settings
+
+    serving, cap = sections.get("serving"), sections.get("capacity")
+    pools = getattr(sections.get("nodePools"), "root", None) or {}
+    pool = pools.get(getattr(serving, "node_pool", None)) if serving is not None else None
+    if serving is None or pool is None or not pool.instance_types:
+        return []
+    try:
+        instance = (capacity_settings.planned_instance(pool.instance_types, region) if region
+                    else pool.instance_types[0])  # fmt: skip
+        r = latency.replica(serving.resolved_architecture(), serving.precision, instance, serving.tensor_parallel,
+                            serving.kv_cache.resolved_dtype())  # fmt: skip
+        factors = cap.planning_factors() if cap is not None else DEFAULT_FACTORS
+        scale = capacity_settings.serving_features(serving, factors).ttft_scale
+        alone_ms = (latency.prefill_seconds(r, serving.max_input_len) + latency.decode_step(r, 1, 1)[0]) * 1e3 * scale
+        features = capacity_settings.serving_features(serving, factors)
+        isl = getattr(cap, "isl", capacity_settings.DEFAULT_ISL)
+        osl = getattr(cap, "osl", capacity_settings.DEFAULT_OSL)
+        step = latency.decode_step(r, 1, isl + osl / 2, query_tokens=1 + features.draft_tokens)[0]
+        best_rate = features.tokens_per_step / (step * features.itl_scale)
+    except (catalog.CatalogError, ValueError, LookupError, models.SizingError, AssertionError):
+        return []
+    out: list[tuple[str, str]] = []
+    wanted = serving.slo.min_output_tokens_per_second
+    if autoscaled and wanted > best_rate:
+        out.append(("serving.slo.minOutputTokensPerSecond", f"got {wanted:g}; one request alone decodes at most about "
+                    f"{best_rate:,.0f} tokens/s on {instance} at TP {serving.tensor_parallel} (planners/latency.py): "
+                    "no replica meets it, whatever the autoscaler does; lower it or plan a faster layout"))  # fmt: skip
+    p95 = serving.slo.ttft_p95_ms
+    if alone_ms <= p95:
+        return out
+    return [*out, ("serving.slo.ttftP95Ms", f"got {p95:g}; the prefill of serving.maxInputLen ({serving.max_input_len} "
+             f"tokens) alone takes {alone_ms:,.0f} ms on {instance} at TP {serving.tensor_parallel} (planners/latency.py"
+             "): no replica meets it for a long prompt, whatever the autoscaler does; raise it, lower maxInputLen or "
+             "plan a faster layout")]  # fmt: skip
 
 
 def ramp_problems(
@@ -135,19 +377,19 @@ def ramp_problems(
 ) -> list[tuple[str, str]]:
     """(key, message) for each autoscaling bound that cannot meet the SLO at ``rampPercentPerHour``.
 
-    Over one cold start (with a new node, inference_platform.planners.cold_start) the load grows by g = ramp x
-    seconds / 3600 of itself, and the replicas running must carry it meanwhile within the SLO. A replica
+    Over one scale-up (``ColdStart.scale_up_s``: a new node, or a running one when standby replicas cover a
+    scale-up period; inference_platform.planners.cold_start) the load grows by g = ramp x seconds / 3600 of itself, and the replicas running must carry it meanwhile within the SLO. A replica
     holds ``replica_hold`` requests within the SLO, so the autoscaler must act at hold / (1 + g) per replica:
 
-    - ``requests``: targetRequestsPerReplica (explicit, or the derived default, which never rises above 1
-      silently: if even 1 is too many the ramp or the SLO is refused);
+    - ``requests``: targetRequestsPerReplica (explicit, or the derived floor(hold / (1 + g)), never below 1: if even
+      1 is too many the ramp or the SLO is refused);
     - ``kvCacheTarget`` (TensorRT-LLM, a second trigger: the HPA follows whichever asks for more replicas):
       it fires at kvCacheTarget x the sequences the KV cache holds, and when that is the first trigger it
       must leave the same headroom;
     - ``queueRatio`` fires only once requests wait for a batch slot, i.e. with a replica already full: it
       leaves no headroom, so it is refused at a ramp unless the KV trigger fires early enough;
     - the day ceiling (maxReplicas, else the capacity plan's or the pool's) must hold the planned peak
-      plus the growth of one cold start, at what a replica holds.
+      plus the growth of one scale-up, at what a replica holds.
 
     ``slots``: replicas the serving pool holds at its maxSize; ``plan``: the capacity plan's bounds
     (CapacityBounds), None when the stack plans no demand."""
@@ -162,23 +404,24 @@ def ramp_problems(
         return []
     cs = cold_start.model(inputs)
     ramp = auto.ramp_percent_per_hour / 100
-    growth = cold_start.headroom(cs.new_node_s, ramp)
+    growth = cold_start.headroom(cs.scale_up_s, ramp)
     batch = serving.max_batch_size
     allowed = hold.requests / (1 + growth)
-    why = (f"a scale-up with a new node takes {cs.new_node_s / 60:.1f} min (modelled, "
+    why = (f"a scale-up takes {cs.scale_up_s / 60:.1f} min on a {cs.scale_up_path} (modelled, "
            f"planners/cold_start.py) and at autoscaling.rampPercentPerHour {auto.ramp_percent_per_hour:g} "
            f"the load grows {growth:.0%} meanwhile; a replica holds {hold.requests} requests within the SLO "
            f"(set by {hold.limit})")  # fmt: skip
     if hold.requests < 1:
-        return [(hold.slo_key, "no batch meets the TTFT/ITL SLO on this layout: a replica holds no request within "
-                               "it, so no autoscaling target can leave headroom")]  # fmt: skip
+        lead = f"{hold.infeasible}: " if hold.infeasible else ""
+        return [(hold.slo_key, f"{lead}no batch meets the TTFT/ITL SLO on this layout: a replica holds no request "
+                               "within it, so no autoscaling target can leave headroom")]  # fmt: skip
     out: list[tuple[str, str]] = []
     kv_on = getattr(serving, "backend", None) != "neuron" and hold.kv_fit is not None
     kv_trigger = auto.kv_cache_target * hold.kv_fit if kv_on else None
     # Where the HPA starts adding replicas (requests in flight per replica), and which key sets it.
     triggers: list[tuple[float, str]] = []
     if auto.signal == "requests":
-        triggers.append((auto.target_requests(batch, allowed / batch), "autoscaling.targetRequestsPerReplica"))
+        triggers.append((auto.target_requests(batch, allowed), "autoscaling.targetRequestsPerReplica"))
     if kv_trigger is not None and (auto.signal == "requests" or kv_trigger <= allowed + 1e-9):
         triggers.append((kv_trigger, "autoscaling.kvCacheTarget"))
     if not triggers:
@@ -217,8 +460,9 @@ def _trigger_problem(
     ramp: float,
     why: str,
 ) -> tuple[str, str]:
-    slowest = max(cs.phases, key=lambda p: p.seconds)
-    shorten = f"shorten the cold start (slowest: {slowest.name}, {slowest.seconds:.0f} s)"
+    slowest = max(cs.new if cs.scale_up_path == "new node" else cs.running, key=lambda p: p.seconds)
+    shorten = (f"shorten the scale-up (slowest: {slowest.name}, {slowest.seconds:.0f} s; coldStart options, "
+               "inferctl capacity cold-start)")  # fmt: skip
     if key == "autoscaling.kvCacheTarget":
         assert hold.kv_fit is not None  # ramp_problems adds the KV trigger only where it sized the KV cache
         return (key, f"kvCacheTarget {auto.kv_cache_target:g} fires at {trigger:.1f} of the {hold.kv_fit} sequences "
@@ -226,7 +470,7 @@ def _trigger_problem(
                      f"{allowed:.1f}; lower it to at most {allowed / hold.kv_fit:.3f} or {shorten}")  # fmt: skip
     if auto.target_requests_per_replica is None:
         # The derived default never goes below 1 request: if 1 is already too many, say what to change.
-        max_ramp = (hold.requests - 1) * 3600 / cs.new_node_s * 100
+        max_ramp = (hold.requests - 1) * 3600 / cs.scale_up_s * 100
         name = hold.slo_key if hold.limit == hold.slo_key else "autoscaling.rampPercentPerHour"
         return (name, f"even the lowest autoscaling target (1 request per replica) leaves too little headroom: {why}, "
                       f"so scale-out would have to start at {allowed:.2f} requests per replica; lower "
@@ -234,7 +478,7 @@ def _trigger_problem(
                       f"{shorten}")  # fmt: skip
     fix = f"lower it to at most {math.floor(allowed)}, {shorten}"
     alone = cold_start.model(replace(inputs, starts_at_once=1))
-    if inputs.source == "fsx" and trigger <= hold.requests / (1 + cold_start.headroom(alone.new_node_s, ramp)) + 1e-9:
+    if inputs.source == "fsx" and trigger <= hold.requests / (1 + cold_start.headroom(alone.scale_up_s, ramp)) + 1e-9:
         # One pod staging alone would make it: the pods that start together starve on the file system.
         key = "fsx.perUnitStorageThroughput"
         fix = (f"raise the FSx throughput: {inputs.starts_at_once} pods staging at once share "
@@ -270,4 +514,4 @@ def _ceiling_problems(
         )
     return [(key, f"day ceiling {ceiling} replica(s) cannot carry the planned peak ({p.peak.output_tps:,.0f} output "
                   f"tokens/s at {p.option.tokens_per_s_per_replica:,.0f} per replica) plus the {growth:.0%} it grows "
-                  f"during one cold start: {why}; {fix}")]  # fmt: skip
+                  f"during one scale-up: {why}; {fix}")]  # fmt: skip

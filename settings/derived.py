@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from inference_platform.catalog.edge_policy import EdgePolicy
-from inference_platform.planners import backfill, cold_start
+from inference_platform.planners import backfill, cold_start, scaling
 from inference_platform.planners import capacity as planner
 from inference_platform.settings import Settings
 from inference_platform.settings.base import CheckContext
@@ -71,11 +71,37 @@ def capacity_summary(settings: Settings) -> dict[str, Any] | None:
         "isl": p.demand.isl,
         "osl": p.demand.osl,
         **_backfill_summary(settings, p),
+        **_day_profile(settings, p),
         # Which planning figures were measured (capacity.factors from inferctl capacity calibrate) or modelled.
         "factors": {
             name: {"value": f["value"], "source": f["source"]}
             for name, f in settings.capacity.planning_factors().to_dict().items()
         },
+    }
+
+
+def _day_profile(settings: Settings, p: planner.Plan) -> dict[str, Any]:
+    """The planned day hour by hour on the bounds the ScaledObject enforces (planners.capacity.day_profile): the night's
+    load at capacity.nightFraction (the seed's 50 %) and the replicas the night scale-down leaves."""
+    bounds = day_bounds(settings) if settings.autoscaling.enabled else None
+    if bounds is None:
+        return {}
+    schedule = settings.autoscaling.schedule(settings.production)
+    profile = planner.day_profile(p, schedule=schedule, day_floor=bounds[0], day_ceiling=bounds[1])
+    night = [h for h in profile.hours if h.level == "night"]
+    return {
+        "dayProfile": {
+            "utilisation24h": round(profile.utilisation, 3),
+            "nightLoadShare": profile.night_load_share,
+            "nightReplicaShare": round(profile.night_replica_share, 3),
+            "night": {"hours": len(night), "replicas": night[0].replicas, "utilisation": round(night[0].utilisation, 3)}
+            if night
+            else None,
+            "hours": [
+                {"hour": h.hour, "level": h.level, "replicas": h.replicas, "utilisation": round(h.utilisation, 3)}
+                for h in profile.hours
+            ],
+        }
     }
 
 
@@ -132,7 +158,7 @@ def _sections(settings: Settings) -> dict[str, Any]:
     return {
         "serving": settings.serving, "inference": settings.inference, "nodePools": settings.node_pools,
         "cluster": settings.cluster, "fsx": settings.fsx, "autoscaling": settings.autoscaling,
-        "capacity": settings.capacity,
+        "capacity": settings.capacity, "coldStart": settings.cold_start,
     }  # fmt: skip
 
 
@@ -143,35 +169,65 @@ def cold_start_model(settings: Settings) -> cold_start.ColdStart | None:
     return cold_start.model(inputs) if inputs is not None else None
 
 
-def max_share(settings: Settings) -> float | None:
-    """The highest share of a replica's batch the autoscaler may target at the stack's ramp (None: no ramp or
-    no rollout): what a replica holds within the SLO (``cold_start.replica_hold``) less the cold start's headroom.
-    The default target is lowered to it (AutoscalingSettings.target_requests)."""
+def thresholds(settings: Settings) -> scaling.Thresholds | None:
+    """The autoscaler's targets and their derivation (planners/scaling.py ``derive``): what a replica holds within the
+    SLO, one scale-up at the stack's ramp, the headroom; None without an autoscaled rollout to model."""
     auto = settings.autoscaling
-    if not auto.enabled or auto.ramp_percent_per_hour <= 0:
+    if not auto.enabled:
         return None
     cs = cold_start_model(settings)
-    if cs is None:
-        return None
-    share = cold_start.max_target_share(cs.new_node_s, auto.ramp_percent_per_hour / 100)
     hold = replica_hold(_sections(settings), settings.region.name)
-    batch = settings.serving.max_batch_size
-    return share * (hold.requests / batch if hold is not None else 1.0)
+    if cs is None or hold is None:
+        return None
+    ramp = auto.ramp_percent_per_hour / 100
+    source = (f"planners/cold_start.py: {cs.detection.seconds:.0f} s detection + "
+              + (f"{cs.running_node_s:.0f} s on a running node ({cs.inputs.standby_replicas} standby replicas cover a "
+                 f"scale-up period's {cs.inputs.starts_at_once})" if cs.standby_covers else
+                 f"{cs.new_node_s:.0f} s with a new node (launch {cs.launch_s:.0f} s)"))  # fmt: skip
+    return scaling.derive(
+        hold=hold.requests,
+        hold_limit=hold.limit,
+        hold_steps=hold.steps,
+        scale_up_s=cs.scale_up_s,
+        scale_up_path=cs.scale_up_path,
+        scale_up_source=source,
+        ramp_per_hour=ramp,
+        hand_set=auto.target_requests_per_replica,
+        kv_target=auto.kv_cache_target,
+    )
+
+
+def target_requests(settings: Settings) -> float:
+    """What the ScaledObject renders as targetRequestsPerReplica: hand-set, else derived (``thresholds``)."""
+    derived = thresholds(settings)
+    return settings.autoscaling.target_requests(
+        settings.serving.max_batch_size, derived.derived_target if derived is not None else None
+    )
+
+
+def max_share(settings: Settings) -> float | None:
+    """The derived target as a share of serving.maxBatchSize (None when nothing is derived): kept for the old
+    ``infra.settings.cold_start.max_share`` path (inference_platform/moved.py)."""
+    derived = thresholds(settings)
+    return derived.derived_target / settings.serving.max_batch_size if derived is not None else None
 
 
 def cold_start_summary(settings: Settings) -> dict[str, Any] | None:
-    """The cold start and the headroom it asks of the autoscaler, as plain data (plan summary, PR comment)."""
+    """The cold start and the thresholds derived from it, as plain data (plan summary, PR comment)."""
     cs = cold_start_model(settings)
     if cs is None:
         return None
     out = cs.to_dict()
-    auto = settings.autoscaling
-    if auto.enabled:
-        ramp = auto.ramp_percent_per_hour / 100
-        out["rampPercentPerHour"] = auto.ramp_percent_per_hour
-        out["maxTargetShare"] = round(cold_start.max_target_share(cs.new_node_s, ramp), 3)
-        batch = settings.serving.max_batch_size
-        out["targetShare"] = round(auto.target_requests(batch, max_share(settings)) / batch, 3)
+    derived = thresholds(settings)
+    if derived is not None:
+        out["thresholds"] = derived.to_dict()
+        bounds = day_bounds(settings)
+        blind = settings.autoscaling.fallback.replicas or planned_replicas(settings)
+        out["fallback"] = {
+            "failureThreshold": settings.autoscaling.fallback.failure_threshold,
+            "pollingSeconds": settings.autoscaling.polling_interval_seconds,
+            "replicas": min(max(blind, bounds[0]), bounds[1]) if bounds else blind,
+        }
     return out
 
 

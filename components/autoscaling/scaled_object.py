@@ -15,6 +15,14 @@ tutorial and Google's GKE guidance both scale LLM servers on queue or batch size
 Every trigger is an ``AverageValue`` of "replica-equivalents", so desired = ceil(total / target) =
 ceil(current x per-replica value / target), the HPA formula.
 
+Scaling survives a failing signal (KEDA v2.20.2, inference_platform.planners.keda): every Prometheus trigger sets
+``ignoreNullValues: "false"``, so series that vanish are a failure, never "zero demand"; ``fallback`` with
+``behavior: scalingModifiers`` turns a trigger that failed more than ``failureThreshold`` reads in a row into ``nil``
+in the formula (any other behaviour would bypass the formula, and with it the night ceiling), and the formula is
+nil-safe: one failed demand trigger gives way to the other, both failed leave the rollout at ``blind_replicas``
+within the bounds in force, the queue trigger failing means "no backfill" (never "no scaling"), and the day cron
+failing counts as day. Until a failure passes the threshold the composite metric errors and the HPA holds.
+
 The night schedule: ``minReplicaCount`` is the NIGHT floor; a cron trigger named ``day`` marks the day
 window, and ``advanced.scalingModifiers`` folds the triggers into one metric that is clamped to the day
 bounds in the day and to the night bounds at night. The cron trigger alone could only raise the floor
@@ -24,7 +32,6 @@ trigger's ``desiredReplicas`` is only a day flag there (2, above the 0 or 1 an i
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -34,6 +41,8 @@ from inference_platform.components.batch.scaling import TRIGGER_NAME as BACKFILL
 from inference_platform.components.batch.scaling import QueueSignal, queue_trigger
 from inference_platform.components.observability import promql as q
 from inference_platform.components.observability.promql import Scope
+from inference_platform.planners.keda import HPA_TOLERANCE as HPA_TOLERANCE
+from inference_platform.planners.keda import hpa_desired as hpa_desired
 from inference_platform.planners.night_schedule import NightSchedule, ReplicaBounds, replica_bounds
 from inference_platform.planners.scaling import (
     DEFAULT_KV_TARGET,
@@ -46,9 +55,13 @@ Signal = Literal["requests", "queueRatio"]
 DAY_FLAG = 2
 """desiredReplicas of the ``day`` cron trigger: KEDA reports it in the window, 1 (or 0) outside."""
 FORMULA_TARGET = 1.0
-"""``scalingModifiers.target``: the formula's value is already a replica count (AverageValue of 1 each)."""
-HPA_TOLERANCE = 0.1
-"""The HPA controller's default tolerance: no change while |ratio - 1| <= 10%."""
+"""``scalingModifiers.target``: the formula's value is already a replica count (AverageValue of 1 each). It renders
+as ``"1"``: KEDA v2.20.2 takes a fallback as valid only when this parses as an integer > 0 (fallback.go)."""
+DEFAULT_FAILURE_THRESHOLD = 3
+FALLBACK_BEHAVIOR = "scalingModifiers"
+"""The only behaviour that keeps the formula (and its night ceiling) running while a trigger is missing."""
+NO_FORMULA_FALLBACK_BEHAVIOR = "currentReplicasIfHigher"
+"""Without a formula each trigger is its own metric: a missing one reports max(current, blind) replicas, never fewer."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -90,6 +103,11 @@ class ScalingPolicy:
     behaviour: Behaviour = field(default_factory=Behaviour)
     night: NightSchedule | None = field(default_factory=NightSchedule)
     """Default: 22:00-06:00 UTC at half the day bounds. ``None``: the same bounds all day."""
+    failure_threshold: int = DEFAULT_FAILURE_THRESHOLD
+    """Default 3. Consecutive failed reads after which KEDA treats a trigger as missing (``fallback``)."""
+    blind_replicas: int | None = None
+    """Default ``min_replicas``. Replicas the rollout runs, within the bounds in force, while every demand trigger is
+    missing (the planned replicas)."""
     backfill: QueueSignal | None = None
     """Default none. The asynchronous lane's work queue: while it holds messages the night floor is the DAY
     floor (batch work fills the replicas interactive demand leaves idle); at night the rollout falls to the
@@ -112,7 +130,16 @@ class ScalingPolicy:
             out += [f"night.{f}: {m}" for f, m in self.night.problems()]
         if self.backfill is not None and self.night is None:
             out.append("backfill: needs a night schedule (without one the floor never drops, nothing to hold)")
+        if self.failure_threshold < 0:
+            out.append(f"failure_threshold={self.failure_threshold} must be >= 0")
+        if self.blind_replicas is not None and not 1 <= self.blind_replicas <= self.max_replicas:
+            out.append(f"blind_replicas={self.blind_replicas} must be in [1, max_replicas={self.max_replicas}]")
         return out
+
+    @property
+    def blind(self) -> int:
+        """What the rollout runs while every demand trigger is missing (before the bounds in force)."""
+        return self.blind_replicas if self.blind_replicas is not None else max(1, self.min_replicas)
 
 
 @dataclass(frozen=True)
@@ -152,18 +179,31 @@ def formula(policy: ScalingPolicy) -> str | None:
     The demand in replicas, raised to the floor in force; capped only by a night ceiling below
     ``maxReplicaCount``. A cap the HPA can apply itself stays out of the formula: the HPA's 10% tolerance
     is judged on the formula's value, so a demand capped at 24 with 22 replicas running (ratio 1.09)
-    would never scale past 22, while ``maxReplicaCount`` caps after the tolerance."""
+    would never scale past 22, while ``maxReplicaCount`` caps after the tolerance.
+
+    Nil-safe (a trigger past ``fallback.failureThreshold`` is ``nil``): each trigger is read as ``(name ?? ...)``;
+    with every demand trigger nil the demand is ``blind``; the queue trigger nil is an empty queue; the day cron nil
+    is day. expr-lang refuses ``??`` mixed with another operator without parentheses, hence the parentheses."""
     if policy.night is None:
         return None
-    demand = ", ".join(f"{t.name} / {_number(t.target)}" for t in triggers(policy))
-    wanted = f"max({demand})" if len(triggers(policy)) > 1 else demand
+    wanted = _demand(policy)
     day, night = bounds_by_day_and_night(policy, policy.night)
     top = policy.max_replicas
     at_night = _clamp(wanted, night, top)
     if policy.backfill is not None:
         held = backfill_bounds(policy, policy.night)
-        at_night = f"({BACKFILL_TRIGGER} > 0 ? {_clamp(wanted, held, top)} : {at_night})"
-    return f"day >= {DAY_FLAG} ? {_clamp(wanted, day, top)} : {at_night}"
+        at_night = f"(({BACKFILL_TRIGGER} ?? 0) > 0 ? {_clamp(wanted, held, top)} : {at_night})"
+    return f"(day ?? {DAY_FLAG}) >= {DAY_FLAG} ? {_clamp(wanted, day, top)} : {at_night}"
+
+
+def _demand(policy: ScalingPolicy) -> str:
+    """Replicas the demand triggers ask for, nil-safe: the largest of the triggers that read, ``blind`` when none
+    does."""
+    ts = triggers(policy)
+    missing = " && ".join(f"{t.name} == nil" for t in ts)
+    each = [f"({t.name} ?? 0) / {_number(t.target)}" for t in ts]
+    demand = f"max({', '.join(each)})" if len(each) > 1 else each[0]
+    return f"(({missing}) ? {policy.blind} : {demand})"
 
 
 def backfill_bounds(policy: ScalingPolicy, night: NightSchedule) -> ReplicaBounds:
@@ -202,6 +242,9 @@ def scaled_object_spec(policy: ScalingPolicy, target: ScaleTarget) -> dict[str, 
                 "query": t.query,
                 "threshold": _number(t.target),
                 "activationThreshold": "0",
+                # An empty result is a failure (counted toward the fallback), not 0 demand (KEDA's default true
+                # would drop the pool to its floor when the series vanish: prometheus_scaler.go ExecutePromQuery).
+                "ignoreNullValues": "false",
             },
         }
         for t in triggers(policy)
@@ -234,6 +277,11 @@ def scaled_object_spec(policy: ScalingPolicy, target: ScaleTarget) -> dict[str, 
         "pollingInterval": policy.polling_interval_seconds,
         "minReplicaCount": bounds_floor,
         "maxReplicaCount": policy.max_replicas,
+        "fallback": {
+            "failureThreshold": policy.failure_threshold,
+            "replicas": policy.blind,
+            "behavior": FALLBACK_BEHAVIOR if night is not None else NO_FORMULA_FALLBACK_BEHAVIOR,
+        },
         "advanced": advanced,
         "triggers": trigger_specs,
     }
@@ -243,33 +291,35 @@ def bounds(policy: ScalingPolicy, instant: datetime) -> ReplicaBounds:
     return replica_bounds(policy.min_replicas, policy.max_replicas, policy.night, instant)
 
 
-def hpa_desired(current: int, value: float, target: float, tolerance: float = HPA_TOLERANCE) -> int:
-    """The HPA's recommendation for one AverageValue metric: ceil(current x per-replica value / target).
-
-    ``value`` is the per-replica average (the metric's total / current); within the tolerance the
-    current count stands."""
-    if current <= 0:
-        return math.ceil(value / target) if value > 0 else 0
-    ratio = value / target
-    if abs(ratio - 1) <= tolerance:
-        return current
-    return math.ceil(current * ratio)
-
-
-def desired_replicas(policy: ScalingPolicy, values: Mapping[str, float], current: int, instant: datetime) -> int:
+def desired_replicas(
+    policy: ScalingPolicy,
+    values: Mapping[str, float],
+    current: int,
+    instant: datetime,
+    missing: frozenset[str] = frozenset(),
+) -> int:
     """What the HPA recommends at ``instant`` for trigger totals ``values`` (by trigger name), before its
     behaviour's rate limits and stabilisation, as the ScaledObject makes it compute: without a night
     schedule each trigger is a metric (the largest recommendation wins); with one, :func:`formula`'s value
     is the only metric (target 1), so the tolerance is judged on it. Then ``minReplicaCount`` and
-    ``maxReplicaCount`` (the night floor and the day ceiling)."""
+    ``maxReplicaCount`` (the night floor and the day ceiling). ``missing``: triggers past the fallback's
+    failureThreshold (nil in the formula): the other demand trigger decides, ``blind`` when none reads, no
+    backfill when the queue is missing."""
+    ts = triggers(policy)
+    read = [t for t in ts if t.name not in missing]
     if policy.night is None:
-        wanted = max(hpa_desired(current, values[t.name] / max(current, 1), t.target) for t in triggers(policy))
+        wanted = max(hpa_desired(current, values[t.name] / max(current, 1), t.target) for t in read) if read else 0
+        if len(read) < len(ts):
+            wanted = max(wanted, current, policy.blind)  # currentReplicasIfHigher on the missing metric
         return min(max(wanted, policy.min_replicas), policy.max_replicas)
     day, night = bounds_by_day_and_night(policy, policy.night)
-    limit = night if policy.night.is_night(instant) else day
-    if limit is night and policy.backfill is not None and values.get(BACKFILL_TRIGGER, 0) > 0:
+    is_day = "day" in missing or not policy.night.is_night(instant)
+    limit = day if is_day else night
+    queued = BACKFILL_TRIGGER not in missing and values.get(BACKFILL_TRIGGER, 0) > 0
+    if limit is night and policy.backfill is not None and queued:
         limit = backfill_bounds(policy, policy.night)
-    composite = max(max(values[t.name] / t.target for t in triggers(policy)), limit.floor)
+    demand = max(values[t.name] / t.target for t in read) if read else float(policy.blind)
+    composite = max(demand, limit.floor)
     if limit.ceiling < policy.max_replicas:
         composite = min(composite, limit.ceiling)
     wanted = hpa_desired(current, composite / max(current, 1), FORMULA_TARGET)

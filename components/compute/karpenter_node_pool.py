@@ -31,6 +31,7 @@ from inference_platform.catalog.pool_profile import PoolProfile, PoolShard
 from inference_platform.components.common.errors import raise_if
 from inference_platform.components.compute.node_pool import (
     EFA_MEMLOCK_NODE_CONFIG,
+    FAST_IMAGE_PULL_NODE_CONFIG,
     IMDS_HOP_LIMIT,
     ROOT_DEVICE,
     node_config_mime,
@@ -151,11 +152,17 @@ def node_class_spec(args: KarpenterNodePoolArgs, placement_group: pulumi.Input[s
         # Karpenter v1.14.1 pkg/apis/v1/ec2nodeclass.go: RAID0 of every NVMe instance-store disk, holding
         # /var/lib/containerd and /var/lib/kubelet (images and emptyDir volumes).
         spec["instanceStorePolicy"] = "RAID0"
+    parts: list[str] = []
     if pool.efa and pool.spec.ami_family == "al2023":
         # Karpenter appends every MIME part of userData to its own NodeConfig (bootstrap/nodeadm.go parseUserData):
         # the EFA containers' rlimits (components/compute/node_pool.py EFA_MEMLOCK_NODE_CONFIG) and the script
         # reserving the EFA pods' huge pages before the kubelet starts (catalog/efa.py).
-        spec["userData"] = node_config_mime([EFA_MEMLOCK_NODE_CONFIG], node_scripts(pool))
+        parts.append(EFA_MEMLOCK_NODE_CONFIG)
+    if pool.spec.fast_image_pull and pool.spec.ami_family == "al2023":
+        parts.append(FAST_IMAGE_PULL_NODE_CONFIG)
+    scripts = node_scripts(pool)
+    if parts or scripts:
+        spec["userData"] = node_config_mime(parts, scripts)
     if pool.spec.reservation_ids:
         spec["capacityReservationSelectorTerms"] = [{"id": rid} for rid in pool.spec.reservation_ids]
     if placement_group is not None:

@@ -313,6 +313,18 @@ cannot raise it (IPC_LOCK is inert without ambient capabilities: catalog/efa.py)
 v20260724 nodeadm/doc/examples.md "Modifying container RLIMITs"), lists replaced whole."""
 
 
+FAST_IMAGE_PULL_NODE_CONFIG = """apiVersion: node.eks.aws/v1alpha1
+kind: NodeConfig
+spec:
+  featureGates:
+    FastImagePull: true
+"""
+"""nodeadm's FastImagePull feature gate (awslabs/amazon-eks-ami v20260724 nodeadm/doc/examples.md "Enabling fast
+image pull"): containerd uses the SOCI snapshotter in parallel pull/unpack mode
+(nodeadm/internal/containerd/snapshotter/soci-snapshotter.config.toml). nodeadm merges NodeConfig maps, so the gate
+joins EKS's own bootstrap part. Ignored below 4 vCPUs or 7 GiB (internal/containerd/config.go)."""
+
+
 def node_config_parts(pool: PoolProfile) -> list[str]:
     """nodeadm NodeConfig documents an AL2023 node of ``pool`` needs beyond EKS's own bootstrap part."""
     if pool.spec.ami_family != "al2023":
@@ -322,6 +334,8 @@ def node_config_parts(pool: PoolProfile) -> list[str]:
         parts.append(LOCAL_STORAGE_NODE_CONFIG)
     if pool.efa:
         parts.append(EFA_MEMLOCK_NODE_CONFIG)
+    if pool.spec.fast_image_pull:
+        parts.append(FAST_IMAGE_PULL_NODE_CONFIG)
     return parts
 
 
@@ -349,8 +363,8 @@ def node_config_mime(parts: Sequence[str], scripts: Sequence[str] = ()) -> str:
 
 
 def _user_data(pool: PoolProfile) -> str | None:
-    """Base64 MIME user data with the pool's NodeConfig parts (AL2023: RAID0 local storage, EFA memlock) and its
-    scripts (EFA huge pages)."""
+    """Base64 MIME user data with the pool's NodeConfig parts (AL2023: RAID0 local storage, EFA memlock, fast
+    image pull) and its scripts (EFA huge pages)."""
     parts, scripts = node_config_parts(pool), node_scripts(pool)
     if not parts and not scripts:
         return None

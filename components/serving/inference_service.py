@@ -37,6 +37,7 @@ from inference_platform.components.serving.pod import (
     Resources,
     SecretMount,
     ServerPod,
+    placeholder_spec,
     pod_spec,
     server_args,
     server_container,
@@ -139,6 +140,7 @@ class InferenceService(pulumi.ComponentResource):
     workload_name: str
     service_name: str
     config_map_name: str
+    placeholder_pod_spec: dict[str, Any]
 
     def __init__(self, name: str, args: InferenceServiceArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         _validate(args)
@@ -182,6 +184,8 @@ class InferenceService(pulumi.ComponentResource):
             neuron=args.neuron,
             run_as_user=args.run_as_user,
         )
+        # A pod that holds what one serving pod holds, doing nothing (components/autoscaling/standby.py).
+        self.placeholder_pod_spec = placeholder_spec(pod)
         if args.nodes == 1:
             service_selector = self._deployment(name, args, pod, labels, child)
         else:

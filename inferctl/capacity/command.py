@@ -1,4 +1,4 @@
-"""`inferctl capacity throughput|plan|fleet`: the planner on the command line (exit 2 on bad input, naming
+"""`inferctl capacity throughput|plan|calibrate|cold-start|fleet`: the planner on the command line (exit 2 on bad input, naming
 the flag; exit 3 when ``plan`` needs more nodes than one pool of one cluster holds: use ``fleet``)."""
 
 from __future__ import annotations
@@ -125,6 +125,7 @@ def register(subparsers: Any) -> None:
     from inference_platform.inferctl.capacity import calibrate
 
     calibrate.register(sub)
+    cold_start_flags.register(sub)
 
     f = sub.add_parser("fleet", help="split a daily volume over clusters and regions with failure headroom")
     _model_flags(f)

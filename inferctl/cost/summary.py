@@ -65,20 +65,48 @@ def summary_line(resources: list[dict[str, Any]], outputs: Mapping[str, Any] | N
 
 
 def cold_start_line(c: Mapping[str, Any]) -> str:
-    """The stack's modelled cold start (the ``coldStart`` output) in one line, each phase with its basis."""
-    phases = ", ".join(f"{p['name']} {float(p['seconds']):.0f} s ({p['basis']})" for p in c.get("phases", []))
+    """The stack's modelled cold start (the ``coldStart`` output) in one line, then the autoscaling thresholds derived
+    from it, one line per step (planners/scaling.py)."""
+    phases = ", ".join(f"{p['name']} {float(p['seconds']):.0f} s ({p['basis']})" for p in c.get("newPhases", []))
+    standby = int(c.get("standbyReplicas") or 0)
     head = (
-        f"Cold start (scale-up to serving): {float(c['newNodeSeconds']) / 60:.1f} min with a new node, "
-        f"{float(c['existingNodeSeconds']) / 60:.1f} min on a running one, "
-        f"{float(c['withLazyLoadingSeconds']) / 60:.1f} min {'without' if c.get('lazyLoading') else 'with'} lazy "
-        f"image loading (SOCI, modelled): {phases}"
+        f"Cold start (scale-up decision to serving): {float(c['runningNodeSeconds']) / 60:.1f} min on a running node, "
+        f"{float(c['newNodeSeconds']) / 60:.1f} min with a new node (launch {float(c['launchSeconds']) / 60:.1f} + "
+        f"{float(c['afterLaunchSeconds']) / 60:.1f} min); image pull {c.get('imagePull')}, weights from "
+        f"{'FSx' if c.get('weightsSource') == 'fsx' else 'S3'}"
+        + (f", {standby} standby replica(s)" if standby else "")
+        + f"; new node: {phases}; details: inferctl capacity cold-start --stack <stack>"
     )
-    if "maxTargetShare" in c:
-        head += (
-            f"; at a ramp of {float(c['rampPercentPerHour']):g} %/h the autoscaler may target at most "
-            f"{float(c['maxTargetShare']):.0%} of a replica's batch (it targets {float(c['targetShare']):.0%})"
+    t = c.get("thresholds")
+    if not isinstance(t, Mapping):
+        return head
+    lines = [head, thresholds_line(t)]
+    lines += [f"  - {s['what']}: {s['value']} ({s['source']})" for s in t.get("steps", [])]
+    f = c.get("fallback")
+    if isinstance(f, Mapping):
+        n, poll = int(f["failureThreshold"]), float(f["pollingSeconds"])
+        lines.append(
+            f"Autoscaling on a failing signal (KEDA fallback, behavior scalingModifiers): the HPA holds through the first {n} "
+            f"failed reads of a trigger (at most ~{n * poll:.0f} s at its polling interval), then it is nil in the formula: the other demand "
+            f"trigger decides, {int(f['replicas'])} replica(s) within the bounds in force when none reads, no "
+            "backfill when the queue fails; the night ceiling holds throughout"
         )
-    return head
+    return "\n".join(lines)
+
+
+def thresholds_line(t: Mapping[str, Any]) -> str:
+    """The autoscaling target (derived or hand-set, flagged) in one line."""
+    how = "hand-set" if t.get("handSet") else "derived"
+    line = (
+        f"Autoscaling thresholds ({how}): {float(t['targetRequests']):g} requests in flight per replica (derived "
+        f"{float(t['derivedTargetRequests']):.1f} = a replica's {int(t['hold'])} within the SLO / (1 + "
+        f"{float(t['headroom']):.1%} headroom: {float(t['rampPercentPerHour']):g} %/h over a "
+        f"{float(t['scaleUpSeconds']) / 60:.1f}-min scale-up on a {t['scaleUpPath']}); kvCacheTarget "
+        f"{float(t['kvCacheTarget']):g}"
+    )
+    if t.get("flag"):
+        line += f"; FLAG: {t['flag']}"
+    return line
 
 
 def capacity_line(p: Mapping[str, Any]) -> str:
@@ -93,6 +121,21 @@ def capacity_line(p: Mapping[str, Any]) -> str:
         f"node-hours ${usd['onDemand']:,.0f}/month on demand ({_per_million(p)})"
         + _backfill_note(p.get("backfill"))
         + _factors_note(p.get("factors"))
+        + _day_profile_note(p.get("dayProfile"))
+    )
+
+
+def _day_profile_note(d: Any) -> str:
+    """The planned day on the ScaledObject's bounds (capacityPlan.dayProfile): the night at its load share."""
+    if not isinstance(d, Mapping) or not isinstance(d.get("night"), Mapping):
+        return ""
+    night, by_hour = d["night"], d["hours"]
+    day = next((h for h in by_hour if h["level"] == "day"), by_hour[0])
+    return (
+        f"; 24 h on the ScaledObject's bounds: night ({int(night['hours'])} h) at {float(d['nightLoadShare']):.0%} of "
+        f"the day's load on {int(night['replicas'])} replica(s) ({float(d['nightReplicaShare']):.0%} of the day's "
+        f"{int(day['replicas'])}) at {float(night['utilisation']):.0%}, day at {float(day['utilisation']):.0%}, "
+        f"{float(d['utilisation24h']):.0%} over 24 h"
     )
 
 

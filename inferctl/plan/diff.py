@@ -13,6 +13,7 @@ import gzip
 import json
 import re
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -96,6 +97,7 @@ class StackDiff:
     cost_error: str | None
     capacity: dict[str, Any] | None
     cold_start: dict[str, Any] | None = None
+    cold_start_base: dict[str, Any] | None = None
 
     @property
     def mandatory(self) -> list[dict[str, Any]]:
@@ -133,6 +135,7 @@ def compare(stack: str, base: dict[str, Any] | None, head: dict[str, Any]) -> St
         cost_error=error,
         capacity=(head.get("outputs") or {}).get("capacityPlan"),
         cold_start=(head.get("outputs") or {}).get("coldStart"),
+        cold_start_base=((base or {}).get("outputs") or {}).get("coldStart"),
     )
 
 
@@ -295,4 +298,26 @@ def _cost_lines(d: StackDiff) -> list[str]:
         from inference_platform.inferctl.cost.summary import cold_start_line
 
         out.append("\n" + cold_start_line(d.cold_start))
+        moved = _thresholds_moved(d.cold_start_base, d.cold_start)
+        if moved:
+            out.append(moved)
     return out
+
+
+def _thresholds_moved(base: Any, head: Mapping[str, Any]) -> str | None:
+    """One line when the autoscaling target differs from the base's, with what moved it: what a replica holds, the
+    scale-up and its headroom (issue 31: a change of instance type, storage or image shows its reason)."""
+    b = base.get("thresholds") if isinstance(base, Mapping) else None
+    h = head.get("thresholds")
+    if not isinstance(b, Mapping) or not isinstance(h, Mapping):
+        return None
+    keys = ("targetRequests", "kvCacheTarget", "hold", "scaleUpSeconds", "scaleUpPath", "headroom")
+    if any(k not in b or k not in h for k in keys) or all(b[k] == h[k] for k in keys):
+        return None  # the same, or a plan written before these were exported
+    return (
+        f"Autoscaling thresholds against the base: target {float(b['targetRequests']):g} -> "
+        f"{float(h['targetRequests']):g} requests in flight per replica, kvCacheTarget {float(b['kvCacheTarget']):g} -> "
+        f"{float(h['kvCacheTarget']):g}; a replica holds {int(b['hold'])} -> {int(h['hold'])}, one scale-up "
+        f"{float(b['scaleUpSeconds']) / 60:.1f} -> {float(h['scaleUpSeconds']) / 60:.1f} min ({b['scaleUpPath']} -> "
+        f"{h['scaleUpPath']}), headroom {float(b['headroom']):.1%} -> {float(h['headroom']):.1%}"
+    )

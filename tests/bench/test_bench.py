@@ -32,7 +32,8 @@ def test_arguments_go_to_the_benchmark_they_follow(monkeypatch: pytest.MonkeyPat
     calls.clear()
     assert bench_main.main([]) == 0
     assert calls == [("bench.plan", []), ("bench.policies", []), ("bench.artifacts", []), ("bench.cold_start", []),
-                     ("bench.install", []), ("bench.routing", []), ("bench.streaming", [])]  # fmt: skip
+                     ("bench.signals", []), ("bench.install", []), ("bench.routing", []),
+                     ("bench.streaming", [])]  # fmt: skip
 
 
 @pytest.mark.parametrize("argv", [["--shards", "1"], ["plna"], ["plan", "extra"]])
@@ -67,3 +68,12 @@ def test_policy_bench_copies_are_distinct_and_wired_within_their_copy():
     assert second_child.parent == copies[2].urn and second_child.dependencies == [copies[2].urn]
     assert second_child.property_dependencies == {"p": [copies[2].urn]}
     assert copies[2].parent == stack
+
+
+def test_a_signal_crosses_at_the_first_of_two_samples_at_or_above_its_threshold():
+    from bench.signals import first_crossing
+
+    samples = [{"x": 1.0}, {"x": 5.0}, {"x": None}, {"x": 5.0}, {"x": 6.0}, {"x": 2.0}]
+    assert first_crossing(samples, "x", 5.0) == 3  # a single high sample (index 1) is noise
+    assert first_crossing(samples, "x", 7.0) is None
+    assert first_crossing([{"x": 9.0}, {"x": 9.0}], "x", 1.0) == 0

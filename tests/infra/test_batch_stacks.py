@@ -48,7 +48,7 @@ def test_keda_starts_after_its_queue_role_and_both_scaled_objects_read_the_work_
         (trigger,) = [t for t in scaled.inputs["spec"]["triggers"] if t["type"] == "aws-sqs-queue"]
         assert trigger["metadata"]["queueURL"] == work.outputs["url"]
         assert work.urn in scaled.property_dependencies["spec"]
-    assert "batch > 0" in serving.inputs["spec"]["advanced"]["scalingModifiers"]["formula"]
+    assert "(batch ?? 0) > 0" in serving.inputs["spec"]["advanced"]["scalingModifiers"]["formula"]
     auth = one(resources, "inference-queue-auth-trigger-authentication")
     assert auth.inputs["metadata"]["namespace"] == serving.inputs["metadata"]["namespace"]
     assert auth.urn in serving.dependencies

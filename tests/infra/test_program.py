@@ -15,7 +15,7 @@ EXPECTED = {
     # stack: (region, zones, NAT gateways, interface endpoints): everything the cluster calls (base 9,
     # autoscaling and eks for managed pools, fsx for the cache, sqs for the batch lane; catalog/endpoint_services.py).
     "dev": ("us-west-2", 2, 1, 0),
-    "prod": ("us-east-1", 3, 3, 13),
+    "prod": ("us-east-1", 3, 3, 12),  # no FSx cache: no fsx endpoint
     "npu": ("us-east-2", 3, 3, 13),
 }
 

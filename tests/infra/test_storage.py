@@ -22,8 +22,13 @@ from inference_platform.offline_plan.manifests import write_manifests
 from inference_platform.offline_plan.redact import SECRET_SIG, SECRET_SIG_KEY
 from inference_platform.settings.stack_files import load as load_stack_settings
 from tests.conftest import STACKS, by_type, one
+from tests.settings.test_cold_start import PROD_CACHE
 
-PRODUCTION = {"dev": False, "prod": True, "npu": True}
+CACHED_PROD = "prod-with-cache"
+"""prod as a stack that keeps the FSx model cache plans it (cached_prod_plan): the shipped prod downloads from S3."""
+PRODUCTION = {"dev": False, "prod": True, "npu": True, CACHED_PROD: True}
+CACHE = {"dev": False, "prod": False, "npu": True, CACHED_PROD: True}
+"""Whether the stack enables the FSx model cache (stacks/Pulumi.prod.yaml says why prod does not)."""
 STATEFUL = (
     "aws:s3/bucket:Bucket",
     "aws:secretsmanager/secret:Secret",
@@ -61,13 +66,39 @@ def test_only_development_buckets_may_be_force_destroyed(stack_plan, stack):
     assert all(b.inputs["forceDestroy"] is (stack == "dev") for b in buckets)
 
 
-@pytest.mark.parametrize("stack", STACKS)
-def test_the_fsx_cache_and_its_volume_exist_in_production_only(stack_plan, stack):
-    resources = stack_plan(stack).run.resources
+@pytest.fixture(scope="module")
+def cached_prod_file(tmp_path_factory, repo) -> Path:
+    """prod's stack file with the FSx model cache it had before it downloaded from S3, read by the rollout
+    (inference.model.source fsx, so no ranged GETs: coldStart.downloadConcurrency unset)."""
+    doc = copy.deepcopy(yaml.safe_load((repo / "stacks" / "Pulumi.prod.yaml").read_text()))
+    config = doc["config"]
+    config["inference-platform:fsx"] = dict(PROD_CACHE)
+    config["inference-platform:inference"]["model"]["source"] = "fsx"
+    del config["inference-platform:coldStart"]["downloadConcurrency"]
+    stack_file = tmp_path_factory.mktemp("cached-prod") / "Pulumi.prod.yaml"
+    stack_file.write_text(yaml.safe_dump(doc))
+    return stack_file
+
+
+@pytest.fixture(scope="module")
+def cached_prod_plan(cached_prod_file, repo):
+    return make_plan(repo, "prod", stack_file=cached_prod_file)
+
+
+@pytest.fixture
+def plan_of(stack_plan, request):
+    """A shipped stack's plan, or CACHED_PROD's."""
+    return lambda name: request.getfixturevalue("cached_prod_plan") if name == CACHED_PROD else stack_plan(name)
+
+
+@pytest.mark.parametrize("stack", [*STACKS, CACHED_PROD])
+def test_the_fsx_cache_and_its_volume_exist_where_the_stack_enables_it(plan_of, stack):
+    resources = plan_of(stack).run.resources
     file_systems = by_type(resources, "aws:fsx/lustreFileSystem:LustreFileSystem")
     volumes = by_type(resources, "kubernetes:core/v1:PersistentVolume")
-    assert len(file_systems) == len(volumes) == (1 if PRODUCTION[stack] else 0)
+    assert len(file_systems) == len(volumes) == (1 if CACHE[stack] else 0)
     if file_systems:
+        assert file_systems[0].protect is PRODUCTION[stack] and file_systems[0].retain_on_delete is PRODUCTION[stack]
         (link,) = by_type(resources, "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation")
         bucket = one(resources, "model-store-models").outputs["bucket"]
         assert link.inputs["dataRepositoryPath"] == f"s3://{bucket}/models/"
@@ -77,13 +108,13 @@ def test_the_fsx_cache_and_its_volume_exist_in_production_only(stack_plan, stack
             if s.inputs["tags"]["tier"] == "private" and s.inputs["availabilityZone"].endswith("a")
         ]
         assert file_systems[0].property_dependencies["subnetIds"] == [zone_a[0].urn]
-        fsx = stack_plan(stack).run.outputs["modelCache"]
+        fsx = plan_of(stack).run.outputs["modelCache"]
         assert fsx["fileSystemId"] == file_systems[0].id
 
 
-@pytest.mark.parametrize("stack", STACKS)
-def test_workloads_get_their_roles_drivers_and_secret_classes(stack_plan, stack):
-    resources = stack_plan(stack).run.resources
+@pytest.mark.parametrize("stack", [*STACKS, CACHED_PROD])
+def test_workloads_get_their_roles_drivers_and_secret_classes(plan_of, stack):
+    resources = plan_of(stack).run.resources
     bindings = {
         (r.inputs["namespace"], r.inputs["serviceAccount"])
         for r in by_type(resources, "aws:eks/podIdentityAssociation:PodIdentityAssociation")
@@ -92,7 +123,7 @@ def test_workloads_get_their_roles_drivers_and_secret_classes(stack_plan, stack)
     charts = {r.inputs["chart"]: r.inputs["version"] for r in by_type(resources, "kubernetes:helm.sh/v3:Release")}
     assert charts["secrets-store-csi-driver"] == "1.6.0"
     assert charts["secrets-store-csi-driver-provider-aws"] == "3.1.1"
-    assert ("aws-fsx-csi-driver" in charts) is PRODUCTION[stack]
+    assert ("aws-fsx-csi-driver" in charts) is CACHE[stack]
     classes = [
         c
         for c in by_type(resources, "kubernetes:secrets-store.csi.x-k8s.io/v1:SecretProviderClass")
@@ -105,8 +136,8 @@ def test_workloads_get_their_roles_drivers_and_secret_classes(stack_plan, stack)
     assert classes == []
 
 
-def test_cluster_objects_use_the_clusters_one_provider(stack_plan):
-    resources = stack_plan("prod").run.resources
+def test_cluster_objects_use_the_clusters_one_provider(cached_prod_plan):
+    resources = cached_prod_plan.run.resources
     (provider,) = by_type(resources, "pulumi:providers:kubernetes")
     prefixes = ("workload-", "secrets-store-csi", "fsx-csi", "inference-secrets")
     mine = [r for r in resources if r.type.startswith("kubernetes:") and r.name.startswith(prefixes)]
@@ -241,8 +272,8 @@ def _build(settings, *, storage=True):
     return program, found
 
 
-def test_rollouts_get_the_model_claim_the_secret_classes_and_the_roles(run_components):
-    program, found = _build(load_stack_settings("prod"))
+def test_rollouts_get_the_model_claim_the_secret_classes_and_the_roles(run_components, cached_prod_file):
+    program, found = _build(load_stack_settings("prod", stack_file=cached_prod_file))
     run_components(program, region="us-east-1")
     storage = found["storage"]
     # serving.auth is off in prod (the gateway checks keys): Triton gets no secret class.
@@ -267,8 +298,8 @@ def test_every_inference_object_waits_for_the_namespace_and_its_service_account(
         assert {namespace.urn, account.urn} <= set(resource.dependencies), resource.urn
 
 
-def test_a_cache_zone_the_network_does_not_have_stops_before_any_storage_resource(run_components):
-    settings = load_stack_settings("prod")
+def test_a_cache_zone_the_network_does_not_have_stops_before_any_storage_resource(run_components, cached_prod_file):
+    settings = load_stack_settings("prod", stack_file=cached_prod_file)
     settings = dataclasses.replace(settings, fsx=settings.fsx.model_copy(update={"availability_zone": "us-east-1f"}))
     before_storage = len(run_components(_build(settings, storage=False)[0], region="us-east-1").resources)
     with pytest.raises(ProgramError, match=re.escape("fsx.availabilityZone: 'us-east-1f'")) as err:

@@ -17,9 +17,9 @@ from inference_platform.components.observability.dashboards import expand, queri
 from inference_platform.inferctl.serving.edge_envoy import Upstream
 from tests.inferctl.serving.conftest import free_port
 from tests.inferctl.serving.test_local_edge import CHAT, EDGE, bearer, call, edge_in_front, edge_policy, stand_in
-from tests.observability.prometheus_server import Target, running_prometheus
 from tests.observability.test_live_prometheus import NAMESPACE, REPO, SETTLE_TIMEOUT, _wait_for
 from tests.system_tools import require_tool
+from tools.prometheus_server import Target, running_prometheus
 
 pytestmark = [pytest.mark.edge, pytest.mark.timeout(300)]
 

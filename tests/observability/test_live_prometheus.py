@@ -2,7 +2,7 @@
 local stack serve-local runs (the production ``tensorrt_llm`` LLM-API model with the CPU stand-in engine, behind the
 image's OpenAI server; tools/local_openai_stack.py). The recording rules and the ScaledObject's exact queries are evaluated
 on the scraped data, and the ScaledObject's rendered ``scalingModifiers.formula`` string is evaluated
-(tests/observability/expr_lang.py) on the values those queries return: under load (waited for, with a
+(inference_platform.planners.keda: KEDA v2.20.2 semantics, expr-lang v1.17.8) on the values those queries return: under load (waited for, with a
 deadline, until the in-flight gauge passes the target by more than the HPA's tolerance) the formula
 recommends a scale-up, capped at night; idle (waited for likewise) it returns to the floor. Both agree
 with ``desired_replicas``. Dashboard queries whose series exist on CPU return data. The figures go to
@@ -36,11 +36,12 @@ from inference_platform.components.observability.dashboards import expand, queri
 from inference_platform.components.observability.promql import REQUEST_OUTCOMES, Scope
 from inference_platform.components.observability.rules import RuleSet, rule_groups, rules_file
 from inference_platform.components.serving.inference_service import RELAYED_FAMILIES
+from inference_platform.planners import keda
 from inference_platform.processes import free_port
 from inference_platform.settings import stack_files
 from tests.observability.keda_hpa import composite, recommendation
-from tests.observability.prometheus_server import Target, running_prometheus
 from tests.system_tools import require_tool
+from tools.prometheus_server import Target, running_prometheus
 
 pytestmark = [pytest.mark.triton, pytest.mark.timeout(420)]
 
@@ -91,10 +92,12 @@ def _load(openai_url: str, model: str, stop: threading.Event, done: list[int], f
 
 
 def _value(prom, expr: str, at: float) -> float:
-    """One scalar at ``at``; an empty result is 0, as KEDA's Prometheus scaler reads it (ignoreNullValues)."""
+    """One scalar at ``at``, read as the rendered trigger makes KEDA's Prometheus scaler read it: with
+    ``ignoreNullValues: "false"`` an empty result is a failure, so the stand-in's gauges must be there."""
     result = prom.query(expr, at=at)
-    assert len(result) <= 1, f"{expr}: {len(result)} series, the trigger expects one"
-    return float(result[0]["value"][1]) if result else 0.0
+    value = keda.prometheus_read([float(r["value"][1]) for r in result], ignore_null_values=False)
+    assert value is not None, f"{expr}: {len(result)} series; the trigger expects exactly one"
+    return value
 
 
 def _wait_for_values(prom, queries: dict[str, str], predicate, timeout: float) -> dict[str, float] | None:

@@ -33,9 +33,9 @@ from inference_platform.components.observability.rules import RuleSet, rule_grou
 from inference_platform.components.observability.token_rules import TokenMeter
 from inference_platform.components.serving.inference_service import RELAYED_FAMILIES
 from inference_platform.processes import free_port
-from tests.observability.prometheus_server import Target, running_prometheus
 from tests.observability.series_names import Read, is_recording_rule, reads
 from tests.system_tools import require_tool
+from tools.prometheus_server import Target, running_prometheus
 
 pytestmark = [pytest.mark.triton, pytest.mark.edge, pytest.mark.timeout(300)]
 

@@ -177,3 +177,26 @@ def test_a_fleet_summarises_by_region_with_its_money():
     total_m = d.tokens_per_day * capacity.DAYS_PER_MONTH / 1e6
     assert s.usd_per_million_total == pytest.approx(s.monthly_expected_usd / total_m)
     assert s.usd_per_million_output == pytest.approx(s.usd_per_million_total / d.output_share)
+
+
+def test_the_day_profile_puts_the_night_in_the_schedules_window_on_its_bounds():
+    from datetime import time
+
+    from inference_platform.planners.night_schedule import NightSchedule
+
+    option = capacity.best_option(query("Llama-3.1-70B", "h100"))
+    demand = _demand(tokens_per_day=2e10)
+    plan = capacity.plan(demand, option)
+    schedule = NightSchedule(timezone="UTC", start=time(22), end=time(6), fraction=0.5)
+    profile = capacity.day_profile(plan, schedule=schedule, day_floor=4, day_ceiling=10)
+    night = [h for h in profile.hours if h.level == "night"]
+    assert [h.hour for h in night] == [0, 1, 2, 3, 4, 5, 22, 23]
+    assert all(h.replicas >= 2 for h in night)  # ceil(4 x 0.5): the night floor
+    assert all(h.replicas >= 4 for h in profile.hours if h.level != "night")  # the day floor
+    assert all(h.replicas <= 10 for h in profile.hours)
+    assert all(abs(h.utilisation - h.output_tps / (h.replicas * option.tokens_per_s_per_replica)) < 1e-9
+               for h in profile.hours)  # fmt: skip
+    assert profile.night_load_share == demand.night_fraction
+    # Without a schedule the plan's own night hours, and the replicas follow the load freely.
+    free = capacity.day_profile(plan, schedule=None, day_floor=1, day_ceiling=100)
+    assert sum(h.level == "night" for h in free.hours) == round(demand.night_hours)

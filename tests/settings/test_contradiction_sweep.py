@@ -73,6 +73,11 @@ def endpoints_without(stack: str, group: tuple[str, ...], **needs: bool) -> dict
                              "network.interfaceEndpointServices": kept}  # fmt: skip
     if "fsx" in needs:
         edits["fsx.enabled"] = needs["fsx"]
+        if needs["fsx"]:
+            # prod downloads from S3 otherwise (the cache unread: fsx-unread), with ranged GETs FSx has no use for
+            # (download-concurrency-vs-source).
+            edits["inference.model.source"] = "fsx"
+            edits["coldStart.downloadConcurrency"] = DELETE
     if "batch" in needs:
         edits["batch.enabled"] = needs["batch"]
     if "karpenter" in needs:
@@ -99,6 +104,58 @@ MUTATIONS: dict[str, dict[str, Refused | Accepted]] = {
         "dev": Refused({"autoscaling.enabled": False, "inference.replicas": 60}),
         "prod": Refused({"autoscaling.enabled": False, "inference.replicas": 60, **NO_LANE}),
         "npu": Refused({"autoscaling.enabled": False, "inference.replicas": 60, **NO_LANE}),
+    },
+    # --- the cold start's options (settings/cold_start.py)
+    "image-pull-vs-ami": {
+        "dev": Refused({"cluster.provisioning": "managed", "coldStart.imagePull": "parallel",
+                        "nodePools.inference.amiFamily": "bottlerocket"}),
+        "prod": Refused({"nodePools.inference.amiFamily": "bottlerocket"}),
+        "npu": Refused({"coldStart.imagePull": "parallel", "nodePools.inference.amiFamily": "bottlerocket"},
+                       at="nodePools.inference.amiFamily",
+                       because="Bottlerocket has no Neuron variant: the pool's own check refuses it first, so a Neuron "
+                               "serving pool is always AL2023 and FastImagePull always applies"),
+    },
+    "image-pull-vs-instance": every_at(
+        {"coldStart.imagePull": "parallel", "nodePools.inference.instanceTypes": ["m7i.large"]},
+        "nodePools.inference.instanceTypes", ("cluster.systemNodeGroup",),
+        because="every accelerator type has the 4 vCPUs and 7 GiB FastImagePull needs: a serving pool of smaller "
+                "nodes has no accelerators, which the pool's own check refuses first",
+    ),
+    "download-concurrency-vs-source": {
+        "dev": Refused({"coldStart.downloadConcurrency": 32, "fsx.enabled": True}),
+        "prod": Refused({"fsx.enabled": True, "inference.model.source": "auto"}),
+        "npu": Refused({"coldStart.downloadConcurrency": 32}),
+    },
+    "weights-rate-vs-fsx": {
+        "dev": Refused({"fsx.enabled": True, "coldStart.figures.weightsMiBps": 20000}),
+        "prod": Refused({"fsx.enabled": True, "inference.model.source": "fsx", "coldStart.downloadConcurrency": DELETE,
+                         "coldStart.figures.weightsMiBps": 20000}),
+        "npu": Refused({"coldStart.figures.weightsMiBps": 20000}),
+    },
+    "weights-rate-vs-card": {
+        "dev": Refused({"coldStart.figures.weightsMiBps": 100000}),
+        "prod": Refused({"coldStart.figures.weightsMiBps": 100000}),
+        "npu": Refused({"fsx.enabled": False, "coldStart.figures.weightsMiBps": 100000}),
+    },
+    # dev's one-GPU nodes hold a TP-2 replica over two nodes only with room in the pool and an SLO for its prefill.
+    "standby-single-node": {
+        "dev": Refused({"coldStart.standbyReplicas": 1, "serving.nodes": 2, "serving.tensorParallel": 2,
+                        "nodePools.inference.maxSize": 6, "serving.slo.ttftP95Ms": 30000,
+                        "serving.slo.ttftP50Ms": 20000}),
+        "prod": Refused({"coldStart.standbyReplicas": 1, "serving.nodes": 2, "serving.tensorParallel": 8}),
+        "npu": Refused({"coldStart.standbyReplicas": 1, "serving.nodes": 2}, at="serving.nodes",
+                       because="the Neuron path serves from one node: serving's own check refuses a group first"),
+    },
+    "standby-needs-autoscaling": {
+        "dev": Refused({"coldStart.standbyReplicas": 1, "autoscaling.enabled": False}),
+        "prod": Refused({"coldStart.standbyReplicas": 1, "autoscaling.enabled": False, **NO_LANE}),
+        "npu": Refused({"coldStart.standbyReplicas": 1, "autoscaling.enabled": False, **NO_LANE}),
+    },
+    # Each at a ceiling of exactly the pool's replica slots (dev 2 x 1 GPU, prod 2 zones x 2 p5 x 2, npu 4 x 1).
+    "standby-vs-pool": {
+        "dev": Refused({"coldStart.standbyReplicas": 1, "autoscaling.maxReplicas": 2}),
+        "prod": Refused({"coldStart.standbyReplicas": 1, "autoscaling.maxReplicas": 8}),
+        "npu": Refused({"coldStart.standbyReplicas": 1, "autoscaling.maxReplicas": 4}),
     },
     "autoscaling-needs-prometheus": {
         "dev": Refused({"observability.enabled": False}),
@@ -185,12 +242,12 @@ MUTATIONS: dict[str, dict[str, Refused | Accepted]] = {
     },
     "model-source-needs-fsx": {
         "dev": Refused({"inference.model.source": "fsx"}),
-        "prod": Refused({"inference.model.source": "fsx", "fsx.enabled": False}),
+        "prod": Refused({"inference.model.source": "fsx"}),
         "npu": Refused({"inference.model.source": "fsx", "fsx.enabled": False}),
     },
     "fsx-unread": {
         "dev": Refused({"fsx.enabled": True, "inference.model.source": "download"}),
-        "prod": Refused({"inference.model.source": "download"}),
+        "prod": Refused({"fsx.enabled": True}),
         "npu": Refused({"inference.model.source": "download"}),
     },
     "artifact-uri-vs-version": every({"serving.artifacts.engineUri": "s3://models-example/llama/engine/"}),
@@ -364,11 +421,16 @@ CONTEXT_READS = {
     frozenset({"capacity", "network"}): ZONES,
     frozenset({"inference", "network"}): ZONES,
     frozenset({"autoscaling", "network"}): ZONES,
+    frozenset({"coldStart", "network"}): ZONES,  # standby-vs-pool counts the pool's replica slots per zone
     frozenset({"loadTest", "network"}): NAT,
     frozenset({"verification", "network"}): NAT,
     frozenset({"autoscaling", "capacity"}): COLD_START,
     frozenset({"autoscaling", "cluster"}): COLD_START,
     frozenset({"autoscaling", "fsx"}): COLD_START,
+    # Not {"autoscaling", "coldStart"}: the ramp check reads coldStart's options and figures, which set the scale-up
+    # it refuses a bound against (a measured coldStart.figures.nodeLaunchSeconds can leave autoscaling.maxReplicas
+    # short of the peak), so that read is no mere context; the pair is declared by standby-needs-autoscaling and
+    # standby-vs-pool.
 }
 
 

@@ -54,7 +54,8 @@ FACTS: Final[tuple[PinnedFact, ...]] = (
             "catalog/instance_offerings.json",
             "catalog/offerings.py",
             "catalog/aws_names.py",
-            "planners/cold_start.py",
+            "catalog/instance_io.json",
+            "catalog/instance_io.py",
             "batch/store.py",
             "tests/catalog/test_offerings.py",
             "tests/catalog/test_aws_names.py",
@@ -62,8 +63,8 @@ FACTS: Final[tuple[PinnedFact, ...]] = (
             "tests/settings/test_offerings.py",
         ),
         "re-vendor the instance offerings (python -m inference_platform.catalog.offerings_refresh) and "
-        "re-check the zones the tests name, the ELB TLS policy table (aws_names.py) and the instance storage facts "
-        "of planners/cold_start.py",
+        "re-check the zones the tests name, the ELB TLS policy table (aws_names.py) and the instance data paths "
+        "(python -m inference_platform.catalog.instance_io_refresh)",
     ),
     PinnedFact(
         "pypi",

@@ -64,9 +64,13 @@ def test_the_scaled_object_carries_night_floor_day_cron_and_the_clamping_formula
     )
     assert by_name["requests"]["metadata"]["threshold"] == "48"
     modifiers = spec["advanced"]["scalingModifiers"]
-    assert modifiers["formula"] == (
-        "day >= 2 ? max(max(requests / 48, kv / 0.85), 4) : min(max(max(requests / 48, kv / 0.85), 2), 5)"
-    )
+    # Nil-safe (issue 31): a trigger past fallback.failureThreshold is nil; both demand triggers nil hold the
+    # planned replicas (blind, min_replicas 4 here); the day cron nil counts as day.
+    demand = "((requests == nil && kv == nil) ? 4 : max((requests ?? 0) / 48, (kv ?? 0) / 0.85))"
+    assert modifiers["formula"] == f"(day ?? 2) >= 2 ? max({demand}, 4) : min(max({demand}, 2), 5)"
+    assert modifiers["target"] == "1"
+    assert spec["fallback"] == {"failureThreshold": 3, "replicas": 4, "behavior": "scalingModifiers"}
+    assert by_name["requests"]["metadata"]["ignoreNullValues"] == "false"
     behaviour = spec["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]
     assert behaviour["scaleDown"]["stabilizationWindowSeconds"] == 3600
     assert behaviour["scaleUp"]["stabilizationWindowSeconds"] == 0
@@ -76,6 +80,8 @@ def test_the_scaled_object_carries_night_floor_day_cron_and_the_clamping_formula
 def test_without_a_schedule_the_triggers_scale_on_their_own():
     spec = scaled_object_spec(ScalingPolicy(scope=SCOPE, prometheus_url="http://p", night=None), ScaleTarget(name="t"))
     assert "scalingModifiers" not in spec["advanced"] and spec["minReplicaCount"] == 1
+    # Each trigger is its own metric: a missing one reports max(current, planned) replicas, never fewer.
+    assert spec["fallback"]["behavior"] == "currentReplicasIfHigher"
     assert formula(ScalingPolicy(scope=SCOPE, prometheus_url="http://p", night=None)) is None
 
 

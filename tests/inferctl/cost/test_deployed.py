@@ -66,12 +66,16 @@ def test_a_stack_that_runs_what_it_plans_says_so(prod):
 
 
 def test_the_backfill_schedule_keeps_the_nights_own_bounds():
-    formula = "day >= 2 ? max(x, 3) : (batch > 0 ? max(x, 3) : min(max(x, 2), 2))"
+    # The shape prod renders (components/autoscaling): a demand trigger, the day cron, the lane's queue; the reader
+    # evaluates the formula (planners/node_hours.py), so every name it reads is a trigger of the object.
+    formula = "day >= 2 ? max(requests, 3) : (batch > 0 ? max(requests, 3) : min(max(requests, 2), 2))"
     spec = {
         "minReplicaCount": 2,
         "maxReplicaCount": 3,
-        "triggers": [{"type": "cron", "name": "day", "metadata": {"timezone": "UTC", "start": "0 6 * * *",
-                                                                  "end": "0 22 * * *", "desiredReplicas": "2"}}],
+        "triggers": [{"type": "prometheus", "name": "requests", "metadata": {"threshold": "53"}},
+                     {"type": "cron", "name": "day", "metadata": {"timezone": "UTC", "start": "0 6 * * *",
+                                                                  "end": "0 22 * * *", "desiredReplicas": "2"}},
+                     {"type": "aws-sqs-queue", "name": "batch", "metadata": {"queueLength": "1"}}],
         "advanced": {"scalingModifiers": {"formula": formula}},
     }  # fmt: skip
     schedule = schedule_of(spec)
@@ -80,3 +84,4 @@ def test_the_backfill_schedule_keeps_the_nights_own_bounds():
         Bounds(3, 3),
         Bounds(2, 2),
     )
+    assert schedule.note == "" and "'batch' queue has work" in schedule.backfill

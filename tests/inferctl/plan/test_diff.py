@@ -94,7 +94,7 @@ def test_names_and_messages_are_text_not_markup():
 
 def test_the_comment_shows_the_modelled_cold_start_of_an_autoscaled_stack(plan_dirs):
     """The recorded plans predate the coldStart output (expected-comment.md stays as recorded); a head plan
-    with it gets a cold-start line with every phase's basis."""
+    with it gets a cold-start line with every phase's basis, and the thresholds derived from it."""
     from inference_platform.settings.derived import cold_start_summary
     from tests.settings.test_inference import load
 
@@ -103,8 +103,10 @@ def test_the_comment_shows_the_modelled_cold_start_of_an_autoscaled_stack(plan_d
     head_plan.setdefault("outputs", {})["coldStart"] = cold_start_summary(load({}, "dev"))
     d = diff.compare("dev", diff.read_plan(base / "dev.json.gz", "--base"), head_plan)
     text = diff.render([d])
-    assert "Cold start (scale-up to serving):" in text and "weights from S3" in text and "(measured)" in text
-    assert "the autoscaler may target at most" in text
+    assert "Cold start (scale-up decision to serving):" in text and "weights from S3" in text
+    assert "(second-hand)" in text and "(measured)" not in text
+    # The thresholds and their derivation, step by step (issue 31).
+    assert "Autoscaling thresholds (derived):" in text and "- headroom:" in text and "- a replica holds:" in text
 
 
 def test_the_comment_prices_total_and_output_tokens_of_a_planned_stack(plan_dirs):

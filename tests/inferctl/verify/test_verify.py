@@ -97,21 +97,31 @@ def test_generous_slos_pass_with_report_and_chart(server, tmp_path, capsys):
     assert (out / "latency.png").read_bytes()[:4] == b"\x89PNG"
 
 
-def test_impossible_slos_fail_with_exit_1(server, tmp_path, capsys):
-    impossible = {"ttftP50Ms": 0.001, "ttftP95Ms": 0.001, "itlP50Ms": 0.001, "minOutputTokensPerSecond": 1e6}
-    out = tmp_path / "out"
-    path = stack_file(tmp_path, slo=impossible)
-    # An SLO no modelled replica can hold is a settings problem of an autoscaled stack (the ramp check,
-    # settings/cold_start.py): this test wants a stack that loads and a server that misses it.
+def _without_autoscaling(path: Path) -> Path:
     doc = yaml.safe_load(path.read_text())
     doc["config"][PREFIX + "autoscaling"] = {**doc["config"].get(PREFIX + "autoscaling", {}), "enabled": False}
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def test_impossible_slos_fail_with_exit_1(server, tmp_path, capsys):
+    # A TTFT p95 below the prefill of serving.maxInputLen at the planned speed (63 ms on dev's g6.xlarge even for one
+    # token: planners/latency.py) is a settings problem, exit 2 naming the key, before any request is sent
+    # (settings/cold_start.py slo_problems). An SLO the server misses is a failed verdict, exit 1. The other SLOs
+    # impossible below are a settings problem only of an autoscaled stack (the ramp check), hence autoscaling off.
+    refused = _without_autoscaling(stack_file(tmp_path, slo={"ttftP95Ms": 0.001}))
+    assert verify("--stack-file", str(refused), *through_edge(server, tmp_path), "--out", str(tmp_path / "no")) == 2
+    assert "serving.slo.ttftP95Ms" in capsys.readouterr().err
+    assert not (tmp_path / "no" / "verify.json").exists()
+    impossible = {"ttftP50Ms": 0.001, "itlP50Ms": 0.001, "minOutputTokensPerSecond": 1e6}
+    out = tmp_path / "out"
+    path = _without_autoscaling(stack_file(tmp_path, slo=impossible))
     code = verify("--stack-file", str(path), *through_edge(server, tmp_path), "--out", str(out))
     printed = capsys.readouterr().out
     assert code == 1
     assert "VERDICT: FAIL" in printed
     failed = {c["name"] for c in json.loads((out / "verify.json").read_text())["verdict"]["checks"] if c["ok"] is False}
-    assert {"TTFT p50", "TTFT p95", "ITL p50", "tokens/s per request"} <= failed
+    assert {"TTFT p50", "ITL p50", "tokens/s per request"} <= failed
     assert "goodput" not in failed and "errors" not in failed
 
 
