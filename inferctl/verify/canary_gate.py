@@ -1,0 +1,186 @@
+"""The canary gate: measure a canary beside its model's current version and decide, within the bounds the stack's
+``models.canary`` gives, to promote it one step, hold it, or roll it back to 0 %, and say why.
+
+The measurement is the verification's own synthetic load through the public edge, the same streamed requests
+to each version side by side: ``<testerHeader>: always`` reaches the canary, ``<testerHeader>: current`` the
+current version, whatever the weight (components/edge/model_routing.py). Live metrics of real traffic, when
+Prometheus answers, join as a second sample judged by the same limits (:func:`decide`'s ``live``).
+
+The decision never leaves the bounds: a promotion goes to the next of ``steps`` (never further), a rollback to 0,
+a hold keeps the weight. Pure :func:`decide` is what the tests and the Job share.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import ssl
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+Action = Literal["promote", "hold", "rollback", "complete"]
+
+
+@dataclass(frozen=True)
+class Sample:
+    """What one version answered: requests sent, failures (no answer, a non-200, a stream without a token), and
+    the 95th-percentile time to first token of the answered ones."""
+
+    requests: int
+    errors: int
+    ttft_p95_ms: float
+
+    @property
+    def error_rate(self) -> float:
+        return self.errors / self.requests if self.requests else 0.0
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The bounds the gate decides within (``models.canary`` and the stack's SLOs)."""
+
+    weight: int
+    steps: Sequence[int]
+    ttft_p95_ms: float
+    """serving.slo.ttftP95Ms."""
+    max_error_rate: float
+    """models.canary.gate.maxErrorRate, else verification.slo.maxErrorRate."""
+    max_ttft_ratio: float
+    min_requests: int
+    rollback: bool = True
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: Action
+    weight: int
+    """The canary's weight after the decision."""
+    reason: str
+
+    def as_output(self) -> dict[str, object]:
+        return {"action": self.action, "weight": self.weight, "reason": self.reason}
+
+
+def decide(canary: Sample, current: Sample, limits: Limits, live: Sample | None = None) -> Decision:
+    """Promote one step, hold, roll back (to 0) or, at the last step, complete; the first failed limit is the
+    reason. Too few answers is a hold: never a promotion on too little evidence."""
+    failures = _failures("synthetic", canary, current, limits)
+    if live is not None:
+        failures += _failures("live", live, None, limits)
+    if failures:
+        if limits.rollback:
+            return Decision("rollback", 0, "; ".join(failures))
+        return Decision("hold", limits.weight, "; ".join(failures) + " (models.canary.gate.rollback is false)")
+    if canary.requests < limits.min_requests:
+        return Decision(
+            "hold",
+            limits.weight,
+            f"only {canary.requests} canary requests answered; the gate needs {limits.min_requests} "
+            "(models.canary.gate.minRequests)",
+        )
+    following = [s for s in limits.steps if s > limits.weight]
+    summary = (
+        f"canary TTFT p95 {canary.ttft_p95_ms:.0f} ms (current {current.ttft_p95_ms:.0f} ms, SLO "
+        f"{limits.ttft_p95_ms:.0f} ms), errors {canary.error_rate:.2%} of {canary.requests}"
+    )
+    if not following:
+        return Decision("complete", limits.weight, f"{summary}: at the last step; make it the current version")
+    return Decision("promote", following[0], f"{summary}: within every limit")
+
+
+def _failures(kind: str, canary: Sample, current: Sample | None, limits: Limits) -> list[str]:
+    out = []
+    if canary.error_rate > limits.max_error_rate:
+        out.append(
+            f"{kind}: canary errors {canary.errors}/{canary.requests} ({canary.error_rate:.2%}) above the error "
+            f"budget {limits.max_error_rate:.2%}"
+        )
+    if canary.requests > canary.errors and canary.ttft_p95_ms > limits.ttft_p95_ms:
+        out.append(f"{kind}: canary TTFT p95 {canary.ttft_p95_ms:.0f} ms above the SLO {limits.ttft_p95_ms:.0f} ms")
+    if current is not None and current.requests > current.errors and canary.requests > canary.errors:
+        bound = current.ttft_p95_ms * limits.max_ttft_ratio
+        if canary.ttft_p95_ms > bound:
+            out.append(
+                f"{kind}: canary TTFT p95 {canary.ttft_p95_ms:.0f} ms above {limits.max_ttft_ratio:g} x the current "
+                f"version's {current.ttft_p95_ms:.0f} ms"
+            )
+    return out
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Nearest-rank percentile (0 for none)."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
+
+
+def measure_side_by_side(
+    url: str,
+    model: str,
+    headers: Mapping[str, str],
+    tester_header: str,
+    requests: int,
+    *,
+    context: ssl.SSLContext | None = None,
+) -> tuple[Sample, Sample]:
+    """(canary, current): ``requests`` each, alternating one by one, so both versions meet the same load on the
+    edge and the measuring machine (what the TTFT ratio compares)."""
+    canary, current = [], []
+    for _ in range(requests):
+        canary.append(measure(url, model, {**headers, tester_header: "always"}, 1, context=context))
+        current.append(measure(url, model, {**headers, tester_header: "current"}, 1, context=context))
+    return _merged(canary), _merged(current)
+
+
+def _merged(samples: Sequence[Sample]) -> Sample:
+    ttfts = [s.ttft_p95_ms for s in samples if s.errors == 0]
+    return Sample(
+        requests=sum(s.requests for s in samples),
+        errors=sum(s.errors for s in samples),
+        ttft_p95_ms=percentile(ttfts, 0.95),
+    )
+
+
+def measure(
+    url: str,
+    model: str,
+    headers: Mapping[str, str],
+    requests: int,
+    *,
+    context: ssl.SSLContext | None = None,
+    timeout_s: float = 60,
+    max_tokens: int = 8,
+) -> Sample:
+    """``requests`` streamed chat completions to ``url`` (the edge), one after the other: each one's time to its
+    first content token; a refusal, a broken stream or no token is an error."""
+    ttfts: list[float] = []
+    errors = 0
+    body = json.dumps(
+        {"model": model, "messages": [{"role": "user", "content": "canary"}], "max_tokens": max_tokens, "stream": True}
+    ).encode()
+    for _ in range(requests):
+        request = urllib.request.Request(
+            f"{url}/v1/chat/completions",
+            data=body,
+            method="POST",
+            headers={"content-type": "application/json", **headers},
+        )
+        start = time.perf_counter()
+        try:
+            with urllib.request.urlopen(request, timeout=timeout_s, context=context) as response:
+                first = None
+                for line in response:
+                    if line.startswith(b"data: ") and b'"content"' in line and first is None:
+                        first = time.perf_counter() - start
+                if first is None:
+                    errors += 1
+                else:
+                    ttfts.append(first * 1000)
+        except (urllib.error.URLError, OSError, ValueError):
+            errors += 1
+    return Sample(requests=requests, errors=errors, ttft_p95_ms=percentile(ttfts, 0.95))
