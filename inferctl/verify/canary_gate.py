@@ -20,7 +20,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 Action = Literal["promote", "hold", "rollback", "complete"]
 
@@ -184,3 +184,40 @@ def measure(
         except (urllib.error.URLError, OSError, ValueError):
             errors += 1
     return Sample(requests=requests, errors=errors, ttft_p95_ms=percentile(ttfts, 0.95))
+
+
+def limits_of(settings: Any) -> Limits | None:
+    """The gate's bounds from a stack's settings (``models.canary`` and its model's ``serving.slo``); None when
+    the stack has no gated canary."""
+    from inference_platform.settings.models import resolve
+
+    canary = settings.models.canary
+    if canary is None or not canary.gate.enabled:
+        return None
+    rollout = next(r for r in resolve(settings.serving, settings.inference, settings.models) if r.role == "canary")
+    return Limits(
+        weight=canary.weight,
+        steps=tuple(canary.steps),
+        ttft_p95_ms=rollout.serving.slo.ttft_p95_ms,
+        max_error_rate=(
+            canary.gate.max_error_rate
+            if canary.gate.max_error_rate is not None
+            else settings.verification.slo.max_error_rate
+        ),
+        max_ttft_ratio=canary.gate.max_ttft_ratio,
+        min_requests=canary.gate.min_requests,
+        rollback=canary.gate.rollback,
+    )
+
+
+def gate(url: str, settings: Any, headers: Mapping[str, str], *, ca_file: str | None = None) -> Decision | None:
+    """``inferctl verify``'s canary step: measure the canary and its current version side by side through the edge,
+    ``models.canary.gate.minRequests`` each, and decide. None without a gated canary."""
+    limits = limits_of(settings)
+    if limits is None:
+        return None
+    canary = settings.models.canary
+    model = canary.model or settings.serving.model
+    context = ssl.create_default_context(cafile=ca_file) if ca_file else None
+    measured = measure_side_by_side(url, model, headers, canary.tester_header, limits.min_requests, context=context)
+    return decide(*measured, limits)

@@ -94,6 +94,7 @@ def run(args: argparse.Namespace) -> int:
     _rate_limits(args, settings, plan, verdict, report)
     _logs(args, log_offset, verdict, report)
     _gpu(args, settings, report, verdict)
+    _canary(args, settings, plan, verdict, report)
     if draw_chart is not None:
         draw_chart(verdict)
 
@@ -331,6 +332,25 @@ def _rate_limits(args: argparse.Namespace, settings: Any, plan: dict[str, Any], 
     found = probe(args.url, api_key_headers(config.api_key_header, plan["api_key"]), ca_file=config.ca_file)
     report["rate_limits"] = found.to_dict()
     verdict.add("rate limits", found.ok, found.note[:200])
+
+
+def _canary(args: argparse.Namespace, settings: Any, plan: dict[str, Any], verdict: Any, report: dict) -> None:
+    """The canary gate (inferctl/verify/canary_gate.py): promote, hold or roll back, and why; a rollback fails the
+    verification (and so the ``pulumi up``) with the reason and the weight to write back (0)."""
+    from inference_platform.inferctl.verify.canary_gate import gate
+    from inference_platform.loadgen.api_key_header import api_key_headers
+
+    config = plan["config"]
+    headers = api_key_headers(config.api_key_header, plan["api_key"]) if plan["api_key"] else {}
+    decision = gate(args.url, settings, headers, ca_file=config.ca_file)
+    if decision is None:
+        return
+    report["canary"] = decision.as_output()
+    verdict.add(
+        "canary gate",
+        decision.action != "rollback",
+        f"{decision.action} to {decision.weight} %: {decision.reason}"[:400],
+    )
 
 
 def _log_offset(args: argparse.Namespace) -> int:
