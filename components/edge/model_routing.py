@@ -57,6 +57,8 @@ GENERATION_PATHS = (OPENAI_CHAT_PATH, OPENAI_COMPLETIONS_PATH)
 NUM_ATTEMPTS_PER_PRIORITY = 2
 """One more try on the rule's own priority (another replica, or the current version beside a canary), then the
 fallback's."""
+MODEL_LABEL = "inference.platform/model"
+"""On a fallback Backend: the model its Service serves (the pack's ``edge-fallback-backends-in-cluster`` reads it)."""
 ENVOY_GATEWAY_API = "gateway.envoyproxy.io/v1alpha1"
 GATEWAY_API = "gateway.networking.k8s.io/v1"
 Manifest = dict[str, Any]
@@ -282,7 +284,8 @@ def _model_rules(
     backends: dict[str, Manifest],
 ) -> list[dict[str, Any]]:
     fallback = routing.fallback_backend(model)
-    fallback_ref = _fallback_ref(fallback, gateway, meta, backends) if fallback is not None else None
+    fallback_model = model.fallback or model.name
+    fallback_ref = _fallback_ref(fallback, gateway, meta, backends, fallback_model) if fallback is not None else None
     header = {"type": "Exact", "name": MODEL_HEADER, "value": model.name}
     weighted = [_service_ref(model.current, namespace, 100 - model.canary_weight if model.canary else 1)]
     if model.canary is not None:
@@ -290,7 +293,7 @@ def _model_rules(
     rules = [_rule([header], [*weighted, *([fallback_ref] if fallback_ref else [])])]
     if model.canary is not None:
         tester = {"type": "Exact", "name": routing.tester_header, "value": TESTER_VALUE}
-        current = _fallback_ref(model.current, gateway, meta, backends)
+        current = _fallback_ref(model.current, gateway, meta, backends, model.name)
         rules.insert(0, _rule([header, tester], [_service_ref(model.canary, namespace, 1), current]))
         pinned = {**tester, "value": CURRENT_VALUE}
         rules.insert(
@@ -324,7 +327,7 @@ def _service_ref(backend: ModelBackend, namespace: str, weight: int) -> dict[str
 
 
 def _fallback_ref(
-    backend: ModelBackend, gateway: str, meta: Mapping[str, Any], backends: dict[str, Manifest]
+    backend: ModelBackend, gateway: str, meta: Mapping[str, Any], backends: dict[str, Manifest], model: str
 ) -> dict[str, Any]:
     """A ``Backend`` (fallback: true) in the gateway's namespace naming the Service by its cluster DNS name."""
     name = f"{gateway}-fallback-{backend.service}"
@@ -333,11 +336,20 @@ def _fallback_ref(
         {
             "apiVersion": ENVOY_GATEWAY_API,
             "kind": "Backend",
-            "metadata": {"name": name, **meta},
+            "metadata": {
+                "name": name,
+                "namespace": meta["namespace"],
+                "labels": {**meta["labels"], MODEL_LABEL: slug_label(model)},
+            },
             "spec": {"endpoints": [{"fqdn": {"hostname": backend.fqdn, "port": backend.port}}], "fallback": True},
         },
     )
     return {"group": "gateway.envoyproxy.io", "kind": "Backend", "name": name, "weight": 1}
+
+
+def slug_label(model: str) -> str:
+    """A model name as a label value (``owner/name`` -> ``owner.name``; at most 63 characters)."""
+    return model.replace("/", ".")[:63].strip("-_.")
 
 
 def _listing_rule(path: str, direct: Manifest) -> dict[str, Any]:
