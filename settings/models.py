@@ -1,4 +1,4 @@
-"""``inference-platform:models``: several models behind one URL, aliases, fallbacks and one weighted canary.
+"""``inference-platform:models``: several models behind one URL, aliases and one weighted canary.
 
 Absent (or ``{}``), the stack serves its one ``serving.model`` exactly as before: nothing here adds a resource,
 and no URN changes. Present:
@@ -8,9 +8,10 @@ and no URN changes. Present:
   replicas, image, artifacts). Each gets its own rollout, Service and pool placement; the edge routes a request
   to it by the ``model`` in its body (components/edge/model_routing.py).
 - ``aliases``: a stable public name mapped to a versioned one (``llama-8b`` -> ``Llama-3.1-8B``).
-- ``fallbacks``: a model whose pool cannot answer before the first byte is retried on this other model. A
-  fallback to a *different* model is only ever what this key says; a canary falls back to its current version
-  without being told.
+- A canary falls back to its model's current version before the first byte (the edge retries there). A fallback
+  to a *different* model is not offered yet: the OpenAI server answers only its own ``serving.model`` (404 for any
+  other name, inference_image/openai_api/service.py), and the edge cannot rewrite the body per attempt, so the
+  other model's server would refuse the retried request.
 - ``canary``: a new version of one model (its ``serving``/``inference`` differences: checkpoint, image, engine
   settings) rolled out beside the current one. ``weight`` is the canary's share of that model's traffic *now*:
   the state lives here, so ``pulumi up`` stays declarative. Requests with ``testerHeader: always`` go to the
@@ -134,16 +135,13 @@ class ModelsSettings(Section):
     """Default none. More models by public name, each the serving/inference keys that differ from the stack's."""
     aliases: dict[str, str] = Field(default_factory=dict)
     """Default none. Public alias -> public model name (the stack's serving.model or an ``additional`` one)."""
-    fallbacks: dict[str, str] = Field(default_factory=dict)
-    """Default none. Model -> the other model the edge retries on when the first cannot answer before its first
-    byte (no ready replica, connection refused, a reset). Only what is written here falls back to another model."""
     canary: CanarySettings | None = None
     """Default none. One canary at a time."""
 
     @property
     def configured(self) -> bool:
         """Whether the stack serves more than its one model the old way (routing by model, a canary)."""
-        return bool(self.additional or self.aliases or self.fallbacks or self.canary)
+        return bool(self.additional or self.aliases or self.canary)
 
     def problems(self, ctx: CheckContext) -> list[Problem]:
         return models_problems(self, ctx)
@@ -276,15 +274,6 @@ def models_problems(models: ModelsSettings, ctx: CheckContext) -> list[Problem]:
                 Problem(path, f"points to {describe(target)}, which is no model of this stack; expected one of "
                         f"{', '.join(names)}")
             )  # fmt: skip
-    for model, fallback in models.fallbacks.items():
-        path = f"models.fallbacks.{model}"
-        if model not in names:
-            out.append(Problem(path, f"{model!r} is no model of this stack; expected one of {', '.join(names)}"))
-        if fallback not in names:
-            out.append(Problem(path, f"falls back to {describe(fallback)}, no model of this stack; expected one of "
-                                     f"{', '.join(names)}"))  # fmt: skip
-        elif fallback == model:
-            out.append(Problem(path, "falls back to itself; name another model or remove the entry"))
     out += _canary_problems(models, ctx, names, resolved)
     return out
 
