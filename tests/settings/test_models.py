@@ -151,3 +151,22 @@ def test_slugs_of_two_names_may_not_meet():
     found = problems({"additional": {"Qwen.7B": QWEN, "qwen-7b": QWEN}})
     assert "same Kubernetes objects" in found["models.additional.qwen-7b"], found
     assert slug("Llama-3.1-8B") == "llama-3-1-8b"
+
+
+def test_the_example_reaches_the_verification_job_and_its_gate():
+    """The Job reads the settings document (settings/document.py): the canary and its gate bounds travel with it."""
+    from pathlib import Path
+
+    from inference_platform.inferctl.verify.canary_gate import limits_of
+    from inference_platform.settings.document import settings_document, settings_from_document
+
+    example = Path(__file__).parents[2] / "docs" / "examples" / "Pulumi.dev-rollout.yaml"
+    settings = settings_from_document(settings_document(stack_files.load("dev", stack_file=example)))
+    limits = limits_of(settings)
+    assert limits is not None and (limits.weight, tuple(limits.steps), limits.min_requests) == (
+        5,
+        (5, 25, 50, 100),
+        100,
+    )
+    assert (limits.ttft_p95_ms, limits.max_error_rate, limits.rollback) == (3000, 0.01, True)
+    assert limits_of(stack_files.load("dev")) is None
