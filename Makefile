@@ -5,6 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 # Checkov pins boto3 and packaging versions our own set cannot share: it gets a virtualenv of its own.
 CHECKOV_VENV ?= .venv-checkov
+CLIENTS_VENV ?= .venv-clients
 STACK ?= dev
 STACK_FILE ?=
 PROGRAM ?=
@@ -41,15 +42,27 @@ $(CHECKOV_VENV)/.installed: $(CHECKOV_LOCKS) | $(VENV)/.installed
 	$(BIN)/python -m tools.lockfile sync --venv $(CHECKOV_VENV) $(CHECKOV_LOCKS)
 	@touch $@
 
+# The real OpenAI clients the live tests drive through the local edge (guidellm, aiperf, LangChain, instructor, litellm):
+# their own virtualenv, as no resolution holds them beside the project's packages (requirements-clients.txt says why).
+CLIENTS_LOCKS := locks/bootstrap.txt locks/clients.txt
+$(CLIENTS_VENV)/.installed: $(CLIENTS_LOCKS) | $(VENV)/.installed
+	@test -x $(CLIENTS_VENV)/bin/python || $(PYTHON) -m venv $(CLIENTS_VENV)
+	$(CLIENTS_VENV)/bin/python $(PIP_LOCKED) -r locks/bootstrap.txt
+	$(CLIENTS_VENV)/bin/python $(PIP_LOCKED) -r locks/clients.txt
+	$(BIN)/python -m tools.lockfile sync --venv $(CLIENTS_VENV) $(CLIENTS_LOCKS)
+	@touch $@
+
 # Debian/Ubuntu packages the live tests run for real (Prometheus + promtool, Open MPI 4.1). Installed with apt where it
 # exists; elsewhere the tests that need them skip, saying how to install them (and fail instead when CI=true).
 APT_PACKAGES := prometheus openmpi-bin
 
-.PHONY: venv checkov system-deps plan test lint bench serve-local lock deps-check clean
+.PHONY: venv checkov clients system-deps plan test lint bench serve-local lock deps-check clean
 venv: $(VENV)/.installed
 
 # Checkov on every stack's rendered manifests runs inside `make test` (tests/infra/test_checkov_manifests.py).
 checkov: $(CHECKOV_VENV)/.installed
+
+clients: $(CLIENTS_VENV)/.installed
 
 system-deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -72,21 +85,21 @@ lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-test: venv checkov system-deps lint
+test: venv checkov clients system-deps lint
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --durations=15 $(PYTEST_ARGS)
 
-bench: venv
+bench: venv clients
 	$(BIN)/python -m bench $(BENCH_ARGS)
 
-# The model behind a real Envoy with TLS and API keys (EDGE=0: Triton alone, plain HTTP). Its files live in
-# one stable folder, emptied at each start: the edge's CA is $(SERVE_DIR)/edge/tls/ca.pem (docs/inferctl.md).
+# The model behind a real Envoy with TLS and API keys (EDGE=0: the OpenAI server alone, plain HTTP; BATCH=1: the
+# Batch API behind the same edge, on moto's S3 and SQS). Its work dir keeps the clients' keys
+# ($(SERVE_DIR)/api-keys.json) and the edge's CA ($(SERVE_DIR)/edge/tls/ca.pem) across restarts; it prints the base
+# URL, model id, key file and CA when ready (docs/serve-local.md).
 EDGE ?= 1
-API_KEY_FILE ?= build/serve-local/api-keys.json
-SERVE_DIR ?= build/serve-local/run
+BATCH ?= 0
+SERVE_DIR ?= build/serve-local/dev
 serve-local: venv
-	@mkdir -p $(dir $(API_KEY_FILE))
-	@rm -rf $(SERVE_DIR)
-	$(BIN)/inferctl serve-local --work-dir $(SERVE_DIR) $(if $(filter 1,$(EDGE)),--edge --api-key-file $(API_KEY_FILE))
+	$(BIN)/inferctl serve-local --work-dir $(SERVE_DIR) $(if $(filter 1,$(EDGE)),--edge) $(if $(filter 1,$(BATCH)),--batch)
 
 # Recompile every lock under locks/ (tools/lock.py) with the uv that locks/dev.txt pins, keeping each existing pin
 # its ranges still allow, and print what moved. UPGRADE=1 takes everything to the newest release the ranges allow;

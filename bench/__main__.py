@@ -18,6 +18,7 @@ BENCHES: dict[str, str] = {
     "artifacts": "bench.artifacts",
     "cold-start": "bench.cold_start",
     "install": "bench.install",
+    "streaming": "bench.streaming",
 }
 
 

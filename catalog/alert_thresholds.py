@@ -16,8 +16,7 @@ class AlertThresholds:
     ttft_p95_seconds: float = 2.0
     """Default 2.0 (serving.slo.ttftP95Ms / 1000). p95 time to first token above this, for 10 min, warns."""
     itl_seconds: float = 0.1
-    """Default 0.1. Inter-token latency SLO (p95). No backend publishes an inter-token histogram, so
-    the alert compares the MEAN decode time per token with it: when the mean is above, p95 is too."""
+    """Default 0.1. Inter-token latency SLO (p95), against the OpenAI server's inter-token histogram."""
     utilisation_floor: float = 0.7
     """Default 0.7. Accelerator utilisation below this for ``waste_for`` while the workload runs
     above its minimum replicas is waste (the reference design asks for >= 70%)."""

@@ -134,6 +134,30 @@ name never holds a comma, so one in ``:authority`` is a second Host. The same sc
 renderings (the cluster's EnvoyExtensionPolicy and the local Envoy)."""
 
 
+BODY_TOO_LARGE_STATUS = 413
+
+
+def edge_error(status: int, policy: EdgePolicy) -> tuple[str, str, str]:
+    """One of the edge's refusals for ``policy`` as (message, type, code): EDGE_ERRORS, but the 413 states the
+    limit and where it applies, so a client can size its request (issue 28: "Request body too large" said neither).
+    Both renderings build their bodies here."""
+    message, kind, code = EDGE_ERRORS[status]
+    if status == BODY_TOO_LARGE_STATUS:
+        limits = [
+            f"{_paths(group)}: at most {group.max_request_bytes:,} bytes ({group.max_request_bytes / 1024:,.0f} KiB)"
+            for group in policy.route_groups
+            if group.max_request_bytes is not None
+        ]
+        message = f"Request body too large. {'; '.join(limits)}. Send a shorter prompt."
+    return message, kind, code
+
+
+def _paths(group: RouteGroup) -> str:
+    """The paths of a group that take a body (its POSTs), e.g. ``POST /v1/chat/completions and /v1/completions``."""
+    posts = [e.path for e in group.endpoints if e.method == "POST"] or [e.path for e in group.endpoints]
+    return "POST " + (" and ".join(posts) if len(posts) <= 2 else ", ".join(posts[:-1]) + " and " + posts[-1])
+
+
 def edge_error_body(message: str, kind: str, code: str) -> str:
     """One of the edge's refusals as OpenAI's error JSON (compact, so both renderings carry the same bytes)."""
     return json.dumps({"error": {"message": message, "type": kind, "param": None, "code": code}}, separators=(",", ":"))

@@ -55,10 +55,24 @@ def checks(client, model: str) -> list[tuple[str, Callable[[], None]]]:
         reply = chat(messages=[{"role": "user", "content": "Write a long story."}], max_tokens=1)
         assert reply.usage.completion_tokens == 1 and reply.choices[0].finish_reason == "length"
 
-    def seed_is_deterministic():
+    def seed_is_accepted_not_promised():
+        # TensorRT-LLM 1.2.1's TorchSampler has one generator seeded 42 for the engine: a per-request seed is
+        # accepted as OpenAI's best effort and not honoured (docs/serving.md); nothing here may assert repeatability.
         args = {"messages": [{"role": "user", "content": "Name a colour."}], "max_tokens": 8, "temperature": 1.0,
                 "top_p": 0.9, "seed": 7}  # fmt: skip
-        assert chat(**args).choices[0].message.content == chat(**args).choices[0].message.content
+        assert chat(**args).choices[0].message.content, "a seeded request got no answer"
+
+    def forced_tool_call():
+        tool = {"type": "function", "function": {"name": "report_city", "parameters": SCHEMA}}
+        reply = chat(messages=[{"role": "user", "content": "Report Paris and its population."}], max_tokens=64,
+                     tools=[tool], tool_choice={"type": "function", "function": {"name": "report_city"}})  # fmt: skip
+        (call,) = reply.choices[0].message.tool_calls
+        jsonschema.validate(json.loads(call.function.arguments), SCHEMA)
+
+    def logprobs_top_two():
+        reply = chat(messages=[{"role": "user", "content": "Say hi."}], max_tokens=4, logprobs=True, top_logprobs=2)
+        entries = reply.choices[0].logprobs.content
+        assert entries and all(len(e.top_logprobs) == 2 and e.logprob <= 0 for e in entries)
 
     def json_schema_answer_validates():
         reply = chat(
@@ -93,8 +107,10 @@ def checks(client, model: str) -> list[tuple[str, Callable[[], None]]]:
         ("chat-stream-usage", chat_streaming_with_usage),
         ("completions", completions),
         ("max-tokens-length", max_tokens_and_length),
-        ("seed", seed_is_deterministic),
+        ("seed-accepted", seed_is_accepted_not_promised),
         ("json-schema", json_schema_answer_validates),
+        ("tool-call", forced_tool_call),
+        ("logprobs", logprobs_top_two),
         ("unicode-round-trip", unicode_round_trip),
         ("input-limit-400", over_the_input_limit_is_openai_400),
     ]

@@ -141,6 +141,7 @@ def _serve_llmapi(serving, options, *, prepare_only: bool, redacted) -> int:
         os.environ["LLM_ENGINE_MODULE"] = STAND_IN_ENGINE
         if options.stand_in.token_delay_ms:
             os.environ["CPU_LLM_TOKEN_DELAY_MS"] = str(options.stand_in.token_delay_ms)
+        os.environ["CPU_LLM_PREFILL_US_PER_TOKEN"] = str(options.stand_in.prefill_us_per_token)
     launch = llmapi.prepare_llmapi_launch(serving, options)
     meta = launch.checkpoint_manifest.metadata
     print(

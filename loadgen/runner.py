@@ -43,11 +43,16 @@ class Progress:
     elapsed_s: float
     expected_s: float
     requests: int
+    done: bool = False
+    """The last call, once every process has stopped: ``requests`` is then the run's total, the one the report counts."""
 
     def line(self) -> str:
         rate = self.requests / self.elapsed_s if self.elapsed_s else 0.0
+        if self.done:
+            return f"  {self.elapsed_s:4.0f} s: done, {self.requests} requests recorded in all ({rate:.1f}/s)"
         return (
-            f"  {self.elapsed_s:4.0f} s of ~{self.expected_s:.0f} s: {self.requests} requests recorded ({rate:.1f}/s)"
+            f"  {self.elapsed_s:4.0f} s of ~{self.expected_s:.0f} s: {self.requests} requests recorded so far "
+            f"({rate:.1f}/s)"
         )
 
 
@@ -226,8 +231,12 @@ def run(
             stop_group(process, STOP_TIMEOUT_S)
         for log in logs:
             log.close()
+    recorded = read_jsonl(records)
+    if progress is not None:
+        # The interim lines count what had arrived; this one is the total every report of the run counts.
+        progress(Progress(time.monotonic() - started, run_time_s(config), len(recorded), done=True))
     return RunResult(
-        records=read_jsonl(records),
+        records=recorded,
         exit_codes={
             name: (None if timed_out and name in ("local", "master") else p.returncode) for name, p in processes.items()
         },

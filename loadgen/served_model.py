@@ -10,6 +10,7 @@ import urllib.request
 from collections.abc import Mapping
 
 from inference_platform.catalog.serving_contract import OPENAI_MODELS_PATH
+from inference_platform.loadgen.connection_errors import describe
 
 
 class NoServedModel(Exception):
@@ -27,7 +28,9 @@ def served_models(
             listed = [m["id"] for m in json.loads(response.read())["data"]]
     except urllib.error.HTTPError as err:
         raise NoServedModel(f"GET {OPENAI_MODELS_PATH} answered HTTP {err.code}") from None
-    except (OSError, ValueError, KeyError, TypeError) as err:
+    except OSError as err:
+        raise NoServedModel(f"GET {OPENAI_MODELS_PATH} failed: {describe(url, err, ca_file)}") from None
+    except (ValueError, KeyError, TypeError) as err:
         raise NoServedModel(f"GET {OPENAI_MODELS_PATH} failed: {type(err).__name__}: {err}") from None
     if not listed:
         raise NoServedModel(f"GET {OPENAI_MODELS_PATH} lists no model")

@@ -631,6 +631,65 @@ def fleet(
     )
 
 
+@dataclass(frozen=True)
+class RegionCells:
+    """The fleet's clusters in one region (they are sized alike: ``fleet`` gives every cluster the same share)."""
+
+    region: str
+    clusters: int
+    nodes_per_cluster: int
+    accelerators: int
+    replicas_per_cluster: int
+    monthly_expected_usd: float
+    """On demand: each cluster carries 1/N of the demand and scales with it by day and night, priced as ``plan``
+    prices one cluster (whole nodes), at the region's price."""
+    monthly_ceiling_usd: float
+    """On demand: every provisioned node around the clock (a lost cluster's share carried by the others)."""
+
+
+@dataclass(frozen=True)
+class FleetSummary:
+    regions: tuple[RegionCells, ...]
+    monthly_expected_usd: float
+    monthly_ceiling_usd: float
+    usd_per_million_total: float
+    """Expected month over the month's input + output tokens."""
+    usd_per_million_output: float
+
+
+def fleet_summary(f: Fleet) -> FleetSummary:
+    """The fleet by region with its money: what a summary of 89 identical clusters says in a few rows."""
+    demand, option = f.plan.demand, f.plan.option
+    share = dataclasses.replace(demand, tokens_per_day=demand.tokens_per_day / len(f.clusters))
+    rows = []
+    for region in dict.fromkeys(c.region for c in f.clusters):
+        cells = [c for c in f.clusters if c.region == region]
+        hour = prices.instance_hour(option.replica.node.name, region)
+        if hour is None:
+            raise PlanningError("region_quota", f"{region}: no price for {option.replica.node.name}")
+        one = plan(share, dataclasses.replace(option, node_hour_usd=hour), region=region)
+        rows.append(
+            RegionCells(
+                region=region,
+                clusters=len(cells),
+                nodes_per_cluster=cells[0].nodes,
+                accelerators=sum(c.accelerators for c in cells),
+                replicas_per_cluster=cells[0].replicas,
+                monthly_expected_usd=one.monthly_usd.on_demand * len(cells),
+                monthly_ceiling_usd=sum(c.nodes for c in cells) * hour * prices.HOURS_PER_MONTH,
+            )
+        )
+    expected = sum(r.monthly_expected_usd for r in rows)
+    total_m = demand.tokens_per_day * DAYS_PER_MONTH / 1e6
+    return FleetSummary(
+        regions=tuple(rows),
+        monthly_expected_usd=expected,
+        monthly_ceiling_usd=sum(r.monthly_ceiling_usd for r in rows),
+        usd_per_million_total=expected / total_m,
+        usd_per_million_output=expected / (total_m * demand.output_share),
+    )
+
+
 def _place(n: int, cluster_gpus: int, quotas: dict[str, int]) -> dict[str, int] | None:
     """Spread ``n`` clusters over regions within quota, round-robin by remaining quota."""
     left = dict(quotas)

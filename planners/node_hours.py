@@ -76,6 +76,8 @@ class Schedule:
     """Why the schedule was read as day bounds all day, when it was."""
     backfill: str = ""
     """How the asynchronous lane's queue bounds the night, when it does (its night bounds are then the held ones)."""
+    night_without_backfill: Bounds | None = None
+    """With backfill: the night's own bounds, while the lane's queue is empty (the plan's summary shows both)."""
 
     def is_day(self, minute: int) -> bool:
         if self.day_start == self.day_end:
@@ -152,7 +154,7 @@ def schedule_of(spec: Mapping[str, Any]) -> Schedule:
         return Schedule(everyday, everyday, 0, 0)
     meta = cron.get("metadata") or {}
     formula = str(((spec.get("advanced") or {}).get("scalingModifiers") or {}).get("formula") or "")
-    held = ""
+    held, unheld = "", None
     if formula:
         parts = _conditional(formula)
         night_branch = parts[2] if parts and re.fullmatch(r"\s*day\s*>=\s*\d+\s*", parts[0]) else ""
@@ -161,6 +163,7 @@ def schedule_of(spec: Mapping[str, Any]) -> Schedule:
             # Backfill holds these bounds while the lane's queue has work; the lane exists to fill every night's
             # trough, so the expectation is the held bounds every night (the basis says so).
             night_branch, held = inner[1], f"night held at its floor while the {queue[1]!r} queue has work"
+            unheld = _branch(inner[2], hi)
         day_bounds = _branch(parts[1], hi) if parts and night_branch else None
         night_bounds = _branch(night_branch, hi) if night_branch else None
         if day_bounds is None or night_bounds is None:
@@ -180,8 +183,9 @@ def schedule_of(spec: Mapping[str, Any]) -> Schedule:
     offset = _OFFSET_DATE.replace(tzinfo=zone).utcoffset()
     shift = int(offset.total_seconds() // 60) if offset is not None else 0
     return Schedule(
-        day, night, (start - shift) % MINUTES_PER_DAY, (end - shift) % MINUTES_PER_DAY, timezone, backfill=held
-    )
+        day, night, (start - shift) % MINUTES_PER_DAY, (end - shift) % MINUTES_PER_DAY, timezone, backfill=held,
+        night_without_backfill=unheld,
+    )  # fmt: skip
 
 
 def _conditional(text: str) -> tuple[str, str, str] | None:

@@ -207,7 +207,25 @@ class AutoscalingSettings(Section):
                 Problem(
                     "autoscaling.maxReplicas",
                     f"got {high}; x {serving.world_size} accelerator(s) per replica it does not fit "
-                    f"serving.nodePool {serving.node_pool!r} at its maxSize, which holds {slots} replica(s)",
+                    f"serving.nodePool {serving.node_pool!r} at nodePools.{serving.node_pool}.maxSize, which holds "
+                    f"{slots} replica(s)",
+                )
+            )
+        elif (
+            high is None
+            and slots is not None
+            and low is not None
+            and low > slots
+            and isinstance(serving, ServingSettings)
+        ):
+            # Without its own maxReplicas the ceiling is the pool's (or the plan's): a floor above what the pool
+            # holds keeps replicas Pending for ever, and the HPA refuses minReplicas above maxReplicas.
+            out.append(
+                Problem(
+                    "autoscaling.minReplicas",
+                    f"got {low}; x {serving.world_size} accelerator(s) per replica the serving pool holds only "
+                    f"{slots} replica(s) (serving.nodePool {serving.node_pool!r} at nodePools.{serving.node_pool}"
+                    ".maxSize): the rest would stay Pending; lower it or raise the pool's maxSize",
                 )
             )
         return out
@@ -221,7 +239,7 @@ class AutoscalingSettings(Section):
         cap = ctx.sections.get("capacity")
         plan = None
         if isinstance(cap, CapacitySettings) and cap.enabled and region is not None:
-            plan = plan_for(cap, dict(ctx.sections), region, cluster_zones(ctx), production=ctx.production).bounds
+            plan = plan_for(cap, ctx.sections, region, cluster_zones(ctx), production=ctx.production).bounds
         found = cold_start_settings.ramp_problems(
             self, ctx.sections, region=region, slots=serving_slots(ctx), plan=plan
         )

@@ -223,8 +223,8 @@ class BatchSettings(Section):
             )
         if self.workers.node_pool != SYSTEM_POOL:
             pools = getattr(ctx.sections.get("nodePools"), "root", None) or {}
-            why = "an accelerator pool: batch workers never run on accelerator nodes" if (
-                self.workers.node_pool in pools) else "not a node pool"  # fmt: skip
+            why = (f"an accelerator pool (nodePools.{self.workers.node_pool}): batch workers never run on "
+                   "accelerator nodes") if self.workers.node_pool in pools else "not a node pool"  # fmt: skip
             out.append(Problem("batch.workers.nodePool", f"got {self.workers.node_pool!r}, {why}; allowed: 'system'"))
         out += self._system_node_problems(ctx)
         if ctx.production and self.api.replicas < 2:
@@ -305,6 +305,17 @@ class BatchSettings(Section):
                     Problem(f"batch.quotas.clients.{name}", f"not an edge client; expected one of edge.auth.clients: "
                             f"{clients}")
                 )  # fmt: skip
+        if edge is not None and getattr(edge, "domain", None) is not None and not getattr(auth, "enabled", True):
+            # batch/api.py answers 401 without the client id the edge's key check sets (clientIdHeader): behind
+            # an edge that checks no key, every Files and Batches call would fail.
+            out.append(
+                Problem(
+                    "batch.enabled",
+                    "true while edge.auth.enabled is false: the Batch API keeps each client's files and quotas by the "
+                    "client id the edge's key check sets, so every call through this edge would be answered 401; "
+                    "enable edge.auth or disable the lane",
+                )
+            )
         if ctx.known("edge") and edge is not None and getattr(edge, "domain", None) is None and ctx.production:
             out.append(
                 Problem(

@@ -208,24 +208,27 @@ def _neuron_monitor_problems(digest: str | None, ctx: CheckContext) -> list[Prob
     key = "cluster.neuronMonitorDigest"
     if digest is not None:
         return [] if IMAGE_DIGEST.match(digest) else [Problem(key, f"got {digest!r}; expected sha256:<64 hex digits>")]
-    if not ctx.production or not _has_neuron_pools(ctx):
+    pools = _neuron_pools(ctx)
+    if not ctx.production or not pools:
         return []
+    named = ", ".join(f"nodePools.{p}.instanceTypes" for p in pools)
     return [
         Problem(
             key,
-            "missing; production runs neuron-monitor on its Neuron pools by digest, not by tag: set the digest "
+            f"missing; production runs neuron-monitor on its Neuron pools ({named}) by digest, not by tag: set the digest "
             "the registry reports for the pinned image (crane digest public.ecr.aws/neuron/neuron-monitor:<tag>)",
         )
     ]
 
 
-def _has_neuron_pools(ctx: CheckContext) -> bool:
+def _neuron_pools(ctx: CheckContext) -> list[str]:
+    """The pools with a Neuron instance type, by name."""
     pools = getattr(ctx.sections.get("nodePools"), "root", None) or {}
-    for pool in pools.values():
-        for name in pool.instance_types:
-            try:
-                if catalog.instance(name).vendor == catalog.VENDOR_NEURON:
-                    return True
-            except catalog.CatalogError:
-                continue  # the nodePools section names unknown types
-    return False
+    return [pool_name for pool_name, pool in pools.items() if any(_is_neuron(t) for t in pool.instance_types)]
+
+
+def _is_neuron(instance_type: str) -> bool:
+    try:
+        return catalog.instance(instance_type).vendor == catalog.VENDOR_NEURON
+    except catalog.CatalogError:
+        return False  # the nodePools section names unknown types

@@ -59,7 +59,8 @@ class FsxSettings(Section):
             out.append(
                 Problem(
                     "fsx.availabilityZone",
-                    f"got {self.availability_zone!r}; the stack's zones are {', '.join(zones)}",
+                    f"got {self.availability_zone!r}; the stack's zones (network.availabilityZones, or the region's "
+                    f"first network.azCount) are {', '.join(zones)}",
                 )
             )
         return out

@@ -294,6 +294,16 @@ class InferenceSettings(Section):
         out = []
         if self.model.source == "fsx" and not getattr(ctx.sections.get("fsx"), "enabled", False):
             out.append(Problem("inference.model.source", "fsx needs the model cache (fsx.enabled: true)"))
+        elif self.model.source == "download" and getattr(ctx.sections.get("fsx"), "enabled", False):
+            # The Lustre file system is the rollout's only reader (components/storage ModelCache): downloading
+            # past it leaves a cache that is paid for by the hour and never read.
+            out.append(
+                Problem(
+                    "inference.model.source",
+                    "got 'download' while fsx.enabled is true: the model cache would be paid for and never read; "
+                    "use 'auto' or 'fsx', or set fsx.enabled: false",
+                )
+            )
         artifacts = serving.artifacts
         for key, value in (("engineUri", artifacts.engine_uri), ("tokenizerUri", artifacts.tokenizer_uri)):
             if value is not None:
@@ -333,7 +343,8 @@ class InferenceSettings(Section):
             out.append(
                 Problem(
                     "inference.replicas",
-                    f"got {self.replicas}; {at} holds {slots} at its maxSize ({pool.max_size} nodes{per_zone} x "
+                    f"got {self.replicas}; {at} holds {slots} at nodePools.{serving.node_pool}.maxSize ({pool.max_size} "
+                    f"nodes{per_zone} x "
                     f"{fit.pods_per_node} per node{multi})",
                 )
             )

@@ -141,7 +141,7 @@ def _pool_problems(cfg: LoadTestSettings, ctx: CheckContext) -> list[Problem]:
     pools = getattr(ctx.sections.get("nodePools"), "root", None) or {}
     if cfg.node_pool != SYSTEM_POOL:
         why = (
-            "an accelerator pool: load-test workers never run on accelerator nodes"
+            f"an accelerator pool (nodePools.{cfg.node_pool}): load-test workers never run on accelerator nodes"
             if cfg.node_pool in pools
             else "not a node pool"
         )
@@ -188,8 +188,9 @@ def _rate_problems(cfg: LoadTestSettings, ctx: CheckContext) -> list[Problem]:
             out.append(
                 Problem(
                     "loadTest.targetRate",
-                    f"got {cfg.target_rate:g} requests/s; client {client!r} (tier {tier_name!r}) may send "
-                    f"{tier.requests_per_minute} a minute ({tier.requests_per_minute / 60:g}/s): the edge would "
+                    f"got {cfg.target_rate:g} requests/s; client {client!r} may send {tier.requests_per_minute} a "
+                    f"minute (edge.rateLimits.tiers.{tier_name}.requestsPerMinute, {tier.requests_per_minute / 60:g}/s): "
+                    "the edge would "
                     "answer 429; give the load test a client of a tier sized for it (loadTest.client)",
                 )
             )

@@ -152,10 +152,12 @@ class NetworkSettings(Section):
             )
             missing = [s for s in needed if s not in services]
             if missing:
+                why = _why_needed(missing, cluster, fsx, batch)
                 out.append(
                     Problem(
                         at,
-                        f"got {services}; with natGateways: none the cluster has no other path to {', '.join(missing)}",
+                        f"got {services}; with natGateways: none the cluster has no other path to {', '.join(missing)}"
+                        f" ({why})",
                     )
                 )
         return out
@@ -166,3 +168,23 @@ class NetworkSettings(Section):
         except CarveError as err:
             return [Problem("network.cidr", f"got {self.cidr!r}; {err}")]
         return []
+
+
+def _why_needed(missing: list[str], cluster: object, fsx: object, batch: object) -> str:
+    """Which setting makes each missing service needed: the base set, the provisioning mode's, the cache's, the
+    lane's (catalog/endpoint_services.py required_services)."""
+    karpenter = getattr(cluster, "provisioning", "managed") == "karpenter"
+    own = endpoint_services.KARPENTER_SERVICES if karpenter else endpoint_services.MANAGED_SERVICES
+    groups = [
+        ("every cluster", endpoint_services.BASE_SERVICES),
+        (f"cluster.provisioning: {getattr(cluster, 'provisioning', 'managed')}", own),
+        ("fsx.enabled: true", endpoint_services.FSX_SERVICES if getattr(fsx, "enabled", False) else ()),
+        ("batch.enabled: true", endpoint_services.BATCH_SERVICES if getattr(batch, "enabled", False) else ()),
+    ]
+    parts, said = [], set()
+    for reason, services in groups:
+        named = [s for s in missing if s in services and s not in said]
+        said.update(named)
+        if named:
+            parts.append(f"{', '.join(named)} for {reason}")
+    return "; ".join(parts)

@@ -241,7 +241,8 @@ def _pool_problems(name: str, pool: NodePoolSettings, *, karpenter: bool, zones:
             out.append(
                 Problem(
                     f"{at}.desiredSize",
-                    f"got {pool.desired_size}; a Karpenter pool has no desired node count (nodes follow pending pods)",
+                    f"got {pool.desired_size}; a Karpenter pool (cluster.provisioning: karpenter) has no desired node "
+                    "count (nodes follow pending pods)",
                 )
             )
     if not karpenter and pool.max_size > MAX_MANAGED_NODES:
@@ -363,7 +364,10 @@ def _zone_problems(name: str, pool: NodePoolSettings, zones: list[str] | None) -
         out.append(Problem(at, "is empty; omit it to use every cluster zone"))
     for i, zone in enumerate(wanted or ()):
         if zones is not None and zone not in zones:
-            out.append(Problem(f"{at}[{i}]", f"got {zone!r}; the cluster's zones are {', '.join(zones)}"))
+            out.append(
+                Problem(f"{at}[{i}]", f"got {zone!r}; the cluster's zones (network.availabilityZones, or the "
+                        f"region's first network.azCount) are {', '.join(zones)}")
+            )  # fmt: skip
     if wanted and len(set(wanted)) != len(wanted):
         out.append(Problem(at, "lists a zone twice"))
     if pool.efa_enabled():

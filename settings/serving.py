@@ -122,6 +122,10 @@ class BatchingSettings(Section):
     """Default 0. How long Triton holds a request to batch it with others (0-1,000,000 us)."""
     max_queue_size: int = Field(default=0, ge=0)
     """Default 0 (unbounded). Requests queued beyond this are rejected at once instead of waiting."""
+    stream_interval: int = Field(default=1, ge=1, le=64)
+    """Default 1. Tokens per streamed response (the LLM API's ``stream_interval``: "Set this to a larger value when
+    the batch size is large"): each response costs the model, Triton and the OpenAI server one event, so a larger
+    value cuts the per-token cost of large batches, and clients get their text in steps of that many tokens."""
 
 
 class KvCacheSettings(Section):
@@ -177,11 +181,48 @@ class SpeculativeSettings(Section):
     """Default 2 (the LLM API's default). ngram only: longest run of recent tokens looked up."""
 
 
+class GuidedDecodingLimits(Section):
+    """What one request's guide (``response_format`` schema, a forced tool's parameters, a regex) may ask of the
+    grammar compiler. TensorRT-LLM 1.2 compiles guides inline in its executor loop with no timeout, and xgrammar
+    0.1.25 bounds nothing but recursion depth (shared/facts/engine.md section 6): the OpenAI server checks every
+    guide against these before the engine sees it, and answers a 400 naming the limit beyond one."""
+
+    schema_bytes: int = Field(default=262_144, ge=256, le=4_194_304)
+    """Default 262,144. Largest guide, in bytes of its JSON (or regex/grammar text): room for OpenAI's ceilings below
+    (5,000 properties, 120,000 characters of names); a gateway in the field caps schemas at 1 MiB."""
+    depth: int = Field(default=10, ge=1, le=64)
+    """Default 10. Deepest nesting of objects and arrays in a schema: OpenAI's Structured Outputs limit."""
+    properties: int = Field(default=5_000, ge=1, le=100_000)
+    """Default 5,000. Object properties in one schema, all levels together: OpenAI's Structured Outputs limit."""
+    enum_values: int = Field(default=1_000, ge=1, le=100_000)
+    """Default 1,000. ``enum`` and ``const`` values in one schema, all levels together: OpenAI's limit."""
+    string_length: int = Field(default=128, ge=1, le=1_000_000)
+    """Default 128. Largest ``minLength``/``maxLength``, and the largest bound of a ``{m,n}`` repetition in a
+    ``pattern`` or regex guide. xgrammar lowers a length bound to a counted repetition of the string body: its
+    tracker reports a mask-fill cliff above 128 (mlc-ai/xgrammar #805) and ~50 ms per token at 512 (#852); the
+    CPU stand-in took 20 GB for a bound of 10^9 (issue 27)."""
+    array_items: int = Field(default=128, ge=1, le=1_000_000)
+    """Default 128. Largest ``minItems``/``maxItems``: lowered to a counted repetition of the item grammar, so
+    bounded like string lengths."""
+    pattern_chars: int = Field(default=1_000, ge=1, le=100_000)
+    """Default 1,000. Longest ``pattern`` in a schema, or regex guide."""
+    tools: int = Field(default=128, ge=1, le=1_024)
+    """Default 128. Tools in one chat request: OpenAI's limit (each becomes part of the prompt and, when forced,
+    of the guide)."""
+    compile_seconds: float = Field(default=5.0, gt=0, le=60)
+    """Default 5. A guide must compile (with the engine's compiler, in a worker process) within this many seconds:
+    vLLM's regex compile timeout and its proposed VLLM_STRUCTURED_OUTPUT_COMPILATION_TIMEOUT_S are 5 s."""
+    compile_memory_mib: int = Field(default=1_024, ge=64, le=65_536)
+    """Default 1,024. Memory the compile may take above the worker's own (an address-space limit on it)."""
+
+
 class GuidedDecodingSettings(Section):
     backend: Literal["none", "xgrammar", "llguidance"] = "none"
     """Default ``none``. ``xgrammar`` or ``llguidance`` (the LLM API's guided_decoding_backend) lets requests
     constrain output: OpenAI ``response_format`` json_object / json_schema, and regex / EBNF guides
     (request inputs guided_decoding_guide_type and guided_decoding_guide)."""
+    limits: GuidedDecodingLimits = Field(default_factory=GuidedDecodingLimits)
+    """The bounds every guide is checked against before it reaches the engine (GuidedDecodingLimits)."""
 
 
 ENSEMBLE_GONE = (
@@ -412,7 +453,7 @@ class ServingSettings(Section):
             out.append(
                 Problem(
                     "serving.auth.enabled",
-                    f"true behind a gateway that authenticates on {stripped!r} and strips it (edge.auth): Triton "
+                    f"true behind a gateway that authenticates on {stripped!r} and strips it (edge.auth.header): Triton "
                     "would see no key and refuse every request; set false (the NetworkPolicy admits only the "
                     "gateway to Triton), or give Triton its own serving.auth.header that clients also send",
                 )
@@ -440,7 +481,7 @@ class ServingSettings(Section):
                 out.append(Problem("serving.nodePool", f"no node pool named {self.node_pool!r} in nodePools"))
             else:
                 for instance_type in types:
-                    out += accelerator_problems(self, instance_type)
+                    out += accelerator_problems(self, instance_type, pool=self.node_pool)
         return out
 
     def shape_problems(self) -> list[Problem]:
@@ -589,6 +630,9 @@ class ServingSettings(Section):
             out.append(Problem("serving.kvCache.hostCacheFraction", "the Neuron path has no host KV-cache tier"))
         if self.batching.overlap_scheduler:
             out.append(Problem("serving.batching.overlapScheduler", "true: the Neuron path has no overlap scheduler"))
+        if self.batching.stream_interval != 1:
+            out.append(Problem("serving.batching.streamInterval", f"{self.batching.stream_interval}: the Neuron path "
+                               "streams every token (only TensorRT-LLM's LLM API takes stream_interval)"))  # fmt: skip
         if self.max_beam_width > 1:
             out.append(Problem("serving.maxBeamWidth", "beam search is not available on Neuron"))
         if self.nodes > 1:
@@ -621,7 +665,7 @@ def _gateway_key_header(ctx: CheckContext) -> str | None:
     return str(getattr(edge.auth, "header", "x-api-key")).lower()
 
 
-def accelerator_problems(serving: ServingSettings, instance_type: str) -> list[Problem]:
+def accelerator_problems(serving: ServingSettings, instance_type: str, *, pool: str | None = None) -> list[Problem]:
     """Why ``instance_type`` cannot serve ``serving`` (empty when it can).
 
     Checks: an accelerator of the backend's vendor; the precision and KV-cache dtype on it; TP x PP
@@ -634,11 +678,13 @@ def accelerator_problems(serving: ServingSettings, instance_type: str) -> list[P
         return [Problem("serving.nodePool", str(err))]
     accel = node.accelerator
     vendor = BACKEND_VENDORS[serving.backend]
+    # In a stack's settings the type comes from the serving pool (say which key); `inferctl prepare` passes its own.
+    where = f" (nodePools.{pool}.instanceTypes)" if pool is not None else ""
     if accel is None or node.vendor != vendor:
         return [
             Problem(
                 "serving.backend",
-                f"{serving.backend} needs {vendor} accelerators; {node.name} has {node.accelerator_model or 'none'}",
+                f"{serving.backend} needs {vendor} accelerators; {node.name}{where} has {node.accelerator_model or 'none'}",
             )
         ]
     where = f"{node.name} ({accel.model}, {accel.architecture})"

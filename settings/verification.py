@@ -195,8 +195,8 @@ class VerificationSettings(Section):
                     Problem(
                         "verification.concurrencyPerReplica",
                         f"{per_replica} x {getattr(inference, 'replicas', 1)} replicas = {total} in flight; client "
-                        f"{client!r} may hold {tier.concurrent_streams} streams at the edge (the rest would be "
-                        "answered 429)",
+                        f"{client!r} may hold {tier.concurrent_streams} streams at the edge (edge.rateLimits.tiers."
+                        f"{edge.auth.clients[client].tier}.concurrentStreams; the rest would be answered 429)",
                     )
                 )
         return out
@@ -231,7 +231,8 @@ class VerificationSettings(Section):
                 out.append(
                     Problem(
                         "verification.client",
-                        f"{client!r} (tier {tier_name!r}) may send {tier.requests_per_minute} requests a minute; the "
+                        f"{client!r} may send {tier.requests_per_minute} requests a minute (edge.rateLimits.tiers."
+                        f"{tier_name}.requestsPerMinute); the "
                         f"verification Job sends about {per_minute} ({in_flight} in flight at ~{seconds:.1f} s each, "
                         "at the serving.slo medians): the edge would answer 429; give it a client of a tier sized "
                         "for it, or lower verification.concurrencyPerReplica / maxRequests",

@@ -28,6 +28,7 @@ from tools import lock as lock_tool
 from tools.deps_check.facts import FACTS
 from tools.lockfile import (
     CHECKOV_LOCKS,
+    CLIENTS_LOCKS,
     LOCKS,
     PROJECT,
     VENV_LOCKS,
@@ -131,6 +132,7 @@ PY312 = {"python_version": "3.12", "python_full_version": "3.12.3"}
         ("bootstrap.txt", lambda: _requirements(REPO / "requirements-bootstrap.txt"), None),
         ("triton.txt", lambda: _requirements(REPO / "requirements-triton.txt"), None),
         ("checkov.txt", lambda: _requirements(REPO / "requirements-checkov.txt"), None),
+        ("clients.txt", lambda: _requirements(REPO / "requirements-clients.txt"), None),
         ("image-batch.txt", lambda: _requirements(REPO / "batch" / "requirements.txt"), None),
         ("image-verification.txt",
          lambda: _requirements(REPO / "inference_image" / "verification" / "requirements.txt"), None),
@@ -172,6 +174,7 @@ def test_the_locks_of_one_virtualenv_agree():
     for locks in (
         VENV_LOCKS,
         CHECKOV_LOCKS,
+        CLIENTS_LOCKS,
         (LOCKS / "bootstrap.txt", LOCKS / "image-batch.txt"),
         (LOCKS / "bootstrap.txt", LOCKS / "image-verification.txt"),
     ):

@@ -38,7 +38,7 @@ from inference_platform.settings import stack_files
 from inference_platform.processes import die_with_parent
 
 from tests.batch.conftest import Moto, make_lane, stand_in_serving
-from tests.inferctl.serving.openai_stack import openai_stack
+from tools.local_openai_stack import openai_stack
 from tests.mpi_tools import mpi_env, mpirun
 from tests.observability.prometheus_server import Target, running_prometheus
 from inference_platform.processes import free_port

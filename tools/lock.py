@@ -85,6 +85,14 @@ TRITON = Lock(
 CHECKOV = Lock(
     LOCKS / "checkov.txt", ("requirements-checkov.txt",), "3.11", (), (LOCKS / "bootstrap.txt",), "Checkov's virtualenv"
 )
+CLIENTS = Lock(
+    LOCKS / "clients.txt",
+    ("requirements-clients.txt",),
+    "3.11",
+    (),
+    (LOCKS / "bootstrap.txt",),
+    "the real clients' virtualenv (.venv-clients)",
+)
 IMAGE_GPU = Lock(
     LOCKS / "image-gpu.txt",
     ("inference_image/requirements-image.txt",),
@@ -113,7 +121,8 @@ IMAGE_VERIFICATION = Lock(
 )
 
 ORDER: tuple[Lock, ...] = (
-    BOOTSTRAP, VENV, APP, DEV, CORE, TRITON, CHECKOV, IMAGE_GPU, IMAGE_NEURON, IMAGE_BATCH, IMAGE_VERIFICATION,
+    BOOTSTRAP, VENV, APP, DEV, CORE, TRITON, CHECKOV, CLIENTS, IMAGE_GPU, IMAGE_NEURON, IMAGE_BATCH,
+    IMAGE_VERIFICATION,
 )  # fmt: skip
 """In dependency order: each lock's constraints are compiled before it."""
 COMMITTED: tuple[Lock, ...] = tuple(lock for lock in ORDER if lock is not VENV)

@@ -29,6 +29,7 @@ LOCKS = REPO / "locks"
 VENV_LOCKS = tuple(LOCKS / name for name in ("bootstrap.txt", "app.txt", "dev.txt", "triton.txt"))
 """What `make venv` installs into .venv, in order (the editable project comes after, unpinned)."""
 CHECKOV_LOCKS = tuple(LOCKS / name for name in ("bootstrap.txt", "checkov.txt"))
+CLIENTS_LOCKS = tuple(LOCKS / name for name in ("bootstrap.txt", "clients.txt"))
 PROJECT = "inference-platform"
 
 _PIN = re.compile(

@@ -57,6 +57,7 @@ from inference_platform.catalog.edge_policy import (
     RETRY_ON,
     EdgePolicy,
     RouteGroup,
+    edge_error,
     edge_error_body,
 )
 
@@ -439,7 +440,7 @@ def _error_override(status: int, policy: EdgePolicy) -> dict[str, Any]:
     match: dict[str, Any] = {"statusCodes": [{"type": "Value", "value": status}]}
     response: dict[str, Any] = {
         "contentType": "application/json",
-        "body": {"type": "Inline", "inline": edge_error_body(*EDGE_ERRORS[status])},
+        "body": {"type": "Inline", "inline": edge_error_body(*edge_error(status, policy))},
     }
     if status == OVERLOAD_STATUS:
         match["responseHeaders"] = [{"name": "x-envoy-overloaded", "value": {"type": "Exact", "value": "true"}}]

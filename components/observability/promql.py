@@ -1,8 +1,10 @@
 """Metric names and PromQL building blocks shared by the alerts, the dashboards and the scaling triggers.
 
 Pure data and string building, no Pulumi. Each family is named exactly as its exporter publishes it:
-- Triton (``nv_inference_*``): the server's own per-model counters, gauges and, with
-  ``--metrics-config histogram_latencies=true``, the time-to-first-response histogram.
+- Triton (``nv_inference_*``): the server's own per-model counters and gauges.
+- The OpenAI server (``vllm:*``, ``http_requests_total``; catalog/server_metrics.py): time to first token, inter-token
+  latency, queue time, tokens, prefix-cache hits and outcomes per request, as clients see them, labelled
+  ``model_name`` and ``client``.
 - TensorRT-LLM (``nv_trt_llm_*``, ``nv_llm_*``): the custom metrics of NVIDIA's ``tensorrt_llm``
   model (``pb_utils.MetricFamily`` in tensorrtllm_backend), labelled ``model`` and ``version``.
 - DCGM exporter (``DCGM_FI_*``) on NVIDIA nodes; neuron-monitor (``neuroncore_*``, ``neuron_*``) on Neuron nodes.
@@ -19,6 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from inference_platform.catalog import server_metrics as server
+
 # Triton server (per model and version).
 UP = "up"
 QUEUE_DURATION_US = "nv_inference_queue_duration_us"
@@ -29,7 +33,17 @@ REQUEST_FAILURE = "nv_inference_request_failure"
 PENDING_REQUESTS = "nv_inference_pending_request_count"
 EXEC_COUNT = "nv_inference_exec_count"
 INFERENCE_COUNT = "nv_inference_count"
-FIRST_RESPONSE_HISTOGRAM_MS = "nv_inference_first_response_histogram_ms"
+
+# The OpenAI server in the pod (catalog/server_metrics.py: vLLM's names), per model_name and client.
+TTFT_SECONDS = server.TTFT_SECONDS
+INTER_TOKEN_SECONDS_HISTOGRAM = server.INTER_TOKEN_SECONDS
+QUEUE_SECONDS = server.QUEUE_SECONDS
+PROMPT_TOKENS = server.PROMPT_TOKENS + server.COUNTER_SUFFIX
+GENERATION_TOKENS = server.GENERATION_TOKENS + server.COUNTER_SUFFIX
+PREFIX_CACHE_QUERIES = server.PREFIX_CACHE_QUERIES + server.COUNTER_SUFFIX
+PREFIX_CACHE_HITS = server.PREFIX_CACHE_HITS + server.COUNTER_SUFFIX
+REQUEST_OUTCOMES = server.REQUEST_SUCCESS + server.COUNTER_SUFFIX
+HTTP_REQUESTS = server.HTTP_REQUESTS + server.COUNTER_SUFFIX
 
 # TensorRT-LLM backend (tensorrt_llm model); the CPU stand-in publishes the same families.
 TRT_LLM_REQUESTS = "nv_trt_llm_request_metrics"
@@ -39,9 +53,6 @@ TRT_LLM_KV_CACHE = "nv_trt_llm_kv_cache_block_metrics"
 NEURON_LLM_REQUESTS = "neuron_llm_request_metrics"
 """Gauge of the ``neuron_llm`` model, same ``request_type`` values (active, max, waiting): NeuronX has no
 Triton backend publishing such gauges, so the platform's Neuron model publishes its own."""
-LLM_OUTPUT_TOKENS = "nv_llm_output_token_len"
-"""Histogram of output tokens per response (its ``_sum`` rate is tokens/s)."""
-LLM_INPUT_TOKENS = "nv_llm_input_token_len"
 
 # NVIDIA DCGM exporter (per GPU; ``Hostname`` is the node).
 GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"
@@ -96,10 +107,11 @@ QUEUE_COMPUTE_RATIO = "triton:queue_compute:ratio"
 """NVIDIA's Triton autoscaling tutorial: queue time over compute time, per model and pod."""
 REQUESTS_IN_FLIGHT = "triton:llm_requests_in_flight:sum"
 KV_CACHE_UTILISATION = "triton:llm_kv_cache_utilisation:ratio"
-TTFT_P95_SECONDS = "triton:first_response_seconds:p95"
-QUEUE_SECONDS_PER_REQUEST = "triton:queue_seconds_per_request:rate5m"
-INTER_TOKEN_SECONDS = "triton:inter_token_seconds:mean5m"
-OUTPUT_TOKENS_PER_SECOND = "triton:output_tokens:rate5m"
+TTFT_P95_SECONDS = "inference:time_to_first_token_seconds:p95"
+QUEUE_SECONDS_PER_REQUEST = "inference:queue_seconds_per_request:rate5m"
+INTER_TOKEN_SECONDS = "inference:inter_token_seconds:p95"
+OUTPUT_TOKENS_PER_SECOND = "inference:output_tokens:rate5m"
+PREFIX_CACHE_HIT_RATIO = "inference:prefix_cache_hit:ratio5m"
 
 _LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
 
@@ -115,9 +127,6 @@ class Scope:
     backend: Literal["tensorrtllm", "neuron"] = "tensorrtllm"
     """Default ``tensorrtllm``. ``neuron``: the LLM step is ``neuron_llm``, which has no paged KV cache
     and publishes its request gauges as ``neuron_llm_request_metrics``."""
-    entry_model: str = "ensemble|tensorrt_llm_bls"
-    """Default ``ensemble|tensorrt_llm_bls``. Regex of the models clients call: their first response is
-    the time to first token."""
 
     @property
     def llm_model(self) -> str:
@@ -176,21 +185,9 @@ def queue_compute_ratio(scope: Scope) -> str:
     return f"sum({QUEUE_COMPUTE_RATIO}{scope.selector(model=scope.llm_model)})"
 
 
-def mean_inter_token_seconds(scope: Scope, window: str) -> str:
-    """Mean decode time per token of the LLM step over ``window``, per workload.
-
-    (request time - time to first response) / (output tokens - responses): Triton's request duration
-    of a decoupled model runs to its final response, the first-response histogram holds the prefill
-    part, and the output-token histogram counts tokens per request.
-    """
-    llm = scope.selector(model=scope.llm_model)
-    by = "namespace, job"
-    decode = (
-        f"(sum by ({by}) (rate({REQUEST_DURATION_US}{llm}[{window}])) / 1e6"
-        f" - sum by ({by}) (rate({FIRST_RESPONSE_HISTOGRAM_MS}_sum{llm}[{window}])) / 1e3)"
+def server_quantile(histogram: str, level: float, scope: Scope, window: str) -> str:
+    """The ``level`` quantile of one of the OpenAI server's histograms over ``window``, per workload and model."""
+    return (
+        f"histogram_quantile({level:g}, sum by (namespace, job, {server.MODEL_LABEL}, le) "
+        f"(rate({histogram}_bucket{scope.selector()}[{window}])))"
     )
-    tokens = (
-        f"(sum by ({by}) (rate({LLM_OUTPUT_TOKENS}_sum{llm}[{window}]))"
-        f" - sum by ({by}) (rate({LLM_OUTPUT_TOKENS}_count{llm}[{window}])))"
-    )
-    return f"{decode} / clamp_min({tokens}, 1e-9)"

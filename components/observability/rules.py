@@ -81,9 +81,7 @@ def alert_names(groups: Sequence[dict[str, Any]]) -> list[str]:
 
 def recording_rules(scope: Scope) -> list[dict[str, Any]]:
     sel = scope.selector()
-    llm = scope.selector(model=scope.llm_model)
-    entry = scope.selector(model=f"=~{scope.entry_model}")
-    by = "namespace, job, model"
+    served = "namespace, job, model_name"
     rules = [
         # NVIDIA's rule, verbatim but for the workload's selector: per model and pod, no aggregation.
         {
@@ -94,21 +92,29 @@ def recording_rules(scope: Scope) -> list[dict[str, Any]]:
             "record": q.REQUESTS_IN_FLIGHT,
             "expr": f"sum by (namespace, job) ({scope.request_metrics}{scope.selector(model=scope.llm_model, request_type='=~active|waiting')})",
         },
-        {
-            "record": q.TTFT_P95_SECONDS,
-            "expr": f"histogram_quantile(0.95, sum by ({by}, le) (rate({q.FIRST_RESPONSE_HISTOGRAM_MS}_bucket{entry}[5m]))) / 1000",
-        },
+        # Time to first token as clients see it: the OpenAI server's histogram, from each request's arrival.
+        {"record": q.TTFT_P95_SECONDS, "expr": q.server_quantile(q.TTFT_SECONDS, 0.95, scope, "5m")},
         {
             "record": q.QUEUE_SECONDS_PER_REQUEST,
             "expr": (
-                f"sum by ({by}) (rate({q.QUEUE_DURATION_US}{sel}[5m]))"
-                f" / clamp_min(sum by ({by}) (rate({q.REQUEST_SUCCESS}{sel}[5m])), 1e-9) / 1e6"
+                f"sum by ({served}) (rate({q.QUEUE_SECONDS}_sum{sel}[5m]))"
+                f" / clamp_min(sum by ({served}) (rate({q.QUEUE_SECONDS}_count{sel}[5m])), 1e-9)"
             ),
         },
-        {"record": q.INTER_TOKEN_SECONDS, "expr": q.mean_inter_token_seconds(scope, "5m")},
+        {
+            "record": q.INTER_TOKEN_SECONDS,
+            "expr": q.server_quantile(q.INTER_TOKEN_SECONDS_HISTOGRAM, 0.95, scope, "5m"),
+        },
         {
             "record": q.OUTPUT_TOKENS_PER_SECOND,
-            "expr": f"sum by (namespace, job) (rate({q.LLM_OUTPUT_TOKENS}_sum{llm}[5m]))",
+            "expr": f"sum by (namespace, job) (rate({q.GENERATION_TOKENS}{sel}[5m]))",
+        },
+        {
+            "record": q.PREFIX_CACHE_HIT_RATIO,
+            "expr": (
+                f"sum by (namespace, job) (rate({q.PREFIX_CACHE_HITS}{sel}[5m]))"
+                f" / clamp_min(sum by (namespace, job) (rate({q.PREFIX_CACHE_QUERIES}{sel}[5m])), 1e-9)"
+            ),
         },
     ]
     if scope.has_kv_cache_metrics:
@@ -175,9 +181,9 @@ def _serving_alerts(rules: RuleSet) -> list[dict[str, Any]]:
             f"{q.QUEUE_SECONDS_PER_REQUEST}{s.selector()} > {t.queue_seconds:g}",
             for_="10m",
             severity="warning",
-            summary="Requests queue in Triton",
-            description=f"Model {{{{ $labels.model }}}} keeps requests {{{{ $value | humanizeDuration }}}} in its "
-            f"queue on average (threshold {t.queue_seconds:g} s).",
+            summary="Requests queue in the engine",
+            description=f"Model {{{{ $labels.model_name }}}} keeps requests {{{{ $value | humanizeDuration }}}} in "
+            f"the engine's queue on average (threshold {t.queue_seconds:g} s).",
             runbook_base=rb,
         ),
         alert(
@@ -186,8 +192,8 @@ def _serving_alerts(rules: RuleSet) -> list[dict[str, Any]]:
             for_="10m",
             severity="warning",
             summary="p95 time to first token above the SLO",
-            description=f"p95 TTFT of {{{{ $labels.model }}}} is {{{{ $value | humanizeDuration }}}} "
-            f"(SLO {t.ttft_p95_seconds:g} s).",
+            description=f"p95 TTFT of {{{{ $labels.model_name }}}} is {{{{ $value | humanizeDuration }}}} "
+            f"(SLO {t.ttft_p95_seconds:g} s), measured by the OpenAI server from each request's arrival.",
             runbook_base=rb,
         ),
         alert(
@@ -196,8 +202,8 @@ def _serving_alerts(rules: RuleSet) -> list[dict[str, Any]]:
             for_="10m",
             severity="warning",
             summary="Inter-token latency above the SLO",
-            description=f"Mean decode time per token is {{{{ $value | humanizeDuration }}}}, above the p95 SLO "
-            f"of {t.itl_seconds:g} s (so p95 is above it too).",
+            description=f"p95 inter-token latency of {{{{ $labels.model_name }}}} is {{{{ $value | humanizeDuration }}}}"
+            f", above the SLO of {t.itl_seconds:g} s.",
             runbook_base=rb,
         ),
     ]

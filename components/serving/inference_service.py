@@ -24,7 +24,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from inference_platform.catalog.serving_contract import METRICS_PATH, METRICS_PORT, OPENAI_PORT
+from inference_platform.catalog.serving_contract import METRICS_PATH, METRICS_PORT, OPENAI_METRICS_PATH, OPENAI_PORT
 from inference_platform.components.common.errors import raise_if
 from inference_platform.components.serving import mpi_launch
 from inference_platform.components.serving.pod import (
@@ -368,7 +368,9 @@ def network_policy_spec(selector: Mapping[str, str], exposure: Exposure, *, grou
             "from": [
                 {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": exposure.monitoring_namespace}}}
             ],
-            "ports": [{"port": METRICS_PORT, "protocol": "TCP"}],
+            # Triton's metrics port, and the OpenAI server's /metrics (the request histograms and token counters
+            # the rules, dashboards and KEDA read).
+            "ports": [{"port": METRICS_PORT, "protocol": "TCP"}, {"port": OPENAI_PORT, "protocol": "TCP"}],
         }
     )
     if group_traffic:
@@ -377,11 +379,27 @@ def network_policy_spec(selector: Mapping[str, str], exposure: Exposure, *, grou
     return {"podSelector": {"matchLabels": dict(selector)}, "policyTypes": ["Ingress"], "ingress": rules}
 
 
+RELAYED_FAMILIES = "nv_trt_llm_.*"
+"""The engine gauges the OpenAI server relays from Triton (inference_image/openai_api/metrics.py)."""
+
+
 def service_monitor_spec(selector: Mapping[str, str], namespace: str, interval: str) -> dict[str, Any]:
     return {
         "selector": {"matchLabels": dict(selector)},
         "namespaceSelector": {"matchNames": [namespace]},
-        "endpoints": [{"port": "metrics", "path": METRICS_PATH, "interval": interval, "scrapeTimeout": "10s"}],
+        "endpoints": [
+            {"port": "metrics", "path": METRICS_PATH, "interval": interval, "scrapeTimeout": "10s"},
+            # The OpenAI server's own series (vLLM's names: TTFT, inter-token, queue time, tokens by client). It relays
+            # the engine's nv_trt_llm_* gauges for llm-d's picker, which scrapes the serving port; Prometheus has them
+            # from the metrics port already, and a second copy would double every sum KEDA and the alerts take.
+            {
+                "port": "openai",
+                "path": OPENAI_METRICS_PATH,
+                "interval": interval,
+                "scrapeTimeout": "10s",
+                "metricRelabelings": [{"sourceLabels": ["__name__"], "regex": RELAYED_FAMILIES, "action": "drop"}],
+            },
+        ],
     }
 
 

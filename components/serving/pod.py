@@ -25,9 +25,11 @@ from inference_platform.catalog.serving_contract import (
     GRPC_PORT,
     HTTP_PORT,
     LIVE_PATH,
+    LIVENESS_STALL_ENV,
     METRICS_PORT,
     MODELS_DIR,
     OPENAI_HEALTH_PATH,
+    OPENAI_LIVE_PATH,
     OPENAI_PORT,
     READINESS_DEADLINE_ENV,
 )
@@ -73,7 +75,10 @@ class Probes:
     """Default 3. Failed readiness probes (the OpenAI server's health: a 1-token generation) before the pod
     leaves its Service."""
     liveness_failures: int = 6
-    """Default 6. Failed /v2/health/live probes before the container restarts."""
+    """Default 6. Failed liveness probes (the OpenAI server's /live: the model's process answers and its engine is
+    not stalled with work) before the container restarts."""
+    engine_stall_seconds: int = 60
+    """Default 60. With requests in flight, an engine showing no progress this long fails liveness."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -236,7 +241,9 @@ def server_container(
         )
         # Ready means the engine can generate (inference_image/readiness.py), not only that Triton answers.
         container["readinessProbe"] = _http_probe(OPENAI_HEALTH_PATH, probes, probes.readiness_failures, port="openai")
-        container["livenessProbe"] = _http_probe(LIVE_PATH, probes, probes.liveness_failures)
+        # Live means the model's process answers and its engine is not stalled with work (inference_image/liveness.py):
+        # Triton's own /v2/health/live stays 200 while its Python model's process is dead.
+        container["livenessProbe"] = _http_probe(OPENAI_LIVE_PATH, probes, probes.liveness_failures, port="openai")
         # Keep serving while load balancers deregister the pod; SIGTERM then starts Triton's drain.
         container["lifecycle"] = {"preStop": {"sleep": {"seconds": pod.drain.pre_stop_seconds}}}
     elif readiness_command is not None:
@@ -397,6 +404,7 @@ def _env(pod: ServerPod) -> list[dict[str, Any]]:
     env.append(
         {"name": READINESS_DEADLINE_ENV, "value": str(max(1, pod.probes.timeout_seconds - READINESS_MARGIN_SECONDS))}
     )
+    env.append({"name": LIVENESS_STALL_ENV, "value": str(pod.probes.engine_stall_seconds)})
     return env
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
+from inference_platform.inferctl.cost.render import money
 from inference_platform.planners.backfill import Backfill, backfill
 from inference_platform.planners.capacity import (
     EKS_MAX_NODES_PER_MANAGED_NODE_GROUP,
@@ -267,21 +268,62 @@ def compare_text(plans: list[tuple[str, Plan | None, str]]) -> str:
 
 
 def fleet_json(f: Fleet) -> dict[str, Any]:
+    from inference_platform.planners.capacity import fleet_summary
+
+    summary = fleet_summary(f)
     return {
         "plan": plan_json(f.plan),
         "accelerators_needed_at_peak": f.accelerators_needed,
         "accelerators_provisioned": f.accelerators_provisioned,
+        "summary": {
+            "clusters": len(f.clusters),
+            "regions": [asdict(r) for r in summary.regions],
+            "monthly_usd": {"expected": summary.monthly_expected_usd, "ceiling": summary.monthly_ceiling_usd},
+            "usd_per_million_total_tokens": summary.usd_per_million_total,
+            "usd_per_million_output_tokens": summary.usd_per_million_output,
+        },
         "clusters": [asdict(c) for c in f.clusters],
     }
 
 
 def fleet_text(f: Fleet) -> str:
-    p = f.plan
+    """The fleet in a few rows: one per region (its clusters are alike), the total, and its money; ``--json`` lists
+    every cluster stack."""
+    from inference_platform.planners.capacity import fleet_summary
+
+    p, summary = f.plan, fleet_summary(f)
+    d = p.demand
     lines = [
-        f"{p.option.replica.model.name} on {p.option.replica.node.name} TP{p.option.replica.tp}: "
-        f"{f.accelerators_needed:,} accelerators at the peak, {f.accelerators_provisioned:,} provisioned in "
-        f"{len(f.clusters)} clusters (any one can be lost and the rest carry the peak)",
-        "  stack                          region        nodes   accelerators   replicas",
+        f"{p.option.replica.model.name} on {p.option.replica.node.name} TP{p.option.replica.tp} for "
+        f"{d.tokens_per_day:.3g} tokens/day: {f.accelerators_needed:,} accelerators at the peak, "
+        f"{f.accelerators_provisioned:,} provisioned in {len(f.clusters)} clusters over {len(summary.regions)} "
+        "region(s) (any one cluster can be lost and the rest carry the peak)",
+        f"  {'region':<14}{'clusters':>9}{'nodes each':>12}{'replicas each':>15}{'accelerators':>14}"
+        f"{'expected $/month':>19}{'ceiling $/month':>18}",
     ]
-    lines += [f"  {c.name:<30} {c.region:<12}{c.nodes:>7}{c.accelerators:>15,}{c.replicas:>11,}" for c in f.clusters]
+    for r in summary.regions:
+        lines.append(
+            f"  {r.region:<14}{r.clusters:>9,}{r.nodes_per_cluster:>12,}{r.replicas_per_cluster:>15,}"
+            f"{r.accelerators:>14,}{money(r.monthly_expected_usd):>19}{money(r.monthly_ceiling_usd):>18}"
+        )
+    nodes = sum(r.clusters * r.nodes_per_cluster for r in summary.regions)
+    lines.append(
+        f"  {'total':<14}{len(f.clusters):>9,}{f'{nodes:,} nodes':>27}{f.accelerators_provisioned:>14,}"
+        f"{money(summary.monthly_expected_usd):>19}{money(summary.monthly_ceiling_usd):>18}"
+    )
+    lines += [
+        f"  ${summary.usd_per_million_total:.2f} per M total tokens (input + output at isl/osl {d.isl}/{d.osl}), "
+        f"${summary.usd_per_million_output:.2f} per M output tokens: the expected month on demand, each cluster "
+        "carrying its share of the demand by day and night; the ceiling is every provisioned node around the clock",
+        f"  stacks: {_stack_names(f)} (--json lists each cluster)",
+    ]
     return "\n".join(lines)
+
+
+def _stack_names(f: Fleet) -> str:
+    """``serve-us-east-1-1 .. serve-us-east-1-30, ...``: each region's first and last stack."""
+    out = []
+    for region in dict.fromkeys(c.region for c in f.clusters):
+        names = [c.name for c in f.clusters if c.region == region]
+        out.append(names[0] if len(names) == 1 else f"{names[0]} .. {names[-1]}")
+    return ", ".join(out)

@@ -55,6 +55,11 @@ def summary_line(resources: list[dict[str, Any]], outputs: Mapping[str, Any] | N
     planned = (outputs or {}).get("capacityPlan")
     cold = (outputs or {}).get("coldStart")
     lines = [capacity_line(planned)] if isinstance(planned, Mapping) else []
+    if isinstance(planned, Mapping):
+        from inference_platform.inferctl.cost.deployed import deployed_line, deployed_pool
+
+        deployed = deployed_pool(resources, outputs or {}, e)
+        lines += [deployed_line(planned, deployed)] if deployed is not None else []
     lines += [cold_start_line(cold)] if isinstance(cold, Mapping) else []
     return "\n".join([*lines, line])
 
@@ -80,12 +85,14 @@ def capacity_line(p: Mapping[str, Any]) -> str:
     """The stack's capacity plan (the ``capacityPlan`` output) in one line."""
     r, hpa, pool, usd = p["replicas"], p["hpa"], p["pool"], p["monthlyUsd"]
     return (
-        f"Planned capacity: {p['tokensPerDay']:.3g} tokens/day at TTFT {p['slo']['ttftMs']:g} ms / ITL "
-        f"{p['slo']['itlMs']:g} ms on {p['layout']} ({p['replicaTokensPerSecond']:,.0f} output tokens/s per "
-        f"replica): replicas peak {r['peak']:.0f} / day {r['day']:.0f} / night {r['night']:.0f}, HPA "
-        f"{hpa['minReplicas']:.0f}-{hpa['maxReplicas']:.0f}, pool {pool['minSize']:.0f}-{pool['maxSize']:.0f} "
-        f"nodes, utilisation {p['expectedUtilisation']:.0%}; serving ${usd['onDemand']:,.0f}/month on demand "
-        f"({_per_million(p)})" + _backfill_note(p.get("backfill")) + _factors_note(p.get("factors"))
+        f"Planned capacity (what the demand needs): {p['tokensPerDay']:.3g} tokens/day at TTFT "
+        f"{p['slo']['ttftMs']:g} ms / ITL {p['slo']['itlMs']:g} ms on {p['layout']} "
+        f"({p['replicaTokensPerSecond']:,.0f} output tokens/s per replica): replicas peak {r['peak']:.0f} / day "
+        f"{r['day']:.0f} / night {r['night']:.0f}, HPA {hpa['minReplicas']:.0f}-{hpa['maxReplicas']:.0f}, pool "
+        f"{pool['minSize']:.0f}-{pool['maxSize']:.0f} nodes, utilisation {p['expectedUtilisation']:.0%}; those "
+        f"node-hours ${usd['onDemand']:,.0f}/month on demand ({_per_million(p)})"
+        + _backfill_note(p.get("backfill"))
+        + _factors_note(p.get("factors"))
     )
 
 

@@ -56,6 +56,7 @@ from inference_platform.catalog.edge_policy import (
     EdgePolicy,
     Endpoint,
     RouteGroup,
+    edge_error,
     edge_error_body,
 )
 from inference_platform.catalog.envoy_gateway_gates import (
@@ -313,7 +314,7 @@ def _listener(
         # The edge's own refusals in OpenAI's error shape, as Envoy Gateway's responseOverride (source Local)
         # renders them; the circuit breaker's 503 (UO) with Retry-After. Replies of no mapper (404: no route) stay
         # Envoy's, as in the cluster.
-        "local_reply_config": {"mappers": [_error_mapper(status) for status in sorted(EDGE_ERRORS)]},
+        "local_reply_config": {"mappers": [_error_mapper(status, policy) for status in sorted(EDGE_ERRORS)]},
         "route_config": {
             "name": "edge",
             "virtual_hosts": [
@@ -359,7 +360,7 @@ def _listener(
     }
 
 
-def _error_mapper(status: int) -> dict[str, Any]:
+def _error_mapper(status: int, policy: EdgePolicy) -> dict[str, Any]:
     if status == OVERLOAD_STATUS:
         # UO: upstream overflow (circuit breaker open): tell clients when to come back.
         chosen: dict[str, Any] = {"response_flag_filter": {"flags": ["UO"]}}
@@ -368,7 +369,7 @@ def _error_mapper(status: int) -> dict[str, Any]:
         chosen = {"status_code_filter": {"comparison": comparison}}
     mapper: dict[str, Any] = {
         "filter": chosen,
-        "body": {"inline_string": edge_error_body(*EDGE_ERRORS[status])},
+        "body": {"inline_string": edge_error_body(*edge_error(status, policy))},
         "body_format_override": {
             "text_format_source": {"inline_string": "%LOCAL_REPLY_BODY%"},
             "content_type": "application/json",

@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from inference_platform.catalog.edge_policy import EdgePolicy
+from inference_platform.errors import CommandError
 from inference_platform.inferctl.serving.edge_envoy import Listener, Upstream
-from inference_platform.inferctl.serving.edge_tls import LocalCertificates, write_local_certificates
+from inference_platform.inferctl.serving.edge_tls import LocalCertificates, local_certificates
 from inference_platform.inferctl.serving.envoy_process import READY_TIMEOUT as READY_TIMEOUT
 from inference_platform.inferctl.serving.envoy_process import envoy_binary as envoy_binary
 from inference_platform.inferctl.serving.envoy_process import envoy_process
@@ -42,6 +43,37 @@ class LocalEdge:
 def generate_keys(policy: EdgePolicy) -> dict[str, str]:
     """One random key per client (local only; in AWS the keys come from Secrets Manager)."""
     return {c.client_id: "".join(secrets.choice(_ALPHABET) for _ in range(KEY_LENGTH)) for c in policy.clients}
+
+
+def local_keys(path: Path, policy: EdgePolicy) -> tuple[dict[str, str], list[str]]:
+    """The clients' keys kept in ``path`` from an earlier start (a client configured once keeps working across
+    restarts), a new key for each client the file lacks or holds a malformed key for, clients the policy no
+    longer has dropped; the file rewritten owner-only. Returns the keys and the clients whose key is new."""
+    kept = _read_keys(path)
+    keys: dict[str, str] = {}
+    new: list[str] = []
+    for client, fresh in generate_keys(policy).items():
+        old = kept.get(client)
+        if isinstance(old, str) and len(old) == KEY_LENGTH and all(c in _ALPHABET for c in old):
+            keys[client] = old
+        else:
+            keys[client], new = fresh, [*new, client]
+    write_key_file(path, keys)
+    return keys, new
+
+
+def _read_keys(path: Path) -> dict[str, object]:
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise CommandError(
+            f"--api-key-file {path}: not serve-local's JSON {{client: key}} ({err})", exit_code=2
+        ) from None
+    if not isinstance(found, dict):
+        raise CommandError(f"--api-key-file {path}: not serve-local's JSON {{client: key}}", exit_code=2)
+    return found
 
 
 def write_key_file(path: Path, keys: Mapping[str, str]) -> None:
@@ -74,7 +106,7 @@ def run_edge(
     from inference_platform.inferctl.serving.edge_envoy import render_bootstrap
 
     work_dir.mkdir(parents=True, exist_ok=True)
-    certificates = write_local_certificates(work_dir / "tls")
+    certificates = local_certificates(work_dir / "tls")
     access_log = work_dir / "access.log"
     bootstrap = render_bootstrap(
         policy,

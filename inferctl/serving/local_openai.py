@@ -16,7 +16,15 @@ from inference_platform.inferctl.serving.server_process import ServerProcess
 MODULE = "inference_platform.inference_image.openai_api"
 
 
-def openai_argv(*, model_dir: Path, served_model: str, triton_url: str, port: int, host: str = LOOPBACK) -> list[str]:
+def openai_argv(
+    *,
+    model_dir: Path,
+    served_model: str,
+    triton_url: str,
+    port: int,
+    host: str = LOOPBACK,
+    triton_metrics_url: str = "",
+) -> list[str]:
     return [
         sys.executable,
         "-m",
@@ -31,13 +39,29 @@ def openai_argv(*, model_dir: Path, served_model: str, triton_url: str, port: in
         host,
         "--port",
         str(port),
+        # The engine gauges the server relays on its /metrics (Triton's metrics port; '' relays none).
+        "--triton-metrics-url",
+        triton_metrics_url,
     ]
 
 
 def openai_server(
-    *, model_dir: Path, served_model: str, triton_url: str, port: int, env: dict[str, str], log: Path | None = None
+    *,
+    model_dir: Path,
+    served_model: str,
+    triton_url: str,
+    port: int,
+    env: dict[str, str],
+    log: Path | None = None,
+    triton_metrics_url: str = "",
 ) -> ServerProcess:
-    argv = openai_argv(model_dir=model_dir, served_model=served_model, triton_url=triton_url, port=port)
+    argv = openai_argv(
+        model_dir=model_dir,
+        served_model=served_model,
+        triton_url=triton_url,
+        port=port,
+        triton_metrics_url=triton_metrics_url,
+    )
     return ServerProcess(
         argv,
         env=env,

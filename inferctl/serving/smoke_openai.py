@@ -16,6 +16,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from inference_platform.loadgen.connection_errors import describe
 from inference_platform.loadgen.latency import StreamTiming
 
 
@@ -134,7 +135,7 @@ def open_request(endpoint: Endpoint, method: str, path: str, body: Mapping[str, 
         return _Answer(connection, connection.getresponse())
     except OSError as err:
         connection.close()
-        raise SmokeFailure(f"{method} {endpoint.url}{path}: {err}") from None
+        raise SmokeFailure(f"{method} {describe(endpoint.url.rstrip('/') + path, err, endpoint.ca_file)}") from None
 
 
 def sse_data(response: http.client.HTTPResponse) -> Iterator[bytes]:

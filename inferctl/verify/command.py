@@ -258,7 +258,11 @@ def _load(settings: Any, plan: dict[str, Any], out: Path, verdict: Any, report: 
     )
     if result.timed_out:
         verdict.add("load bounds", False, f"the load generator overran its wall-time bound ({result.wall_s:.0f} s)")
-    judge_load(verdict, final, limits, replicas=plan["replicas"])
+    unit = "requests/s offered" if config.shape.kind == "rate" else "in flight"
+    judged = next((load for load, summary in levels.items() if summary is final), planned)
+    scope = f"at the planned {judged:g} {unit}, of {len(result.records)} in the run"
+    print(_counts_line(levels, judged, unit, len(result.records)), flush=True)
+    judge_load(verdict, final, limits, replicas=plan["replicas"], scope=scope)
     report["load"] = {
         "config": json.loads(config.to_json()),
         "replicas": plan["replicas"],
@@ -271,6 +275,7 @@ def _load(settings: Any, plan: dict[str, Any], out: Path, verdict: Any, report: 
         "knee": rec.saturation_knee(levels),
     }
     report["window"] = {"start": min((r.start for r in result.records), default=None), "end": time.time()}
+    final_count = levels[judged].requests if judged in levels else 0
     if levels:
         # Drawn once every check has run (run() calls it), so the picture carries the final verdict.
         def draw(final: Any) -> None:
@@ -278,7 +283,8 @@ def _load(settings: Any, plan: dict[str, Any], out: Path, verdict: Any, report: 
                 levels,
                 out / "latency.png",
                 load_label="requests/s offered" if config.shape.kind == "rate" else "requests in flight (all replicas)",
-                title=f"{report['url']} ({config.protocol}, {len(result.records)} requests)",
+                title=f"{report['url']} ({config.protocol}, {len(result.records)} requests, "
+                f"{final_count} at the planned {judged:g} {unit})",
                 ttft_slo_ms=slo.ttft_p95_ms,
                 itl_slo_ms=vslo.itl_p95_ms,
                 ttft_p50_slo_ms=slo.ttft_p50_ms,
@@ -291,6 +297,17 @@ def _load(settings: Any, plan: dict[str, Any], out: Path, verdict: Any, report: 
 
         return draw
     return None
+
+
+def _counts_line(levels: dict[float, Any], judged: float, unit: str, total: int) -> str:
+    """How many requests the run recorded and how they split over its steps: the one count the progress line,
+    the checks and the chart each take a part of (issue 28: one run read 69, 55 and 98 requests)."""
+    steps = ", ".join(f"{s.requests} at {load:g}" for load, s in levels.items())
+    judged_count = levels[judged].requests if judged in levels else 0
+    return (
+        f"load: {total} requests recorded ({steps} {unit}); the checks judge the {judged_count} at the planned "
+        f"{judged:g}"
+    )
 
 
 def _sized(settings: Any, config: Any, api_key: str | None, report: dict) -> Any:

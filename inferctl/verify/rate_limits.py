@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from inference_platform.catalog.serving_contract import OPENAI_HEALTH_PATH
+from inference_platform.loadgen.connection_errors import describe
 
 PROBE_PATH = OPENAI_HEALTH_PATH
 LIMIT_HEADER = "x-ratelimit-limit"
@@ -54,7 +55,7 @@ def probe(
     except urllib.error.HTTPError as err:
         return judge(err.code, err.headers)
     except (urllib.error.URLError, OSError) as err:
-        return RateLimitProbe(False, None, None, f"no answer from {base_url}: {err}")
+        return RateLimitProbe(False, None, None, f"no answer: {describe(base_url, err, ca_file)}")
 
 
 def judge(status: int, headers: Any) -> RateLimitProbe:

@@ -64,13 +64,15 @@ class Limits:
     goodput_itl_ms: float
 
 
-def judge_load(verdict: Verdict, summary: Summary | None, limits: Limits, *, replicas: int) -> None:
-    """Add the load checks for the requests at the planned concurrency."""
+def judge_load(verdict: Verdict, summary: Summary | None, limits: Limits, *, replicas: int, scope: str = "") -> None:
+    """Add the load checks for the requests at the planned concurrency. ``scope`` says which requests those are
+    (``at the planned 16 in flight, of 209 in the run``): the checks that count requests name it, so their counts
+    agree with the run's total and the chart's."""
     if summary is None or summary.succeeded == 0:
         errors = "" if summary is None else f" ({summary.errors} of {summary.requests} failed)"
         verdict.add("load", False, f"no request succeeded at the planned concurrency{errors}")
         if summary is not None:
-            _error_rate(verdict, summary, limits)
+            _error_rate(verdict, summary, limits, scope)
         return
     _at_most(verdict, "TTFT p50", summary.ttft_p50_ms, limits.ttft_p50_ms, "serving.slo.ttftP50Ms")
     _at_most(verdict, "TTFT p95", summary.ttft_p95_ms, limits.ttft_p95_ms, "serving.slo.ttftP95Ms")
@@ -91,7 +93,7 @@ def judge_load(verdict: Verdict, summary: Summary | None, limits: Limits, *, rep
         f"{summary.output_tokens_per_s / replicas:.1f} output tokens/s ({replicas} replica(s), "
         f"{summary.request_rate:.2f} req/s in all)",
     )
-    _error_rate(verdict, summary, limits)
+    _error_rate(verdict, summary, limits, scope)
     assert summary.goodput is not None
     ok = summary.goodput >= limits.min_goodput
     verdict.add(
@@ -102,14 +104,15 @@ def judge_load(verdict: Verdict, summary: Summary | None, limits: Limits, *, rep
     )
 
 
-def _error_rate(verdict: Verdict, summary: Summary, limits: Limits) -> None:
+def _error_rate(verdict: Verdict, summary: Summary, limits: Limits, scope: str = "") -> None:
     ok = summary.error_rate <= limits.max_error_rate
     top = next(iter(summary.error_kinds), None)
+    where = f" {scope}" if scope else ""
     verdict.add(
         "errors",
         ok,
-        f"{summary.errors} of {summary.requests} ({summary.error_rate:.1%}; at most {limits.max_error_rate:.1%})"
-        + (f"; most: {top}" if top else ""),
+        f"{summary.errors} of {summary.requests}{where} ({summary.error_rate:.1%}; at most "
+        f"{limits.max_error_rate:.1%})" + (f"; most: {top}" if top else ""),
     )
 
 

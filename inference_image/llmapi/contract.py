@@ -39,22 +39,43 @@ INPUTS = (
     Tensor("sampling_param_stop", "TYPE_STRING", (-1,), optional=True),
     Tensor("sampling_param_seed", "TYPE_UINT64", (1,), optional=True),
     Tensor("sampling_param_exclude_input_from_output", "TYPE_BOOL", (1,), optional=True),
-    # Ours (the LLM API's SamplingParams.add_special_tokens): false for a prompt the chat template rendered.
+    # Ours (the LLM API's SamplingParams fields of the same name; issue 27 maps the OpenAI/vLLM extensions to them).
     Tensor("sampling_param_add_special_tokens", "TYPE_BOOL", (1,), optional=True),
+    Tensor("sampling_param_min_tokens", "TYPE_INT32", (1,), optional=True),
+    Tensor("sampling_param_ignore_eos", "TYPE_BOOL", (1,), optional=True),
+    Tensor("sampling_param_repetition_penalty", "TYPE_FP32", (1,), optional=True),
+    Tensor("sampling_param_stop_token_ids", "TYPE_INT32", (-1,), optional=True),
+    Tensor("sampling_param_include_stop_str_in_output", "TYPE_BOOL", (1,), optional=True),
+    Tensor("sampling_param_skip_special_tokens", "TYPE_BOOL", (1,), optional=True),
+    Tensor("sampling_param_n", "TYPE_INT32", (1,), optional=True),
+    Tensor("sampling_param_best_of", "TYPE_INT32", (1,), optional=True),
+    Tensor("sampling_param_logprobs", "TYPE_INT32", (1,), optional=True),
+    # JSON {"<token id>": bias}: the model makes SamplingParams.embedding_bias (one float per vocabulary entry) of it.
+    Tensor("sampling_param_logit_bias", "TYPE_STRING", (1,), optional=True),
     # Ours: GUIDE_TYPES, and the schema JSON / regex / EBNF (none for json_object).
     Tensor("guided_decoding_guide_type", "TYPE_STRING", (1,), optional=True),
     Tensor("guided_decoding_guide", "TYPE_STRING", (1,), optional=True),
     Tensor("stop", "TYPE_BOOL", (1,), optional=True),
+    # Ours: a liveness ping answered by the model's own event loop, never by the engine (liveness_* outputs).
+    Tensor("liveness", "TYPE_BOOL", (1,), optional=True),
 )
 
 OUTPUTS = (
-    # Streaming: the text new in this response; otherwise the whole answer.
-    Tensor("text_output", "TYPE_STRING", (1,)),
-    # "" until the last response, then stop | length | cancelled | timeout.
-    Tensor("finish_reason", "TYPE_STRING", (1,)),
+    # One entry per returned sequence (n). Streaming: the text new in this response; otherwise the whole answer.
+    Tensor("text_output", "TYPE_STRING", (-1,)),
+    # "" until a sequence's last response, then stop | length | cancelled | timeout.
+    Tensor("finish_reason", "TYPE_STRING", (-1,)),
     Tensor("num_input_tokens", "TYPE_INT32", (1,)),
-    Tensor("num_output_tokens", "TYPE_INT32", (1,)),
+    Tensor("num_output_tokens", "TYPE_INT32", (-1,)),
+    # The engine's exact count (GenerationResult.cached_tokens), not reused blocks x block size.
     Tensor("num_cached_tokens", "TYPE_INT32", (1,)),
+    # With sampling_param_logprobs: per sequence, JSON {"ids": [new token ids], "top": [[[id, logprob, rank], ...]]}.
+    Tensor("logprobs", "TYPE_STRING", (-1,)),
+    # Seconds from the engine's arrival to its first scheduling of the request (perf metrics' timing).
+    Tensor("queue_time_s", "TYPE_FP32", (1,)),
+    # Answer to a liveness ping: requests the model holds, and seconds since the engine last showed progress.
+    Tensor("liveness_in_flight", "TYPE_INT32", (1,)),
+    Tensor("liveness_stalled_s", "TYPE_FP32", (1,)),
 )
 
 # config.pbtxt parameters model.py reads.

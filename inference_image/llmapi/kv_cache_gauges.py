@@ -26,6 +26,10 @@ KV_STATS_SOURCE = (
     "iterable of the runtime's stats; the same signature in the 1.2-line copy, there @set_api_status('beta'))"
 )
 KV_STATS_KEY = "kvCacheStats"
+BATCH_STATS_KEY = "inflightBatchingStats"
+ENGINE_REQUESTS = {"scheduled": "numScheduledRequests", "context": "numContextRequests"}
+"""nv_trt_llm_request_metrics request_type -> the inflightBatchingStats key it reads (the PyTorch executor fills them
+each iteration: py_executor.py ``_update_iter_stats``, 1.2-era copies)."""
 BLOCK_TYPES = {"max": "maxNumBlocks", "free": "freeNumBlocks", "used": "usedNumBlocks", "tokens_per": "tokensPerBlock"}
 """kv_cache_block_type -> the kvCacheStats key it reads; ``fraction`` is used / max."""
 
@@ -40,6 +44,31 @@ def kv_values(stat: Any) -> dict[str, float] | None:
     values = {block_type: float(kv[key]) for block_type, key in BLOCK_TYPES.items()}
     values["fraction"] = values["used"] / values["max"] if values["max"] > 0 else 0.0
     return values
+
+
+def engine_values(stat: Any) -> dict[str, float] | None:
+    """The KV-cache gauge values of one iteration stat, plus ``scheduled``/``context`` requests when it has them."""
+    if isinstance(stat, str | bytes):
+        stat = json.loads(stat)
+    values = kv_values(stat)
+    if values is None:
+        return None
+    batch = stat.get(BATCH_STATS_KEY) if isinstance(stat, Mapping) else None
+    if isinstance(batch, Mapping):
+        for request_type, key in ENGINE_REQUESTS.items():
+            if isinstance(batch.get(key), int | float):
+                values[request_type] = float(batch[key])
+    return values
+
+
+def idle_values(last: Mapping[str, float]) -> dict[str, float]:
+    """The gauges of an engine holding no request: no blocks used, nothing scheduled; the pool's size stays."""
+    out = dict(last)
+    out.update(used=0.0, free=last.get("max", 0.0), fraction=0.0)
+    for request_type in ENGINE_REQUESTS:
+        if request_type in out:
+            out[request_type] = 0.0
+    return out
 
 
 class KvCacheGauges:

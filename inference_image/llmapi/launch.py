@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from inference_platform.catalog.serving_contract import LOOPBACK, OPENAI_PORT, POD_ADDRESS
+from inference_platform.catalog.serving_contract import LOOPBACK, METRICS_PATH, METRICS_PORT, OPENAI_PORT, POD_ADDRESS
 from inference_platform.errors import CommandError
 from inference_platform.inference_image import accelerators
 from inference_platform.inference_image.drain import Child, Supervisor
@@ -144,6 +144,7 @@ def prepare_llmapi_launch(
         options.repository_dir,
         tokenizer_dir,
         http_port=options.listen.http_port,
+        metrics_port=options.listen.metrics_port,
         address=options.listen.address,
         port=options.openai_port,
     )
@@ -181,6 +182,7 @@ def openai_argv(
     tokenizer_dir: Path,
     *,
     http_port: int,
+    metrics_port: int = METRICS_PORT,
     address: str = POD_ADDRESS,
     port: int = OPENAI_PORT,
 ) -> list[str]:
@@ -193,6 +195,8 @@ def openai_argv(
         f"--served-model-name={serving.served_model_name}",
         f"--tokenizer-dir={tokenizer_dir}",
         f"--triton-url=http://{LOOPBACK}:{http_port}",
+        # The engine's gauges, relayed on the server's /metrics (llm-d's endpoint picker scrapes the serving port).
+        f"--triton-metrics-url=http://{LOOPBACK}:{metrics_port}{METRICS_PATH}",
         f"--host={address}",
         f"--port={port}",
         # Running streams get the drain budget Triton gets; the server's own default (30 s) would cut longer drains.

@@ -21,7 +21,8 @@ import yaml
 
 from inference_platform.catalog import speculative
 from inference_platform.catalog.stop_tokens import stop_tokens
-from inference_platform.inference_image.llmapi import contract, llm_args_schema
+from inference_platform.inference_image.llmapi import contract, llm_args_schema, release
+from inference_platform.inference_image.openai_api.server_file import render_server_file
 from inference_platform.inference_image.render import RenderError
 from inference_platform.settings.serving import ServingSettings
 
@@ -74,6 +75,8 @@ def render_model_yaml(
         "disable_overlap_scheduler": serving.batching.overlap_scheduler is False,
         "kv_cache_config": kv,
         "scheduler_config": {"capacity_scheduler_policy": serving.batching.scheduler_policy.upper()},
+        # Tokens per streamed response: one event per response through the model, Triton and the OpenAI server.
+        "stream_interval": serving.batching.stream_interval,
         # The executor records iteration stats (kvCacheStats) only with this: the model's KV-cache gauges read them.
         "enable_iter_perf_stats": True,
     }
@@ -165,6 +168,8 @@ def render_repository(
             yaml.safe_dump(args, sort_keys=False), encoding="utf-8"
         )
         (model_dir / VERSION_DIR / CODE_FILE).write_text(code, encoding="utf-8")
+        label = f"TensorRT-LLM {release.TENSORRT_LLM_VERSION}"
+        render_server_file(serving, model_dir, runtime=contract.MODEL_NAME, runtime_label=label)
         os.rename(staging, destination)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)

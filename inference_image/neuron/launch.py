@@ -21,6 +21,7 @@ def neuron_children(
             repository,
             tokenizer_dir,
             http_port=options.listen.http_port,
+            metrics_port=options.listen.metrics_port,
             address=options.listen.address,
             port=options.openai_port,
         ),

@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import triton_python_backend_utils as pb_utils
 
 from inference_platform.inference_image.llmapi import contract
@@ -56,6 +57,10 @@ class TritonPythonModel:
             sender = request.get_response_sender() if self.decoupled else None
             holder: dict[str, Any] = {"response": None}
             tensors = _tensors(request)
+            if _flag(tensors, "liveness"):
+                self._liveness(sender, holder)
+                waits.append((None, holder))
+                continue
             if is_stop_request(tensors):
                 self._stop(request.request_id(), sender, holder)
                 waits.append((None, holder))
@@ -104,6 +109,18 @@ class TritonPythonModel:
             holder["response"] = response
         else:
             sender.send(response, flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL if stream.done else 0)
+
+    def _liveness(self, sender, holder):
+        """A liveness ping (inference_image/liveness.py): answered by this process, with the requests it holds."""
+        tensors = {
+            "liveness_in_flight": np.array([self.running.count()], dtype=np.int32),
+            "liveness_stalled_s": np.array([0.0], dtype=np.float32),
+        }
+        response = pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor(k, v) for k, v in tensors.items()])
+        if sender is None:
+            holder["response"] = response
+        else:
+            sender.send(response, flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
 
     def _stop(self, request_id, sender, holder):
         if not request_id:
@@ -161,3 +178,8 @@ def _tensors(request):
         tensor = pb_utils.get_input_tensor_by_name(request, name)
         found[name] = None if tensor is None else tensor.as_numpy()
     return found
+
+
+def _flag(tensors, name) -> bool:
+    value = tensors.get(name)
+    return value is not None and value.size == 1 and bool(value.reshape(-1)[0])

@@ -18,6 +18,7 @@ import yaml
 
 from inference_platform.catalog.stop_tokens import stop_tokens
 from inference_platform.inference_image.llmapi import contract
+from inference_platform.inference_image.openai_api.server_file import render_server_file
 from inference_platform.inference_image.render import RenderError
 from inference_platform.settings.serving import ServingSettings
 
@@ -29,6 +30,7 @@ SERVER_FILE = "model.yaml"
 max_input_len, max_seq_len: inference_image/openai_api/config.py), so one reader serves both runtimes; the
 Neuron model itself reads only its config.pbtxt parameters."""
 _PACKAGE = "inference_platform.inference_image.neuron"
+RUNTIME_LABEL = "NxD Inference (Neuron)"
 
 
 def render_config(serving: ServingSettings, *, compiled_dir: Path, tokenizer_dir: Path) -> str:
@@ -75,6 +77,7 @@ def render_repository(
         server = {"model": str(compiled_dir), "tokenizer": str(tokenizer_dir), "max_input_len": serving.max_input_len,
                   "max_seq_len": serving.max_seq_len}  # fmt: skip
         (model_dir / VERSION_DIR / SERVER_FILE).write_text(yaml.safe_dump(server, sort_keys=False), encoding="utf-8")
+        render_server_file(serving, model_dir, runtime=MODEL_NAME, runtime_label=RUNTIME_LABEL)
         staging.rename(destination)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)

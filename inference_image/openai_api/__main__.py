@@ -10,7 +10,14 @@ import os
 import sys
 from pathlib import Path
 
-from inference_platform.catalog.serving_contract import HTTP_PORT, LOOPBACK, OPENAI_PORT, POD_ADDRESS
+from inference_platform.catalog.serving_contract import (
+    HTTP_PORT,
+    LOOPBACK,
+    METRICS_PATH,
+    METRICS_PORT,
+    OPENAI_PORT,
+    POD_ADDRESS,
+)
 
 GRACEFUL_SHUTDOWN_S = 30.0
 
@@ -24,6 +31,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--tokenizer-dir", type=Path, help="tokenizer files (default: model.yaml's tokenizer or model)")
     p.add_argument("--triton-url", default=f"http://{LOOPBACK}:{HTTP_PORT}", help="Triton's HTTP endpoint")
     p.add_argument("--triton-model", default="tensorrt_llm", help="the Triton model that generates")
+    p.add_argument(
+        "--triton-metrics-url",
+        default=f"http://{LOOPBACK}:{METRICS_PORT}{METRICS_PATH}",
+        help="Triton's metrics page, whose engine gauges the server's /metrics relays ('' to relay none)",
+    )
     # serving.auth: Triton's restricted APIs take one header and key. The key is named by where it lives, as
     # serving.auth.keyFile/keyEnv name it: the key itself as an argument would show in ps.
     p.add_argument("--triton-key-header", help="header Triton's restricted APIs want the key in (serving.auth.header)")
@@ -59,6 +71,7 @@ def main(argv: list[str] | None = None) -> int:
             triton_url=args.triton_url,
             triton_model=args.triton_model,
             triton_key=triton_key,
+            triton_metrics_url=args.triton_metrics_url or None,
         )
     except ValueError as err:
         print(f"openai_api: {err}", file=sys.stderr)

@@ -50,11 +50,17 @@ class ChatTemplate:
             raise ChatTemplateError(f"chat_template does not compile: {err}") from None
         self._special = dict(special_tokens)
 
-    def render(self, messages: Sequence[Mapping[str, Any]], *, add_generation_prompt: bool = True) -> str:
+    def render(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        add_generation_prompt: bool = True,
+    ) -> str:
         try:
             return self._template.render(
                 messages=list(messages),
-                tools=None,
+                tools=list(tools) if tools else None,
                 documents=None,
                 add_generation_prompt=add_generation_prompt,
                 **self._special,

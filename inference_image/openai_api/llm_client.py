@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
+import orjson
 
 from inference_platform.inference_image.openai_api.errors import SERVER_ERROR, UNAVAILABLE, ApiError
 from inference_platform.inference_image.openai_api.model_files import Prompt
@@ -32,18 +33,29 @@ STALE_CONNECTION_RETRIES = 1
 KEEPALIVE_CONNECTIONS = 64
 """Idle loopback connections to Triton kept for reuse."""
 FINISH_REASONS = {"stop": "stop", "length": "length"}
+_JSON = {"content-type": "application/json"}
 """LLM API finish reasons OpenAI has a name for; ``cancelled``/``timeout`` end a response without one."""
 
 
 @dataclass(frozen=True)
 class Update:
-    delta: str
-    """New text since the previous update."""
-    finish_reason: str | None = None
+    """One Triton response: per returned sequence its new text, finish reason, tokens so far and logprobs."""
+
+    deltas: tuple[str, ...] = ("",)
+    """New text since the previous update, per sequence."""
+    finish_reasons: tuple[str | None, ...] = (None,)
     input_tokens: int | None = None
-    output_tokens: int | None = None
-    """Tokens generated so far (the engine's count)."""
+    output_tokens: tuple[int, ...] = ()
+    """Tokens generated so far (the engine's count), per sequence."""
     cached_tokens: int | None = None
+    logprobs: tuple[str | None, ...] = ()
+    """The model's logprobs JSON per sequence (when asked for)."""
+    queue_seconds: float | None = None
+    """The engine's queue time (arrival to first scheduling), in the last response."""
+
+    @property
+    def delta(self) -> str:
+        return "".join(self.deltas)
 
 
 class EngineError(Exception):
@@ -65,19 +77,30 @@ def engine_inputs(generation: Generation, prompt: Prompt, *, max_tokens: int, st
         "sampling_param_exclude_input_from_output": True,
         "return_finish_reason": True,
     }
+    # seed is not forwarded: TensorRT-LLM 1.2.1's TorchSampler does not honour it (fields.SEED_NOT_HONOURED).
     optional = {
         "sampling_param_temperature": generation.temperature,
         "sampling_param_top_p": generation.top_p,
-        "sampling_param_seed": generation.seed,
+        "sampling_param_top_k": generation.top_k,
+        "sampling_param_min_tokens": generation.min_tokens,
+        "sampling_param_repetition_penalty": generation.repetition_penalty,
         "sampling_param_frequency_penalty": generation.frequency_penalty,
         "sampling_param_presence_penalty": generation.presence_penalty,
         "sampling_param_stop": list(generation.stop) or None,
+        "sampling_param_stop_token_ids": list(generation.stop_token_ids) or None,
+        "sampling_param_include_stop_str_in_output": generation.include_stop_str_in_output,
+        "sampling_param_ignore_eos": generation.ignore_eos,
+        "sampling_param_skip_special_tokens": generation.skip_special_tokens,
+        "sampling_param_n": generation.n if generation.n != 1 else None,
+        "sampling_param_best_of": generation.best_of,
+        "sampling_param_logprobs": generation.logprobs,
+        "sampling_param_logit_bias": json.dumps(generation.logit_bias) if generation.logit_bias else None,
     }
     inputs.update({k: v for k, v in optional.items() if v is not None})
     if generation.guide is not None:
         inputs["guided_decoding_guide_type"] = generation.guide.kind
-        if generation.guide.schema is not None:
-            inputs["guided_decoding_guide"] = generation.guide.schema
+        if generation.guide.text is not None:
+            inputs["guided_decoding_guide"] = generation.guide.text
     return inputs
 
 
@@ -114,12 +137,20 @@ class TritonLlm:
             return False
         return response.status_code == 200
 
-    async def generate(self, inputs: dict[str, Any]) -> AsyncGenerator[Update, None]:
+    async def liveness(self) -> tuple[int, float]:
+        """The model's answer to a liveness ping: (requests it holds, seconds since the engine's last progress)."""
+        async with contextlib.aclosing(self._events({"text_input": "", "liveness": True})) as events:
+            async for event in events:
+                return int(_int(event.get("liveness_in_flight")) or 0), float(_float(event.get("liveness_stalled_s")))
+        raise EngineError("the model did not answer the liveness ping")
+
+    async def generate(self, inputs: dict[str, Any], *, request_id: str | None = None) -> AsyncGenerator[Update, None]:
+        body = inputs if request_id is None else {"id": request_id, **inputs}
         for attempt in range(STALE_CONNECTION_RETRIES + 1):
             answered = False
             try:
                 # aclosing: a caller that stops early closes the Triton stream now, not when collected.
-                async with contextlib.aclosing(self._generate(inputs)) as updates:
+                async with contextlib.aclosing(self._generate(body)) as updates:
                     async for update in updates:
                         answered = True
                         yield update
@@ -132,32 +163,114 @@ class TritonLlm:
                 raise ApiError(503, f"the model server is unreachable: {err}", type=UNAVAILABLE) from None
 
     async def _generate(self, inputs: dict[str, Any]) -> AsyncGenerator[Update, None]:
-        async with self._client.stream("POST", self.url, json=inputs) as response:
+        # Events that arrived together (one read from the socket) become one update: a loaded replica's tokens then
+        # cost one server event and one client chunk per read, not per token (clients join deltas either way).
+        async for batch in self._batches(inputs):
+            yield _merge([_update(event) for event in batch])
+
+    async def _events(self, body: dict[str, Any]) -> AsyncGenerator[dict[str, Any], None]:
+        async for batch in self._batches(body):
+            for event in batch:
+                yield event
+
+    async def _batches(self, body: dict[str, Any]) -> AsyncIterator[list[dict[str, Any]]]:
+        async with self._client.stream("POST", self.url, content=_dumps(body), headers=_JSON) as response:
             if response.status_code != 200:
-                body = (await response.aread()).decode("utf-8", "replace")
-                raise EngineError(_triton_error(body) or f"Triton answered {response.status_code}")
-            async for event in _events(response):
-                if "error" in event:
-                    raise EngineError(str(event["error"]))
-                yield Update(
-                    delta=_text(event.get("text_output")),
-                    finish_reason=_finish(event.get("finish_reason")),
-                    input_tokens=_int(event.get("num_input_tokens")),
-                    output_tokens=_int(event.get("num_output_tokens")),
-                    cached_tokens=_int(event.get("num_cached_tokens")),
-                )
+                text = (await response.aread()).decode("utf-8", "replace")
+                raise EngineError(_triton_error(text) or f"Triton answered {response.status_code}")
+            async for batch in _sse(response):
+                for event in batch:
+                    if "error" in event:
+                        raise EngineError(str(event["error"]))
+                yield batch
 
 
-async def _events(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
-    async for line in response.aiter_lines():
-        if not line.startswith("data:"):
+async def _sse(response: httpx.Response) -> AsyncIterator[list[dict[str, Any]]]:
+    """The ``data:`` events of Triton's server-sent stream, as the lists that arrived in one read, split on raw bytes
+    and parsed with orjson (this runs for every token: httpx's line decoder and the json module cost more per event
+    than the rest of the path)."""
+    buffer = b""
+    async for chunk in response.aiter_bytes():
+        buffer += chunk
+        cut = buffer.rfind(b"\n\n")
+        if cut < 0:
             continue
-        try:
-            event = json.loads(line[5:].strip())
-        except ValueError:
-            raise ApiError(502, f"the model server sent a malformed event: {line[:200]!r}", type=SERVER_ERROR) from None
-        if isinstance(event, dict):
-            yield event
+        whole, buffer = buffer[:cut], buffer[cut + 2 :]
+        batch = [_event(line[5:].strip()) for line in whole.split(b"\n") if line.startswith(b"data:")]
+        if batch:
+            yield batch
+    tail = buffer.strip()
+    if tail.startswith(b"data:"):
+        yield [_event(tail[5:].strip())]
+
+
+def _event(data: bytes) -> dict[str, Any]:
+    try:
+        event = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        raise ApiError(502, f"the model server sent a malformed event: {data[:200]!r}", type=SERVER_ERROR) from None
+    return event if isinstance(event, dict) else {}
+
+
+def _update(event: dict[str, Any]) -> Update:
+    return Update(
+        deltas=tuple(_text(v) for v in _list(event.get("text_output"))) or ("",),
+        finish_reasons=tuple(_finish(v) for v in _list(event.get("finish_reason"))) or (None,),
+        input_tokens=_int(event.get("num_input_tokens")),
+        output_tokens=tuple(_int(v) or 0 for v in _list(event.get("num_output_tokens"))),
+        cached_tokens=_int(event.get("num_cached_tokens")),
+        logprobs=tuple(_text(v) or None for v in _list(event.get("logprobs"))),
+        queue_seconds=_float(event.get("queue_time_s")) if event.get("queue_time_s") is not None else None,
+    )
+
+
+def _merge(updates: list[Update]) -> Update:
+    """Consecutive updates as one: texts and logprobs joined per sequence, the latest counts and finish reasons."""
+    if len(updates) == 1:
+        return updates[0]
+    width = max(len(u.deltas) for u in updates)
+    deltas = tuple("".join(u.deltas[i] for u in updates if i < len(u.deltas)) for i in range(width))
+    reasons = tuple(next((u.finish_reasons[i] for u in reversed(updates) if i < len(u.finish_reasons)
+                          and u.finish_reasons[i]), None) for i in range(width))  # fmt: skip
+    logprobs = tuple(_join_logprobs([u.logprobs[i] for u in updates if i < len(u.logprobs)]) for i in range(width))
+    last = updates[-1]
+    return Update(
+        deltas=deltas,
+        finish_reasons=reasons,
+        input_tokens=next((u.input_tokens for u in reversed(updates) if u.input_tokens is not None), None),
+        output_tokens=next((u.output_tokens for u in reversed(updates) if u.output_tokens), last.output_tokens),
+        cached_tokens=next((u.cached_tokens for u in reversed(updates) if u.cached_tokens is not None), None),
+        logprobs=logprobs if any(logprobs) else (),
+        queue_seconds=next((u.queue_seconds for u in reversed(updates) if u.queue_seconds is not None), None),
+    )
+
+
+def _join_logprobs(entries: list[str | None]) -> str | None:
+    parts = [orjson.loads(e) for e in entries if e]
+    if not parts:
+        return None
+    return orjson.dumps(
+        {"ids": [i for p in parts for i in p["ids"]], "top": [t for p in parts for t in p["top"]]}
+    ).decode()
+
+
+def _dumps(body: dict[str, Any]) -> bytes:
+    return orjson.dumps(body)
+
+
+def _list(value: Any) -> list[Any]:
+    """A vector output (one entry per sequence) as a list; a scalar as a list of one."""
+    if value is None:
+        return []
+    return value if isinstance(value, list) else [value]
+
+
+def _float(value: Any) -> float:
+    value = _scalar(value)
+    try:
+        return 0.0 if value is None else float(value)
+    except (TypeError, ValueError):
+        return 0.0
 
 
 def _scalar(value: Any) -> Any:

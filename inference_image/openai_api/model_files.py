@@ -42,7 +42,7 @@ class Prompting:
         from tokenizers import Tokenizer
 
         try:
-            self._tokenizer = Tokenizer.from_file(str(directory / TOKENIZER_FILE))
+            self.tokenizer = self._tokenizer = Tokenizer.from_file(str(directory / TOKENIZER_FILE))
         except Exception as err:  # the library raises a bare Exception for a missing or malformed file
             raise ModelFilesError(f"{directory / TOKENIZER_FILE}: cannot load ({err})") from None
         config = _read_json(directory / TOKENIZER_CONFIG)

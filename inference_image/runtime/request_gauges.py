@@ -20,24 +20,43 @@ publishes it itself, since TensorRT-LLM's Python LLM API publishes no Triton met
 
 
 class RequestGauges:
-    """``<family>{request_type=active|max|waiting, model, version}``, set on every change."""
+    """``<family>{request_type=active|max|waiting, model, version}``, set on every change; with ``engine_types`` (the
+    LLM-API model: ``scheduled``, ``context``) also those, set from the engine's iteration stats."""
 
-    def __init__(self, pb_utils: Any, *, family: str, model: str, version: str, max_active: int) -> None:
+    def __init__(
+        self,
+        pb_utils: Any,
+        *,
+        family: str,
+        model: str,
+        version: str,
+        max_active: int,
+        engine_types: tuple[str, ...] = (),
+    ) -> None:
         labels = {"model": model, "version": version}
         # The family must outlive its metrics (the backend refuses the other order): keep it.
         self._family = pb_utils.MetricFamily(
             name=family, description="LLM step requests (active, max, waiting)", kind=pb_utils.MetricFamily.GAUGE
         )
         self._metrics = {
-            t: self._family.Metric(labels={"request_type": t, **labels}) for t in ("active", "max", "waiting")
+            t: self._family.Metric(labels={"request_type": t, **labels})
+            for t in ("active", "max", "waiting", *engine_types)
         }
         # Metric calls are messages to the server over one channel: one at a time.
         self._lock = threading.Lock()
         with self._lock:
             self._metrics["max"].set(max_active)
+            for request_type in engine_types:
+                self._metrics[request_type].set(0)
         self.update(0, 0)
 
     def update(self, waiting: int, active: int) -> None:
         with self._lock:
             self._metrics["waiting"].set(waiting)
             self._metrics["active"].set(active)
+
+    def update_engine(self, values: dict[str, float]) -> None:
+        """The engine-reported request counts (request types given as ``engine_types``)."""
+        with self._lock:
+            for request_type, value in values.items():
+                self._metrics[request_type].set(value)

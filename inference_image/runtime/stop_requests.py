@@ -51,6 +51,11 @@ class RunningById:
             if not handles:
                 self._by_id.pop(handle.request_id, None)
 
+    def count(self) -> int:
+        """Running requests."""
+        with self._lock:
+            return sum(len(handles) for handles in self._by_id.values())
+
     def stop(self, request_id: str) -> int:
         """Stop the running requests with ``request_id``; how many there were."""
         if not request_id:

@@ -50,12 +50,28 @@ class TextRequest:
     stop_strings: tuple[str, ...]
 
 
+REFUSED_ON_NEURON = {
+    "sampling_param_n": "one sequence per request",
+    "sampling_param_best_of": "one sequence per request",
+    "sampling_param_logprobs": "no logprobs from the on-device sampler",
+    "sampling_param_logit_bias": "no logits bias in the on-device sampler",
+    "sampling_param_ignore_eos": "the end tokens always end a sequence",
+    "sampling_param_include_stop_str_in_output": "stop strings are never sent",
+}
+"""Contract inputs the Neuron engine does not implement: refused when set to anything but their default."""
+_DEFAULTS = {"sampling_param_n": 1, "sampling_param_best_of": 1, "sampling_param_logprobs": 0}
+
+
 def parse_text_request(
     tensors: Mapping[str, np.ndarray | None], tokenizer: Tokenizer, *, stop_token_ids: tuple[int, ...], max_seq_len: int
 ) -> TextRequest:
     guide = _string(tensors, "guided_decoding_guide_type")
     if guide:
         raise TextRequestError(f"guided_decoding_guide_type: got {guide!r}; {NOT_ON_NEURON}")
+    for name, why in REFUSED_ON_NEURON.items():
+        value = _first(tensors, name)
+        if value is not None and value not in (_DEFAULTS.get(name, False), b"", ""):
+            raise TextRequestError(f"{name}: not available on Neuron ({why})")
     text = _string(tensors, "text_input")
     if not text:
         raise TextRequestError("text_input: required, one non-empty string")
@@ -73,7 +89,10 @@ def parse_text_request(
         seed=seed,
         presence_penalty=_scalar(tensors, "sampling_param_presence_penalty", float, 0.0),
         frequency_penalty=_scalar(tensors, "sampling_param_frequency_penalty", float, 0.0),
+        repetition_penalty=_scalar(tensors, "sampling_param_repetition_penalty", float, 1.0),
     )
+    given = tensors.get("sampling_param_stop_token_ids")
+    extra_stops = () if given is None else tuple(int(t) for t in np.asarray(given).reshape(-1))
     llm = LlmRequest(
         input_ids=tuple(ids),
         max_new_tokens=max_tokens,
@@ -81,7 +100,8 @@ def parse_text_request(
         pad_id=None,
         streaming=_scalar(tensors, "streaming", bool, False),
         exclude_input_in_output=True,  # the contract never echoes the prompt
-        stop_words=tuple((int(t),) for t in stop_token_ids),
+        stop_words=tuple((int(t),) for t in (*stop_token_ids, *extra_stops)),
+        min_tokens=max(0, _scalar(tensors, "sampling_param_min_tokens", int, 0)),
         sampling=sampling,
         stop=_scalar(tensors, "stop", bool, False),
     )

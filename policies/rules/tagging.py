@@ -18,7 +18,11 @@ def _required_tags(args: ResourceValidationArgs, report: ReportViolation) -> Non
     tags = get(args.props, "tags", {}) or {}
     missing = [t for t in required if not str(tags.get(t, "")).strip()]
     if missing:
-        report(f"missing required tags {', '.join(missing)}")
+        # The fix, where the violation is read: the stack program applies it in infra/program.py.
+        report(
+            f"missing required tags {', '.join(missing)} (register inference_platform.components.common."
+            "default_tags_transform before the first resource: README, Using the components from Python)"
+        )
 
 
 POLICIES = [

@@ -22,7 +22,7 @@ from inference_platform.batch.shedding import value_from_text
 from inference_platform.inference_image.testing.cpu_llm_api.local import Timing
 from inference_platform.settings import stack_files
 from tests.batch.lane_requests import chat_line, submit
-from tests.inferctl.serving.openai_stack import openai_stack
+from tools.local_openai_stack import openai_stack
 
 pytestmark = [pytest.mark.triton, pytest.mark.edge, pytest.mark.motoserver, pytest.mark.timeout(280)]
 

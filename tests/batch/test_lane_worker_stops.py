@@ -13,7 +13,7 @@ from inference_platform.inference_image.testing.cpu_llm_api.local import Timing
 from inference_platform.settings import stack_files
 from tests.batch.lane_requests import chat_line, file_lines, submit, wait_finished
 from tests.batch.test_lane_faults import assert_exactly_once_in_order, wait_for
-from tests.inferctl.serving.openai_stack import openai_stack
+from tools.local_openai_stack import openai_stack
 
 pytestmark = [pytest.mark.triton, pytest.mark.motoserver, pytest.mark.timeout(240)]
 

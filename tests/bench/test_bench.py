@@ -32,7 +32,7 @@ def test_arguments_go_to_the_benchmark_they_follow(monkeypatch: pytest.MonkeyPat
     calls.clear()
     assert bench_main.main([]) == 0
     assert calls == [("bench.plan", []), ("bench.policies", []), ("bench.artifacts", []), ("bench.cold_start", []),
-                     ("bench.install", [])]  # fmt: skip
+                     ("bench.install", []), ("bench.streaming", [])]  # fmt: skip
 
 
 @pytest.mark.parametrize("argv", [["--shards", "1"], ["plna"], ["plan", "extra"]])

@@ -195,9 +195,15 @@ def entrypoint(dockerfile: Path) -> list[str]:
     return found
 
 
+RUN_ELSEWHERE = REPO / "components" / "verification"
+"""The verification Job and the load test run the verification image (infra/verification.py, issue 28), whose own
+test (tests/inference_image/test_verification_image.py) runs their commands in its environment."""
+
+
 def image_commands() -> set[tuple[str, ...]]:
-    """Every ``inferctl <command> [<sub-command>]`` the images run: their Dockerfiles' ENTRYPOINT, and what the
-    components' pods and Jobs name (``["inferctl", "serve", ...]`` lists and shell strings in their sources)."""
+    """Every ``inferctl <command> [<sub-command>]`` the serving images run: their Dockerfiles' ENTRYPOINT, and what the
+    components' pods and Jobs name (``["inferctl", "serve", ...]`` lists and shell strings in their sources), but
+    those of ``RUN_ELSEWHERE``."""
     from inference_platform.inferctl.cli import COMMANDS
 
     entrypoints = [entrypoint(d) for d in sorted(IMAGE.glob("Dockerfile*")) if d.suffix != ".dockerignore"]
@@ -206,6 +212,8 @@ def image_commands() -> set[tuple[str, ...]]:
     quoted = r"[\"']?,?\s*[\"']?"
     pattern = re.compile(rf"[\"']inferctl{quoted}([a-z][a-z-]*)(?:{quoted}([a-z][a-z-]*))?")
     for path in (REPO / "components").rglob("*.py"):
+        if path.is_relative_to(RUN_ELSEWHERE):
+            continue
         for command, sub in pattern.findall(path.read_text()):
             if command in COMMANDS:
                 found.add(("inferctl", command, *([sub] if sub else [])))

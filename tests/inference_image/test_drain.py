@@ -24,7 +24,8 @@ pytestmark = pytest.mark.live  # real processes that mostly wait: scheduled firs
 # TEST STAND-IN for trtllm-llmapi-launch: rank 0 runs the command it is given, the others a worker loop.
 LAUNCH = """#!/bin/sh
 if [ "$OMPI_COMM_WORLD_RANK" = 0 ]; then exec "$@"; fi
-while :; do date +%s.%N > "$LOGS/rank-$OMPI_COMM_WORLD_RANK"; sleep 0.1; done
+# Each beat replaces the file whole (a rename): the test reading it never sees the empty file `>` leaves first.
+while :; do date +%s.%N > "$LOGS/.rank-$OMPI_COMM_WORLD_RANK"; mv -f "$LOGS/.rank-$OMPI_COMM_WORLD_RANK" "$LOGS/rank-$OMPI_COMM_WORLD_RANK"; sleep 0.1; done
 """
 # TEST STAND-IN for the server: drains for $DRAIN seconds after SIGTERM, as Triton's --exit-timeout-secs does.
 SERVER = """#!/bin/sh

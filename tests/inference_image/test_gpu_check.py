@@ -53,4 +53,4 @@ def test_the_serving_section_is_accepted_by_the_settings():
 def test_the_expected_output_lists_every_check_in_order():
     names = [name for name, _ in _checks_module().checks(None, "m")]
     expected = (HERE / "expected_output.txt").read_text().splitlines()
-    assert expected == [f"PASS {name}" for name in names] and len(names) == len(set(names)) == 9
+    assert expected == [f"PASS {name}" for name in names] and len(names) == len(set(names)) == 11

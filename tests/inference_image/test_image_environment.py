@@ -215,7 +215,6 @@ def test_the_environment_has_no_pulumi_and_its_settings_import_none(dockerfile, 
 # image gets them (or why it never needs them). Anything else the commands can import must be installed.
 NOT_FROM_PIP_STEPS = {
     "triton_python_backend_utils": "Triton's Python backend hands it to the model processes it starts",
-    "envoy": "`inferctl loadtest calibrate` only: a local Envoy with TLS, never run in an image",
     "outlines_core": "the CPU stand-in engine only (inference_image/testing/cpu_llm_api), never run in an image",
 }
 FROM_THE_BASE_IMAGE = {
@@ -223,16 +222,20 @@ FROM_THE_BASE_IMAGE = {
         # tensorrt_llm itself is imported by name at run time (llmapi/model.py's LLM_ENGINE_MODULE), which the
         # static closure does not follow; the base image is what carries it.
         **dict.fromkeys(
-            ("torch", "tokenizers", "huggingface_hub"),
-            "nvcr.io/nvidia/tritonserver:*-trtllm-python-py3 (base_image_constraints.txt)",
+            ("torch", "tokenizers", "huggingface_hub", "numpy", "transformers", "xgrammar"),
+            "nvcr.io/nvidia/tritonserver:*-trtllm-python-py3 (base_image_constraints.txt; TensorRT-LLM's own "
+            "requirements: numpy<2, transformers, xgrammar, its guided-decoding backend)",
         ),
         "neuronx_distributed_inference": "the Neuron builder only (inference_image/builders/neuron.py)",
     },
     "Dockerfile.neuron": {
         **dict.fromkeys(
-            ("torch", "tokenizers", "huggingface_hub", "neuronx_distributed_inference"),
+            ("torch", "tokenizers", "huggingface_hub", "neuronx_distributed_inference", "transformers"),
             "the Neuron SDK step (torch-neuronx, neuronx-distributed-inference and their dependencies)",
         ),
+        # The guide compile worker imports it only where it is installed (openai_api/guides.py
+        # available_compiler): the Neuron engine has no guided decoding, so its server compiles no guide.
+        "xgrammar": "optional: imported only where installed (guides.available_compiler)",
     },
 }
 
@@ -261,9 +264,10 @@ def test_every_package_the_images_code_imports_is_installed(dockerfile, env_of, 
 def test_every_command_the_image_runs_answers_help(dockerfile, env_of, audit, tmp_path):
     env = env_of(dockerfile)
     subcommands = image_commands()
-    # The serving image's own entrypoint is a module (SERVE_ENTRYPOINT), not a CLI command; the pods still run
-    # inferctl for artifacts and verification.
-    assert {("inferctl", "verify"), ("inferctl", "artifacts", "download")} <= subcommands, subcommands
+    # The serving image's own entrypoint is a module (SERVE_ENTRYPOINT), not a CLI command; its init container still
+    # runs inferctl for artifacts (verify and loadtest run in the verification image).
+    assert ("inferctl", "artifacts", "download") in subcommands, subcommands
+    assert ("inferctl", "verify") not in subcommands, subcommands
     for argv in sorted({*subcommands, ("inferctl",), ("python", *SERVE_ENTRYPOINT[1:])}):
         result, attempted = _run(env, [*argv, "--help"], audit, tmp_path)
         assert result.returncode == 0 and "usage:" in result.stdout, _describe([*argv, "--help"], result)

@@ -74,6 +74,7 @@ def test_the_check_catches_the_conflict_the_image_had(tmp_path):
     """The check can fail: a lock asking for ``tokenizers`` (the base's transformers==4.57.1 needs its own) or a
     numpy 2 (the base's TensorRT-LLM asks numpy<2)."""
     broken = tmp_path / "image-gpu.txt"
-    broken.write_text(LOCK.read_text() + "tokenizers==0.21.0 \\\n    --hash=sha256:00\n")
-    broken.write_text(re.sub(r"^numpy==\S+", "numpy==2.0.0", broken.read_text(), flags=re.MULTILINE))
+    # The lock pins no numpy of its own today (nothing it installs needs one): the broken lock adds one.
+    kept = re.sub(r"^numpy==\S+( \\\n(    --hash=\S+( \\)?\n)+)?", "", LOCK.read_text(), flags=re.MULTILINE)
+    broken.write_text(kept + "numpy==2.0.0 \\\n    --hash=sha256:00\ntokenizers==0.21.0 \\\n    --hash=sha256:00\n")
     assert base_conflicts(broken) == ["numpy==2.0.0 outside the base's numpy<2", "tokenizers==0.21.0 is the base's own"]

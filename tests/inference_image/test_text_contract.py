@@ -34,6 +34,10 @@ def _tensors(**values):
     return out
 
 
+def _parse(tokenizer, **inputs):
+    return parse_text_request(_tensors(text_input="Hi", **inputs), tokenizer, stop_token_ids=(), max_seq_len=4096)
+
+
 def _run(tokenizer, answer: str, *, eot: bool = True, **inputs):
     """Feed the engine's tokens for ``answer`` (then <|eot_id|>) through SequenceState and TextStream."""
     eot_id = tokenizer.encode("<|eot_id|>", add_special_tokens=False)[0]
@@ -54,8 +58,17 @@ def _run(tokenizer, answer: str, *, eot: bool = True, **inputs):
 
 
 def test_the_outputs_are_the_contracts():
-    assert {t.name for t in contract.OUTPUTS} == {"text_output", "finish_reason", "num_input_tokens",
-                                                  "num_output_tokens", "num_cached_tokens"}  # fmt: skip
+    # Every response carries these; logprobs, queue_time_s and the liveness_* answers are per request kind.
+    assert {"text_output", "finish_reason", "num_input_tokens", "num_output_tokens", "num_cached_tokens"} < {
+        t.name for t in contract.OUTPUTS
+    }
+
+
+def test_what_the_neuron_engine_lacks_is_refused_naming_the_input(tokenizer):
+    for name, value in (("sampling_param_n", 2), ("sampling_param_logprobs", 1), ("sampling_param_ignore_eos", True)):
+        with pytest.raises(TextRequestError, match=name):
+            _parse(tokenizer, **{name: value})
+    assert _parse(tokenizer, sampling_param_n=1, sampling_param_logprobs=0).llm.sampling.temperature == 1.0
 
 
 def test_a_streamed_answer_arrives_as_deltas_with_unicode_intact_and_counts(tokenizer):

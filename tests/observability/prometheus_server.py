@@ -31,6 +31,8 @@ class Target:
     """host:port of the metrics endpoint."""
     labels: Mapping[str, str]
     """What a ServiceMonitor would add (namespace, pod, service)."""
+    drop: str | None = None
+    """A regex of metric names dropped after the scrape (a ServiceMonitor endpoint's metricRelabelings)."""
 
 
 class PrometheusError(RuntimeError):
@@ -77,15 +79,21 @@ def config(
     return {
         "global": {"scrape_interval": "1s", "scrape_timeout": "1s", "evaluation_interval": "1s"},
         "rule_files": [str(p) for p in rule_files],
-        "scrape_configs": [
-            {
-                "job_name": t.job,
-                "metrics_path": paths.get(t.job, "/metrics"),
-                "static_configs": [{"targets": [t.address], "labels": dict(t.labels)}],
-            }
-            for t in targets
-        ],
+        "scrape_configs": [_scrape(t, paths.get(t.job, "/metrics"), i) for i, t in enumerate(targets)],
     }
+
+
+def _scrape(target: Target, path: str, index: int) -> dict[str, Any]:
+    """One scrape config per target; targets of one job keep that job label, as one ServiceMonitor's endpoints do."""
+    out: dict[str, Any] = {
+        "job_name": f"{target.job}-{index}",
+        "metrics_path": path,
+        "static_configs": [{"targets": [target.address], "labels": dict(target.labels)}],
+        "relabel_configs": [{"target_label": "job", "replacement": target.job}],
+    }
+    if target.drop:
+        out["metric_relabel_configs"] = [{"source_labels": ["__name__"], "regex": target.drop, "action": "drop"}]
+    return out
 
 
 @contextlib.contextmanager

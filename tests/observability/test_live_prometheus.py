@@ -1,6 +1,6 @@
 """Proven live: a real Prometheus scrapes the real local Triton every second while a bounded load runs through the
 local stack serve-local runs (the production ``tensorrt_llm`` LLM-API model with the CPU stand-in engine, behind the
-image's OpenAI server; tests/inferctl/serving/openai_stack.py). The recording rules and the ScaledObject's exact queries are evaluated
+image's OpenAI server; tools/local_openai_stack.py). The recording rules and the ScaledObject's exact queries are evaluated
 on the scraped data, and the ScaledObject's rendered ``scalingModifiers.formula`` string is evaluated
 (tests/observability/expr_lang.py) on the values those queries return: under load (waited for, with a
 deadline, until the in-flight gauge passes the target by more than the HPA's tolerance) the formula
@@ -33,8 +33,9 @@ from inference_platform.components.autoscaling.scaled_object import (
     triggers,
 )
 from inference_platform.components.observability.dashboards import expand, queries, render
-from inference_platform.components.observability.promql import Scope
+from inference_platform.components.observability.promql import REQUEST_OUTCOMES, Scope
 from inference_platform.components.observability.rules import RuleSet, rule_groups, rules_file
+from inference_platform.components.serving.inference_service import RELAYED_FAMILIES
 from inference_platform.processes import free_port
 from inference_platform.settings import stack_files
 from tests.observability.keda_hpa import composite, recommendation
@@ -53,15 +54,18 @@ LOAD_TIMEOUT = 120.0
 IDLE_TIMEOUT = 60.0
 DAY = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
 NIGHT = datetime(2026, 12, 3, 23, 0, tzinfo=UTC)
-# Serving panels whose series the local stack publishes (TTFT/ITL need Triton's histogram, absent in 2.51;
-# replicas need kube-state-metrics; fleet, edge and cost need DCGM, neuron-monitor, Envoy, kube-state-metrics).
-# "Output tokens/s" and "Tokens/s" read nv_llm_output_token_len / nv_llm_input_token_len, which the C++ backend
-# published and the LLM-API model does not (yet): they have no data on GPUs either, so they are not listed.
+# Serving panels whose series the local stack publishes: Triton's and the OpenAI server's (TTFT, inter-token latency,
+# tokens and outcomes are the server's). Replicas need kube-state-metrics; fleet, edge and cost need DCGM,
+# neuron-monitor, Envoy and kube-state-metrics.
 SERVING_PANELS_WITH_DATA = (
     "Requests/s",
+    "Output tokens/s",
     "Requests in flight",
     "Replicas",
-    "Requests/s by model",
+    "Time to first token",
+    "Inter-token latency",
+    "Tokens/s",
+    "Requests/s by outcome and client",
     "Queue: requests waiting and active",
     "Queue time per request and queue/compute ratio",
     "Batch",
@@ -142,10 +146,16 @@ def test_scaling_metric_crosses_its_target_under_load_and_returns_to_the_floor(t
     rules.write_text(yaml.safe_dump(rules_file(rule_groups(RuleSet(scope=SCOPE))), sort_keys=False))
     stack = shared_stack  # the worker's one stack, read straight (tests/shared_stack.py)
     address = stack.triton_metrics_url.removeprefix("http://").removesuffix("/metrics")
-    target = Target(JOB, address, {"namespace": NAMESPACE, "pod": "triton-local-0", "service": JOB})
-    with running_prometheus(prometheus, tmp_path / "prometheus", free_port(), [target], [rules]) as prom:
+    labels = {"namespace": NAMESPACE, "pod": "triton-local-0", "service": JOB}
+    # As the rollout's ServiceMonitor scrapes the pod: Triton's metrics port, and the OpenAI server's /metrics less
+    # the engine gauges it relays (components/serving/inference_service.py).
+    targets = [
+        Target(JOB, address, labels),
+        Target(JOB, stack.openai_url.removeprefix("http://"), labels, drop=RELAYED_FAMILIES),
+    ]
+    with running_prometheus(prometheus, tmp_path / "prometheus", free_port(), targets, [rules]) as prom:
         requests_q = queries["requests"]
-        assert _wait_for(prom, f'up{{job="{JOB}"}}', lambda v: v == 1, SETTLE_TIMEOUT) == 1
+        assert _wait_for(prom, f'sum(up{{job="{JOB}"}})', lambda v: v == 2, SETTLE_TIMEOUT) == 2
         assert _wait_for(prom, requests_q, lambda v: True, SETTLE_TIMEOUT) is not None, "stand-in gauges scraped"
         idle_before = prom.scalar(requests_q)
 
@@ -164,6 +174,10 @@ def test_scaling_metric_crosses_its_target_under_load_and_returns_to_the_floor(t
                 prom, f'triton:queue_compute:ratio{{model="tensorrt_llm",job="{JOB}"}}', SETTLE_TIMEOUT
             )
             recorded_in_flight = prom.scalar(f'triton:llm_requests_in_flight:sum{{job="{JOB}"}}')
+            # The server's counters move once two of its scrapes saw requests end (rate needs two points).
+            server_rate = _wait_for(
+                prom, f'sum(rate({REQUEST_OUTCOMES}{{job="{JOB}"}}[1m]))', lambda v: v > 0, SETTLE_TIMEOUT
+            )
             dashboard_results = _dashboard_results(prom)
         finally:
             stop.set()
@@ -216,12 +230,13 @@ def test_scaling_metric_crosses_its_target_under_load_and_returns_to_the_floor(t
     assert recorded_ratio, "triton:queue_compute:ratio was not recorded"
     assert recorded_in_flight is not None
     missing = [title for title in SERVING_PANELS_WITH_DATA if not dashboard_results.get(title)]
+    assert server_rate, "the OpenAI server's request counter never moved in Prometheus"
     assert not missing, f"serving panels without data on CPU: {missing}"
 
 
 def _dashboard_results(prom) -> dict[str, bool]:
     """Panel title -> whether any of its queries returned data; every query must be accepted."""
-    values = {"namespace": NAMESPACE, "model": ".*", "pool": ".*", "route": ".*"}
+    values = {"namespace": NAMESPACE, "model": ".*", "served": ".*", "pool": ".*", "route": ".*"}
     out: dict[str, bool] = {}
     for name, model in render().items():
         for panel in model["panels"]:

@@ -8,7 +8,9 @@ directory and ``sys.path[0]``, ``runpy`` of the directory as ``__main__`` inside
 (inference_platform.offline_plan.engine, the mock engine in place of the deployment engine).
 
 Then ``inferctl`` from the same install, outside any checkout: ``--version``, ``plan`` of the program
-(core only), and a command whose extra is not installed (exit 2, naming the extra).
+(core only) and of the README's component example as written, each with the pack at its shipped enforcement
+levels (mandatory where it ships mandatory: a program another team writes must pass what ours passes), and a
+command whose extra is not installed (exit 2, naming the extra).
 
 Needs PyPI the first time (the virtualenv's dependencies are cached under build/packaging-env/): without
 it the tests skip, unless ``CI`` is set.
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import textwrap
@@ -75,12 +78,14 @@ def program(tmp_path) -> Path:
 
 
 def _run(env: WheelEnv, argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    """``argv`` (argv[0] from the virtualenv's bin/) with nothing of this checkout on the path."""
+    """``argv`` (argv[0] from the virtualenv's bin/ when it is there, else from the system's) with nothing of this
+    checkout on the path, and the virtualenv's bin/ first on PATH (as an activated virtualenv has it)."""
     home = cwd / ".home"
     home.mkdir(exist_ok=True)
     environ = {"PATH": f"{env.bin}{os.pathsep}/usr/bin{os.pathsep}/bin", "HOME": str(home),
                "PYTHONDONTWRITEBYTECODE": "1"}  # fmt: skip
-    return subprocess.run([str(env.bin / argv[0]), *argv[1:]], cwd=cwd, env=environ, capture_output=True, text=True,
+    program = env.bin / argv[0] if (env.bin / argv[0]).exists() else Path(shutil.which(argv[0]) or argv[0])
+    return subprocess.run([str(program), *argv[1:]], cwd=cwd, env=environ, capture_output=True, text=True,
                           timeout=RUN_TIMEOUT, check=False)  # fmt: skip
 
 
@@ -128,13 +133,37 @@ def test_inferctl_from_the_core_install_plans_the_program_outside_any_checkout(c
     version = _run(core, ["inferctl", "--version"], program)
     assert (version.returncode, version.stdout.strip()) == (0, f"inferctl {__version__}"), _describe(version)
     (program / "policies" / "config").mkdir(parents=True)
+    # A budget for its two GPUs, and nothing else: no enforcement level changed, the pack runs as shipped.
     (program / "policies" / "config" / "dev.json").write_text(
-        json.dumps({"accelerator-budget": {"maxAccelerators": 8}, "all": "advisory"})
+        json.dumps({"accelerator-budget": {"maxAccelerators": 8}})
     )
     plan = _run(core, ["inferctl", "plan", "--stack", "dev", "--quiet"], program)
     assert plan.returncode == 0, _describe(plan)
+    assert "no violations" in plan.stdout, _describe(plan)
     assert f"policy config {program / 'policies' / 'config' / 'dev.json'}" in plan.stdout
     assert (program / "build" / "plan" / "dev.json").is_file()
+
+
+def readme_example() -> tuple[str, str]:
+    """The README's component example (its Python block) and the shell block that plans it, as written."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## Using the components from Python") : text.index("## Using the components from other")]
+    (program,) = re.findall(r"```python\n(.*?)```", section, re.S)
+    (shell,) = [block for block in re.findall(r"```sh\n(.*?)```", section, re.S) if "inferctl plan" in block]
+    return program, shell
+
+
+def test_the_readmes_component_example_plans_clean_as_written_from_the_wheel(core, tmp_path):
+    """Issue 28: the example planned with 19 required-tags violations (exit 1), and nothing said why."""
+    program, shell = readme_example()
+    folder = tmp_path / "team-a"
+    folder.mkdir()
+    (folder / "__main__.py").write_text(program)
+    plan = _run(core, ["bash", "-euo", "pipefail", "-c", shell], folder)
+    assert plan.returncode == 0, _describe(plan)
+    assert "no violations" in plan.stdout and "no policy configuration applies" in plan.stderr, _describe(plan)
+    planned = json.loads((folder / "build" / "plan" / "dev.json").read_text())
+    assert {"inference:keys:Keys", "inference:network:Network"} <= {r["type"] for r in planned["resources"]}
 
 
 @pytest.mark.parametrize(

@@ -157,3 +157,23 @@ def test_single_pool_limits():
     assert capacity.single_pool_problem(small) is None
     big = capacity.best_plan(_demand(tokens_per_day=150e12), q)[0]
     assert "5,000 nodes per cluster" in capacity.single_pool_problem(big)
+
+
+def test_a_fleet_summarises_by_region_with_its_money():
+    """Issue 28: 150 T tokens/day printed 89 identical cluster rows with no cost or total."""
+    d = _demand(tokens_per_day=150e12)
+    option = capacity.best_option(query("Llama-3.1-70B", "b200"))
+    p = capacity.plan(d, option)
+    f = capacity.fleet(p, {"us-east-1": 120_000, "us-east-2": 120_000, "us-west-2": 120_000})
+    s = capacity.fleet_summary(f)
+    assert sum(r.clusters for r in s.regions) == len(f.clusters)
+    assert sum(r.accelerators for r in s.regions) == f.accelerators_provisioned
+    hour = option.node_hour_usd  # these three regions carry us-east-1's prices (factor 1.0)
+    nodes = sum(c.nodes for c in f.clusters)
+    assert s.monthly_ceiling_usd == pytest.approx(nodes * hour * prices.HOURS_PER_MONTH)
+    # Expected: each cluster carries 1/N of the demand by day and night; the fleet then costs about what one plan of
+    # the whole demand costs (whole-node rounding per cluster apart), and below the ceiling.
+    assert p.monthly_usd.on_demand <= s.monthly_expected_usd <= p.monthly_usd.on_demand * 1.01 < s.monthly_ceiling_usd
+    total_m = d.tokens_per_day * capacity.DAYS_PER_MONTH / 1e6
+    assert s.usd_per_million_total == pytest.approx(s.monthly_expected_usd / total_m)
+    assert s.usd_per_million_output == pytest.approx(s.usd_per_million_total / d.output_share)

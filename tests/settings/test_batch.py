@@ -70,7 +70,7 @@ def problems(tmp_path, stack, batch: dict, **others) -> str:
         (
             {"enabled": True, "workers": {"nodePool": "inference"}},
             {},
-            "batch.workers.nodePool: got 'inference', an accelerator pool: batch workers never run on accelerator nodes",
+            "batch.workers.nodePool: got 'inference', an accelerator pool (nodePools.inference): batch workers never run on accelerator nodes",
         ),
         (
             {"enabled": True, "workers": {"minReplicas": 5, "maxReplicas": 2}},

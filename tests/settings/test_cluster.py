@@ -174,7 +174,7 @@ def test_node_pool_problems_by_key():
     assert "given without capacity type" in found["nodePools.reserved.reservationIds"]
     assert "17 hex digits" in found["nodePools.reserved.reservationIds[0]"]
     assert "targets one reservation" in found["nodePools.odcrs.reservationIds"]
-    assert "cluster's zones are us-east-1a, us-east-1b" in found["nodePools.zones.availabilityZones[1]"]
+    assert "are us-east-1a, us-east-1b" in found["nodePools.zones.availabilityZones[1]"]
     assert "nodePools.zones.availabilityZones" not in found  # an EFA pool may list several zones
     assert "lists a zone twice" in found["nodePools.twice.availabilityZones"]
     assert "a-twenty-one-char-efa-a" in found["nodePools.a-twenty-one-char-efa"]

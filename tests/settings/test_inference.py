@@ -84,7 +84,7 @@ def test_every_shipped_stack_is_valid_and_sized_for_its_pool():
         ({"probes": {"timeoutSeconds": 10}}, "inference.probes.timeoutSeconds", ["below periodSeconds"]),
         ({"pdb": {"maxUnavailable": 0}}, "inference.pdb.maxUnavailable", ["greater than or equal to 1"]),
         ({"rollout": {"maxSurge": 0, "maxUnavailable": 0}}, "inference.rollout.maxSurge", ["never progresses"]),
-        ({"replicas": 3}, "inference.replicas", ["holds 2 at its maxSize"]),
+        ({"replicas": 3}, "inference.replicas", ["holds 2 at nodePools.inference.maxSize"]),
         ({"replicas": 2}, "inference.rollout.maxSurge", ["exceed the 2"]),
         ({"resources": {"memoryGib": 15}}, "inference.resources.memoryGib", ["g6.xlarge", "offers pods about 14"]),
         ({"resources": {"cpu": 4}}, "inference.resources.cpu", ["g6.xlarge"]),
@@ -214,7 +214,7 @@ BAD_INPUTS = {
         "prod",
         {"inference": {"replicas": 9}},
         "inference.replicas",
-        "holds 8 at its maxSize (2 nodes per zone x 2 zones x 2 per node)",
+        "holds 8 at nodePools.inference.maxSize (2 nodes per zone x 2 zones x 2 per node)",
     ),
     "no-surge-no-unavailable": (
         "dev",

@@ -115,7 +115,10 @@ def test_bad_load_test_input_exits_2_naming_the_key(repo, tmp_path, prod, load_t
 
 def test_the_edge_limits_are_checked_against_the_rate(repo, tmp_path, prod):
     message = problems(repo, tmp_path, prod, {"loadTest": {"enabled": True, "targetRate": 500, "client": "chat"}})
-    assert "loadTest.targetRate: got 500 requests/s; client 'chat' (tier 'interactive') may send 1200" in message
+    assert (
+        "loadTest.targetRate: got 500 requests/s; client 'chat' may send 1200 a minute (edge.rateLimits.tiers.interactive.requestsPerMinute"
+        in message
+    )
     assert "WAF's per-IP rule (edge.waf.ipRateLimit 3000 per 300 s) admits 30/s" in message
 
 

@@ -37,7 +37,7 @@ def accelerators() -> str:
 
 
 def build() -> Any:
-    tokens_per_hour = f"sum(rate({q.LLM_OUTPUT_TOKENS}_sum[{RATE}])) * 3600"
+    tokens_per_hour = f"sum(rate({q.GENERATION_TOKENS}[{RATE}])) * 3600"
     return (
         dashboard(
             UID,

@@ -16,6 +16,8 @@ from inference_platform.components.observability.dashboards.panels import (
 UID = "inference-serving"
 W = 'namespace=~"$namespace"'
 M = f'{W},model=~"$model"'
+S = f'{W},model_name=~"$served"'
+"""The OpenAI server's series (vLLM's names) carry model_name, the served model id; Triton's carry model."""
 
 
 def build() -> Any:
@@ -29,8 +31,9 @@ def build() -> Any:
         )
         .with_variable(label_variable("namespace", "namespace", q.REQUEST_SUCCESS))
         .with_variable(label_variable("model", "model", q.REQUEST_SUCCESS, depends=W))
-        .with_panel(single("Requests/s", f"sum(rate({q.REQUEST_SUCCESS}{{{M}}}[{RATE}]))", unit="reqps"))
-        .with_panel(single("Output tokens/s", f"sum(rate({q.LLM_OUTPUT_TOKENS}_sum{{{W}}}[{RATE}]))", unit="short"))
+        .with_variable(label_variable("served", "model_name", q.REQUEST_OUTCOMES, depends=W))
+        .with_panel(single("Requests/s", f"sum(rate({q.REQUEST_OUTCOMES}{{{S}}}[{RATE}]))", unit="reqps"))
+        .with_panel(single("Output tokens/s", f"sum(rate({q.GENERATION_TOKENS}{{{S}}}[{RATE}]))", unit="short"))
         .with_panel(
             single("Requests in flight", f'sum({llm_requests[:-1]},request_type=~"active|waiting"}})', unit="short")
         )
@@ -39,38 +42,42 @@ def build() -> Any:
             series(
                 "Time to first token",
                 [
-                    (_quantile(0.5), "p50 {{model}}"),
-                    (_quantile(0.95), "p95 {{model}}"),
+                    (_quantile(0.5, q.TTFT_SECONDS), "p50 {{model_name}}"),
+                    (_quantile(0.95, q.TTFT_SECONDS), "p95 {{model_name}}"),
                 ],
                 unit="s",
-                description="Triton's first-response histogram (--metrics-config histogram_latencies=true).",
+                description="The OpenAI server's histogram, from each request's arrival to its first token.",
             )
         )
         .with_panel(
             series(
-                "Inter-token latency (mean)",
-                [(f"{q.INTER_TOKEN_SECONDS}{{{W}}}", "{{job}}")],
+                "Inter-token latency",
+                [
+                    (_quantile(0.5, q.INTER_TOKEN_SECONDS_HISTOGRAM), "p50 {{model_name}}"),
+                    (_quantile(0.95, q.INTER_TOKEN_SECONDS_HISTOGRAM), "p95 {{model_name}}"),
+                ],
                 unit="s",
-                description="(request time - first response) / (tokens - 1) over 5 min; no backend publishes an "
-                "inter-token histogram, so this is the mean, a lower bound of p95.",
+                description="The OpenAI server's histogram of the gaps between successive tokens.",
             )
         )
         .with_panel(
             series(
                 "Tokens/s",
                 [
-                    (f"sum by (model) (rate({q.LLM_OUTPUT_TOKENS}_sum{{{W}}}[{RATE}]))", "output {{model}}"),
-                    (f"sum by (model) (rate({q.LLM_INPUT_TOKENS}_sum{{{W}}}[{RATE}]))", "input {{model}}"),
+                    (f"sum by (model_name) (rate({q.GENERATION_TOKENS}{{{S}}}[{RATE}]))", "output {{model_name}}"),
+                    (f"sum by (model_name) (rate({q.PROMPT_TOKENS}{{{S}}}[{RATE}]))", "prompt {{model_name}}"),
+                    (f"sum by (model_name) (rate({q.PREFIX_CACHE_HITS}{{{S}}}[{RATE}]))", "cached {{model_name}}"),
                 ],
                 unit="short",
             )
         )
         .with_panel(
             series(
-                "Requests/s by model",
+                "Requests/s by outcome and client",
                 [
-                    (f"sum by (model) (rate({q.REQUEST_SUCCESS}{{{M}}}[{RATE}]))", "ok {{model}}"),
-                    (f"sum by (model) (rate({q.REQUEST_FAILURE}{{{M}}}[{RATE}]))", "failed {{model}}"),
+                    (f"sum by (finished_reason) (rate({q.REQUEST_OUTCOMES}{{{S}}}[{RATE}]))", "{{finished_reason}}"),
+                    (f"sum by (status) (rate({q.HTTP_REQUESTS}{{{W}}}[{RATE}]))", "HTTP {{status}}"),
+                    (f"sum by (client) (rate({q.REQUEST_OUTCOMES}{{{S}}}[{RATE}]))", "client {{client}}"),
                 ],
                 unit="reqps",
             )
@@ -91,7 +98,7 @@ def build() -> Any:
             series(
                 "Queue time per request and queue/compute ratio",
                 [
-                    (f"{q.QUEUE_SECONDS_PER_REQUEST}{{{M}}}", "queue s {{model}}"),
+                    (f"{q.QUEUE_SECONDS_PER_REQUEST}{{{S}}}", "queue s {{model_name}}"),
                     (f"sum by (model) ({q.QUEUE_COMPUTE_RATIO}{{{M}}})", "queue/compute {{model}}"),
                 ],
                 unit="short",
@@ -141,8 +148,5 @@ def build() -> Any:
     )
 
 
-def _quantile(level: float) -> str:
-    return (
-        f"histogram_quantile({level}, sum by (model, le) "
-        f"(rate({q.FIRST_RESPONSE_HISTOGRAM_MS}_bucket{{{M}}}[{RATE}]))) / 1000"
-    )
+def _quantile(level: float, histogram: str) -> str:
+    return f"histogram_quantile({level}, sum by (model_name, le) (rate({histogram}_bucket{{{S}}}[{RATE}])))"

@@ -3,10 +3,10 @@
 The image's model imports ``LLM``, ``SamplingParams`` and ``GuidedDecodingParams`` from the module named by
 ``LLM_ENGINE_MODULE`` (default ``tensorrt_llm``); serve-local and the tests name this one instead, so the
 production model.py, config.pbtxt and model.yaml run unchanged and only the PyTorch engine is replaced.
-What it does instead of a model: it echoes the last text of the prompt (the words shuffled by ``seed`` when
-sampling), ends with the tokenizer's EOS, honours ``max_tokens``/``max_seq_len``/stop strings, constrains
-guided requests to their JSON schema or regex for real (``guided``), counts KV-cache blocks reused across
-requests (``blocks``), and runs up to ``max_batch_size`` requests at once. Limits: docs/serving.md.
+It behaves as TensorRT-LLM 1.2.1's LLM API where our product depends on it (``engine``: the executor loop, the
+shared iteration stats, cancellation, KV capacity and prefix reuse with exact ``cached_tokens``, ``n``/``best_of``,
+``logprobs``, one sampling generator for the engine); instead of a model it echoes the last text of the prompt.
+Limits: docs/serving.md.
 """
 
 from inference_platform.inference_image.testing.cpu_llm_api.engine import LLM, RequestOutput

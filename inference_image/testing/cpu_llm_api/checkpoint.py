@@ -22,14 +22,44 @@ SPECIAL = (BOS, END_OF_TEXT, START_HEADER, END_HEADER, EOT, EOM)
 CONTEXT = 8192
 CHAT_TEMPLATE = (
     "{{ bos_token }}"
+    "{% if tools %}"
+    "<|start_header_id|>system<|end_header_id|>\n\nEnvironment: ipython\n"
+    "{% if messages and messages[0]['role'] in ['system', 'developer'] %}{{ messages[0]['content'] | trim }}{% endif %}"
+    "<|eot_id|>"
+    "{% endif %}"
+    "{% set ns = namespace(tools_shown=false) %}"
     "{% for message in messages %}"
     "{% if message['role'] not in ['system', 'developer', 'user', 'assistant', 'tool'] %}"
     "{{ raise_exception('unknown role ' + message['role']) }}"
     "{% endif %}"
-    "<|start_header_id|>{{ message['role'] }}<|end_header_id|>\n\n{{ message['content'] | trim }}<|eot_id|>"
+    "{% if tools and loop.first and message['role'] in ['system', 'developer'] %}"
+    "{% elif message['role'] == 'tool' %}"
+    "<|start_header_id|>ipython<|end_header_id|>\n\n{{ message['content'] | trim }}<|eot_id|>"
+    "{% elif message['role'] == 'assistant' and message.get('tool_calls') %}"
+    "<|start_header_id|>assistant<|end_header_id|>\n\n"
+    "{% for call in message['tool_calls'] %}"
+    "{{ {'name': call['function']['name'], 'parameters': call['function']['arguments']} | tojson }}"
+    "{% if not loop.last %}; {% endif %}"
+    "{% endfor %}<|eot_id|>"
+    "{% else %}"
+    "<|start_header_id|>{{ message['role'] }}<|end_header_id|>\n\n"
+    "{% if tools and message['role'] == 'user' and not ns.tools_shown %}"
+    "{% set ns.tools_shown = true %}"
+    "Given the following functions, respond with a JSON for a function call with its proper arguments that best "
+    "answers the given prompt. Respond in the format "
+    '{"name": function name, "parameters": dictionary of argument name and its value}.\n\n'
+    "{% for tool in tools %}{{ tool | tojson }}\n\n{% endfor %}"
+    "{% endif %}"
+    "{{ message['content'] | trim }}<|eot_id|>"
+    "{% endif %}"
     "{% endfor %}"
     "{% if add_generation_prompt %}<|start_header_id|>assistant<|end_header_id|>\n\n{% endif %}"
 )
+"""Written for the tests, not Meta's file: Llama 3's header/turn format, and with ``tools`` Meta's documented JSON
+tool calling for Llama 3.1 (llama.com "Llama 3.1 prompt formats", JSON based tool calling; the same shape as
+vllm-project/vllm examples/tool_chat_template_llama3.1_json.jinja): ``Environment: ipython`` in the system turn, the
+tools as JSON in the first user turn with the instruction to answer ``{"name": ..., "parameters": ...}``, earlier calls
+rendered in that format and tool results in the ``ipython`` role."""
 
 
 def write_checkpoint(directory: Path, *, context: int = CONTEXT) -> Path:

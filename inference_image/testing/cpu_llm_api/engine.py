@@ -1,103 +1,70 @@
-"""TEST DOUBLE: ``LLM`` and its ``RequestOutput`` on CPU, for our ``tensorrt_llm`` Triton model.
+"""TEST DOUBLE: ``LLM`` and its results on CPU, for our ``tensorrt_llm`` Triton model, as TensorRT-LLM 1.2.1's LLM API
+behaves where our product depends on it (each behaviour pinned in tests/inference_image/cpu_llm_api/
+test_upstream_behaviour.py against the upstream file it copies; limits in docs/serving.md).
 
-``LLM(**model.yaml minus triton_config)`` reads what the real constructor reads from the checkpoint
-directory (``config.json`` and the tokenizer files) and the arguments the stand-in acts on:
-``max_batch_size`` (requests generating at once; more wait), ``max_input_len`` (default 1024),
-``max_seq_len`` (default the checkpoint's ``max_position_embeddings``), ``kv_cache_config``
-(``enable_block_reuse`` default true, ``tokens_per_block`` default 32) and ``guided_decoding_backend``
-(guided requests are refused without one, as the real executor has no grammar matcher then).
-``generate_async(inputs, sampling_params, lora_request, prompt_adapter_request, streaming)`` as in
-TensorRT-LLM's ``tensorrt_llm/llmapi/llm.py``; the result is async-iterable like the real one: in a stream
-it yields itself after every token, else once at the end; ``outputs[0].text`` is cumulative and
-``text_diff`` the part since the previous yield; ``abort()`` ends it with finish_reason ``cancelled``.
+``LLM(**model.yaml minus triton_config)`` reads what the real constructor reads from the checkpoint directory
+(``config.json`` and the tokenizer files) and the arguments the stand-in acts on: ``max_batch_size`` (requests running
+at once), ``max_input_len`` (default 1024), ``max_seq_len`` (default the checkpoint's ``max_position_embeddings``),
+``kv_cache_config`` (``tokens_per_block`` 32, ``enable_block_reuse`` and ``enable_partial_reuse`` true, ``max_tokens``:
+the KV pool; ``kv_cache.PrefixCache``), ``scheduler_config.capacity_scheduler_policy`` (``GUARANTEED_NO_EVICT`` or
+``MAX_UTILIZATION``), ``stream_interval`` (1), ``enable_iter_perf_stats`` and ``iter_stats_max_iterations`` (1000), and
+``guided_decoding_backend`` (guided requests are refused without one).
 
-``get_stats(timeout)`` / ``get_stats_async(timeout)`` drain the iteration stats as the real ``LLM`` does (only with
-``enable_iter_perf_stats``; at most ``iter_stats_max_iterations``, default 1000, kept): one per change of the block
-pool, with ``kvCacheStats`` ``maxNumBlocks``, ``freeNumBlocks``, ``usedNumBlocks``, ``tokensPerBlock`` from the
-stand-in's own accounting: a running request holds ceil((prompt + generated tokens) / tokens_per_block) blocks of a
-pool of ``max_batch_size`` x 64 blocks (the real pool is sized from GPU memory), and frees them when it ends.
+``generate_async(inputs, sampling_params, lora_request, prompt_adapter_request, streaming)`` returns a
+``RequestOutput`` that, as upstream's ``GenerationResult``: yields itself after each response (a stream: every
+``stream_interval`` tokens; else once at the end); keeps ``best_of`` sequences and shows ``n`` of them (sorted by
+cumulative logprob when ``best_of > n``); carries the exact ``cached_tokens``; and whose ``abort()`` only asks the
+executor to cancel (``executor.Executor``: a request still waiting gets no final response at all).
+``get_stats_async(timeout)`` is the shared ``IterationResult`` (``iteration_result``).
 
-Timing comes from the environment (the Triton process's): ``CPU_LLM_FIRST_TOKEN_DELAY_MS`` before the first
-token, ``CPU_LLM_TOKEN_DELAY_MS`` between tokens. With ``CPU_LLM_STATE_FILE`` set, the stand-in writes
-``{"active": n, "waiting": m}`` there whenever a request starts or ends, so a test sees a slot freed.
+The stand-in has no model: it echoes the last text of the prompt (its words shuffled when decoding samples, by ONE
+generator seeded 42 for the whole engine, as TorchSampler: ``seed`` is not honoured), ends with the tokenizer's EOS,
+and constrains guided requests to their JSON schema or regex for real (``guided``). Timing comes from the Triton
+process's environment: ``CPU_LLM_FIRST_TOKEN_DELAY_MS`` (each prefill), ``CPU_LLM_PREFILL_US_PER_TOKEN`` (each uncached
+prompt token), ``CPU_LLM_TOKEN_DELAY_MS`` (each iteration). With ``CPU_LLM_STATE_FILE`` set it writes
+``{"active", "waiting", "kvCache": {...}}`` there whenever the counts change.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import itertools
 import json
 import os
-import random
-import threading
-from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from inference_platform.inference_image.testing.cpu_llm_api.blocks import BlockCache
-from inference_platform.inference_image.testing.cpu_llm_api.guided import GuidedRun, GuidedVocabulary, regex_of
-from inference_platform.inference_image.testing.cpu_llm_api.params import SamplingParams
-from inference_platform.inference_image.testing.cpu_llm_api.text import (
-    Detokenizer,
-    apply_stop,
-    echo_text,
-    releasable,
-    sampled,
+from inference_platform.inference_image.runtime.byte_level import token_bytes
+from inference_platform.inference_image.testing.cpu_llm_api.executor import NO_EVICT, Executor, Snapshot, Work
+from inference_platform.inference_image.testing.cpu_llm_api.guided import GuidedVocabulary
+from inference_platform.inference_image.testing.cpu_llm_api.iteration_result import (
+    IterationResult,
+    empty_async_iterable,
 )
-from inference_platform.inference_image.testing.cpu_llm_api.vocabulary import token_bytes
+from inference_platform.inference_image.testing.cpu_llm_api.kv_cache import PrefixCache
+from inference_platform.inference_image.testing.cpu_llm_api.outputs import (
+    CompletionOutput,
+    KvCacheMetrics,
+    RequestPerfMetrics,
+    TimingMetrics,
+)
+from inference_platform.inference_image.testing.cpu_llm_api.params import SamplingParams
+from inference_platform.inference_image.testing.cpu_llm_api.text import echo_text
 
 FIRST_DELAY_ENV = "CPU_LLM_FIRST_TOKEN_DELAY_MS"
 TOKEN_DELAY_ENV = "CPU_LLM_TOKEN_DELAY_MS"
+PREFILL_ENV = "CPU_LLM_PREFILL_US_PER_TOKEN"
 STATE_FILE_ENV = "CPU_LLM_STATE_FILE"
 DEFAULT_MAX_BATCH_SIZE = 2048
 DEFAULT_MAX_INPUT_LEN = 1024
 DEFAULT_TOKENS_PER_BLOCK = 32
-BLOCKS_PER_SLOT = 64
-"""The stand-in's block pool per batch slot (the real pool is sized from GPU memory)."""
 DEFAULT_ITER_STATS_MAX_ITERATIONS = 1000
 """BaseLlmArgs.iter_stats_max_iterations unset: the executor keeps 1000 iterations' stats."""
+GLOBAL_SEED = 42
+"""TorchSampler's ``self._global_seed`` (1.2-era ``_torch/pyexecutor/sampler.py``, before per-request seeds)."""
+MAX_PREFILL_US_PER_TOKEN = 100_000
 _REQUEST_IDS = itertools.count(1)
-
-
-@dataclass
-class KvCacheMetrics:
-    num_total_allocated_blocks: int = 0
-    num_new_allocated_blocks: int = 0
-    num_reused_blocks: int = 0
-    num_missed_blocks: int = 0
-    kv_cache_hit_rate: float = 0.0
-
-
-@dataclass
-class RequestPerfMetrics:
-    kv_cache_metrics: KvCacheMetrics = field(default_factory=KvCacheMetrics)
-
-
-@dataclass
-class CompletionOutput:
-    index: int
-    text: str = ""
-    token_ids: list[int] = field(default_factory=list)
-    cumulative_logprob: float | None = None
-    logprobs: list[float] = field(default_factory=list)
-    finish_reason: str | None = None
-    stop_reason: int | str | None = None
-    request_perf_metrics: RequestPerfMetrics | None = None
-    _last_text_len: int = field(default=0, repr=False)
-    _last_token_ids_len: int = field(default=0, repr=False)
-
-    @property
-    def length(self) -> int:
-        return len(self.token_ids)
-
-    @property
-    def text_diff(self) -> str:
-        return self.text[self._last_text_len :]
-
-    @property
-    def token_ids_diff(self) -> list[int]:
-        return self.token_ids[self._last_token_ids_len :]
 
 
 class LLM:
@@ -112,6 +79,7 @@ class LLM:
                 raise ValueError(f"model {model!r}: {path} is missing (not a Hugging Face checkpoint directory)")
         config = json.loads((checkpoint / "config.json").read_text(encoding="utf-8"))
         self.tokenizer = Tokenizer.from_file(str(tokenizer_dir / "tokenizer.json"))
+        self.vocab_size = self.tokenizer.get_vocab_size(with_added_tokens=True)
         self.special_tokens = [t.content for t in self.tokenizer.get_added_tokens_decoder().values() if t.special]
         self.eos_id, self.stop_ids = _stop_tokens(self.tokenizer, tokenizer_dir)
         self.max_batch_size = int(args.get("max_batch_size") or DEFAULT_MAX_BATCH_SIZE)
@@ -121,27 +89,27 @@ class LLM:
             raise ValueError("max_seq_len is unset and the checkpoint's config.json has no max_position_embeddings")
         kv = dict(args.get("kv_cache_config") or {})
         tokens_per_block = int(kv.get("tokens_per_block") or DEFAULT_TOKENS_PER_BLOCK)
-        reuse = kv.get("enable_block_reuse", True)
-        self.blocks = BlockCache(tokens_per_block, self.max_batch_size * BLOCKS_PER_SLOT) if reuse else None
-        self.tokens_per_block = tokens_per_block
-        self.max_blocks = self.max_batch_size * BLOCKS_PER_SLOT
-        self._held: dict[int, int] = {}
-        """request id -> KV blocks it holds while it runs."""
-        keep = int(args.get("iter_stats_max_iterations") or DEFAULT_ITER_STATS_MAX_ITERATIONS)
-        self._stats: collections.deque[dict[str, Any]] | None = (
-            collections.deque(maxlen=keep) if args.get("enable_iter_perf_stats") else None
+        pool_tokens = int(kv.get("max_tokens") or self.max_batch_size * self.max_seq_len)
+        self.kv = PrefixCache(
+            tokens_per_block=tokens_per_block,
+            capacity_blocks=max(1, pool_tokens // tokens_per_block),
+            reuse=bool(kv.get("enable_block_reuse", True)),
+            partial_reuse=bool(kv.get("enable_partial_reuse", True)),
         )
-        self._iteration = 0
+        scheduler = dict(args.get("scheduler_config") or {})
+        self.policy = str(scheduler.get("capacity_scheduler_policy") or NO_EVICT).upper()
+        self.stream_interval = int(args.get("stream_interval") or 1)
+        self.iter_perf_stats = bool(args.get("enable_iter_perf_stats"))
+        self.keep_stats = int(args.get("iter_stats_max_iterations") or DEFAULT_ITER_STATS_MAX_ITERATIONS)
         self.guided_backend = args.get("guided_decoding_backend")
         self._guided: GuidedVocabulary | None = None
+        self.global_seed = GLOBAL_SEED
         self.first_delay = _delay(FIRST_DELAY_ENV)
         self.token_delay = _delay(TOKEN_DELAY_ENV)
-        self._state_file = os.environ.get(STATE_FILE_ENV)
-        self._lock = threading.Lock()
-        self._active = 0
-        self._waiting = 0
-        self._slots: asyncio.Semaphore | None = None
-        self._write_state()
+        self.prefill_per_token = _microseconds(PREFILL_ENV)
+        self.state_file = os.environ.get(STATE_FILE_ENV)
+        self._iteration_result: IterationResult | None = None
+        self._executor: Executor | None = None
 
     def generate_async(
         self,
@@ -163,23 +131,34 @@ class LLM:
             raise ValueError(f"prompt length ({len(ids)}) exceeds max_input_len ({self.max_input_len})")
         if params.guided_decoding is not None and not self.guided_backend:
             raise ValueError("guided decoding needs guided_decoding_backend in the LLM arguments")
-        return RequestOutput(self, prompt, list(ids), params, streaming)
+        budget = max(1, min(params.max_tokens, self.max_seq_len - len(ids)))
+        generated = budget * (params.best_of or params.n) if self.policy == NO_EVICT else 0
+        needed = self.kv.blocks_for(len(ids) + generated)
+        if needed > self.kv.capacity_blocks:
+            raise ValueError(f"the request needs {needed} KV-cache blocks; the pool has {self.kv.capacity_blocks}")
+        executor = self._running_executor()
+        # GenerationExecutor._maybe_initialize_iteration_results: the first submission creates the shared stats
+        # result, every later one marks it undone.
+        if self._iteration_result is None:
+            self._iteration_result = IterationResult()
+            executor.stats = self._iteration_result
+        else:
+            self._iteration_result.mark_undone()
+        result = RequestOutput(self, prompt, list(ids), params, streaming)
+        text = prompt if prompt is not None else self.tokenizer.decode(list(ids), skip_special_tokens=False)
+        executor.submit(Work(result, params, list(ids), echo_text(text, self.special_tokens), budget))
+        return result
+
+    def get_stats_async(self, timeout: float = 2) -> Any:
+        """The shared ``IterationResult`` with its timeout set (an empty iterable before the first request)."""
+        if self._iteration_result is None:
+            return empty_async_iterable()
+        self._iteration_result.set_timeout(timeout)
+        return self._iteration_result
 
     def shutdown(self) -> None:
-        self._slots = None
-
-    def get_stats(self, timeout: float | None = 2) -> list[dict[str, Any]]:
-        """The iteration stats since the last call (none without ``enable_iter_perf_stats``)."""
-        with self._lock:
-            if self._stats is None:
-                return []
-            taken = list(self._stats)
-            self._stats.clear()
-        return taken
-
-    async def get_stats_async(self, timeout: float | None = 2) -> Any:
-        for stat in self.get_stats(timeout):
-            yield stat
+        if self._executor is not None:
+            self._executor.stop()
 
     # -- the stand-in's own machinery ----------------------------------------------------------------------
     def guided_vocabulary(self) -> GuidedVocabulary:
@@ -187,81 +166,73 @@ class LLM:
             self._guided = GuidedVocabulary(token_bytes(self.tokenizer), self.eos_id)
         return self._guided
 
-    def slots(self) -> asyncio.Semaphore:
-        if self._slots is None:
-            self._slots = asyncio.Semaphore(self.max_batch_size)
-        return self._slots
+    def cancel(self, request_id: int) -> None:
+        if self._executor is not None:
+            self._executor.cancel(request_id)
 
-    def count(self, *, waiting: int = 0, active: int = 0) -> None:
-        with self._lock:
-            self._waiting += waiting
-            self._active += active
-        self._write_state()
+    def kv_cache_stats(self) -> dict[str, Any]:
+        """The KV pool's sizes and counters (the same as each iteration's ``kvCacheStats``)."""
+        return self.kv.stats()
 
-    def hold(self, request_id: int, tokens: int) -> None:
-        """Request ``request_id`` now holds the blocks of ``tokens`` tokens (0: it ended and freed them)."""
-        blocks = -(-tokens // self.tokens_per_block)
-        with self._lock:
-            if blocks:
-                self._held[request_id] = blocks
-            else:
-                self._held.pop(request_id, None)
-            if self._stats is None:
-                return
-            used = sum(self._held.values())
-            self._iteration += 1
-            self._stats.append(
-                {
-                    "iter": self._iteration,
-                    "numActiveRequests": self._active,
-                    "numQueuedRequests": self._waiting,
-                    "maxNumActiveRequests": self.max_batch_size,
-                    "kvCacheStats": {
-                        "maxNumBlocks": self.max_blocks,
-                        "freeNumBlocks": self.max_blocks - used,
-                        "usedNumBlocks": used,
-                        "tokensPerBlock": self.tokens_per_block,
-                    },
-                }
-            )
-
-    def _write_state(self) -> None:
-        if not self._state_file:
-            return
-        with self._lock:
-            state = json.dumps({"active": self._active, "waiting": self._waiting})
-            tmp = f"{self._state_file}.tmp"
-            Path(tmp).write_text(state, encoding="utf-8")
-            os.replace(tmp, self._state_file)
-
-
-@dataclass(frozen=True)
-class _Step:
-    """One response's worth of progress, applied to the output when the caller takes it (as the real result
-    applies each response it dequeues, so ``text_diff`` is exactly that response's new text)."""
-
-    token_ids: tuple[int, ...]
-    text: str
-    finish_reason: str | None = None
-    stop_reason: int | str | None = None
+    def _running_executor(self) -> Executor:
+        """The executor on this event loop. The real LLM runs on a loop of its own; a test that drives one stand-in
+        from several loops gets a new executor (same KV cache and generator) on each."""
+        loop = asyncio.get_running_loop()
+        old = self._executor
+        if old is not None and old.loop is loop:
+            return old
+        executor = Executor(self, policy=self.policy, stats=None, keep_stats=self.keep_stats)
+        if old is not None:
+            executor.rng = old.rng
+            old.stop()
+        if self._iteration_result is not None:
+            self._iteration_result.aqueue = asyncio.Queue()
+            executor.stats = self._iteration_result
+        self._executor = executor
+        return executor
 
 
 class RequestOutput:
+    """A submitted request's result, as upstream's ``GenerationResult`` (``tensorrt_llm/executor/result.py``)."""
+
     def __init__(self, llm: LLM, prompt: str | None, ids: list[int], params: SamplingParams, streaming: bool) -> None:
         self.request_id = next(_REQUEST_IDS)
         self.prompt = prompt
         self.prompt_token_ids = ids
         self.streaming = streaming
+        self.sampling_params = params
         self.finished = False
-        self.outputs = [CompletionOutput(index=0)]
+        self.cached_tokens = 0
         self._llm = llm
-        self._params = params
-        self._aborted = asyncio.Event()
-        self._queue: asyncio.Queue[_Step | BaseException] = asyncio.Queue()
-        self._task = asyncio.get_running_loop().create_task(self._run())
+        self._aborted = False
+        self._outputs = [CompletionOutput(index=i) for i in range(params.best_of or params.n)]
+        self._queue: asyncio.Queue[Snapshot | BaseException] = asyncio.Queue()
+
+    @property
+    def outputs(self) -> list[CompletionOutput]:
+        params = self.sampling_params
+        if params.n == (params.best_of or params.n):
+            return self._outputs[: params.n]
+        ranked = sorted(
+            self._outputs,
+            key=lambda o: o.cumulative_logprob if o.cumulative_logprob is not None else float("-inf"),
+            reverse=True,
+        )
+        for i, out in enumerate(ranked):
+            out.index = i
+        return ranked[: params.n]
 
     def abort(self) -> None:
-        self._aborted.set()
+        """Ask the executor to cancel (upstream: ``abort_request``); the iteration does not end by itself."""
+        self._llm.cancel(self.request_id)
+        self._aborted = True
+
+    def aborted(self) -> bool:
+        return self._aborted
+
+    def deliver(self, item: Snapshot | BaseException) -> None:
+        """The executor's side: one response (or the request's error)."""
+        self._queue.put_nowait(item)
 
     async def aresult(self) -> RequestOutput:
         async for _ in self:
@@ -278,100 +249,35 @@ class RequestOutput:
         if isinstance(item, BaseException):
             self.finished = True
             raise item
-        out = self.outputs[0]
-        out._last_text_len, out._last_token_ids_len = len(out.text), len(out.token_ids)
-        out.token_ids, out.text = list(item.token_ids), item.text
-        out.finish_reason, out.stop_reason = item.finish_reason, item.stop_reason
-        self.finished = item.finish_reason is not None
+        self._apply(item)
         return self
 
-    async def _run(self) -> None:
-        llm = self._llm
-        llm.count(waiting=1)
-        async with llm.slots():
-            llm.count(waiting=-1, active=1)
-            try:
-                await self._generate(llm, self._params)
-            except Exception as err:  # the caller's iteration raises it, as the executor's errors do
-                self._queue.put_nowait(err)
-            finally:
-                llm.count(active=-1)
-                llm.hold(self.request_id, 0)
+    def _apply(self, snap: Snapshot) -> None:
+        self.cached_tokens = snap.cached_tokens
+        perf = self._perf(snap.timing) if self.sampling_params.return_perf_metrics else None
+        for out, (ids, text, logprobs, cumulative, finish, stop) in zip(self._outputs, snap.outputs, strict=False):
+            out._last_text_len, out._last_token_ids_len = len(out.text), len(out.token_ids)
+            out._last_logprobs_len = len(out.logprobs)
+            out.token_ids, out.text, out.logprobs = ids, text, logprobs
+            out.cumulative_logprob = cumulative
+            out.finish_reason, out.stop_reason = finish, stop
+            out.request_perf_metrics = perf
+        self.finished = snap.finished
 
-    def _perf_metrics(self, llm: LLM) -> None:
-        reused = llm.blocks.admit(self.prompt_token_ids) if llm.blocks is not None else 0
-        if not self._params.return_perf_metrics:
-            return
-        size = llm.blocks.tokens_per_block if llm.blocks is not None else DEFAULT_TOKENS_PER_BLOCK
+    def _perf(self, timing: tuple[float, float, float, float]) -> RequestPerfMetrics:
+        size = self._llm.kv.tokens_per_block
         total = -(-len(self.prompt_token_ids) // size)
-        self.outputs[0].request_perf_metrics = RequestPerfMetrics(
+        reused = min(total, -(-self.cached_tokens // size))
+        return RequestPerfMetrics(
             KvCacheMetrics(
                 num_total_allocated_blocks=total,
                 num_new_allocated_blocks=total - reused,
                 num_reused_blocks=reused,
                 num_missed_blocks=total - reused,
                 kv_cache_hit_rate=reused / total if total else 0.0,
-            )
+            ),
+            TimingMetrics(*(timedelta(seconds=t) for t in timing)),
         )
-
-    async def _generate(self, llm: LLM, params: SamplingParams) -> None:
-        self._perf_metrics(llm)
-        llm.hold(self.request_id, len(self.prompt_token_ids))
-        rng = random.Random(params.seed)
-        prompt_text = self.prompt or llm.tokenizer.decode(self.prompt_token_ids, skip_special_tokens=False)
-        echo = echo_text(prompt_text, llm.special_tokens)
-        if params.samples():
-            echo = sampled(echo, rng)
-        tokens = _token_source(llm, params, echo, rng)
-        budget = min(params.max_tokens, llm.max_seq_len - len(self.prompt_token_ids))
-        stops, stop_ids = params.stop_strings(), set(params.stop_token_ids or ()) | llm.stop_ids
-        detok = Detokenizer(llm.tokenizer, params.skip_special_tokens)
-        ids: list[int] = []
-        text = ""
-        delay = llm.first_delay
-        while True:
-            if await _aborted_within(self._aborted, delay):
-                self._queue.put_nowait(_Step(tuple(ids), text, "cancelled"))
-                return
-            delay = llm.token_delay
-            token = next(tokens)
-            if token in stop_ids and not params.ignore_eos:
-                stop_reason = None if token == llm.eos_id else token
-                self._queue.put_nowait(_Step(tuple(ids), text, "stop", stop_reason))
-                return
-            ids.append(token)
-            llm.hold(self.request_id, len(self.prompt_token_ids) + len(ids))
-            text, stop = apply_stop(detok.update(ids), stops, include=params.include_stop_str_in_output)
-            finish = "stop" if stop is not None else ("length" if len(ids) >= budget else None)
-            if finish is not None:
-                self._queue.put_nowait(_Step(tuple(ids), text, finish, stop))
-            elif self.streaming:
-                self._queue.put_nowait(_Step(tuple(ids), releasable(text, stops)))
-            if finish is not None:
-                return
-
-
-async def _aborted_within(event: asyncio.Event, seconds: float) -> bool:
-    """Wait ``seconds`` (a decode step); True at once if the request is aborted meanwhile."""
-    if event.is_set():
-        return True
-    try:
-        await asyncio.wait_for(event.wait(), timeout=seconds)
-    except TimeoutError:
-        return False
-    return True
-
-
-def _token_source(llm: LLM, params: SamplingParams, echo: str, rng: random.Random):
-    """The tokens the stand-in emits: the guide's walk, or the echo then the EOS, over and over."""
-    if params.guided_decoding is not None:
-        run = GuidedRun(llm.guided_vocabulary(), regex_of(params.guided_decoding), echo, rng)
-        while True:
-            yield run.next_token()
-    body = llm.tokenizer.encode(echo, add_special_tokens=False).ids
-    while True:
-        yield from body
-        yield llm.eos_id
 
 
 def _stop_tokens(tokenizer: Any, directory: Path) -> tuple[int, set[int]]:
@@ -394,6 +300,17 @@ def _json(path: Path) -> dict[str, Any]:
         return {}
     data = json.loads(path.read_text(encoding="utf-8"))
     return data if isinstance(data, dict) else {}
+
+
+def _microseconds(name: str) -> float:
+    raw = os.environ.get(name, "0")
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be an integer number of microseconds, got {raw!r}") from None
+    if not 0 <= value <= MAX_PREFILL_US_PER_TOKEN:
+        raise ValueError(f"{name} must be between 0 and {MAX_PREFILL_US_PER_TOKEN} us, got {value}")
+    return value / 1_000_000
 
 
 def _delay(name: str) -> float:

@@ -4,13 +4,14 @@ A JSON schema becomes a regular expression (``outlines_core.json_schema.build_re
 regex an index of which token may follow in each state over the tokenizer's vocabulary
 (``outlines_core.Index``), as a real engine's grammar backend masks logits. The stand-in has no logits to
 mask, so it picks among the allowed tokens: the next byte of its echo text where the guide allows it, else a
-step along a shortest path to an accepting state (ties broken by the request's seed), and the EOS once the
+step along a shortest path to an accepting state (ties broken by the engine's one generator), and the EOS once the
 guide accepts and the echo is spent. Every emitted token is allowed, so the text always matches the guide
 (unless max_tokens cuts it, as on a GPU). EBNF grammars and structural tags are refused (ValueError).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 from collections import deque
@@ -34,6 +35,9 @@ def regex_of(params: GuidedDecodingParams) -> str:
         return params.regex
     if params.json is not None or params.json_object:
         schema = ANY_OBJECT if params.json is None else params.json
+        if params.json is not None:
+            with contextlib.suppress(ValueError):
+                schema = _small_integer_ranges(json.loads(schema) if isinstance(schema, str) else schema)
         text = schema if isinstance(schema, str) else json.dumps(schema)
         try:
             return build_regex_from_schema(text)
@@ -41,6 +45,27 @@ def regex_of(params: GuidedDecodingParams) -> str:
             raise ValueError(f"the CPU stand-in cannot compile this JSON schema: {err}") from None
     kind = "grammar" if params.grammar is not None else "structural_tag"
     raise ValueError(f"the CPU stand-in cannot apply {kind} guides (only json, json_object and regex)")
+
+
+SMALL_INTEGER_RANGE = 256
+"""An integer schema bounded on both sides by at most this many values becomes their enum (outlines-core's regex
+does not bound integers; xgrammar does, with range regexes): what a tool's "days: 1-7" asks is then kept."""
+
+
+def _small_integer_ranges(node: Any) -> Any:
+    """``{"type": "integer", "minimum": a, "maximum": b}`` with few values as ``{"enum": [a..b]}``, everywhere."""
+    if isinstance(node, list):
+        return [_small_integer_ranges(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {key: _small_integer_ranges(value) for key, value in node.items()}
+    low, high = out.get("minimum"), out.get("maximum")
+    if (out.get("type") == "integer" and "enum" not in out and isinstance(low, int) and isinstance(high, int)
+            and not isinstance(low, bool) and not isinstance(high, bool) and 0 <= high - low < SMALL_INTEGER_RANGE):  # fmt: skip
+        for key in ("type", "minimum", "maximum"):
+            out.pop(key)
+        out["enum"] = list(range(low, high + 1))
+    return out
 
 
 class GuidedVocabulary:

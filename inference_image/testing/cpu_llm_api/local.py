@@ -14,6 +14,8 @@ from typing import Any
 from inference_platform.inference_image.testing.cpu_llm_api.checkpoint import write_checkpoint
 from inference_platform.inference_image.testing.cpu_llm_api.engine import (
     FIRST_DELAY_ENV,
+    MAX_PREFILL_US_PER_TOKEN,
+    PREFILL_ENV,
     STATE_FILE_ENV,
     TOKEN_DELAY_ENV,
 )
@@ -23,6 +25,8 @@ ENGINE_MODULE_ENV = "LLM_ENGINE_MODULE"
 ENGINE_MODULE = "inference_platform.inference_image.testing.cpu_llm_api"
 DEFAULT_FIRST_TOKEN_DELAY_MS = 50
 DEFAULT_TOKEN_DELAY_MS = 20
+DEFAULT_PREFILL_US_PER_TOKEN = 50
+"""A 2,000-token uncached prompt adds 0.1 s to its prefill; a cached one almost nothing (routing work measures it)."""
 MAX_DELAY_MS = 60_000
 
 
@@ -32,12 +36,17 @@ class Timing:
     """Default 50. Simulated prefill before the first token."""
     token_delay_ms: int = DEFAULT_TOKEN_DELAY_MS
     """Default 20. Simulated decode step between tokens."""
+    prefill_us_per_token: int = DEFAULT_PREFILL_US_PER_TOKEN
+    """Default 50. Simulated prefill per prompt token the replica's KV cache does not hold."""
 
     def __post_init__(self) -> None:
-        for name in ("first_token_delay_ms", "token_delay_ms"):
+        bounds = {"first_token_delay_ms": MAX_DELAY_MS, "token_delay_ms": MAX_DELAY_MS}
+        bounds["prefill_us_per_token"] = MAX_PREFILL_US_PER_TOKEN
+        for name, top in bounds.items():
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_DELAY_MS:
-                raise ValueError(f"stand-in {name} must be an integer between 0 and {MAX_DELAY_MS} ms, got {value!r}")
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= top:
+                unit = "us" if name.endswith("_us_per_token") else "ms"
+                raise ValueError(f"stand-in {name} must be an integer between 0 and {top} {unit}, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -48,7 +57,7 @@ class LocalModel:
     """``<repository>/tensorrt_llm``: what the OpenAI server reads (config.pbtxt, 1/model.yaml)."""
     checkpoint: Path
     state_file: Path
-    """Where the stand-in writes ``{"active", "waiting"}``."""
+    """Where the stand-in writes ``{"active", "waiting", "kvCache"}`` (its KV pool's sizes and counters)."""
     engine_env: dict[str, str]
     """Add to the Triton process's environment."""
 
@@ -64,6 +73,7 @@ def build_local_model(serving: Any, work_dir: Path, timing: Timing = Timing()) -
         ENGINE_MODULE_ENV: ENGINE_MODULE,
         FIRST_DELAY_ENV: str(timing.first_token_delay_ms),
         TOKEN_DELAY_ENV: str(timing.token_delay_ms),
+        PREFILL_ENV: str(timing.prefill_us_per_token),
         STATE_FILE_ENV: str(state_file),
     }
     return LocalModel(repository, models, repository / models[0], checkpoint, state_file, env)

@@ -29,6 +29,7 @@ NVIDIA = RuleSet(scope=SCOPE, hpa="keda-hpa-triton", edge_clusters=EDGE)
 NEURON = RuleSet(scope=Scope(namespace=NS, job=JOB, backend="neuron"), vendor="neuron", hpa="keda-hpa-triton")
 W = f'namespace="{NS}",job="{JOB}"'  # what a ServiceMonitor adds to every Triton sample
 TRT = f'{W},model="tensorrt_llm",version="1",pod="triton-a"'
+SRV = f'{W},model_name="Llama-3.1-8B",client="team-a",pod="triton-a"'  # the OpenAI server's series
 KSM = f'job="kube-state-metrics",namespace="{NS}",pod="triton-7d9f-abcde",container="triton"'
 ROUTE = 'envoy_cluster_name="httproute/inference/triton/rule/0"'
 RATE_LIMIT_CLUSTER = 'envoy_cluster_name="ratelimit_cluster"'  # Envoy Gateway's cluster of its rate-limit service
@@ -72,16 +73,16 @@ CASES = [
     Case(
         "InferenceQueueTimeHigh",
         [
-            (f"nv_inference_queue_duration_us{{{TRT}}}", "0+2000000x40"),
-            (f"nv_inference_request_success{{{TRT}}}", "0+1x40"),
+            (f"vllm:request_queue_time_seconds_sum{{{SRV}}}", "0+2x40"),
+            (f"vllm:request_queue_time_seconds_count{{{SRV}}}", "0+1x40"),
         ],
         [
-            (f"nv_inference_queue_duration_us{{{TRT}}}", "0+100000x40"),
-            (f"nv_inference_request_success{{{TRT}}}", "0+1x40"),
+            (f"vllm:request_queue_time_seconds_sum{{{SRV}}}", "0+0.1x40"),
+            (f"vllm:request_queue_time_seconds_count{{{SRV}}}", "0+1x40"),
         ],
         "20m",
-        {"namespace": NS, "job": JOB, "model": "tensorrt_llm"},
-        "Model tensorrt_llm keeps requests 2s in its queue on average (threshold 1 s).",
+        {"namespace": NS, "job": JOB, "model_name": "Llama-3.1-8B"},
+        "Model Llama-3.1-8B keeps requests 2s in the engine's queue on average (threshold 1 s).",
     ),
     Case(
         "KvCacheNearlyFull",
@@ -100,34 +101,30 @@ CASES = [
     Case(
         "TimeToFirstTokenP95AboveSlo",
         [
-            (f'nv_inference_first_response_histogram_ms_bucket{{{W},model="ensemble",le="{le}"}}', v)
-            for le, v in (("500", "0x40"), ("2000", "0x40"), ("5000", "0+10x40"), ("+Inf", "0+10x40"))
+            (f'vllm:time_to_first_token_seconds_bucket{{{SRV},le="{le}"}}', v)
+            for le, v in (("0.5", "0x40"), ("2", "0x40"), ("5", "0+10x40"), ("+Inf", "0+10x40"))
         ],
         [
-            (f'nv_inference_first_response_histogram_ms_bucket{{{W},model="ensemble",le="{le}"}}', v)
-            for le, v in (("500", "0+10x40"), ("2000", "0+10x40"), ("5000", "0+10x40"), ("+Inf", "0+10x40"))
+            (f'vllm:time_to_first_token_seconds_bucket{{{SRV},le="{le}"}}', v)
+            for le, v in (("0.5", "0+10x40"), ("2", "0+10x40"), ("5", "0+10x40"), ("+Inf", "0+10x40"))
         ],
         "20m",
-        {"namespace": NS, "job": JOB, "model": "ensemble"},
-        "p95 TTFT of ensemble is 4.85s (SLO 2 s).",
+        {"namespace": NS, "job": JOB, "model_name": "Llama-3.1-8B"},
+        "p95 TTFT of Llama-3.1-8B is 4.85s (SLO 2 s), measured by the OpenAI server from each request's arrival.",
     ),
     Case(
         "InterTokenLatencyAboveSlo",
         [
-            (f"nv_inference_request_duration_us{{{TRT}}}", "0+60000000x40"),
-            (f"nv_inference_first_response_histogram_ms_sum{{{TRT}}}", "0+1000x40"),
-            (f"nv_llm_output_token_len_sum{{{TRT}}}", "0+101x40"),
-            (f"nv_llm_output_token_len_count{{{TRT}}}", "0+1x40"),
+            (f'vllm:inter_token_latency_seconds_bucket{{{SRV},le="{le}"}}', v)
+            for le, v in (("0.05", "0x40"), ("0.1", "0x40"), ("0.2", "0+100x40"), ("+Inf", "0+100x40"))
         ],
         [
-            (f"nv_inference_request_duration_us{{{TRT}}}", "0+3000000x40"),
-            (f"nv_inference_first_response_histogram_ms_sum{{{TRT}}}", "0+1000x40"),
-            (f"nv_llm_output_token_len_sum{{{TRT}}}", "0+101x40"),
-            (f"nv_llm_output_token_len_count{{{TRT}}}", "0+1x40"),
+            (f'vllm:inter_token_latency_seconds_bucket{{{SRV},le="{le}"}}', v)
+            for le, v in (("0.05", "0+100x40"), ("0.1", "0+100x40"), ("0.2", "0+100x40"), ("+Inf", "0+100x40"))
         ],
         "20m",
-        {"namespace": NS, "job": JOB},
-        "Mean decode time per token is 590ms, above the p95 SLO of 0.1 s (so p95 is above it too).",
+        {"namespace": NS, "job": JOB, "model_name": "Llama-3.1-8B"},
+        "p95 inter-token latency of Llama-3.1-8B is 195ms, above the SLO of 0.1 s.",
     ),
     Case(
         "InferenceContainerOOMKilled",

@@ -106,8 +106,12 @@ def test_service_pdb_and_service_monitor(run_components):
     assert pdb["maxUnavailable"] == 1 and pdb["selector"] == {"matchLabels": SELECTOR}
     monitor = one(resources, "svc-service-monitor")
     assert monitor.type == "kubernetes:monitoring.coreos.com/v1:ServiceMonitor"
-    assert monitor.inputs["spec"]["endpoints"] == [{"port": "metrics", "path": "/metrics", "interval": "15s",
-                                                    "scrapeTimeout": "10s"}]  # fmt: skip
+    # Triton's metrics port, and the OpenAI server's /metrics (the request histograms the rules read).
+    assert monitor.inputs["spec"]["endpoints"] == [
+        {"port": "metrics", "path": "/metrics", "interval": "15s", "scrapeTimeout": "10s"},
+        {"port": "openai", "path": "/metrics", "interval": "15s", "scrapeTimeout": "10s",
+         "metricRelabelings": [{"sourceLabels": ["__name__"], "regex": "nv_trt_llm_.*", "action": "drop"}]},
+    ]  # fmt: skip
     crds = one(resources, "crds")
     assert crds.urn in monitor.dependencies  # the CRD exists before the ServiceMonitor applies
 
@@ -119,7 +123,7 @@ def test_network_policy_admits_only_load_balancers_and_monitoring(run_components
     assert lb["from"] == [{"ipBlock": {"cidr": "10.0.192.0/24"}}]
     assert [int(p["port"]) for p in lb["ports"]] == [9000]  # the OpenAI server only; Triton stays pod-internal
     assert metrics["from"] == [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}]
-    assert [int(p["port"]) for p in metrics["ports"]] == [8002]
+    assert [int(p["port"]) for p in metrics["ports"]] == [8002, 9000]  # Triton's metrics, the server's /metrics
 
 
 def test_without_load_balancer_cidrs_or_service_monitor(run_components):

@@ -10,6 +10,7 @@ import pytest
 from inference_platform.catalog.pool_profile import Taint
 from inference_platform.catalog.serving_contract import (
     OPENAI_HEALTH_PATH,
+    OPENAI_LIVE_PATH,
     OPENAI_PORT,
     READINESS_DEADLINE_ENV,
 )
@@ -78,7 +79,9 @@ def test_the_server_container_follows_the_image_contract():
     assert container["readinessProbe"]["httpGet"] == {"path": OPENAI_HEALTH_PATH, "port": "openai"}
     env = {e["name"]: e.get("value") for e in container["env"]}
     assert env[READINESS_DEADLINE_ENV] == str(pod.probes.timeout_seconds - 1)
-    assert container["livenessProbe"]["httpGet"]["path"] == LIVE_PATH
+    # Triton's own live stays 200 with its model's process dead: liveness asks the model through the OpenAI server.
+    assert container["livenessProbe"]["httpGet"] == {"path": OPENAI_LIVE_PATH, "port": "openai"}
+    assert container["startupProbe"]["httpGet"]["path"] == LIVE_PATH
     startup = container["startupProbe"]
     assert startup["periodSeconds"] * startup["failureThreshold"] >= pod.probes.startup_seconds
     assert container["lifecycle"]["preStop"] == {"sleep": {"seconds": 15}}

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from inference_platform.inferctl.cli import main as cli
 from inference_platform.settings import stack_files
-from tests.inferctl.serving.openai_stack import openai_stack
 from tests.inferctl.verify.test_verify import FAST, stack_file, through_edge
+from tools.local_openai_stack import openai_stack
 
 HERE = Path(__file__).resolve().parent
 

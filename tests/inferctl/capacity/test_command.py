@@ -202,6 +202,10 @@ def test_fleet_prints_the_stacks(capsys):
     o = json.loads(out)
     assert len(o["clusters"]) >= 2 and {c["region"] for c in o["clusters"]} == {"us-east-1", "us-west-2"}
     assert o["accelerators_provisioned"] > o["accelerators_needed_at_peak"]
+    summary = o["summary"]
+    assert summary["clusters"] == len(o["clusters"]) and [r["region"] for r in summary["regions"]]
+    assert summary["monthly_usd"]["expected"] < summary["monthly_usd"]["ceiling"]
+    assert summary["usd_per_million_total_tokens"] > 0
     code, _, err = run(capsys, "capacity", "fleet", *DEMAND, "--tokens-per-day", "150T", "--accelerator", "b200",
                        "--region-quota", "us-east-1=100")  # fmt: skip
     assert code == 2 and "--region-quota" in err
@@ -272,3 +276,23 @@ def test_cached_input_tokens_sell_at_the_cached_price_share(capsys, tmp_path):
     # Half the tokens are input; 40 % of them sell at a quarter of the price: 0.5 x (1 - 0.4 x 0.75) + 0.5.
     assert code == 0 and json.loads(out)["revenue_per_million_total_tokens"] == pytest.approx(0.85)
     assert Factor(value=0.25).source == "modelled"
+
+
+def test_fleet_text_is_a_summary_not_a_row_per_cluster(capsys):
+    """Issue 28: 150 T tokens/day printed 89 identical rows with no cost or total. One row per region, a total
+    row, $/month and $/M tokens; --json keeps every cluster."""
+    argv = ["capacity", "fleet", *DEMAND, "--tokens-per-day", "150T", "--accelerator", "h100", "--region-quota",
+            "us-east-1=300000", "--region-quota", "us-west-2=300000", "--region-quota", "us-east-2=300000"]  # fmt: skip
+    code, out, _ = run(capsys, *argv)
+    assert code == 0
+    lines = out.splitlines()
+    assert len(lines) <= 10, out
+    clusters = int(lines[0].split(" provisioned in ")[1].split()[0])
+    assert clusters > 50
+    rows = [line.split() for line in lines if line.strip().startswith(("us-", "total"))]
+    assert [r[0] for r in rows] == ["us-east-1", "us-west-2", "us-east-2", "total"]
+    assert sum(int(r[1].replace(",", "")) for r in rows[:-1]) == int(rows[-1][1].replace(",", "")) == clusters
+    assert all(r[-2].startswith("$") and r[-1].startswith("$") for r in rows)
+    assert "per M total tokens" in out and "per M output tokens" in out and "stacks: serve-us-east-1-1 .. " in out
+    code, out, _ = run(capsys, *argv, "--json")
+    assert code == 0 and len(json.loads(out)["clusters"]) == clusters

@@ -68,7 +68,7 @@ def test_the_plan_report_shows_the_monthly_estimate(stack, stack_plan):
     for text in (tree(plan), markdown(plan)):
         assert "Monthly cost (" in text and "expected $" in text
     if stack == "prod":  # the stack that plans from demand (inference-platform:capacity)
-        assert "Planned capacity: 1.5e+09 tokens/day" in tree(plan)
+        assert "Planned capacity (what the demand needs): 1.5e+09 tokens/day" in tree(plan)
 
 
 def test_bad_cost_assumptions_exit_2_naming_every_key(plan_file, tmp_path, capsys):

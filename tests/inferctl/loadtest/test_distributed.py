@@ -1,7 +1,7 @@
 """Locust in its distributed mode (one master, two workers) against the local OpenAI stack.
 
 The server is the image's OpenAI server in front of the real tritonserver with the production ``tensorrt_llm``
-model and the stand-in engine (tests/inferctl/serving/openai_stack.py), reached directly and through the real
+model and the stand-in engine (tools/local_openai_stack.py), reached directly and through the real
 Envoy edge with TLS and a bearer key. Every run is bounded in requests and time; the tests check what was
 recorded, never how fast.
 """
@@ -17,7 +17,7 @@ from inference_platform.loadgen import records as rec
 from inference_platform.loadgen.config import LoadConfig, Shape, SizeDistribution
 from inference_platform.loadgen.runner import run
 from tests.inferctl.serving.conftest import leftover_processes
-from tests.inferctl.serving.openai_stack import OpenAIStack
+from tools.local_openai_stack import OpenAIStack
 
 pytestmark = [pytest.mark.triton, pytest.mark.timeout(300)]
 

@@ -1,9 +1,8 @@
 """Helpers of the local-server tests: free ports on 127.0.0.1, bounded readiness waits, and
-``leftover_processes`` so tests prove nothing outlives them (the servers: openai_stack.py)."""
+``leftover_processes`` so tests prove nothing outlives them (the servers: tools/local_openai_stack.py)."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import time
 import urllib.error
@@ -12,15 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from inference_platform.inference_image.server_args import Listen
 from inference_platform.processes import free_port
+from tools.local_openai_stack import LOOPBACK, READY_TIMEOUT, leftover_processes, listen
 
-LOOPBACK = "127.0.0.1"
-READY_TIMEOUT = 90.0
-
-
-def listen() -> Listen:
-    return Listen(address=LOOPBACK, http_port=free_port(), grpc_port=free_port(), metrics_port=free_port())
+__all__ = ["LOOPBACK", "READY_TIMEOUT", "free_port", "leftover_processes", "listen", "wait_for_line", "wait_http_200"]
+"""The serving tests' helpers; the stack and its port helpers live in tools/local_openai_stack.py (make bench uses
+them too, and may import nothing from tests/)."""
 
 
 def wait_http_200(process: subprocess.Popen, url: str, timeout: float = READY_TIMEOUT, log: Path | None = None) -> None:
@@ -48,19 +44,3 @@ def wait_for_line(process: subprocess.Popen, log: Path, text: str, timeout: floa
             return
         time.sleep(0.25)
     pytest.fail(f"{text!r} not printed within {timeout} s:\n{log.read_text(errors='replace')[-3000:]}")
-
-
-def leftover_processes(marker: str) -> list[str]:
-    """Command lines of live processes that mention ``marker`` (a test's private directory)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            state = next(line for line in (entry / "status").read_text().splitlines() if line.startswith("State:"))
-        except (OSError, StopIteration):
-            continue
-        if marker in cmdline and "zombie" not in state:
-            found.append(cmdline)
-    return found

@@ -626,6 +626,8 @@ def test_bodies_beyond_the_limit_are_413_sized_or_chunked_and_at_the_limit_pass(
     status, _, body = call(edge, "POST", "/v1/chat/completions", headers=bearer(edge.keys["alpha"]),
                                  body={**CHAT, "pad": "x" * limit})  # fmt: skip
     assert status == 413 and openai_error(body) == "request_too_large" and len(edge.upstream.seen) == 2
+    # It states the limit, and where (issue 28).
+    assert f"at most {limit:,} bytes" in json.loads(body)["error"]["message"]
 
 
 SLOW_CONNECTIONS = 200  # as many as the finding held open

@@ -12,7 +12,7 @@ import pytest
 
 from inference_platform.inference_image.testing.cpu_llm_api.local import Timing
 from inference_platform.settings import stack_files
-from tests.inferctl.serving.openai_stack import openai_stack
+from tools.local_openai_stack import openai_stack
 
 pytestmark = [pytest.mark.triton, pytest.mark.timeout(300)]
 
@@ -23,7 +23,10 @@ def test_a_stream_running_at_sigterm_finishes_and_the_server_exits_0(tmp_path):
                       edge=False) as stack:  # fmt: skip
         with openai.OpenAI(base_url=f"{stack.openai_url}/v1", api_key="unused", max_retries=0, timeout=60) as client:
             stream = client.chat.completions.create(
-                model=stack.served_model, messages=[{"role": "user", "content": text}], stream=True
+                model=stack.served_model,
+                messages=[{"role": "user", "content": text}],
+                stream=True,
+                stream_options={"include_usage": True},
             )
             parts = []
             for chunk in stream:

@@ -90,7 +90,7 @@ def test_smoke_fails_with_one_line_when_nothing_listens():
         timeout=60,
     )
     assert result.returncode == 1
-    expected = f"inferctl smoke: smoke failed: GET http://127.0.0.1:{port}/health: "
+    expected = f"inferctl smoke: smoke failed: GET http://127.0.0.1:{port}/health: connection refused: nothing listens"
     assert result.stderr.startswith(expected) and result.stderr.count("\n") == 1, result.stderr
 
 

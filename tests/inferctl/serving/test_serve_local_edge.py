@@ -1,7 +1,8 @@
 """``inferctl serve-local --edge`` and ``inferctl smoke --url https://...`` as a user runs them (separate
 processes): the OpenAI API over HTTPS with an API key (``Authorization: Bearer`` or ``x-api-key``), the key file
-owner-only, other edge settings from ``--stack-file``, KServe v2 not routed, and nothing left running after
-SIGTERM."""
+owner-only, other edge settings from ``--stack-file``, KServe v2 not routed, what it prints once ready (base URL
+with /v1, model id, key file, CA), a smoke without the CA told how to trust it, and nothing left running after
+SIGTERM; started again on the same work dir, the same keys and CA (issue 28: both changed at every restart)."""
 
 from __future__ import annotations
 
@@ -62,17 +63,18 @@ def test_serve_local_edge_serves_https_with_api_keys_from_a_stack_file(tmp_path)
         f"--http-port={ports.http_port}", f"--grpc-port={ports.grpc_port}", f"--metrics-port={ports.metrics_port}",
         f"--openai-port={free_port()}", f"--work-dir={work}", "--first-token-delay-ms=5", "--token-delay-ms=2",
     ]  # fmt: skip
-    with open(log, "wb") as output:
-        process = subprocess.Popen(
-            argv, stdout=output, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=die_with_parent()
-        )
+    base = f"https://127.0.0.1:{edge_port}"
+    process = _start(argv, log)
     try:
-        wait_for_line(process, log, "serve-local: edge https://127.0.0.1:")
+        wait_for_line(process, log, "serve-local: the OpenAI API is ready")
         assert stat.S_IMODE(keys_file.stat().st_mode) == 0o600
         keys = json.loads(keys_file.read_text())
         assert sorted(keys) == ["batch", "chat"] and all(len(k) >= 32 for k in keys.values())
         ca = work / "edge" / "tls" / "ca.pem"
-        base = f"https://127.0.0.1:{edge_port}"
+        printed = _banner(log)
+        assert printed["base URL"] == f"{base}/v1" and printed["model"] == "Llama-3.1-8B"
+        assert printed["API keys"].startswith(f"{keys_file} (clients batch, chat: new keys;")
+        assert printed["CA"] == f"{ca} (new: clients trust this file)"
         assert https_status(f"{base}/v1/models", ca, None) == 401
         assert https_status(f"{base}/v1/models", ca, "not-a-key-" * 4) == 401
         assert https_status(f"{base}/v1/models", ca, keys["chat"]) == 200
@@ -95,15 +97,54 @@ def test_serve_local_edge_serves_https_with_api_keys_from_a_stack_file(tmp_path)
             capture_output=True, text=True, timeout=60,
         )  # fmt: skip
         assert wrong.returncode == 1 and "smoke failed: GET /health: HTTP 401" in wrong.stderr, wrong.stderr
+        # No CA: the sentence says which flag and which file, not a bare certificate error.
+        untrusted = subprocess.run(
+            [*INFERCTL, "smoke", "--url", base, f"--api-key-file={keys_file}", "--client=chat"],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert untrusted.returncode == 1 and "the server's certificate is not trusted" in untrusted.stderr
+        assert "--ca-file" in untrusted.stderr, untrusted.stderr
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=90) == 0
+        ca_bytes, keys_bytes = ca.read_bytes(), keys_file.read_bytes()
+        again_log = tmp_path / "again.log"
+        process = _start(argv, again_log)
+        wait_for_line(process, again_log, "serve-local: the OpenAI API is ready")
+        printed = _banner(again_log)
+        assert (
+            printed["CA"] == f"{ca} (kept from the last start)" and ": kept from the last start;" in printed["API keys"]
+        )
+        assert (ca.read_bytes(), keys_file.read_bytes()) == (ca_bytes, keys_bytes)
+        assert https_status(f"{base}/v1/models", ca, keys["chat"]) == 200  # a client set up before the restart
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=90) == 0
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait(timeout=30)
-    text = log.read_text()
+    text = log.read_text() + again_log.read_text()
     assert not any(key in text for key in keys.values())
     assert leftover_processes(str(work)) == []
+
+
+def _start(argv: list[str], log: Path) -> subprocess.Popen[bytes]:
+    with open(log, "wb") as output:
+        return subprocess.Popen(
+            argv, stdout=output, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=die_with_parent()
+        )
+
+
+def _banner(log: Path) -> dict[str, str]:
+    """The lines serve-local prints once ready: ``  <what>   <value>``."""
+    text = log.read_text(errors="replace")
+    block = text[text.index("serve-local: the OpenAI API is ready") :].splitlines()[1:]
+    rows = {}
+    for line in block:
+        if not line.startswith("  "):
+            break
+        what, _, value = line.strip().partition("   ")
+        rows[what.strip()] = value.strip()
+    return rows
 
 
 def test_smoke_refuses_a_key_file_with_several_clients_and_no_client(tmp_path):

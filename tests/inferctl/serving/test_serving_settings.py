@@ -80,6 +80,9 @@ def test_unknown_keys_and_bad_values_are_named_by_their_stack_file_path():
         {"maxBatchSize": 0, "kvCache": {"freeGpuMemFraction": 1.5, "enableReus": True}, "precison": "fp8"}
     )
     assert any(p.startswith("serving.maxBatchSize:") for p in problems)
+    for bad in (0, 65, 2.5):
+        (problem,) = _problems({"batching": {"streamInterval": bad}})
+        assert problem.startswith("serving.batching.streamInterval:"), problem
     assert any(p.startswith("serving.kvCache.freeGpuMemFraction:") for p in problems)
     assert any("serving.kvCache.enableReus: unknown key (did you mean 'enableReuse'?)" in p for p in problems)
     assert any("serving.precison: unknown key (did you mean 'precision'?)" in p for p in problems)
@@ -147,8 +150,12 @@ def test_neuron_refuses_what_its_serving_path_lacks():
             "guidedDecoding": {"backend": "xgrammar"},
             "speculative": {"method": "ngram", "maxDraftLen": 3},
             "kvCache": {"hostCacheFraction": 0.1},
-            "batching": {"overlapScheduler": True},
+            "batching": {"overlapScheduler": True, "streamInterval": 4},
         }
+    )
+    assert (
+        "serving.batching.streamInterval: 4: the Neuron path streams every token (only TensorRT-LLM's LLM API takes "
+        "stream_interval)" in problems
     )
     assert "serving.guidedDecoding.backend: xgrammar is not available on Neuron" in problems
     assert "serving.speculative.method: ngram is not available on Neuron" in problems

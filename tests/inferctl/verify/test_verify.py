@@ -21,7 +21,7 @@ from inference_platform.inferctl.cli import main
 from inference_platform.inference_image.testing.cpu_llm_api.local import Timing
 from inference_platform.processes import die_with_parent
 from inference_platform.settings import stack_files
-from tests.inferctl.serving.openai_stack import OpenAIStack, openai_stack
+from tools.local_openai_stack import OpenAIStack, openai_stack
 
 pytestmark = [pytest.mark.triton, pytest.mark.timeout(300)]
 

@@ -3,7 +3,7 @@ CPU Triton from the stand-in engine's iteration stats (its own block accounting)
 ``used`` rises with requests in flight and falls back to 0 when they end; ``max`` and ``tokens_per`` hold.
 
 The kvCacheStats key names are TensorRT-LLM's (``KV_STATS_SOURCE``), pinned here; the stand-in's values are its
-own (a pool of max_batch_size x 64 blocks), not a GPU's.
+own (a pool of max_batch_size x max_seq_len tokens), not a GPU's.
 """
 
 from __future__ import annotations
@@ -18,10 +18,9 @@ import pytest
 from inference_platform.components.observability import promql
 from inference_platform.inference_image.llmapi import kv_cache_gauges
 from inference_platform.inference_image.llmapi.repository import TOKENS_PER_BLOCK
-from inference_platform.inference_image.testing.cpu_llm_api import engine
 from inference_platform.inference_image.testing.cpu_llm_api.local import Timing
 from inference_platform.settings import stack_files
-from tests.inferctl.serving.openai_stack import openai_stack
+from tools.local_openai_stack import openai_stack
 
 TIMING = Timing(first_token_delay_ms=10, token_delay_ms=20)
 IN_FLIGHT = 4
@@ -78,7 +77,8 @@ def test_the_live_model_publishes_kv_block_gauges_that_move_under_load(tmp_path)
     with openai_stack(dev, tmp_path, TIMING, edge=False) as stack:
         url = stack.triton_metrics_url
         serving = dev.serving
-        pool = serving.max_batch_size * engine.BLOCKS_PER_SLOT
+        # The stand-in's pool: room for max_batch_size sequences of max_seq_len (kv_cache.PrefixCache).
+        pool = serving.max_batch_size * serving.max_seq_len // TOKENS_PER_BLOCK
         # Published from the start (zeros until the first iteration's stats), under the names the rules read.
         assert set(_gauges(url)) == {"max", "free", "used", "tokens_per", "fraction"}
         errors: list[BaseException] = []

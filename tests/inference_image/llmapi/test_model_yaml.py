@@ -41,6 +41,15 @@ def test_every_gpu_stack_renders_arguments_the_pinned_llm_api_accepts(stack):
     assert args["scheduler_config"] == {"capacity_scheduler_policy": "GUARANTEED_NO_EVICT"}
 
 
+def test_stream_interval_renders_as_the_llm_apis_argument():
+    # TorchLlmArgs.stream_interval (PositiveInt, default 1; llm_args.py of the 1.2 line, shared/facts/engine.md 5).
+    dev = stack_files.load("dev").serving
+    assert render_model_yaml(dev, checkpoint_dir=CHECKPOINT)["stream_interval"] == 1
+    wider = dev.model_copy(update={"batching": dev.batching.model_copy(update={"stream_interval": 8})})
+    args = render_model_yaml(wider, checkpoint_dir=CHECKPOINT)
+    assert args["stream_interval"] == 8 and llm_args_schema.check(args) == []
+
+
 def test_prods_host_tier_is_its_share_of_the_pods_memory_per_rank():
     settings = stack_files.load("prod")
     kv = render_model_yaml(settings.serving, checkpoint_dir=CHECKPOINT, host_memory_bytes=_memory(settings))[

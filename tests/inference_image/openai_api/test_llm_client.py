@@ -42,6 +42,15 @@ def collect(llm: TritonLlm):
         loop.close()
 
 
+class _Chunks(httpx.AsyncByteStream):
+    def __init__(self, chunks: list[bytes]) -> None:
+        self.chunks = chunks
+
+    async def __aiter__(self):
+        for chunk in self.chunks:
+            yield chunk
+
+
 def client(handler) -> TritonLlm:
     return TritonLlm("http://triton", "tensorrt_llm", client=httpx.AsyncClient(transport=httpx.MockTransport(handler)))
 
@@ -57,8 +66,45 @@ def test_a_stale_connection_before_any_answer_is_retried_once():
 
     updates = collect(client(handler))
     assert calls == ["/v2/models/tensorrt_llm/generate_stream"] * 2
-    assert [u.delta for u in updates] == ["Hel", "lo"] and updates[-1].finish_reason == "stop"
-    assert (updates[0].finish_reason, updates[-1].output_tokens) == (None, 5)
+    # Both events arrived in one read: one update, the texts joined, the latest counts and finish reason.
+    assert [u.delta for u in updates] == ["Hello"] and updates[-1].finish_reasons == ("stop",)
+    assert updates[-1].output_tokens == (5,)
+
+
+def test_events_in_separate_reads_stay_separate_updates():
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, stream=_Chunks([sse(EVENTS[:1]), sse(EVENTS[1:])]),
+                              headers={"content-type": "text/event-stream"})  # fmt: skip
+
+    updates = collect(client(handler))
+    assert [(u.delta, u.finish_reasons) for u in updates] == [("Hel", (None,)), ("lo", ("stop",))]
+
+
+def test_vector_outputs_are_one_entry_per_sequence_and_the_request_id_goes_to_triton():
+    seen = []
+    events = [{"text_output": ["a", "b"], "finish_reason": ["", "stop"], "num_input_tokens": 3,
+               "num_output_tokens": [1, 1], "num_cached_tokens": 2, "queue_time_s": 0.25}]  # fmt: skip
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(json.loads(request.content))
+        return httpx.Response(200, content=sse(events), headers={"content-type": "text/event-stream"})
+
+    llm = client(handler)
+
+    async def run():
+        try:
+            return [u async for u in llm.generate({"text_input": "hi"}, request_id="req-7")]
+        finally:
+            await llm.close()
+
+    loop = asyncio.new_event_loop()
+    try:
+        (update,) = loop.run_until_complete(run())
+    finally:
+        loop.close()
+    assert seen == [{"id": "req-7", "text_input": "hi"}]
+    assert (update.deltas, update.finish_reasons, update.output_tokens) == (("a", "b"), (None, "stop"), (1, 1))
+    assert (update.cached_tokens, update.queue_seconds) == (2, 0.25)
 
 
 def test_a_connection_that_keeps_failing_is_a_503():

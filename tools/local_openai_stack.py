@@ -2,12 +2,15 @@
 the stand-in engine, the image's OpenAI server, and the real Envoy edge with TLS and API keys, on free ports.
 
 Bounded: every readiness wait times out; teardown stops every process group, and nothing outlives the block.
+Shared by the tests (tests/shared_stack.py and the live tests) and ``make bench`` (bench/streaming.py), which may
+import nothing from tests/.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,11 +21,34 @@ from inference_platform.inferctl.serving.edge_envoy import Upstream
 from inference_platform.inferctl.serving.local_edge import LocalEdge, generate_keys, run_edge
 from inference_platform.inferctl.serving.local_openai import openai_server
 from inference_platform.inferctl.serving.server_process import ServerProcess
-from inference_platform.inference_image.server_args import rank0_args
+from inference_platform.inference_image.server_args import Listen, rank0_args
 from inference_platform.inference_image.testing.cpu_llm_api.local import LocalModel, Timing, build_local_model
 from inference_platform.processes import free_port
 from inference_platform.settings.derived import stack_edge_policy
-from tests.inferctl.serving.conftest import LOOPBACK, READY_TIMEOUT, leftover_processes, listen
+
+LOOPBACK = "127.0.0.1"
+READY_TIMEOUT = 90.0
+
+
+def listen() -> Listen:
+    """Triton's three ports, free, on the loopback."""
+    return Listen(address=LOOPBACK, http_port=free_port(), grpc_port=free_port(), metrics_port=free_port())
+
+
+def leftover_processes(marker: str) -> list[str]:
+    """Command lines of live processes that mention ``marker`` (a test's private directory)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = next(line for line in (entry / "status").read_text().splitlines() if line.startswith("State:"))
+        except (OSError, StopIteration):
+            continue
+        if marker in cmdline and "zombie" not in state:
+            found.append(cmdline)
+    return found
 
 
 @dataclass(frozen=True)
@@ -67,6 +93,7 @@ def openai_stack(settings: Any, work: Path, timing: Timing, *, edge: bool = True
         port=openai_port,
         env=dict(triton.env),
         log=logs["openai"],
+        triton_metrics_url=f"http://{LOOPBACK}:{ports.metrics_port}/metrics",
     )
     with contextlib.ExitStack() as stack:
         stack.enter_context(triton_server)
