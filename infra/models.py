@@ -57,7 +57,7 @@ def build_models(
             _image(scoped, inference.repository),
             inference.controllers,
             name=f"inference-{rollout.key}",
-            app_name=f"triton-{rollout.key}",
+            app_name=rollout.service_name,
         )
     routing = _routing(settings, rollouts, inference.service, services, storage.inference.namespace)
     canary = settings.models.canary

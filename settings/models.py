@@ -43,6 +43,12 @@ TESTER_VALUE = "always"
 """The tester header's value that sends a request to the canary whatever its weight."""
 DEFAULT_MAX_TTFT_RATIO = 1.25
 DEFAULT_MIN_REQUESTS = 100
+DEFAULT_MAX_ITL_RATIO = 1.25
+DEFAULT_LIVE_WINDOW_SECONDS = 600
+DEFAULT_LIVE_MIN_REQUESTS = 100
+PRIMARY_SERVICE = "triton"
+"""The stack's own model's Service (components/serving/inference_service.py ``DEFAULT_APP_NAME``; a test holds
+them equal): its ServiceMonitor labels every series ``job="triton"``."""
 MAX_MODELS = 8
 """Models one stack serves (current versions); each is a rollout, a Service and an HTTPRoute rule."""
 _PUBLIC_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}(?:/[A-Za-z0-9][A-Za-z0-9._-]{0,62})?$")
@@ -83,6 +89,15 @@ class CanaryGateSettings(Section):
     (besides meeting serving.slo)."""
     max_error_rate: float | None = Field(default=None, ge=0, le=1)
     """Default: verification.slo.maxErrorRate. The canary's share of failed requests, synthetic and live."""
+    max_itl_ratio: float = Field(default=DEFAULT_MAX_ITL_RATIO, ge=1, le=10)
+    """Default 1.25. From live traffic: the canary's inter-token latency p95 may be at most this times the
+    current version's (besides its median meeting serving.slo.itlP50Ms)."""
+    live_window_seconds: int = Field(default=DEFAULT_LIVE_WINDOW_SECONDS, ge=60, le=86_400)
+    """Default 600 (60-86400). The window of real traffic the gate reads from Prometheus
+    (verification.prometheusUrl): the server's TTFT/ITL histograms and request counters of each version."""
+    live_min_requests: int = Field(default=DEFAULT_LIVE_MIN_REQUESTS, ge=10, le=1_000_000)
+    """Default 100. Real requests each version must have answered in the window before the live figures are
+    judged; a canary already taking traffic (weight above 0) with fewer is held, never promoted."""
 
 
 class CanarySettings(Section):
@@ -193,6 +208,12 @@ class ModelRollout:
     def key(self) -> str:
         """Stable key of the rollout's resources: ``<slug>`` or ``<slug>-<version>``."""
         return f"{slug(self.name)}-{self.version}" if self.version else slug(self.name)
+
+    @property
+    def service_name(self) -> str:
+        """Its Kubernetes Service (and so the ``job`` label its ServiceMonitor gives every series):
+        ``triton`` for the stack's own model, ``triton-<key>`` for the others and the canary."""
+        return PRIMARY_SERVICE if self.primary else f"{PRIMARY_SERVICE}-{self.key}"
 
 
 def resolve(serving: ServingSettings, inference: InferenceSettings, models: ModelsSettings) -> list[ModelRollout]:
@@ -325,6 +346,12 @@ def _canary_problems(
     if ctx.production:
         verification = ctx.sections.get("verification")
         enabled = getattr(verification, "enabled", False)
+        if enabled and canary.gate.enabled and getattr(verification, "prometheus_url", None) is None:
+            out.append(
+                Problem("verification.prometheusUrl", "unset: a production canary is judged on the live metrics "
+                        "of real traffic too (models.canary.gate.liveWindowSeconds); give the Prometheus the "
+                        "rollouts' ServiceMonitors feed, e.g. http://<prometheus>.<namespace>.svc:9090")
+            )  # fmt: skip
         if not canary.gate.enabled or not canary.gate.rollback or not enabled:
             out.append(
                 Problem("models.canary.gate", "production canaries need the verification gate and automatic "

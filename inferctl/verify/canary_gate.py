@@ -1,10 +1,15 @@
 """The canary gate: measure a canary beside its model's current version and decide, within the bounds the stack's
 ``models.canary`` gives, to promote it one step, hold it, or roll it back to 0 %, and say why.
 
-The measurement is the verification's own synthetic load through the public edge, the same streamed requests
-to each version side by side: ``<testerHeader>: always`` reaches the canary, ``<testerHeader>: current`` the
-current version, whatever the weight (components/edge/model_routing.py). Live metrics of real traffic, when
-Prometheus answers, join as a second sample judged by the same limits (:func:`decide`'s ``live``).
+Two witnesses:
+
+- the verification's own synthetic load through the public edge, the same streamed requests to each version side
+  by side: ``<testerHeader>: always`` reaches the canary, ``<testerHeader>: current`` the current version, whatever
+  the weight (components/edge/model_routing.py);
+- real traffic, from Prometheus (canary_live.py): each version's TTFT p95, ITL p50/p95 and error ratio over
+  ``models.canary.gate.liveWindowSeconds``, judged once each version answered ``liveMinRequests``. At weight 0 no
+  real request reaches the canary, so the first step rests on the synthetic load; above 0, a canary is promoted
+  further only on live evidence (too little, or no answer from Prometheus, is a hold).
 
 The decision never leaves the bounds: a promotion goes to the next of ``steps`` (never further), a rollback to 0,
 a hold keeps the weight. Pure :func:`decide` is what the tests and the Job share.
@@ -21,6 +26,8 @@ import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
+
+from inference_platform.inferctl.verify.canary_live import Live, VersionScope, measure_live
 
 Action = Literal["promote", "hold", "rollback", "complete"]
 
@@ -52,6 +59,11 @@ class Limits:
     max_ttft_ratio: float
     min_requests: int
     rollback: bool = True
+    itl_p50_ms: float | None = None
+    """serving.slo.itlP50Ms (live only: the synthetic load measures first tokens)."""
+    max_itl_ratio: float = 1.25
+    live_window_s: int = 600
+    live_min_requests: int = 100
 
 
 @dataclass(frozen=True)
@@ -65,12 +77,15 @@ class Decision:
         return {"action": self.action, "weight": self.weight, "reason": self.reason}
 
 
-def decide(canary: Sample, current: Sample, limits: Limits, live: Sample | None = None) -> Decision:
-    """Promote one step, hold, roll back (to 0) or, at the last step, complete; the first failed limit is the
-    reason. Too few answers is a hold: never a promotion on too little evidence."""
+def decide(canary: Sample, current: Sample, limits: Limits, live: Live | None = None) -> Decision:
+    """Promote one step, hold, roll back (to 0) or, at the last step, complete; every failed limit is in the
+    reason. Too few answers is a hold: never a promotion on too little evidence. ``live`` None: Prometheus is
+    not configured (the reason says so)."""
     failures = _failures("synthetic", canary, current, limits)
+    live_hold, live_summary = None, "live not measured (no verification.prometheusUrl)"
     if live is not None:
-        failures += _failures("live", live, None, limits)
+        found, live_hold, live_summary = _live(live, limits)
+        failures += found
     if failures:
         if limits.rollback:
             return Decision("rollback", 0, "; ".join(failures))
@@ -82,10 +97,12 @@ def decide(canary: Sample, current: Sample, limits: Limits, live: Sample | None 
             f"only {canary.requests} canary requests answered; the gate needs {limits.min_requests} "
             "(models.canary.gate.minRequests)",
         )
+    if live_hold is not None:
+        return Decision("hold", limits.weight, live_hold)
     following = [s for s in limits.steps if s > limits.weight]
     summary = (
         f"canary TTFT p95 {canary.ttft_p95_ms:.0f} ms (current {current.ttft_p95_ms:.0f} ms, SLO "
-        f"{limits.ttft_p95_ms:.0f} ms), errors {canary.error_rate:.2%} of {canary.requests}"
+        f"{limits.ttft_p95_ms:.0f} ms), errors {canary.error_rate:.2%} of {canary.requests}; {live_summary}"
     )
     if not following:
         return Decision("complete", limits.weight, f"{summary}: at the last step; make it the current version")
@@ -109,6 +126,55 @@ def _failures(kind: str, canary: Sample, current: Sample | None, limits: Limits)
                 f"version's {current.ttft_p95_ms:.0f} ms"
             )
     return out
+
+
+def _live(live: Live, limits: Limits) -> tuple[list[str], str | None, str]:
+    """(failures, why to hold instead of promoting or None, a summary) from real traffic. Below the sample
+    minimum nothing is judged; that holds a canary already taking traffic, never one at 0 % (no real request
+    reaches it until its first step)."""
+    taking_traffic = limits.weight > 0
+    if not live.measured:
+        hold = f"live metrics unavailable: {live.note}" if taking_traffic else None
+        return [], hold, f"live not measured ({live.note})"
+    canary, current = live.canary, live.current
+    assert canary is not None and current is not None
+    window = f"{live.window_s} s"
+    if canary.requests < limits.live_min_requests:
+        why = (
+            f"only {canary.requests:.0f} live canary requests in {window}; the gate needs "
+            f"{limits.live_min_requests} (models.canary.gate.liveMinRequests)"
+        )
+        return [], why if taking_traffic else None, why
+    out = []
+    if canary.error_rate > limits.max_error_rate:
+        out.append(
+            f"live: canary errors {canary.errors:.0f}/{canary.requests:.0f} ({canary.error_rate:.2%}) in {window} "
+            f"above the error budget {limits.max_error_rate:.2%}"
+        )
+    if canary.ttft_p95_ms is not None and canary.ttft_p95_ms > limits.ttft_p95_ms:
+        out.append(f"live: canary TTFT p95 {canary.ttft_p95_ms:.0f} ms above the SLO {limits.ttft_p95_ms:.0f} ms")
+    if limits.itl_p50_ms is not None and canary.itl_p50_ms is not None and canary.itl_p50_ms > limits.itl_p50_ms:
+        out.append(f"live: canary ITL p50 {canary.itl_p50_ms:.1f} ms above the SLO {limits.itl_p50_ms:.0f} ms")
+    compared = current.requests >= limits.live_min_requests
+    if compared:
+        for what, mine, theirs, ratio in (
+            ("TTFT p95", canary.ttft_p95_ms, current.ttft_p95_ms, limits.max_ttft_ratio),
+            ("ITL p95", canary.itl_p95_ms, current.itl_p95_ms, limits.max_itl_ratio),
+        ):
+            if mine is not None and theirs is not None and mine > theirs * ratio:
+                out.append(f"live: canary {what} {mine:.1f} ms above {ratio:g} x the current version's {theirs:.1f} ms")
+    summary = (
+        f"live {window}: canary TTFT p95 {_ms(canary.ttft_p95_ms)}, ITL p95 {_ms(canary.itl_p95_ms)}, errors "
+        f"{canary.error_rate:.2%} of {canary.requests:.0f} (current TTFT p95 {_ms(current.ttft_p95_ms)}, ITL p95 "
+        f"{_ms(current.itl_p95_ms)}, {current.requests:.0f} requests"
+        + ("" if compared else f"; too few to compare, under {limits.live_min_requests}")
+        + ")"
+    )
+    return out, None, summary
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f} ms"
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -175,7 +241,7 @@ def measure(
             with urllib.request.urlopen(request, timeout=timeout_s, context=context) as response:
                 first = None
                 for line in response:
-                    if line.startswith(b"data: ") and b'"content"' in line and first is None:
+                    if first is None and _has_token(line):
                         first = time.perf_counter() - start
                 if first is None:
                     errors += 1
@@ -184,6 +250,22 @@ def measure(
         except (urllib.error.URLError, OSError, ValueError):
             errors += 1
     return Sample(requests=requests, errors=errors, ttft_p95_ms=percentile(ttfts, 0.95))
+
+
+def _has_token(line: bytes) -> bool:
+    """Whether an SSE line carries generated text. The OpenAI server's first chat chunk is the role with an empty
+    ``content`` (as OpenAI's), sent before the engine answers: timing it would measure the server, not the model."""
+    if not line.startswith(b"data: {"):
+        return False
+    try:
+        chunk = json.loads(line[6:])
+    except ValueError:
+        return False
+    for choice in chunk.get("choices") or ():
+        delta = choice.get("delta") or {}
+        if delta.get("content") or choice.get("text"):
+            return True
+    return False
 
 
 def limits_of(settings: Any) -> Limits | None:
@@ -207,17 +289,51 @@ def limits_of(settings: Any) -> Limits | None:
         max_ttft_ratio=canary.gate.max_ttft_ratio,
         min_requests=canary.gate.min_requests,
         rollback=canary.gate.rollback,
+        itl_p50_ms=rollout.serving.slo.itl_p50_ms,
+        max_itl_ratio=canary.gate.max_itl_ratio,
+        live_window_s=canary.gate.live_window_seconds,
+        live_min_requests=canary.gate.live_min_requests,
     )
 
 
-def gate(url: str, settings: Any, headers: Mapping[str, str], *, ca_file: str | None = None) -> Decision | None:
+def live_scopes(settings: Any, namespace: str) -> tuple[VersionScope, VersionScope]:
+    """(canary, current): where each version's series are (its Service is the ``job`` label)."""
+    from inference_platform.settings.models import resolve
+
+    rollouts = resolve(settings.serving, settings.inference, settings.models)
+    canary = next(r for r in rollouts if r.role == "canary")
+    current = next(r for r in rollouts if r.role == "current" and r.name == canary.name)
+    return (
+        VersionScope(namespace, canary.service_name, canary.serving.served_model_name),
+        VersionScope(namespace, current.service_name, current.serving.served_model_name),
+    )
+
+
+def gate(
+    url: str,
+    settings: Any,
+    headers: Mapping[str, str],
+    *,
+    ca_file: str | None = None,
+    prometheus_url: str | None = None,
+    namespace: str = "inference",
+    live_until: float | None = None,
+    context: ssl.SSLContext | None = None,
+) -> tuple[Decision, Live | None] | None:
     """``inferctl verify``'s canary step: measure the canary and its current version side by side through the edge,
-    ``models.canary.gate.minRequests`` each, and decide. None without a gated canary."""
+    ``models.canary.gate.minRequests`` each, read both versions' real traffic from ``prometheus_url`` over the
+    window that ends at ``live_until`` (epoch seconds; the verification's start, so none of its own load is
+    counted as real traffic; default now), and decide. None without a gated canary."""
     limits = limits_of(settings)
     if limits is None:
         return None
     canary = settings.models.canary
     model = canary.model or settings.serving.model
-    context = ssl.create_default_context(cafile=ca_file) if ca_file else None
+    if context is None and ca_file:
+        context = ssl.create_default_context(cafile=ca_file)
     measured = measure_side_by_side(url, model, headers, canary.tester_header, limits.min_requests, context=context)
-    return decide(*measured, limits)
+    live = None
+    if prometheus_url:
+        live = measure_live(prometheus_url, *live_scopes(settings, namespace), limits.live_window_s,
+                            at=live_until if live_until is not None else time.time())  # fmt: skip
+    return decide(*measured, limits, live), live

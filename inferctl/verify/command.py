@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_OUT = Path("build/verify")
+INFERENCE_NAMESPACE = "inference"
+"""Where the rollouts run (infra/storage.py ``INFERENCE``) when ``--namespace`` is not given."""
 SMOKE_REQUESTS = 3
 
 
@@ -359,10 +361,19 @@ def _canary(args: argparse.Namespace, settings: Any, plan: dict[str, Any], verdi
 
     config = plan["config"]
     headers = api_key_headers(config.api_key_header, plan["api_key"]) if plan["api_key"] else {}
-    decision = gate(args.url, settings, headers, ca_file=config.ca_file)
-    if decision is None:
+    gated = gate(
+        args.url,
+        settings,
+        headers,
+        ca_file=config.ca_file,
+        prometheus_url=args.prometheus_url or settings.verification.prometheus_url,
+        namespace=args.namespace or INFERENCE_NAMESPACE,
+        live_until=report["started"],
+    )
+    if gated is None:
         return
-    report["canary"] = decision.as_output()
+    decision, live = gated
+    report["canary"] = {**decision.as_output(), "live": live.as_output() if live is not None else None}
     verdict.add(
         "canary gate",
         decision.action != "rollback",

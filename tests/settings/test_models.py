@@ -143,8 +143,34 @@ def test_production_canaries_need_the_gate_and_automatic_rollback():
         assert "production canaries need the verification gate" in found["models.canary.gate"], (gate, found)
     good = {**values, "models": {"canary": canary}}
     good["verification"] = {**values.get("verification", {}), "enabled": True}
+    with pytest.raises(SettingsError) as err:
+        load_settings(good, project="inference-platform", stack="prod", region=region, secret_keys=secret)
+    found = {p.path: p.message for p in err.value.problems}
+    assert list(found) == ["verification.prometheusUrl"] and "live metrics" in found["verification.prometheusUrl"]
+    good["verification"]["prometheusUrl"] = "http://prometheus.monitoring.svc:9090"
     settings = load_settings(good, project="inference-platform", stack="prod", region=region, secret_keys=secret)
     assert settings.models.canary is not None and settings.models.canary.gate.rollback
+
+
+@pytest.mark.parametrize(
+    ("gate", "key"),
+    [
+        ({"liveWindowSeconds": 30}, "models.canary.gate.liveWindowSeconds"),
+        ({"liveMinRequests": 0}, "models.canary.gate.liveMinRequests"),
+        ({"maxItlRatio": 0.5}, "models.canary.gate.maxItlRatio"),
+    ],
+)
+def test_bad_live_gate_bounds_name_their_key(gate, key):
+    canary = {"version": "v2", "inference": {"image": {"tag": "2026.12.1"}}, "gate": gate}
+    assert key in problems({"canary": canary})
+
+
+def test_the_service_names_the_gate_queries_are_the_rollouts():
+    from inference_platform.components.serving.inference_service import DEFAULT_APP_NAME
+
+    settings = load({"canary": {"version": "v2", "inference": {"image": {"tag": "2026.12.1"}}}})
+    current, canary = resolve(settings.serving, settings.inference, settings.models)
+    assert (current.service_name, canary.service_name) == (DEFAULT_APP_NAME, "triton-llama-3-1-8b-v2")
 
 
 def test_slugs_of_two_names_may_not_meet():
