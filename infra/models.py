@@ -73,10 +73,16 @@ def build_models(
                 "version": canary.version,
                 "weight": canary.weight,
                 "steps": list(canary.steps),
+                "state": canary.state,
                 "nextStep": next((s for s in canary.steps if s > canary.weight), None),
                 "rollbackTo": 0,
                 "gated": canary.gate.enabled and settings.verification.enabled,
-                "decision": "the verification Job's report (verify.json 'canary') and its verdict line 'canary gate'",
+                "lastDecision": None
+                if canary.last_decision is None
+                else {"action": canary.last_decision.action, "reason": canary.last_decision.reason},
+                "decisions": f"kubectl get events -n {storage.inference.namespace} --field-selector "
+                "reason=CanaryPromoted (CanaryHeld, CanaryRolledBack, CanaryCompleted); the verification "
+                "Job's verify.json 'canary'",
             },
         },
     )

@@ -46,6 +46,7 @@ DEFAULT_MIN_REQUESTS = 100
 DEFAULT_MAX_ITL_RATIO = 1.25
 DEFAULT_LIVE_WINDOW_SECONDS = 600
 DEFAULT_LIVE_MIN_REQUESTS = 100
+MAX_REASON_CHARS = 1000
 PRIMARY_SERVICE = "triton"
 """The stack's own model's Service (components/serving/inference_service.py ``DEFAULT_APP_NAME``; a test holds
 them equal): its ServiceMonitor labels every series ``job="triton"``."""
@@ -100,6 +101,15 @@ class CanaryGateSettings(Section):
     judged; a canary already taking traffic (weight above 0) with fewer is held, never promoted."""
 
 
+class CanaryDecisionSettings(Section):
+    """The gate's last decision, written back with the weight (``inferctl verify`` prints both commands)."""
+
+    action: Literal["promote", "hold", "rollback", "complete"]
+    """Required. What the gate decided."""
+    reason: str = Field(default="", max_length=MAX_REASON_CHARS)
+    """Default empty. Why, as the gate said it (at most 1000 characters)."""
+
+
 class CanarySettings(Section):
     model: str | None = None
     """Default: the stack's model (serving.model). The public name of the model the canary is a new version of."""
@@ -120,6 +130,21 @@ class CanarySettings(Section):
     """Default ``{}``. ``inference`` keys of the new version that differ (``image.tag``, ``model.engine`` ...)."""
     gate: CanaryGateSettings = Field(default_factory=CanaryGateSettings)
     """Default: gated, with automatic rollback."""
+    last_decision: CanaryDecisionSettings | None = None
+    """Default none. The gate's last decision and why (``action``, ``reason``), written back beside ``weight``
+    (``inferctl verify`` prints the commands): the ``models`` stack output shows it. A ``rollback`` needs weight 0."""
+
+    @property
+    def state(self) -> str:
+        """One line: where the canary stands (the ``models`` stack output)."""
+        last = self.last_decision
+        if self.weight == 0:
+            if last is not None and last.action == "rollback":
+                return "rolled back: 0 %, the current version serves everything; remove models.canary"
+            return f"deployed at 0 %: testers only ({self.tester_header}: {TESTER_VALUE}); first step {self.steps[0]} %"
+        if self.weight == self.steps[-1]:
+            return f"at the last step ({self.weight} %): make it the current version"
+        return f"at {self.weight} %, step {self.steps.index(self.weight) + 1} of {len(self.steps)}"
 
     @field_validator("version")
     @classmethod
@@ -338,6 +363,12 @@ def _canary_problems(
         out.append(
             Problem("models.canary.weight", f"got {canary.weight}; expected 0 or one of models.canary.steps "
                     f"({', '.join(map(str, canary.steps))}): the gate promotes step by step")
+        )  # fmt: skip
+    last = canary.last_decision
+    if last is not None and last.action == "rollback" and canary.weight != 0:
+        out.append(
+            Problem("models.canary.weight", f"got {canary.weight}; the last decision (models.canary.lastDecision) "
+                    "rolled the canary back: write 0")
         )  # fmt: skip
     slugs = {slug(n) for n in names}
     key = f"{slug(target)}-{canary.version}"

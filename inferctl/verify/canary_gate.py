@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+import shlex
 import ssl
 import time
 import urllib.error
@@ -28,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from inference_platform.inferctl.verify.canary_live import Live, VersionScope, measure_live
+from inference_platform.settings.models import MAX_REASON_CHARS
 
 Action = Literal["promote", "hold", "rollback", "complete"]
 
@@ -126,6 +128,18 @@ def _failures(kind: str, canary: Sample, current: Sample | None, limits: Limits)
                 f"version's {current.ttft_p95_ms:.0f} ms"
             )
     return out
+
+
+def write_back(decision: Decision, stack: str, project: str = "inference-platform") -> list[str]:
+    """The commands that record a decision in the stack's settings (the state lives there: the next ``pulumi up``
+    applies the weight, and the ``models`` output shows the decision and why)."""
+    key = f"{project}:models.canary"
+    base = f"pulumi config set --stack {shlex.quote(stack)} --path"
+    return [
+        f"{base} '{key}.weight' {decision.weight}",
+        f"{base} '{key}.lastDecision.action' {decision.action}",
+        f"{base} '{key}.lastDecision.reason' {shlex.quote(decision.reason[:MAX_REASON_CHARS])}",
+    ]
 
 
 def _live(live: Live, limits: Limits) -> tuple[list[str], str | None, str]:

@@ -29,6 +29,8 @@ def test_the_example_adds_rollouts_and_routing_and_changes_no_urn(plan):
     models = plan.run.outputs["models"]
     assert models["served"] == ["Llama-3.1-8B", "Qwen2.5-7B-Instruct", "llama-8b", "qwen-7b"]
     assert (models["canary"]["weight"], models["canary"]["nextStep"], models["canary"]["rollbackTo"]) == (5, 25, 0)
+    assert models["canary"]["state"] == "at 5 %, step 1 of 4" and models["canary"]["lastDecision"] is None
+    assert "reason=CanaryPromoted" in models["canary"]["decisions"]
 
 
 def test_the_route_carries_the_weights_and_the_pack_passes(plan):

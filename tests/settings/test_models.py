@@ -196,3 +196,14 @@ def test_the_example_reaches_the_verification_job_and_its_gate():
     )
     assert (limits.ttft_p95_ms, limits.max_error_rate, limits.rollback) == (3000, 0.01, True)
     assert limits_of(stack_files.load("dev")) is None
+
+
+def test_a_rollback_recorded_needs_weight_zero_and_the_state_says_where_the_canary_stands():
+    canary = {"version": "v2", "inference": {"image": {"tag": "2026.12.1"}}}
+    found = problems({"canary": {**canary, "weight": 25, "lastDecision": {"action": "rollback", "reason": "slow"}}})
+    assert "write 0" in found["models.canary.weight"], found
+    bad = problems({"canary": {**canary, "lastDecision": {"action": "retry"}}})
+    assert "models.canary.lastDecision.action" in bad, bad
+    states = [load({"canary": {**canary, "weight": w}}).models.canary.state for w in (0, 25, 100)]
+    assert states[0].startswith("deployed at 0 %") and states[1] == "at 25 %, step 2 of 4"
+    assert states[2].startswith("at the last step")

@@ -106,3 +106,33 @@ def test_the_first_token_is_the_first_text_not_the_role_chunk():
     text = b'data: {"choices":[{"index":0,"delta":{"content":"Hi"}}]}'
     completion = b'data: {"choices":[{"index":0,"text":"Hi"}]}'
     assert [_has_token(x) for x in (role, text, completion, b"data: [DONE]", b"")] == [False, True, True, False, False]
+
+
+def test_the_decision_is_written_back_into_the_stacks_settings():
+    """The printed commands set exactly the keys the settings read back: weight and lastDecision."""
+    import shlex
+
+    from inference_platform.inferctl.verify.canary_gate import Decision, write_back
+    from inference_platform.settings import load_settings
+
+    decision = Decision("rollback", 0, "live: canary TTFT p95 480 ms above the SLO's 'x'")
+    commands = write_back(decision, "dev")
+    values: dict = {}
+    for command in commands:
+        argv = shlex.split(command)
+        assert argv[:6] == ["pulumi", "config", "set", "--stack", "dev", "--path"]
+        path, value = argv[6].removeprefix("inference-platform:").split("."), argv[7]
+        node = values
+        for part in path[:-1]:
+            node = node.setdefault(part, {})
+        node[path[-1]] = int(value) if value.isdigit() else value
+    canary = {"version": "v2", "weight": 5, "inference": {"image": {"tag": "2"}}}
+    canary |= values["models"]["canary"]
+    settings = load_settings(
+        {"tags": {"owner": "t", "costCenter": "c"}, "models": {"canary": canary},
+         "inference": {"image": {"tag": "1"}, "model": {"engine": "e/", "tokenizer": "t/"}}},
+        project="p", stack="dev", region="us-west-2",
+    )  # fmt: skip
+    written = settings.models.canary
+    assert written.weight == 0 and written.last_decision.action == "rollback"
+    assert written.last_decision.reason == decision.reason and written.state.startswith("rolled back")

@@ -79,6 +79,23 @@ def _wait_scraped(prom: Prometheus, jobs: dict[str, str]) -> None:
     raise AssertionError(f"Prometheus did not catch up with the servers within {SCRAPE_WAIT_S:.0f} s")
 
 
+def _dashboard(prom: Prometheus) -> tuple[dict[str, float], dict[str, float]]:
+    """The serving dashboard's rollout panels, evaluated: share of requests by version, and each version's outcome
+    series (``HTTP <status>`` and finish reasons) with their share of its judged requests."""
+    from inference_platform.components.observability.dashboards import expand, render
+
+    panels = {p["title"]: p for p in render()["inference-serving.json"]["panels"]}
+    values = {"namespace": NAMESPACE, "served": ".*"}
+    share = panels["Rollouts: share of each model's requests by version"]["targets"][0]["expr"]
+    shares = {r["metric"]["job"]: float(r["value"][1]) for r in prom.query(expand(share, values))}
+    outcomes: dict[str, float] = {}
+    for target in panels["Rollouts: outcomes by version"]["targets"]:
+        for r in prom.query(expand(target["expr"], values)):
+            labels = r["metric"]
+            outcomes[f"{labels['job']} {labels.get('status') or labels['finished_reason']}"] = float(r["value"][1])
+    return shares, outcomes
+
+
 def test_a_canary_slower_under_real_traffic_is_rolled_back_from_prometheus(tmp_path: Path) -> None:
     prometheus = require_tool("prometheus")
     settings = _settings(50)
@@ -132,6 +149,7 @@ def test_a_canary_slower_under_real_traffic_is_rolled_back_from_prometheus(tmp_p
             _wait_scraped(prom, jobs)
             time.sleep(1.5)  # one more scrape: the window's last sample is after the last request
             until = time.time()
+            shares, errors = _dashboard(prom)
             headers = {"authorization": f"Bearer {edge.key}"}
             gated = gate(edge.url, settings, headers, prometheus_url=prom.url, namespace=NAMESPACE,
                          live_until=until, ca_file=None, context=edge.context)  # fmt: skip
@@ -145,6 +163,13 @@ def test_a_canary_slower_under_real_traffic_is_rolled_back_from_prometheus(tmp_p
     assert live.canary.ttft_p95_ms is not None and live.current.ttft_p95_ms is not None
     assert live.canary.ttft_p95_ms > limits.max_ttft_ratio * live.current.ttft_p95_ms
     assert (decision.action, decision.weight) == ("rollback", 0), decision
+    # The dashboard's rollout panels on the same Prometheus: both versions' shares of the model, no errors.
+    print(f"dashboard: shares {shares}, error ratios {errors}")
+    assert set(shares) == {canary_scope.job, current_scope.job}
+    assert abs(sum(shares.values()) - 1) < 1e-9 and all(0 < v < 1 for v in shares.values())
+    assert {k for k in errors if k.endswith(("5xx", "error"))} == set()
+    for job in shares:
+        assert errors[f"{job} 2xx"] == 1, errors
     assert "live: canary TTFT p95" in decision.reason and "synthetic: canary TTFT p95" in decision.reason, decision
 
     swapped = Live(live.window_s, canary=live.current, current=live.canary)
