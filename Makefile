@@ -6,6 +6,7 @@ BIN := $(VENV)/bin
 # Checkov pins boto3 and packaging versions our own set cannot share: it gets a virtualenv of its own.
 CHECKOV_VENV ?= .venv-checkov
 CLIENTS_VENV ?= .venv-clients
+GUIDELLM_VENV ?= .venv-guidellm
 STACK ?= dev
 STACK_FILE ?=
 PROGRAM ?=
@@ -42,7 +43,7 @@ $(CHECKOV_VENV)/.installed: $(CHECKOV_LOCKS) | $(VENV)/.installed
 	$(BIN)/python -m tools.lockfile sync --venv $(CHECKOV_VENV) $(CHECKOV_LOCKS)
 	@touch $@
 
-# The real OpenAI clients the live tests drive through the local edge (guidellm, aiperf, LangChain, instructor, litellm):
+# The real OpenAI clients the live tests drive through the local edge (aiperf, LangChain, instructor, litellm):
 # their own virtualenv, as no resolution holds them beside the project's packages (requirements-clients.txt says why).
 CLIENTS_LOCKS := locks/bootstrap.txt locks/clients.txt
 $(CLIENTS_VENV)/.installed: $(CLIENTS_LOCKS) | $(VENV)/.installed
@@ -52,17 +53,34 @@ $(CLIENTS_VENV)/.installed: $(CLIENTS_LOCKS) | $(VENV)/.installed
 	$(BIN)/python -m tools.lockfile sync --venv $(CLIENTS_VENV) $(CLIENTS_LOCKS)
 	@touch $@
 
+# guidellm, the benchmark client, in a virtualenv of its own: its lock holds one platform, PyTorch's CPU build for
+# CPython 3.11 on Linux x86_64 from the machine's wheel directory, which the lock names (requirements-guidellm.txt).
+GUIDELLM_LOCKS := locks/bootstrap.txt locks/guidellm.txt
+GUIDELLM_PLATFORM := import platform, sys; here = (sys.platform, platform.machine(), sys.version_info[:2]); \
+  sys.exit(None if here == ("linux", "x86_64", (3, 11)) else "make guidellm: locks/guidellm.txt holds the CPU build \
+  of torch for CPython 3.11 on Linux x86_64 only, not %s (requirements-guidellm.txt): rm -r $(GUIDELLM_VENV), then \
+  make guidellm PYTHON=/path/to/python3.11" % (here,))
+$(GUIDELLM_VENV)/.installed: $(GUIDELLM_LOCKS) | $(VENV)/.installed
+	@test -x $(GUIDELLM_VENV)/bin/python || $(PYTHON) -m venv $(GUIDELLM_VENV)
+	@$(GUIDELLM_VENV)/bin/python -c '$(GUIDELLM_PLATFORM)'
+	$(GUIDELLM_VENV)/bin/python $(PIP_LOCKED) -r locks/bootstrap.txt
+	$(GUIDELLM_VENV)/bin/python $(PIP_LOCKED) -r locks/guidellm.txt
+	$(BIN)/python -m tools.lockfile sync --venv $(GUIDELLM_VENV) $(GUIDELLM_LOCKS)
+	@touch $@
+
 # Debian/Ubuntu packages the live tests run for real (Prometheus + promtool, Open MPI 4.1). Installed with apt where it
 # exists; elsewhere the tests that need them skip, saying how to install them (and fail instead when CI=true).
 APT_PACKAGES := prometheus openmpi-bin
 
-.PHONY: venv checkov clients system-deps plan test lint bench serve-local lock deps-check clean
+.PHONY: venv checkov clients guidellm system-deps plan test lint bench serve-local lock deps-check clean
 venv: $(VENV)/.installed
 
 # Checkov on every stack's rendered manifests runs inside `make test` (tests/infra/test_checkov_manifests.py).
 checkov: $(CHECKOV_VENV)/.installed
 
 clients: $(CLIENTS_VENV)/.installed
+
+guidellm: $(GUIDELLM_VENV)/.installed
 
 system-deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -85,7 +103,7 @@ lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-test: venv checkov clients system-deps lint
+test: venv checkov clients guidellm system-deps lint
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --durations=15 $(PYTEST_ARGS)
 
 bench: venv clients

@@ -28,7 +28,7 @@ from typing import Any
 
 import aiohttp
 
-from . import metrics, objects, queue
+from . import metrics, objects, queue, usage
 from .config import WorkerConfig
 from .lifecycle import CANCELLED, EXPIRED
 from .queue import Delivery, Line, QueueLimits
@@ -209,7 +209,8 @@ class Worker:
                 log.warning("line %s of %s: %s on the last allowed receive: error file, and its message to the DLQ",
                             line.line, batch_id, outcome.reason)  # fmt: skip
             failed = not objects.is_success(outcome.result)
-            await self._write(batch_id, line, outcome.result, failed=failed, status="failed" if failed else "completed")
+            await self._write(batch_id, line, outcome.result, failed=failed, status="failed" if failed else "completed",
+                              owner=delivery.owner)  # fmt: skip
         if retry:
             await self._visibility(delivery, self.config.retry_delay_seconds)
         elif last_try and any(o.retriable for o in outcomes):
@@ -219,9 +220,13 @@ class Worker:
         else:
             await self._delete(delivery)
 
-    async def _write(self, batch_id: str, line: Line, result: dict[str, Any], *, failed: bool, status: str) -> None:
+    async def _write(
+        self, batch_id: str, line: Line, result: dict[str, Any], *, failed: bool, status: str, owner: str | None = None
+    ) -> None:
         written = await asyncio.to_thread(self.store.write_line_once, batch_id, line.line, result, failed=failed)
         metrics.REQUESTS.labels(status=status if written else "duplicate").inc()
+        if written and owner is not None:
+            usage.record(owner, result)  # once per line: the exact usage, for the submitting client
 
     async def _visibility(self, delivery: Delivery, seconds: int) -> None:
         await asyncio.to_thread(

@@ -32,6 +32,7 @@ from inference_platform.catalog.serving_contract import (
     OPENAI_HEALTH_PATH,
     OPENAI_MODELS_PATH,
 )
+from inference_platform.catalog.token_limits import TokenPolicy
 
 DEFAULT_API_KEY_HEADER = "x-api-key"
 # The OpenAI convention (``Authorization: Bearer <key>``), read after the configured header.
@@ -340,6 +341,9 @@ class EdgePolicy:
     extra_routes: tuple[RouteGroup, ...] = ()
     """Default none. More route groups behind the same authentication and per-client limits, each to its own
     backend (the batch lane's Files and Batches API); their keys must differ from ``inference`` and each other."""
+    tokens: TokenPolicy = field(default_factory=TokenPolicy)
+    """Default none. Token limits per client (issue 30); with any, the OpenAI routes are metered
+    (``components.edge.token_metering``) and the limits charged from the answers' usage."""
 
     def __post_init__(self) -> None:
         keys = [g.key for g in self.route_groups]
@@ -349,6 +353,14 @@ class EdgePolicy:
             model_path(model)  # refuses an id that cannot be an exact path
         if self.client_id_header.lower() in credential_headers(self.api_key_header):
             raise ValueError(f"client id header {self.client_id_header!r} is a credential header")
+        unknown = sorted({t.client_id for t in self.tokens.clients} - {c.client_id for c in self.clients})
+        if unknown:
+            raise ValueError(f"token limits for unknown client(s) {', '.join(unknown)}")
+
+    @property
+    def metered(self) -> bool:
+        """Whether the OpenAI routes meter tokens: some client has a token limit."""
+        return bool(self.tokens.limited)
 
     @property
     def inference_routes(self) -> RouteGroup:

@@ -416,7 +416,12 @@ def enabling_values(features: Iterable[str]) -> dict[str, Any]:
 def filter_features(filter_names: Iterable[str]) -> frozenset[str]:
     """The features whose Envoy filter is among ``filter_names`` (a bootstrap's HTTP filters)."""
     names = set(filter_names)
-    return frozenset(f.name for f in FEATURES if f.envoy_filter is not None and f.envoy_filter in names)
+    # Envoy Gateway names one filter per policy entry "<type>/<name>" (internal/xds/translator/lua.go luaFilterName).
+    return frozenset(
+        f.name
+        for f in FEATURES
+        if f.envoy_filter is not None and any(n == f.envoy_filter or n.startswith(f.envoy_filter + "/") for n in names)
+    )
 
 
 def feature(name: str) -> Feature:

@@ -49,3 +49,17 @@ TTFT_BUCKETS_MS = (25, 50, 100, 200, 300, 500, 750, 1000, 1500, 2000, 3000, 5000
 """Bucket bounds of that histogram for LLM serving. Triton's defaults (100, 500, 2000, 5000 ms) cannot
 resolve a p95 between 500 ms and 2 s, where TTFT SLOs live; the stack's own SLO values are added too, so
 an alert at the SLO reads an exact bucket instead of an interpolation."""
+
+USAGE_METER_HEADER = "x-inference-meter"
+"""Set by the edge on every request it passes to the OpenAI server (value ``USAGE_METER_RUNNING``), whatever the
+client sent: it asks the server to report a stream's running usage (issue 30). Envoy Gateway runs every Lua
+filter before api_key_auth and the request buffer (the EnvoyProxy's filterOrder, ``internal/xds/translator/
+httpfilters.go`` v1.9.0), where a Lua ``body()`` is held to the connection's 32 KiB buffer limit, so the edge asks
+by header instead of rewriting ``stream_options.include_usage`` into the body as Envoy AI Gateway does."""
+USAGE_METER_RUNNING = "running"
+USAGE_COMMENT_PREFIX = ": usage "
+"""Asked by ``USAGE_METER_HEADER``, a stream carries its cumulative usage so far in an SSE comment line
+(``: usage {"prompt_tokens":P,"completion_tokens":C,"total_tokens":T,"cached_tokens":K}``) before each event that
+adds tokens and before its last event or error event. SSE clients ignore comment lines (WHATWG HTML, "Server-sent
+events", parsing: a line starting with a colon is ignored); the edge reads them (the running count an aborted
+stream is charged) and removes them, so a client sees exactly the stream it asked for."""

@@ -33,6 +33,7 @@ COMMANDS: dict[str, str] = {
     "verify": "inference_platform.inferctl.verify.command",
     "capacity": "inference_platform.inferctl.capacity.command",
     "cost": "inference_platform.inferctl.cost.command",
+    "usage": "inference_platform.inferctl.usage.command",
     "diff": "inference_platform.inferctl.plan.diff",
 }
 
@@ -52,6 +53,7 @@ EXIT_CODES: dict[str, str] = {
     "capacity": "0 done, 2 bad input (naming the flag), 3 the plan needs more nodes than one pool of one cluster "
     "holds (use fleet)",
     "cost": "0 done, 2 a bad plan file or a region the price table lacks",
+    "usage": "0 done, 1 Prometheus unreachable or a query refused, 2 bad input (naming the flag)",
     "diff": "0 written, 2 unreadable plans",
 }
 COMMON_EXIT_CODES = "2 also when a package the command needs is not installed (it names the extra)"

@@ -24,6 +24,7 @@ from inference_platform.components.edge.gateway_api import PROXY_LABEL
 from inference_platform.components.observability.monitoring_stack import Monitor, MonitoringStack, MonitoringStackArgs
 from inference_platform.components.observability.promql import Scope
 from inference_platform.components.observability.rules import RuleSet
+from inference_platform.components.observability.token_meters import token_meters
 from inference_platform.components.serving.inference_service import DEFAULT_APP_NAME, InferenceService
 from inference_platform.infra.batch import Batch, batch_monitors
 from inference_platform.infra.cluster import Compute
@@ -102,6 +103,7 @@ def _monitoring_stack(
         expect_serving=service is not None and (bounds is None or bounds[0] > 0),
         edge_clusters="httproute/.*" if edge is not None else None,
         thresholds=_thresholds(settings),
+        token_meters=token_meters(settings, GATEWAY_NAME) if edge is not None else (),
     )
     # The CRDs first; the inference namespace too, where the PrometheusRule goes.
     releases = inference.controllers.releases if inference.controllers else {}

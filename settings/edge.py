@@ -34,6 +34,7 @@ from inference_platform.catalog.edge_policy import (
 )
 from inference_platform.planners.cidr import internet_wide
 from inference_platform.settings.base import CheckContext, Problem, Section, describe
+from inference_platform.settings.token_limits import TokenLimitSettings, token_limit_problems
 
 DEFAULT_TLS_POLICY = "ELBSecurityPolicy-TLS13-1-2-Res-2021-06"
 # What ALB, WAFv2 and Envoy Gateway accept, each read from its source at the pinned version.
@@ -181,6 +182,7 @@ class EdgeSettings(Section):
     rate_limits: RateLimitSettings = Field(default_factory=RateLimitSettings)
     circuit_breaker: CircuitBreakerSettings = Field(default_factory=CircuitBreakerSettings)
     redis: RedisSettings = Field(default_factory=RedisSettings)
+    token_limits: TokenLimitSettings = Field(default_factory=TokenLimitSettings)
 
     def problems(self, ctx: CheckContext) -> list[Problem]:
         out = []
@@ -241,6 +243,10 @@ class EdgeSettings(Section):
             )
         out += self._waf_problems(ctx)
         out += self._auth_problems(ctx)
+        out += token_limit_problems(
+            self.token_limits, ctx, tiers=set(self.rate_limits.tiers), auth=self.auth.enabled,
+            clients={cid: c.tier for cid, c in self.auth.clients.items()} if self.auth.enabled else {},
+        )  # fmt: skip
         node_type = self.redis.node_type
         if node_type not in aws_names.ELASTICACHE_NODE_TYPES:
             why = (
@@ -294,6 +300,7 @@ class EdgeSettings(Section):
             ),
             max_request_bytes=request_body_limit(max_input_tokens),
             served_models=served_models,
+            tokens=self.token_limits.policy(clients),
         )
 
     def _hostname_problems(self, ctx: CheckContext) -> list[Problem]:

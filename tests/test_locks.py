@@ -13,6 +13,7 @@ reads files and this interpreter's package metadata only.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata as md
 import json
 import re
@@ -29,6 +30,7 @@ from tools.deps_check.facts import FACTS
 from tools.lockfile import (
     CHECKOV_LOCKS,
     CLIENTS_LOCKS,
+    GUIDELLM_LOCKS,
     LOCKS,
     PROJECT,
     VENV_LOCKS,
@@ -76,13 +78,33 @@ def test_the_running_virtualenv_is_exactly_its_locks():
     assert problems == [], "\n".join(problems)
 
 
-def test_the_checkov_virtualenv_is_exactly_its_locks():
-    venv = REPO / ".venv-checkov"
+@pytest.mark.parametrize(
+    ("name", "locks", "target"),
+    [(".venv-checkov", CHECKOV_LOCKS, "checkov"), (".venv-guidellm", GUIDELLM_LOCKS, "guidellm")],
+)
+def test_a_tools_own_virtualenv_is_exactly_its_locks(name, locks, target):
+    venv = REPO / name
     if not (venv / "bin" / "python").exists():
-        pytest.skip("no .venv-checkov (make checkov builds it; make test does)")
+        pytest.skip(f"no {name} (make {target} builds it; make test does)")
     environment, installed, _ = venv_state(venv)
-    problems = differences(installed, expected(CHECKOV_LOCKS, environment), ".venv-checkov")
+    problems = differences(installed, expected(locks, environment), name)
     assert problems == [], "\n".join(problems)
+
+
+def test_guidellms_torch_is_the_cpu_build_on_this_machines_disk():
+    """guidellm's lock takes torch from the machine's wheel directory, which it names, with that file's SHA-256:
+    the CPU build, no CUDA runtime beside it (requirements-guidellm.txt)."""
+    lock = LOCKS / "guidellm.txt"
+    assert f"--find-links {lock_tool.TORCH_CPU_WHEELS}\n" in lock.read_text()
+    pins = {p.name: p for p in read_lock(lock)}
+    torch = pins["torch"]
+    assert torch.version.endswith("+cpu") and len(torch.hashes) == 1, torch
+    assert [name for name in pins if name.startswith(("nvidia-", "triton"))] == []
+    wheels = list(Path(lock_tool.TORCH_CPU_WHEELS).glob(f"torch-{torch.version}-*.whl"))
+    if not wheels:
+        pytest.skip(f"no torch {torch.version} wheel in {lock_tool.TORCH_CPU_WHEELS} (not this machine kind)")
+    (wheel,) = wheels
+    assert torch.hashes == (f"sha256:{hashlib.sha256(wheel.read_bytes()).hexdigest()}",)
 
 
 def test_the_check_names_the_distribution_both_versions_and_make_venv():
@@ -133,6 +155,7 @@ PY312 = {"python_version": "3.12", "python_full_version": "3.12.3"}
         ("triton.txt", lambda: _requirements(REPO / "requirements-triton.txt"), None),
         ("checkov.txt", lambda: _requirements(REPO / "requirements-checkov.txt"), None),
         ("clients.txt", lambda: _requirements(REPO / "requirements-clients.txt"), None),
+        ("guidellm.txt", lambda: _requirements(REPO / "requirements-guidellm.txt"), None),
         ("image-batch.txt", lambda: _requirements(REPO / "batch" / "requirements.txt"), None),
         ("image-verification.txt",
          lambda: _requirements(REPO / "inference_image" / "verification" / "requirements.txt"), None),
@@ -175,6 +198,7 @@ def test_the_locks_of_one_virtualenv_agree():
         VENV_LOCKS,
         CHECKOV_LOCKS,
         CLIENTS_LOCKS,
+        GUIDELLM_LOCKS,
         (LOCKS / "bootstrap.txt", LOCKS / "image-batch.txt"),
         (LOCKS / "bootstrap.txt", LOCKS / "image-verification.txt"),
     ):

@@ -8,7 +8,8 @@ what changed (one ``name version -> version`` line per distribution and lock).
 uv (pinned in locks/dev.txt, so every machine compiles with the same resolver) prefers the pins of an existing
 output file, so a run without ``--upgrade`` changes only what a changed range forces. Every lock carries exact
 versions and the SHA-256 of every file of each release (``--generate-hashes``), transitive dependencies
-included, resolved for every platform (``--universal``: markers say where a pin applies).
+included, resolved for every platform (``--universal``: markers say where a pin applies), but for guidellm's, which
+holds one platform's files (PyTorch's CPU build; requirements-guidellm.txt says why).
 
 The virtualenv's locks are resolved as one set first (``build/lock/venv.txt``: the application, the
 development tools and the bootstrap tools together), then split: ``app.txt`` (``.[all]``) and ``dev.txt``
@@ -50,6 +51,9 @@ class Lock:
     options: tuple[str, ...] = ()
     constraints: tuple[Path, ...] = ()
     why: str = ""
+    platform: str | None = None
+    """uv's ``--python-platform``: a lock for this one platform instead of ``--universal`` (for a pin whose only
+    file is one platform's wheel)."""
 
     @property
     def name(self) -> str:
@@ -93,6 +97,20 @@ CLIENTS = Lock(
     (LOCKS / "bootstrap.txt",),
     "the real clients' virtualenv (.venv-clients)",
 )
+TORCH_CPU_WHEELS = "/opt/wheels"
+"""Where this machine kind (the CI machines' too) keeps PyTorch's CPU build for CPython 3.11 on Linux x86_64 (pip's
+configured ``find-links``); PyPI's Linux x86_64 torch is a CUDA build. The lock names this directory
+(``--emit-find-links``), so ``pip install -r locks/guidellm.txt`` finds the file whatever the user's pip settings, and
+pins its SHA-256."""
+GUIDELLM = Lock(
+    LOCKS / "guidellm.txt",
+    ("requirements-guidellm.txt",),
+    "3.11",
+    ("--find-links", TORCH_CPU_WHEELS, "--emit-find-links"),
+    (LOCKS / "bootstrap.txt",),
+    "guidellm's virtualenv (.venv-guidellm): torch's CPU build, Linux x86_64, CPython 3.11",
+    platform="x86_64-manylinux_2_28",
+)
 IMAGE_GPU = Lock(
     LOCKS / "image-gpu.txt",
     ("inference_image/requirements-image.txt",),
@@ -121,7 +139,7 @@ IMAGE_VERIFICATION = Lock(
 )
 
 ORDER: tuple[Lock, ...] = (
-    BOOTSTRAP, VENV, APP, DEV, CORE, TRITON, CHECKOV, CLIENTS, IMAGE_GPU, IMAGE_NEURON, IMAGE_BATCH,
+    BOOTSTRAP, VENV, APP, DEV, CORE, TRITON, CHECKOV, CLIENTS, GUIDELLM, IMAGE_GPU, IMAGE_NEURON, IMAGE_BATCH,
     IMAGE_VERIFICATION,
 )  # fmt: skip
 """In dependency order: each lock's constraints are compiled before it."""
@@ -155,7 +173,8 @@ def changes(before: dict[str, str], after: dict[str, str]) -> list[str]:
 def _uv(lock: Lock, uv: str, upgrade: bool, upgrade_packages: list[str], extra: list[Path]) -> None:
     output = lock.path.resolve()
     output.parent.mkdir(parents=True, exist_ok=True)
-    command = [uv, "pip", "compile", "--quiet", *lock.inputs, *lock.options, "--universal"]
+    where = ["--python-platform", lock.platform] if lock.platform else ["--universal"]
+    command = [uv, "pip", "compile", "--quiet", *lock.inputs, *lock.options, *where]
     command += ["--python-version", lock.python, "--generate-hashes", "--custom-compile-command", COMPILE_COMMAND]
     for constraint in (*lock.constraints, *extra):
         command += ["--constraint", os.path.relpath(constraint, REPO)]

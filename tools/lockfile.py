@@ -7,8 +7,8 @@ locks do not pin (one a lock dropped, or one installed by hand), then fails, nam
 differs: ``pip freeze --all --exclude-editable`` of the virtualenv must equal the locks. tests/test_locks.py makes
 the same comparison for the virtualenv the suite runs in (``installed_differences``).
 
-A pin applies where its marker holds: the locks are universal (``uv pip compile --universal``), so
-``pywin32==312 ; sys_platform == 'win32'`` is a pin on Windows only.
+A pin applies where its marker holds: the locks are universal (``uv pip compile --universal``; guidellm.txt holds
+one platform), so ``pywin32==312 ; sys_platform == 'win32'`` is a pin on Windows only.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ VENV_LOCKS = tuple(LOCKS / name for name in ("bootstrap.txt", "app.txt", "dev.tx
 """What `make venv` installs into .venv, in order (the editable project comes after, unpinned)."""
 CHECKOV_LOCKS = tuple(LOCKS / name for name in ("bootstrap.txt", "checkov.txt"))
 CLIENTS_LOCKS = tuple(LOCKS / name for name in ("bootstrap.txt", "clients.txt"))
+GUIDELLM_LOCKS = tuple(LOCKS / name for name in ("bootstrap.txt", "guidellm.txt"))
 PROJECT = "inference-platform"
 
 _PIN = re.compile(
@@ -96,7 +97,7 @@ def read_lock(path: Path) -> list[Pin]:
     joined = re.sub(r"\\\n", " ", path.read_text())
     for raw in joined.splitlines():
         line = raw.split(" #", 1)[0].strip()
-        if not line or line.startswith("#"):
+        if not line or line.startswith(("#", "--")):  # a comment, or pip's own option (``--find-links DIR``)
             continue
         requirement = line.split(" --hash=", 1)[0].strip()
         match = _PIN.match(requirement)

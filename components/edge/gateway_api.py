@@ -60,6 +60,8 @@ from inference_platform.catalog.edge_policy import (
     edge_error,
     edge_error_body,
 )
+from inference_platform.components.edge.token_limits import token_rules
+from inference_platform.components.edge.token_metering import metering_lua
 
 GATEWAY_API = "gateway.networking.k8s.io/v1"
 GATEWAY_GROUP = "gateway.networking.k8s.io"
@@ -136,6 +138,8 @@ def render_gateway_objects(policy: EdgePolicy, target: GatewayTarget) -> list[Ma
     if policy.auth_enabled:
         objects.append(_security_policy(policy, target, refs))
         objects.append(_credential_check(policy, target, refs))
+    if policy.metered:
+        objects.append(_metering(target, refs[0]))
     objects += _reference_grants(target, list(backends.values()))
     return objects
 
@@ -149,7 +153,7 @@ def gateway_summary(objects: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """Clients, routes, limits, timeouts and circuit-breaker limits read back from rendered objects (the same
     keys as ``inference_platform.inferctl.serving.edge_envoy.bootstrap_summary``)."""
     objects = list(objects)
-    single = ("ReferenceGrant", "BackendTrafficPolicy", "HTTPRoute")
+    single = ("ReferenceGrant", "BackendTrafficPolicy", "HTTPRoute", "EnvoyExtensionPolicy")
     by_kind = {o["kind"]: o for o in objects if o["kind"] not in single}
     policies = [o["spec"] for o in objects if o["kind"] == "BackendTrafficPolicy"]
     # The Gateway's policy, and the body limits the route-level ones merged into it add per route.
@@ -159,13 +163,17 @@ def gateway_summary(objects: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     http_routes = {o["metadata"]["name"]: o["spec"] for o in objects if o["kind"] == "HTTPRoute"}
     security = by_kind.get("SecurityPolicy")
     client = by_kind["ClientTrafficPolicy"]["spec"]
-    extension = by_kind.get("EnvoyExtensionPolicy")
+    extensions = {o["metadata"]["name"]: o for o in objects if o["kind"] == "EnvoyExtensionPolicy"}
+    metering = extensions.pop(f"{gateway}-metering", None)
+    extension = next(iter(extensions.values()), None)
     lua = extension["spec"]["lua"][0]["inline"] if extension else None
     order = by_kind["EnvoyProxy"]["spec"].get("filterOrder", [])
     rules = backend.get("rateLimit", {}).get("global", {}).get("rules", [])
     per_client = {}
     for rule in rules:
         header = rule["clientSelectors"][0]["headers"][0]
+        if "cost" in rule:  # a token limit (token_limits.token_rules; compared with the service's own config)
+            continue
         assert rule["limit"]["unit"] == "Minute"
         per_client[header["value"]] = rule["limit"]["requests"]
     route_timeouts = {backend["timeout"]["http"]["requestTimeout"]} | {
@@ -193,6 +201,10 @@ def gateway_summary(objects: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         if security
         else [],
         "requests_per_minute": per_client,
+        "metering_lua": metering["spec"]["lua"][0]["inline"] if metering else None,
+        "metered_routes": sorted(_group_key(gateway, r["name"]) for r in metering["spec"]["targetRefs"])
+        if metering
+        else [],
         "routes": routes,
         "http_endpoints": sorted(e for route in routes.values() for e in route["endpoints"]),
         "stream_idle_timeout": client["timeout"]["http"]["streamIdleTimeout"],
@@ -384,6 +396,18 @@ def _credential_check(policy: EdgePolicy, target: GatewayTarget, routes: list[di
     }
 
 
+def _metering(target: GatewayTarget, route: dict[str, str]) -> Manifest:
+    """Token metering on the OpenAI route (``token_metering``): its own EnvoyExtensionPolicy, so the duplicate-
+    credential one stays as it is; Envoy Gateway builds one Lua filter per policy entry, and the EnvoyProxy's
+    filterOrder moves every Lua filter before api_key_auth (``internal/xds/translator/httpfilters.go`` v1.9.0)."""
+    return {
+        "apiVersion": ENVOY_GATEWAY_API,
+        "kind": "EnvoyExtensionPolicy",
+        "metadata": _meta(target, f"{target.name}-metering"),
+        "spec": {"targetRefs": [route], "lua": [{"type": "Inline", "inline": metering_lua()}]},
+    }
+
+
 def _backend_traffic_policy(policy: EdgePolicy, target: GatewayTarget) -> Manifest:
     cb = policy.circuit_breaker
     spec: dict[str, Any] = {
@@ -426,6 +450,8 @@ def _backend_traffic_policy(policy: EdgePolicy, target: GatewayTarget) -> Manife
                     }
                     for c in policy.clients
                 ]
+                # Token limits: checked on the request, charged from the answer's usage (issue 30).
+                + token_rules(policy)
             },
         }
     return {

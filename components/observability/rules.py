@@ -20,6 +20,7 @@ from typing import Any, Literal
 from inference_platform.catalog.alert_thresholds import AlertThresholds
 from inference_platform.components.observability import promql as q
 from inference_platform.components.observability.promql import Scope
+from inference_platform.components.observability.token_rules import TokenMeter, token_rule_groups
 
 Vendor = Literal["nvidia", "neuron"]
 DEFAULT_RUNBOOK_BASE = "docs/runbooks.md"
@@ -42,6 +43,9 @@ class RuleSet:
     """Default unset (no edge alerts). Regex of the Envoy clusters in front of the workload
     (Envoy Gateway names them ``httproute/<namespace>/<route>/rule/<n>``)."""
     thresholds: AlertThresholds = field(default_factory=AlertThresholds)
+    token_meters: tuple[TokenMeter, ...] = ()
+    """Default none (no charged-vs-served rules). Where the edge's charges of each metered client are counted
+    (``token_rules``, issue 30)."""
     runbook_base: str = DEFAULT_RUNBOOK_BASE
     """Default ``docs/runbooks.md``. Each alert's ``runbook_url`` is ``<base>#<alert name, lower case>``."""
 
@@ -67,6 +71,7 @@ def rule_groups(rules: RuleSet) -> list[dict[str, Any]]:
     ]
     if rules.edge_clusters:
         groups.append({"name": f"{name}.edge", "rules": _edge_alerts(rules)})
+    groups += token_rule_groups(name, rules.scope, rules.token_meters, rules.runbook_base)
     return [g for g in groups if g["rules"]]
 
 

@@ -67,8 +67,16 @@ from inference_platform.catalog.envoy_gateway_gates import (
     how_to_enable,
     merged_config,
 )
+from inference_platform.components.edge.token_limits import local_domain, route_rate_limits
+from inference_platform.components.edge.token_metering import METERING_LUA_NAME, metering_lua
 
 CLIENT_DESCRIPTOR_KEY = "client_id"
+GLOBAL_RATE_LIMIT_FILTER = "envoy.filters.http.ratelimit"
+# Envoy Gateway's names: the rate-limit service's cluster (ratelimit.go getRateLimitServiceClusterName) and a Lua
+# filter per EnvoyExtensionPolicy entry (lua.go luaFilterName: the type, "/", the entry's name).
+RATE_LIMIT_CLUSTER = "ratelimit_cluster"
+RATE_LIMIT_SERVICE_PORT = 8081
+METERING_FILTER = f"{LUA_FILTER}/{METERING_LUA_NAME}"
 BUFFER_FILTER = "envoy.filters.http.buffer"
 RATE_LIMIT_WINDOW_SECONDS = 60
 # Without auth nobody has a client id: one generous shared bucket keeps the filter harmless.
@@ -108,6 +116,7 @@ def render_bootstrap(
     upstream: Upstream,
     extra_upstreams: Mapping[str, Upstream] | None = None,
     controller: Mapping[str, Any],
+    rate_limit_service: Upstream | None = None,
 ) -> dict[str, Any]:
     """The Envoy bootstrap enforcing ``policy``; ``keys`` maps each client id to its API key, ``upstream`` is the
     OpenAI server and ``extra_upstreams`` the server of each of the policy's ``extra_routes`` by key.
@@ -122,8 +131,15 @@ def render_bootstrap(
     unserved = sorted(g.key for g in policy.route_groups if g.key not in upstreams)
     if unserved:
         raise ValueError(f"no upstream for route group(s) {', '.join(unserved)}")
-    listener_config = _listener(policy, keys, listener, upstreams)
+    if rate_limit_service is None:
+        # Where Envoy Gateway's own rate-limit service listens (InfraGRPCPort, internal/infrastructure/kubernetes/
+        # ratelimit/resource.go v1.9.0); the local edge passes its stand-in's port.
+        rate_limit_service = Upstream(address=listener.address, port=RATE_LIMIT_SERVICE_PORT)
+    listener_config = _listener(policy, keys, listener, upstreams, controller)
     _refuse_what_the_controller_would(listener_config, controller)
+    clusters = [_cluster(policy, g.key, upstreams[g.key]) for g in policy.route_groups]
+    if policy.metered:
+        clusters.append(_rate_limit_cluster(rate_limit_service))
     return {
         "admin": {"address": _socket(listener.address, listener.admin_port)},
         "overload_manager": {
@@ -140,7 +156,7 @@ def render_bootstrap(
         },
         "static_resources": {
             "listeners": [listener_config],
-            "clusters": [_cluster(policy, g.key, upstreams[g.key]) for g in policy.route_groups],
+            "clusters": clusters,
         },
     }
 
@@ -152,6 +168,7 @@ def bootstrap_summary(bootstrap: Mapping[str, Any]) -> dict[str, Any]:
     filters = {f["name"]: f["typed_config"] for f in hcm["http_filters"]}
     auth = filters.get(API_KEY_AUTH_FILTER)
     lua = filters.get(LUA_FILTER)
+    metering = filters.get(METERING_FILTER)
     names = [f["name"] for f in hcm["http_filters"]]
     limits = filters["envoy.filters.http.local_ratelimit"].get("descriptors", [])
     routes = hcm["route_config"]["virtual_hosts"][0]["routes"]
@@ -166,6 +183,12 @@ def bootstrap_summary(bootstrap: Mapping[str, Any]) -> dict[str, Any]:
         "credentials_stripped": bool(auth and auth["forwarding"].get("hide_credentials")),
         # Every route group is authenticated here (the filter is listener-wide): what the SecurityPolicy targets.
         "secured_routes": sorted(groups) if auth else [],
+        "metering_lua": metering["default_source_code"]["inline_string"] if metering else None,
+        "metered_routes": sorted(
+            key
+            for key, rs in groups.items()
+            if metering and not any(METERING_FILTER in r.get("typed_per_filter_config", {}) for r in rs)
+        ),
         "requests_per_minute": {
             d["entries"][0]["value"]: d["token_bucket"]["tokens_per_fill"]
             for d in limits
@@ -189,6 +212,7 @@ def bootstrap_summary(bootstrap: Mapping[str, Any]) -> dict[str, Any]:
                     "common_http_protocol_options"
                 ]["idle_timeout"]
                 for c in bootstrap["static_resources"]["clusters"]
+                if c["name"] != RATE_LIMIT_CLUSTER
             }
         ),
         "route_timeouts": sorted({r["route"]["timeout"] for r in routes}),
@@ -257,7 +281,11 @@ def _one(values: set[Any]) -> Any:
 
 
 def _listener(
-    policy: EdgePolicy, keys: Mapping[str, str], listener: Listener, upstreams: Mapping[str, Upstream]
+    policy: EdgePolicy,
+    keys: Mapping[str, str],
+    listener: Listener,
+    upstreams: Mapping[str, Upstream],
+    controller: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     idle = f"{policy.idle_timeout_seconds}s"
     http_filters: list[dict[str, Any]] = []
@@ -272,6 +300,9 @@ def _listener(
                 },
             }
         )
+    if policy.metered:
+        # Beside the credential Lua: Envoy Gateway's filterOrder moves every Lua filter before api_key_auth.
+        http_filters.append(_metering_lua())
     if policy.auth_enabled:
         http_filters.append(_api_key_auth(policy, keys))
     # Envoy Gateway's order (internal/xds/translator/httpfilters.go v1.9.0): api_key_auth 7, buffer 12,
@@ -287,6 +318,8 @@ def _listener(
         }
     )
     http_filters.append(_local_rate_limit(policy))
+    if policy.metered:
+        http_filters.append(_global_rate_limit(merged_config(controller or {})))
     http_filters.append(
         {
             "name": "envoy.filters.http.router",
@@ -357,6 +390,56 @@ def _listener(
                 "filters": [{"name": "envoy.filters.network.http_connection_manager", "typed_config": hcm}],
             }
         ],
+    }
+
+
+def _metering_lua() -> dict[str, Any]:
+    return {
+        "name": METERING_FILTER,
+        "typed_config": {
+            "@type": f"{_TYPES}extensions.filters.http.lua.v3.Lua",
+            "default_source_code": {"inline_string": metering_lua()},
+        },
+    }
+
+
+def _global_rate_limit(controller: Mapping[str, Any]) -> dict[str, Any]:
+    """The filter Envoy Gateway v1.9.0 writes for global limits (``internal/xds/translator/ratelimit.go``
+    ``createRateLimitFilter``): the service by gRPC, the controller's timeout and failClosed, draft-03
+    ``x-ratelimit-*`` headers, no ``x-envoy-ratelimited``."""
+    limits = controller.get("rateLimit") or {}
+    config: dict[str, Any] = {
+        "@type": f"{_TYPES}extensions.filters.http.ratelimit.v3.RateLimit",
+        "domain": local_domain(),
+        "rate_limit_service": {
+            "grpc_service": {"envoy_grpc": {"cluster_name": RATE_LIMIT_CLUSTER}},
+            "transport_api_version": "V3",
+        },
+        "enable_x_ratelimit_headers": "DRAFT_VERSION_03",
+        "disable_x_envoy_ratelimited_header": True,
+        "failure_mode_deny": bool(limits.get("failClosed", False)),
+    }
+    if limits.get("timeout"):
+        # Envoy Gateway writes "<n>ms"; Envoy's Duration JSON takes seconds.
+        config["timeout"] = f"{int(str(limits['timeout']).removesuffix('ms')) / 1000}s"
+    return {"name": GLOBAL_RATE_LIMIT_FILTER, "typed_config": config}
+
+
+def _rate_limit_cluster(upstream: Upstream) -> dict[str, Any]:
+    return {
+        "name": RATE_LIMIT_CLUSTER,
+        "type": "STATIC",
+        "connect_timeout": f"{CONNECT_TIMEOUT_SECONDS}s",
+        "load_assignment": {
+            "cluster_name": RATE_LIMIT_CLUSTER,
+            "endpoints": [{"lb_endpoints": [{"endpoint": {"address": _socket(upstream.address, upstream.port)}}]}],
+        },
+        "typed_extension_protocol_options": {
+            "envoy.extensions.upstreams.http.v3.HttpProtocolOptions": {
+                "@type": f"{_TYPES}extensions.upstreams.http.v3.HttpProtocolOptions",
+                "explicit_http_config": {"http2_protocol_options": {}},
+            }
+        },
     }
 
 
@@ -449,6 +532,20 @@ def _route(policy: EdgePolicy, group: RouteGroup, endpoint: Endpoint, headers: t
                 "buffer": {"max_request_bytes": group.max_request_bytes},
             }
         }
+    if policy.metered:
+        per_filter = route.setdefault("typed_per_filter_config", {})
+        # Envoy Gateway puts shared rules in typed_per_filter_config (where hits_addend works), on every route
+        # of the Gateway its BackendTrafficPolicy targets; the token rules follow the request rules (one each).
+        per_filter[GLOBAL_RATE_LIMIT_FILTER] = {
+            "@type": f"{_TYPES}extensions.filters.http.ratelimit.v3.RateLimitPerRoute",
+            "domain": local_domain(),
+            "rate_limits": route_rate_limits(policy),
+        }
+        if group.key != INFERENCE_ROUTES:
+            per_filter[METERING_FILTER] = {
+                "@type": f"{_TYPES}extensions.filters.http.lua.v3.LuaPerRoute",
+                "disabled": True,
+            }
     if headers:
         # Applied by the router after api_key_auth stripped the client's key: the server sees only ours.
         route["request_headers_to_add"] = [_header(k, v) for k, v in headers]

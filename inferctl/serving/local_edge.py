@@ -38,6 +38,8 @@ class LocalEdge:
     access_log: Path
     bootstrap: Path
     log: Path
+    rate_limit_ledger: Path | None = None
+    """With token limits: every call of the rate-limit stand-in (``rate_limit_service.read_ledger``)."""
 
 
 def generate_keys(policy: EdgePolicy) -> dict[str, str]:
@@ -100,12 +102,44 @@ def run_edge(
 ) -> Iterator[LocalEdge]:
     """Envoy serving ``policy`` on ``address:port`` until the block ends, held to the Envoy Gateway configuration
     the cluster's controller runs for it (``components.edge.controller_config``)."""
+    work_dir.mkdir(parents=True, exist_ok=True)
+    with contextlib.ExitStack() as stack:
+        ledger, service = None, None
+        if policy.metered:
+            # Token limits are global limits: the rate-limit service's stand-in, on a port of its own.
+            from inference_platform.components.edge.token_limits import service_config
+            from inference_platform.inferctl.serving.rate_limit_service import rate_limit_service
+            from inference_platform.processes import free_port
+
+            port_rls = free_port()
+            config = service_config(policy)
+            ledger = stack.enter_context(rate_limit_service(config, work_dir=work_dir, port=port_rls))
+            service = Upstream(address=address, port=port_rls)
+        yield stack.enter_context(
+            _edge(policy, keys, upstream, work_dir, address, port, admin_port, ready_timeout, extra_upstreams,
+                  service, ledger)
+        )  # fmt: skip
+
+
+@contextlib.contextmanager
+def _edge(
+    policy: EdgePolicy,
+    keys: Mapping[str, str],
+    upstream: Upstream,
+    work_dir: Path,
+    address: str,
+    port: int,
+    admin_port: int,
+    ready_timeout: float,
+    extra_upstreams: Mapping[str, Upstream] | None,
+    rate_limit_service: Upstream | None,
+    ledger: Path | None,
+) -> Iterator[LocalEdge]:
     # Imported here: ``envoy_process`` is what the images' ``inferctl loadtest calibrate`` takes from this module,
     # and the cluster's controller configuration is rendered by the components, which the images do not carry.
     from inference_platform.components.edge.controller_config import cluster_controller_config
     from inference_platform.inferctl.serving.edge_envoy import render_bootstrap
 
-    work_dir.mkdir(parents=True, exist_ok=True)
     certificates = local_certificates(work_dir / "tls")
     access_log = work_dir / "access.log"
     bootstrap = render_bootstrap(
@@ -122,6 +156,7 @@ def run_edge(
         upstream=upstream,
         extra_upstreams=extra_upstreams,
         controller=cluster_controller_config(policy),
+        rate_limit_service=rate_limit_service,
     )
     # The bootstrap holds the keys: owner-only, like the key file.
     config = work_dir / "envoy.json"
@@ -138,4 +173,5 @@ def run_edge(
             access_log=access_log,
             bootstrap=config,
             log=log,
+            rate_limit_ledger=ledger,
         )

@@ -32,6 +32,8 @@ from inference_platform.catalog.serving_contract import (
     OPENAI_METRICS_PATH,
     OPENAI_MODELS_PATH,
     REQUEST_ID_HEADER,
+    USAGE_METER_HEADER,
+    USAGE_METER_RUNNING,
 )
 from inference_platform.inference_image.openai_api.errors import (
     INVALID_REQUEST,
@@ -151,7 +153,8 @@ async def _generate(service: Service, request: Request, parse: Callable[[Any], A
     LOG.info("request %s client %s: %s, %d prompt tokens", ctx.request_id, ctx.client, generation.kind, prompt.tokens)
     if generation.stream:
         # Starlette cancels the body's generator when the client disconnects, which closes the Triton stream.
-        events = service.events(generation, prompt, max_tokens, ctx)
+        metered = request.headers.get(USAGE_METER_HEADER) == USAGE_METER_RUNNING
+        events = service.events(generation, prompt, max_tokens, ctx, metered=metered)
         return StreamingResponse(events, media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
     # Nothing is written before the answer is whole, so a client that leaves is noticed only by asking.
     work = asyncio.ensure_future(service.complete(generation, prompt, max_tokens, ctx))

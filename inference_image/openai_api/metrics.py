@@ -113,15 +113,24 @@ class RequestRecord:
         m.e2e.labels(*labels).observe(time.monotonic() - self._started)
         if queue_seconds is not None:
             m.queue.labels(*labels).observe(queue_seconds)
+        self._tokens(usage)
+        for reason in reasons:
+            m.success.labels(*labels, reason).inc()
+
+    def _tokens(self, usage: dict[str, Any]) -> None:
+        m, labels = self._metrics, self._labels
         m.prompt_tokens.labels(*labels).inc(usage["prompt_tokens"])
         m.generation_tokens.labels(*labels).inc(usage["completion_tokens"])
         m.prefix_queries.labels(*labels).inc(usage["prompt_tokens"])
         m.prefix_hits.labels(*labels).inc(usage["prompt_tokens_details"]["cached_tokens"])
-        for reason in reasons:
-            m.success.labels(*labels, reason).inc()
 
-    def fail(self) -> None:
-        self._metrics.success.labels(*self._labels, "error").inc()
+    def fail(self, usage: dict[str, Any] | None = None, *, reason: str = "error") -> None:
+        """A request that ended without its answer: failed (``error``) or left by its client (``abort``, vLLM's
+        reason). ``usage``: the tokens it had been reported with (a stream's running usage), counted as served,
+        so the token counters agree with what the edge charged (issue 30's charged-vs-served alarm)."""
+        if usage is not None:
+            self._tokens(usage)
+        self._metrics.success.labels(*self._labels, reason).inc()
 
 
 class ServerMetrics:

@@ -20,6 +20,7 @@ from typing import Any
 
 import orjson
 
+from inference_platform.catalog.serving_contract import USAGE_COMMENT_PREFIX
 from inference_platform.inference_image.liveness import LivenessCheck, stall_from_env
 from inference_platform.inference_image.openai_api import fields
 from inference_platform.inference_image.openai_api.chat_template import ChatTemplateError
@@ -101,6 +102,20 @@ class _Tally:
             self.cached_tokens = update.cached_tokens
         if update.queue_seconds is not None:
             self.queue_seconds = update.queue_seconds
+
+    def running(self) -> bytes:
+        """The usage so far as the SSE comment line the edge meters (``serving_contract.USAGE_COMMENT_PREFIX``):
+        cumulative, so the edge keeps the last one; empty until the engine has given the prompt's count."""
+        if self.input_tokens is None:
+            return b""
+        completion = sum(c.output_tokens for c in self.choices)
+        counts = {
+            "prompt_tokens": self.input_tokens,
+            "completion_tokens": completion,
+            "total_tokens": self.input_tokens + completion,
+            "cached_tokens": self.cached_tokens or 0,
+        }
+        return USAGE_COMMENT_PREFIX.encode() + orjson.dumps(counts) + b"\n"
 
     def usage(self) -> dict[str, Any]:
         if self.input_tokens is None:
@@ -307,9 +322,12 @@ class Service:
         return {"index": index, "message": message, "logprobs": logprobs, "finish_reason": reason}
 
     async def events(
-        self, generation: Generation, prompt: Prompt, max_tokens: int, ctx: RequestContext
+        self, generation: Generation, prompt: Prompt, max_tokens: int, ctx: RequestContext, *, metered: bool = False
     ) -> AsyncIterator[bytes]:
-        """Server-sent events; a failure after the first byte becomes an error event."""
+        """Server-sent events; a failure after the first byte becomes an error event. ``metered`` (the edge asked,
+        ``serving_contract.USAGE_METER_HEADER``): the running usage goes, as a comment line, before the first event
+        of each engine update that changes it (one update may be several merged engine events: the count is the
+        update's last), before an error event and before the end."""
         chat = generation.kind == "chat"
         envelope = _envelope(generation, ctx, chunk=True)
         tally = _Tally([_Choice() for _ in range(generation.n)])
@@ -318,12 +336,17 @@ class Service:
         offsets = [0] * generation.n
         record = self.metrics.start(client=ctx.client, started=ctx.started, prompt_tokens=prompt.tokens)
         usage_each = generation.continuous_usage
+        last_meter = b""
+        ended = False
         if chat:
             for i in range(generation.n):
                 yield _sse(envelope | {"choices": [_choice(i, {"delta": {"role": "assistant", "content": ""}})]})
         try:
             async for update in self._updates(generation, prompt, max_tokens, ctx, record):
                 tally.add(update)
+                # A changed count is carried by the first event this update yields, or alone after them.
+                meter = tally.running() if metered else b""
+                meter, last_meter = (b"", last_meter) if meter == last_meter else (meter, meter)
                 usage = _partial_usage(tally) if usage_each else None
                 for i in range(generation.n):
                     if finished[i]:
@@ -333,28 +356,43 @@ class Service:
                     parts = self._stream_parts(generation, i, delta, entries, streams, offsets)
                     reason = update.finish_reasons[i] if i < len(update.finish_reasons) else None
                     for part in parts:
-                        yield _sse(envelope | {"choices": [_choice(i, part)]} | ({"usage": usage} if usage else {}))
+                        chunk = envelope | {"choices": [_choice(i, part)]} | ({"usage": usage} if usage else {})
+                        yield meter + _sse(chunk)
+                        meter = b""
                     if reason:
                         finished[i] = True
                         tail = streams[i].finish() if streams is not None else []
                         for part in tail:
-                            yield _sse(envelope | {"choices": [_choice(i, {"delta": part})]})
+                            yield meter + _sse(envelope | {"choices": [_choice(i, {"delta": part})]})
+                            meter = b""
                         final_reason = _finish_reason(reason)
                         if streams is not None and streams[i].called and final_reason == "stop":
                             named = generation.tools is not None and generation.tools.choice == "named"
                             final_reason = "stop" if named else "tool_calls"
                         empty: dict[str, Any] = {"delta": {}} if chat else {"text": ""}
                         chunk = envelope | {"choices": [_choice(i, empty, final_reason)]}
-                        yield _sse(chunk | ({"usage": usage} if usage else {}))
+                        yield meter + _sse(chunk | ({"usage": usage} if usage else {}))
+                        meter = b""
+                if meter:
+                    yield meter
             final_usage = tally.usage()
+            ended = True
         except (EngineError, ApiError) as err:
-            record.fail()
+            ended = True
+            record.fail(_partial_usage(tally))
             # The status line is long gone: OpenAI's clients raise on an event that carries "error".
             error = {"message": f"the model failed: {err.message}", "type": SERVER_ERROR, "param": None, "code": None}
-            yield _sse({"error": error})
+            yield (tally.running() if metered else b"") + _sse({"error": error})
             yield DONE
             return
+        finally:
+            if not ended:
+                # The client left (the body's generator closed at a yield): served what it was reported.
+                record.fail(_reported(last_meter) if metered else _partial_usage(tally), reason="abort")
         record.finish(final_usage, tally.queue_seconds, [_finish_reason(c.finish) for c in tally.choices])
+        if metered:
+            # Tokens the engine counted without text (a stop sequence, a held-back partial character) count too.
+            yield tally.running()
         if generation.include_usage:
             # OpenAI's form when stream_options.include_usage is set: one more chunk, no choices, the usage.
             yield _sse(envelope | {"choices": [], "usage": final_usage})
@@ -390,6 +428,19 @@ class Service:
             else:
                 parts = [{"delta": {}, "logprobs": logprobs}]
         return parts
+
+
+def _reported(meter: bytes) -> dict[str, Any] | None:
+    """The usage of the last running-usage comment sent, in ``usage``'s shape (None before the first)."""
+    if not meter:
+        return None
+    counts = orjson.loads(meter[len(USAGE_COMMENT_PREFIX) :])
+    return {
+        "prompt_tokens": counts["prompt_tokens"],
+        "completion_tokens": counts["completion_tokens"],
+        "total_tokens": counts["total_tokens"],
+        "prompt_tokens_details": {"cached_tokens": counts["cached_tokens"]},
+    }
 
 
 def _partial_usage(tally: _Tally) -> dict[str, Any] | None:

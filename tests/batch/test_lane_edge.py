@@ -88,6 +88,10 @@ def test_the_openai_clients_batch_calls_work_through_the_local_edge(settings, se
         assert worker.metric("batch_requests_total", status="failed") == 1
         good = [line for i, line in enumerate(lines) if i != BAD]
         assert [o["custom_id"] for o in output] == [line["custom_id"] for line in good]
+        # Each answered line's exact usage, once, for the client that submitted the batch (issue 30's showback).
+        for kind, key in (("prompt", "prompt_tokens"), ("completion", "completion_tokens")):
+            reported = sum(o["response"]["body"]["usage"][key] for o in output)
+            assert worker.metric("batch_tokens_total", client=owner, kind=kind) == reported > 0
         assert client.files.retrieve(done.output_file_id).purpose == "batch_output"
         # Every line asked again through the synchronous API, eight at a time (as the worker asked them).
         with ThreadPoolExecutor(8) as pool:

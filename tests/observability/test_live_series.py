@@ -30,6 +30,7 @@ from inference_platform.components.autoscaling.scaled_object import ScaleTarget,
 from inference_platform.components.observability.dashboards import expand, queries, render
 from inference_platform.components.observability.promql import Scope
 from inference_platform.components.observability.rules import RuleSet, rule_groups, rules_file
+from inference_platform.components.observability.token_rules import TokenMeter
 from inference_platform.components.serving.inference_service import RELAYED_FAMILIES
 from inference_platform.processes import free_port
 from tests.observability.prometheus_server import Target, running_prometheus
@@ -59,6 +60,8 @@ EXTERNAL = {
     "ratelimit_service_": "Envoy Gateway's rate-limit service (envoyproxy/ratelimit), not run locally",
 }
 """Series prefixes other exporters publish, with which one."""
+METERS = (TokenMeter(client="default", domain="envoy-gateway-system/inference-edge-backend", key1="rule"),)
+"""The charged-vs-served rules of one metered client (issue 30): the charged side is the rate-limit service's."""
 
 
 def _scopes() -> list[Scope]:
@@ -70,9 +73,10 @@ def planned_reads() -> list[tuple[str, Read]]:
     out: list[tuple[str, Read]] = []
     for scope in _scopes():
         vendor = "neuron" if scope.backend == "neuron" else "nvidia"
-        for group in rule_groups(
-            RuleSet(scope=scope, vendor=vendor, hpa="keda-hpa-triton", edge_clusters="httproute/.*")
-        ):
+        rule_set = RuleSet(
+            scope=scope, vendor=vendor, hpa="keda-hpa-triton", edge_clusters="httproute/.*", token_meters=METERS
+        )
+        for group in rule_groups(rule_set):
             for rule in group["rules"]:
                 where = f"rule {rule.get('record') or rule.get('alert')}"
                 out += [(where, r) for r in reads(rule["expr"])]
@@ -90,7 +94,7 @@ def planned_reads() -> list[tuple[str, Read]]:
 
 def recorded() -> set[str]:
     return {r["record"] for s in _scopes() for g in rule_groups(RuleSet(scope=s, vendor="neuron" if s.backend == "neuron"
-            else "nvidia")) for r in g["rules"] if "record" in r}  # fmt: skip
+            else "nvidia", token_meters=METERS)) for r in g["rules"] if "record" in r}  # fmt: skip
 
 
 def unpublished(

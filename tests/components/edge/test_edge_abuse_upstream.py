@@ -53,7 +53,10 @@ FILTER_ORDER = {
     "envoy.filters.http.api_key_auth": 7,
     "envoy.filters.http.buffer": 12,
     "envoy.filters.http.lua": 13,
+    # One Lua filter per EnvoyExtensionPolicy entry, "<type>/<name>", 13 + its index (httpfilters.go, lua.go).
+    "envoy.filters.http.lua/metering": 14,
     "envoy.filters.http.local_ratelimit": 302,
+    "envoy.filters.http.ratelimit": 303,
     "envoy.filters.http.router": 310,
 }
 FILTER_POSITION_FIELDS = ("name", "before", "after")
@@ -159,16 +162,22 @@ def test_the_local_envoy_translates_like_envoy_gateway_and_is_the_pinned_version
     expected = sorted(names, key=FILTER_ORDER.__getitem__)
     for position in next(o for o in objects(policy()) if o["kind"] == "EnvoyProxy")["spec"]["filterOrder"]:
         assert set(position) <= set(FILTER_POSITION_FIELDS) and position["name"] in FILTER_ORDER
-        expected.remove(position["name"])
-        expected.insert(expected.index(position["before"]), position["name"])
+        # Every filter of the type moves (httpfilters.go isFilterType: a name prefix), in its order.
+        moved = [n for n in expected if n.startswith(position["name"])]
+        for name in moved:
+            expected.remove(name)
+        at = expected.index(position["before"])
+        expected[at:at] = moved
     assert (
         names
         == expected
         == [
             "envoy.filters.http.lua",
+            "envoy.filters.http.lua/metering",
             "envoy.filters.http.api_key_auth",
             "envoy.filters.http.buffer",
             "envoy.filters.http.local_ratelimit",
+            "envoy.filters.http.ratelimit",
             "envoy.filters.http.router",
         ]
     )
@@ -186,7 +195,9 @@ def test_the_local_envoy_translates_like_envoy_gateway_and_is_the_pinned_version
 
 def test_the_duplicate_credential_check_runs_before_authentication_on_every_route():
     objs = objects(policy())
-    (extension,) = [o for o in objs if o["kind"] == "EnvoyExtensionPolicy"]
+    (extension,) = [
+        o for o in objs if o["kind"] == "EnvoyExtensionPolicy" and o["metadata"]["name"].endswith("-credentials")
+    ]
     routes = {(o["kind"], o["metadata"]["name"]) for o in objs if o["kind"].endswith("Route")}
     assert {(r["kind"], r["name"]) for r in extension["spec"]["targetRefs"]} == routes
     (lua,) = extension["spec"]["lua"]
@@ -197,7 +208,8 @@ def test_the_duplicate_credential_check_runs_before_authentication_on_every_rout
     security = next(o for o in objs if o["kind"] == "SecurityPolicy")["spec"]["apiKeyAuth"]
     assert security["sanitize"] is True and security["extractFrom"] == [{"headers": ["x-api-key", "authorization"]}]
     # Without authentication there is no credential to be ambiguous about.
-    assert not [o for o in objects(policy(edge={"auth": {"enabled": False}})) if o["kind"] == "EnvoyExtensionPolicy"]
+    unauthenticated = {"auth": {"enabled": False}, "tokenLimits": {"tokensPerMinute": None}}
+    assert not [o for o in objects(policy(edge=unauthenticated)) if o["kind"] == "EnvoyExtensionPolicy"]
 
 
 # The edge's own refusals in OpenAI's error shape (issue 20). api/v1alpha1/shared_types.go @ v1.9.0:

@@ -220,8 +220,9 @@ def test_the_local_envoy_runs_only_features_the_clusters_controller_enables(case
     pol = policy(EDGES[case])
     objects = render_gateway_objects(pol, TARGET)
     local = _features(pol)
-    # The local stand-in runs global limits as local_ratelimit: the rest must be the same features.
-    assert local == features_used(objects) - {"global rate limit"}
+    # The local stand-in runs the request limits as local_ratelimit, and the token limits (issue 30) as global
+    # limits against the rate-limit service's stand-in: the rest must be the same features.
+    assert local == features_used(objects) - (set() if pol.metered else {"global rate limit"})
     config = merged_config(controller_values("r:6379", features=features_used(objects))["config"]["envoyGateway"])
     assert all(enabled(feature(name), config) for name in local)
 
@@ -235,6 +236,6 @@ def test_the_local_envoy_refuses_lua_the_controller_leaves_off():
         bootstrap(pol, controller=old)
     with pytest.raises(ValueError, match="must not have the same value"):
         bootstrap(pol, controller={"extensionApis": {"enableLua": True, "disableLua": True}})
-    bootstrap(pol, controller={"extensionApis": {"enableLua": True}})
+    bootstrap(pol, controller={"extensionApis": {"enableLua": True}, "rateLimit": old["rateLimit"]})
     # Without authentication there is no Lua, and nothing to enable.
     bootstrap(policy(EDGES["auth-off"]), controller=old)

@@ -80,7 +80,9 @@ def test_fallbacks_are_backends_at_priority_one_and_the_retry_moves_to_them():
 
 def test_the_script_sits_beside_the_credential_check_on_the_authenticated_routes():
     rendered = objects()
-    (extension,) = [o for o in rendered if o["kind"] == "EnvoyExtensionPolicy"]
+    # The duplicate-credential policy carries the routing script (issue 30's metering has a policy of its own).
+    (extension,) = [o for o in rendered if o["kind"] == "EnvoyExtensionPolicy" and MODEL_HEADER in json.dumps(o)]
+    assert extension["metadata"]["name"].endswith("-credentials")
     assert len(extension["spec"]["lua"]) == 2 and MODEL_HEADER in extension["spec"]["lua"][1]["inline"]
     security = next(o for o in rendered if o["kind"] == "SecurityPolicy")
     assert {r["name"] for r in security["spec"]["targetRefs"]} == {f"{TARGET.name}-http"}

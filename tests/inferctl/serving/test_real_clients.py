@@ -1,8 +1,7 @@
 """Real clients nobody here wrote, through the real local edge (TLS, API key) to the local stack (issue 27, "Proven
 here, running"): aiperf streaming with no errors, LangChain ``bind_tools`` and ``with_structured_output``, instructor
 in its default tools mode, litellm with ``tools=``. They run from their own virtualenv (``make clients``;
-requirements-clients.txt says why, and why guidellm is not among them: every release needs torch's CUDA wheels);
-guidellm's own request shape (``stream_options.continuous_usage_stats``, ``ignore_eos``) is replayed here instead.
+requirements-clients.txt says why); guidellm runs from one of its own (test_guidellm_through_the_edge.py).
 The local CA is trusted the way any client trusts it: ``SSL_CERT_FILE``.
 """
 
@@ -13,7 +12,6 @@ import os
 import subprocess
 from pathlib import Path
 
-import httpx
 import jsonschema
 import pytest
 
@@ -59,22 +57,6 @@ def test_aiperf_streams_chat_through_the_edge_with_no_errors(stack, tmp_path):
     errors = results.get("error_request_count", {}).get("avg", 0)
     assert errors == 0, (tmp_path / "profile_export_aiperf.json").read_text()[:3000]
     assert results["time_to_first_token"]["avg"] > 0 and results["inter_token_latency"]["avg"] > 0
-
-
-def test_guidellms_request_shape_streams_with_usage_in_every_chunk(stack):
-    body = {"model": stack.served_model, "messages": [{"role": "user", "content": "a b c d"}], "max_tokens": 12,
-            "stream": True, "stream_options": {"include_usage": True, "continuous_usage_stats": True},
-            "ignore_eos": True}  # fmt: skip
-    headers = {"authorization": f"Bearer {stack.api_key}"}
-    url = f"{stack.edge.url}/v1/chat/completions"
-    with (
-        httpx.Client(verify=str(stack.edge.certificates.ca), timeout=60) as http,
-        http.stream("POST", url, json=body, headers=headers) as response,
-    ):
-        assert response.status_code == 200
-        events = [json.loads(line[5:]) for line in response.iter_lines() if line.startswith("data: {")]
-    usage = [e["usage"]["completion_tokens"] for e in events if e.get("usage")]
-    assert usage[-1] == 12  # ignore_eos: generated to max_tokens, past the echo's end token
 
 
 def test_langchain_bind_tools_gets_tool_calls(stack):

@@ -1,0 +1,107 @@
+"""Issue 30, proven running: a monthly budget through the real local edge (the real CPU Triton, our OpenAI server, the
+real Envoy with the metering script and the global rate-limit filter, the rate-limit service's stand-in) with the
+official ``openai`` client. Enforced, a client past its budget gets 429 while a client without one passes; in shadow
+mode the same spending is counted and never refused. The budget's counter is the current calendar month's, carried
+in the ``x-inference-period`` header the edge sets (a client's own value is overwritten)."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openai
+import pytest
+
+from inference_platform.catalog.token_limits import PERIOD_HEADER, YEAR_SECONDS
+from inference_platform.components.edge.token_limits import debits
+from inference_platform.inferctl.serving.edge_envoy import Upstream
+from inference_platform.inferctl.serving.local_edge import LocalEdge, generate_keys, run_edge
+from inference_platform.inferctl.serving.rate_limit_service import read_ledger
+from inference_platform.inference_image.testing.cpu_llm_api.local import Timing
+from inference_platform.processes import free_port
+from inference_platform.settings import load_settings, stack_files
+from tools.local_openai_stack import openai_stack
+
+pytestmark = [pytest.mark.triton, pytest.mark.edge, pytest.mark.timeout(600)]
+
+TAGS = {"owner": "team", "costCenter": "cc-1"}
+BUDGET = 150
+LEDGER_SETTLE_S = 20.0
+
+
+def _policy(mode: str) -> Any:
+    edge = {
+        "auth": {"clients": {"alpha": {"tier": "std"}, "beta": {"tier": "std"}}},
+        "rateLimits": {"tiers": {"std": {"requestsPerMinute": 10_000}}},
+        "tokenLimits": {"mode": mode, "tokensPerMinute": None, "clients": {"alpha": {"tokensPerMonth": BUDGET}}},
+    }
+    return load_settings({"tags": TAGS, "edge": edge}, project="p", stack="s", region="us-west-2").edge.policy()
+
+
+@contextlib.contextmanager
+def _edge(policy: Any, upstream_port: int, work: Path) -> Iterator[tuple[LocalEdge, dict[str, str]]]:
+    keys = generate_keys(policy)
+    with run_edge(policy, keys=keys, upstream=Upstream(address="127.0.0.1", port=upstream_port), work_dir=work,
+                  address="127.0.0.1", port=free_port(), admin_port=free_port()) as edge:  # fmt: skip
+        yield edge, keys
+
+
+def _client(edge: LocalEdge, key: str) -> openai.OpenAI:
+    http = httpx.Client(verify=str(edge.certificates.ca), timeout=60)
+    return openai.OpenAI(base_url=edge.url + "/v1", api_key=key, http_client=http, max_retries=0)
+
+
+def _month_debits(policy: Any, edge: LocalEdge, expected: int) -> tuple[int, set[str]]:
+    """alpha's Month debits once the stream-done charges have arrived (bounded), and the periods they carried."""
+    assert edge.rate_limit_ledger is not None
+    deadline = time.monotonic() + LEDGER_SETTLE_S
+    while True:
+        ledger = read_ledger(edge.rate_limit_ledger)
+        found = debits(ledger, policy).get("alpha", {}).get("Month", 0)
+        if found == expected or time.monotonic() > deadline:
+            periods = {v for call in ledger for d in call["descriptors"] for k, v in d["entries"] if k.endswith("-1")}
+            return found, periods
+
+
+def _spend(client: openai.OpenAI, model: str, until: int) -> int:
+    """Requests until more than ``until`` tokens are charged; the tokens charged."""
+    spent = 0
+    chat = {"model": model, "messages": [{"role": "user", "content": "Tell me a story."}], "max_tokens": 30}
+    while spent <= until:
+        answer = client.chat.completions.create(**chat, extra_headers={PERIOD_HEADER: "1999-01"})
+        assert answer.usage is not None
+        spent += answer.usage.total_tokens
+    return spent
+
+
+def test_a_monthly_budget_refuses_when_enforced_and_only_counts_in_shadow_mode(tmp_path: Path) -> None:
+    this_month = datetime.now(UTC).strftime("%Y-%m")
+    with openai_stack(stack_files.load("dev"), tmp_path / "stack", Timing(), edge=False) as stack:
+        port = int(stack.openai_url.rsplit(":", 1)[1])
+        model = stack.served_model
+        chat = {"model": model, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 5}
+
+        enforce = _policy("enforce")
+        with _edge(enforce, port, tmp_path / "enforce") as (edge, keys):
+            alpha, beta = _client(edge, keys["alpha"]), _client(edge, keys["beta"])
+            spent = _spend(alpha, model, BUDGET)
+            assert _month_debits(enforce, edge, spent) == (spent, {this_month})
+            with pytest.raises(openai.RateLimitError) as refused:
+                alpha.chat.completions.create(**chat)
+            headers = refused.value.response.headers
+            assert headers.get_list("x-ratelimit-limit")[0] == f"{BUDGET}, {BUDGET};w={YEAR_SECONDS}"
+            assert 0 < int(headers["retry-after"]) <= YEAR_SECONDS
+            assert refused.value.response.json()["error"]["code"] == "rate_limit_exceeded"
+            assert beta.chat.completions.create(**chat).usage is not None  # no budget, not refused
+
+        shadow = _policy("shadow")
+        with _edge(shadow, port, tmp_path / "shadow") as (edge, keys):
+            alpha = _client(edge, keys["alpha"])
+            spent = _spend(alpha, model, 2 * BUDGET)  # twice the budget, never refused
+            assert _month_debits(shadow, edge, spent) == (spent, {this_month})
+            assert alpha.chat.completions.create(**chat).usage is not None
