@@ -61,6 +61,7 @@ def build_models(
         )
     routing = _routing(settings, rollouts, inference.service, services, storage.inference.namespace)
     canary = settings.models.canary
+    canary_rollout = next((r for r in rollouts if r.role == "canary" and r.key in services), None)
     pulumi.export(
         "models",
         {
@@ -71,6 +72,7 @@ def build_models(
             else {
                 "model": canary.model or settings.serving.model,
                 "version": canary.version,
+                "service": None if canary_rollout is None else services[canary_rollout.key].service_name,
                 "weight": canary.weight,
                 "steps": list(canary.steps),
                 "state": canary.state,
