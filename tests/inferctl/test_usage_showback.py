@@ -23,8 +23,8 @@ from inference_platform.batch import objects, usage
 from inference_platform.inferctl.usage.showback import Month, Report, Row, month_to_date, prometheus_query
 from inference_platform.inference_image.openai_api.metrics import ServerMetrics
 from inference_platform.processes import free_port
-from tests.observability.prometheus_server import Prometheus, Target, running_prometheus
 from tests.system_tools import require_tool
+from tools.prometheus_server import Prometheus, Target, running_prometheus
 
 pytestmark = [pytest.mark.timeout(300)]
 

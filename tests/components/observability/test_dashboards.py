@@ -108,3 +108,14 @@ def test_showback_splits_the_nodes_dollars_by_each_clients_tokens_on_both_lanes(
     result = subprocess.run([str(promtool), "test", "rules", "tests.yml"], cwd=tmp_path, capture_output=True,
                             text=True, timeout=60)  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_serving_dashboard_shows_each_version_side_by_side_for_rollouts():
+    """Issue 32: a canary's share, TTFT/ITL p95 and error ratio beside its current version's (by ``job``, the
+    version's Service); tests/inferctl/verify/test_canary_gate_live.py evaluates them on a real Prometheus."""
+    panels = {p["title"]: p for p in render()["inference-serving.json"]["panels"]}
+    rollout = [t for t in panels if t.startswith("Rollouts: ")]
+    assert len(rollout) == 3, rollout
+    exprs = " ".join(t["expr"] for title in rollout for t in panels[title]["targets"])
+    assert "sum by (model_name, job)" in exprs and "vllm:e2e_request_latency_seconds_count" in exprs
+    assert "sum by (job, status)" in exprs and "sum by (job, finished_reason)" in exprs
