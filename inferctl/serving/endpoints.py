@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import threading
 import time
 import urllib.request
 from dataclasses import dataclass
@@ -79,17 +80,20 @@ class LocalEndpoints:
         self.path, self.cluster = path, cluster
         self.conditions: dict[tuple[str, int], Conditions] = dict.fromkeys(members, READY)
         self.version = 0
+        self._lock = threading.Lock()  # replicas leaving at once (a scale-down to the floor) write in turn
         path.parent.mkdir(parents=True, exist_ok=True)
         self.write()
 
     def set(self, member: tuple[str, int], conditions: Conditions) -> None:
-        self.conditions[member] = conditions
-        self.write()
+        with self._lock:
+            self.conditions[member] = conditions
+            self._write()
 
     def remove(self, member: tuple[str, int]) -> None:
         """The pod is gone: its endpoint leaves the slice."""
-        del self.conditions[member]
-        self.write()
+        with self._lock:
+            del self.conditions[member]
+            self._write()
 
     def assignment(self) -> dict[str, Any]:
         lb_endpoints = [
@@ -103,6 +107,10 @@ class LocalEndpoints:
         return {"@type": ENDPOINT_TYPE, "cluster_name": self.cluster, "endpoints": [{"lb_endpoints": lb_endpoints}]}
 
     def write(self) -> None:
+        with self._lock:
+            self._write()
+
+    def _write(self) -> None:
         """The new file renamed into place (Envoy sees one move, never a half-written file)."""
         self.version += 1
         response = {"version_info": str(self.version), "resources": [self.assignment()]}

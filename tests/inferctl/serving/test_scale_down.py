@@ -31,8 +31,8 @@ import pytest
 from inference_platform.catalog.edge_policy import INFERENCE_ROUTES
 from inference_platform.inferctl.serving.endpoints import DRAINING, LocalEndpoints, edge_host_statuses
 from inference_platform.inferctl.serving.local_edge import generate_keys, run_edge
-from inference_platform.inferctl.serving.replicas import ReplicaPorts, replicas_upstream, run_replicas
-from inference_platform.inferctl.serving.scale_down import remove_replica
+from inference_platform.inferctl.serving.replicas import Replica, ReplicaPorts, replicas_upstream, run_replicas
+from inference_platform.inferctl.serving.scale_down import Removal, remove_replica
 from inference_platform.inference_image.openai_api.__main__ import GRACEFUL_SHUTDOWN_S
 from inference_platform.inference_image.testing.cpu_llm_api.local import Timing
 from inference_platform.settings import stack_files
@@ -148,7 +148,11 @@ def _active(replica) -> int:
         return 0
 
 
-def test_a_replica_scaled_down_under_load_loses_no_stream(tmp_path: Path) -> None:
+@pytest.mark.parametrize("removed", [1, 2], ids=["one-replica", "to-the-floor-at-once"])
+def test_replicas_scaled_down_under_load_lose_no_stream(tmp_path: Path, removed: int) -> None:
+    """``removed`` replicas of 3 go at once: one (a scale-down step), or two (the night's scale-down to a floor of
+    one, every pod deleted together: 1 of 3 hosts healthy is below Envoy's 50 % panic threshold, yet draining hosts
+    are excluded from that count, so the edge must not panic and spray the leaving replicas)."""
     settings = stack_files.load("dev")
     policy = stack_edge_policy(settings)
     keys = generate_keys(policy)
@@ -196,26 +200,43 @@ def test_a_replica_scaled_down_under_load_loses_no_stream(tmp_path: Path) -> Non
                 time.sleep(0.05)
             assert all(o.first_token for o in long_out), [(o.status, o.error) for o in long_out]
 
-            # The replica with the most streams running goes, as a scale-down deletes a pod.
-            victim = max(replicas, key=_active)
-            in_flight = _active(victim)
+            # The replicas with the most streams running go, as a scale-down deletes pods (all at once).
+            victims = sorted(replicas, key=_active, reverse=True)[:removed]
+            in_flight = sum(_active(v) for v in victims)
             assert in_flight >= 1, [_active(r) for r in replicas]
+            removals: dict[int, Removal] = {}
+            errors: list[BaseException] = []
+
+            def remove(victim: Replica) -> None:
+                try:
+                    removals[victim.index] = remove_replica(
+                        victim,
+                        eds,
+                        admin_url=edge.admin_url,
+                        pre_stop_seconds=PRE_STOP_S,
+                        exit_timeout_seconds=GRACEFUL_SHUTDOWN_S,
+                    )
+                except BaseException as err:
+                    errors.append(err)
+
             deleted_wall = time.time()
-            removal = remove_replica(
-                victim,
-                eds,
-                admin_url=edge.admin_url,
-                pre_stop_seconds=PRE_STOP_S,
-                exit_timeout_seconds=GRACEFUL_SHUTDOWN_S,
-            )
-            time.sleep(1.0)  # new requests keep arriving on the two survivors
+            removers = [threading.Thread(target=remove, args=(v,), daemon=True) for v in victims]
+            for thread in removers:
+                thread.start()
+            for thread in removers:
+                thread.join(timeout=SCENARIO_S)
+            assert not errors and len(removals) == removed, errors
+            time.sleep(1.0)  # new requests keep arriving on the survivors
             stop_arrivals.set()
             for thread in (*long_threads, *arrival_threads):
                 thread.join(timeout=SCENARIO_S)
                 assert not thread.is_alive()
             retries = _cluster_counter(edge.admin_url, "upstream_rq_retry")
             connect_failures = _cluster_counter(edge.admin_url, "upstream_cx_connect_fail")
-            victim_host = f"{victim.endpoint[0]}:{victim.endpoint[1]}"
+            panics = _cluster_counter(edge.admin_url, "lb_healthy_panic")
+            victim_hosts = {f"{v.endpoint[0]}:{v.endpoint[1]}" for v in victims}
+            sigterm_wall = deleted_wall + min(r.sigterm_s for r in removals.values())
+            draining_s = max(r.edge_draining_s for r in removals.values())
             entries = _access_log(edge.access_log, LONG_STREAMS + len(short_out))
         report = {
             "streams_in_flight_on_removed": in_flight,
@@ -226,11 +247,10 @@ def test_a_replica_scaled_down_under_load_loses_no_stream(tmp_path: Path) -> Non
             "5xx": sum(int(e["status"]) >= 500 for e in entries),
             # Streams of the removed replica still running when its server got SIGTERM: drained, not cut.
             "drained_after_sigterm": sum(
-                e["upstream"] == victim_host
-                and float(e["start_s"]) + int(e["duration_ms"]) / 1000 > deleted_wall + removal.sigterm_s
+                e["upstream"] in victim_hosts and float(e["start_s"]) + int(e["duration_ms"]) / 1000 > sigterm_wall
                 for e in entries
             ),
-            "removal": removal,
+            "removals": removals,
         }
         print(f"scale-down: {report}")
 
@@ -242,15 +262,17 @@ def test_a_replica_scaled_down_under_load_loses_no_stream(tmp_path: Path) -> Non
     chats = [e for e in entries if e["path"] == "/v1/chat/completions"]
     assert len(chats) == LONG_STREAMS + len(short_out)
     assert report["5xx"] == 0 and {int(e["status"]) for e in chats} == {200}, {e["status"] for e in entries}
-    # No request was refused by the leaving replica and rescued by a retry: none was retried at all.
-    assert retries == 0 and connect_failures == 0, (retries, connect_failures)
+    # No request was refused by a leaving replica and rescued by a retry: none was retried at all; the edge never
+    # fell into panic routing (which would send new requests to draining hosts too).
+    assert retries == 0 and connect_failures == 0 and panics == 0, (retries, connect_failures, panics)
     # After the deletion, new requests went only to the survivors.
-    after = [e for e in chats if float(e["start_s"]) >= deleted_wall + removal.edge_draining_s]
+    after = [e for e in chats if float(e["start_s"]) >= deleted_wall + draining_s]
     assert report["new_after_deletion"] >= 4 and after, report
-    assert victim_host not in {e["upstream"] for e in after}, victim_host
+    assert not victim_hosts & {e["upstream"] for e in after}, victim_hosts
     assert report["drained_after_sigterm"] >= 1, report
     # The order held: draining at the edge before SIGTERM; the server then drained and exited on its own, in bound.
-    assert removal.edge_draining_s <= PRE_STOP_S <= removal.sigterm_s < removal.server_exit_s
-    assert removal.server_exit_code == 0
-    assert removal.server_exit_s - removal.sigterm_s <= GRACEFUL_SHUTDOWN_S
+    for removal in removals.values():
+        assert removal.edge_draining_s <= PRE_STOP_S <= removal.sigterm_s < removal.server_exit_s
+        assert removal.server_exit_code == 0
+        assert removal.server_exit_s - removal.sigterm_s <= GRACEFUL_SHUTDOWN_S
     assert leftover_processes(str(tmp_path)) == []
