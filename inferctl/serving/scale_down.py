@@ -7,8 +7,8 @@ The cluster's order, for a Deployment scaled down by KEDA/HPA (the night's scale
    sends it no new request and lets the ones it holds run on (``endpoints.gateway_draining``);
 2. the server keeps serving for the pod's ``preStop`` sleep (``inference.termination.preStopSeconds``), long enough
    for every proxy to have the endpoint draining;
-3. SIGTERM: the OpenAI server stops accepting and its running streams finish, within
-   ``serving.server.exitTimeoutSeconds`` (``openai_api.server.serve``); Triton then exits;
+3. SIGTERM to Triton and the OpenAI server at once (the pod's drain supervisor): the server stops accepting and its
+   running streams finish, Triton keeps their requests until then, both within ``serving.server.exitTimeoutSeconds``;
 4. the pod is gone, and its endpoint leaves the slice.
 
 :func:`remove_replica` does exactly that to a replica of ``replicas.run_replicas`` behind the local edge, whose
@@ -42,7 +42,7 @@ class Removal:
     """When the OpenAI server had exited on its own, its streams finished."""
     server_exit_code: int
     exited_s: float
-    """When every process of the replica had exited (Triton after the server)."""
+    """When every process of the replica had exited by itself (Triton, the server)."""
     endpoint_gone_s: float
     """When the edge no longer listed the endpoint."""
 
@@ -66,8 +66,12 @@ def remove_replica(
     draining = wait_for_edge(admin_url, cluster, member, DRAINING, timeout=pre_stop_seconds)
     time.sleep(max(0.0, pre_stop_seconds - (time.monotonic() - start)))
     sigterm = time.monotonic() - start
+    # The pod's supervisor signals both drain-first processes at once, Triton and the OpenAI server (llmapi/launch.py,
+    # inference_image/drain.py): Triton keeps its in-flight requests for its --exit-timeout-secs, the server its
+    # streams for --shutdown-timeout; both are serving.server.exitTimeoutSeconds.
+    for child in replica.processes:
+        signal_group(child.process.pid, signal.SIGTERM)
     process: subprocess.Popen[bytes] = replica.processes[-1].process  # the OpenAI server, started last
-    signal_group(process.pid, signal.SIGTERM)
     try:
         code = process.wait(timeout=exit_timeout_seconds + 5)  # uvicorn's own bound, plus its start and teardown
     except subprocess.TimeoutExpired:
@@ -76,7 +80,13 @@ def remove_replica(
             f"replica {replica.index}'s OpenAI server still ran {exit_timeout_seconds:g} s after SIGTERM"
         ) from None
     server_exit = time.monotonic() - start
-    replica.stop()  # reaps the server's group, then Triton (SIGTERM, its in-flight requests are none by now)
+    for child in replica.processes[:-1]:
+        try:
+            child.process.wait(timeout=exit_timeout_seconds + 5)
+        except subprocess.TimeoutExpired:
+            replica.stop()
+            raise RuntimeError(f"replica {replica.index}'s {child.name} still ran after its exit timeout") from None
+    replica.stop()  # reaps every group (each process has exited by itself by now)
     exited = time.monotonic() - start
     endpoints.remove(member)
     wait_for_edge(admin_url, cluster, member, None, timeout=pre_stop_seconds)
