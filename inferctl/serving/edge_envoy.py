@@ -71,6 +71,7 @@ from inference_platform.catalog.envoy_gateway_gates import (
 from inference_platform.catalog.token_limits import TokenWeights
 from inference_platform.components.edge.token_limits import local_domain, route_rate_limits
 from inference_platform.components.edge.token_metering import METERING_LUA_NAME, metering_lua
+from inference_platform.inferctl.serving.endpoints import eds_config
 
 CLIENT_DESCRIPTOR_KEY = "client_id"
 GLOBAL_RATE_LIMIT_FILTER = "envoy.filters.http.ratelimit"
@@ -112,6 +113,11 @@ class Upstream:
     more: tuple[tuple[str, int], ...] = ()
     """Default none. More replicas of the same server (address, port): the inference group's replicas
     (``serve-local --replicas``), balanced by the policy's routing mode."""
+    eds_file: Path | None = None
+    """Default none (a static cluster). The inference group's endpoints from this EDS file instead, written by
+    ``endpoints.LocalEndpoints`` from each replica's EndpointSlice conditions as Envoy Gateway translates them: a
+    replica being scaled down stays listed as DRAINING (no new request, its running streams go on) until it is
+    gone, as in the cluster (issue 31)."""
 
     @property
     def endpoints(self) -> tuple[tuple[str, int], ...]:
@@ -160,7 +166,7 @@ def render_bootstrap(
     clusters = [_cluster(policy, g.key, upstreams[g.key]) for g in policy.route_groups]
     if policy.metered:
         clusters.append(_rate_limit_cluster(rate_limit_service))
-    return {
+    bootstrap: dict[str, Any] = {
         "admin": {"address": _socket(listener.address, listener.admin_port)},
         "overload_manager": {
             "resource_monitors": [
@@ -179,6 +185,10 @@ def render_bootstrap(
             "clusters": clusters,
         },
     }
+    if upstream.eds_file is not None:
+        # Envoy subscribes to EDS only as a named node of a named cluster (as each Envoy Gateway proxy is).
+        bootstrap["node"] = {"id": "local-edge", "cluster": "local-edge"}
+    return bootstrap
 
 
 def bootstrap_summary(bootstrap: Mapping[str, Any]) -> dict[str, Any]:
@@ -639,15 +649,24 @@ def _balancing(routing: Routing) -> dict[str, Any]:
 def _cluster(policy: EdgePolicy, name: str, upstream: Upstream) -> dict[str, Any]:
     cb = policy.circuit_breaker
     endpoints = upstream.endpoints if name == INFERENCE_ROUTES else ((upstream.address, upstream.port),)
-    return {
-        "name": name,
-        "type": "STATIC",
-        "connect_timeout": f"{CONNECT_TIMEOUT_SECONDS}s",
-        **(_balancing(policy.routing) if name == INFERENCE_ROUTES else {}),
+    kind = "STATIC"
+    discovery: dict[str, Any] = {
         "load_assignment": {
             "cluster_name": name,
             "endpoints": [{"lb_endpoints": [{"endpoint": {"address": _socket(a, p)}} for a, p in endpoints]}],
         },
+    }
+    if name == INFERENCE_ROUTES and upstream.eds_file is not None:
+        # As Envoy Gateway v1.9.0 builds every cluster (internal/xds/translator/cluster.go buildXdsCluster): an
+        # endpoint removed by EDS goes at once, without waiting for a health check.
+        kind = "EDS"
+        discovery = {"eds_cluster_config": eds_config(upstream.eds_file), "ignore_health_on_host_removal": True}
+    return {
+        "name": name,
+        "type": kind,
+        "connect_timeout": f"{CONNECT_TIMEOUT_SECONDS}s",
+        **(_balancing(policy.routing) if name == INFERENCE_ROUTES else {}),
+        **discovery,
         "circuit_breakers": {
             "thresholds": [
                 {

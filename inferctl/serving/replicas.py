@@ -68,6 +68,11 @@ class Replica:
         return f"http://{LOOPBACK}:{self.ports.openai}"
 
     @property
+    def endpoint(self) -> tuple[str, int]:
+        """Its OpenAI server's (address, port): what the edge's inference cluster lists."""
+        return (LOOPBACK, self.ports.openai)
+
+    @property
     def triton_metrics_url(self) -> str:
         return f"http://{LOOPBACK}:{self.ports.metrics}/metrics"
 
@@ -77,14 +82,18 @@ class Replica:
             process.stop()
 
 
-def replicas_upstream(replicas: Sequence[Replica], headers: tuple[tuple[str, str], ...] = ()) -> Upstream:
-    """The edge's inference upstream: every replica's OpenAI server, replica 0 first."""
+def replicas_upstream(
+    replicas: Sequence[Replica], headers: tuple[tuple[str, str], ...] = (), *, eds_file: Path | None = None
+) -> Upstream:
+    """The edge's inference upstream: every replica's OpenAI server, replica 0 first; with ``eds_file``, read from
+    that EDS file (``endpoints.LocalEndpoints``) so replicas can leave the edge as in the cluster (issue 31)."""
     first, *rest = replicas
     return Upstream(
         address=LOOPBACK,
         port=first.ports.openai,
         headers=headers,
         more=tuple((LOOPBACK, r.ports.openai) for r in rest),
+        eds_file=eds_file,
     )
 
 
