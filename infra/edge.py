@@ -33,6 +33,7 @@ from inference_platform.components.serving.inference_service import InferenceSer
 from inference_platform.infra.cluster import Compute
 from inference_platform.infra.foundation import Foundation
 from inference_platform.infra.inference import Inference
+from inference_platform.infra.models import Models
 from inference_platform.infra.storage import Storage
 from inference_platform.settings import Settings
 from inference_platform.settings.derived import stack_edge_policy
@@ -57,6 +58,7 @@ def build_edge(
     inference: Inference,
     routes: Sequence[tuple[RouteGroup, Backend]] = (),
     route_dependencies: Sequence[pulumi.Resource] = (),
+    models: Models | None = None,
 ) -> Edge | None:
     """``routes``: more route groups (the batch lane's Files and Batches API), each with its backend, behind the same
     authentication and limits; ``route_dependencies`` must exist first (their namespaces take a ReferenceGrant)."""
@@ -67,7 +69,9 @@ def build_edge(
         return None
     controller = _controller(settings, foundation, compute)
     store = _rate_limit_store(settings, foundation, compute)
-    gateway = _gateway(settings, foundation, compute, storage, inference.service, store, routes, route_dependencies)
+    gateway = _gateway(
+        settings, foundation, compute, storage, inference.service, store, routes, route_dependencies, models
+    )
     endpoint = _public_endpoint(settings, foundation, compute, storage, gateway, controller)
     pulumi.export(
         "edge",
@@ -129,6 +133,7 @@ def _gateway(
     store: RateLimitStore,
     routes: Sequence[tuple[RouteGroup, Backend]] = (),
     route_dependencies: Sequence[pulumi.Resource] = (),
+    models: Models | None = None,
 ) -> EdgeGateway:
     cfg = settings.edge
     policy = stack_edge_policy(settings)
@@ -158,6 +163,8 @@ def _gateway(
                 "app.kubernetes.io/name": service.service_name,
                 "app.kubernetes.io/instance": "inference",
             },
+            # Several models (infra/models.py): routing by the body's model, the canary, fallbacks.
+            model_routing=models.routing if models else None,
             redis_url=store.url,
             redis_tls=store.tls,
             rate_limit_fail_closed=cfg.rate_limits.resolved_fail_closed(settings.environment),
@@ -175,6 +182,7 @@ def _gateway(
                 compute.system_nodes,
                 *([storage.secrets_store] if storage.secrets_store else []),
                 *route_dependencies,
+                *(models.services.values() if models else []),
             ],
         ),
     )

@@ -21,7 +21,12 @@ from inference_platform.catalog.pool_profile import LABEL_NODE_ROLE, LABEL_POOL,
 from inference_platform.components.compute.accelerator_software import NEURON_SCHEDULER_NAME
 from inference_platform.components.serving.controllers import ServingControllers, ServingControllersArgs
 from inference_platform.components.serving.image_repository import ImageRepository, ImageRepositoryArgs
-from inference_platform.components.serving.inference_service import Exposure, InferenceService, InferenceServiceArgs
+from inference_platform.components.serving.inference_service import (
+    DEFAULT_APP_NAME,
+    Exposure,
+    InferenceService,
+    InferenceServiceArgs,
+)
 from inference_platform.components.serving.pod import Drain, ModelSource, Placement, Probes, Resources, SecretMount
 from inference_platform.infra.cluster import Compute
 from inference_platform.infra.foundation import Foundation
@@ -117,7 +122,11 @@ def _service(
     pool: PoolProfile,
     image: pulumi.Output[str],
     controllers: ServingControllers | None,
+    name: str = "inference",
+    app_name: str = DEFAULT_APP_NAME,
 ) -> InferenceService:
+    """``name``/``app_name``: the stack's own model keeps ``inference``/``triton`` (its URNs); another model or a
+    canary (infra/models.py) takes its own."""
     cfg, serving = settings.inference, settings.serving
     namespace = storage.namespaces.get(storage.inference)
     if namespace is None:
@@ -126,8 +135,9 @@ def _service(
         )
     probes, drain, monitoring = cfg.probes, cfg.termination, cfg.monitoring
     return InferenceService(
-        "inference",
+        name,
         InferenceServiceArgs(
+            app_name=app_name,
             k8s_provider=compute.provider,
             namespace=storage.inference.namespace,
             service_account=storage.inference.name,

@@ -16,6 +16,7 @@ from inference_platform.infra.config_source import read_settings
 from inference_platform.infra.edge import build_edge
 from inference_platform.infra.foundation import build_foundation
 from inference_platform.infra.inference import build_inference
+from inference_platform.infra.models import build_models
 from inference_platform.infra.observability import build_observability
 from inference_platform.infra.storage import build_storage
 from inference_platform.infra.verification import build_verification
@@ -28,8 +29,9 @@ def main() -> None:
     compute = build_cluster(settings, foundation)
     storage = build_storage(settings, foundation, compute)
     inference = build_inference(settings, foundation, compute, storage)
+    models = build_models(settings, foundation, compute, storage, inference)
     batch = build_batch(settings, foundation, compute, storage, inference)
-    edge = build_edge(settings, foundation, compute, storage, inference, *batch_routes(batch))
+    edge = build_edge(settings, foundation, compute, storage, inference, *batch_routes(batch), models=models)
     observability = build_observability(settings, foundation, compute, storage, inference, edge, batch)
     build_batch_scaling(settings, compute, batch, observability.keda, observability.stack)
     build_verification(settings, foundation, compute, storage, inference, edge)

@@ -144,6 +144,7 @@ def _job(
             pod_selector=f"app.kubernetes.io/name={service.service_name}",
             in_cluster=in_cluster,
             prometheus=_prometheus(cfg.prometheus_url),
+            canary=settings.models.canary is not None and settings.models.canary.gate.enabled,
             active_deadline_seconds=cfg.job.active_deadline_seconds,
             ttl_seconds_after_finished=cfg.job.ttl_seconds_after_finished,
             depends_on=[*after, storage.namespaces[storage.inference]],

@@ -29,6 +29,7 @@ from inference_platform.policies.rules import (
     load_balancers,
     log_groups,
     model_lifecycle,
+    model_routing,
     names,
     network,
     nodes,
@@ -93,6 +94,7 @@ POLICIES: list[Policy] = [
     *verification.POLICIES,
     *names.POLICIES,
     *batch.POLICIES,
+    *model_routing.POLICIES,
 ]
 
 

@@ -41,6 +41,7 @@ from inference_platform.settings.fsx import FsxSettings
 from inference_platform.settings.inference import InferenceSettings
 from inference_platform.settings.keys import KeysSettings
 from inference_platform.settings.load_test import LoadTestSettings
+from inference_platform.settings.models import ModelsSettings
 from inference_platform.settings.network import NetworkSettings
 from inference_platform.settings.node_pools import NodePoolsSettings
 from inference_platform.settings.observability import ObservabilitySettings
@@ -83,6 +84,7 @@ SECTIONS: tuple[type[Section | NodePoolsSettings], ...] = (
     LoadTestSettings,
     CapacitySettings,
     BatchSettings,
+    ModelsSettings,
 )
 # Top-level keys holding one plain value.
 SCALAR_KEYS: tuple[str, ...] = ("environment",)
@@ -116,6 +118,7 @@ class Settings:
     load_test: LoadTestSettings
     capacity: CapacitySettings
     batch: BatchSettings
+    models: ModelsSettings
 
     @property
     def production(self) -> bool:

@@ -31,6 +31,7 @@ from inference_platform.components.edge.controller_config import REDIS_CERTS_VOL
 from inference_platform.components.edge.controller_config import controller_values
 from inference_platform.components.edge.endpoint_picker import EndpointPicker, EndpointPickerArgs
 from inference_platform.components.edge.gateway_api import PROXY_LABEL, GatewayTarget, render_gateway_objects
+from inference_platform.components.edge.model_routing import ModelRouting, with_model_routing
 
 NAMESPACE = "envoy-gateway-system"
 GATEWAY_CLASS = "envoy-gateway"
@@ -54,6 +55,10 @@ class EdgeGatewayArgs:
     """Required. Labels selecting the serving pods (the NetworkPolicy's subject)."""
     redis_url: pulumi.Input[str]
     """Required. ``host:port`` of the rate-limit Redis."""
+    model_routing: ModelRouting | None = None
+    """Default none (one model). Several models behind the URL (components/edge/model_routing.py): rules by the
+    body's model, the canary's weights, fallbacks, the edge's /v1/models; each rollout's pods admitted from the
+    proxies."""
     redis_tls: bool = False
     """Default ``False``. The rate-limit service talks TLS to Redis (ElastiCache requires it)."""
     rate_limit_fail_closed: bool = False
@@ -96,6 +101,8 @@ class EdgeGateway(pulumi.ComponentResource):
         self.namespace = target.namespace
         self.proxy_service = target.envoy_service
         objects = render_gateway_objects(args.policy, target)
+        if args.model_routing is not None:
+            objects = with_model_routing(objects, args.model_routing, gateway=target.name, namespace=target.namespace)
         self.release = k8s.helm.v3.Release(
             f"{name}-controller",
             name="envoy-gateway",
@@ -164,6 +171,13 @@ class EdgeGateway(pulumi.ComponentResource):
             spec=inference_network_policy_spec(args.inference_pod_labels, target),
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(args.depends_on)),
         )
+        for service in _other_rollouts(args):
+            k8s.networking.v1.NetworkPolicy(
+                f"{name}-inference-ingress-{service}",
+                metadata={"name": f"from-edge-gateway-{service}", "namespace": target.service_namespace},
+                spec=inference_network_policy_spec({"app.kubernetes.io/name": service}, target),
+                opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(args.depends_on)),
+            )
         if args.policy.routing.mode == "inference-pool":
             # The picker the gateway's ext_proc calls (issue 29; components/edge/endpoint_picker.py).
             EndpointPicker(
@@ -201,6 +215,18 @@ def inference_network_policy_spec(pod_labels: Mapping[str, str], target: Gateway
             }
         ],
     }
+
+
+def _other_rollouts(args: EdgeGatewayArgs) -> list[str]:
+    """The Services of the rollouts beside the stack's own (another model, a canary), in routing order."""
+    if args.model_routing is None:
+        return []
+    out: list[str] = []
+    for model in args.model_routing.models:
+        for b in (model.current, *([model.canary] if model.canary else [])):
+            if b.service != args.target.service and b.service not in out:
+                out.append(b.service)
+    return out
 
 
 def _validate(args: EdgeGatewayArgs) -> None:

@@ -12,7 +12,8 @@
   (one edge client's, or the in-pod key without an edge) through its own SecretProviderClass. Reusing the
   inference class would hand it every key of the rotation set, and the Triton role with them.
 - Reads the serving pods (restarts, OOMKilled, ERROR lines) through a namespaced Role: get/list pods and
-  pods/log only, so its token is mounted.
+  pods/log only, so its token is mounted. With a gated canary the Role may also create core/v1 Events (no
+  get, list or update): one per gate decision, on the Job itself (inferctl/verify/canary_events.py).
 - Egress: DNS, TCP 443 (the edge's public ALB and the cluster's API), the serving port when it targets the
   Service in the cluster, Prometheus when it checks GPU utilisation. No ingress.
 """
@@ -94,6 +95,8 @@ class VerificationJobArgs:
     """Default none (through the edge). The Service's pods, when the Job targets them directly."""
     prometheus: tuple[str, int] | None = None
     """Default none. (namespace, port) of Prometheus when the GPU check is on."""
+    canary: bool = False
+    """Default false. The stack has a gated canary: the Job posts an Event per decision on itself."""
     active_deadline_seconds: int = DEFAULT_ACTIVE_DEADLINE_SECONDS
     """Default 1800 (60-86400). The Job fails after this long."""
     ttl_seconds_after_finished: int = DEFAULT_TTL_SECONDS
@@ -144,6 +147,8 @@ class VerificationJob(pulumi.ComponentResource):
             rules=[
                 {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]},
                 {"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]},
+                # With a canary: one Event per decision, on the Job itself (inferctl/verify/canary_events.py).
+                *([{"apiGroups": [""], "resources": ["events"], "verbs": ["create"]}] if args.canary else []),
             ],
             opts=k8s_opts,
         )
@@ -239,6 +244,8 @@ def verify_command(args: VerificationJobArgs, *, key_file: str | None) -> list[s
     ]
     if args.model is not None:
         command += ["--model", args.model]
+    if args.canary:
+        command += ["--event-job", _job_name(args)]
     if key_file is not None:
         command += ["--api-key-file", key_file]
     return command

@@ -47,9 +47,15 @@ def estimate_plan(data: dict[str, Any], flag: str, policy_config: Path | None = 
 
 
 def run(args: argparse.Namespace) -> int:
+    from inference_platform.inferctl.cost import canary as canary_cost
     from inference_platform.inferctl.cost.render import delta_json, estimate_json, text
+    from inference_platform.inferctl.cost.summary import usage_for
 
-    head = estimate_plan(load_plan(args.plan, "plan"), "plan", args.policy_config)
+    data = load_plan(args.plan, "plan")
+    head = estimate_plan(data, "plan", args.policy_config)
+    canary = canary_cost.canary_cost(
+        data["resources"], data.get("outputs"), head, usage_for(str(data.get("stack", "")), args.policy_config)
+    )
     base = (
         estimate_plan(load_plan(args.against, "--against"), "--against", args.policy_config) if args.against else None
     )
@@ -57,7 +63,9 @@ def run(args: argparse.Namespace) -> int:
         out = estimate_json(head)
         if base is not None:
             out["against"] = delta_json(head, base)
+        if canary is not None:
+            out["canary"] = canary_cost.as_json(canary)
         print(json.dumps(out, indent=2))
     else:
-        print(text(head, base))
+        print(text(head, base) + (f"\n\n  {canary_cost.canary_line(canary)}" if canary is not None else ""))
     return 0

@@ -61,6 +61,10 @@ def summary_line(resources: list[dict[str, Any]], outputs: Mapping[str, Any] | N
         deployed = deployed_pool(resources, outputs or {}, e)
         lines += [deployed_line(planned, deployed)] if deployed is not None else []
     lines += [cold_start_line(cold)] if isinstance(cold, Mapping) else []
+    from inference_platform.inferctl.cost.canary import canary_cost, canary_line
+
+    canary = canary_cost(resources, outputs, e, usage_for(stack, policy_config, project_root))
+    lines += [canary_line(canary)] if canary is not None else []
     return "\n".join([*lines, line])
 
 

@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_OUT = Path("build/verify")
+INFERENCE_NAMESPACE = "inference"
+"""Where the rollouts run (infra/storage.py ``INFERENCE``) when ``--namespace`` is not given."""
 SMOKE_REQUESTS = 3
 
 
@@ -59,6 +61,10 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--namespace", help="check the serving pods in this namespace through the Kubernetes API")
     parser.add_argument("--selector", default="app.kubernetes.io/name=inference", help="label selector of the pods")
     parser.add_argument("--prometheus-url", help="Prometheus base URL (default verification.prometheusUrl)")
+    parser.add_argument(
+        "--event-job",
+        help="post a Kubernetes Event per canary decision on this Job (in --namespace; the verification Job's own)",
+    )
     parser.add_argument("--out", type=Path, help=f"report directory (default {DEFAULT_OUT}/<stack>)")
     parser.set_defaults(handler=run)
 
@@ -94,6 +100,7 @@ def run(args: argparse.Namespace) -> int:
     _rate_limits(args, settings, plan, verdict, report)
     _logs(args, log_offset, verdict, report)
     _gpu(args, settings, report, verdict)
+    _canary(args, settings, plan, verdict, report)
     if draw_chart is not None:
         draw_chart(verdict)
 
@@ -348,6 +355,63 @@ def _rate_limits(args: argparse.Namespace, settings: Any, plan: dict[str, Any], 
     found = probe(args.url, api_key_headers(config.api_key_header, plan["api_key"]), ca_file=config.ca_file)
     report["rate_limits"] = found.to_dict()
     verdict.add("rate limits", found.ok, found.note[:200])
+
+
+def _canary(args: argparse.Namespace, settings: Any, plan: dict[str, Any], verdict: Any, report: dict) -> None:
+    """The canary gate (inferctl/verify/canary_gate.py): promote, hold or roll back, and why; a rollback fails the
+    verification (and so the ``pulumi up``) with the reason and the weight to write back (0)."""
+    from inference_platform.inferctl.verify.canary_gate import gate, write_back
+    from inference_platform.loadgen.api_key_header import api_key_headers
+
+    config = plan["config"]
+    headers = api_key_headers(config.api_key_header, plan["api_key"]) if plan["api_key"] else {}
+    gated = gate(
+        args.url,
+        settings,
+        headers,
+        ca_file=config.ca_file,
+        prometheus_url=args.prometheus_url or settings.verification.prometheus_url,
+        namespace=args.namespace or INFERENCE_NAMESPACE,
+        live_until=report["started"],
+    )
+    if gated is None:
+        return
+    decision, live = gated
+    report["canary"] = {**decision.as_output(), "live": live.as_output() if live is not None else None}
+    if args.event_job:
+        report["canary"]["event"] = _canary_event(args, settings, decision)
+    report["canary"]["writeBack"] = write_back(decision, args.stack)
+    print("record the canary decision in the stack (then pulumi up):\n  " + "\n  ".join(report["canary"]["writeBack"]))
+    verdict.add(
+        "canary gate",
+        decision.action != "rollback",
+        f"{decision.action} to {decision.weight} %: {decision.reason}"[:400],
+    )
+
+
+def _canary_event(args: argparse.Namespace, settings: Any, decision: Any) -> str:
+    """Post the decision's Event on the Job; what happened, for the report (a failed post never hides the
+    decision: the verdict line carries it anyway)."""
+    import datetime
+    import socket
+
+    from inference_platform.inferctl.verify import canary_events, logs
+
+    canary = settings.models.canary
+    manifest = canary_events.event_manifest(
+        decision,
+        model=canary.model or settings.serving.model,
+        version=canary.version,
+        namespace=args.namespace or INFERENCE_NAMESPACE,
+        job=args.event_job,
+        instance=socket.gethostname(),
+        now=datetime.datetime.now(datetime.UTC),
+    )
+    try:
+        canary_events.post(logs.kubernetes_api(), manifest)
+    except Exception as err:  # no API access: say so in the report, the decision stands
+        return f"not posted: {err}"[:300]
+    return f"posted {manifest['reason']} on job/{args.event_job}"
 
 
 def _log_offset(args: argparse.Namespace) -> int:

@@ -161,6 +161,23 @@ def test_the_check_catches_what_nobody_publishes_and_a_selector_that_selects_not
     ]
 
 
+def test_the_check_reads_the_rollout_panels_with_their_matchers():
+    """Issue 32's rollout panels (components/observability/dashboards/rollouts.py) are on the serving dashboard, so
+    the live check below judges each of their reads, label matchers included (``handler``, ``status``,
+    ``finished_reason`` must select published samples)."""
+    from inference_platform.components.observability.dashboards import rollouts
+
+    variables = {"namespace": NS, "served": ".*"}
+    wanted = {(r.name, tuple(r.matchers)) for p in rollouts.panels() for t in p.build().targets or []
+              for r in reads(expand(t.expr, variables))}  # fmt: skip
+    planned = {
+        (r.name, tuple(r.matchers)) for where, r in planned_reads() if where == "dashboard inference-serving.json"
+    }
+    assert {name for name, _ in wanted} >= {"vllm:e2e_request_latency_seconds_count", "http_requests_total",
+                                            "vllm:request_success_total"}  # fmt: skip
+    assert wanted <= planned, wanted - planned
+
+
 def test_every_series_the_rules_dashboards_and_scaledobjects_read_is_published_on_the_live_stack(shared_stack):
     stack = shared_stack
     http = openai.DefaultHttpxClient(verify=str(stack.edge.certificates.ca))

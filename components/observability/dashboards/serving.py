@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from inference_platform.components.observability import promql as q
+from inference_platform.components.observability.dashboards import rollouts
 from inference_platform.components.observability.dashboards.panels import (
     RATE,
     dashboard,
@@ -22,7 +23,7 @@ S = f'{W},model_name=~"$served"'
 
 def build() -> Any:
     llm_requests = f'{{__name__=~"{q.TRT_LLM_REQUESTS}|{q.NEURON_LLM_REQUESTS}",{W}}}'
-    return (
+    built = (
         dashboard(
             UID,
             "Inference: serving",
@@ -144,8 +145,10 @@ def build() -> Any:
                 unit="short",
             )
         )
-        .build()
     )
+    for panel in rollouts.panels():  # each version of a model side by side (a canary's promotion, rollback)
+        built = built.with_panel(panel)
+    return built.build()
 
 
 def _quantile(level: float, histogram: str) -> str:

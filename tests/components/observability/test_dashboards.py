@@ -62,3 +62,14 @@ def test_every_dashboard_query_parses_with_prometheus(tmp_path):
 @pytest.mark.parametrize("expr", ['rate(x{a=~"$namespace"}[$__rate_interval])'])
 def test_expand_replaces_grafana_variables(expr):
     assert expand(expr, ALL) == 'rate(x{a=~".*"}[1m])'
+
+
+def test_the_serving_dashboard_shows_each_version_side_by_side_for_rollouts():
+    """Issue 32: a canary's share, TTFT/ITL p95 and error ratio beside its current version's (by ``job``, the
+    version's Service); tests/inferctl/verify/test_canary_gate_live.py evaluates them on a real Prometheus."""
+    panels = {p["title"]: p for p in render()["inference-serving.json"]["panels"]}
+    rollout = [t for t in panels if t.startswith("Rollouts: ")]
+    assert len(rollout) == 3, rollout
+    exprs = " ".join(t["expr"] for title in rollout for t in panels[title]["targets"])
+    assert "sum by (model_name, job)" in exprs and "vllm:e2e_request_latency_seconds_count" in exprs
+    assert "sum by (job, status)" in exprs and "sum by (job, finished_reason)" in exprs

@@ -88,6 +88,21 @@ def test_the_job_runs_verify_through_the_edge_and_is_awaited(run_components):
     assert other.inputs["metadata"]["name"] != job.inputs["metadata"]["name"]
 
 
+def test_with_a_canary_the_job_posts_its_decisions_as_events_on_itself(run_components):
+    resources = run(run_components, canary=True)
+    job = _job(resources)
+    command = job.inputs["spec"]["template"]["spec"]["containers"][0]["command"]
+    assert command[command.index("--event-job") + 1] == job.inputs["metadata"]["name"]
+    (role,) = by_type(resources, "kubernetes:rbac.authorization.k8s.io/v1:Role")
+    assert role.inputs["rules"][-1] == {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]}
+    parser = argparse.ArgumentParser()
+    verify_command.register(parser.add_subparsers())
+    assert parser.parse_args(command[1:]).event_job == job.inputs["metadata"]["name"]
+    # Without one, no Event rights and no flag.
+    plain = _job(run(run_components))
+    assert "--event-job" not in plain.inputs["spec"]["template"]["spec"]["containers"][0]["command"]
+
+
 def test_create_timeout_covers_the_deadline_and_the_pod_start():
     assert create_timeout_seconds(args(None)) == 1800 + START_ALLOWANCE_SECONDS
 

@@ -16,6 +16,7 @@ GOOD = {
     "aws:region": "us-west-2",
     "inference-platform:tags": {"owner": "team", "costCenter": "cc"},
 }
+CANARY = {"image": {"tag": "2026.12.1"}}
 
 
 def stack_file(tmp_path: Path, config: dict) -> Path:
@@ -63,6 +64,14 @@ def test_the_tree_groups_resources_under_their_components(repo, tmp_path, capsys
         ({"inference-platform:network": {"flowLogs": {"retentionDays": -1}}}, "network.flowLogs.retentionDays"),
         ({"inference-platform:network": {"azCuont": 3}}, "network.azCuont"),
         ({"inference-platform:tags": {"owner": "team"}}, "tags.costCenter"),
+        # Issue 32's bad input. One weight, the canary's share (0-100; the current version has the rest, so the
+        # two always sum to 100): outside it is refused.
+        (
+            {"inference-platform:models": {"canary": {"version": "v2", "weight": 101, "inference": CANARY}}},
+            "models.canary.weight",
+        ),
+        ({"inference-platform:models": {"aliases": {"llama": "nope"}}}, "models.aliases.llama"),
+        ({"inference-platform:models": {"additional": {"Llama-3.1-8B": {}}}}, "models.additional.Llama-3.1-8B"),
     ],
 )
 def test_bad_config_exits_2_naming_the_key_and_registers_nothing(repo, tmp_path, capsys, config, key):
@@ -180,3 +189,17 @@ def test_a_project_keeps_its_own_policy_config_beside_its_stacks(tmp_path, capsy
     assert main(["plan", "--program", str(program), "--stack", "dev", "--quiet"]) == 0
     out = capsys.readouterr().out
     assert f"policy config {program / 'policies' / 'config' / 'dev.json'}" in out
+
+
+def test_a_production_canary_without_its_gate_exits_2_naming_the_key(repo, tmp_path, capsys):
+    """Issue 32: the prod stack with a canary whose gate is off is refused before anything is registered."""
+    config = yaml.safe_load((REPO / "stacks" / "Pulumi.prod.yaml").read_text())["config"]
+    canary = {"version": "v2", "weight": 5, "inference": {"image": {"digest": "sha256:" + "b" * 64}},
+              "gate": {"enabled": False}}  # fmt: skip
+    config["inference-platform:models"] = {"canary": canary}
+    path = tmp_path / "Pulumi.prod.yaml"
+    path.write_text(yaml.safe_dump({"config": config}))
+    assert plan(repo, tmp_path, "--stack", "prod", "--stack-file", str(path)) == 2
+    err = capsys.readouterr().err
+    assert "models.canary.gate: " in err and "production canaries need the verification gate" in err, err
+    assert "Traceback" not in err

@@ -1,0 +1,390 @@
+"""Several models behind the one OpenAI URL: body-based routing by ``model``, a weighted canary, a tester header,
+``/v1/models`` listing every model and alias, and fallback to another pool before the first byte.
+
+Pure (no Pulumi): the cluster's Gateway API objects (``with_model_routing``) and the local Envoy's bootstrap
+(``inferctl.serving.edge_models``) are rendered from one :class:`ModelRouting`. How each piece maps onto Envoy
+Gateway v1.9.0, as read at the tag (tests/data/upstream/model_routing_facts.json pins every fact with its file):
+
+- **Routing on a body field.** Envoy Gateway has no body match; Envoy AI Gateway v1.1.0 reads ``model`` from the
+  body in an ext_proc, sets the ``x-ai-eg-model`` header and answers with ``clear_route_cache`` so the route is
+  chosen again on that header (``internal/extproc/processor_impl.go``, ``api/v1alpha1/shared_types.go``). We do
+  the same without a second server: a Lua script (an ``EnvoyExtensionPolicy``, Lua switched on by the controller's
+  ``extensionApis.enableLua``) finds the top-level ``model`` of the JSON body, maps an alias to its model, writes
+  ``x-inference-model`` and calls ``clearRouteCache()``; the HTTPRoute's rules match that header. Envoy Gateway
+  runs Lua as a per-route filter (``internal/xds/translator/lua.go``: disabled at the listener, enabled on the
+  routes the policy targets), so the script must be on the rule a request matches *before* the header is set:
+  the OpenAI rule without a header match, which the script shares with the duplicate-credential check.
+- **Weights and testers.** Gateway API weighted ``backendRefs``: the model's rule sends ``weight`` percent to the
+  canary's Service and the rest to the current one. A rule with one more header match (``<testerHeader>:
+  always``) wins over it (Gateway API: more header matches take precedence) and sends everything to the canary.
+  ``<testerHeader>: current`` likewise pins the current version (the gate measures both side by side). The
+  script removes a client's ``x-inference-model`` and any tester header whose value is neither.
+- **Fallback before the first byte.** A ``Backend`` with ``fallback: true`` in the rule (``api/v1alpha1/
+  backend_types.go``): Envoy Gateway then keeps the rule's backends in one cluster, the fallback at priority 1
+  (``internal/gatewayapi/route.go`` ``weightedRuleBackendsMustBeInOneCluster``, ``Priority = 1``), with each
+  backendRef a locality weighted by its weight (``internal/xds/translator/cluster.go`` ``buildWeightedLocalities``,
+  ``LocalityWeightedLbConfig`` by default). The Gateway's retry gets ``numAttemptsPerPriority: 2``
+  (``internal/xds/translator/route.go``: Envoy's ``previous_priorities`` retry priority): a request that fails
+  before any byte reached the server (the existing ``connect-failure``/``reset-before-request`` triggers) is
+  retried once on another host of its own priority (the current version, for a canary), then on the fallback.
+  A canary always falls back to its model's current version. ``ModelRoute.fallback`` (another model) is rendered
+  the same way, but the stack's settings do not offer it yet: the OpenAI server answers only its own model name.
+- **The list.** ``GET /v1/models`` and ``GET /v1/models/<id>`` are answered by the edge itself (an
+  ``HTTPRouteFilter`` ``directResponse``, ``api/v1alpha1/httproutefilter_types.go``) on the same HTTPRoute, so
+  the SecurityPolicy's API keys apply to them as to every rule.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from inference_platform.catalog.edge_policy import edge_error_body
+from inference_platform.catalog.serving_contract import (
+    OPENAI_CHAT_PATH,
+    OPENAI_COMPLETIONS_PATH,
+    OPENAI_MODELS_PATH,
+)
+
+MODEL_HEADER = "x-inference-model"
+"""The header the script writes from the body's ``model`` (after aliases), and the rules match."""
+TESTER_VALUE = "always"
+"""The tester header's value that sends a request to the canary."""
+CURRENT_VALUE = "current"
+"""The tester header's value that sends a request to the current version (the gate measures both side by side)."""
+GENERATION_PATHS = (OPENAI_CHAT_PATH, OPENAI_COMPLETIONS_PATH)
+NUM_ATTEMPTS_PER_PRIORITY = 2
+"""One more try on the rule's own priority (another replica, or the current version beside a canary), then the
+fallback's."""
+MODEL_LABEL = "inference.platform/model"
+"""On a fallback Backend: the model its Service serves (the pack's ``edge-fallback-backends-in-cluster`` reads it)."""
+ENVOY_GATEWAY_API = "gateway.envoyproxy.io/v1alpha1"
+GATEWAY_API = "gateway.networking.k8s.io/v1"
+Manifest = dict[str, Any]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelBackend:
+    """A rollout's Service (its OpenAI port)."""
+
+    service: str
+    namespace: str
+    port: int
+
+    @property
+    def fqdn(self) -> str:
+        return f"{self.service}.{self.namespace}.svc.cluster.local"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelRoute:
+    """One public model: its current version, maybe a canary beside it, maybe a fallback model."""
+
+    name: str
+    current: ModelBackend
+    canary: ModelBackend | None = None
+    canary_weight: int = 0
+    """0-100: the canary's share of this model's requests."""
+    fallback: str | None = None
+    """Another model's name: retried there before the first byte (its server must answer this model's name; the
+    OpenAI server answers only its own, so infra/models.py never sets it yet). None: a canary falls back to
+    ``current``, a model without a canary falls back nowhere."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelRouting:
+    models: tuple[ModelRoute, ...]
+    """The stack's own model first."""
+    aliases: Mapping[str, str] = field(default_factory=dict)
+    tester_header: str = "x-canary"
+    created: int = 0
+    """The ``created`` time of the listed models (the stack's deploy time is not known offline: 0)."""
+
+    def __post_init__(self) -> None:
+        names = [m.name for m in self.models]
+        problems = []
+        if not names or len(set(names)) != len(names):
+            problems.append(f"model names must be distinct and at least one, got {names}")
+        problems += [f"alias {a!r} is a model's name" for a in self.aliases if a in names]
+        problems += [f"alias {a!r} -> {t!r}: no such model" for a, t in self.aliases.items() if t not in names]
+        for m in self.models:
+            if m.fallback is not None and (m.fallback not in names or m.fallback == m.name):
+                problems.append(f"{m.name}: fallback {m.fallback!r} is not another model")
+            if not 0 <= m.canary_weight <= 100 or (m.canary is None and m.canary_weight):
+                problems.append(f"{m.name}: canary weight {m.canary_weight} without a canary or outside 0-100")
+        if problems:
+            raise ValueError("; ".join(problems))
+
+    @property
+    def public_ids(self) -> tuple[str, ...]:
+        """What ``/v1/models`` lists: every model, then every alias."""
+        return (*(m.name for m in self.models), *self.aliases)
+
+    def model(self, name: str) -> ModelRoute:
+        return next(m for m in self.models if m.name == name)
+
+    def targets(self) -> dict[str, str]:
+        """Public id -> the model it routes to."""
+        return {**{m.name: m.name for m in self.models}, **self.aliases}
+
+    def fallback_backend(self, route: ModelRoute) -> ModelBackend | None:
+        """Where a request the rule's backends cannot take goes: the configured model, else (a canary) the
+        current version."""
+        if route.fallback is not None:
+            return self.model(route.fallback).current
+        return route.current if route.canary is not None else None
+
+    def card(self, ident: str) -> dict[str, Any]:
+        """The OpenAI model object (the server's own shape, inference_image/openai_api/service.py)."""
+        return {"id": ident, "object": "model", "created": self.created, "owned_by": "inference-platform"}
+
+    def list_body(self) -> str:
+        return json.dumps({"object": "list", "data": [self.card(i) for i in self.public_ids]}, separators=(",", ":"))
+
+    def card_body(self, ident: str) -> str:
+        return json.dumps(self.card(ident), separators=(",", ":"))
+
+    @property
+    def lua(self) -> str:
+        return routing_lua(self.targets(), self.tester_header)
+
+
+def routing_lua(targets: Mapping[str, str], tester_header: str) -> str:
+    """The script: the body's top-level ``model`` (an alias mapped to its model) into ``x-inference-model``, then
+    the route chosen again. A model the stack does not serve is a 404 in OpenAI's shape; two top-level ``model``
+    keys are a 400 (a JSON reader keeps the last, this one would route on the first). Bounded: it reads the body
+    the route's buffer limit already bounds, once, jumping from one structural character to the next."""
+    table = ",".join(f"[{_lua_string(k)}]={_lua_string(v)}" for k, v in sorted(targets.items()))
+    known = ", ".join(sorted(targets))
+    unknown = edge_error_body(
+        f"The model does not exist; this endpoint serves {known}", "not_found_error", "model_not_found"
+    )
+    duplicate = edge_error_body("The body holds more than one model", "invalid_request_error", "invalid_model")
+    return f"""local MODELS = {{{table}}}
+local HEADER = {_lua_string(MODEL_HEADER)}
+local TESTER = {_lua_string(tester_header)}
+local UNKNOWN = {_lua_string(unknown)}
+local DUPLICATE = {_lua_string(duplicate)}
+
+-- The value of the JSON object's top-level "model" string (nil when absent; false when not a plain string), how
+-- many top-level "model" keys there are, and where the value starts in s. Strings are skipped whole (escapes included), so a "model" inside a message is never taken.
+local function top_level_model(s)
+  local depth, i, found, count, at_value = 0, 1, nil, 0, nil
+  while true do
+    local at = s:find('[\\"{{}}%[%]]', i)
+    if at == nil then return found, count, at_value end
+    local c = s:sub(at, at)
+    if c == '"' then
+      local j = at + 1
+      while true do
+        local q = s:find('[\\\\"]', j)
+        if q == nil then return found, count, at_value end
+        if s:sub(q, q) == '\\\\' then j = q + 2 else j = q; break end
+      end
+      if depth == 1 and s:sub(at + 1, j - 1) == "model" then
+        local _, colon_end = s:find("^%s*:%s*", j + 1)
+        if colon_end ~= nil then
+          count = count + 1
+          local value = s:match('^"([^"\\\\]*)"', colon_end + 1)
+          if found == nil then found, at_value = value or false, colon_end + 2 end
+        end
+      end
+      i = j + 1
+    elseif c == "{{" or c == "[" then depth = depth + 1; i = at + 1
+    else depth = depth - 1; i = at + 1 end
+  end
+end
+
+local function refuse(handle, status, body)
+  handle:respond({{[":status"] = status, ["content-type"] = "application/json"}}, body)
+end
+
+function envoy_on_request(handle)
+  local headers = handle:headers()
+  headers:remove(HEADER)
+  local tester = headers:get(TESTER)
+  if tester ~= "always" and tester ~= "current" then headers:remove(TESTER) end
+  if headers:get(":method") ~= "POST" then return end
+  local body = handle:body()
+  if body == nil then return end
+  local raw = body:getBytes(0, body:length())
+  local model, count, at = top_level_model(raw)
+  if count > 1 then return refuse(handle, "400", DUPLICATE) end
+  if model == nil then return end  -- no model: the server answers its own 400
+  local target = model and MODELS[model]
+  if not target then return refuse(handle, "404", UNKNOWN) end
+  if target ~= model then
+    -- An alias: the server answers only its model's own name, so the body names it (the answer says which).
+    body:setBytes(raw:sub(1, at - 1) .. target .. raw:sub(at + #model))
+  end
+  -- The headers object does not outlive body(), which yields until the body is in (Envoy's Lua filter).
+  handle:headers():replace(HEADER, target)
+  handle:clearRouteCache()
+end
+"""
+
+
+def _lua_string(value: str) -> str:
+    """A Lua string literal (JSON's escapes are Lua's for everything we write: quotes, backslashes, ASCII)."""
+    return json.dumps(value, ensure_ascii=True)
+
+
+# ----------------------------------------------------------------------------------------- the cluster's objects
+
+
+def with_model_routing(
+    objects: list[Manifest], routing: ModelRouting, *, gateway: str, namespace: str
+) -> list[Manifest]:
+    """The gateway's objects (``gateway_api.render_gateway_objects``) with model routing added: the model rules
+    put first on the OpenAI HTTPRoute (``<gateway>-http``; its name and URN unchanged), the script beside the
+    duplicate-credential check in the EnvoyExtensionPolicy (or a policy of its own without auth), the edge's own
+    answers for ``/v1/models``, the fallback Backends, ``numAttemptsPerPriority`` on the Gateway's retry, and the
+    ReferenceGrant extended to every rollout's Service."""
+    out = [json.loads(json.dumps(o)) for o in objects]
+    route = next(o for o in out if o["kind"] == "HTTPRoute" and o["metadata"]["name"] == f"{gateway}-http")
+    meta = {"namespace": namespace, "labels": {"app.kubernetes.io/part-of": "inference-edge"}}
+    filters = [_direct_response(f"{gateway}-models", routing.list_body(), meta)]
+    filters += [_direct_response(f"{gateway}-model-{i}", routing.card_body(ident), meta) for i, ident in
+                enumerate(routing.public_ids)]  # fmt: skip
+    backends: dict[str, Manifest] = {}
+    rules: list[dict[str, Any]] = [_listing_rule(OPENAI_MODELS_PATH, filters[0])]
+    rules += [
+        _listing_rule(f"{OPENAI_MODELS_PATH}/{ident}", f)
+        for ident, f in zip(routing.public_ids, filters[1:], strict=True)
+    ]
+    for model in routing.models:
+        rules += _model_rules(routing, model, gateway, namespace, meta, backends)
+    spec = route["spec"]
+    spec["rules"] = [*rules, *spec["rules"]]
+    extension = next((o for o in out if o["kind"] == "EnvoyExtensionPolicy"), None)
+    if extension is None:
+        refs = [{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "name": f"{gateway}-http"}]
+        extension = {
+            "apiVersion": ENVOY_GATEWAY_API,
+            "kind": "EnvoyExtensionPolicy",
+            "metadata": {"name": f"{gateway}-models", **meta},
+            "spec": {"targetRefs": refs, "lua": []},
+        }
+        out.append(extension)
+    # After the credential check: a request with two keys is refused before its body is read.
+    extension["spec"]["lua"].append({"type": "Inline", "inline": routing.lua})
+    if backends:
+        policy = next(o for o in out if o["kind"] == "BackendTrafficPolicy" and "mergeType" not in o["spec"])
+        policy["spec"]["retry"]["numAttemptsPerPriority"] = NUM_ATTEMPTS_PER_PRIORITY
+    _grant(out, routing, namespace)
+    return [*out, *filters, *backends.values()]
+
+
+def _model_rules(
+    routing: ModelRouting,
+    model: ModelRoute,
+    gateway: str,
+    namespace: str,
+    meta: Mapping[str, Any],
+    backends: dict[str, Manifest],
+) -> list[dict[str, Any]]:
+    fallback = routing.fallback_backend(model)
+    fallback_model = model.fallback or model.name
+    fallback_ref = _fallback_ref(fallback, gateway, meta, backends, fallback_model) if fallback is not None else None
+    header = {"type": "Exact", "name": MODEL_HEADER, "value": model.name}
+    weighted = [_service_ref(model.current, namespace, 100 - model.canary_weight if model.canary else 1)]
+    if model.canary is not None:
+        weighted.append(_service_ref(model.canary, namespace, model.canary_weight))
+    rules = [_rule([header], [*weighted, *([fallback_ref] if fallback_ref else [])])]
+    if model.canary is not None:
+        tester = {"type": "Exact", "name": routing.tester_header, "value": TESTER_VALUE}
+        current = _fallback_ref(model.current, gateway, meta, backends, model.name)
+        rules.insert(0, _rule([header, tester], [_service_ref(model.canary, namespace, 1), current]))
+        pinned = {**tester, "value": CURRENT_VALUE}
+        rules.insert(
+            1,
+            _rule(
+                [header, pinned],
+                [
+                    _service_ref(model.current, namespace, 1),
+                    *([fallback_ref] if fallback_ref and fallback != model.current else []),
+                ],
+            ),
+        )
+    return rules
+
+
+def _rule(headers: list[dict[str, str]], refs: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "matches": [
+            {"path": {"type": "Exact", "value": p}, "method": "POST", "headers": headers} for p in GENERATION_PATHS
+        ],
+        "backendRefs": refs,
+        "timeouts": {"request": "0s"},
+    }
+
+
+def _service_ref(backend: ModelBackend, namespace: str, weight: int) -> dict[str, Any]:
+    ref: dict[str, Any] = {"name": backend.service, "port": backend.port, "weight": weight}
+    if backend.namespace != namespace:
+        ref["namespace"] = backend.namespace
+    return ref
+
+
+def _fallback_ref(
+    backend: ModelBackend, gateway: str, meta: Mapping[str, Any], backends: dict[str, Manifest], model: str
+) -> dict[str, Any]:
+    """A ``Backend`` (fallback: true) in the gateway's namespace naming the Service by its cluster DNS name."""
+    name = f"{gateway}-fallback-{backend.service}"
+    backends.setdefault(
+        name,
+        {
+            "apiVersion": ENVOY_GATEWAY_API,
+            "kind": "Backend",
+            "metadata": {
+                "name": name,
+                "namespace": meta["namespace"],
+                "labels": {**meta["labels"], MODEL_LABEL: slug_label(model)},
+            },
+            "spec": {"endpoints": [{"fqdn": {"hostname": backend.fqdn, "port": backend.port}}], "fallback": True},
+        },
+    )
+    return {"group": "gateway.envoyproxy.io", "kind": "Backend", "name": name, "weight": 1}
+
+
+def slug_label(model: str) -> str:
+    """A model name as a label value (``owner/name`` -> ``owner.name``; at most 63 characters)."""
+    return model.replace("/", ".")[:63].strip("-_.")
+
+
+def _listing_rule(path: str, direct: Manifest) -> dict[str, Any]:
+    ref = {"type": "ExtensionRef", "extensionRef": {"group": "gateway.envoyproxy.io", "kind": "HTTPRouteFilter",
+                                                    "name": direct["metadata"]["name"]}}  # fmt: skip
+    return {"matches": [{"path": {"type": "Exact", "value": path}, "method": "GET"}], "filters": [ref]}
+
+
+def _direct_response(name: str, body: str, meta: Mapping[str, Any]) -> Manifest:
+    return {
+        "apiVersion": ENVOY_GATEWAY_API,
+        "kind": "HTTPRouteFilter",
+        "metadata": {"name": name, **meta},
+        "spec": {
+            "directResponse": {
+                "contentType": "application/json",
+                "statusCode": 200,
+                "body": {"type": "Inline", "inline": body},
+            }
+        },
+    }
+
+
+def _grant(objects: list[Manifest], routing: ModelRouting, namespace: str) -> None:
+    """Every rollout's Service in the ReferenceGrant of its namespace (the routes reach them from the gateway's)."""
+    services: dict[str, list[str]] = {}
+    for m in routing.models:
+        for b in (m.current, *([m.canary] if m.canary else [])):
+            if b.namespace != namespace:
+                services.setdefault(b.namespace, []).append(b.service)
+    for grant in (o for o in objects if o["kind"] == "ReferenceGrant"):
+        ns = grant["metadata"]["namespace"]
+        have = {t["name"] for t in grant["spec"]["to"]}
+        grant["spec"]["to"] += [
+            {"group": "", "kind": "Service", "name": s} for s in services.get(ns, []) if s not in have
+        ]

@@ -1,0 +1,178 @@
+"""STAND-IN for Envoy Gateway's translation of model routing (components/edge/model_routing.py) on the local Envoy.
+
+Takes the bootstrap ``edge_envoy.render_bootstrap`` wrote for the edge policy and adds what Envoy Gateway v1.9.0
+programs for the model rules, as its translator builds them (files at the tag cited in the component's docstring):
+
+- the routing script as one more Lua filter after the duplicate-credential one (both before api_key_auth, as the
+  EnvoyProxy's ``filterOrder`` moves every Lua filter);
+- per model, routes matching ``x-inference-model`` (and the tester header) on the generation paths, put before the
+  allow-list's own routes; a rule with a fallback is ONE cluster whose backendRefs are localities weighted by
+  their weights at priority 0 and the fallback at priority 1 (``cluster.go`` ``buildWeightedLocalities``,
+  ``LocalityWeightedLbConfig``); without one, ``weighted_clusters``;
+- the route's retry gets ``previous_priorities`` with ``update_frequency`` 2 (``route.go``, from
+  ``numAttemptsPerPriority``) and Envoy Gateway's ``previous_hosts`` predicate;
+- ``GET /v1/models`` and ``/v1/models/<id>`` answered by the edge (``directResponse``).
+
+Locally each rollout is one server (``address:port``); in the cluster a Service's endpoints.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from inference_platform.catalog.edge_policy import RETRY_ON, EdgePolicy
+from inference_platform.catalog.serving_contract import OPENAI_MODELS_PATH
+from inference_platform.components.edge.model_routing import (
+    CURRENT_VALUE,
+    GENERATION_PATHS,
+    MODEL_HEADER,
+    NUM_ATTEMPTS_PER_PRIORITY,
+    TESTER_VALUE,
+    ModelBackend,
+    ModelRoute,
+    ModelRouting,
+)
+from inference_platform.inferctl.serving.edge_envoy import Upstream
+
+_TYPES = "type.googleapis.com/envoy."
+LUA_NAME = "envoy.filters.http.lua.models"
+
+
+def with_model_routing(
+    bootstrap: Mapping[str, Any],
+    routing: ModelRouting,
+    policy: EdgePolicy,
+    upstreams: Mapping[ModelBackend, Upstream],
+) -> dict[str, Any]:
+    """``bootstrap`` with model routing; ``upstreams`` says where each rollout's server listens."""
+    out = copy.deepcopy(dict(bootstrap))
+    static = out["static_resources"]
+    hcm = static["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
+    filters = hcm["http_filters"]
+    lua = {
+        "name": LUA_NAME,
+        "typed_config": {
+            "@type": f"{_TYPES}extensions.filters.http.lua.v3.Lua",
+            "default_source_code": {"inline_string": routing.lua},
+        },
+    }
+    after = max((i for i, f in enumerate(filters) if f["name"].startswith("envoy.filters.http.lua")), default=-1)
+    filters.insert(after + 1, lua)
+    host = hcm["route_config"]["virtual_hosts"][0]
+    template = next(r for r in host["routes"] if r["route"]["cluster"] == "inference")
+    routes = [_direct("GET", OPENAI_MODELS_PATH, routing.list_body())]
+    routes += [_direct("GET", f"{OPENAI_MODELS_PATH}/{i}", routing.card_body(i)) for i in routing.public_ids]
+    for model in routing.models:
+        for tester, cluster in _clusters(routing, model, policy, upstreams, static["clusters"][0]):
+            static["clusters"].append(cluster)
+            for path in GENERATION_PATHS:
+                routes.append(_model_route(template, path, model.name, routing.tester_header, tester, cluster["name"],
+                                           policy))  # fmt: skip
+    host["routes"] = [*routes, *host["routes"]]
+    return out
+
+
+def _clusters(
+    routing: ModelRouting,
+    model: ModelRoute,
+    policy: EdgePolicy,
+    upstreams: Mapping[ModelBackend, Upstream],
+    template: Mapping[str, Any],
+) -> list[tuple[str | None, dict[str, Any]]]:
+    """(tester header value or None, cluster) per rule of ``model``: its weighted backends at priority 0, the fallback at 1."""
+    fallback = routing.fallback_backend(model)
+    main = [(model.current, 100 - model.canary_weight if model.canary else 1)]
+    if model.canary is not None and model.canary_weight:
+        main.append((model.canary, model.canary_weight))  # Envoy refuses a locality of weight 0: none at all
+    out: list[tuple[str | None, dict[str, Any]]] = [
+        (None, _cluster(f"model-{model.name}", main, fallback, upstreams, template))
+    ]
+    if model.canary is not None:
+        pinned_fallback = fallback if fallback != model.current else None
+        out.insert(0, (TESTER_VALUE, _cluster(f"model-{model.name}-canary", [(model.canary, 1)], model.current,
+                                              upstreams, template)))  # fmt: skip
+        out.insert(1, (CURRENT_VALUE, _cluster(f"model-{model.name}-current", [(model.current, 1)], pinned_fallback,
+                                               upstreams, template)))  # fmt: skip
+    return out
+
+
+def _cluster(
+    name: str,
+    weighted: list[tuple[ModelBackend, int]],
+    fallback: ModelBackend | None,
+    upstreams: Mapping[ModelBackend, Upstream],
+    template: Mapping[str, Any],
+) -> dict[str, Any]:
+    cluster = copy.deepcopy(dict(template))
+    localities = [_locality(upstreams[b], weight, 0) for b, weight in weighted]
+    if fallback is not None:
+        localities.append(_locality(upstreams[fallback], 1, 1))
+    cluster["name"] = name
+    cluster["load_assignment"] = {"cluster_name": name, "endpoints": localities}
+    cluster["common_lb_config"] = {"locality_weighted_lb_config": {}}
+    cluster["lb_policy"] = "LEAST_REQUEST"
+    return cluster
+
+
+def _locality(upstream: Upstream, weight: int, priority: int) -> dict[str, Any]:
+    address = {"socket_address": {"address": upstream.address, "port_value": upstream.port}}
+    return {
+        "locality": {"zone": f"{upstream.address}:{upstream.port}"},
+        "load_balancing_weight": weight,
+        "priority": priority,
+        "lb_endpoints": [{"endpoint": {"address": address}}],
+    }
+
+
+def _model_route(
+    template: Mapping[str, Any],
+    path: str,
+    model: str,
+    tester_header: str,
+    tester: str | None,
+    cluster: str,
+    policy: EdgePolicy,
+) -> dict[str, Any]:
+    headers = [
+        {"name": ":method", "string_match": {"exact": "POST"}},
+        {"name": MODEL_HEADER, "string_match": {"exact": model}},
+    ]
+    if tester is not None:
+        headers.append({"name": tester_header, "string_match": {"exact": tester}})
+    route = copy.deepcopy(dict(template))
+    route["match"] = {"path": path, "headers": headers}
+    route["route"] = {**route["route"], "cluster": cluster}
+    route["route"]["retry_policy"] = {
+        "retry_on": ",".join(RETRY_ON),
+        "num_retries": policy.retries,
+        "retry_priority": {
+            "name": "envoy.retry_priorities.previous_priorities",
+            "typed_config": {
+                "@type": f"{_TYPES}extensions.retry.priority.previous_priorities.v3.PreviousPrioritiesConfig",
+                "update_frequency": NUM_ATTEMPTS_PER_PRIORITY,
+            },
+        },
+        "retry_host_predicate": [
+            {
+                "name": "envoy.retry_host_predicates.previous_hosts",
+                "typed_config": {"@type": f"{_TYPES}extensions.retry.host.previous_hosts.v3.PreviousHostsPredicate"},
+            }
+        ],
+        "host_selection_retry_max_attempts": 5,
+    }
+    return route
+
+
+def _direct(method: str, path: str, body: str) -> dict[str, Any]:
+    return {
+        "match": {"path": path, "headers": [{"name": ":method", "string_match": {"exact": method}}]},
+        "direct_response": {"status": 200, "body": {"inline_string": body}},
+        "response_headers_to_add": [
+            {
+                "header": {"key": "content-type", "value": "application/json"},
+                "append_action": "OVERWRITE_IF_EXISTS_OR_ADD",
+            }
+        ],
+    }

@@ -1,0 +1,114 @@
+"""The cluster's rendering of model routing (components/edge/model_routing.py) and the facts it rests on."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from inference_platform.catalog.envoy_gateway_gates import features_used
+from inference_platform.components.edge.gateway_api import render_gateway_objects
+from inference_platform.components.edge.model_routing import (
+    MODEL_HEADER,
+    ModelBackend,
+    ModelRoute,
+    ModelRouting,
+    with_model_routing,
+)
+from inference_platform.settings import load_settings
+from tests.components.edge.targets import TARGET
+
+FACTS = Path(__file__).parents[2] / "data" / "upstream" / "model_routing_facts.json"
+MIRRORS = {"envoyproxy/gateway": Path("/work/.mirror/envoyproxy+gateway/repo"),
+           "envoyproxy/ai-gateway": Path("/work/.mirror/envoyproxy+ai-gateway/repo")}  # fmt: skip
+TAGS = {"owner": "team", "costCenter": "cc-1"}
+EDGE = {"auth": {"clients": {"alpha": {}}}}
+SMALL, BIG = "Llama-3.1-8B", "Llama-3.1-70B"
+
+
+def backend(name: str) -> ModelBackend:
+    return ModelBackend(service=name, namespace=TARGET.service_namespace, port=9000)
+
+
+ROUTING = ModelRouting(
+    models=(
+        ModelRoute(name=SMALL, current=backend("triton"), canary=backend("triton-small-v2"), canary_weight=25),
+        ModelRoute(name=BIG, current=backend("triton-big"), fallback=SMALL),
+    ),
+    aliases={"llama": SMALL},
+)
+
+
+def objects(routing: ModelRouting = ROUTING) -> list[dict]:
+    policy = load_settings({"tags": TAGS, "edge": EDGE}, project="p", stack="s", region="us-west-2").edge.policy()
+    return with_model_routing(render_gateway_objects(policy, TARGET), routing, gateway=TARGET.name,
+                              namespace=TARGET.namespace)  # fmt: skip
+
+
+def test_the_openai_route_keeps_its_name_and_gains_the_model_rules_first():
+    route = next(o for o in objects() if o["kind"] == "HTTPRoute")
+    assert route["metadata"]["name"] == f"{TARGET.name}-http"
+    rules = route["spec"]["rules"]
+    listing = [r for r in rules if "filters" in r]
+    assert [r["matches"][0]["path"]["value"] for r in listing] == [
+        "/v1/models", f"/v1/models/{SMALL}", f"/v1/models/{BIG}", "/v1/models/llama"]  # fmt: skip
+    weighted = next(r for r in rules if r.get("backendRefs") and len(r["matches"][0].get("headers", [])) == 1
+                    and r["matches"][0]["headers"][0]["value"] == SMALL)  # fmt: skip
+    refs = [(b.get("kind", "Service"), b["name"], b["weight"]) for b in weighted["backendRefs"]]
+    assert refs == [("Service", "triton", 75), ("Service", "triton-small-v2", 25),
+                    ("Backend", f"{TARGET.name}-fallback-triton", 1)]  # fmt: skip
+    tester = [r for r in rules if len(r.get("matches", [{}])[0].get("headers", [])) == 2]
+    assert {r["matches"][0]["headers"][1]["value"]: r["backendRefs"][0]["name"] for r in tester} == {
+        "always": "triton-small-v2", "current": "triton"}  # fmt: skip
+    assert rules[-1]["matches"][0].get("headers") is None  # the allow-list's own rule stays last: it runs the script
+
+
+def test_fallbacks_are_backends_at_priority_one_and_the_retry_moves_to_them():
+    rendered = objects()
+    backends = {o["metadata"]["name"]: o["spec"] for o in rendered if o["kind"] == "Backend"}
+    assert backends[f"{TARGET.name}-fallback-triton"] == {
+        "endpoints": [{"fqdn": {"hostname": f"triton.{TARGET.service_namespace}.svc.cluster.local", "port": 9000}}],
+        "fallback": True,
+    }
+    policy = next(o for o in rendered if o["kind"] == "BackendTrafficPolicy" and "mergeType" not in o["spec"])
+    assert policy["spec"]["retry"]["numAttemptsPerPriority"] == 2
+    # The controller switches on exactly what is used: Backend and Lua.
+    assert {"Backend", "Lua"} <= set(features_used(rendered))
+
+
+def test_the_script_sits_beside_the_credential_check_on_the_authenticated_routes():
+    rendered = objects()
+    # The duplicate-credential policy carries the routing script (issue 30's metering has a policy of its own).
+    (extension,) = [o for o in rendered if o["kind"] == "EnvoyExtensionPolicy" and MODEL_HEADER in json.dumps(o)]
+    assert extension["metadata"]["name"].endswith("-credentials")
+    assert len(extension["spec"]["lua"]) == 2 and MODEL_HEADER in extension["spec"]["lua"][1]["inline"]
+    security = next(o for o in rendered if o["kind"] == "SecurityPolicy")
+    assert {r["name"] for r in security["spec"]["targetRefs"]} == {f"{TARGET.name}-http"}
+    grant = next(o for o in rendered if o["kind"] == "ReferenceGrant")
+    assert {t["name"] for t in grant["spec"]["to"]} >= {"triton-small-v2", "triton-big"}
+
+
+@pytest.mark.parametrize(
+    ("routing", "words"),
+    [
+        (dict(models=(ModelRoute(name=SMALL, current=backend("a")),) * 2), "distinct"),
+        (dict(models=(ModelRoute(name=SMALL, current=backend("a")),), aliases={"x": "y"}), "no such model"),
+        (dict(models=(ModelRoute(name=SMALL, current=backend("a"), canary_weight=5),)), "without a canary"),
+        (dict(models=(ModelRoute(name=SMALL, current=backend("a"), fallback=SMALL),)), "not another model"),
+    ],
+)
+def test_inconsistent_routing_is_refused(routing, words):
+    with pytest.raises(ValueError, match=words):
+        ModelRouting(**routing)
+
+
+@pytest.mark.parametrize("fact", json.loads(FACTS.read_text())["facts"], ids=lambda f: f"{f['path']}:{f['quote'][:30]}")
+def test_the_upstream_facts_hold_at_their_tags(fact):
+    mirror = MIRRORS[fact["repo"]]
+    if not (mirror / "HEAD").exists():
+        pytest.skip(f"no mirror of {fact['repo']} on this machine (fetch it to re-read the fact)")
+    source = subprocess.run(["git", "-C", str(mirror), "show", f"{fact['ref']}:{fact['path']}"],
+                            capture_output=True, text=True, check=True).stdout  # fmt: skip
+    assert fact["quote"] in source

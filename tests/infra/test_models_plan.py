@@ -1,0 +1,80 @@
+"""Issue 32: the dev stack with a second model, aliases and a canary (docs/examples/Pulumi.dev-rollout.yaml) plans
+its own rollouts beside the stack's, the model routing at the edge, passes the pack, and keeps every URN the
+single-model dev stack has (tests/data/urns/dev.txt): it only adds."""
+
+from __future__ import annotations
+
+import pytest
+
+from inference_platform.inferctl.plan.command import make_plan
+from tests.conftest import REPO
+
+EXAMPLE = REPO / "docs" / "examples" / "Pulumi.dev-rollout.yaml"
+
+
+@pytest.fixture(scope="module")
+def plan():
+    return make_plan(REPO, "dev", stack_file=EXAMPLE)
+
+
+def test_the_example_adds_rollouts_and_routing_and_changes_no_urn(plan):
+    urns = {r.urn for r in plan.run.resources}
+    recorded = set((REPO / "tests" / "data" / "urns" / "dev.txt").read_text().split())
+    assert recorded <= urns
+    added = sorted(u.rsplit("::", 1)[1] for u in urns - recorded)
+    assert "inference-qwen2-5-7b-instruct-deployment" in added
+    assert "inference-llama-3-1-8b-img-2026-12-5-deployment" in added
+    assert "edge-gateway-backend-inference-edge-fallback-triton" in added
+    assert "edge-gateway-inference-ingress-triton-qwen2-5-7b-instruct" in added
+    models = plan.run.outputs["models"]
+    assert models["served"] == ["Llama-3.1-8B", "Qwen2.5-7B-Instruct", "llama-8b", "qwen-7b"]
+    assert (models["canary"]["weight"], models["canary"]["nextStep"], models["canary"]["rollbackTo"]) == (5, 25, 0)
+    assert models["canary"]["state"] == "at 5 %, step 1 of 4" and models["canary"]["lastDecision"] is None
+    assert "reason=CanaryPromoted" in models["canary"]["decisions"]
+
+
+def test_the_route_carries_the_weights_and_the_pack_passes(plan):
+    route = next(r for r in plan.run.resources if r.urn.endswith("::edge-gateway-httproute-inference-edge-http"))
+    rules = route.inputs["spec"]["rules"]
+    weighted = next(r["backendRefs"] for r in rules if len(r.get("matches", [{}])[0].get("headers", [])) == 1)
+    assert [b.get("weight") for b in weighted] == [95, 5, 1]
+    canary = next(r for r in plan.run.resources if r.urn.endswith("::inference-llama-3-1-8b-img-2026-12-5-deployment"))
+    assert canary.inputs["spec"]["template"]["spec"]["containers"][0]["image"].endswith(":2026.12.5")
+    assert not [v for v in plan.violations if v.mandatory]
+
+
+def test_the_canarys_replicas_are_priced_by_inferctl_cost_and_the_summary_line(plan):
+    """Issue 32: the canary's replica is one more node of its pool while it runs; the summary line (the PR comment)
+    and ``inferctl cost`` name it, priced as the estimate with the canary's workload minus without it."""
+    from inference_platform.inferctl.cost.canary import canary_cost, canary_line
+    from inference_platform.inferctl.cost.summary import estimate_for, resources_as_dicts, summary_line, usage_for
+
+    resources, outputs = resources_as_dicts(plan.run.resources), plan.run.outputs
+    estimate = estimate_for(resources, outputs, "dev", project_root=REPO)
+    canary = canary_cost(resources, outputs, estimate, usage_for("dev", project_root=REPO))
+    assert canary is not None and canary.workload == outputs["models"]["canary"]["service"]
+    assert (canary.model, canary.version, canary.weight, canary.replicas) == ("Llama-3.1-8B", "img-2026-12-5", 5, 1)
+    (pool,) = [line for line in estimate.lines if line.name == "pool-inference-nodepool"]
+    assert "triton-llama-3-1-8b-img-2026-12-5 1 x 1 accelerators" in pool.basis
+    # Three one-GPU workloads on one-GPU nodes: the pool expects 3 nodes, and the canary costs one of them.
+    assert canary.monthly_expected == pytest.approx(pool.monthly_expected / 3)
+    assert canary.monthly_expected > 100
+    line = canary_line(canary)
+    assert line in summary_line(resources, outputs, "dev", project_root=REPO)
+    assert line.startswith("Canary Llama-3.1-8B img-2026-12-5 at 5 %: 1 replica(s)")
+
+
+def test_inferctl_cost_prints_the_canary(plan, tmp_path, capsys):
+    import json
+
+    from inference_platform.inferctl.cli import main
+    from inference_platform.inferctl.plan.report import to_json
+
+    path = tmp_path / "dev.json"
+    path.write_text(json.dumps(to_json(plan)))
+    assert main(["cost", str(path), "--json"]) == 0
+    canary = json.loads(capsys.readouterr().out)["canary"]
+    assert (canary["workload"], canary["replicas"]) == ("triton-llama-3-1-8b-img-2026-12-5", 1)
+    assert canary["monthly_usd_expected"] > 100
+    assert main(["cost", str(path)]) == 0
+    assert "Canary Llama-3.1-8B img-2026-12-5 at 5 %: 1 replica(s)" in capsys.readouterr().out
