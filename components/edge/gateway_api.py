@@ -60,6 +60,7 @@ from inference_platform.catalog.edge_policy import (
     edge_error,
     edge_error_body,
 )
+from inference_platform.catalog.envoy_gateway_policies import conflict_problems
 from inference_platform.components.edge.inference_pool import extension_policies, filter_order, picker_objects
 from inference_platform.components.edge.routing import BALANCE_FACTOR_PATH, bounded_load_patch, load_balancer
 from inference_platform.components.edge.token_limits import token_rules
@@ -174,6 +175,10 @@ def gateway_summary(objects: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """Clients, routes, limits, timeouts and circuit-breaker limits read back from rendered objects (the same
     keys as ``inference_platform.inferctl.serving.edge_envoy.bootstrap_summary``)."""
     objects = list(objects)
+    # What the cluster's controller would ignore, neither rendering may run (catalog.envoy_gateway_policies).
+    conflicts = conflict_problems(objects)
+    if conflicts:
+        raise ValueError("the cluster's Envoy Gateway would ignore a policy: " + "; ".join(conflicts))
     single = ("ReferenceGrant", "BackendTrafficPolicy", "HTTPRoute", "EnvoyExtensionPolicy")
     by_kind = {o["kind"]: o for o in objects if o["kind"] not in single}
     policies = [o["spec"] for o in objects if o["kind"] == "BackendTrafficPolicy"]
