@@ -28,7 +28,10 @@ Gateway policies attached to them:
   reads only the first). Chosen over the alternatives at v1.9.0: route header matches see each value alone
   (no way to count them), the SecurityPolicy's authorization (RBAC) runs after api_key_auth, and an
   EnvoyPatchPolicy depends on generated xDS names and must be enabled gateway-wide; filterOrder and Lua are
-  both documented API;
+  both documented API. Envoy Gateway v1.9.0 attaches one policy of a kind to a target (a second is Conflicted and
+  ignored: ``catalog.envoy_gateway_policies``), so the OpenAI route's policy carries every Lua of that route and its
+  ``extProc`` (``inference_pool.extension_policies``), the other routes' policy the edge's own Lua; ``gateway_summary``
+  refuses two policies of a kind on one target;
 - ``ClientTrafficPolicy``: the stream idle timeout equal to the ALB idle timeout, the connection idle timeout
   longer than it (the ALB closes idle connections, never the proxy: ``EdgePolicy.downstream_idle_timeout_seconds``),
   and a request-headers timeout (``requestHeadersReceivedTimeout``: a slow-header connection is closed).
