@@ -28,7 +28,10 @@ Gateway policies attached to them:
   reads only the first). Chosen over the alternatives at v1.9.0: route header matches see each value alone
   (no way to count them), the SecurityPolicy's authorization (RBAC) runs after api_key_auth, and an
   EnvoyPatchPolicy depends on generated xDS names and must be enabled gateway-wide; filterOrder and Lua are
-  both documented API;
+  both documented API. Envoy Gateway v1.9.0 attaches one policy of a kind to a target (a second is Conflicted and
+  ignored: ``catalog.envoy_gateway_policies``), so the OpenAI route's policy carries every Lua of that route and its
+  ``extProc`` (``inference_pool.extension_policies``), the other routes' policy the edge's own Lua; ``gateway_summary``
+  refuses two policies of a kind on one target;
 - ``ClientTrafficPolicy``: the stream idle timeout equal to the ALB idle timeout, the connection idle timeout
   longer than it (the ALB closes idle connections, never the proxy: ``EdgePolicy.downstream_idle_timeout_seconds``),
   and a request-headers timeout (``requestHeadersReceivedTimeout``: a slow-header connection is closed).
@@ -60,6 +63,7 @@ from inference_platform.catalog.edge_policy import (
     edge_error,
     edge_error_body,
 )
+from inference_platform.catalog.envoy_gateway_policies import conflict_problems
 from inference_platform.components.edge.inference_pool import extension_policies, filter_order, picker_objects
 from inference_platform.components.edge.routing import BALANCE_FACTOR_PATH, bounded_load_patch, load_balancer
 from inference_platform.components.edge.token_limits import token_rules
@@ -174,6 +178,10 @@ def gateway_summary(objects: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """Clients, routes, limits, timeouts and circuit-breaker limits read back from rendered objects (the same
     keys as ``inference_platform.inferctl.serving.edge_envoy.bootstrap_summary``)."""
     objects = list(objects)
+    # What the cluster's controller would ignore, neither rendering may run (catalog.envoy_gateway_policies).
+    conflicts = conflict_problems(objects)
+    if conflicts:
+        raise ValueError("the cluster's Envoy Gateway would ignore a policy: " + "; ".join(conflicts))
     single = ("ReferenceGrant", "BackendTrafficPolicy", "HTTPRoute", "EnvoyExtensionPolicy")
     by_kind = {o["kind"]: o for o in objects if o["kind"] not in single}
     policies = [o["spec"] for o in objects if o["kind"] == "BackendTrafficPolicy"]

@@ -7,10 +7,14 @@ edge's EnvoyExtensionPolicies, which the picker shares with token metering (issu
   EnvoyExtensionPolicy has already attached to it", internal/gatewayapi/envoyextensionpolicy.go
   ``resolveEnvoyExtensionPolicyRouteTargetRef``). So everything the OpenAI route runs is in one policy,
   ``<gateway>-credentials`` (its name is its URN): the edge's Lua (``EdgePolicy.edge_lua``: the duplicate-credential
-  check, then the affinity key or the picker's header strip), then the token metering script, then the ``extProc``
-  to the picker. When that policy carries something only the OpenAI route may run (the metering script, the
-  picker), it targets that route alone, and the other route groups (the batch lane's Files and Batches API) get the
-  edge's Lua from ``<gateway>-credentials-other-routes``. Otherwise one policy targets every route.
+  check, then the affinity key or the picker's header strip), then the model routing script
+  (``model_routing.with_model_routing``, at ``model_routing.routing_index``), then the token metering script, then
+  the ``extProc`` to the picker (Envoy Gateway builds one Lua filter per ``lua`` entry in list order, ``buildLuas``,
+  and orders them 13+i: the list is the order). That policy targets the OpenAI route alone, always: the metering
+  script, the model routing script (it reads every POST body) and the picker are for it only. The other route groups
+  (the batch lane's Files and Batches API, whose bodies hold ``usage`` keys) get the edge's own Lua from
+  ``<gateway>-credentials-other-routes``. The pack's ``envoy-gateway-one-policy-per-target`` and
+  ``gateway_api.gateway_summary`` refuse two policies of a kind on one target (``catalog.envoy_gateway_policies``).
 - An EnvoyPatchPolicy ``<gateway>-picker-no-wait`` (``catalog.endpoint_picker.no_wait_patch``).
 - A ReferenceGrant in the serving namespace letting the gateway's EnvoyExtensionPolicies reach the picker's
   Service.
@@ -54,13 +58,10 @@ def extension_policies(
     metering: str | None = None,
 ) -> list[Manifest]:
     """The edge's EnvoyExtensionPolicies; ``routes`` is ``[(route group key, HTTPRoute targetRef)]``, ``metering``
-    the token metering script when the OpenAI route is metered. The one named ``<gateway>-credentials`` comes
-    last."""
+    the token metering script when the OpenAI route is metered. The one named ``<gateway>-credentials`` targets the
+    OpenAI route alone and comes last; no route is the target of two."""
     scripts = [{"type": "Inline", "inline": script} for script in policy.edge_lua]
-    every = [ref for _, ref in routes]
     picked = policy.routing.mode == "inference-pool"
-    if not picked and metering is None:
-        return [_extension(namespace, credentials_policy_name(gateway), {"targetRefs": every, "lua": scripts})]
     inference = [ref for key, ref in routes if key == INFERENCE_ROUTES]
     others = [ref for key, ref in routes if key != INFERENCE_ROUTES]
     out = []

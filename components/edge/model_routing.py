@@ -47,6 +47,7 @@ from inference_platform.catalog.serving_contract import (
     OPENAI_COMPLETIONS_PATH,
     OPENAI_MODELS_PATH,
 )
+from inference_platform.components.edge.token_metering import is_metering_lua
 
 MODEL_HEADER = "x-inference-model"
 """The header the script writes from the body's ``model`` (after aliases), and the rules match."""
@@ -238,8 +239,8 @@ def with_model_routing(
     objects: list[Manifest], routing: ModelRouting, *, gateway: str, namespace: str
 ) -> list[Manifest]:
     """The gateway's objects (``gateway_api.render_gateway_objects``) with model routing added: the model rules
-    put first on the OpenAI HTTPRoute (``<gateway>-http``; its name and URN unchanged), the script beside the
-    duplicate-credential check in the EnvoyExtensionPolicy (or a policy of its own without auth), the edge's own
+    put first on the OpenAI HTTPRoute (``<gateway>-http``; its name and URN unchanged), the script in that route's one
+    EnvoyExtensionPolicy at ``routing_index`` (or a policy of its own when the route has none), the edge's own
     answers for ``/v1/models``, the fallback Backends, ``numAttemptsPerPriority`` on the Gateway's retry, and the
     ReferenceGrant extended to every rollout's Service."""
     out = [json.loads(json.dumps(o)) for o in objects]
@@ -258,7 +259,10 @@ def with_model_routing(
         rules += _model_rules(routing, model, gateway, namespace, meta, backends)
     spec = route["spec"]
     spec["rules"] = [*rules, *spec["rules"]]
-    extension = next((o for o in out if o["kind"] == "EnvoyExtensionPolicy"), None)
+    # The one EnvoyExtensionPolicy of the OpenAI route (Envoy Gateway v1.9.0 attaches one per route: a second policy
+    # would be Conflicted and ignored). It targets that route alone (inference_pool.extension_policies): the script
+    # reads every POST body, the batch lane's uploads included, and must not run on their routes.
+    extension = next((o for o in out if o["kind"] == "EnvoyExtensionPolicy" and _targets(o, f"{gateway}-http")), None)
     if extension is None:
         refs = [{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "name": f"{gateway}-http"}]
         extension = {
@@ -268,13 +272,31 @@ def with_model_routing(
             "spec": {"targetRefs": refs, "lua": []},
         }
         out.append(extension)
-    # After the credential check: a request with two keys is refused before its body is read.
-    extension["spec"]["lua"].append({"type": "Inline", "inline": routing.lua})
+    others = [r["name"] for r in extension["spec"]["targetRefs"] if r["name"] != f"{gateway}-http"]
+    if others:
+        raise ValueError(f"the OpenAI route's EnvoyExtensionPolicy also targets {', '.join(others)}")
+    lua = extension["spec"].setdefault("lua", [])
+    lua.insert(routing_index([entry["inline"] for entry in lua]), {"type": "Inline", "inline": routing.lua})
     if backends:
         policy = next(o for o in out if o["kind"] == "BackendTrafficPolicy" and "mergeType" not in o["spec"])
         policy["spec"]["retry"]["numAttemptsPerPriority"] = NUM_ATTEMPTS_PER_PRIORITY
     _grant(out, routing, namespace)
     return [*out, *filters, *backends.values()]
+
+
+def routing_index(scripts: list[str]) -> int:
+    """Where the routing script goes among the OpenAI route's Lua scripts (both renderings; Envoy Gateway v1.9.0 runs
+    a policy's ``lua`` entries in list order): after the edge's own (the credential check first, so a request with
+    two keys is refused before its body is read; then the affinity key or the picker's header strip), before the
+    token metering script, which stays the last Lua on the request (and so the first on the answer: the usage lines
+    it removes reach no other script). A request the script refuses (unknown model, two ``model`` keys) never
+    reaches the metering script and is charged nothing."""
+    # The metering script whatever the stack's token weights (its first line names it).
+    return next((i for i, script in enumerate(scripts) if is_metering_lua(script)), len(scripts))
+
+
+def _targets(policy: Manifest, route: str) -> bool:
+    return any(r.get("kind") == "HTTPRoute" and r.get("name") == route for r in policy["spec"].get("targetRefs", []))
 
 
 def _model_rules(

@@ -36,7 +36,7 @@ Pure: returns a dict; the caller writes it (JSON is valid YAML for ``envoy -c``)
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -68,7 +68,8 @@ from inference_platform.catalog.envoy_gateway_gates import (
     how_to_enable,
     merged_config,
 )
-from inference_platform.catalog.token_limits import TokenWeights
+from inference_platform.catalog.envoy_gateway_policies import conflict_problems
+from inference_platform.components.edge.inference_pool import extension_policies
 from inference_platform.components.edge.token_limits import local_domain, route_rate_limits
 from inference_platform.components.edge.token_metering import METERING_LUA_NAME, metering_lua
 from inference_platform.inferctl.serving.endpoints import eds_config
@@ -343,22 +344,10 @@ def _listener(
     controller: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     idle = f"{policy.idle_timeout_seconds}s"
-    http_filters: list[dict[str, Any]] = []
-    # Before api_key_auth, as Envoy Gateway's filterOrder puts every Lua filter: the credential check sees every
-    # copy of the key header; then the affinity key (envoy routing), in the EnvoyExtensionPolicy's order.
-    for i, script in enumerate(policy.edge_lua):
-        http_filters.append(
-            {
-                "name": LUA_FILTER if i == 0 else f"{LUA_FILTER}/{i}",
-                "typed_config": {
-                    "@type": f"{_TYPES}extensions.filters.http.lua.v3.Lua",
-                    "default_source_code": {"inline_string": script},
-                },
-            }
-        )
-    if policy.metered:
-        # Beside the credential Lua: Envoy Gateway's filterOrder moves every Lua filter before api_key_auth.
-        http_filters.append(_metering_lua(policy.tokens.weights))
+    # Before api_key_auth, as Envoy Gateway's filterOrder puts every Lua filter, in the order of the OpenAI route's
+    # EnvoyExtensionPolicy: the credential check, the affinity key (envoy routing) or the picker's header strip, the
+    # token metering script. Each route group runs only the scripts of its own policy (the others off per route).
+    http_filters, skipped = _lua_filters(policy)
     if policy.auth_enabled:
         http_filters.append(_api_key_auth(policy, keys))
     # Envoy Gateway's order (internal/xds/translator/httpfilters.go v1.9.0): api_key_auth 7, buffer 12,
@@ -412,7 +401,7 @@ def _listener(
                     "domains": ["*"],
                     # The allow-list (Envoy's ``path`` ignores the query string): anything else, no route, 404.
                     "routes": [
-                        _route(policy, group, e, upstreams[group.key].headers)
+                        _route(policy, group, e, upstreams[group.key].headers, skipped.get(group.key, ()))
                         for group in policy.route_groups
                         for e in group.endpoints
                     ],
@@ -454,14 +443,45 @@ def _listener(
     }
 
 
-def _metering_lua(weights: TokenWeights) -> dict[str, Any]:
-    return {
-        "name": METERING_FILTER,
-        "typed_config": {
-            "@type": f"{_TYPES}extensions.filters.http.lua.v3.Lua",
-            "default_source_code": {"inline_string": metering_lua(weights)},
-        },
+def _lua_filters(policy: EdgePolicy) -> tuple[list[dict[str, Any]], dict[str, list[str]]]:
+    """The Lua filters from the EnvoyExtensionPolicies the cluster renders for ``policy``
+    (``inference_pool.extension_policies``, the objects themselves): one per script of the OpenAI route's policy in
+    its ``lua`` order (Envoy Gateway v1.9.0 ``buildLuas``: list order), and per route group the filters its own
+    policy does not run (off per route, as Envoy Gateway enables a policy's Lua only on the routes it targets).
+    ValueError when two policies target one route: the cluster's controller would ignore one
+    (``catalog.envoy_gateway_policies``), so the local proof must not run both."""
+    metering = metering_lua(policy.tokens.weights) if policy.metered else None
+    if not (policy.edge_lua or policy.routing.mode == "inference-pool" or metering):
+        return [], {}
+    refs = [(g.key, {"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "name": g.key})
+            for g in policy.route_groups]  # fmt: skip
+    objects = extension_policies(policy, namespace="local", gateway="edge", service_namespace="local", routes=refs,
+                                 metering=metering)  # fmt: skip
+    problems = conflict_problems(objects)
+    if problems:
+        raise ValueError("the cluster's Envoy Gateway would ignore a policy: " + "; ".join(problems))
+    runs = {
+        ref["name"]: [e["inline"] for e in o["spec"].get("lua", [])] for o in objects for ref in o["spec"]["targetRefs"]
     }
+    ordered = list(dict.fromkeys([*runs.get(INFERENCE_ROUTES, []), *(s for scripts in runs.values() for s in scripts)]))
+    names = {}
+    for i, script in enumerate(ordered):
+        # Envoy Gateway names each Lua filter after its policy entry; the local names are shorter, one each.
+        names[script] = METERING_FILTER if script == metering else (LUA_FILTER if i == 0 else f"{LUA_FILTER}/{i}")
+    filters = [
+        {
+            "name": names[script],
+            "typed_config": {
+                "@type": f"{_TYPES}extensions.filters.http.lua.v3.Lua",
+                "default_source_code": {"inline_string": script},
+            },
+        }
+        for script in ordered
+    ]
+    skipped = {
+        key: [names[s] for s in ordered if s not in runs.get(key, [])] for key in (g.key for g in policy.route_groups)
+    }
+    return filters, skipped
 
 
 def _global_rate_limit(controller: Mapping[str, Any]) -> dict[str, Any]:
@@ -574,7 +594,13 @@ def _local_rate_limit(policy: EdgePolicy) -> dict[str, Any]:
     }
 
 
-def _route(policy: EdgePolicy, group: RouteGroup, endpoint: Endpoint, headers: tuple[tuple[str, str], ...]) -> dict:
+def _route(
+    policy: EdgePolicy,
+    group: RouteGroup,
+    endpoint: Endpoint,
+    headers: tuple[tuple[str, str], ...],
+    skipped: Sequence[str] = (),
+) -> dict:
     # Envoy Gateway translates PathPrefix to a segment-wise prefix (``/v1/files`` never admits ``/v1/filesx``).
     path = {"path": endpoint.path} if endpoint.match == "Exact" else {"path_separated_prefix": endpoint.path}
     route: dict[str, Any] = {
@@ -620,11 +646,12 @@ def _route(policy: EdgePolicy, group: RouteGroup, endpoint: Endpoint, headers: t
             "domain": local_domain(),
             "rate_limits": route_rate_limits(policy),
         }
-        if group.key != INFERENCE_ROUTES:
-            per_filter[METERING_FILTER] = {
-                "@type": f"{_TYPES}extensions.filters.http.lua.v3.LuaPerRoute",
-                "disabled": True,
-            }
+    for name in skipped:
+        # A Lua filter of a policy that does not target this route group (the metering script on the batch lane).
+        route.setdefault("typed_per_filter_config", {})[name] = {
+            "@type": f"{_TYPES}extensions.filters.http.lua.v3.LuaPerRoute",
+            "disabled": True,
+        }
     if headers:
         # Applied by the router after api_key_auth stripped the client's key: the server sees only ours.
         route["request_headers_to_add"] = [_header(k, v) for k, v in headers]

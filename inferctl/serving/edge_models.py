@@ -3,8 +3,10 @@
 Takes the bootstrap ``edge_envoy.render_bootstrap`` wrote for the edge policy and adds what Envoy Gateway v1.9.0
 programs for the model rules, as its translator builds them (files at the tag cited in the component's docstring):
 
-- the routing script as one more Lua filter after the duplicate-credential one (both before api_key_auth, as the
-  EnvoyProxy's ``filterOrder`` moves every Lua filter);
+- the routing script as one more Lua filter where the cluster's OpenAI-route policy has it
+  (``model_routing.routing_index``: after the edge's own Lua, before the metering script; all before api_key_auth,
+  as the EnvoyProxy's ``filterOrder`` moves every Lua filter), off on the other route groups' routes (the cluster's
+  policy targets the OpenAI route alone);
 - per model, routes matching ``x-inference-model`` (and the tester header) on the generation paths, put before the
   allow-list's own routes; a rule with a fallback is ONE cluster whose backendRefs are localities weighted by
   their weights at priority 0 and the fallback at priority 1 (``cluster.go`` ``buildWeightedLocalities``,
@@ -22,7 +24,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from inference_platform.catalog.edge_policy import RETRY_ON, EdgePolicy
+from inference_platform.catalog.edge_policy import INFERENCE_ROUTES, LUA_FILTER, RETRY_ON, EdgePolicy
 from inference_platform.catalog.serving_contract import OPENAI_MODELS_PATH
 from inference_platform.components.edge.model_routing import (
     CURRENT_VALUE,
@@ -33,6 +35,7 @@ from inference_platform.components.edge.model_routing import (
     ModelBackend,
     ModelRoute,
     ModelRouting,
+    routing_index,
 )
 from inference_platform.inferctl.serving.edge_envoy import Upstream
 
@@ -58,9 +61,20 @@ def with_model_routing(
             "default_source_code": {"inline_string": routing.lua},
         },
     }
-    after = max((i for i, f in enumerate(filters) if f["name"].startswith("envoy.filters.http.lua")), default=-1)
-    filters.insert(after + 1, lua)
+    # Where the cluster's rendering puts it in the OpenAI route's policy (model_routing.routing_index): after the
+    # edge's own Lua, before the metering script.
+    lua_at = [i for i, f in enumerate(filters) if f["name"].startswith(LUA_FILTER)]
+    scripts = [filters[i]["typed_config"]["default_source_code"]["inline_string"] for i in lua_at]
+    at = routing_index(scripts)
+    filters.insert(lua_at[at] if at < len(lua_at) else (lua_at[-1] + 1 if lua_at else 0), lua)
     host = hcm["route_config"]["virtual_hosts"][0]
+    for route in host["routes"]:
+        if route.get("route", {}).get("cluster") != INFERENCE_ROUTES:
+            # The cluster's policy targets the OpenAI route alone: the batch lane's uploads are never parsed.
+            route.setdefault("typed_per_filter_config", {})[LUA_NAME] = {
+                "@type": f"{_TYPES}extensions.filters.http.lua.v3.LuaPerRoute",
+                "disabled": True,
+            }
     template = next(r for r in host["routes"] if r["route"]["cluster"] == "inference")
     routes = [_direct("GET", OPENAI_MODELS_PATH, routing.list_body())]
     routes += [_direct("GET", f"{OPENAI_MODELS_PATH}/{i}", routing.card_body(i)) for i in routing.public_ids]

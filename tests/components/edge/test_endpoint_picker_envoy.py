@@ -20,7 +20,6 @@ from __future__ import annotations
 import copy
 import http.server
 import json
-import socket
 import subprocess
 import sys
 import threading
@@ -313,13 +312,6 @@ def test_the_modes_envoy_gateway_allows_without_the_patch_do_not_serve(tmp_path:
             status, answer = _post(url)
         assert status == 200 and answer["pick"] is None and answer["intact"]
         assert all(not any(e.startswith("request_body end") for e in ev) for ev in _events(record).values())
-        # FullDuplexStreamed with failure_mode_allow (which Envoy Gateway refuses to render): the picker down is a 500.
-        # Down for sure: the port stays bound and never listens, so no other process can take it meanwhile.
-        duplex = copy.deepcopy(ext_proc)
-        duplex["processingMode"]["request"]["body"] = "FullDuplexStreamed"
-        with socket.socket() as closed:
-            closed.bind((LOOPBACK, 0))
-            config = _config(tmp_path, replicas, closed.getsockname()[1], duplex, None, lb)
-            with _envoy(tmp_path, config) as url:
-                status, answer = _post(url)
-        assert status == 500, (status, answer)
+        # FullDuplexStreamed with failure_mode_allow (which Envoy Gateway refuses to render) is not asserted: with the
+        # picker down this machine's Envoy answered 500 in some runs and 200 in others (whether the gRPC stream failed
+        # before the body went), so only its refusal is tested (tests/policies/test_endpoint_picker_rules.py).

@@ -17,6 +17,7 @@ from inference_platform.components.edge.model_routing import (
     ModelRouting,
     with_model_routing,
 )
+from inference_platform.components.edge.token_metering import metering_lua
 from inference_platform.settings import load_settings
 from tests.components.edge.targets import TARGET
 
@@ -82,12 +83,13 @@ def test_fallbacks_are_backends_at_priority_one_and_the_retry_moves_to_them():
 
 def test_the_script_sits_beside_the_credential_check_on_the_authenticated_routes():
     rendered = objects()
-    # The route's one EnvoyExtensionPolicy (Envoy Gateway attaches one per route) carries the routing script after
-    # the duplicate-credential check, beside the other scripts the stack turns on (affinity, metering).
+    # The OpenAI route's one policy carries the routing script (Envoy Gateway v1.9.0 ignores a second policy on a
+    # route): after the edge's own Lua (credential check, affinity key), before the metering script.
     (extension,) = [o for o in rendered if o["kind"] == "EnvoyExtensionPolicy" and MODEL_HEADER in json.dumps(o)]
     assert extension["metadata"]["name"].endswith("-credentials")
-    scripts = [entry["inline"] for entry in extension["spec"]["lua"]]
-    assert scripts[0] == POLICY.credential_lua and any(MODEL_HEADER in s for s in scripts[1:])
+    policy = load_settings({"tags": TAGS, "edge": EDGE}, project="p", stack="s", region="us-west-2").edge.policy()
+    scripts = [e["inline"] for e in extension["spec"]["lua"]]
+    assert scripts == [*policy.edge_lua, ROUTING.lua, metering_lua()]
     security = next(o for o in rendered if o["kind"] == "SecurityPolicy")
     assert {r["name"] for r in security["spec"]["targetRefs"]} == {f"{TARGET.name}-http"}
     grant = next(o for o in rendered if o["kind"] == "ReferenceGrant")
