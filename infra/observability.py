@@ -26,7 +26,6 @@ from inference_platform.components.edge.gateway_api import PROXY_LABEL
 from inference_platform.components.observability.monitoring_stack import Monitor, MonitoringStack, MonitoringStackArgs
 from inference_platform.components.observability.promql import Scope
 from inference_platform.components.observability.rules import RuleSet
-from inference_platform.components.observability.token_meters import token_meters
 from inference_platform.components.serving.inference_service import DEFAULT_APP_NAME, InferenceService
 from inference_platform.infra.batch import Batch, batch_monitors
 from inference_platform.infra.cluster import Compute
@@ -34,6 +33,7 @@ from inference_platform.infra.edge import GATEWAY_NAME, Edge
 from inference_platform.infra.foundation import Foundation
 from inference_platform.infra.inference import Inference
 from inference_platform.infra.storage import Storage
+from inference_platform.infra.token_meters import token_meters
 from inference_platform.settings import Settings
 from inference_platform.settings.derived import day_bounds, planned_replicas, target_requests
 

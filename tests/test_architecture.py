@@ -39,9 +39,11 @@ ALLOWED = {
         "inference_platform", "catalog", "planners", "settings", "infra", "components", "policies",
         "inference_image",
     ),
+    # The local stand-in of the rate-limit service speaks the batch image's copy of its wire protocol
+    # (batch/rate_limit_protocol.py): one definition of the messages, which the batch lane debits budgets with.
     "inferctl": (
         "inference_platform", "catalog", "planners", "settings", "infra", "components", "policies",
-        "inference_image", "artifacts", "offline_plan", "loadgen",
+        "inference_image", "artifacts", "offline_plan", "loadgen", "batch",
     ),
     "bench": ("inferctl", "infra", "components", "planners", "policies", "inference_image", "artifacts",
               "offline_plan", "loadgen", "inference_platform", "catalog", "settings"),

@@ -27,7 +27,12 @@ if TYPE_CHECKING:
     from inference_platform.components.batch.queues import BatchQueues, BatchQueuesArgs
     from inference_platform.components.batch.scaling import QueueSignal
     from inference_platform.components.batch.signals import LaneWatch
-    from inference_platform.components.batch.workloads import BatchWorkloads, BatchWorkloadsArgs, ServingTarget
+    from inference_platform.components.batch.workloads import (
+        BatchWorkloads,
+        BatchWorkloadsArgs,
+        RateLimitTarget,
+        ServingTarget,
+    )
 
 __all__ = [
     "BatchBucket",
@@ -45,6 +50,7 @@ __all__ = [
     "QueueAuthentication",
     "QueueAuthenticationArgs",
     "QueueSignal",
+    "RateLimitTarget",
     "ServingTarget",
     "Shape",
     "ShedRule",
@@ -60,6 +66,6 @@ _EXPORTS = {
     "queues": ("BatchQueues", "BatchQueuesArgs"),
     "scaling": ("QueueSignal",),
     "signals": ("LaneWatch",),
-    "workloads": ("BatchWorkloads", "BatchWorkloadsArgs", "ServingTarget"),
+    "workloads": ("BatchWorkloads", "BatchWorkloadsArgs", "RateLimitTarget", "ServingTarget"),
 }
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

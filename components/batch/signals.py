@@ -22,8 +22,8 @@ from typing import Any
 
 from inference_platform.components.batch.pods import ShedRule
 from inference_platform.components.observability import promql as q
+from inference_platform.components.observability.alerting import alert
 from inference_platform.components.observability.promql import Scope
-from inference_platform.components.observability.rules import alert
 
 QUEUE_MESSAGES = "batch_queue_messages"
 """Gauge (the API), labels ``queue`` (work, dead_letter) and ``state`` (visible, in_flight, delayed)."""

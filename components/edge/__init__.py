@@ -12,12 +12,14 @@ from inference_platform.components.common.exports import lazy_exports
 if TYPE_CHECKING:
     from inference_platform.catalog.edge_policy import CircuitBreaker, Client, EdgePolicy, Endpoint, RouteGroup, Tier
     from inference_platform.components.edge.client_credentials import ClientCredentials, ClientCredentialsArgs
+    from inference_platform.components.edge.endpoint_picker import EndpointPicker, EndpointPickerArgs
     from inference_platform.components.edge.gateway import EdgeGateway, EdgeGatewayArgs
     from inference_platform.components.edge.gateway_api import Backend, GatewayTarget, render_gateway_objects
     from inference_platform.components.edge.load_balancer_controller import (
         LoadBalancerController,
         LoadBalancerControllerArgs,
     )
+    from inference_platform.components.edge.model_routing import ModelBackend, ModelRoute, ModelRouting
     from inference_platform.components.edge.public_endpoint import PublicEndpoint, PublicEndpointArgs, WafRules
     from inference_platform.components.edge.rate_limit_store import RateLimitStore, RateLimitStoreArgs
 
@@ -31,9 +33,14 @@ __all__ = [
     "EdgeGatewayArgs",
     "EdgePolicy",
     "Endpoint",
+    "EndpointPicker",
+    "EndpointPickerArgs",
     "GatewayTarget",
     "LoadBalancerController",
     "LoadBalancerControllerArgs",
+    "ModelBackend",
+    "ModelRoute",
+    "ModelRouting",
     "PublicEndpoint",
     "PublicEndpointArgs",
     "RateLimitStore",
@@ -46,6 +53,8 @@ __all__ = [
 
 # Imported on first use (components/common/exports.py): importing this package loads no Pulumi module.
 _EXPORTS = {
+    "endpoint_picker": ("EndpointPicker", "EndpointPickerArgs"),
+    "model_routing": ("ModelBackend", "ModelRoute", "ModelRouting"),
     "client_credentials": ("ClientCredentials", "ClientCredentialsArgs"),
     "gateway": ("EdgeGateway", "EdgeGatewayArgs"),
     "gateway_api": ("Backend", "GatewayTarget", "render_gateway_objects"),

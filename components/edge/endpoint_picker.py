@@ -32,6 +32,8 @@ MONITORING_NAMESPACE = "monitoring"
 
 @dataclass(frozen=True, kw_only=True)
 class EndpointPickerArgs:
+    """What the picker needs: the cluster, the serving pods it scores and the gateway proxies that call it."""
+
     provider: k8s.Provider
     """Required. The cluster's Kubernetes provider."""
     namespace: str
@@ -48,6 +50,9 @@ class EndpointPickerArgs:
 
 
 class EndpointPicker(pulumi.ComponentResource):
+    """llm-d's endpoint picker for ``edge.routing.mode: inference-pool``: its pinned chart release on the system
+    nodes, with the objects beside it (module docstring)."""
+
     release: k8s.helm.v3.Release
 
     def __init__(self, name: str, args: EndpointPickerArgs, opts: pulumi.ResourceOptions | None = None) -> None:

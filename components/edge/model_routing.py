@@ -96,6 +96,8 @@ class ModelRoute:
 
 @dataclass(frozen=True, kw_only=True)
 class ModelRouting:
+    """Every model the stack's one URL serves, its aliases and the canary testers' header."""
+
     models: tuple[ModelRoute, ...]
     """The stack's own model first."""
     aliases: Mapping[str, str] = field(default_factory=dict)

@@ -19,11 +19,22 @@ if TYPE_CHECKING:
     )
     from inference_platform.components.observability.promql import Scope
     from inference_platform.components.observability.rules import RuleSet, rule_groups
+    from inference_platform.components.observability.token_rules import TokenMeter
 
-__all__ = ["AlertThresholds", "Monitor", "MonitoringStack", "MonitoringStackArgs", "RuleSet", "Scope", "rule_groups"]
+__all__ = [
+    "AlertThresholds",
+    "Monitor",
+    "MonitoringStack",
+    "MonitoringStackArgs",
+    "RuleSet",
+    "Scope",
+    "TokenMeter",
+    "rule_groups",
+]
 
 # Imported on first use (components/common/exports.py): importing this package loads no Pulumi module.
 _EXPORTS = {
+    "token_rules": ("TokenMeter",),
     "monitoring_stack": ("Monitor", "MonitoringStack", "MonitoringStackArgs"),
     "promql": ("Scope",),
     "rules": ("RuleSet", "rule_groups"),

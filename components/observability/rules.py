@@ -20,12 +20,13 @@ from typing import Any, Literal
 from inference_platform.catalog.alert_thresholds import AlertThresholds
 from inference_platform.catalog.token_limits import TokenWeights
 from inference_platform.components.observability import promql as q
+from inference_platform.components.observability.alerting import SEVERITIES as SEVERITIES
+from inference_platform.components.observability.alerting import alert
 from inference_platform.components.observability.promql import Scope
 from inference_platform.components.observability.token_rules import TokenMeter, token_rule_groups
 
 Vendor = Literal["nvidia", "neuron"]
 DEFAULT_RUNBOOK_BASE = "docs/runbooks.md"
-SEVERITIES = ("critical", "warning")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -142,24 +143,6 @@ def recording_rules(scope: Scope) -> list[dict[str, Any]]:
             }
         )
     return rules
-
-
-def alert(
-    name: str, expr: str, *, for_: str, severity: str, summary: str, description: str, runbook_base: str
-) -> dict[str, Any]:
-    """One alerting rule with its ``severity`` label and ``runbook_url`` (``<runbook_base>#<name, lower case>``)."""
-    assert severity in SEVERITIES, severity
-    return {
-        "alert": name,
-        "expr": expr,
-        "for": for_,
-        "labels": {"severity": severity},
-        "annotations": {
-            "summary": summary,
-            "description": description,
-            "runbook_url": f"{runbook_base}#{name.lower()}",
-        },
-    }
 
 
 def _serving_alerts(rules: RuleSet) -> list[dict[str, Any]]:

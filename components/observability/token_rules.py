@@ -30,6 +30,7 @@ from typing import Any
 from inference_platform.catalog.server_metrics import CLIENT_LABEL
 from inference_platform.catalog.token_limits import WEIGHT_SCALE, TokenWeights
 from inference_platform.components.observability import promql as q
+from inference_platform.components.observability.alerting import alert
 from inference_platform.components.observability.promql import Scope
 
 CHARGED_SERIES = "ratelimit_service_rate_limit_total_hits"
@@ -124,8 +125,6 @@ def token_recording_rules(
 
 
 def token_alerts(runbook_base: str) -> list[dict[str, Any]]:
-    from inference_platform.components.observability.rules import alert
-
     return [
         alert(
             ALERT,

@@ -162,7 +162,7 @@ def _run_in(args: argparse.Namespace, settings: Any, work: Any, timing: Any) -> 
     if edge is not None and args.replicas > 1:
         from inference_platform.inferctl.serving.serve_replicas import serve_replicas
 
-        return serve_replicas(args, settings, timing, edge, work)
+        return serve_replicas(args, settings, timing, edge, work, banner)
     # Behind the edge, Triton's own key (if the stack still asks for one) is the edge's business.
     own_key = serving.auth.enabled and edge is None
     api_key = edge.triton_key if edge is not None else (_api_key(args.api_key_file) if own_key else None)

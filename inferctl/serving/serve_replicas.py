@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from inference_platform.catalog.serving_contract import LOOPBACK
@@ -36,12 +37,14 @@ def check_replicas(args: argparse.Namespace) -> None:
         )
 
 
-def serve_replicas(args: argparse.Namespace, settings: Any, timing: Any, edge: Any, work: Any) -> int:
+def serve_replicas(
+    args: argparse.Namespace, settings: Any, timing: Any, edge: Any, work: Any, banner: Callable[..., str]
+) -> int:
     """``work`` is serve-local's claimed work dir: replica i renders under ``work.model/replica-<i>`` (rendered
-    anew at each start), the edge keeps its CA in ``work.edge`` as with one replica."""
+    anew at each start), the edge keeps its CA in ``work.edge`` as with one replica. ``banner`` is serve-local's
+    (passed in: this module is serve-local's, and importing it back would make a circle)."""
     from inference_platform.inferctl.serving.local_edge import run_edge
     from inference_platform.inferctl.serving.replicas import ReplicaPorts, replicas_upstream, run_replicas
-    from inference_platform.inferctl.serving.serve_local import banner
 
     first = ReplicaPorts(http=args.http_port, grpc=args.grpc_port, metrics=args.metrics_port, openai=args.openai_port)
     ports = [first.shifted(i) for i in range(args.replicas)]

@@ -12,7 +12,6 @@ import yaml
 from inference_platform.catalog.token_limits import TokenWeights
 from inference_platform.components.edge.token_limits import charge_meters, cluster_domain
 from inference_platform.components.observability.rules import RuleSet, alert_names, rule_groups, rules_file
-from inference_platform.components.observability.token_meters import token_meters
 from inference_platform.components.observability.token_rules import (
     ALERT,
     CHARGED_SERIES,
@@ -20,6 +19,7 @@ from inference_platform.components.observability.token_rules import (
     TOKENS_CHARGED,
     TokenMeter,
 )
+from inference_platform.infra.token_meters import token_meters
 from inference_platform.settings import load_settings
 from tests.components.observability.test_rules import SCOPE, SRV, Case, _run, _tests, promtool  # noqa: F401
 
