@@ -12,6 +12,7 @@ sample): queue ``nv_trt_llm_request_metrics{request_type="waiting"}``, running `
 
 from __future__ import annotations
 
+import threading
 import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -67,15 +68,21 @@ def test_the_serving_port_publishes_what_the_endpoint_picker_reads_and_it_moves_
     assert None not in before.values(), before
     assert before["block_size"] == TOKENS_PER_BLOCK and before["blocks"] in (0, pool), before
 
+    # One client built before the streams and a barrier they all pass together: on a starved machine, building a
+    # client per stream (an SSL context each) spread the starts so far apart that the first streams had ended
+    # before the last began, and nothing ever waited.
+    client = openai.OpenAI(base_url=f"{stack.openai_url}/v1", api_key="unused", max_retries=0, timeout=60)
+    start = threading.Barrier(batch + 4)
+
     def ask(i: int) -> str:
-        with openai.OpenAI(base_url=f"{stack.openai_url}/v1", api_key="unused", max_retries=0, timeout=60) as c:
-            chunks = c.chat.completions.create(
-                model=stack.served_model, messages=[{"role": "user", "content": f"route {i} " * WORDS}], stream=True
-            )
-            return "".join(ch.choices[0].delta.content or "" for ch in chunks if ch.choices)
+        start.wait(timeout=60)
+        chunks = client.chat.completions.create(
+            model=stack.served_model, messages=[{"role": "user", "content": f"route {i} " * WORDS}], stream=True
+        )
+        return "".join(ch.choices[0].delta.content or "" for ch in chunks if ch.choices)
 
     seen: list[dict[str, float | None]] = []
-    with ThreadPoolExecutor(max_workers=batch + 4) as pool_of_clients:
+    with client, ThreadPoolExecutor(max_workers=batch + 4) as pool_of_clients:
         futures = [pool_of_clients.submit(ask, i) for i in range(batch + 4)]
         while not all(f.done() for f in futures):
             seen.append(epp_view(scrape(stack.openai_url)))
