@@ -81,7 +81,7 @@ def rank0_args(
         "--disable-auto-complete-config",
         f"--model-control-mode={server.model_control_mode}",
         f"--model-load-thread-count={server.model_load_thread_count}",
-        f"--exit-timeout-secs={server.exit_timeout_seconds}",
+        f"--exit-timeout-secs={serving.exit_timeout_seconds}",
         f"--log-verbose={server.log_verbose}",
         "--backend-config=python,shm-region-prefix-name=rank0_",
     ]

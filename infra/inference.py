@@ -34,7 +34,13 @@ from inference_platform.infra.storage import Storage
 from inference_platform.planners import placement as inference_placement
 from inference_platform.planners.cidr import carve
 from inference_platform.settings import Settings
-from inference_platform.settings.derived import capacity_summary, cold_start_summary, day_bounds, planned_replicas
+from inference_platform.settings.derived import (
+    capacity_summary,
+    cold_start_summary,
+    day_bounds,
+    drain_budget,
+    planned_replicas,
+)
 from inference_platform.settings.inference import InferenceSettings
 
 
@@ -164,7 +170,10 @@ def _service(
                 readiness_failures=probes.readiness_failures,
                 liveness_failures=probes.liveness_failures,
             ),
-            drain=Drain(pre_stop_seconds=drain.pre_stop_seconds, grace_period_seconds=drain.grace_period_seconds),
+            drain=Drain(
+                pre_stop_seconds=drain.pre_stop_seconds,
+                grace_period_seconds=drain.grace_seconds(serving.exit_timeout_seconds),
+            ),
             secrets=_secrets(settings, storage),
             neuron=serving.backend == "neuron",
             run_as_user=cfg.run_as_user,
@@ -199,6 +208,8 @@ def _export(
     capacity_plan = capacity_summary(settings)
     if capacity_plan is not None:
         pulumi.export("capacityPlan", capacity_plan)
+    # How long a removed replica drains, and whether that covers the longest stream (planners/drain.py).
+    pulumi.export("drain", drain_budget(settings).to_dict())
     # Modelled cold start of an autoscaled rollout (planners/cold_start.py), for the same readers.
     cold_start = cold_start_summary(settings) if settings.autoscaling.enabled else None
     if cold_start is not None:

@@ -142,6 +142,9 @@ CROSS_CHECKS: tuple[CrossCheck, ...] = (
     CrossCheck("grace-vs-exit", "inference.termination.gracePeriodSeconds",
                ("serving.server.exitTimeoutSeconds",), "inference",
                why="the pod is killed before the server has drained"),
+    CrossCheck("node-grace-vs-pod-grace", "nodePools.<pool>.terminationGracePeriod",
+               ("inference.termination.gracePeriodSeconds", "cluster.provisioning"), "inference",
+               why="Karpenter grants a draining pod only what is left of its node's grace period"),
     # --- serving against the edge and the pools
     CrossCheck("explicit-control-behind-edge", "serving.server.modelControlMode", ("edge.domain",), "serving",
                why="one client's key could unload the model for all"),

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from inference_platform.catalog.edge_policy import EdgePolicy
-from inference_platform.planners import backfill, cold_start, scaling
+from inference_platform.planners import backfill, cold_start, drain, scaling
 from inference_platform.planners import capacity as planner
 from inference_platform.settings import Settings
 from inference_platform.settings.base import CheckContext
@@ -229,6 +229,18 @@ def cold_start_summary(settings: Settings) -> dict[str, Any] | None:
             "replicas": min(max(blind, bounds[0]), bounds[1]) if bounds else blind,
         }
     return out
+
+
+def drain_budget(settings: Settings) -> drain.DrainBudget:
+    """How long a removed replica drains and the longest stream it must let finish (planners/drain.py): the
+    ``drain`` output the plan summary and the PR comment print."""
+    serving, termination = settings.serving, settings.inference.termination
+    return drain.budget(
+        longest_stream_s=serving.longest_stream_seconds,
+        exit_timeout_s=serving.server.exit_timeout_seconds,
+        pre_stop_s=termination.pre_stop_seconds,
+        grace_period_s=termination.grace_period_seconds,
+    )
 
 
 def stack_edge_policy(settings: Settings) -> EdgePolicy:

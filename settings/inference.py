@@ -18,9 +18,10 @@ from pydantic import Field, field_validator
 
 from inference_platform import catalog
 from inference_platform.catalog import models
+from inference_platform.planners import drain
 from inference_platform.planners import placement as inference_placement
 from inference_platform.settings.base import CheckContext, Problem, Section
-from inference_platform.settings.node_pools import NodePoolSettings, cluster_zones
+from inference_platform.settings.node_pools import NodePoolSettings, cluster_zones, duration_seconds
 from inference_platform.settings.serving import ServingSettings
 
 DEFAULT_REPOSITORY = "inference"
@@ -150,8 +151,15 @@ class TerminationSettings(Section):
     pre_stop_seconds: int = Field(default=15, ge=0, le=600)
     """Default 15. The server keeps serving after the pod left the endpoints, until load balancers have
     deregistered it; then SIGTERM starts Triton's drain (serving.server.exitTimeoutSeconds)."""
-    grace_period_seconds: int = Field(default=60, ge=1, le=7200)
-    """Default 60. terminationGracePeriodSeconds: at least preStopSeconds + exitTimeoutSeconds + 5."""
+    grace_period_seconds: int | None = Field(default=None, ge=1, le=7200)
+    """Default derived: preStopSeconds + the drain (serving.server.exitTimeoutSeconds, itself derived from the
+    longest stream unless set) + 5. terminationGracePeriodSeconds; when set, at least that sum."""
+
+    def grace_seconds(self, exit_timeout_seconds: int) -> int:
+        """terminationGracePeriodSeconds: the hand-set value, else preStop + the drain + the exit margin."""
+        if self.grace_period_seconds is not None:
+            return self.grace_period_seconds
+        return drain.grace_period(self.pre_stop_seconds, exit_timeout_seconds)
 
 
 class TopologySpreadSettings(Section):
@@ -314,16 +322,20 @@ class InferenceSettings(Section):
                     )
                 )
         out += _auth_problems(serving)
-        exit_timeout = serving.server.exit_timeout_seconds
-        needed = self.termination.pre_stop_seconds + exit_timeout + 5
-        if self.termination.grace_period_seconds < needed:
+        exit_timeout = serving.exit_timeout_seconds
+        needed = drain.grace_period(self.termination.pre_stop_seconds, exit_timeout)
+        grace = self.termination.grace_period_seconds
+        if grace is not None and grace < needed:
+            derived = "" if serving.server.exit_timeout_seconds is not None else " (derived from the longest stream)"
             out.append(
                 Problem(
                     "inference.termination.gracePeriodSeconds",
-                    f"got {self.termination.grace_period_seconds}; preStopSeconds {self.termination.pre_stop_seconds}"
-                    f" + serving.server.exitTimeoutSeconds {exit_timeout} + 5 = {needed} are needed to drain streams",
+                    f"got {grace}; preStopSeconds {self.termination.pre_stop_seconds} + serving.server."
+                    f"exitTimeoutSeconds {exit_timeout}{derived} + {drain.EXIT_MARGIN_SECONDS} = {needed} are "
+                    "needed to drain streams; unset it to derive it",
                 )
             )
+        out += _node_grace_problems(ctx, serving.node_pool, pool, self.termination.grace_seconds(exit_timeout))
         try:
             fit = inference_placement.pool_fit(pool.instance_types, serving.ranks_per_node)
         except (catalog.CatalogError, ValueError):
@@ -483,3 +495,23 @@ def _is_cidr(value: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def _node_grace_problems(ctx: CheckContext, name: str, pool: NodePoolSettings, pod_grace: int) -> list[Problem]:
+    """A Karpenter pool's terminationGracePeriod below the serving pods' own: Karpenter deletes such a pod early and
+    grants it only what is left of the node's (v1.14.1 terminator.go DeleteExpiringPods; tests/data/upstream/
+    karpenter_v1.14.1_termination_grace_period.json), so a draining node would cut the streams the pod's drain is
+    sized for."""
+    if getattr(ctx.sections.get("cluster"), "provisioning", "managed") != "karpenter":
+        return []
+    node_grace = duration_seconds(pool.termination_grace_period)
+    if node_grace is None or node_grace >= pod_grace:
+        return []  # a malformed value is the node pool's own problem
+    return [
+        Problem(
+            f"nodePools.{name}.terminationGracePeriod",
+            f"got {pool.termination_grace_period!r} ({node_grace} s) on a Karpenter pool (cluster.provisioning); the "
+            f"serving pods' inference.termination.gracePeriodSeconds is {pod_grace} s (preStop + the drain the longest "
+            "stream needs + 5): a node Karpenter drains would cut their streams; raise it to at least that",
+        )
+    ]

@@ -46,7 +46,13 @@ quota, so this bounds each pool's maxSize x zones and every pool together (with 
 MAX_GROUP_NAME = 22
 _POOL_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,20}[a-z0-9])?$")
 _RESERVATION_ID = re.compile(r"^cr-[0-9a-f]{17}$")
-_DURATION = re.compile(r"^(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$")
+# Karpenter v1.14.1's CRD patterns (pkg/apis/v1/nodepool.go:89,255,264; tests/data/upstream/
+# karpenter_v1.14.1_termination_grace_period.json): whole hours, minutes and seconds only, so "1.5h" or "500ms"
+# (Go durations the API server refuses in a NodePool) fail here, not at `pulumi up`. expireAfter and
+# consolidateAfter also take Never.
+_DURATION = re.compile(r"^([0-9]+(s|m|h))+$")
+_DURATION_PART = re.compile(r"([0-9]+)(s|m|h)")
+_NEVER_ALLOWED = frozenset({"expireAfter", "consolidateAfter"})
 _BUDGET = re.compile(r"^((100|[0-9]{1,2})%|\d+)$")
 _LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
 
@@ -267,8 +273,10 @@ def _pool_problems(name: str, pool: NodePoolSettings, *, karpenter: bool, zones:
             out.append(Problem(f"{at}.labels.{key}", f"{key}={value!r} is not a valid Kubernetes label"))
     for field, value in (("expireAfter", pool.expire_after), ("terminationGracePeriod", pool.termination_grace_period),
                          ("consolidateAfter", pool.consolidate_after)):  # fmt: skip
-        if not _DURATION.match(value) and not (field == "expireAfter" and value == "Never"):
-            out.append(Problem(f"{at}.{field}", f"got {value!r}; expected a duration such as 720h or 10m"))
+        if not _DURATION.match(value) and not (field in _NEVER_ALLOWED and value == "Never"):
+            never = " or Never" if field in _NEVER_ALLOWED else ""
+            out.append(Problem(f"{at}.{field}", f"got {value!r}; expected whole hours, minutes and seconds such as "
+                                                f"720h, 10m or 1h30m{never} (Karpenter's pattern)"))  # fmt: skip
     if not _BUDGET.match(pool.disruption_budget):
         out.append(Problem(f"{at}.disruptionBudget", f"got {pool.disruption_budget!r}; expected a count or 0-100%"))
     return out
@@ -453,3 +461,10 @@ def cluster_zones(ctx: CheckContext) -> list[str] | None:
         return None
     explicit = getattr(network, "availability_zones", None)
     return list(explicit) if explicit else sorted(ctx.region.zones)[: network.az_count]
+
+
+def duration_seconds(value: str) -> int | None:
+    """A Karpenter duration (``1h30m``) in seconds; None for ``Never`` or a value its pattern refuses."""
+    if not _DURATION.match(value):
+        return None
+    return sum(int(n) * {"s": 1, "m": 60, "h": 3600}[unit] for n, unit in _DURATION_PART.findall(value))

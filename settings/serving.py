@@ -19,6 +19,8 @@ from inference_platform import catalog
 from inference_platform.catalog import CatalogError, models, speculative
 from inference_platform.catalog.edge_policy import model_path
 from inference_platform.catalog.models import ModelArchitecture, UnknownModelError
+from inference_platform.planners import drain
+from inference_platform.planners.drain import MAX_EXIT_TIMEOUT_SECONDS
 from inference_platform.settings.base import CheckContext, Problem, Section
 from inference_platform.settings.edge import EdgeSettings
 from inference_platform.settings.types import ShellWord
@@ -256,9 +258,11 @@ class ServerSettings(Section):
     """Default 1000. Prometheus metrics refresh period."""
     model_load_thread_count: int = Field(default=2, ge=1, le=32)
     """Default 2."""
-    exit_timeout_seconds: int = Field(default=30, ge=0, le=3600)
-    """Default 30. How long tritonserver waits for in-flight requests on SIGTERM (keep it below the
-    pod's terminationGracePeriodSeconds)."""
+    exit_timeout_seconds: int | None = Field(default=None, ge=0, le=MAX_EXIT_TIMEOUT_SECONDS)
+    """Default derived: the longest stream the stack admits at its SLO (slo.ttftP95Ms, then maxSeqLen - 2 tokens
+    at slo.minOutputTokensPerSecond; planners/drain.py), at most 3600. How long Triton and the OpenAI server let
+    running streams finish after SIGTERM; they exit as soon as none is left. A shorter hand-set value is flagged in
+    the plan: streams running longer are cut when a replica is removed."""
     log_verbose: int = Field(default=0, ge=0, le=3)
     """Default 0."""
 
@@ -422,6 +426,22 @@ class ServingSettings(Section):
     def llm_model_name(self) -> str:
         """The repository's LLM step: NVIDIA's name on GPUs, ``neuron_llm`` on Neuron."""
         return "neuron_llm" if self.backend == "neuron" else "tensorrt_llm"
+
+    @property
+    def longest_stream_seconds(self) -> float:
+        """The longest stream this stack admits, at its SLO (planners/drain.py)."""
+        return drain.longest_stream_seconds(
+            ttft_p95_ms=self.slo.ttft_p95_ms,
+            max_seq_len=self.max_seq_len,
+            min_output_tokens_per_second=self.slo.min_output_tokens_per_second,
+        )
+
+    @property
+    def exit_timeout_seconds(self) -> int:
+        """The drain budget of Triton and the OpenAI server: server.exitTimeoutSeconds when set, else derived from
+        the longest stream (planners/drain.py)."""
+        hand_set = self.server.exit_timeout_seconds
+        return hand_set if hand_set is not None else drain.derived_exit_timeout(self.longest_stream_seconds)
 
     def resolved_architecture(self) -> ModelArchitecture:
         """The sizing model: the custom block if given, else the catalog entry (raises if unknown)."""

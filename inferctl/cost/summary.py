@@ -61,6 +61,8 @@ def summary_line(resources: list[dict[str, Any]], outputs: Mapping[str, Any] | N
         deployed = deployed_pool(resources, outputs or {}, e)
         lines += [deployed_line(planned, deployed)] if deployed is not None else []
     lines += [cold_start_line(cold)] if isinstance(cold, Mapping) else []
+    drained = (outputs or {}).get("drain")
+    lines += [drain_line(drained)] if isinstance(drained, Mapping) else []
     from inference_platform.inferctl.cost.canary import canary_cost, canary_line
 
     canary = canary_cost(resources, outputs, e, usage_for(stack, policy_config, project_root))
@@ -96,6 +98,22 @@ def cold_start_line(c: Mapping[str, Any]) -> str:
             "backfill when the queue fails; the night ceiling holds throughout"
         )
     return "\n".join(lines)
+
+
+def drain_line(d: Mapping[str, Any]) -> str:
+    """How long a removed replica drains (the ``drain`` output, planners/drain.py) in one line, flagged when
+    streams are cut."""
+    exit_how = "hand-set" if d.get("exitTimeoutHandSet") else "derived"
+    grace_how = "hand-set" if d.get("gracePeriodHandSet") else "derived"
+    line = (
+        f"Scale-down drain: {int(d['exitTimeoutSeconds'])} s ({exit_how}) for the longest stream the SLO admits "
+        f"({float(d['longestStreamSeconds']):.0f} s: TTFT p95, then maxSeqLen - 2 tokens at the SLO's output rate); "
+        f"terminationGracePeriodSeconds {int(d['gracePeriodSeconds'])} ({grace_how}: preStop "
+        f"{int(d['preStopSeconds'])} s + the drain + 5 s); a replica leaves as soon as its streams end"
+    )
+    if d.get("flag"):
+        line += f"; FLAG: {d['flag']}"
+    return line
 
 
 def thresholds_line(t: Mapping[str, Any]) -> str:

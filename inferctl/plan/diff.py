@@ -98,6 +98,7 @@ class StackDiff:
     capacity: dict[str, Any] | None
     cold_start: dict[str, Any] | None = None
     cold_start_base: dict[str, Any] | None = None
+    drain: dict[str, Any] | None = None
 
     @property
     def mandatory(self) -> list[dict[str, Any]]:
@@ -136,6 +137,7 @@ def compare(stack: str, base: dict[str, Any] | None, head: dict[str, Any]) -> St
         capacity=(head.get("outputs") or {}).get("capacityPlan"),
         cold_start=(head.get("outputs") or {}).get("coldStart"),
         cold_start_base=((base or {}).get("outputs") or {}).get("coldStart"),
+        drain=(head.get("outputs") or {}).get("drain"),
     )
 
 
@@ -301,6 +303,10 @@ def _cost_lines(d: StackDiff) -> list[str]:
         moved = _thresholds_moved(d.cold_start_base, d.cold_start)
         if moved:
             out.append(moved)
+    if d.drain:
+        from inference_platform.inferctl.cost.summary import drain_line
+
+        out.append("\n" + drain_line(d.drain))
     return out
 
 

@@ -200,7 +200,7 @@ def openai_argv(
         f"--host={address}",
         f"--port={port}",
         # Running streams get the drain budget Triton gets; the server's own default (30 s) would cut longer drains.
-        f"--shutdown-timeout={serving.server.exit_timeout_seconds}",
+        f"--shutdown-timeout={serving.exit_timeout_seconds}",
         *_triton_key_args(serving),
     ]
 
@@ -219,7 +219,7 @@ def run_launch(launch: LlmApiLaunch, serving: ServingSettings) -> int:
     """Run both processes until they exit or SIGTERM drains them (serving.server.exitTimeoutSeconds)."""
     sys.stdout.flush()
     sys.stderr.flush()
-    return Supervisor(launch.children, exit_timeout_seconds=serving.server.exit_timeout_seconds).run()
+    return Supervisor(launch.children, exit_timeout_seconds=serving.exit_timeout_seconds).run()
 
 
 def _quant_algo(path: Path) -> str | None:

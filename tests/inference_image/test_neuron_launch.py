@@ -63,7 +63,7 @@ def test_a_neuron_pod_runs_triton_and_the_openai_server_on_one_contract(launched
     assert f"--model-repository={options.repository_dir}" in triton.argv
     assert front_end.argv[-2:] == [f"--model-dir={options.repository_dir / 'neuron_llm'}", "--triton-model=neuron_llm"]
     # The same drain budget for both processes (serving.server.exitTimeoutSeconds), not the server's 30 s default.
-    drain = serving.server.exit_timeout_seconds
+    drain = serving.exit_timeout_seconds
     assert f"--exit-timeout-secs={drain}" in triton.argv and f"--shutdown-timeout={drain}" in front_end.argv
     # What the OpenAI server reads at start accepts the Neuron repository as it accepts the GPU one.
     config = from_model_dir(options.repository_dir / "neuron_llm", served_model=serving.model,

@@ -177,7 +177,7 @@ def test_drain_covers_prestop_and_tritons_exit_timeout(stack_plan, stack):
     _, spec, container = server(stack_plan(stack).run.resources)
     pre_stop = container["lifecycle"]["preStop"]["sleep"]["seconds"]
     grace = spec["template"]["spec"]["terminationGracePeriodSeconds"]
-    assert grace >= pre_stop + settings.serving.server.exit_timeout_seconds
+    assert grace >= pre_stop + settings.serving.exit_timeout_seconds
     startup = container["startupProbe"]
     assert startup["periodSeconds"] * startup["failureThreshold"] >= settings.inference.probes.startup_seconds
 

@@ -125,7 +125,7 @@ def test_envoy_gateway_drains_a_terminating_endpoint_before_the_server_drains(st
     (container,) = pod["containers"]
     pre_stop = container["lifecycle"]["preStop"]["sleep"]["seconds"]
     grace = pod["terminationGracePeriodSeconds"]
-    drain = settings.serving.server.exit_timeout_seconds
+    drain = settings.serving.exit_timeout_seconds
     # preStop keeps the server accepting while EG pushes DRAINING; then SIGTERM starts the drain, which must end
     # (and the supervisor's stop grace after it) inside the grace period.
     assert pre_stop > 0 and pre_stop + drain + 5 <= grace

@@ -180,7 +180,10 @@ def test_node_pool_problems_by_key():
     assert "a-twenty-one-char-efa-a" in found["nodePools.a-twenty-one-char-efa"]
     assert "set by the platform" in found["nodePools.labels.labels.accelerator"]
     assert "not a valid Kubernetes label" in found["nodePools.labels.labels.team"]
-    assert "duration" in found["nodePools.karp.expireAfter"] and "0-100%" in found["nodePools.karp.disruptionBudget"]
+    assert (
+        "Karpenter's pattern" in found["nodePools.karp.expireAfter"]
+        and "0-100%" in found["nodePools.karp.disruptionBudget"]
+    )
     assert "NVIDIA" in found["nodePools.neuronbr.amiFamily"]
     assert (
         "unknown key (did you mean 'maxSize'?)"

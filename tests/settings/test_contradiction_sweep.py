@@ -251,7 +251,14 @@ MUTATIONS: dict[str, dict[str, Refused | Accepted]] = {
         "npu": Refused({"inference.model.source": "download"}),
     },
     "artifact-uri-vs-version": every({"serving.artifacts.engineUri": "s3://models-example/llama/engine/"}),
-    "grace-vs-exit": every({"serving.server.exitTimeoutSeconds": 600}),
+    "grace-vs-exit": every({"serving.server.exitTimeoutSeconds": 600, "inference.termination.gracePeriodSeconds": 120}),
+    "node-grace-vs-pod-grace": {
+        "dev": Refused({"nodePools.inference.terminationGracePeriod": "5m"}),
+        "prod": Refused({"cluster.provisioning": "karpenter", "nodePools.inference.minSize": 0,
+                         "nodePools.inference.terminationGracePeriod": "5m"}),
+        "npu": Refused({"cluster.provisioning": "karpenter", "nodePools.inference.minSize": 0,
+                        "nodePools.inference.terminationGracePeriod": "5m"}),
+    },
     "explicit-control-behind-edge": every({"serving.server.modelControlMode": "explicit"}),
     "key-header-stripped": every({"serving.auth.enabled": True, "serving.auth.header": "x-api-key"}),
     "serving-pool-exists": every({"serving.nodePool": "nowhere"}),
@@ -427,6 +434,9 @@ CONTEXT_READS = {
     frozenset({"autoscaling", "capacity"}): COLD_START,
     frozenset({"autoscaling", "cluster"}): COLD_START,
     frozenset({"autoscaling", "fsx"}): COLD_START,
+    # node-grace-vs-pod-grace: the provisioner tells whether the pool's terminationGracePeriod applies at all.
+    frozenset({"inference", "cluster"}): "the provisioner (cluster.provisioning): only a Karpenter pool drains its "
+    "nodes on its own terminationGracePeriod",
     # Not {"autoscaling", "coldStart"}: the ramp check reads coldStart's options and figures, which set the scale-up
     # it refuses a bound against (a measured coldStart.figures.nodeLaunchSeconds can leave autoscaling.maxReplicas
     # short of the peak), so that read is no mere context; the pair is declared by standby-needs-autoscaling and

@@ -53,7 +53,8 @@ def test_defaults_match_the_documented_ones():
     assert cfg.has_image and cfg.replicas == 1 and cfg.image.repository == "inference"
     assert (cfg.rollout.max_surge, cfg.rollout.max_unavailable, cfg.pdb.max_unavailable) == (1, 0, 1)
     assert cfg.ecr.keep_images == 30 and cfg.ecr.scan_on_push and cfg.ecr.untagged_expire_days == 7
-    assert cfg.probes.startup_seconds == 1800 and cfg.termination.grace_period_seconds == 60
+    # The grace period is derived from the drain (tests/settings/test_drain.py).
+    assert cfg.probes.startup_seconds == 1800 and cfg.termination.grace_period_seconds is None
     assert cfg.topology_spread.zones == "required" and cfg.topology_spread.hosts == "preferred"
     assert cfg.monitoring.service_monitor and cfg.monitoring.install_crds and cfg.run_as_user == 1000
     assert cfg.model.engine == "e/v1/"  # normalized to a prefix
@@ -93,7 +94,11 @@ def test_every_shipped_stack_is_valid_and_sized_for_its_pool():
         ({"model": {"volumeGib": 5}}, "inference.model.volumeGib", ["about 9 GiB per pod"]),
         ({"model": {"volumeGib": 200}}, "inference.model.volumeGib", ["diskSizeGib 200 leaves 140 GiB"]),
         ({"model": {"source": "fsx"}}, "inference.model.source", ["fsx.enabled"]),
-        ({"termination": {"gracePeriodSeconds": 30}}, "inference.termination.gracePeriodSeconds", ["= 40"]),
+        (
+            {"termination": {"gracePeriodSeconds": 30}},
+            "inference.termination.gracePeriodSeconds",
+            ["549 (derived from the longest stream)", "= 559", "unset it"],
+        ),
         ({"ecr": {"keepImages": 0}}, "inference.ecr.keepImages", ["greater than or equal to 1"]),
         ({"runAsUser": 0}, "inference.runAsUser", ["greater than or equal to 1"]),
     ],
