@@ -128,12 +128,17 @@ def test_guidellm_benchmarks_streaming_chat_through_the_edge_with_no_errors(stac
     assert results["metadata"]["guidellm_version"] == READ_AT
     (benchmark,) = results["benchmarks"]
     totals = benchmark["metrics"]["request_totals"]
-    assert totals == {"successful": REQUESTS, "errored": 0, "incomplete": 0, "total": REQUESTS}, done.stdout[-4000:]
+    # guidellm 0.8.1's max_requests (scheduler/constraints/request.py MaxNumberConstraint) stops queuing at the
+    # count created and each worker process's processing at the count it saw processed: with 2 processes on a busy
+    # machine a run ended at 23 of 24. What it sent must all succeed, and the server must count exactly those.
+    sent = totals["total"]
+    assert REQUESTS - 2 <= sent <= REQUESTS, done.stdout[-4000:]
+    assert totals == {"successful": sent, "errored": 0, "incomplete": 0, "total": sent}, done.stdout[-4000:]
     assert benchmark["config"]["strategy"]["type_"] == "constant" and benchmark["config"]["backend"]["verify"] is True
 
     tokenizer = Tokenizer.from_file(str(stack.model.checkpoint / "tokenizer.json"))
     requests = benchmark["requests"]["successful"]
-    assert len(requests) == REQUESTS
+    assert len(requests) == sent
     for request in requests:
         body = json.loads(request["request_args"])["body"]
         # guidellm's own request shape, the one the server refused before issue 27
@@ -147,6 +152,6 @@ def test_guidellm_benchmarks_streaming_chat_through_the_edge_with_no_errors(stac
 
     # The server counted what guidellm reports: every request succeeded, through the edge (client-labelled).
     moved = {name: after[name] - before[name] for name in COUNTERS}
-    assert moved[server_metrics.REQUEST_SUCCESS] == REQUESTS, moved
-    assert moved[server_metrics.GENERATION_TOKENS] == REQUESTS * OUTPUT_TOKENS, moved
+    assert moved[server_metrics.REQUEST_SUCCESS] == sent, moved
+    assert moved[server_metrics.GENERATION_TOKENS] == sent * OUTPUT_TOKENS, moved
     assert moved[server_metrics.PROMPT_TOKENS] == sum(r["input_metrics"]["text_tokens"] for r in requests), moved
