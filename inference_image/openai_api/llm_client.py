@@ -33,6 +33,7 @@ STALE_CONNECTION_RETRIES = 1
 KEEPALIVE_CONNECTIONS = 64
 """Idle loopback connections to Triton kept for reuse."""
 FINISH_REASONS = {"stop": "stop", "length": "length"}
+LOST_FINAL = "the model server ended the stream before its last response (no finish reason): the answer is incomplete"
 _JSON = {"content-type": "application/json"}
 """LLM API finish reasons OpenAI has a name for; ``cancelled``/``timeout`` end a response without one."""
 
@@ -165,8 +166,19 @@ class TritonLlm:
     async def _generate(self, inputs: dict[str, Any]) -> AsyncGenerator[Update, None]:
         # Events that arrived together (one read from the socket) become one update: a loaded replica's tokens then
         # cost one server event and one client chunk per read, not per token (clients join deltas either way).
+        ended: dict[int, bool] = {}
         async for batch in self._batches(inputs):
-            yield _merge([_update(event) for event in batch])
+            update = _merge([_update(event) for event in batch])
+            for i, reason in enumerate(update.finish_reasons):
+                ended[i] = ended.get(i, False) or reason is not None
+            yield update
+        if not ended or not all(ended.values()):
+            # Every sequence's finish reason comes in the model's last response. Triton's HTTP generate_stream writes
+            # one pending response per response callback and ends the reply on the final one's
+            # (src/http_server.cc GenerateRequestClass::EndResponseCallback, v2.51.0 to v2.59.1): callbacks of one
+            # request handled out of order end the reply with a response unwritten. An answer cut that way must not
+            # pass for a whole one (its end would read as "stop").
+            raise EngineError(LOST_FINAL)
 
     async def _events(self, body: dict[str, Any]) -> AsyncGenerator[dict[str, Any], None]:
         async for batch in self._batches(body):

@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from inference_platform.inference_image.openai_api.errors import ApiError
-from inference_platform.inference_image.openai_api.llm_client import TritonLlm
+from inference_platform.inference_image.openai_api.llm_client import LOST_FINAL, EngineError, TritonLlm
 
 EVENTS = [
     {"text_output": "Hel", "finish_reason": "", "num_input_tokens": 3, "num_output_tokens": 3, "num_cached_tokens": 0},
@@ -82,7 +82,7 @@ def test_events_in_separate_reads_stay_separate_updates():
 
 def test_vector_outputs_are_one_entry_per_sequence_and_the_request_id_goes_to_triton():
     seen = []
-    events = [{"text_output": ["a", "b"], "finish_reason": ["", "stop"], "num_input_tokens": 3,
+    events = [{"text_output": ["a", "b"], "finish_reason": ["length", "stop"], "num_input_tokens": 3,
                "num_output_tokens": [1, 1], "num_cached_tokens": 2, "queue_time_s": 0.25}]  # fmt: skip
 
     def handler(request: httpx.Request) -> httpx.Response:
@@ -103,7 +103,7 @@ def test_vector_outputs_are_one_entry_per_sequence_and_the_request_id_goes_to_tr
     finally:
         loop.close()
     assert seen == [{"id": "req-7", "text_input": "hi"}]
-    assert (update.deltas, update.finish_reasons, update.output_tokens) == (("a", "b"), (None, "stop"), (1, 1))
+    assert (update.deltas, update.finish_reasons, update.output_tokens) == (("a", "b"), ("length", "stop"), (1, 1))
     assert (update.cached_tokens, update.queue_seconds) == (2, 0.25)
 
 
@@ -114,3 +114,23 @@ def test_a_connection_that_keeps_failing_is_a_503():
     with pytest.raises(ApiError) as caught:
         collect(client(handler))
     assert caught.value.status == 503 and caught.value.type == "service_unavailable"
+
+
+@pytest.mark.parametrize(
+    "events",
+    [
+        [EVENTS[0]],  # the last response (the one with the finish reason) never written
+        [],  # the reply ended before any response
+        [{**EVENTS[1], "text_output": ["a", "b"], "finish_reason": ["stop", ""]}],  # n=2: one sequence unfinished
+    ],
+)
+def test_a_stream_that_ends_before_its_last_response_is_an_engine_error(events):
+    """Triton's generate_stream can end a reply with a response unwritten (llm_client._generate says when): the
+    answer is incomplete, and the caller hears so instead of taking it as whole."""
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, content=sse(events), headers={"content-type": "text/event-stream"})
+
+    with pytest.raises(EngineError) as lost:
+        collect(client(handler))
+    assert lost.value.message == LOST_FINAL
