@@ -15,7 +15,9 @@ from tests.timed_assertions import timed_assertions
 ALLOWED = {
     "tests/batch/test_lane_shedding.py::test_a_queued_burst_leaves_interactive_ttft_within_the_dev_slo": (
         "The dev stack's TTFT SLO is the behaviour issue 22 specifies for interactive traffic beside a queued "
-        "batch burst (seen: p50 33 ms beside it against the SLO's 1000 ms)."
+        "batch burst: what the burst adds to the same load measured alone in the same run stays within it (seen: p50 "
+        "33 ms beside it against the SLO's 1000 ms; the difference, not the absolute figure, since a starved CI "
+        "machine made the requests slow before any batch ran)."
     ),
     "tests/batch/test_lane_worker_stops.py::test_a_worker_killed_mid_request_is_redelivered_after_the_visibility_timeout": (
         "Redelivery only after the visibility timeout is SQS's contract under test; a lower bound, which a slow "
