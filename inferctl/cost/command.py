@@ -48,6 +48,7 @@ def estimate_plan(data: dict[str, Any], flag: str, policy_config: Path | None = 
 
 def run(args: argparse.Namespace) -> int:
     from inference_platform.inferctl.cost import canary as canary_cost
+    from inference_platform.inferctl.cost import picker as picker_cost
     from inference_platform.inferctl.cost.render import delta_json, estimate_json, text
     from inference_platform.inferctl.cost.summary import usage_for
 
@@ -56,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
     canary = canary_cost.canary_cost(
         data["resources"], data.get("outputs"), head, usage_for(str(data.get("stack", "")), args.policy_config)
     )
+    picker = picker_cost.picker_cost(data["resources"], head.region)
     base = (
         estimate_plan(load_plan(args.against, "--against"), "--against", args.policy_config) if args.against else None
     )
@@ -65,7 +67,11 @@ def run(args: argparse.Namespace) -> int:
             out["against"] = delta_json(head, base)
         if canary is not None:
             out["canary"] = canary_cost.as_json(canary)
+        if picker is not None:
+            out["endpointPicker"] = picker_cost.as_json(picker)
         print(json.dumps(out, indent=2))
     else:
-        print(text(head, base) + (f"\n\n  {canary_cost.canary_line(canary)}" if canary is not None else ""))
+        extra = [canary_cost.canary_line(canary)] if canary is not None else []
+        extra += [picker_cost.picker_line(picker)] if picker is not None else []
+        print(text(head, base) + "".join(f"\n\n  {line}" for line in extra))
     return 0

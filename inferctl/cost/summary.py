@@ -67,6 +67,10 @@ def summary_line(resources: list[dict[str, Any]], outputs: Mapping[str, Any] | N
 
     canary = canary_cost(resources, outputs, e, usage_for(stack, policy_config, project_root))
     lines += [canary_line(canary)] if canary is not None else []
+    from inference_platform.inferctl.cost.picker import picker_cost, picker_line
+
+    picker = picker_cost(resources, e.region)
+    lines += [picker_line(picker)] if picker is not None else []
     return "\n".join([*lines, line])
 
 

@@ -99,6 +99,8 @@ class StackDiff:
     cold_start: dict[str, Any] | None = None
     cold_start_base: dict[str, Any] | None = None
     drain: dict[str, Any] | None = None
+    picker: str | None = None
+    """The endpoint picker's share of the system nodes, one line (inferctl/cost/picker.py)."""
 
     @property
     def mandatory(self) -> list[dict[str, Any]]:
@@ -138,7 +140,17 @@ def compare(stack: str, base: dict[str, Any] | None, head: dict[str, Any]) -> St
         cold_start=(head.get("outputs") or {}).get("coldStart"),
         cold_start_base=((base or {}).get("outputs") or {}).get("coldStart"),
         drain=(head.get("outputs") or {}).get("drain"),
+        picker=_picker(head, cost_head),
     )
+
+
+def _picker(head: dict[str, Any], estimate: Any) -> str | None:
+    from inference_platform.inferctl.cost.picker import picker_cost, picker_line
+
+    if estimate is None:
+        return None  # the region is not priced: the cost section says so
+    found = picker_cost(head["resources"], estimate.region)
+    return picker_line(found) if found is not None else None
 
 
 def _changed_keys(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
@@ -307,6 +319,8 @@ def _cost_lines(d: StackDiff) -> list[str]:
         from inference_platform.inferctl.cost.summary import drain_line
 
         out.append("\n" + drain_line(d.drain))
+    if d.picker:
+        out.append("\n" + d.picker)
     return out
 
 
