@@ -173,11 +173,11 @@ class TritonLlm:
                 ended[i] = ended.get(i, False) or reason is not None
             yield update
         if not ended or not all(ended.values()):
-            # Every sequence's finish reason comes in the model's last response. Triton's HTTP generate_stream writes
-            # one pending response per response callback and ends the reply on the final one's
-            # (src/http_server.cc GenerateRequestClass::EndResponseCallback, v2.51.0 to v2.59.1): callbacks of one
-            # request handled out of order end the reply with a response unwritten. An answer cut that way must not
-            # pass for a whole one (its end would read as "stop").
+            # Every sequence's finish reason comes in the model's last response. Triton v2.51.0's HTTP generate_stream
+            # writes each response from a callback deferred to its HTTP thread and ignores evthr_defer's result, which
+            # libevhtp returns unqueued when that thread's socketpair is full (src/http_server.cc, libevhtp thread.c):
+            # a starved thread ends the reply a response short. A cut answer must not pass for a whole one (its end
+            # would read as "stop").
             raise EngineError(LOST_FINAL)
 
     async def _events(self, body: dict[str, Any]) -> AsyncGenerator[dict[str, Any], None]:

@@ -18,6 +18,7 @@ import openai
 import pytest
 from tokenizers import Tokenizer
 
+from inference_platform.inference_image.openai_api.llm_client import LOST_FINAL
 from inference_platform.settings import stack_files
 
 pytestmark = [pytest.mark.triton, pytest.mark.edge, pytest.mark.timeout(300)]
@@ -237,7 +238,14 @@ def test_a_client_that_leaves_before_a_whole_answer_frees_its_slot_within_a_seco
 
 def test_concurrent_streams_each_get_their_own_answer_and_at_most_max_batch_size_generate(stack):
     """More streams than the engine's max_batch_size (model.yaml, from serving.maxBatchSize): the rest wait, and
-    no stream gets another's text. Straight to the server: the edge's per-client stream limit is the edge's test."""
+    no stream gets another's text. Straight to the server: the edge's per-client stream limit is the edge's test.
+
+    A stream is either its whole answer or an explicit error, never a shortened answer. Two loaded clean-clone runs
+    lost the last Triton response of most of these streams: Triton 2.51's HTTP generate_stream writes each response
+    from a callback it defers to its HTTP thread (src/http_server.cc) and ignores evthr_defer's result, which a full
+    non-blocking socketpair makes EVTHR_RES_RETRY (libevhtp thread.c), so a starved HTTP thread drops one and the
+    reply ends one response short. The OpenAI server now answers such a reply with an error event
+    (llm_client.LOST_FINAL); that is allowed here, and counted."""
     from concurrent.futures import ThreadPoolExecutor
 
     batch = stack_files.load("dev").serving.max_batch_size
@@ -247,12 +255,17 @@ def test_concurrent_streams_each_get_their_own_answer_and_at_most_max_batch_size
     peaks = {"active": 0, "waiting": 0}
     done = []
 
-    def ask(i: int) -> str:
+    def ask(i: int) -> str | None:
         with openai.OpenAI(base_url=f"{stack.openai_url}/v1", api_key="unused", max_retries=0, timeout=60) as c:
             chunks = c.chat.completions.create(
                 model=stack.served_model, messages=[{"role": "user", "content": f"stream {i} " * WORDS}], stream=True
             )
-            return "".join(ch.choices[0].delta.content or "" for ch in chunks if ch.choices)
+            try:
+                return "".join(ch.choices[0].delta.content or "" for ch in chunks if ch.choices)
+            except openai.APIError as err:
+                if LOST_FINAL not in str(err):
+                    raise
+                return None  # Triton's reply ended a response short: said, not shortened
 
     with ThreadPoolExecutor(max_workers=batch + 4) as pool:
         futures = [pool.submit(ask, i) for i in range(batch + 4)]
@@ -261,5 +274,8 @@ def test_concurrent_streams_each_get_their_own_answer_and_at_most_max_batch_size
             peaks = {k: max(peaks[k], state[k]) for k in peaks}
             time.sleep(0.01)
         done = [f.result() for f in futures]
-    assert done == [(f"stream {i} " * WORDS).strip() for i in range(batch + 4)]
+    lost = [i for i, answer in enumerate(done) if answer is None]
+    if lost:
+        print(f"\nstreams whose Triton reply lost its last response (an error event, not a short answer): {lost}")
+    assert done == [None if i in lost else (f"stream {i} " * WORDS).strip() for i in range(batch + 4)]
     assert peaks["active"] <= batch and peaks["waiting"] >= 1, peaks
