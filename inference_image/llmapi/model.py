@@ -45,6 +45,7 @@ import numpy as np
 import triton_python_backend_utils as pb_utils
 import yaml
 
+from inference_platform.inference_image.llmapi.coalesce import coalesce
 from inference_platform.inference_image.llmapi.kv_cache_gauges import KvCacheGauges, engine_values, idle_values
 from inference_platform.inference_image.runtime.request_gauges import TRT_LLM_FAMILY, RequestGauges
 
@@ -352,7 +353,8 @@ class TritonPythonModel:
         queued = _queue_seconds(outs[0]) if done else None
         if queued is not None:
             tensors["queue_time_s"] = np.array([queued], dtype=np.float32)
-        return pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor(k, v) for k, v in tensors.items()])
+        # The tensors, built into a response only when sent: responses that queue up are merged first (coalesce.py).
+        return tensors
 
     def _send(self, sender: Any, response: Any, *, final: bool, entry: _Running | None = None) -> Any:
         if entry is not None:
@@ -361,7 +363,7 @@ class TritonPythonModel:
                     return None  # cancelled: its final CANCELLED answer is already out
                 entry.closed = final
         if sender is None:
-            return response
+            return _built(response)
         self.outbox.put((sender, response, pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL if final else 0))
         return None
 
@@ -380,12 +382,24 @@ class TritonPythonModel:
             self._cancel(entry)
 
     def _send_loop(self) -> None:
-        while (item := self.outbox.get()) is not None:
-            sender, response, flags = item
-            try:
-                sender.send(response, flags=flags)
-            except Exception as err:  # the client is gone: nothing to tell it, the next response may still go
-                pb_utils.Logger.log_warn(f"tensorrt_llm: a response could not be sent: {err}")
+        stopping = False
+        while not stopping and (item := self.outbox.get()) is not None:
+            # What queued while the last send waited goes out merged, per request (coalesce.py says why).
+            batch = [item]
+            while True:
+                try:
+                    more = self.outbox.get_nowait()
+                except queue.Empty:
+                    break
+                if more is None:
+                    stopping = True
+                    break
+                batch.append(more)
+            for sender, payload, flags in coalesce(batch):
+                try:
+                    sender.send(_built(payload), flags=flags)
+                except Exception as err:  # the client is gone: nothing to tell it, the next response may still go
+                    pb_utils.Logger.log_warn(f"tensorrt_llm: a response could not be sent: {err}")
 
     def _watch_cancellation(self) -> None:
         """Every cancel period: the requests whose client went away (Triton marks them cancelled) are cancelled."""
@@ -425,6 +439,13 @@ def _result_or_cancelled(future: Any) -> Any:
         return future.result()
     except asyncio.CancelledError:
         return _cancelled_response()
+
+
+def _built(payload: Any) -> Any:
+    """A response from its tensors (``_response``); an already built one (an error, a cancellation) as it is."""
+    if isinstance(payload, dict):
+        return pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor(k, v) for k, v in payload.items()])
+    return payload
 
 
 def _cancelled_response() -> Any:
