@@ -13,10 +13,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from inference_platform.catalog import endpoint_picker
+from inference_platform.catalog import endpoint_picker, prices
 
 RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
-HOURS_PER_MONTH = 730
 
 
 @dataclass(frozen=True)
@@ -39,13 +38,13 @@ class PickerCost:
 
     @property
     def monthly(self) -> float:
-        return self.node_share * self.node_hour * HOURS_PER_MONTH
+        return self.node_share * self.node_hour * prices.HOURS_PER_MONTH
 
 
 def picker_cost(resources: Sequence[Mapping[str, Any]], region: str) -> PickerCost | None:
     """The picker's share of the system nodes; None without the picker's release or a priced system node type."""
     from inference_platform import catalog
-    from inference_platform.catalog import load_generator, prices
+    from inference_platform.catalog import load_generator
     from inference_platform.planners.quantities import parse_quantity
 
     release = next((r for r in resources if r.get("type") == RELEASE_TYPE

@@ -12,7 +12,7 @@ import pytest
 from inference_platform import catalog
 from inference_platform.catalog import endpoint_picker, load_generator, prices
 from inference_platform.inferctl.cli import main as inferctl
-from inference_platform.inferctl.cost.picker import HOURS_PER_MONTH, picker_cost
+from inference_platform.inferctl.cost.picker import picker_cost
 from inference_platform.inferctl.cost.summary import estimate_for, resources_as_dicts
 from inference_platform.inferctl.plan.diff import compare, render
 from inference_platform.inferctl.plan.report import tree
@@ -34,7 +34,9 @@ def test_prods_picker_is_priced_as_its_share_of_a_system_node(prod):
     assert (found.replicas, found.cpu, found.memory_gib) == (endpoint_picker.REPLICAS, 1.0, 2.0)
     share = endpoint_picker.REPLICAS * max(1.0 / node.vcpu, 2.0 / node.ram_gib)
     assert found.node_share == pytest.approx(share)
-    assert found.monthly == pytest.approx(share * prices.instance_hour(node.name, estimate.region) * HOURS_PER_MONTH)
+    assert found.monthly == pytest.approx(
+        share * prices.instance_hour(node.name, estimate.region) * prices.HOURS_PER_MONTH
+    )
     assert 0 < found.monthly < estimate.monthly_expected
     line = next(line for line in tree(prod).splitlines() if line.startswith("Endpoint picker"))
     assert f"{found.replicas} replica(s)" in line and node.name in line and "not added to the total" in line

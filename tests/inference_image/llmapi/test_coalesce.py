@@ -1,16 +1,19 @@
 """The LLM-API model's queued responses merged per request before they go to Triton (inference_image/llmapi/
 coalesce.py says why): the text of every merged response in order, the later counts and reasons, logprobs joined,
 errors never merged, each request's order kept, and what the OpenAI server reads from a merged run the same as from
-the separate responses."""
+the separate responses; and the Triton behaviour it answers, pinned."""
 
 from __future__ import annotations
 
 import json
+import urllib.request
 
 import numpy as np
 
+from inference_platform.inference_image.llmapi import coalesce as coalesce_module
 from inference_platform.inference_image.llmapi.coalesce import coalesce, merge
 from inference_platform.inference_image.openai_api.llm_client import _merge, _update
+from tests.conftest import REPO
 
 FINAL = 1
 
@@ -94,3 +97,29 @@ def test_one_response_is_sent_as_it_is():
     s = Sender("s")
     only = tensors(["hi"], ["stop"], [1])
     assert coalesce([(s, only, FINAL)]) == [(s, only, FINAL)]
+
+
+UPSTREAM = json.loads((REPO / "tests/data/upstream/triton_v2.51.0_generate_stream_defer.json").read_text())
+
+
+def test_the_triton_behaviour_it_answers_is_pinned_at_the_version_the_local_stack_runs(shared_stack):
+    """The facts coalesce.py and llm_client.LOST_FINAL rest on, as read (tests/data/upstream/
+    triton_v2.51.0_generate_stream_defer.json), at the Triton version the local stack really runs."""
+    with urllib.request.urlopen(f"{shared_stack.triton_url}/v2", timeout=10) as response:
+        assert json.loads(response.read())["version"] == UPSTREAM["source"].rsplit("/v", 1)[1]
+    # Every response's write is deferred with evthr_defer, whose result is not looked at...
+    defer = UPSTREAM["defer_ignored"]["text"]
+    assert defer.count("evthr_defer(") == 2 and "if (evthr_defer" not in defer and "= evthr_defer" not in defer
+    # ...one pending response per callback, and libevhtp refuses (RETRY, unqueued) on a full non-blocking socket.
+    assert "pending_http_responses_.pop();" in UPSTREAM["one_pending_per_callback"]["text"]
+    assert (
+        "EVTHR_RES_RETRY" in UPSTREAM["libevhtp_defer"]["text"]
+        and "O_NONBLOCK" in UPSTREAM["libevhtp_defer"]["nonblocking"]
+    )
+    for cited in (
+        "src/http_server.cc",
+        "GenerateRequestClass::InferResponseComplete",
+        "evthr_defer",
+        "EVTHR_RES_RETRY",
+    ):
+        assert cited in (coalesce_module.__doc__ or ""), cited
