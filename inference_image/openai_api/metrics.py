@@ -19,7 +19,7 @@ carries ``model_name`` (the served model id) and ``client`` (the edge's ``x-clie
 
 The engine's own gauges, ``nv_trt_llm_request_metrics`` and ``nv_trt_llm_kv_cache_block_metrics``, are published by
 the ``tensorrt_llm`` model on Triton's metrics port; the server relays them here too (read from Triton at most every
-``RELAY_TTL_S``), because llm-d's endpoint picker scrapes the serving port only (shared/facts/routing.md), and derives
+``RELAY_TTL_S``; the last read is kept up to ``RELAY_STALE_S`` while the page cannot be read), because llm-d's endpoint picker scrapes the serving port only (shared/facts/routing.md), and derives
 ``vllm:num_requests_running``/``vllm:num_requests_waiting``/``vllm:kv_cache_usage_perc`` from them.
 """
 
@@ -82,6 +82,10 @@ FAST_ITL = (0.001, 0.0025, 0.005)
 MAX_CLIENTS = 256
 """Distinct ``client`` label values kept; later ones count as ``other`` (a bounded series count per replica)."""
 RELAY_TTL_S = 0.5
+RELAY_STALE_S = 2.0
+"""How long the last engine gauges read stay published while Triton's page cannot be read. A scrape that times out
+on a replica busy enough to matter would otherwise blank the picker's view of exactly that replica; beyond this the
+values are too old to route on and none is published (the picker then has no value, not a wrong one)."""
 _CLIENT = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
 
 
@@ -205,6 +209,7 @@ class EngineRelay:
         self.served_model = served_model
         self._families: list[Metric] = []
         self._fetched = 0.0
+        self._read_at = float("-inf")
 
     async def refresh(self) -> None:
         if self.url is None or time.monotonic() - self._fetched < RELAY_TTL_S:
@@ -214,11 +219,13 @@ class EngineRelay:
         self._fetched = time.monotonic()
         try:
             async with httpx.AsyncClient(timeout=1.0) as client:
-                text = (await client.get(self.url)).text
+                text = (await client.get(self.url)).raise_for_status().text  # a 5xx page is no reading
         except httpx.HTTPError:
-            self._families = []  # stale engine gauges would lie: none is better
+            if time.monotonic() - self._read_at > RELAY_STALE_S:
+                self._families = []  # gauges this old would lie: none is better
             return
         self._families = [f for f in text_string_to_metric_families(text) if f.name in RELAYED]
+        self._read_at = time.monotonic()
 
     def describe(self) -> list[Metric]:
         return []

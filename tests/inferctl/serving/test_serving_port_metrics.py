@@ -97,15 +97,22 @@ def test_the_serving_port_publishes_what_the_endpoint_picker_reads_and_it_moves_
     assert {v["block_size"] for v in seen} == {TOKENS_PER_BLOCK} and {v["blocks"] for v in seen} <= {0, pool}, seen
     assert seen[-1]["blocks"] == pool, seen
     # When the load ends the gauges say so (the engine's at its first iteration-stats timeout with nothing in flight).
+    wait_idle(stack.openai_url)
+
+
+def wait_idle(url: str) -> dict[str, float | None]:
+    """The EPP's view once the engine reports nothing queued, running or held (within 30 s)."""
     deadline = time.monotonic() + 30
-    while (now := epp_view(scrape(stack.openai_url))) and (now["queue"], now["running"], now["kv_usage"]) != (0, 0, 0):
+    while (now := epp_view(scrape(url))) and (now["queue"], now["running"], now["kv_usage"]) != (0, 0, 0):
         assert time.monotonic() < deadline, f"the EPP's view never went idle: {now}"
         time.sleep(0.2)
+    return now
 
 
 def test_the_relayed_gauges_feed_vllms_names_on_the_same_page(shared_stack):
     """The vLLM-named gauges the same page carries (for routers and dashboards that read vLLM's) are the relayed
     engine values, not a second bookkeeping."""
+    wait_idle(shared_stack.openai_url)  # the shared stack may still be settling from another test's load
     families = {f.name: f for f in text_string_to_metric_families(scrape(shared_stack.openai_url))}
     view = epp_view(scrape(shared_stack.openai_url))
     for name, key in ((server_metrics.WAITING, "queue"), (server_metrics.RUNNING, "running"),

@@ -60,8 +60,10 @@ def triton_page() -> Iterator[str]:
         server.server_close()
 
 
-def _page(url: str | None) -> dict[str, list[tuple[dict[str, str], float]]]:
-    served = metrics.ServerMetrics("llama-3.1-8b", (0.1, 1.0), triton_metrics_url=url)
+def _page(
+    url: str | None, served: metrics.ServerMetrics | None = None
+) -> dict[str, list[tuple[dict[str, str], float]]]:
+    served = served or metrics.ServerMetrics("llama-3.1-8b", (0.1, 1.0), triton_metrics_url=url)
     text = run_on_own_loop(served.exposition()).decode()
     out: dict[str, list[tuple[dict[str, str], float]]] = {}
     for family in text_string_to_metric_families(text):
@@ -89,3 +91,39 @@ def test_nothing_is_relayed_when_tritons_page_cannot_be_read():
     for name in (*metrics.RELAYED, server_metrics.WAITING, server_metrics.RUNNING, server_metrics.KV_USAGE):
         assert name not in page, name
     assert f"{server_metrics.TTFT_SECONDS}_count" not in page  # no request yet: the histograms have no series
+
+
+def test_a_missed_read_keeps_the_last_gauges_for_a_bounded_time(monkeypatch):
+    """A read that fails (Triton's page slow on a busy replica) leaves the last values up to RELAY_STALE_S, not a blank
+    view of the replica the picker most needs to see; after that, nothing (too old to route on)."""
+    monkeypatch.setattr(metrics, "RELAY_TTL_S", 0.0)
+    page = iter([TRITON_PAGE.encode()])
+
+    class Once(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = next(page, None)
+            if body is None:  # Triton's page no longer answers
+                self.send_error(503)
+                return
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), Once)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/metrics"
+    try:
+        served = metrics.ServerMetrics("llama-3.1-8b", (0.1, 1.0), triton_metrics_url=url)
+        assert _page(url, served)[server_metrics.WAITING][0][1] == 3
+        assert _page(url, served)[server_metrics.WAITING][0][1] == 3  # the 503: the last read, within the bound
+        monkeypatch.setattr(metrics, "RELAY_STALE_S", 0.0)
+        later = _page(url, served)
+        for name in (*metrics.RELAYED, server_metrics.WAITING, server_metrics.RUNNING, server_metrics.KV_USAGE):
+            assert name not in later, name
+    finally:
+        server.shutdown()
+        server.server_close()
