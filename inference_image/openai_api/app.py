@@ -105,6 +105,7 @@ def build_app(service: Service, *, on_shutdown: Sequence[Callable[[], None]] = (
         yield
         for hook in on_shutdown:
             hook()
+        await service.engine.close()  # Triton's pooled loopback connections, closed rather than left to the collector
 
     app = Starlette(routes=routes, exception_handlers=handlers, lifespan=lifespan)
     app.state.service = service

@@ -21,7 +21,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
+import aiohttp
 import orjson
 
 from inference_platform.inference_image.openai_api.errors import SERVER_ERROR, UNAVAILABLE, ApiError
@@ -30,12 +30,12 @@ from inference_platform.inference_image.openai_api.requests import Generation
 
 STALE_CONNECTION_RETRIES = 1
 """Retries of a request whose kept-alive connection turned out closed before any answer."""
-KEEPALIVE_CONNECTIONS = 64
-"""Idle loopback connections to Triton kept for reuse."""
+KEEPALIVE_SECONDS = 15.0
+"""How long an idle loopback connection to Triton is kept for reuse (aiohttp's default)."""
 FINISH_REASONS = {"stop": "stop", "length": "length"}
+"""LLM API finish reasons OpenAI has a name for; ``cancelled``/``timeout`` end a response without one."""
 LOST_FINAL = "the model server ended the stream before its last response (no finish reason): the answer is incomplete"
 _JSON = {"content-type": "application/json"}
-"""LLM API finish reasons OpenAI has a name for; ``cancelled``/``timeout`` end a response without one."""
 
 
 @dataclass(frozen=True)
@@ -112,31 +112,49 @@ class TritonLlm:
         model: str,
         *,
         timeout: float = 10.0,
-        client: httpx.AsyncClient | None = None,
         api_key: tuple[str, str] | None = None,
     ) -> None:
         self.url = f"{base_url.rstrip('/')}/v2/models/{model}/generate_stream"
         self.ready_url = f"{base_url.rstrip('/')}/v2/models/{model}/ready"
-        # No read timeout: a long prefill legitimately sends nothing for a while; the edge bounds the stream. No
-        # connection cap or pool wait either: each running stream holds one loopback connection, and httpx's
-        # default of 100 would queue (then fail) the 101st stream while the engine's batch has room.
         # With serving.auth on, Triton restricts its inference and metadata APIs to one header and key
         # (--http-restricted-api): every call on loopback carries it, as a client of those APIs must.
-        self._client = client or httpx.AsyncClient(
-            timeout=httpx.Timeout(timeout, read=None, pool=None),
-            limits=httpx.Limits(max_connections=None, max_keepalive_connections=KEEPALIVE_CONNECTIONS),
-            headers=dict([api_key]) if api_key else None,
-        )
+        self.headers = {**_JSON, **dict([api_key])} if api_key else dict(_JSON)
+        self._timeout = timeout
+        self._session: aiohttp.ClientSession | None = None
+
+    @property
+    def session(self) -> aiohttp.ClientSession:
+        """The connection pool, made on first use (aiohttp binds it to the running loop).
+
+        aiohttp, not httpx: this runs once per request, and httpx's pool costs about 1.9 ms of CPU per request (it
+        rescans every pooled connection, polling each idle one, whenever a request starts or ends) against aiohttp's
+        0.23 ms, measured here with 16 concurrent streams to the local Triton; that alone put 16 requests arriving
+        together ~30 ms apart (issue 27, bench/streaming.py).
+        """
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(
+                # No read timeout: a long prefill legitimately sends nothing for a while; the edge bounds the stream.
+                # No connection cap (limit=0): each running stream holds one loopback connection, and a cap would
+                # queue streams while the engine's batch has room.
+                timeout=aiohttp.ClientTimeout(total=None, connect=self._timeout, sock_read=None),
+                connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=KEEPALIVE_SECONDS),
+                headers=self.headers,
+                auto_decompress=False,
+                # Nothing compressed: Triton answers in identity when not offered an encoding, and this reads raw bytes.
+                skip_auto_headers=("User-Agent", "Accept-Encoding"),
+            )
+        return self._session
 
     async def close(self) -> None:
-        await self._client.aclose()
+        if self._session is not None:
+            await self._session.close()
 
     async def ready(self) -> bool:
         try:
-            response = await self._client.get(self.ready_url)
-        except httpx.HTTPError:
+            async with self.session.get(self.ready_url) as response:
+                return response.status == 200
+        except (aiohttp.ClientError, TimeoutError):
             return False
-        return response.status_code == 200
 
     async def liveness(self) -> tuple[int, float]:
         """The model's answer to a liveness ping: (requests it holds, seconds since the engine's last progress)."""
@@ -156,12 +174,12 @@ class TritonLlm:
                         answered = True
                         yield update
                 return
-            except httpx.RemoteProtocolError as err:
+            except aiohttp.ServerDisconnectedError as err:
                 # A kept-alive connection Triton had closed: nothing was answered, so nothing ran twice.
                 if answered or attempt == STALE_CONNECTION_RETRIES:
                     raise ApiError(503, f"the model server is unreachable: {err}", type=UNAVAILABLE) from None
-            except httpx.HTTPError as err:
-                raise ApiError(503, f"the model server is unreachable: {err}", type=UNAVAILABLE) from None
+            except (aiohttp.ClientError, TimeoutError) as err:
+                raise ApiError(503, f"the model server is unreachable: {err!r}", type=UNAVAILABLE) from None
 
     async def _generate(self, inputs: dict[str, Any]) -> AsyncGenerator[Update, None]:
         # Events that arrived together (one read from the socket) become one update: a loaded replica's tokens then
@@ -186,10 +204,13 @@ class TritonLlm:
                 yield event
 
     async def _batches(self, body: dict[str, Any]) -> AsyncIterator[list[dict[str, Any]]]:
-        async with self._client.stream("POST", self.url, content=_dumps(body), headers=_JSON) as response:
-            if response.status_code != 200:
-                text = (await response.aread()).decode("utf-8", "replace")
-                raise EngineError(_triton_error(text) or f"Triton answered {response.status_code}")
+        # Leaving this block before the end (the caller stopped reading) closes the connection, never pools it:
+        # aiohttp keeps only a connection whose body was read to its end (client_proto.py should_close), and Triton
+        # cancels a request whose connection ends.
+        async with self.session.post(self.url, data=_dumps(body)) as response:
+            if response.status != 200:
+                text = (await response.read()).decode("utf-8", "replace")
+                raise EngineError(_triton_error(text) or f"Triton answered {response.status}")
             async for batch in _sse(response):
                 for event in batch:
                     if "error" in event:
@@ -197,12 +218,12 @@ class TritonLlm:
                 yield batch
 
 
-async def _sse(response: httpx.Response) -> AsyncIterator[list[dict[str, Any]]]:
+async def _sse(response: aiohttp.ClientResponse) -> AsyncIterator[list[dict[str, Any]]]:
     """The ``data:`` events of Triton's server-sent stream, as the lists that arrived in one read, split on raw bytes
-    and parsed with orjson (this runs for every token: httpx's line decoder and the json module cost more per event
-    than the rest of the path)."""
+    and parsed with orjson (this runs for every token: a line decoder and the json module cost more per event than
+    the rest of the path)."""
     buffer = b""
-    async for chunk in response.aiter_bytes():
+    async for chunk in response.content.iter_any():
         buffer += chunk
         cut = buffer.rfind(b"\n\n")
         if cut < 0:

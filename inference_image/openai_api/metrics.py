@@ -214,13 +214,14 @@ class EngineRelay:
     async def refresh(self) -> None:
         if self.url is None or time.monotonic() - self._fetched < RELAY_TTL_S:
             return
-        import httpx
+        import aiohttp
 
         self._fetched = time.monotonic()
         try:
-            async with httpx.AsyncClient(timeout=1.0) as client:
-                text = (await client.get(self.url)).raise_for_status().text  # a 5xx page is no reading
-        except httpx.HTTPError:
+            async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=1.0)) as session, \
+                    session.get(self.url, raise_for_status=True) as response:  # fmt: skip  # a 5xx page is no reading
+                text = await response.text()
+        except (aiohttp.ClientError, TimeoutError):
             if time.monotonic() - self._read_at > RELAY_STALE_S:
                 self._families = []  # gauges this old would lie: none is better
             return

@@ -70,5 +70,6 @@ def test_a_slow_engine_is_unready_while_triton_is_ready_and_ready_once_it_genera
         deadline = time.monotonic() + FIRST_TOKEN_MS / 1000 + 10
         while time.monotonic() < deadline and _status(health)[0] != 200:
             time.sleep(0.5)
-        assert _status(health)[0] == 200  # the shared generation finished: the engine can generate
+        code, body = _status(health)
+        assert code == 200, body  # the shared generation finished: the engine can generate (else its reason)
     assert leftover_processes(str(tmp_path)) == []

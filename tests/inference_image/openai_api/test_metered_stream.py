@@ -35,6 +35,9 @@ class _Engine:
     async def liveness(self) -> tuple[int, float]:
         return 0, 0.0
 
+    async def close(self) -> None:
+        pass
+
     async def generate(self, inputs: Any, *, request_id: str | None = None) -> AsyncIterator[Update]:
         steps = [("a", 1), ("bc", 3)] if self.merged else [("a", 1), ("b", 2), ("c", 3)]
         for text, n in steps:

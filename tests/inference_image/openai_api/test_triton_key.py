@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 
 from inference_platform.inference_image.openai_api.__main__ import main
-from inference_platform.inference_image.openai_api.llm_client import TritonLlm
 
 
 @pytest.mark.parametrize(
@@ -26,7 +25,4 @@ def test_a_missing_key_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys, ext
     assert code == 2 and message in err and err.count("\n") == 1
 
 
-def test_the_key_goes_on_every_call_to_triton():
-    llm = TritonLlm("http://127.0.0.1:1", "tensorrt_llm", api_key=("x-api-key", "secret-key-0123456789"))
-    assert llm._client.headers["x-api-key"] == "secret-key-0123456789"
-    assert "x-api-key" not in TritonLlm("http://127.0.0.1:1", "tensorrt_llm")._client.headers
+# The key on the wire: tests/inference_image/openai_api/test_llm_client.py.
