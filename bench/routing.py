@@ -12,6 +12,10 @@ name at its very start, so no mode reuses another's cached prefixes. Per mode an
 - throughput (requests/s at the replay's concurrency) and errors;
 - per-replica spread (requests per replica) and the peak requests one replica held at once, against Envoy's bound.
 
+Written to ``build/bench/routing.json`` (``--out``), which the pull request's comment compares with the base
+branch's run when a change touches routing (``inferctl diff --routing-head/--routing-base``; the paths that count are
+``bench/routing-paths.txt``; .github/workflows/preview.yml).
+
 The small version in ``make test`` (tests/bench/test_routing_trace.py) asserts only what is deterministic.
 """
 
@@ -22,6 +26,7 @@ import concurrent.futures
 import contextlib
 import dataclasses
 import json
+import math
 import statistics
 import sys
 import tempfile
@@ -35,6 +40,8 @@ from typing import Any
 from bench.routing_trace import TraceRequest, load
 
 MODES = ("round-robin", "envoy", "inference-pool")
+PARTS = ("shared", "hot", "control")
+OUT = Path("build/bench/routing.json")
 REQUEST_TIMEOUT = 120.0
 LOG_FLUSH_WAIT = 15.0
 
@@ -194,6 +201,27 @@ def mode_edge(policy: Any, mode: str, replicas: Sequence[Any], work_dir: Path) -
         yield edge, list(keys.values())
 
 
+def summary(result: PartResult) -> dict[str, Any]:
+    """One part's figures as the JSON report (and the pull request's comment) carries them; latencies in ms, ``None``
+    when no request succeeded."""
+
+    def ms(q: float) -> float | None:
+        value = result.latency(q)
+        return None if math.isnan(value) else value * 1000
+
+    return {
+        "requests": len(result.outcomes),
+        "errors": result.errors,
+        "hit_rate": result.hit_rate,
+        "p50_ms": ms(0.5),
+        "p90_ms": ms(0.9),
+        "p99_ms": ms(0.99),
+        "requests_per_s": result.throughput,
+        "per_replica": dict(sorted(result.per_replica.items())),
+        "peak_in_flight": max(result.peak_in_flight.values(), default=0),
+    }
+
+
 def _row(mode: str, part: str, result: PartResult) -> str:
     spread = "/".join(str(n) for _, n in sorted(result.per_replica.items()))
     peak = max(result.peak_in_flight.values(), default=0)
@@ -208,6 +236,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--replicas", type=int, default=3)
     parser.add_argument("--concurrency", type=int, default=6)
     parser.add_argument("--prefill-us-per-token", type=int, default=200)
+    parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
 
     from inference_platform.inferctl.serving.replicas import ReplicaPorts, run_replicas
@@ -232,7 +261,7 @@ def main(argv: list[str]) -> int:
         with run_replicas(settings.serving, work, ports=ports, timing=timing) as replicas:
             for mode in MODES:
                 with mode_edge(policy, mode, replicas, work) as (edge, keys):
-                    for part in ("shared", "hot", "control"):
+                    for part in PARTS:
                         result = replay(
                             edge.url,
                             ca=edge.certificates.ca,
@@ -245,6 +274,13 @@ def main(argv: list[str]) -> int:
                         )
                         results[(mode, part)] = result
                         print(_row(mode, part, result), flush=True)
+    report = {
+        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "settings": {k: getattr(args, k) for k in ("replicas", "concurrency", "prefill_us_per_token")},
+        "modes": {mode: {part: summary(results[(mode, part)]) for part in PARTS} for mode in MODES},
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2, allow_nan=False) + "\n")
     rr, env = results[("round-robin", "shared")], results[("envoy", "shared")]
     if rr.latency(0.9) and env.latency(0.9):
         print(

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from inference_platform.errors import CommandError
+from inference_platform.inferctl.plan import routing_delta
 
 MARKER = "<!-- inference-platform:offline-plan -->"
 # What a resource's diff compares: its inputs and the options that change what the engine does.
@@ -33,6 +34,13 @@ def register(subparsers: Any) -> None:
     p.add_argument("--stack", action="append", help="only these stacks (default: every plan in --head)")
     p.add_argument("--out", type=Path, help="write the Markdown here (default: print it)")
     p.add_argument("--title", default="Offline plan", help="comment title")
+    p.add_argument(
+        "--routing-head",
+        type=Path,
+        help="the head's routing benchmark report (python -m bench routing): adds its delta section",
+    )
+    p.add_argument("--routing-base", type=Path,
+                   help="the base branch's routing benchmark report (missing file: the head's figures alone)")  # fmt: skip
     p.set_defaults(handler=run)
 
 
@@ -47,6 +55,12 @@ def run(args: argparse.Namespace) -> int:
         base = read_plan(base_path, "--base") if base_path and base_path.exists() else None
         sections.append(compare(stack, base, head))
     text = render(sections, title=args.title)
+    if args.routing_head:
+        routing = routing_delta.read_report(args.routing_head, "--routing-head")
+        base_routing = None
+        if args.routing_base and args.routing_base.exists():
+            base_routing = routing_delta.read_report(args.routing_base, "--routing-base")
+        text += "\n" + "\n".join(routing_delta.render(routing, base_routing)) + "\n"
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(text)
