@@ -42,6 +42,12 @@ from bench.routing_trace import TraceRequest, load
 MODES = ("round-robin", "envoy", "inference-pool")
 PARTS = ("shared", "hot", "control")
 OUT = Path("build/bench/routing.json")
+DEFAULT_KV_TOKENS = 32768
+"""Each replica's KV pool for the replay: smaller than the shared part's working set (its system prompts and
+conversation histories, about 60 k tokens), larger than a third of it. That is the regime prefix routing exists for:
+a fleet whose distinct prefixes outgrow one replica's cache but fit the fleet's, as a multi-tenant fleet's thousands
+of system prompts and histories outgrow one GPU's pool. With the stack's own pool (dev: 131 k tokens) every replica
+holds every prefix, and routing can only lose (balance) or tie."""
 REQUEST_TIMEOUT = 120.0
 LOG_FLUSH_WAIT = 15.0
 
@@ -236,6 +242,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--replicas", type=int, default=3)
     parser.add_argument("--concurrency", type=int, default=6)
     parser.add_argument("--prefill-us-per-token", type=int, default=200)
+    parser.add_argument(
+        "--kv-tokens",
+        type=int,
+        default=DEFAULT_KV_TOKENS,
+        help="each replica's KV pool in tokens (serving.kvCache.maxTokens); 0: the stack's own",
+    )
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
 
@@ -245,20 +257,30 @@ def main(argv: list[str]) -> int:
     from inference_platform.settings.derived import stack_edge_policy
 
     settings = stack_files.load("dev")
+    # The token limits count in shadow mode (metered, never refused): the replay sends a few hundred thousand tokens
+    # a minute through one client, and a 429 from dev's 200,000 a minute would measure the limit, not the routing.
     policy = stack_edge_policy(settings)
+    policy = dataclasses.replace(policy, tokens=dataclasses.replace(policy.tokens, shadow=True))
+    serving = settings.serving
+    if args.kv_tokens:
+        serving = serving.model_copy(
+            update={"kv_cache": serving.kv_cache.model_copy(update={"max_tokens": args.kv_tokens})}
+        )
     trace = load()
     timing = Timing(first_token_delay_ms=5, token_delay_ms=5, prefill_us_per_token=args.prefill_us_per_token)
     header = f"{'mode':<15}{'part':<8}{'hit':>7}{'p50 ms':>9}{'p90 ms':>9}{'p99 ms':>9}{'req/s':>8}{'errors':>7}  {'spread':<12}{'peak':>5}"
     print(
         f"routing trace: {args.replicas} replicas, concurrency {args.concurrency}, stand-in prefill "
-        f"{args.prefill_us_per_token} us per uncached token; latency of max_tokens 4 requests (mostly prefill)"
+        f"{args.prefill_us_per_token} us per uncached token, "
+        f"{f'a KV pool of {args.kv_tokens} tokens' if args.kv_tokens else 'the stack KV pool'} per replica; "
+        "latency of max_tokens 4 requests (mostly prefill)"
     )
     print(header)
     results: dict[tuple[str, str], PartResult] = {}
     with tempfile.TemporaryDirectory(prefix="bench-routing-") as tmp:
         work = Path(tmp)
         ports = [ReplicaPorts.free() for _ in range(args.replicas)]
-        with run_replicas(settings.serving, work, ports=ports, timing=timing) as replicas:
+        with run_replicas(serving, work, ports=ports, timing=timing) as replicas:
             for mode in MODES:
                 with mode_edge(policy, mode, replicas, work) as (edge, keys):
                     for part in PARTS:
@@ -276,7 +298,7 @@ def main(argv: list[str]) -> int:
                         print(_row(mode, part, result), flush=True)
     report = {
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "settings": {k: getattr(args, k) for k in ("replicas", "concurrency", "prefill_us_per_token")},
+        "settings": {k: getattr(args, k) for k in ("replicas", "concurrency", "prefill_us_per_token", "kv_tokens")},
         "modes": {mode: {part: summary(results[(mode, part)]) for part in PARTS} for mode in MODES},
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -67,12 +67,12 @@ class TraceRequest:
 
 @dataclass(frozen=True, kw_only=True)
 class TraceShape:
-    system_prompts: int = 3
-    system_chars: int = 2400
-    tenants: int = 6
+    system_prompts: int = 12
+    system_chars: int = 2000
+    tenants: int = 12
     conversations_per_tenant: int = 2
     turns: int = 3
-    turn_chars: int = 160
+    turn_chars: int = 300
     hot_requests: int = 24
     control_requests: int = 18
     max_tokens: int = 4
