@@ -19,7 +19,8 @@ carries ``model_name`` (the served model id) and ``client`` (the edge's ``x-clie
 
 The engine's own gauges, ``nv_trt_llm_request_metrics`` and ``nv_trt_llm_kv_cache_block_metrics``, are published by
 the ``tensorrt_llm`` model on Triton's metrics port; the server relays them here too (read from Triton at most every
-``RELAY_TTL_S``; the last read is kept up to ``RELAY_STALE_S`` while the page cannot be read), because llm-d's endpoint picker scrapes the serving port only (shared/facts/routing.md), and derives
+``RELAY_TTL_S``; the last read is kept up to ``RELAY_STALE_S`` while the page cannot be read), because llm-d's
+endpoint picker scrapes the serving port only (shared/facts/routing.md), and derives
 ``vllm:num_requests_running``/``vllm:num_requests_waiting``/``vllm:kv_cache_usage_perc`` from them.
 """
 
