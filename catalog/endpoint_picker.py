@@ -56,6 +56,19 @@ HEALTH_PORT: Final = 9003
 METRICS_PORT: Final = 9090
 """The EPP container's ports (``routerlib/templates/_deployment.yaml``: grpc 9002, grpc-health 9003 default,
 metrics 9090)."""
+METRICS_PORT_NAME: Final = "http-metrics"
+"""The EPP Service's metrics port (``routerlib/templates/_service.yaml``), which the stack's own ServiceMonitor
+scrapes; the Service carries ``app.kubernetes.io/name: <release>-epp`` (``_helpers.tpl`` ``llm-d-router.labels``)."""
+SCHEDULER_ATTEMPTS: Final = "llm_d_epp_scheduler_attempts_total"
+"""``status`` is ``success`` or ``failure`` (a pick that found no endpoint)."""
+DATALAYER_POLL_ERRORS: Final = "llm_d_epp_datalayer_poll_errors_total"
+"""A serving pod's ``/metrics`` could not be read (``pkg/epp/datalayer/collector.go``)."""
+DATALAYER_EXTRACT_ERRORS: Final = "llm_d_epp_datalayer_extract_errors_total"
+"""A page was read but a family the engine type names was missing (``extractor/metrics/extractor.go`` returns an
+error per missing spec; ``source/http/datasource.go`` counts it): the queue and KV scorers see stale or no values."""
+REQUEST_PROCESSING: Final = "llm_d_epp_request_processing_duration_seconds"
+"""From a request's receipt until its body is handled, the pick included: the time the gateway's ext_proc waits,
+bounded by ``MESSAGE_TIMEOUT`` before it fails open."""
 DESTINATION_HEADER: Final = "x-gateway-destination-endpoint"
 """The EPP's pick, ``ip:port`` (``pkg/epp/metadata/consts.go`` ``DestinationEndpointKey``; request.go
 ``generateHeaders``); a client-sent one is removed at the edge before ext_proc runs."""
@@ -74,6 +87,13 @@ PodDisruptionBudget keeps one through a node drain."""
 NO_WAIT_FIELD: Final = "send_body_without_waiting_for_header_response"
 LISTENER_TYPE: Final = "type.googleapis.com/envoy.config.listener.v3.Listener"
 EXT_PROC_FILTER: Final = "envoy.filters.http.ext_proc"
+
+
+def message_timeout_seconds() -> float:
+    """``MESSAGE_TIMEOUT`` in seconds (a Gateway API duration in whole seconds here)."""
+    if not MESSAGE_TIMEOUT.endswith("s") or not MESSAGE_TIMEOUT[:-1].isdigit():
+        raise ValueError(f"MESSAGE_TIMEOUT {MESSAGE_TIMEOUT!r}: expected whole seconds, e.g. '5s'")
+    return float(MESSAGE_TIMEOUT[:-1])
 
 
 def service_name(release: str = RELEASE) -> str:
@@ -121,7 +141,13 @@ def chart_values(
                 "affinity": dict(system_affinity),
                 "tolerations": list(tolerations),
             },
-            "monitoring": {"prometheus": {"enabled": False}},
+            # The chart's own ServiceMonitor stays off: with it come a ClusterRole (tokenreviews,
+            # subjectaccessreviews) and a long-lived token of the picker's own ServiceAccount handed to
+            # Prometheus (_rbac.yaml, _sa-token-secret.yaml, _servicemonitor.yaml). The stack scrapes the
+            # picker with its own ServiceMonitor instead (infra/observability.py), and /metrics is served
+            # without auth (_deployment.yaml renders --metrics-endpoint-auth=false): the NetworkPolicy
+            # admits only the monitoring namespace to that port.
+            "monitoring": {"prometheus": {"enabled": False, "auth": {"enabled": False}}},
         },
     }
 

@@ -14,7 +14,7 @@ import pulumi
 
 from inference_platform import catalog
 from inference_platform.catalog.alert_thresholds import AlertThresholds
-from inference_platform.catalog.endpoint_picker import service_name
+from inference_platform.catalog.endpoint_picker import METRICS_PORT_NAME, service_name
 from inference_platform.catalog.pool_profile import LABEL_NODE_ROLE, ROLE_SYSTEM
 from inference_platform.components.autoscaling.keda import Keda, KedaArgs
 from inference_platform.components.autoscaling.scaled_object import ScaleTarget, ScalingPolicy
@@ -119,15 +119,14 @@ def _monitoring_stack(
 ) -> MonitoringStack:
     cfg, service, bounds = settings.observability, inference.service, day_bounds(settings)
     hpa = f"keda-hpa-{service.workload_name}" if scaled and service is not None else None
+    picker = edge is not None and settings.edge.routing.resolved_mode(settings.environment) == "inference-pool"
     rules = RuleSet(
         scope=scope,
         vendor="neuron" if scope.backend == "neuron" else "nvidia",
         hpa=hpa,
         expect_serving=service is not None and (bounds is None or bounds[0] > 0),
         edge_clusters="httproute/.*" if edge is not None else None,
-        endpoint_picker=service_name()
-        if edge is not None and settings.edge.routing.resolved_mode(settings.environment) == "inference-pool"
-        else None,
+        endpoint_picker=service_name() if picker else None,
         thresholds=_thresholds(settings),
         token_meters=token_meters(settings, GATEWAY_NAME) if edge is not None else (),
         token_weights=settings.edge.token_limits.weights.weights(),
@@ -157,7 +156,7 @@ def _monitoring_stack(
             alertmanager_storage_gib=cfg.alertmanager_storage_gib,
             system_node_selector=SYSTEM,
             rule_sets=[rules],
-            monitors=[*_monitors(compute, edge), *batch_monitors(batch)],
+            monitors=[*_monitors(compute, edge, scope.namespace if picker else None), *batch_monitors(batch)],
             secret_recovery_days=settings.secrets.recovery_window(settings.environment),
             protect=settings.production,
             install_crds="prometheus_crds" not in releases,
@@ -259,8 +258,20 @@ def _thresholds(settings: Settings) -> AlertThresholds:
     )
 
 
-def _monitors(compute: Compute, edge: Edge | None = None) -> list[Monitor]:
+def _monitors(compute: Compute, edge: Edge | None = None, picker_namespace: str | None = None) -> list[Monitor]:
     out = []
+    if picker_namespace is not None:
+        # The endpoint picker beside the serving pods: its alerts (blind scorers, failed or slow picks) read its
+        # own metrics. The chart's ServiceMonitor is off (catalog/endpoint_picker.py says why).
+        out.append(
+            Monitor(
+                name=service_name(),
+                namespace=picker_namespace,
+                kind="ServiceMonitor",
+                match_labels={"app.kubernetes.io/name": service_name()},
+                port=METRICS_PORT_NAME,
+            )
+        )
     if edge is not None:
         # The gateway's Envoy pods: the edge alerts (5xx, 429, a missing rate-limit service) read their
         # stats. Envoy Gateway v1.9.0 names the port "metrics" (19001) and serves /stats/prometheus

@@ -10,7 +10,8 @@ picks from, and what the chart does not bring:
   serving pods' other policies admit only the gateway and the load-balancer subnets there).
 
 The chart's RBAC is least privilege as rendered: a namespaced Role to get/watch/list pods (``routerlib``
-``_rbac.yaml``; no ClusterRole while its ServiceMonitor is off) and the leader-election Role. Its pods carry gRPC
+``_rbac.yaml``; no ClusterRole while its ServiceMonitor is off, so the stack scrapes the picker with its own, and the
+metrics port serves without a token, behind the NetworkPolicy) and the leader-election Role. Its pods carry gRPC
 liveness and readiness probes (``_deployment.yaml``). They run on the system nodes: the accelerator nodes are
 tainted and the picker tolerates nothing.
 """

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from inference_platform.catalog import endpoint_picker as picker
 from inference_platform.catalog.alert_thresholds import AlertThresholds
 from inference_platform.catalog.token_limits import TokenWeights
 from inference_platform.components.observability import promql as q
@@ -24,6 +25,11 @@ from inference_platform.components.observability.alerting import SEVERITIES as S
 from inference_platform.components.observability.alerting import alert
 from inference_platform.components.observability.promql import Scope
 from inference_platform.components.observability.token_rules import TokenMeter, token_rule_groups
+
+PICKER_BLIND_ERRORS_PER_SECOND = 1.0
+"""Poll and extract errors a second, over 5 minutes, past which the picker is blind (one blind replica: ~20)."""
+PICKER_FAILURE_RATIO = 0.05
+"""Share of the picker's scheduling attempts that may fail (no endpoint found) before it is a ticket."""
 
 Vendor = Literal["nvidia", "neuron"]
 DEFAULT_RUNBOOK_BASE = "docs/runbooks.md"
@@ -341,11 +347,31 @@ def _node_alerts(rules: RuleSet) -> list[dict[str, Any]]:
 
 
 def _picker_alerts(rules: RuleSet) -> list[dict[str, Any]]:
-    """The endpoint picker serves no pick: no picker pod ready (kube-state-metrics). The edge fails open, so this is a
-    ticket, not a page: requests go on by least request, without prefix, queue or KV-cache scoring."""
+    """The endpoint picker serves no pick, or a poor one. The edge fails open, so these are tickets, not pages:
+    requests go on, by least request or by a pick made on stale scores.
+
+    - no picker pod ready (kube-state-metrics);
+    - blind: it cannot read the replicas' queue and KV-cache gauges (``/metrics`` unreadable, or a family its engine
+      type names is missing), so it scores on stale values. It polls each replica every 50 ms (llm-d-router v0.10.0
+      ``pkg/epp/server/options.go`` ``RefreshMetricsInterval``), so one blind replica makes ~20 errors a second; a
+      replica's restart makes a few seconds of them, under the threshold over 5 minutes;
+    - failing: more than ``PICKER_FAILURE_RATIO`` of its picks found no endpoint;
+    - slow: its p99 from a request's receipt to its pick passes half the gateway's ext_proc ``messageTimeout``,
+      beyond which the gateway stops waiting and the request goes on unpicked.
+    """
     ready = q.selector(
         {"namespace": rules.scope.namespace, "pod": f"=~{rules.endpoint_picker}-.*", "condition": "true"}
     )
+    own = {"namespace": rules.scope.namespace, "job": rules.endpoint_picker}
+    errors = " + ".join(
+        f"sum(rate({family}{q.selector(own)}[5m]))"
+        for family in (picker.DATALAYER_POLL_ERRORS, picker.DATALAYER_EXTRACT_ERRORS)
+    )
+    attempts = f"sum(rate({picker.SCHEDULER_ATTEMPTS}{q.selector(own)}[10m]))"
+    failures = f"sum(rate({picker.SCHEDULER_ATTEMPTS}{q.selector({**own, 'status': 'failure'})}[10m]))"
+    slow = picker.message_timeout_seconds() / 2
+    p99 = f"histogram_quantile(0.99, sum by (le) (rate({picker.REQUEST_PROCESSING}_bucket{q.selector(own)}[10m])))"
+    rb = rules.runbook_base
     return [
         alert(
             "EndpointPickerUnavailable",
@@ -355,8 +381,39 @@ def _picker_alerts(rules: RuleSet) -> list[dict[str, Any]]:
             summary="The endpoint picker is down: the edge routes by least request",
             description="No endpoint picker pod is ready: the gateway's ext_proc fails open and every request is "
             "balanced by least request, without prefix-cache, queue or KV-cache scoring.",
-            runbook_base=rules.runbook_base,
-        )
+            runbook_base=rb,
+        ),
+        alert(
+            "EndpointPickerBlind",
+            f"({errors}) > {PICKER_BLIND_ERRORS_PER_SECOND:g}",
+            for_="10m",
+            severity="warning",
+            summary="The endpoint picker cannot read the replicas' queue and KV-cache metrics",
+            description="The picker keeps failing to read or parse the serving pods' /metrics (poll or extract "
+            "errors): its queue and KV-cache scorers work on stale values, and picks pile onto busy replicas.",
+            runbook_base=rb,
+        ),
+        alert(
+            "EndpointPickerPicksFailing",
+            f"{failures} / clamp_min({attempts}, 1e-9) > {PICKER_FAILURE_RATIO:g}",
+            for_="10m",
+            severity="warning",
+            summary="The endpoint picker finds no endpoint for many requests",
+            description=f"More than {PICKER_FAILURE_RATIO:.0%} of the picker's scheduling attempts fail: those "
+            "requests go on by least request, without prefix-cache scoring.",
+            runbook_base=rb,
+        ),
+        alert(
+            "EndpointPickerSlow",
+            f"{p99} > {slow:g}",
+            for_="10m",
+            severity="warning",
+            summary="The endpoint picker's picks near the gateway's timeout",
+            description=f"The picker's p99 from a request's receipt to its pick is over {slow:g} s, half the "
+            f"gateway's ext_proc messageTimeout ({picker.MESSAGE_TIMEOUT}): past it requests wait, then go on "
+            "unpicked.",
+            runbook_base=rb,
+        ),
     ]
 
 

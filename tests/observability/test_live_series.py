@@ -59,6 +59,8 @@ EXTERNAL = {
     "ratelimit_cluster": "Envoy Gateway's global rate limit",
     "ratelimit_service_": "Envoy Gateway's rate-limit service (envoyproxy/ratelimit), not run locally",
     "batch_tokens_total": "the batch lane's workers (batch/usage.py; tests/batch/test_lane_edge.py reads it from one)",
+    "llm_d_epp_": "llm-d's endpoint picker, a Go binary not run here: its names are held to llm-d-router v0.10.0 in "
+    "tests/components/edge/test_endpoint_picker_metrics.py",
 }
 """Series prefixes other exporters publish, with which one."""
 METERS = (TokenMeter(client="default", domain="envoy-gateway-system/inference-edge-backend", key1="rule"),)
@@ -74,9 +76,8 @@ def planned_reads() -> list[tuple[str, Read]]:
     out: list[tuple[str, Read]] = []
     for scope in _scopes():
         vendor = "neuron" if scope.backend == "neuron" else "nvidia"
-        rule_set = RuleSet(
-            scope=scope, vendor=vendor, hpa="keda-hpa-triton", edge_clusters="httproute/.*", token_meters=METERS
-        )
+        rule_set = RuleSet(scope=scope, vendor=vendor, hpa="keda-hpa-triton", edge_clusters="httproute/.*",
+                           endpoint_picker="inference-router-epp", token_meters=METERS)  # fmt: skip
         for group in rule_groups(rule_set):
             for rule in group["rules"]:
                 where = f"rule {rule.get('record') or rule.get('alert')}"

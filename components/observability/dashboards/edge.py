@@ -1,4 +1,5 @@
-"""The edge: requests, 401, 429 and 5xx through Envoy Gateway, per route and per client.
+"""The edge: requests, 401, 429 and 5xx through Envoy Gateway, per route and per client, and the endpoint picker's
+picks where the stack routes through it.
 
 Envoy's own statistics (``envoy_cluster_*``, ``envoy_http_*``) count per route cluster and listener;
 Envoy has no per-client statistic, so the per-client panels read the global rate-limit service's
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from inference_platform.catalog import endpoint_picker as picker
 from inference_platform.components.observability import promql as q
 from inference_platform.components.observability.dashboards.panels import (
     RATE,
@@ -104,6 +106,36 @@ def build() -> Any:
                     )
                 ],
                 unit="s",
+            )
+        )
+        .with_panel(
+            series(
+                "Endpoint picker: picks and errors",
+                [
+                    (f"sum by (status) (rate({picker.SCHEDULER_ATTEMPTS}[{RATE}]))", "picks {{status}}"),
+                    (f"sum(rate({picker.DATALAYER_POLL_ERRORS}[{RATE}]))", "metrics unreadable"),
+                    (f"sum(rate({picker.DATALAYER_EXTRACT_ERRORS}[{RATE}]))", "metric family missing"),
+                ],
+                unit="ops",
+                description="edge.routing.mode inference-pool only. The picker's picks by outcome, and its failed "
+                "reads of the replicas' /metrics (a poll every 50 ms per replica): with errors it scores on stale "
+                "queue and KV-cache values.",
+            )
+        )
+        .with_panel(
+            series(
+                "Endpoint picker: time to a pick",
+                [
+                    (
+                        f"histogram_quantile({quantile}, sum by (le) "
+                        f"(rate({picker.REQUEST_PROCESSING}_bucket[{RATE}])))",
+                        f"p{int(quantile * 100)}",
+                    )
+                    for quantile in (0.5, 0.99)
+                ],
+                unit="s",
+                description=f"From a request's receipt to its pick, the whole body read: the gateway waits up to "
+                f"{picker.MESSAGE_TIMEOUT} (ext_proc messageTimeout), then sends the request on unpicked.",
             )
         )
         .build()

@@ -32,6 +32,8 @@ TRT = f'{W},model="tensorrt_llm",version="1",pod="triton-a"'
 SRV = f'{W},model_name="Llama-3.1-8B",client="team-a",pod="triton-a"'  # the OpenAI server's series
 KSM = f'job="kube-state-metrics",namespace="{NS}",pod="triton-7d9f-abcde",container="triton"'
 ROUTE = 'envoy_cluster_name="httproute/inference/triton/rule/0"'
+PICKER = f'namespace="{NS}",job="inference-router-epp"'
+"""The picker's own series, as the stack's ServiceMonitor labels them (job: its Service)."""
 RATE_LIMIT_CLUSTER = 'envoy_cluster_name="ratelimit_cluster"'  # Envoy Gateway's cluster of its rate-limit service
 
 
@@ -305,9 +307,55 @@ CASES = [
         "No endpoint picker pod is ready: the gateway's ext_proc fails open and every request is balanced by least "
         "request, without prefix-cache, queue or KV-cache scoring.",
     ),
-]
+    # One replica the picker cannot parse (~20 errors/s, a poll every 50 ms) fires; a replica's restart (a few
+    # seconds of errors, 0.5/s over 5 minutes) does not.
+    Case(
+        "EndpointPickerBlind",
+        [
+            (f"llm_d_epp_datalayer_extract_errors_total{{{PICKER},source_type=\"metrics-data-source\"}}", "0+1200x30"),
+            (f"llm_d_epp_datalayer_poll_errors_total{{{PICKER},source_type=\"metrics-data-source\"}}", "0x30"),
+        ],
+        [
+            (f"llm_d_epp_datalayer_extract_errors_total{{{PICKER},source_type=\"metrics-data-source\"}}", "0+30x30"),
+            (f"llm_d_epp_datalayer_poll_errors_total{{{PICKER},source_type=\"metrics-data-source\"}}", "0x30"),
+        ],
+        "25m",
+        {},
+        "The picker keeps failing to read or parse the serving pods' /metrics (poll or extract errors): its queue "
+        "and KV-cache scorers work on stale values, and picks pile onto busy replicas.",
+    ),
+    Case(
+        "EndpointPickerPicksFailing",
+        [
+            (f'llm_d_epp_scheduler_attempts_total{{{PICKER},status="success"}}', "0+900x30"),
+            (f'llm_d_epp_scheduler_attempts_total{{{PICKER},status="failure"}}', "0+100x30"),
+        ],
+        [
+            (f'llm_d_epp_scheduler_attempts_total{{{PICKER},status="success"}}', "0+900x30"),
+            (f'llm_d_epp_scheduler_attempts_total{{{PICKER},status="failure"}}', "0+10x30"),
+        ],
+        "25m",
+        {},
+        "More than 5% of the picker's scheduling attempts fail: those requests go on by least request, without "
+        "prefix-cache scoring.",
+    ),
+    Case(
+        "EndpointPickerSlow",
+        [(f'llm_d_epp_request_processing_duration_seconds_bucket{{{PICKER},le="{le}"}}', v)
+         for le, v in (("1", "0x30"), ("2.5", "0x30"), ("5", "0+100x30"), ("+Inf", "0+100x30"))],
+        [(f'llm_d_epp_request_processing_duration_seconds_bucket{{{PICKER},le="{le}"}}', "0+100x30")
+         for le in ("1", "2.5", "5", "+Inf")],
+        "25m",
+        {},
+        "The picker's p99 from a request's receipt to its pick is over 2.5 s, half the gateway's ext_proc "
+        "messageTimeout (5s): past it requests wait, then go on unpicked.",
+    ),
+]  # fmt: skip
 NVIDIA_ONLY = (
     "EndpointPickerUnavailable",
+    "EndpointPickerBlind",
+    "EndpointPickerPicksFailing",
+    "EndpointPickerSlow",
     "KvCacheNearlyFull",
     "GpuXidError",
     "AcceleratorsUnderutilised",
