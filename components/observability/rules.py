@@ -362,6 +362,7 @@ def _picker_alerts(rules: RuleSet) -> list[dict[str, Any]]:
     ready = q.selector(
         {"namespace": rules.scope.namespace, "pod": f"=~{rules.endpoint_picker}-.*", "condition": "true"}
     )
+    assert rules.endpoint_picker is not None  # the caller adds this group only with a picker
     own = {"namespace": rules.scope.namespace, "job": rules.endpoint_picker}
     errors = " + ".join(
         f"sum(rate({family}{q.selector(own)}[5m]))"
