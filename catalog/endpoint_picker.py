@@ -76,7 +76,8 @@ ENGINE_TYPE_LABEL: Final = "llm-d.ai/engine-type"
 ENGINE_TYPE: Final = "triton-tensorrt-llm"
 """The metric names the EPP reads (``pkg/epp/framework/plugins/datalayer/extractor/metrics/factories.go``);
 never ``triton``, whose passthrough parser turns prefix scoring off."""
-MESSAGE_TIMEOUT: Final = "5s"
+MESSAGE_TIMEOUT_S: Final = 5
+MESSAGE_TIMEOUT: Final = f"{MESSAGE_TIMEOUT_S}s"
 """Envoy Gateway's default is 200 ms (``ext_proc_types.go``); the EPP schedules in milliseconds but scrapes and
 scores under load, and a slow pick must not fail open needlessly. No flow control queue is enabled, so no
 request waits in the EPP for longer."""
@@ -87,13 +88,6 @@ PodDisruptionBudget keeps one through a node drain."""
 NO_WAIT_FIELD: Final = "send_body_without_waiting_for_header_response"
 LISTENER_TYPE: Final = "type.googleapis.com/envoy.config.listener.v3.Listener"
 EXT_PROC_FILTER: Final = "envoy.filters.http.ext_proc"
-
-
-def message_timeout_seconds() -> float:
-    """``MESSAGE_TIMEOUT`` in seconds (a Gateway API duration in whole seconds here)."""
-    if not MESSAGE_TIMEOUT.endswith("s") or not MESSAGE_TIMEOUT[:-1].isdigit():
-        raise ValueError(f"MESSAGE_TIMEOUT {MESSAGE_TIMEOUT!r}: expected whole seconds, e.g. '5s'")
-    return float(MESSAGE_TIMEOUT[:-1])
 
 
 def service_name(release: str = RELEASE) -> str:

@@ -370,7 +370,7 @@ def _picker_alerts(rules: RuleSet) -> list[dict[str, Any]]:
     )
     attempts = f"sum(rate({picker.SCHEDULER_ATTEMPTS}{q.selector(own)}[10m]))"
     failures = f"sum(rate({picker.SCHEDULER_ATTEMPTS}{q.selector({**own, 'status': 'failure'})}[10m]))"
-    slow = picker.message_timeout_seconds() / 2
+    slow = picker.MESSAGE_TIMEOUT_S / 2
     p99 = f"histogram_quantile(0.99, sum by (le) (rate({picker.REQUEST_PROCESSING}_bucket{q.selector(own)}[10m])))"
     rb = rules.runbook_base
     return [
