@@ -49,6 +49,10 @@ a fleet whose distinct prefixes outgrow one replica's cache but fit the fleet's,
 of system prompts and histories outgrow one GPU's pool. With the stack's own pool (dev: 131 k tokens) every replica
 holds every prefix, and routing can only lose (balance) or tie."""
 REQUEST_TIMEOUT = 120.0
+CLOCK_SLACK_US = 200.0
+"""How far apart two of Envoy's workers may stamp the same instant in its access log, in microseconds: each stamps
+its own events, and one event's stamp trails the state change it logs (a stream is counted active just before its
+first byte goes out)."""
 LOG_FLUSH_WAIT = 15.0
 
 
@@ -61,11 +65,44 @@ class Outcome:
 
 
 @dataclass(frozen=True)
+class Pick:
+    """One replica pick as the edge's access log brackets it, for Envoy's bounded-load rule: the requests its replica
+    surely held active at the pick, and the most the whole cluster may have held active then.
+
+    In ``envoy`` mode the pick happens between the request's body being in (the affinity Lua reads the whole body
+    before the router runs) and its upstream request beginning (``received_us`` .. ``upstream_wait_us``); a request
+    counts as surely held when it was attached before that window and still running after it, and as possibly held
+    when it ran at any point of it, each widened by ``CLOCK_SLACK_US``. The bracket holds whatever the order in which
+    Envoy's workers opened connections, so the check never blames Envoy for timing it cannot see. Modes that pick
+    before the body is in (round robin, least request) have no bound to check."""
+
+    host: str
+    host_active: int
+    overall_active: int
+
+
+@dataclass(frozen=True)
 class PartResult:
     outcomes: list[Outcome]
     wall_seconds: float
     per_replica: dict[str, int]
     peak_in_flight: dict[str, int]
+    picks: tuple[Pick, ...] = ()
+
+    def picks_over_bound(self, *, replicas: int, load_bound_percent: int) -> list[Pick]:
+        """The picks Envoy's bounded-load rule forbids: a replica already holding more than its slots
+        (``catalog.edge_routing.bounded_load_slots``). Requests waiting for a new upstream connection are not
+        active for Envoy, so ``peak_in_flight`` may pass ``load_bound`` while no pick breaks the rule."""
+        from inference_platform.catalog.edge_routing import bounded_load_slots
+
+        return [
+            pick
+            for pick in self.picks
+            if pick.host_active
+            > bounded_load_slots(
+                overall_active=pick.overall_active, replicas=replicas, load_bound_percent=load_bound_percent
+            )
+        ]
 
     @property
     def errors(self) -> int:
@@ -147,16 +184,50 @@ def replay(
     wall = time.perf_counter() - began
     # Envoy writes its access log out every second (its file flush interval): wait, bounded, for every line.
     deadline = time.monotonic() + LOG_FLUSH_WAIT
-    per_replica, peaks = replica_load(access_log, start_offset)
+    per_replica, peaks, picks = replica_load(access_log, start_offset)
     while sum(per_replica.values()) < len(requests) and time.monotonic() < deadline:
         time.sleep(0.2)
-        per_replica, peaks = replica_load(access_log, start_offset)
-    return PartResult(outcomes, wall, per_replica, peaks)
+        per_replica, peaks, picks = replica_load(access_log, start_offset)
+    return PartResult(outcomes, wall, per_replica, peaks, picks)
 
 
-def replica_load(access_log: Path, offset: int = 0) -> tuple[dict[str, int], dict[str, int]]:
-    """Requests per upstream replica and the most upstream requests one held at once, from the edge's access log
-    (upstream request intervals in microseconds; Envoy counts a host's active request over at least that span)."""
+@dataclass(frozen=True)
+class _Upstream:
+    host: str
+    received: float
+    begin: float
+    end: float
+
+
+def _upstream_requests(entries: Sequence[dict[str, Any]]) -> list[_Upstream]:
+    """Each served request's times in microseconds: body in, upstream request begun and ended."""
+    requests = []
+    for e in entries:
+        try:
+            start = float(e["start_s"]) * 1e6
+            begin = start + float(e["upstream_wait_us"])
+            received = min(start + float(e["received_us"]), begin)
+            requests.append(_Upstream(e["upstream"], received, begin, begin + float(e["upstream_us"])))
+        except (KeyError, TypeError, ValueError):
+            continue
+    return requests
+
+
+def _picks(requests: Sequence[_Upstream]) -> tuple[Pick, ...]:
+    slack = CLOCK_SLACK_US
+    picks = []
+    for r in requests:
+        others = [o for o in requests if o is not r]
+        surely = sum(1 for o in others if o.host == r.host and o.begin < r.received - slack and o.end > r.begin + slack)
+        possibly = sum(1 for o in others if o.begin < r.begin + slack and o.end > r.received - slack)
+        picks.append(Pick(r.host, surely, possibly))
+    return tuple(picks)
+
+
+def replica_load(access_log: Path, offset: int = 0) -> tuple[dict[str, int], dict[str, int], tuple[Pick, ...]]:
+    """Requests per upstream replica, the most upstream requests one held at once, and every pick bracketed for
+    Envoy's load-bound rule, from the edge's access log (upstream request intervals in microseconds; Envoy counts a
+    host's active request over that span)."""
     entries = []
     with access_log.open("rb") as handle:
         handle.seek(offset)
@@ -165,25 +236,20 @@ def replica_load(access_log: Path, offset: int = 0) -> tuple[dict[str, int], dic
                 entries.append(json.loads(line))
     served = [e for e in entries if e.get("upstream") not in (None, "-", "")]
     per_replica = Counter(e["upstream"] for e in served)
+    requests = _upstream_requests(served)
     peaks: dict[str, int] = {}
     for host in per_replica:
         events = []
-        for e in served:
-            if e["upstream"] != host:
-                continue
-            try:
-                begin = float(e["start_s"]) * 1e6 + float(e["upstream_wait_us"])
-                end = begin + float(e["upstream_us"])
-            except (KeyError, TypeError, ValueError):
-                continue
-            events += [(begin, 1), (end, -1)]
+        for r in requests:
+            if r.host == host:
+                events += [(r.begin, 1), (r.end, -1)]
         # An interval ending exactly where another begins does not overlap it: ends sort first.
         level = peak = 0
         for _, step in sorted(events, key=lambda ev: (ev[0], ev[1])):
             level += step
             peak = max(peak, level)
         peaks[host] = peak
-    return dict(per_replica), peaks
+    return dict(per_replica), peaks, _picks(requests)
 
 
 @contextlib.contextmanager
@@ -300,7 +366,17 @@ def main(argv: list[str]) -> int:
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "settings": {k: getattr(args, k) for k in ("replicas", "concurrency", "prefill_us_per_token", "kv_tokens")},
         "modes": {mode: {part: summary(results[(mode, part)]) for part in PARTS} for mode in MODES},
+        # Envoy's bounded-load rule, checked pick by pick in envoy mode (Pick): picks it forbids, per part.
+        "envoy_picks_over_bound": {
+            part: len(
+                results[("envoy", part)].picks_over_bound(
+                    replicas=args.replicas, load_bound_percent=policy.routing.load_bound_percent
+                )
+            )
+            for part in PARTS
+        },
     }
+    print(f"envoy mode, picks Envoy's load bound forbids, per part: {report['envoy_picks_over_bound']}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2, allow_nan=False) + "\n")
     rr, env = results[("round-robin", "shared")], results[("envoy", "shared")]

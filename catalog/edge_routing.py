@@ -113,19 +113,38 @@ class Routing:
         )
 
 
-def load_bound(*, in_flight_elsewhere: int, replicas: int, load_bound_percent: int) -> int:
-    """The most requests one of ``replicas`` equal replicas holds right after Envoy's bounded-load hash picked it,
-    when ``in_flight_elsewhere`` other requests were in flight in the cluster at the pick.
+def bounded_load_slots(*, overall_active: int, replicas: int, load_bound_percent: int) -> int:
+    """How many active requests one of ``replicas`` equal replicas may already hold and still be picked, when
+    ``overall_active`` requests are active in the cluster at the pick.
 
     Envoy (``BoundedLoadHashingLoadBalancer::hostOverloadFactor``): ``total_slots = ((overall_active + 1) *
     hash_balance_factor + 99) / 100``; ``slots = max(1, ceil(total_slots * weight))``; a host is taken while
-    ``host_active <= slots``, so it holds at most ``slots + 1`` with the new request. Equal weights never leave
-    every host overloaded (their loads add up to ``overall_active`` < ``total_slots``)."""
-    if replicas < 1 or in_flight_elsewhere < 0:
-        raise ValueError("replicas must be >= 1 and in_flight_elsewhere >= 0")
-    total_slots = ((in_flight_elsewhere + 1) * load_bound_percent + 99) // 100
-    slots = max(1, -(-total_slots // replicas))
-    return slots + 1
+    ``host_active <= slots``. Equal weights never leave every host overloaded (their loads add up to
+    ``overall_active`` < ``total_slots``).
+
+    "Active" is Envoy's ``rq_active`` of the host: it counts a request from when it is attached to a ready upstream
+    connection (``ConnPoolImplBase::attachStreamToClient``) until its stream closes; a request picked while its
+    connection is still being opened waits as a pending stream and is not counted (``newStream`` ->
+    ``newPendingStream``; envoyproxy/envoy source/common/conn_pool/conn_pool_base.cc at 00dcf3fb, the version stored
+    for reading here: the repository is too large to fetch at the 1.40 tag we run). So a burst that needs new connections to a replica
+    can put more on it than ``load_bound`` says: every pick made while other picks of it wait for their connections
+    sees those as absent. Measured on the routing trace's hot part (tests/bench/test_routing_trace.py)."""
+    if replicas < 1 or overall_active < 0:
+        raise ValueError("replicas must be >= 1 and overall_active >= 0")
+    total_slots = ((overall_active + 1) * load_bound_percent + 99) // 100
+    return max(1, -(-total_slots // replicas))
+
+
+def load_bound(*, in_flight_elsewhere: int, replicas: int, load_bound_percent: int) -> int:
+    """The most active requests one of ``replicas`` equal replicas holds right after Envoy's bounded-load hash picked
+    it, when ``in_flight_elsewhere`` other requests were active in the cluster at the pick: its slots
+    (``bounded_load_slots``) plus the new request. It counts only attached requests, as Envoy does."""
+    if in_flight_elsewhere < 0:
+        raise ValueError("in_flight_elsewhere must be >= 0")
+    return (
+        bounded_load_slots(overall_active=in_flight_elsewhere, replicas=replicas, load_bound_percent=load_bound_percent)
+        + 1
+    )
 
 
 def affinity_lua(routing: Routing, credential_headers: tuple[str, ...]) -> str:

@@ -736,9 +736,11 @@ def _access_log(policy: EdgePolicy, path: Path) -> dict[str, Any]:
         "upstream": "%UPSTREAM_HOST%",
         "duration_ms": "%DURATION%",
         "first_byte_ms": "%RESPONSE_DURATION%",
-        # When the upstream request ran, in microseconds (the routing trace's per-replica concurrency): start of the
-        # request, its wait before the upstream request began, and the upstream request's own length.
+        # When the upstream request ran, in microseconds (the routing trace's per-replica concurrency and its check of
+        # Envoy's load bound): start of the request, when its body was in (the earliest the edge can pick a replica
+        # for a body it reads), its wait before the upstream request began, and the upstream request's own length.
         "start_s": "%START_TIME(%s.%6f)%",
+        "received_us": "%COMMON_DURATION(DS_RX_BEG:DS_RX_END:us)%",
         "upstream_wait_us": "%COMMON_DURATION(DS_RX_BEG:US_TX_BEG:us)%",
         "upstream_us": "%COMMON_DURATION(US_TX_BEG:US_RX_END:us)%",
         # The prefix-affinity key the edge's Lua set (envoy routing; null without one): which prompts shared a key.
