@@ -17,6 +17,18 @@ METRICS_PATH = "/metrics"
 OPENAI_PORT = 9000
 """The OpenAI-compatible server in the serving pod (Triton's own OpenAI frontend listens here by default): the
 only port the public edge routes to; Triton's KServe v2 ports stay inside the cluster."""
+EDGE_UPSTREAM_IDLE_SECONDS = 60
+"""How long the edge keeps an idle connection to a replica's OpenAI server before closing it (Envoy Gateway v1.9.0
+BackendTrafficPolicy ``timeout.http.connectionIdleTimeout``, "Default: 1 hour", api/v1alpha1/timeout_types.go;
+Envoy's cluster ``common_http_protocol_options.idle_timeout`` locally)."""
+OPENAI_KEEPALIVE_SECONDS = 75
+"""How long the OpenAI server keeps an idle connection open (uvicorn's ``timeout_keep_alive``, 5 s by default in
+uvicorn 0.55.0 ``config.py``). Longer than ``EDGE_UPSTREAM_IDLE_SECONDS`` so the edge always closes first: a server
+that closes an idle connection just as the edge sends the next request on it resets a request that has already left,
+which Envoy answers 503 (``upstream_reset_before_response_started{connection_termination}``) and, rightly, does not
+retry (``catalog.edge_policy.RETRY_ON``: a generation is retried only when no byte reached a server). With the 5 s
+default and Envoy Gateway's hour, every connection idle for about 5 s was that race, seen as a 503 on the local edge.
+15 s apart: both sides time idleness on their own timers."""
 OPENAI_HEALTH_PATH = "/health"
 """GET; 200 only when the engine can generate. Public at the edge beside the OpenAI routes."""
 READINESS_DEADLINE_ENV = "INFERENCE_READINESS_DEADLINE_SECONDS"

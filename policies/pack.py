@@ -10,6 +10,7 @@ from pulumi_policy import EnforcementLevel, Policy
 from inference_platform.policies.rules import (
     accelerator_scaling,
     alb_targets,
+    backend_keepalive,
     batch,
     cost,
     edge,
@@ -87,6 +88,7 @@ POLICIES: list[Policy] = [
     *envoy_gateway_features.POLICIES,
     *envoy_gateway_policies.POLICIES,
     *alb_targets.POLICIES,
+    *backend_keepalive.POLICIES,
     *image_disk.POLICIES,
     *edge_routes.POLICIES,
     *edge_routing.POLICIES,

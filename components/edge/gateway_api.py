@@ -64,6 +64,7 @@ from inference_platform.catalog.edge_policy import (
     edge_error_body,
 )
 from inference_platform.catalog.envoy_gateway_policies import conflict_problems
+from inference_platform.catalog.serving_contract import EDGE_UPSTREAM_IDLE_SECONDS
 from inference_platform.components.edge.inference_pool import extension_policies, filter_order, picker_objects
 from inference_platform.components.edge.routing import BALANCE_FACTOR_PATH, bounded_load_patch, load_balancer
 from inference_platform.components.edge.token_limits import token_rules
@@ -474,8 +475,9 @@ def _backend_traffic_policy(policy: EdgePolicy, target: GatewayTarget) -> Manife
         # server's, which are OpenAI-shaped already). Envoy's 503 when the circuit breaker is open (it marks it
         # x-envoy-overloaded) also tells the client when to come back, like the local Envoy's mapper on UO.
         "responseOverride": [_error_override(status, policy) for status in sorted(EDGE_ERRORS)],
-        # "0s" turns Envoy's 15 s default route timeout off (the routes' own timeouts say the same).
-        "timeout": {"http": {"connectionIdleTimeout": f"{policy.idle_timeout_seconds}s", "requestTimeout": "0s"}},
+        # "0s" turns Envoy's 15 s default route timeout off (the routes' own timeouts say the same). An idle
+        # connection to a replica is closed by the edge before the server would (catalog.serving_contract).
+        "timeout": {"http": {"connectionIdleTimeout": f"{EDGE_UPSTREAM_IDLE_SECONDS}s", "requestTimeout": "0s"}},
     }
     if policy.clients:
         spec["rateLimit"] = {

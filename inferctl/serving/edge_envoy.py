@@ -69,6 +69,7 @@ from inference_platform.catalog.envoy_gateway_gates import (
     merged_config,
 )
 from inference_platform.catalog.envoy_gateway_policies import conflict_problems
+from inference_platform.catalog.serving_contract import EDGE_UPSTREAM_IDLE_SECONDS
 from inference_platform.components.edge.inference_pool import extension_policies
 from inference_platform.components.edge.token_limits import local_domain, route_rate_limits
 from inference_platform.components.edge.token_metering import METERING_LUA_NAME, metering_lua
@@ -714,7 +715,8 @@ def _cluster(policy: EdgePolicy, name: str, upstream: Upstream) -> dict[str, Any
         "typed_extension_protocol_options": {
             "envoy.extensions.upstreams.http.v3.HttpProtocolOptions": {
                 "@type": f"{_TYPES}extensions.upstreams.http.v3.HttpProtocolOptions",
-                "common_http_protocol_options": {"idle_timeout": f"{policy.idle_timeout_seconds}s"},
+                # The edge closes an idle connection before the server would (catalog.serving_contract).
+                "common_http_protocol_options": {"idle_timeout": f"{EDGE_UPSTREAM_IDLE_SECONDS}s"},
                 # HTTP/1.1 to the servers (uvicorn speaks no cleartext HTTP/2), whatever the client speaks.
                 "explicit_http_config": {"http_protocol_options": {}},
             }

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from inference_platform.catalog.serving_contract import OPENAI_KEEPALIVE_SECONDS
 from inference_platform.inference_image.openai_api.app import build_app
 from inference_platform.inference_image.openai_api.config import from_model_dir
 from inference_platform.inference_image.openai_api.guides import GuideChecker
@@ -73,5 +74,6 @@ def serve(app: Any, *, host: str, port: int, shutdown_timeout: float) -> None:
     uvicorn.run(
         app, host=host, port=port, log_level="info",
         timeout_graceful_shutdown=shutdown_timeout,  # type: ignore[arg-type]  # asyncio.timeout takes it; uvicorn says int
+        timeout_keep_alive=OPENAI_KEEPALIVE_SECONDS,  # outlives the edge's idle upstream connections
         loop="uvloop", http="httptools",
     )  # fmt: skip

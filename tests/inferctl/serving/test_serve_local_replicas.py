@@ -164,8 +164,11 @@ def test_replicas_behind_the_edge_share_prefixes_spread_and_route_around_a_dead_
         # goes to another replica; then the prefix's hash settles on one survivor, whose cache serves it again.
         count = OUTLIER_CONSECUTIVE_5XX + 3
         after = [edge.chat(shared, f"after {i}") for i in range(count)]
-        assert [status for status, _ in after] == [200] * count
-        survivors = [line["upstream"] for line in edge.lines(count)]
+        after_lines = edge.lines(count)
+        assert [status for status, _ in after] == [200] * count, [
+            {k: line[k] for k in ("status", "flags", "details", "upstream")} for line in after_lines
+        ]
+        survivors = [line["upstream"] for line in after_lines]
         assert home not in survivors, survivors
         assert len(set(survivors[-3:])) == 1, survivors
         assert _cached(after[-1][1]) >= len(shared) - 64
