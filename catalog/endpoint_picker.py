@@ -76,6 +76,19 @@ ENGINE_TYPE_LABEL: Final = "llm-d.ai/engine-type"
 ENGINE_TYPE: Final = "triton-tensorrt-llm"
 """The metric names the EPP reads (``pkg/epp/framework/plugins/datalayer/extractor/metrics/factories.go``);
 never ``triton``, whose passthrough parser turns prefix scoring off."""
+DEFAULT_PLUGINS_FILE: Final = "default-plugins.yaml"
+"""The chart's own EPP configuration (``routerlib/templates/_config.yaml``), rendered from ``modelServers.type``."""
+NEURON_ENGINE: Final = "triton-neuron-llm"
+"""Our name for the Neuron replicas' engine in the EPP's ``core-metrics-extractor``: none of v0.10.0's built-in
+engines (``factories.go`` ``defaultEngineConfigs``: vllm, sglang, trtllm-serve, triton-tensorrt-llm, triton) reads
+the gauges the ``neuron_llm`` step publishes (inference_image/runtime/request_gauges.py), so it is declared in
+``engineConfigs`` (extractor README "Custom Engine Configuration") and made the ``defaultEngine``."""
+NEURON_PLUGINS_FILE: Final = "neuron-plugins.yaml"
+"""The Neuron stacks' EPP configuration, added to the chart's ConfigMap (``router.epp.pluginsCustomConfig``) and
+selected with ``router.epp.pluginsConfigFile`` (``_deployment.yaml``: ``--config-file /config/<file>``)."""
+NEURON_QUEUE_SPEC: Final = "neuron_llm_request_metrics{request_type=waiting}"
+NEURON_RUNNING_SPEC: Final = "neuron_llm_request_metrics{request_type=active}"
+"""``spec.go`` syntax: a family and a label subset, values quoted or not."""
 MESSAGE_TIMEOUT_S: Final = 5
 MESSAGE_TIMEOUT: Final = f"{MESSAGE_TIMEOUT_S}s"
 """Envoy Gateway's default is 200 ms (``ext_proc_types.go``); the EPP schedules in milliseconds but scrapes and
@@ -99,6 +112,46 @@ def pod_labels(release: str = RELEASE) -> dict[str, str]:
     return {"llm-d-router-standalone": service_name(release)}
 
 
+def neuron_plugins() -> dict[str, Any]:
+    """The EPP configuration for Neuron replicas: the chart's defaults (``_config.yaml`` ``default-plugins.yaml``)
+    with what a Neuron replica can tell: its queue and its running batch, read from the ``neuron_llm`` step's gauges
+    (the OpenAI server relays them on the serving port, the only one the EPP scrapes). The KV-cache and prefix-cache
+    scorers are left out, not fed zeros: the step runs static batches with no paged KV cache and no prefix reuse
+    (``components.observability.promql.Scope``), so neither has anything true to score. ``running-requests-size-scorer``
+    (scorer/runningrequests README) stands in for the KV scorer's job: a replica whose batch is full is busier."""
+    return {
+        "apiVersion": "llm-d.ai/v1alpha1",
+        "kind": "EndpointPickerConfig",
+        "plugins": [
+            {"type": "queue-scorer"},
+            {"type": "running-requests-size-scorer"},
+            {"type": "metrics-data-source", "parameters": {"scheme": "http", "path": "/metrics"}},
+            {
+                "type": "core-metrics-extractor",
+                "parameters": {
+                    "defaultEngine": NEURON_ENGINE,
+                    "engineConfigs": [
+                        {
+                            "name": NEURON_ENGINE,
+                            "queuedRequestsSpec": NEURON_QUEUE_SPEC,
+                            "runningRequestsSpec": NEURON_RUNNING_SPEC,
+                        }
+                    ],
+                },
+            },
+        ],
+        "schedulingProfiles": [
+            {
+                "name": "default",
+                "plugins": [
+                    {"pluginRef": "queue-scorer", "weight": 2},
+                    {"pluginRef": "running-requests-size-scorer", "weight": 1},
+                ],
+            }
+        ],
+    }
+
+
 def chart_values(
     *,
     serving_labels: Mapping[str, str],
@@ -106,12 +159,23 @@ def chart_values(
     system_affinity: Mapping[str, Any],
     tolerations: list[dict[str, Any]],
     replicas: int = REPLICAS,
+    neuron: bool = False,
 ) -> dict[str, Any]:
     """The release's values: the serving pods (``modelServers``), the pinned image, no InferencePool, no proxy,
     plaintext gRPC to the edge (``secure-serving: false``: the NetworkPolicy admits only the edge's proxies), on
-    the system nodes."""
+    the system nodes. ``neuron``: the replicas are Neuron's, scored by ``neuron_plugins``."""
     if not serving_labels:
         raise ValueError("serving_labels: required (the chart refuses an empty selector in standalone mode)")
+    import yaml
+
+    config = (
+        {
+            "pluginsConfigFile": NEURON_PLUGINS_FILE,
+            "pluginsCustomConfig": {NEURON_PLUGINS_FILE: yaml.safe_dump(neuron_plugins(), sort_keys=False)},
+        }
+        if neuron
+        else {}
+    )
     return {
         "router": {
             "modelServers": {
@@ -134,6 +198,7 @@ def chart_values(
                 "resources": {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"memory": "4Gi"}},
                 "affinity": dict(system_affinity),
                 "tolerations": list(tolerations),
+                **config,
             },
             # The chart's own ServiceMonitor stays off: with it come a ClusterRole (tokenreviews,
             # subjectaccessreviews) and a long-lived token of the picker's own ServiceAccount handed to

@@ -33,3 +33,10 @@ MODEL_LABEL: Final = "model_name"
 CLIENT_LABEL: Final = "client"
 COUNTER_SUFFIX: Final = "_total"
 """Counters are exposed with it (``vllm:prompt_tokens_total``)."""
+RELAYED_ENGINE_FAMILIES: Final = (
+    "nv_trt_llm_request_metrics",
+    "nv_trt_llm_kv_cache_block_metrics",
+    "neuron_llm_request_metrics",
+)
+"""The engine's gauges the OpenAI server relays from Triton's metrics page onto its own (the endpoint picker scrapes
+the serving port only). The ServiceMonitor drops them from that port: Prometheus reads them once, from Triton's."""

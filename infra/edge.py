@@ -167,6 +167,7 @@ def _gateway(
             model_routing=models.routing if models else None,
             redis_url=store.url,
             redis_tls=store.tls,
+            neuron_replicas=settings.serving.backend == "neuron",
             rate_limit_fail_closed=cfg.rate_limits.resolved_fail_closed(settings.environment),
             rate_limit_timeout_ms=cfg.rate_limits.service_timeout_ms,
             redis_auth_secret_arn=store.auth_secret_arn,

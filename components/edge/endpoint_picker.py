@@ -47,6 +47,9 @@ class EndpointPickerArgs:
     """Required. Where the gateway's Envoy proxies run."""
     proxy_labels: Mapping[str, str]
     """Required. The Envoy proxy pods' labels."""
+    neuron: bool = False
+    """Default ``False``. The serving pods are Neuron's: the picker reads the ``neuron_llm`` step's gauges
+    (``catalog.endpoint_picker.neuron_plugins``) instead of TensorRT-LLM's."""
     depends_on: Sequence[pulumi.Resource] = ()
 
 
@@ -69,6 +72,7 @@ class EndpointPicker(pulumi.ComponentResource):
                 serving_port=args.serving_port,
                 system_affinity=system_affinity(),
                 tolerations=[],
+                neuron=args.neuron,
             ),
             opts=child,
         )

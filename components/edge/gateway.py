@@ -61,6 +61,9 @@ class EdgeGatewayArgs:
     proxies."""
     redis_tls: bool = False
     """Default ``False``. The rate-limit service talks TLS to Redis (ElastiCache requires it)."""
+    neuron_replicas: bool = False
+    """Default ``False``. The serving pods are Neuron's (``serving.backend: neuron``): ``edge.routing:
+    inference-pool``'s picker scores them on the ``neuron_llm`` step's gauges (``catalog.endpoint_picker``)."""
     rate_limit_fail_closed: bool = False
     """Default ``False`` (Envoy Gateway's default: fail open). ``True`` refuses requests (HTTP 500) while
     the rate-limit service does not answer, instead of letting them through unlimited."""
@@ -189,6 +192,7 @@ class EdgeGateway(pulumi.ComponentResource):
                     serving_port=target.port,
                     gateway_namespace=target.namespace,
                     proxy_labels={PROXY_LABEL: target.name},
+                    neuron=args.neuron_replicas,
                     depends_on=list(args.depends_on),
                 ),
                 opts=pulumi.ResourceOptions(parent=self),

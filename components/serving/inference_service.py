@@ -24,6 +24,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from inference_platform.catalog.server_metrics import RELAYED_ENGINE_FAMILIES
 from inference_platform.catalog.serving_contract import METRICS_PATH, METRICS_PORT, OPENAI_METRICS_PATH, OPENAI_PORT
 from inference_platform.components.common.errors import raise_if
 from inference_platform.components.serving import mpi_launch
@@ -383,8 +384,9 @@ def network_policy_spec(selector: Mapping[str, str], exposure: Exposure, *, grou
     return {"podSelector": {"matchLabels": dict(selector)}, "policyTypes": ["Ingress"], "ingress": rules}
 
 
-RELAYED_FAMILIES = "nv_trt_llm_.*"
-"""The engine gauges the OpenAI server relays from Triton (inference_image/openai_api/metrics.py)."""
+RELAYED_FAMILIES = "|".join(re.escape(family) for family in RELAYED_ENGINE_FAMILIES)
+"""The engine gauges the OpenAI server relays from Triton (inference_image/openai_api/metrics.py): dropped from its
+port, or every request gauge would count twice (autoscaling sums them)."""
 
 
 def service_monitor_spec(selector: Mapping[str, str], namespace: str, interval: str) -> dict[str, Any]:

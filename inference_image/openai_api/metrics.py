@@ -18,10 +18,11 @@ prometheus_fastapi_instrumentator names vLLM serves) for the outcomes that never
 carries ``model_name`` (the served model id) and ``client`` (the edge's ``x-client-id``; ``none`` without one).
 
 The engine's own gauges, ``nv_trt_llm_request_metrics`` and ``nv_trt_llm_kv_cache_block_metrics``, are published by
-the ``tensorrt_llm`` model on Triton's metrics port; the server relays them here too (read from Triton at most every
-``RELAY_TTL_S``; the last read is kept up to ``RELAY_STALE_S`` while the page cannot be read), because llm-d's
-endpoint picker scrapes the serving port only (shared/facts/routing.md), and derives
-``vllm:num_requests_running``/``vllm:num_requests_waiting``/``vllm:kv_cache_usage_perc`` from them.
+the ``tensorrt_llm`` model on Triton's metrics port (``neuron_llm_request_metrics`` by the ``neuron_llm`` step on
+Neuron); the server relays them here too (read from Triton at most every ``RELAY_TTL_S``; the last read is kept up to
+``RELAY_STALE_S`` while the page cannot be read), because llm-d's endpoint picker scrapes the serving port only
+(shared/facts/routing.md), and derives ``vllm:num_requests_running``/``vllm:num_requests_waiting``/
+``vllm:kv_cache_usage_perc`` from them (Neuron's running batch is its ``active`` requests; it has no KV gauge).
 """
 
 from __future__ import annotations
@@ -52,7 +53,9 @@ WAITING = m.WAITING
 KV_USAGE = m.KV_USAGE
 HTTP_REQUESTS = m.HTTP_REQUESTS
 """Counters gain ``_total`` in the exposition (``vllm:prompt_tokens_total``)."""
-RELAYED = ("nv_trt_llm_request_metrics", "nv_trt_llm_kv_cache_block_metrics")
+RELAYED = m.RELAYED_ENGINE_FAMILIES
+RUNNING_TYPE = {RELAYED[0]: "scheduled", RELAYED[2]: "active"}
+"""Each request family's ``request_type`` for the requests in the running batch."""
 LABELS = (m.MODEL_LABEL, m.CLIENT_LABEL)
 ITL_BUCKETS = (
     0.01,
@@ -239,9 +242,9 @@ class EngineRelay:
             for sample in family.samples:
                 out.add_sample(family.name, sample.labels, sample.value)
                 kind = sample.labels.get("request_type") or sample.labels.get("kv_cache_block_type")
-                if family.name == RELAYED[0] and kind == "scheduled":
+                if kind is not None and kind == RUNNING_TYPE.get(family.name):
                     running = sample.value
-                elif family.name == RELAYED[0] and kind == "waiting":
+                elif family.name in RUNNING_TYPE and kind == "waiting":
                     waiting = sample.value
                 elif family.name == RELAYED[1] and kind == "fraction":
                     usage = sample.value

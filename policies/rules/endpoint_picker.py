@@ -5,7 +5,9 @@
   v0.10.0 ``config/charts/routerlib/values.yaml``: ``tag: main``, ``pullPolicy: Always``: every pod start pulls
   whatever ``main`` is that day), pulls it ``IfNotPresent``, reads the TensorRT-LLM metric names
   (``modelServers.type`` other than ``triton``, whose passthrough parser turns prefix scoring off) and, without an
-  InferencePool, selects its pods by labels (the chart's own check, made before the release is installed).
+  InferencePool, selects its pods by labels (the chart's own check, made before the release is installed); a release
+  that names its own ``router.epp.pluginsConfigFile`` (the Neuron stacks') carries that file in
+  ``pluginsCustomConfig``, and its engine type is then the file's, not ``modelServers.type``.
 - ``endpoint-picker-fail-open`` (production): every ``extProc`` of an EnvoyExtensionPolicy fails open
   (``failOpen: true``), so a picker that is down or slow never stops requests reaching a replica (the
   BackendTrafficPolicy's least request takes over), and none uses ``FullDuplexStreamed`` (Envoy Gateway v1.9.0
@@ -21,6 +23,7 @@ from typing import Any
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema
 from pulumi_policy.proxy import UnknownValueError
 
+from inference_platform.catalog import endpoint_picker as picker
 from inference_platform.policies.callbacks import ReportViolation, ResourceValidationPolicy
 from inference_platform.policies.props import as_document, get
 from inference_platform.policies.rules.helm import HELM_INSTALLS
@@ -49,12 +52,21 @@ def release_problems(props: Any) -> list[str]:
         out.append(
             "router.epp.image.pullPolicy must be IfNotPresent (the chart's default Always re-pulls at every start)"
         )
-    kind = get(values, "router.modelServers.type")
-    if kind in (None, "triton"):
-        out.append(
-            f"router.modelServers.type {kind!r}: use triton-tensorrt-llm (the default vllm reads metric names our "
-            "servers do not publish; triton turns prefix scoring off)"
-        )
+    config_file = get(values, "router.epp.pluginsConfigFile") or picker.DEFAULT_PLUGINS_FILE
+    if config_file != picker.DEFAULT_PLUGINS_FILE:
+        # The chart's default-plugins.yaml (and so modelServers.type) is then unused: the named file is the config.
+        if config_file not in (get(values, "router.epp.pluginsCustomConfig") or {}):
+            out.append(
+                f"router.epp.pluginsConfigFile {config_file!r} is not a key of router.epp.pluginsCustomConfig (the "
+                "picker would start without its configuration)"
+            )
+    else:
+        kind = get(values, "router.modelServers.type")
+        if kind in (None, "triton"):
+            out.append(
+                f"router.modelServers.type {kind!r}: use triton-tensorrt-llm (the default vllm reads metric names "
+                "our servers do not publish; triton turns prefix scoring off)"
+            )
     if get(values, "router.inferencePool.create") is False and not get(values, "router.modelServers.matchLabels"):
         out.append("router.modelServers.matchLabels is required without an InferencePool")
     return out

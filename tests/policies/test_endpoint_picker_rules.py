@@ -88,6 +88,20 @@ def test_a_floating_or_blind_picker_fails(violations, path, value, words):
     assert found.mandatory and words in found.message, found.message
 
 
+NEURON_VALUES = picker.chart_values(
+    serving_labels={"app": "triton"}, serving_port=9000, system_affinity={}, tolerations=[], neuron=True
+)
+
+
+def test_a_release_with_its_own_configuration_is_judged_by_that_file(violations):
+    assert violations(_release(NEURON_VALUES), PINNED) == []
+    # Its config file names the engine: modelServers.type is then unused (the chart's default file is not loaded).
+    assert violations(_release(_with(NEURON_VALUES, "router.modelServers.type", "triton")), PINNED) == []
+    missing = _with(NEURON_VALUES, "router.epp.pluginsCustomConfig", {"other.yaml": "kind: EndpointPickerConfig"})
+    (found,) = violations(_release(missing), PINNED)
+    assert f"router.epp.pluginsConfigFile {picker.NEURON_PLUGINS_FILE!r} is not a key" in found.message
+
+
 def test_the_rendered_ext_proc_passes_in_production(violations):
     assert violations(_extension(EXT_PROC), FAIL_OPEN, {"production": True}) == []
 

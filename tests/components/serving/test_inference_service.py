@@ -4,13 +4,17 @@ with its settings ConfigMap, Service, PodDisruptionBudget, NetworkPolicy and Ser
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pulumi
 import pulumi_kubernetes as k8s
 import pytest
 
+from inference_platform.catalog import server_metrics
+from inference_platform.catalog.server_metrics import RELAYED_ENGINE_FAMILIES
 from inference_platform.components.common.errors import ComponentArgsError
 from inference_platform.components.serving.inference_service import (
+    RELAYED_FAMILIES,
     Exposure,
     InferenceService,
     InferenceServiceArgs,
@@ -110,8 +114,12 @@ def test_service_pdb_and_service_monitor(run_components):
     assert monitor.inputs["spec"]["endpoints"] == [
         {"port": "metrics", "path": "/metrics", "interval": "15s", "scrapeTimeout": "10s"},
         {"port": "openai", "path": "/metrics", "interval": "15s", "scrapeTimeout": "10s",
-         "metricRelabelings": [{"sourceLabels": ["__name__"], "regex": "nv_trt_llm_.*", "action": "drop"}]},
+         "metricRelabelings": [{"sourceLabels": ["__name__"], "regex": RELAYED_FAMILIES, "action": "drop"}]},
     ]  # fmt: skip
+    # Every family the server relays is dropped there (Prometheus anchors the regex), and nothing else of its own.
+    for family in RELAYED_ENGINE_FAMILIES:
+        assert re.fullmatch(RELAYED_FAMILIES, family), family
+    assert not re.fullmatch(RELAYED_FAMILIES, server_metrics.RUNNING)
     crds = one(resources, "crds")
     assert crds.urn in monitor.dependencies  # the CRD exists before the ServiceMonitor applies
 

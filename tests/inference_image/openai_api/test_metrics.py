@@ -8,6 +8,7 @@ The live counterpart, on the real local stack under load: tests/inferctl/serving
 from __future__ import annotations
 
 import http.server
+import sys
 import threading
 from collections.abc import Iterator
 
@@ -84,6 +85,28 @@ def test_the_engine_gauges_are_relayed_whole_and_vllms_derived_from_them(triton_
     assert page[server_metrics.WAITING] == [(model, 3)]
     assert page[server_metrics.RUNNING] == [(model, 8)]
     assert page[server_metrics.KV_USAGE] == [(model, 0.25)]
+
+
+NEURON_PAGE = """\
+# HELP neuron_llm_request_metrics LLM step requests (active, max, waiting)
+# TYPE neuron_llm_request_metrics gauge
+neuron_llm_request_metrics{model="neuron_llm",request_type="active",version="1"} 4
+neuron_llm_request_metrics{model="neuron_llm",request_type="max",version="1"} 4
+neuron_llm_request_metrics{model="neuron_llm",request_type="waiting",version="1"} 2
+"""
+
+
+def test_a_neuron_steps_gauges_are_relayed_and_its_running_batch_is_its_active_requests(monkeypatch, triton_page):
+    """The npu picker reads neuron_llm_request_metrics on the serving port (catalog.endpoint_picker.neuron_plugins);
+    vLLM's running and waiting come from it, and there is no KV usage to derive (static batches)."""
+    monkeypatch.setattr(sys.modules[__name__], "TRITON_PAGE", NEURON_PAGE)
+    page = _page(triton_page)
+    requests = {labels["request_type"]: value for labels, value in page["neuron_llm_request_metrics"]}
+    assert requests == {"active": 4, "max": 4, "waiting": 2}
+    model = {server_metrics.MODEL_LABEL: "llama-3.1-8b"}
+    assert page[server_metrics.RUNNING] == [(model, 4)]
+    assert page[server_metrics.WAITING] == [(model, 2)]
+    assert server_metrics.KV_USAGE not in page
 
 
 def test_nothing_is_relayed_when_tritons_page_cannot_be_read():
