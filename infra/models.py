@@ -111,6 +111,8 @@ def _routing(
             current=b,
             canary=backend(services[canary.key]) if canary is not None and canary.name == name else None,
             canary_weight=models.canary.weight if canary is not None and canary.name == name and models.canary else 0,
+            # Another model answers for this one before the first byte only where models.fallbacks says so.
+            fallback=models.fallbacks.get(name) if models.fallbacks.get(name) in current else None,
         )
         for name, b in current.items()
     )

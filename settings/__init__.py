@@ -42,7 +42,7 @@ from inference_platform.settings.fsx import FsxSettings
 from inference_platform.settings.inference import InferenceSettings
 from inference_platform.settings.keys import KeysSettings
 from inference_platform.settings.load_test import LoadTestSettings
-from inference_platform.settings.models import ModelsSettings
+from inference_platform.settings.models import ModelsSettings, fallback_for_problems
 from inference_platform.settings.network import NetworkSettings
 from inference_platform.settings.node_pools import NodePoolsSettings
 from inference_platform.settings.observability import ObservabilitySettings
@@ -207,10 +207,19 @@ def load_settings(
     problems += _semantic_problems(parsed, repaired, stack=stack, environment=environment, region=region_info,
                                    invalid=frozenset(s.key for s in SECTIONS if s.key not in parsed))  # fmt: skip
     problems += _name_collisions(parsed, fit_name(f"{project}-{stack}", NAME_PREFIX_MAX))
+    serving_section, models_section = parsed.get("serving"), parsed.get("models")
+    if isinstance(serving_section, ServingSettings):
+        problems += fallback_for_problems(
+            serving_section, models_section if isinstance(models_section, ModelsSettings) else None
+        )
     if problems:
         raise SettingsError(problems)
     assert region_info is not None  # a missing or unknown region is a problem above
     fields = {to_snake(key): value for key, value in parsed.items()}  # nodePools -> node_pools
+    models, serving = fields.get("models"), fields.get("serving")
+    if isinstance(models, ModelsSettings) and isinstance(serving, ServingSettings) and models.fallbacks:
+        # The stack's own model's server answers the models that fall back to it (settings/models.py).
+        fields["serving"] = serving.model_copy(update={"fallback_for": models.fallback_for(serving.model)})
     return Settings(project=project, stack=stack, environment=environment, region=region_info, **fields)  # type: ignore[arg-type]  # a model per key: mypy cannot pair them with the fields
 
 

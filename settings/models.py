@@ -8,10 +8,12 @@ and no URN changes. Present:
   replicas, image, artifacts). Each gets its own rollout, Service and pool placement; the edge routes a request
   to it by the ``model`` in its body (components/edge/model_routing.py).
 - ``aliases``: a stable public name mapped to a versioned one (``llama-8b`` -> ``Llama-3.1-8B``).
-- A canary falls back to its model's current version before the first byte (the edge retries there). A fallback
-  to a *different* model is not offered yet: the OpenAI server answers only its own ``serving.model`` (404 for any
-  other name, inference_image/openai_api/service.py), and the edge cannot rewrite the body per attempt, so the
-  other model's server would refuse the retried request.
+- A canary falls back to its model's current version before the first byte (the edge retries there).
+- ``fallbacks``: a model whose pool cannot answer before the first byte falls back to *another* model, only where
+  written here (``Llama-3.1-70B: Llama-3.1-8B``: a smaller model answers rather than none). The edge cannot rewrite
+  the body per attempt, so the other model's server also answers the first one's name, as itself: its
+  ``serving.fallbackFor`` (set from here) lists the names, and the answer's ``model`` and its
+  ``x-inference-served-model`` header say which model answered. One hop: a fallback's own fallback is not followed.
 - ``canary``: a new version of one model (its ``serving``/``inference`` differences: checkpoint, image, engine
   settings) rolled out beside the current one. ``weight`` is the canary's share of that model's traffic *now*:
   the state lives here, so ``pulumi up`` stays declarative. Requests with ``testerHeader: always`` go to the
@@ -177,11 +179,19 @@ class ModelsSettings(Section):
     """Default none. Public alias -> public model name (the stack's serving.model or an ``additional`` one)."""
     canary: CanarySettings | None = None
     """Default none. One canary at a time."""
+    fallbacks: dict[str, str] = Field(default_factory=dict)
+    """Default none. Public model name -> the other model that answers for it when its pool cannot, before the
+    first byte (both models of this stack, never an alias; one hop)."""
 
     @property
     def configured(self) -> bool:
         """Whether the stack serves more than its one model the old way (routing by model, a canary)."""
-        return bool(self.additional or self.aliases or self.canary)
+        return bool(self.additional or self.aliases or self.canary or self.fallbacks)
+
+    def fallback_for(self, name: str) -> list[str] | None:
+        """The models ``name``'s server answers for (``serving.fallbackFor``), None when none."""
+        names = sorted(model for model, fallback in self.fallbacks.items() if fallback == name)
+        return names or None
 
     def problems(self, ctx: CheckContext) -> list[Problem]:
         return models_problems(self, ctx)
@@ -247,7 +257,8 @@ def resolve(serving: ServingSettings, inference: InferenceSettings, models: Mode
     out = [ModelRollout(serving.model, "current", serving, inference, primary=True)]
     bases = {serving.model: (serving, inference)}
     for name, extra in models.additional.items():
-        s, i = _resolved(serving, inference, {**extra.serving, "model": name}, extra.inference)
+        answers = {"fallbackFor": models.fallback_for(name)}
+        s, i = _resolved(serving, inference, {**extra.serving, "model": name, **answers}, extra.inference)
         bases[name] = (s, i)
         out.append(ModelRollout(name, "current", s, i))
     canary = models.canary
@@ -303,10 +314,12 @@ def models_problems(models: ModelsSettings, ctx: CheckContext) -> list[Problem]:
                         f"leave it out or write {name!r}")
             )  # fmt: skip
             continue
-        found = _section_problems(serving, inference, {**extra.serving, "model": name}, extra.inference, path, ctx)
+        # Its own fallbackFor, never the stack's model's (a hand-written one is refused below).
+        own = {**extra.serving, "model": name, "fallbackFor": models.fallback_for(name)}
+        found = _section_problems(serving, inference, own, extra.inference, path, ctx)
         out += found
         if not found:
-            s, i = _resolved(serving, inference, {**extra.serving, "model": name}, extra.inference)
+            s, i = _resolved(serving, inference, own, extra.inference)
             resolved[name] = (s, i)
     for alias, target in models.aliases.items():
         path = f"models.aliases.{alias}"
@@ -321,6 +334,39 @@ def models_problems(models: ModelsSettings, ctx: CheckContext) -> list[Problem]:
                         f"{', '.join(names)}")
             )  # fmt: skip
     out += _canary_problems(models, ctx, names, resolved)
+    out += _fallback_problems(models, names)
+    for name, extra in models.additional.items():
+        if "fallbackFor" in extra.serving:
+            out.append(Problem(f"models.additional.{name}.serving.fallbackFor", "is set from models.fallbacks"))
+    return out
+
+
+def fallback_for_problems(serving: ServingSettings, models: ModelsSettings | None) -> list[Problem]:
+    """``serving.fallbackFor`` is derived from ``models.fallbacks``: settings written back with it (the verification
+    Job's copy) load, a list written by hand that says otherwise does not (``load_settings`` runs this)."""
+    derived = models.fallback_for(serving.model) if models is not None else None
+    if serving.fallback_for is None or serving.fallback_for == derived:
+        return []
+    return [
+        Problem(
+            "serving.fallbackFor",
+            f"got {describe(serving.fallback_for)}; it is set from models.fallbacks "
+            f"({describe(derived) if derived else 'none falls back to this model'}): write the fallback there",
+        )
+    ]
+
+
+def _fallback_problems(models: ModelsSettings, names: list[str]) -> list[Problem]:
+    out = []
+    for model, fallback in models.fallbacks.items():
+        path = f"models.fallbacks.{model}"
+        if model not in names:
+            out.append(Problem(path, f"names no model of this stack; expected one of {', '.join(names)}"))
+        if fallback not in names or fallback == model:
+            out.append(
+                Problem(path, f"falls back to {describe(fallback)}; expected another model of this stack: "
+                        f"{', '.join(n for n in names if n != model)}")
+            )  # fmt: skip
     return out
 
 

@@ -357,6 +357,10 @@ class ServingSettings(Section):
     """Default ``Llama-3.1-8B``. A name from catalog/models.py, or any name with ``architecture``."""
     architecture: CustomArchitecture | None = None
     """Default unset. Shape of a model the catalog does not know (required for such a model)."""
+    fallback_for: list[str] | None = None
+    """Set from ``models.fallbacks``, refused by hand. The other models' public names this model's server also
+    answers, as itself (the answer's ``model`` and its ``x-inference-served-model`` header name this model): the
+    edge retries a request for one of them here when that model's pool cannot answer before the first byte."""
     checkpoint: ShellWord | None = None
     """Default unset. Hugging Face model id or local/s3 path of the weights ``prepare`` builds from."""
     precision: Literal[catalog.PRECISIONS] = catalog.BF16  # type: ignore[valid-type]  # the catalog's tuple, as above

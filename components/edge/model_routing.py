@@ -27,8 +27,8 @@ Gateway v1.9.0, as read at the tag (tests/data/upstream/model_routing_facts.json
   (``internal/xds/translator/route.go``: Envoy's ``previous_priorities`` retry priority): a request that fails
   before any byte reached the server (the existing ``connect-failure``/``reset-before-request`` triggers) is
   retried once on another host of its own priority (the current version, for a canary), then on the fallback.
-  A canary always falls back to its model's current version. ``ModelRoute.fallback`` (another model) is rendered
-  the same way, but the stack's settings do not offer it yet: the OpenAI server answers only its own model name.
+  A canary always falls back to its model's current version. ``ModelRoute.fallback`` (another model, only where
+  ``models.fallbacks`` writes it) is rendered the same way; that model's server answers the first one's name too.
 - **The list.** ``GET /v1/models`` and ``GET /v1/models/<id>`` are answered by the edge itself (an
   ``HTTPRouteFilter`` ``directResponse``, ``api/v1alpha1/httproutefilter_types.go``) on the same HTTPRoute, so
   the SecurityPolicy's API keys apply to them as to every rule.
@@ -89,9 +89,9 @@ class ModelRoute:
     canary_weight: int = 0
     """0-100: the canary's share of this model's requests."""
     fallback: str | None = None
-    """Another model's name: retried there before the first byte (its server must answer this model's name; the
-    OpenAI server answers only its own, so infra/models.py never sets it yet). None: a canary falls back to
-    ``current``, a model without a canary falls back nowhere."""
+    """Another model's name: retried there before the first byte (``models.fallbacks``; that model's server answers
+    this model's name too, as itself: ``serving.fallbackFor``). None: a canary falls back to ``current``, a model
+    without a canary falls back nowhere."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -193,6 +193,7 @@ def openai_argv(
         "inference_platform.inference_image.openai_api",
         f"--model-dir={repository / contract.MODEL_NAME}",
         f"--served-model-name={serving.served_model_name}",
+        *(f"--answers-for={name}" for name in serving.fallback_for or ()),
         f"--tokenizer-dir={tokenizer_dir}",
         f"--triton-url=http://{LOOPBACK}:{http_port}",
         # The engine's gauges, relayed on the server's /metrics (llm-d's endpoint picker scrapes the serving port).

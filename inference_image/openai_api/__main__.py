@@ -28,6 +28,13 @@ def parser() -> argparse.ArgumentParser:
         "--model-dir", type=Path, required=True, help="the tensorrt_llm model's directory (config.pbtxt, 1/model.yaml)"
     )
     p.add_argument("--served-model-name", required=True, help="the model id clients send (and /v1/models lists)")
+    p.add_argument(
+        "--answers-for",
+        action="append",
+        default=[],
+        metavar="MODEL",
+        help="another model's id this server also answers, as itself (serving.fallbackFor; repeat for more)",
+    )
     p.add_argument("--tokenizer-dir", type=Path, help="tokenizer files (default: model.yaml's tokenizer or model)")
     p.add_argument("--triton-url", default=f"http://{LOOPBACK}:{HTTP_PORT}", help="Triton's HTTP endpoint")
     p.add_argument("--triton-model", default="tensorrt_llm", help="the Triton model that generates")
@@ -72,6 +79,7 @@ def main(argv: list[str] | None = None) -> int:
             triton_model=args.triton_model,
             triton_key=triton_key,
             triton_metrics_url=args.triton_metrics_url or None,
+            answers_for=tuple(args.answers_for),
         )
     except ValueError as err:
         print(f"openai_api: {err}", file=sys.stderr)

@@ -32,6 +32,7 @@ from inference_platform.catalog.serving_contract import (
     OPENAI_METRICS_PATH,
     OPENAI_MODELS_PATH,
     REQUEST_ID_HEADER,
+    SERVED_MODEL_HEADER,
     USAGE_METER_HEADER,
     USAGE_METER_RUNNING,
 )
@@ -114,7 +115,8 @@ def build_app(service: Service, *, on_shutdown: Sequence[Callable[[], None]] = (
 
 
 class _RequestIds:
-    """X-Request-Id in and out, and the HTTP outcome counter, for every request (pure ASGI: streams untouched)."""
+    """X-Request-Id in and out, the model that answered (``SERVED_MODEL_HEADER``), and the HTTP outcome counter, for
+    every request (pure ASGI: streams untouched)."""
 
     def __init__(self, app: Any, service: Service) -> None:
         self.app, self.service = app, service
@@ -132,11 +134,16 @@ class _RequestIds:
             request_id=request_id, client=client_id(headers.get(CLIENT_ID_HEADER))
         )
         status = [500]
+        served_model = self.service.served_model.encode("latin-1")
 
         async def send_with_id(message: Any) -> None:
             if message["type"] == "http.response.start":
                 status[0] = message["status"]
-                message["headers"] = [*message.get("headers", []), (REQUEST_ID_HEADER.encode(), request_id.encode())]
+                message["headers"] = [
+                    *message.get("headers", []),
+                    (REQUEST_ID_HEADER.encode(), request_id.encode()),
+                    (SERVED_MODEL_HEADER.encode(), served_model),
+                ]
             await send(message)
 
         try:

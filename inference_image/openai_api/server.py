@@ -25,6 +25,7 @@ def build(
     triton_model: str,
     triton_key: tuple[str, str] | None = None,
     triton_metrics_url: str | None = None,
+    answers_for: tuple[str, ...] = (),
 ) -> Any:
     config = from_model_dir(model_dir, served_model=served_model, tokenizer_dir=tokenizer_dir)
     server = read_server_file(model_dir)
@@ -45,6 +46,7 @@ def build(
         server=server,
         guides=guides,
         metrics=ServerMetrics(config.served_model, server.ttft_buckets_s, triton_metrics_url=triton_metrics_url),
+        answers_for=answers_for,
     )
     return build_app(service, on_shutdown=[guides.close] if guides is not None else [])
 

@@ -142,8 +142,11 @@ class Service:
         guides: GuideChecker | None = None,
         metrics: ServerMetrics | None = None,
         created: int | None = None,
+        answers_for: tuple[str, ...] = (),
     ) -> None:
         self.served_model = served_model
+        self.answers_for = answers_for
+        """Other models' names this server answers too, as itself (``serving.fallbackFor``: the edge's fallback)."""
         self.prompting = prompting
         self.engine = engine
         self.limits = limits
@@ -176,7 +179,7 @@ class Service:
     # -- before the engine ------------------------------------------------------------------------------------
     async def admit(self, generation: Generation, ctx: RequestContext) -> tuple[Prompt, int]:
         """Everything a request must pass before the engine sees it: model, runtime, prompt, limits, guide."""
-        if generation.model != self.served_model:
+        if generation.model != self.served_model and generation.model not in self.answers_for:
             raise unknown_model(generation.model, self.served_model)
         self._runtime_refusals(generation)
         if generation.ignored:

@@ -82,3 +82,33 @@ def test_inferctl_cost_prints_the_canary(plan, tmp_path, capsys):
     assert canary["monthly_usd_expected"] > 100
     assert main(["cost", str(path)]) == 0
     assert "Canary Llama-3.1-8B img-2026-12-5 at 5 %: 1 replica(s)" in capsys.readouterr().out
+
+
+def test_qwen_falls_back_to_the_stacks_model_whose_server_answers_its_name(plan):
+    """models.fallbacks (Qwen2.5-7B-Instruct -> Llama-3.1-8B): Qwen's rule ends in the fallback Backend of the
+    stack's own Service, labelled with the model it serves, and that model's pods are told to answer Qwen's name
+    (serving.fallbackFor in their settings file, --answers-for at launch)."""
+    import json
+
+    from inference_platform.components.edge.model_routing import MODEL_LABEL
+
+    route = next(r for r in plan.run.resources if r.urn.endswith("::edge-gateway-httproute-inference-edge-http"))
+    qwen = next(
+        rule for rule in route.inputs["spec"]["rules"]
+        if any(h.get("value") == "Qwen2.5-7B-Instruct" for m in rule.get("matches", []) for h in m.get("headers", []))
+    )  # fmt: skip
+    refs = [(b.get("kind", "Service"), b["name"]) for b in qwen["backendRefs"]]
+    assert refs[-1] == ("Backend", "inference-edge-fallback-triton"), refs
+    backend = next(
+        r for r in plan.run.resources if r.urn.endswith("::edge-gateway-backend-inference-edge-fallback-triton")
+    )
+    assert backend.inputs["metadata"]["labels"][MODEL_LABEL] == "Llama-3.1-8B"
+    settings_files = [
+        json.loads(text)
+        for r in plan.run.resources
+        if r.type == "kubernetes:core/v1:ConfigMap"
+        for text in (r.inputs.get("data") or {}).values()
+        if text.lstrip().startswith("{") and '"model"' in text
+    ]
+    served = {doc["model"]: doc.get("fallbackFor") for doc in settings_files if "model" in doc}
+    assert served["Llama-3.1-8B"] == ["Qwen2.5-7B-Instruct"] and served["Qwen2.5-7B-Instruct"] is None

@@ -14,7 +14,7 @@ IMAGE = {"image": {"tag": "2026.11.2"}, "model": {"engine": "llama/v1/", "tokeni
 QWEN = {"serving": {"checkpoint": "Qwen/Qwen2.5-7B-Instruct"}, "inference": {"replicas": 2}}
 
 
-def load(models, *, environment="development", inference=None, verification=None):
+def load(models, *, environment="development", inference=None, verification=None, serving=None):
     values = {
         "tags": TAGS,
         "models": models,
@@ -25,6 +25,8 @@ def load(models, *, environment="development", inference=None, verification=None
         values["environment"] = environment
     if verification is not None:
         values["verification"] = verification
+    if serving is not None:
+        values["serving"] = serving
     return load_settings(values, project="p", stack="dev", region="us-west-2")
 
 
@@ -67,6 +69,29 @@ def test_a_second_model_and_a_canary_resolve_to_their_own_sections():
     assert canary.inference.image.tag == "2026.12.1" and canary.inference.model.engine == "llama/v1/"
 
 
+BIG = {"serving": {"tensorParallel": 4}}
+
+
+def test_a_fallback_to_another_model_makes_that_models_server_answer_its_name():
+    settings = load({"additional": {"Llama-3.1-70B": BIG}, "fallbacks": {"Llama-3.1-70B": "Llama-3.1-8B"}})
+    rollouts = {r.name: r for r in resolve(settings.serving, settings.inference, settings.models)}
+    # The stack's own model answers the 70B's name; the 70B answers nobody's.
+    assert settings.serving.fallback_for == rollouts["Llama-3.1-8B"].serving.fallback_for == ["Llama-3.1-70B"]
+    assert rollouts["Llama-3.1-70B"].serving.fallback_for is None
+    both = load({"additional": {"Llama-3.1-70B": BIG},
+                 "fallbacks": {"Llama-3.1-70B": "Llama-3.1-8B", "Llama-3.1-8B": "Llama-3.1-70B"}})  # fmt: skip
+    big = next(r for r in resolve(both.serving, both.inference, both.models) if r.name == "Llama-3.1-70B")
+    assert big.serving.fallback_for == ["Llama-3.1-8B"]
+    # Written back as it was derived (the verification Job's copy of the settings) it loads; by hand it does not.
+    models = settings.models.model_dump(by_alias=True, exclude_unset=True)
+    again = load(models, serving={"fallbackFor": ["Llama-3.1-70B"]})
+    assert again.serving.fallback_for == settings.serving.fallback_for
+    found = problems(models, serving={"fallbackFor": ["Other"]})
+    assert "it is set from models.fallbacks (['Llama-3.1-70B'])" in found["serving.fallbackFor"], found
+    found = problems({}, serving={"fallbackFor": ["Llama-3.1-70B"]})
+    assert "it is set from models.fallbacks (none falls back to this model)" in found["serving.fallbackFor"], found
+
+
 @pytest.mark.parametrize(
     ("models", "path", "words"),
     [
@@ -89,7 +114,26 @@ def test_a_second_model_and_a_canary_resolve_to_their_own_sections():
             "models.additional.Llama-3.1-70B.inference.replicaz",
             "did you mean 'replicas'",
         ),
-        ({"fallbacks": {"Llama-3.1-8B": "Llama-3.1-70B"}}, "models.fallbacks", "unknown key"),
+        (
+            {"fallbacks": {"Llama-3.1-8B": "Llama-3.1-70B"}},
+            "models.fallbacks.Llama-3.1-8B",
+            "falls back to 'Llama-3.1-70B'; expected another model of this stack",
+        ),
+        (
+            {"additional": {"Llama-3.1-70B": BIG}, "fallbacks": {"Nope": "Llama-3.1-70B"}},
+            "models.fallbacks.Nope",
+            "names no model",
+        ),
+        (
+            {"additional": {"Llama-3.1-70B": BIG}, "fallbacks": {"Llama-3.1-70B": "Llama-3.1-70B"}},
+            "models.fallbacks.Llama-3.1-70B",
+            "expected another model of this stack: Llama-3.1-8B",
+        ),
+        (
+            {"additional": {"Llama-3.1-70B": {"serving": {"tensorParallel": 4, "fallbackFor": ["Llama-3.1-8B"]}}}},
+            "models.additional.Llama-3.1-70B.serving.fallbackFor",
+            "is set from models.fallbacks",
+        ),
         ({"canary": {"version": "v2", "weight": 101, "inference": IMAGE}}, "models.canary.weight", "less than or"),
         ({"canary": {"version": "v2", "weight": -1, "inference": IMAGE}}, "models.canary.weight", "greater than or"),
         (

@@ -2,9 +2,10 @@
 of the edge policy plus the model routing (inferctl/serving/edge_models.py, the stand-in for Envoy Gateway's
 translation of components/edge/model_routing.py), API keys on.
 
-Upstream are ``_Engine`` servers, LABELLED STAND-INS for the OpenAI server: like it they answer only their own
-model and refuse another with 404 ``model_not_found`` (inference_image/openai_api/service.py ``generate``:
-``generation.model != self.served_model``), stream SSE chunks, and can be made slow or dead. Each records which
+Upstream are ``_Engine`` servers, LABELLED STAND-INS for the OpenAI server: like it they answer their own model
+and the names they back up (``--answers-for``), as themselves (``x-inference-served-model``), and refuse another
+with 404 ``model_not_found`` (inference_image/openai_api/service.py ``admit``), stream SSE chunks, and can be made
+slow or dead. Each records which
 version answered. What is asserted is the edge's routing and the gate's decision.
 
 - ``/v1/models`` lists both models and the alias (the edge answers it);
@@ -13,7 +14,9 @@ version answered. What is asserted is the edge's routing and the gate's decision
 - a slow canary is rolled back by the gate (inferctl/verify/canary_gate.py), and at weight 0 nothing reaches it;
   while it was in, no request failed (slow is not an error);
 - a healthy canary is promoted one step;
-- a dead canary pool: every request is answered by the current version before its first token.
+- a dead canary pool: every request is answered by the current version before its first token;
+- a dead model's pool with a fallback to another model (``models.fallbacks``): every request is answered by that
+  model, which says so (the body's ``model`` and ``x-inference-served-model``); without one, the client gets a 503.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from typing import Any
 
 import pytest
 
+from inference_platform.catalog.serving_contract import SERVED_MODEL_HEADER
 from inference_platform.components.edge.controller_config import cluster_controller_config
 from inference_platform.components.edge.model_routing import ModelBackend, ModelRoute, ModelRouting
 from inference_platform.inferctl.serving.edge_envoy import Listener, Upstream, render_bootstrap
@@ -69,6 +73,8 @@ class Engine:
     model: str
     version: str
     first_token_s: float = 0.0
+    answers_for: tuple[str, ...] = ()
+    """Other models' names it answers as itself, as the OpenAI server does with --answers-for (service.py admit)."""
     answered: list[str] = field(default_factory=list)
     port: int = 0
     server: ThreadingHTTPServer | None = None
@@ -90,7 +96,7 @@ def _handler(engine: Engine) -> type[BaseHTTPRequestHandler]:
 
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["content-length"])))
-            if body.get("model") != engine.model:
+            if body.get("model") != engine.model and body.get("model") not in engine.answers_for:
                 # As the OpenAI server refuses another model (inference_image/openai_api/errors.py unknown_model).
                 payload = json.dumps({"error": {"code": "model_not_found", "message": body.get("model")}}).encode()
                 self.send_response(404)
@@ -102,6 +108,7 @@ def _handler(engine: Engine) -> type[BaseHTTPRequestHandler]:
             engine.answered.append(engine.version)
             time.sleep(engine.first_token_s)
             self.send_response(200)
+            self.send_header(SERVED_MODEL_HEADER, engine.model)  # as the server's middleware (app.py) names itself
             self.send_header("content-type", "text/event-stream")
             self.send_header("transfer-encoding", "chunked")
             self.end_headers()
@@ -146,12 +153,18 @@ class Rig:
     key: str
 
     def post(self, body: dict[str, Any], headers: dict[str, str] | None = None) -> tuple[int, bytes]:
+        status, _, data = self.exchange(body, headers)
+        return status, data
+
+    def exchange(
+        self, body: dict[str, Any], headers: dict[str, str] | None = None
+    ) -> tuple[int, dict[str, str], bytes]:
         conn = http.client.HTTPSConnection(self.url.removeprefix("https://"), context=self.context, timeout=60)
         try:
             conn.request("POST", "/v1/chat/completions", json.dumps(body), {
                 "content-type": "application/json", "authorization": f"Bearer {self.key}", **(headers or {})})  # fmt: skip
             response = conn.getresponse()
-            return response.status, response.read()
+            return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
         finally:
             conn.close()
 
@@ -294,3 +307,34 @@ def test_a_dead_pool_falls_back_before_the_first_token(tmp_path: Path) -> None:
         assert small.answered == ["v1"] * 45  # the current version answered every one
         log = (tmp_path / "access.log").read_text().splitlines()
         assert os.path.getsize(tmp_path / "access.log") > 0 and len(log) >= 45
+
+
+def test_a_dead_models_pool_falls_back_to_the_model_the_settings_name(tmp_path: Path) -> None:
+    small, big = Engine(SMALL, "v1", answers_for=(BIG,)), Engine(BIG, "v1")
+    with engines(small, big):
+        upstreams = upstreams_of(small, big)
+        big.stop()  # the 70B's pool is gone: connect failures
+        routing = ModelRouting(
+            models=(
+                ModelRoute(name=SMALL, current=small.backend),
+                ModelRoute(name=BIG, current=big.backend, fallback=SMALL),
+            )
+        )
+        with rig(routing, upstreams, tmp_path) as edge:
+            answers = [edge.exchange(chat(BIG)) for _ in range(10)]
+        assert [status for status, _, _ in answers] == [200] * 10
+        assert {headers[SERVED_MODEL_HEADER] for _, headers, _ in answers} == {SMALL}
+        first = json.loads(answers[0][2].split(b"\n\n")[0].removeprefix(b"data: "))
+        assert first["model"] == SMALL  # the answer names the model that answered
+        assert small.answered == ["v1"] * 10
+    # Without the fallback the same dead pool is an error before any byte: nothing answers as another model.
+    small, big = Engine(SMALL, "v1"), Engine(BIG, "v1")
+    with engines(small, big):
+        upstreams = upstreams_of(small, big)
+        big.stop()
+        routing = ModelRouting(
+            models=(ModelRoute(name=SMALL, current=small.backend), ModelRoute(name=BIG, current=big.backend))
+        )
+        with rig(routing, upstreams, tmp_path / "none") as edge:
+            assert edge.post(chat(BIG))[0] == 503
+        assert small.answered == []

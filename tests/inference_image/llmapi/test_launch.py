@@ -121,6 +121,21 @@ def test_a_verified_checkpoint_becomes_the_llm_api_model_and_two_drained_process
     assert "--triton-url=http://127.0.0.1:8000" in front_end.argv and "--port=9000" in front_end.argv
 
 
+def test_a_fallback_models_server_is_told_the_names_it_answers(bucket, serving, tmp_path):
+    """serving.fallbackFor (set from models.fallbacks) reaches the OpenAI server as --answers-for, one per name, and
+    the server's own parser takes them; without it, none."""
+    from inference_platform.inference_image.openai_api.__main__ import parser
+
+    dev = serving["dev"]
+    backing = dev.model_copy(update={"fallback_for": ["Llama-3.1-70B", "Qwen2.5-7B-Instruct"]})
+    front_end = _launch(backing, tmp_path).children[1]
+    answers = [a for a in front_end.argv if a.startswith("--answers-for")]
+    assert answers == ["--answers-for=Llama-3.1-70B", "--answers-for=Qwen2.5-7B-Instruct"]
+    assert parser().parse_args(front_end.argv[3:]).answers_for == ["Llama-3.1-70B", "Qwen2.5-7B-Instruct"]
+    plain = _launch(dev, tmp_path / "plain").children[1]
+    assert not [a for a in plain.argv if a.startswith("--answers-for")]
+
+
 def test_the_openai_server_drains_for_as_long_as_triton(bucket, serving, tmp_path):
     """serving.server.exitTimeoutSeconds reaches both processes: the OpenAI server's own 30 s default would cut a
     longer drain while Triton still serves it."""

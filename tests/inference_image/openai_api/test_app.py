@@ -8,6 +8,7 @@ import socket
 import pytest
 from starlette.testclient import TestClient
 
+from inference_platform.catalog.serving_contract import SERVED_MODEL_HEADER
 from inference_platform.inference_image.openai_api.app import build_app
 from inference_platform.inference_image.openai_api.llm_client import TritonLlm
 from inference_platform.inference_image.openai_api.model_files import Prompting
@@ -63,3 +64,26 @@ def test_without_triton_it_answers_503_and_is_not_ready(client):
     assert error(client.get("/health"), 503)["type"] == "service_unavailable"
     stream = client.post("/v1/completions", json={"model": MODEL, "prompt": "hi", "stream": True})
     assert stream.status_code == 200 and '"error"' in stream.text and stream.text.endswith("data: [DONE]\n\n")
+
+
+def test_a_fallback_server_answers_the_names_it_backs_up_as_itself(tmp_path):
+    """``--answers-for`` (serving.fallbackFor, from models.fallbacks): a request naming the model this one backs up
+    is admitted (it reaches the engine: here absent, so 503, not 404), another name is still 404, and every answer
+    names the model that answered (``x-inference-served-model``)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        closed = sock.getsockname()[1]
+    service = Service(
+        served_model=MODEL,
+        prompting=Prompting(write_checkpoint(tmp_path / "ckpt")),
+        engine=TritonLlm(f"http://127.0.0.1:{closed}", "tensorrt_llm"),
+        limits=Limits(max_input_len=64, max_seq_len=128),
+        streaming_engine=True,
+        answers_for=("Llama-3.1-70B",),
+    )
+    with TestClient(build_app(service), raise_server_exceptions=False) as fallback:
+        backed_up = fallback.post("/v1/completions", json={"model": "Llama-3.1-70B", "prompt": "hi"})
+        assert error(backed_up, 503)["type"] == "service_unavailable"
+        assert backed_up.headers[SERVED_MODEL_HEADER] == MODEL
+        other = fallback.post("/v1/completions", json={"model": "Mixtral-8x7B", "prompt": "hi"})
+        assert error(other, 404)["code"] == "model_not_found" and other.headers[SERVED_MODEL_HEADER] == MODEL
