@@ -50,11 +50,19 @@ class GenerationCheck:
         """Call whenever the engine hands the server a token (any request)."""
         self._last_token = self._clock()
 
+    def _finished(self, probe: asyncio.Task) -> None:
+        if not probe.cancelled() and probe.exception() is None:
+            self.note_token()
+
     async def ready(self) -> tuple[bool, str]:
         if self._last_token is not None and self._clock() - self._last_token <= self.fresh_seconds:
             return True, "the engine produced a token recently"
         if self._probe is None or self._probe.done():
             self._probe = asyncio.ensure_future(self._generate())
+            # A generation that finishes after its probe gave up still proves the engine generates: without
+            # this, every later probe found it done, unrecorded, and started another one, so an engine whose
+            # first token takes longer than the deadline never became ready.
+            self._probe.add_done_callback(self._finished)
         try:
             await asyncio.wait_for(asyncio.shield(self._probe), self.deadline_seconds)
         except TimeoutError:

@@ -57,6 +57,28 @@ def test_a_replica_producing_tokens_is_ready_without_a_probe_generation():
     assert run(check.ready())[0] and calls == [1]
 
 
+def test_a_generation_that_finishes_between_probes_makes_the_next_one_ready():
+    """The engine's first token took longer than the deadline, and the generation finished while no probe waited
+    (kubelet probes every periodSeconds): that finish is the proof. Before, the next probe found the generation
+    done but unrecorded and started another, which again outlived the deadline: a slow engine never became ready
+    (tests/inferctl/serving/test_readiness_live.py failed this way under load)."""
+    started = []
+
+    async def slow():
+        started.append(1)
+        await asyncio.sleep(0.3)
+
+    async def probes():
+        check = readiness.GenerationCheck(slow, deadline_seconds=0.1, fresh_seconds=10)
+        first = await check.ready()
+        await asyncio.sleep(0.4)  # it finishes between probes
+        return first, await check.ready()
+
+    first, second = run(probes())
+    assert not first[0] and second == (True, "the engine produced a token recently")
+    assert started == [1]
+
+
 def test_probes_share_one_slow_generation_instead_of_piling_up():
     started = []
 
