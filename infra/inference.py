@@ -130,9 +130,11 @@ def _service(
     controllers: ServingControllers | None,
     name: str = "inference",
     app_name: str = DEFAULT_APP_NAME,
+    autoscaled: bool = True,
 ) -> InferenceService:
     """``name``/``app_name``: the stack's own model keeps ``inference``/``triton`` (its URNs); another model or a
-    canary (infra/models.py) takes its own."""
+    canary (infra/models.py) takes its own. ``autoscaled=False`` (a canary): its replicas stay the settings', even
+    where the stack autoscales."""
     cfg, serving = settings.inference, settings.serving
     namespace = storage.namespaces.get(storage.inference)
     if namespace is None:
@@ -158,7 +160,7 @@ def _service(
             shared_memory_gib=cfg.shared_memory_gib,
             scratch_gib=cfg.scratch_gib,
             replicas=planned_replicas(settings),
-            autoscaled_max=_autoscaled_max(settings),
+            autoscaled_max=_autoscaled_max(settings) if autoscaled else None,
             nodes=serving.nodes,
             max_surge=cfg.rollout.max_surge,
             max_unavailable=cfg.rollout.max_unavailable,

@@ -20,7 +20,7 @@ from inference_platform.components.edge.model_routing import ModelBackend, Model
 from inference_platform.components.serving.inference_service import InferenceService
 from inference_platform.infra.cluster import Compute
 from inference_platform.infra.foundation import Foundation
-from inference_platform.infra.inference import Inference, _image, _service
+from inference_platform.infra.inference import Inference, _autoscaled_max, _image, _service
 from inference_platform.infra.storage import Storage
 from inference_platform.settings import Settings
 from inference_platform.settings.models import ModelRollout, resolve
@@ -32,6 +32,9 @@ class Models:
     """Rollout key -> its rollout (the stack's own model is ``Inference.service``)."""
     routing: ModelRouting | None
     """What the edge routes by model; None when the stack serves its one model the old way."""
+    scaled: dict[str, tuple[InferenceService, Settings]] = dataclasses.field(default_factory=dict)
+    """Rollout key -> an autoscaled current version and the settings it was built from (its ScaledObject: infra/
+    observability.py). The canary is not here: it keeps its replicas while the gate compares it."""
 
 
 def build_models(
@@ -41,6 +44,7 @@ def build_models(
         return Models({}, None)
     rollouts = resolve(settings.serving, settings.inference, settings.models)
     services: dict[str, InferenceService] = {}
+    scaled: dict[str, tuple[InferenceService, Settings]] = {}
     for rollout in rollouts[1:]:
         pool = compute.pools.get(rollout.serving.node_pool)
         if pool is None or not rollout.inference.has_image:
@@ -58,7 +62,10 @@ def build_models(
             inference.controllers,
             name=f"inference-{rollout.key}",
             app_name=rollout.service_name,
+            autoscaled=rollout.role == "current",
         )
+        if rollout.role == "current" and _autoscaled_max(scoped) is not None:
+            scaled[rollout.key] = (services[rollout.key], scoped)
     routing = _routing(settings, rollouts, inference.service, services, storage.inference.namespace)
     canary = settings.models.canary
     canary_rollout = next((r for r in rollouts if r.role == "canary" and r.key in services), None)
@@ -88,7 +95,7 @@ def build_models(
             },
         },
     )
-    return Models(services, routing)
+    return Models(services, routing, scaled)
 
 
 def _routing(

@@ -1,5 +1,7 @@
 """The stack's metrics pipeline and autoscaling: kube-prometheus-stack with the platform's rules,
-dashboards and monitors, then KEDA and the rollout's ScaledObject (KEDA queries that Prometheus).
+dashboards and monitors, then KEDA and the rollout's ScaledObject (KEDA queries that Prometheus), and one
+ScaledObject per other model's current version (``inference-platform:models``; the canary keeps its replicas while
+it is measured).
 
 Everything is chosen from the settings: the rollout's scope (namespace, Service, backend), the SLOs of
 serving.slo and verification.slo, the day bounds (explicit, else the capacity plan's, else the rollout's
@@ -32,6 +34,7 @@ from inference_platform.infra.cluster import Compute
 from inference_platform.infra.edge import GATEWAY_NAME, Edge
 from inference_platform.infra.foundation import Foundation
 from inference_platform.infra.inference import Inference
+from inference_platform.infra.models import Models
 from inference_platform.infra.storage import Storage
 from inference_platform.infra.token_meters import token_meters
 from inference_platform.settings import Settings
@@ -49,6 +52,8 @@ class Observability:
     keda: Keda | None = None
     scaled: ScaledWorkload | None = None
     standby: Standby | None = None
+    model_scaling: dict[str, ScaledWorkload] | None = None
+    """Rollout key -> the ScaledObject of another model's current version."""
 
 
 def build_observability(
@@ -59,6 +64,7 @@ def build_observability(
     inference: Inference,
     edge: Edge | None,
     batch: Batch | None = None,
+    models: Models | None = None,
 ) -> Observability:
     if not settings.observability.enabled:
         return Observability(None)
@@ -84,7 +90,35 @@ def build_observability(
     )
     workload = _scaled_workload(settings, compute, service, stack, keda, scope, bounds, batch)
     standby = _standby(settings, compute, service, scope)
-    return Observability(stack, keda, workload, standby)
+    return Observability(stack, keda, workload, standby, _model_scaling(models, compute, stack, keda, scope))
+
+
+def _model_scaling(
+    models: Models | None, compute: Compute, stack: MonitoringStack, keda: Keda, primary: Scope
+) -> dict[str, ScaledWorkload]:
+    """Each other model's current version scaled as the stack's own is, on its own series (its Service is its
+    ``job``), its own batch size and pool: the stack's autoscaling settings over the model's resolved sections, the
+    bounds its rollout was planned with (``infra.inference._autoscaled_max``). The batch lane feeds the stack's own
+    model only, so no backfill trigger here."""
+    out: dict[str, ScaledWorkload] = {}
+    for key, (service, scoped) in (models.scaled if models is not None else {}).items():
+        bounds = day_bounds(scoped)
+        if bounds is None:
+            continue
+        scope = Scope(
+            namespace=primary.namespace,
+            job=service.service_name,
+            backend="neuron" if scoped.serving.backend == "neuron" else "tensorrtllm",
+        )
+        out[key] = _scaled_workload(
+            scoped, compute, service, stack, keda, scope, bounds, name=f"inference-autoscaling-{key}", export=False
+        )
+    if out:
+        pulumi.export(
+            "modelAutoscaling",
+            {key: {"scaledObject": w.scaled_object_name, "hpa": w.hpa_name} for key, w in out.items()},
+        )
+    return out
 
 
 def _standby(settings: Settings, compute: Compute, service: InferenceService, scope: Scope) -> Standby | None:
@@ -183,6 +217,9 @@ def _scaled_workload(
     scope: Scope,
     bounds: tuple[int, int],
     batch: Batch | None = None,
+    *,
+    name: str = "inference-autoscaling",
+    export: bool = True,
 ) -> ScaledWorkload:
     auto = settings.autoscaling
     night = auto.schedule(settings.production)
@@ -210,7 +247,7 @@ def _scaled_workload(
         backfill=backfill,
     )
     workload = ScaledWorkload(
-        "inference-autoscaling",
+        name,
         ScaledWorkloadArgs(
             k8s_provider=compute.provider,
             policy=policy,
@@ -221,15 +258,16 @@ def _scaled_workload(
             depends_on=[keda.release, service, stack, *queue_auth],
         ),
     )
-    pulumi.export(
-        "autoscaling",
-        {
-            "scaledObject": workload.scaled_object_name,
-            "hpa": workload.hpa_name,
-            "minReplicas": bounds[0],
-            "maxReplicas": bounds[1],
-        },
-    )
+    if export:
+        pulumi.export(
+            "autoscaling",
+            {
+                "scaledObject": workload.scaled_object_name,
+                "hpa": workload.hpa_name,
+                "minReplicas": bounds[0],
+                "maxReplicas": bounds[1],
+            },
+        )
     return workload
 
 

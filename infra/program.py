@@ -32,6 +32,6 @@ def main() -> None:
     models = build_models(settings, foundation, compute, storage, inference)
     batch = build_batch(settings, foundation, compute, storage, inference)
     edge = build_edge(settings, foundation, compute, storage, inference, *batch_routes(batch), models=models)
-    observability = build_observability(settings, foundation, compute, storage, inference, edge, batch)
+    observability = build_observability(settings, foundation, compute, storage, inference, edge, batch, models)
     build_batch_scaling(settings, compute, batch, observability.keda, observability.stack)
     build_verification(settings, foundation, compute, storage, inference, edge)

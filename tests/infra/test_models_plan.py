@@ -112,3 +112,30 @@ def test_qwen_falls_back_to_the_stacks_model_whose_server_answers_its_name(plan)
     ]
     served = {doc["model"]: doc.get("fallbackFor") for doc in settings_files if "model" in doc}
     assert served["Llama-3.1-8B"] == ["Qwen2.5-7B-Instruct"] and served["Qwen2.5-7B-Instruct"] is None
+
+
+def test_each_other_model_scales_on_its_own_series_and_the_canary_keeps_its_replicas(plan):
+    """Issue 32: every model has its own autoscaling. Qwen's current version gets a ScaledObject of its own, on its
+    own Service's series (``job``), with the bounds its rollout was planned with; the canary gets none (the gate
+    compares it at the replicas the settings give), and its Deployment's replicas stay Pulumi's."""
+    scaled = {
+        r.inputs["spec"]["scaleTargetRef"]["name"]: r.inputs["spec"]
+        for r in plan.run.resources
+        if r.type == "kubernetes:keda.sh/v1alpha1:ScaledObject"
+    }
+    assert set(scaled) == {"triton", "triton-qwen2-5-7b-instruct"}
+    queries = [
+        t["metadata"]["query"] for t in scaled["triton-qwen2-5-7b-instruct"]["triggers"] if "query" in t["metadata"]
+    ]
+    assert queries and all('job="triton-qwen2-5-7b-instruct"' in q for q in queries), queries
+    own = [t["metadata"]["query"] for t in scaled["triton"]["triggers"] if "query" in t["metadata"]]
+    assert all('job="triton"' in q for q in own), own
+    assert plan.run.outputs["modelAutoscaling"] == {
+        "qwen2-5-7b-instruct": {
+            "scaledObject": "triton-qwen2-5-7b-instruct",
+            "hpa": "keda-hpa-triton-qwen2-5-7b-instruct",
+        }
+    }
+    urns = {r.urn.rsplit("::", 1)[1] for r in plan.run.resources}
+    assert "inference-autoscaling-qwen2-5-7b-instruct-scaled-object" in urns
+    assert not any("autoscaling-llama-3-1-8b-img" in u for u in urns)
