@@ -72,7 +72,6 @@ bounded by ``MESSAGE_TIMEOUT`` before it fails open."""
 DESTINATION_HEADER: Final = "x-gateway-destination-endpoint"
 """The EPP's pick, ``ip:port`` (``pkg/epp/metadata/consts.go`` ``DestinationEndpointKey``; request.go
 ``generateHeaders``); a client-sent one is removed at the edge before ext_proc runs."""
-ENGINE_TYPE_LABEL: Final = "llm-d.ai/engine-type"
 ENGINE_TYPE: Final = "triton-tensorrt-llm"
 """The metric names the EPP reads (``pkg/epp/framework/plugins/datalayer/extractor/metrics/factories.go``);
 never ``triton``, whose passthrough parser turns prefix scoring off."""
