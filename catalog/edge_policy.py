@@ -70,8 +70,9 @@ DEFAULT_MAX_CONNECTIONS = 1024
 DEFAULT_MAX_PENDING_REQUESTS = 64
 DEFAULT_MAX_PARALLEL_REQUESTS = 256
 DEFAULT_RETRIES = 2
-# Retried only when no byte reached the server: a generation is not idempotent (it costs GPU time and a
-# retried stream would repeat tokens the client already has).
+# Retried only when no byte reached the server. Envoy never retries once response headers went downstream, so no
+# client sees tokens twice; but a request that reached a server may have started generating (its GPU time is spent
+# again), and one that killed its server (a query of death) must not be replayed onto the next replicas.
 RETRY_ON = ("connect-failure", "reset-before-request")
 # Seconds a client is told to wait when the gateway sheds load (circuit breaker open), with this status.
 OVERLOAD_RETRY_AFTER_SECONDS = 1

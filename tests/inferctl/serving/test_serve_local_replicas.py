@@ -160,6 +160,11 @@ def test_replicas_behind_the_edge_share_prefixes_spread_and_route_around_a_dead_
         dead = (int(home.rsplit(":", 1)[1]) - (base + 3)) // PORT_STRIDE
         killed = _kill_replica(work, dead)
         assert killed >= 2, killed
+        # "Between requests": the next request is sent once the replica is gone (its port refuses), not while it is
+        # dying. A request already written to a dying server's connection is a 503 the edge does not retry (RETRY_ON
+        # retries only requests that never left: the dead server may have started generating, and a request that
+        # kills servers must not be replayed on the next ones); that race is the kill's, not the routing's.
+        _wait_refused(base + 3 + PORT_STRIDE * dead)
         # Until outlier detection ejects it (OUTLIER_CONSECUTIVE_5XX first attempts refused), each request's retry
         # goes to another replica; then the prefix's hash settles on one survivor, whose cache serves it again.
         count = OUTLIER_CONSECUTIVE_5XX + 3
@@ -180,6 +185,18 @@ def test_replicas_behind_the_edge_share_prefixes_spread_and_route_around_a_dead_
             os.killpg(process.pid, signal.SIGKILL)
             process.wait(timeout=30)
     assert leftover_processes(str(work)) == []
+
+
+def _wait_refused(port: int, timeout: float = 10.0) -> None:
+    """Until nothing listens on ``port`` (a killed server's sockets close when it exits), bounded."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.settimeout(1.0)
+            if probe.connect_ex((LOOPBACK, port)) != 0:
+                return
+        time.sleep(0.05)
+    pytest.fail(f"port {port} still accepts connections {timeout:g} s after its server was killed")
 
 
 def _kill_replica(work: Path, index: int) -> int:
