@@ -27,8 +27,9 @@ uvicorn 0.55.0 ``config.py``). Longer than ``EDGE_UPSTREAM_IDLE_SECONDS`` so the
 that closes an idle connection just as the edge sends the next request on it resets a request that has already left,
 which Envoy answers 503 (``upstream_reset_before_response_started{connection_termination}``) and, rightly, does not
 retry (``catalog.edge_policy.RETRY_ON``: a generation is retried only when no byte reached a server). With the 5 s
-default and Envoy Gateway's hour, every connection idle for about 5 s was that race, seen as a 503 on the local edge.
-15 s apart: both sides time idleness on their own timers."""
+default and Envoy Gateway's hour, every connection idle for about 5 s was exposed to that race (the server closing
+at 5 s is shown by tests/inferctl/serving/test_server_keepalive.py). 15 s apart: both sides time idleness on their
+own timers."""
 OPENAI_HEALTH_PATH = "/health"
 """GET; 200 only when the engine can generate. Public at the edge beside the OpenAI routes."""
 READINESS_DEADLINE_ENV = "INFERENCE_READINESS_DEADLINE_SECONDS"

@@ -9,8 +9,7 @@ Why: the same race as the ALB's in front (``alb-targets-outlive-idle-timeout``),
 closes an idle connection as the gateway sends the next request on it resets a request that has already left:
 Envoy answers 503 ``upstream_reset_before_response_started{connection_termination}`` and does not retry it (the
 edge retries a generation only when no byte reached a server, ``catalog.edge_policy.RETRY_ON``). The edge's hour
-against uvicorn's 5 s default made every connection idle for about 5 s that race; the local edge showed it as a 503
-a replica never saw.
+against uvicorn's 5 s default exposed every connection idle for about 5 s to that race.
 """
 
 from __future__ import annotations
