@@ -120,6 +120,9 @@ class _RequestIds:
 
     def __init__(self, app: Any, service: Service) -> None:
         self.app, self.service = app, service
+        # A header value is ASCII: a served name from the stack is (settings/serving.py model ids), one given on the
+        # command line may not be, and must not fail every answer.
+        self.served_model = service.served_model.encode("ascii", "backslashreplace")
 
     async def __call__(
         self, scope: dict[str, Any], receive: Callable[[], Awaitable[Any]], send: Callable[[Any], Awaitable[None]]
@@ -134,7 +137,7 @@ class _RequestIds:
             request_id=request_id, client=client_id(headers.get(CLIENT_ID_HEADER))
         )
         status = [500]
-        served_model = self.service.served_model.encode("latin-1")
+        served_model = self.served_model
 
         async def send_with_id(message: Any) -> None:
             if message["type"] == "http.response.start":
