@@ -5,6 +5,9 @@ shipped stacks pass with the rendered value."""
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
+
 import pulumi_kubernetes as k8s
 import pytest
 
@@ -28,6 +31,21 @@ def _program(spec):
         )
 
     return program
+
+
+MIRROR = Path("/work/.mirror/envoyproxy+gateway/repo")
+
+
+def test_envoy_gateways_default_is_the_hour_the_rule_names() -> None:
+    """api/v1alpha1/timeout_types.go at v1.9.0: HTTPTimeout.ConnectionIdleTimeout "Default: 1 hour" (the backend
+    side's, which the rule refuses to leave unset)."""
+    if not (MIRROR / "HEAD").exists():
+        pytest.skip("no mirror of envoyproxy/gateway on this machine (fetch it to re-read the fact)")
+    source = subprocess.run(["git", "-C", str(MIRROR), "show", "v1.9.0:api/v1alpha1/timeout_types.go"],
+                            capture_output=True, text=True, check=True).stdout  # fmt: skip
+    http = source[source.index("type HTTPTimeout struct") :]
+    idle = http[: http.index("ConnectionIdleTimeout *gwapiv1.Duration")]
+    assert "Default: 1 hour." in idle.rsplit("// The idle timeout for an HTTP connection.", 1)[1]
 
 
 def test_the_edge_closes_first_by_a_margin() -> None:

@@ -11,12 +11,21 @@ import urllib.parse
 
 import pytest
 
-from inference_platform.catalog.serving_contract import OPENAI_HEALTH_PATH
+from inference_platform.catalog.serving_contract import OPENAI_HEALTH_PATH, OPENAI_KEEPALIVE_SECONDS
 
 pytestmark = [pytest.mark.triton, pytest.mark.timeout(240)]
 
 UVICORN_DEFAULT_KEEPALIVE_S = 5
-"""uvicorn 0.55.0 ``config.py``: ``timeout_keep_alive: int = 5``."""
+"""uvicorn 0.55.0 ``config.py``: ``timeout_keep_alive: int = 5`` (pinned below against the locked uvicorn)."""
+
+
+def test_uvicorns_own_default_is_what_the_server_overrides():
+    import inspect
+
+    import uvicorn
+
+    default = inspect.signature(uvicorn.Config.__init__).parameters["timeout_keep_alive"].default
+    assert default == UVICORN_DEFAULT_KEEPALIVE_S < OPENAI_KEEPALIVE_SECONDS
 
 
 def test_an_idle_connection_outlives_uvicorns_default_keep_alive(shared_stack):
