@@ -350,7 +350,16 @@ def _openai_model_dir(root: Path) -> tuple[Path, Any]:
     return model_dir, serving
 
 
-def test_the_openai_server_serves_in_the_gpu_image_environment(env_of, audit, tmp_path):
+@pytest.fixture
+def refusing_port():
+    """A loopback port bound for the whole test but never listening: a connect to it is refused, and no other test's
+    server can take it meanwhile (a port only free at one instant was, once: Triton's URL then answered 404)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield sock.getsockname()[1]
+
+
+def test_the_openai_server_serves_in_the_gpu_image_environment(env_of, audit, tmp_path, refusing_port):
     """The pod's OpenAI server (python -m inference_platform.inference_image.openai_api) starts in the serving
     image's environment and answers: its model list, OpenAI's 400 for a prompt over the input limit (decided
     before the engine), and 503s in OpenAI's shape while Triton is not there."""
@@ -361,7 +370,7 @@ def test_the_openai_server_serves_in_the_gpu_image_environment(env_of, audit, tm
     port = _closed_port()
     log = tmp_path / "openai.log"
     argv = [str(env.bin / "python"), "-m", "inference_platform.inference_image.openai_api", "--model-dir",
-            str(model_dir), "--served-model-name", serving.model, "--triton-url", f"http://127.0.0.1:{_closed_port()}",
+            str(model_dir), "--served-model-name", serving.model, "--triton-url", f"http://127.0.0.1:{refusing_port}",
             "--host", "127.0.0.1", "--port", str(port)]  # fmt: skip
     environ = {
         "PATH": f"{env.bin}{os.pathsep}/usr/bin{os.pathsep}/bin",
