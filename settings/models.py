@@ -420,7 +420,6 @@ def _canary_problems(
     key = f"{slug(target)}-{canary.version}"
     if key in slugs:
         out.append(Problem("models.canary.version", f"names the same Kubernetes objects as the model {key!r}"))
-    out += _canary_vs_routing(canary.weight, ctx)
     if ctx.production:
         verification = ctx.sections.get("verification")
         enabled = getattr(verification, "enabled", False)
@@ -469,24 +468,3 @@ def _section_problems(
             if p.path == prefix or p.path.startswith((f"{prefix}.", f"{prefix}[")):
                 out.append(Problem(f"{path}.{p.path}", p.message))
     return out
-
-
-def _canary_vs_routing(weight: int, ctx: CheckContext) -> list[Problem]:
-    """A weighted split needs the balancer that keeps backend weights. Envoy Gateway v1.9.0 renders a rule's
-    backendRefs as weighted localities of one cluster and keeps their weights only with a load balancer that reads
-    them: ConsistentHash becomes Maglev with locality weighting only for weighted zones, and an endpoint override
-    (the picker) clears the locality config (``internal/xds/translator/cluster.go``, ``buildCluster``; pinned in
-    tests/data/upstream/model_routing_facts.json). So under ``envoy`` or ``inference-pool``
-    routing the canary's share would follow its share of endpoints, not ``models.canary.weight``."""
-    edge = ctx.sections.get("edge")
-    routing = getattr(edge, "routing", None)
-    if routing is None or weight in (0, 100):
-        return []
-    mode = routing.resolved_mode(ctx.environment)
-    if mode == "round-robin":
-        return []
-    return [
-        Problem("models.canary.weight", f"got {weight} with edge.routing.mode {mode}: Envoy Gateway v1.9.0's {mode} "
-                "balancer ignores backend weights, so the canary's share would not be its weight; set "
-                "edge.routing.mode round-robin while a weighted canary runs (weight 0 and testers need not)")
-    ]  # fmt: skip

@@ -14,17 +14,24 @@ Gateway v1.9.0, as read at the tag (tests/data/upstream/model_routing_facts.json
   runs Lua as a per-route filter (``internal/xds/translator/lua.go``: disabled at the listener, enabled on the
   routes the policy targets), so the script must be on the rule a request matches *before* the header is set:
   the OpenAI rule without a header match, which the script shares with the duplicate-credential check.
-- **Weights and testers.** Gateway API weighted ``backendRefs``: the model's rule sends ``weight`` percent to the
-  canary's Service and the rest to the current one. A rule with one more header match (``<testerHeader>:
-  always``) wins over it (Gateway API: more header matches take precedence) and sends everything to the canary.
-  ``<testerHeader>: current`` likewise pins the current version (the gate measures both side by side). The
-  script removes a client's ``x-inference-model`` and any tester header whose value is neither.
+- **Weights and testers.** The script draws the canary's share itself: a request for a model with a canary and no
+  tester header gets ``<testerHeader>: always`` with probability ``weight``/100 (LuaJIT's ``math.random``; Envoy
+  opens the standard libraries in each worker's Lua state, ``source/extensions/filters/common/lua/lua.cc``). A
+  rule with that header match (Gateway API: more header matches take precedence) sends it to the canary's
+  Service; the model's other rule sends everything else to the current one. Not Gateway API weighted
+  ``backendRefs``: Envoy Gateway v1.9.0 renders those as weighted localities of one cluster, and its consistent
+  hash (``edge.routing.mode envoy``) and the picker's endpoint override (``inference-pool``) drop locality
+  weights (``internal/xds/translator/cluster.go``), so the split would follow the pods, not the weight. Drawn
+  before the route is chosen, the share is the weight under every balancer, and each version keeps its own.
+  Testers send ``<testerHeader>: always`` (the canary) or ``current`` (the current version; the gate measures
+  both side by side), which the script leaves as they are; it removes any other value and a client's
+  ``x-inference-model``.
 - **Fallback before the first byte.** A ``Backend`` with ``fallback: true`` in the rule (``api/v1alpha1/
   backend_types.go``): Envoy Gateway then keeps the rule's backends in one cluster, the fallback at priority 1
-  (``internal/gatewayapi/route.go`` ``weightedRuleBackendsMustBeInOneCluster``, ``Priority = 1``), with each
-  backendRef a locality weighted by its weight (``internal/xds/translator/cluster.go`` ``buildWeightedLocalities``,
-  ``LocalityWeightedLbConfig`` by default). The Gateway's retry gets ``numAttemptsPerPriority: 2``
-  (``internal/xds/translator/route.go``: Envoy's ``previous_priorities`` retry priority): a request that fails
+  (``internal/gatewayapi/route.go`` ``weightedRuleBackendsMustBeInOneCluster``, ``Priority = 1``), each
+  backendRef a locality (``internal/xds/translator/cluster.go`` ``buildWeightedLocalities``). The Gateway's retry
+  gets ``numAttemptsPerPriority: 2`` (``internal/xds/translator/route.go``: Envoy's ``previous_priorities`` retry
+  priority): a request that fails
   before any byte reached the server (the existing ``connect-failure``/``reset-before-request`` triggers) is
   retried once on another host of its own priority (the current version, for a canary), then on the fallback.
   A canary always falls back to its model's current version. ``ModelRoute.fallback`` (another model, only where
@@ -47,6 +54,7 @@ from inference_platform.catalog.serving_contract import (
     OPENAI_COMPLETIONS_PATH,
     OPENAI_MODELS_PATH,
 )
+from inference_platform.components.edge.routing import CLUSTER_TYPE, route_cluster_name
 from inference_platform.components.edge.token_metering import is_metering_lua
 
 MODEL_HEADER = "x-inference-model"
@@ -132,12 +140,10 @@ class ModelRouting:
         """Public id -> the model it routes to."""
         return {**{m.name: m.name for m in self.models}, **self.aliases}
 
-    def fallback_backend(self, route: ModelRoute) -> ModelBackend | None:
-        """Where a request the rule's backends cannot take goes: the configured model, else (a canary) the
-        current version."""
-        if route.fallback is not None:
-            return self.model(route.fallback).current
-        return route.current if route.canary is not None else None
+    def model_fallback(self, route: ModelRoute) -> ModelBackend | None:
+        """Where a request the current version cannot take goes: the current version of the model
+        ``models.fallbacks`` names, else nowhere. (A canary's requests fall back to its model's current version.)"""
+        return self.model(route.fallback).current if route.fallback is not None else None
 
     def card(self, ident: str) -> dict[str, Any]:
         """The OpenAI model object (the server's own shape, inference_image/openai_api/service.py)."""
@@ -149,17 +155,25 @@ class ModelRouting:
     def card_body(self, ident: str) -> str:
         return json.dumps(self.card(ident), separators=(",", ":"))
 
+    def canary_weights(self) -> dict[str, int]:
+        """Model -> its canary's share in percent, for the models whose canary takes drawn traffic."""
+        return {m.name: m.canary_weight for m in self.models if m.canary is not None and m.canary_weight}
+
     @property
     def lua(self) -> str:
-        return routing_lua(self.targets(), self.tester_header)
+        return routing_lua(self.targets(), self.tester_header, self.canary_weights())
 
 
-def routing_lua(targets: Mapping[str, str], tester_header: str) -> str:
+def routing_lua(targets: Mapping[str, str], tester_header: str, canaries: Mapping[str, int] | None = None) -> str:
     """The script: the body's top-level ``model`` (an alias mapped to its model) into ``x-inference-model``, then
     the route chosen again. A model the stack does not serve is a 404 in OpenAI's shape; two top-level ``model``
     keys are a 400 (a JSON reader keeps the last, this one would route on the first). Bounded: it reads the body
-    the route's buffer limit already bounds, once, jumping from one structural character to the next."""
+    the route's buffer limit already bounds, once, jumping from one structural character to the next.
+
+    ``canaries`` (model -> percent): a request for such a model without a tester header is sent to the canary
+    (the tester header set to ``always``) with that probability, each request drawn on its own."""
     table = ",".join(f"[{_lua_string(k)}]={_lua_string(v)}" for k, v in sorted(targets.items()))
+    shares = ",".join(f"[{_lua_string(k)}]={int(v)}" for k, v in sorted((canaries or {}).items()))
     known = ", ".join(sorted(targets))
     unknown = edge_error_body(
         f"The model does not exist; this endpoint serves {known}", "not_found_error", "model_not_found"
@@ -168,8 +182,14 @@ def routing_lua(targets: Mapping[str, str], tester_header: str) -> str:
     return f"""local MODELS = {{{table}}}
 local HEADER = {_lua_string(MODEL_HEADER)}
 local TESTER = {_lua_string(tester_header)}
+local ALWAYS = {_lua_string(TESTER_VALUE)}
+local CURRENT = {_lua_string(CURRENT_VALUE)}
 local UNKNOWN = {_lua_string(unknown)}
 local DUPLICATE = {_lua_string(duplicate)}
+-- Percent of each model's requests drawn for its canary (models.canary.weight).
+local CANARY = {{{shares}}}
+-- Each worker's Lua state draws its own sequence; seeded per start so restarts do not replay one.
+math.randomseed(os.time())
 
 -- The value of the JSON object's top-level "model" string (nil when absent; false when not a plain string), how
 -- many top-level "model" keys there are, and where the value starts in s. Strings are skipped whole (escapes included), so a "model" inside a message is never taken.
@@ -208,7 +228,7 @@ function envoy_on_request(handle)
   local headers = handle:headers()
   headers:remove(HEADER)
   local tester = headers:get(TESTER)
-  if tester ~= "always" and tester ~= "current" then headers:remove(TESTER) end
+  if tester ~= ALWAYS and tester ~= CURRENT then headers:remove(TESTER); tester = nil end
   if headers:get(":method") ~= "POST" then return end
   local body = handle:body()
   if body == nil then return end
@@ -223,7 +243,10 @@ function envoy_on_request(handle)
     body:setBytes(raw:sub(1, at - 1) .. target .. raw:sub(at + #model))
   end
   -- The headers object does not outlive body(), which yields until the body is in (Envoy's Lua filter).
-  handle:headers():replace(HEADER, target)
+  headers = handle:headers()
+  headers:replace(HEADER, target)
+  local share = CANARY[target]
+  if tester == nil and share ~= nil and math.random(100) <= share then headers:replace(TESTER, ALWAYS) end
   handle:clearRouteCache()
 end
 """
@@ -261,6 +284,7 @@ def with_model_routing(
         rules += _model_rules(routing, model, gateway, namespace, meta, backends)
     spec = route["spec"]
     spec["rules"] = [*rules, *spec["rules"]]
+    _bound_every_rule(out, route)
     # The one EnvoyExtensionPolicy of the OpenAI route (Envoy Gateway v1.9.0 attaches one per route: a second policy
     # would be Conflicted and ignored). It targets that route alone (inference_pool.extension_policies): the script
     # reads every POST body, the batch lane's uploads included, and must not run on their routes.
@@ -286,6 +310,28 @@ def with_model_routing(
     return [*out, *filters, *backends.values()]
 
 
+def _bound_every_rule(objects: list[Manifest], route: Manifest) -> None:
+    """The load bound (``edge.routing.mode envoy``: ``routing.bounded_load_patch``) on every cluster of the OpenAI
+    route. Envoy Gateway makes one cluster per rule with backends, named by the rule's index
+    (``routing.route_cluster_name``), and skips a patch whose cluster it cannot find, with a status condition only
+    (``internal/xds/translator/jsonpatch.go`` v1.9.0, ``errResourceNotFound``). With the model rules first, the
+    route's rule 0 is the edge's ``/v1/models`` answer, which has no cluster: patched as rendered, no model's
+    replicas would be bounded. Each rule with backends gets the patch instead."""
+    namespace, name = route["metadata"]["namespace"], route["metadata"]["name"]
+    first = route_cluster_name(namespace, name, 0)
+    for policy in (o for o in objects if o["kind"] == "EnvoyPatchPolicy"):
+        patches = policy["spec"]["jsonPatches"]
+        bound = next((p for p in patches if p.get("type") == CLUSTER_TYPE and p.get("name") == first), None)
+        if bound is None:
+            continue
+        others = [p for p in patches if p is not bound]
+        indices = [i for i, rule in enumerate(route["spec"]["rules"]) if rule.get("backendRefs")]
+        policy["spec"]["jsonPatches"] = [
+            *({**bound, "name": route_cluster_name(namespace, name, i)} for i in indices),
+            *others,
+        ]
+
+
 def routing_index(scripts: list[str]) -> int:
     """Where the routing script goes among the OpenAI route's Lua scripts (both renderings; Envoy Gateway v1.9.0 runs
     a policy's ``lua`` entries in list order): after the edge's own (the credential check first, so a request with
@@ -309,29 +355,17 @@ def _model_rules(
     meta: Mapping[str, Any],
     backends: dict[str, Manifest],
 ) -> list[dict[str, Any]]:
-    fallback = routing.fallback_backend(model)
-    fallback_model = model.fallback or model.name
-    fallback_ref = _fallback_ref(fallback, gateway, meta, backends, fallback_model) if fallback is not None else None
+    """The model's rules: everything to the current version (and then its model fallback), except what the script
+    drew for the canary or a tester pinned there (the tester header ``always``): the canary, then the current
+    version. Gateway API gives the rule with more header matches precedence."""
     header = {"type": "Exact", "name": MODEL_HEADER, "value": model.name}
-    weighted = [_service_ref(model.current, namespace, 100 - model.canary_weight if model.canary else 1)]
-    if model.canary is not None:
-        weighted.append(_service_ref(model.canary, namespace, model.canary_weight))
-    rules = [_rule([header], [*weighted, *([fallback_ref] if fallback_ref else [])])]
+    fallback = routing.model_fallback(model)
+    rest = [_fallback_ref(fallback, gateway, meta, backends, model.fallback or "")] if fallback is not None else []
+    rules = [_rule([header], [_service_ref(model.current, namespace), *rest])]
     if model.canary is not None:
         tester = {"type": "Exact", "name": routing.tester_header, "value": TESTER_VALUE}
         current = _fallback_ref(model.current, gateway, meta, backends, model.name)
-        rules.insert(0, _rule([header, tester], [_service_ref(model.canary, namespace, 1), current]))
-        pinned = {**tester, "value": CURRENT_VALUE}
-        rules.insert(
-            1,
-            _rule(
-                [header, pinned],
-                [
-                    _service_ref(model.current, namespace, 1),
-                    *([fallback_ref] if fallback_ref and fallback != model.current else []),
-                ],
-            ),
-        )
+        rules.insert(0, _rule([header, tester], [_service_ref(model.canary, namespace), current]))
     return rules
 
 
@@ -345,8 +379,8 @@ def _rule(headers: list[dict[str, str]], refs: list[dict[str, Any]]) -> dict[str
     }
 
 
-def _service_ref(backend: ModelBackend, namespace: str, weight: int) -> dict[str, Any]:
-    ref: dict[str, Any] = {"name": backend.service, "port": backend.port, "weight": weight}
+def _service_ref(backend: ModelBackend, namespace: str) -> dict[str, Any]:
+    ref: dict[str, Any] = {"name": backend.service, "port": backend.port, "weight": 1}
     if backend.namespace != namespace:
         ref["namespace"] = backend.namespace
     return ref

@@ -7,10 +7,10 @@ programs for the model rules, as its translator builds them (files at the tag ci
   (``model_routing.routing_index``: after the edge's own Lua, before the metering script; all before api_key_auth,
   as the EnvoyProxy's ``filterOrder`` moves every Lua filter), off on the other route groups' routes (the cluster's
   policy targets the OpenAI route alone);
-- per model, routes matching ``x-inference-model`` (and the tester header) on the generation paths, put before the
-  allow-list's own routes; a rule with a fallback is ONE cluster whose backendRefs are localities weighted by
-  their weights at priority 0 and the fallback at priority 1 (``cluster.go`` ``buildWeightedLocalities``,
-  ``LocalityWeightedLbConfig``); without one, ``weighted_clusters``;
+- per model, routes matching ``x-inference-model`` (and the tester header the script sets for the canary's drawn
+  share) on the generation paths, put before the allow-list's own routes; a rule with a fallback is ONE cluster
+  whose backendRef is a locality at priority 0 and the fallback a locality at priority 1 (``cluster.go``
+  ``buildWeightedLocalities``, ``LocalityWeightedLbConfig``);
 - the route's retry gets ``previous_priorities`` with ``update_frequency`` 2 (``route.go``, from
   ``numAttemptsPerPriority``) and Envoy Gateway's ``previous_hosts`` predicate;
 - ``GET /v1/models`` and ``/v1/models/<id>`` answered by the edge (``directResponse``).
@@ -27,7 +27,6 @@ from typing import Any
 from inference_platform.catalog.edge_policy import INFERENCE_ROUTES, LUA_FILTER, RETRY_ON, EdgePolicy
 from inference_platform.catalog.serving_contract import OPENAI_MODELS_PATH
 from inference_platform.components.edge.model_routing import (
-    CURRENT_VALUE,
     GENERATION_PATHS,
     MODEL_HEADER,
     NUM_ATTEMPTS_PER_PRIORITY,
@@ -79,7 +78,7 @@ def with_model_routing(
     routes = [_direct("GET", OPENAI_MODELS_PATH, routing.list_body())]
     routes += [_direct("GET", f"{OPENAI_MODELS_PATH}/{i}", routing.card_body(i)) for i in routing.public_ids]
     for model in routing.models:
-        for tester, cluster in _clusters(routing, model, policy, upstreams, static["clusters"][0]):
+        for tester, cluster in _clusters(routing, model, upstreams, static["clusters"][0]):
             static["clusters"].append(cluster)
             for path in GENERATION_PATHS:
                 routes.append(_model_route(template, path, model.name, routing.tester_header, tester, cluster["name"],
@@ -91,53 +90,45 @@ def with_model_routing(
 def _clusters(
     routing: ModelRouting,
     model: ModelRoute,
-    policy: EdgePolicy,
     upstreams: Mapping[ModelBackend, Upstream],
     template: Mapping[str, Any],
 ) -> list[tuple[str | None, dict[str, Any]]]:
-    """(tester header value or None, cluster) per rule of ``model``: its weighted backends at priority 0, the fallback at 1."""
-    fallback = routing.fallback_backend(model)
-    main = [(model.current, 100 - model.canary_weight if model.canary else 1)]
-    if model.canary is not None and model.canary_weight:
-        main.append((model.canary, model.canary_weight))  # Envoy refuses a locality of weight 0: none at all
+    """(tester header value or None, cluster) per rule of ``model`` (``model_routing._model_rules``): the canary
+    then the current version for the tester header ``always`` (the script's draw, or a tester); the current version
+    then the model's fallback for everything else."""
     out: list[tuple[str | None, dict[str, Any]]] = [
-        (None, _cluster(f"model-{model.name}", main, fallback, upstreams, template))
+        (None, _cluster(f"model-{model.name}", model.current, routing.model_fallback(model), upstreams, template))
     ]
     if model.canary is not None:
-        pinned_fallback = fallback if fallback != model.current else None
-        out.insert(0, (TESTER_VALUE, _cluster(f"model-{model.name}-canary", [(model.canary, 1)], model.current,
-                                              upstreams, template)))  # fmt: skip
-        out.insert(1, (CURRENT_VALUE, _cluster(f"model-{model.name}-current", [(model.current, 1)], pinned_fallback,
-                                               upstreams, template)))  # fmt: skip
+        canary = _cluster(f"model-{model.name}-canary", model.canary, model.current, upstreams, template)
+        out.insert(0, (TESTER_VALUE, canary))
     return out
 
 
 def _cluster(
     name: str,
-    weighted: list[tuple[ModelBackend, int]],
+    primary: ModelBackend,
     fallback: ModelBackend | None,
     upstreams: Mapping[ModelBackend, Upstream],
     template: Mapping[str, Any],
 ) -> dict[str, Any]:
     cluster = copy.deepcopy(dict(template))
-    localities = [_locality(upstreams[b], weight, 0) for b, weight in weighted]
+    localities = [_locality(upstreams[primary], 0)]
     if fallback is not None:
-        localities.append(_locality(upstreams[fallback], 1, 1))
+        localities.append(_locality(upstreams[fallback], 1))
     cluster["name"] = name
     cluster["load_assignment"] = {"cluster_name": name, "endpoints": localities}
-    if "load_balancing_policy" not in cluster:
-        # Weighted localities (a canary's split); a hashing or picking balancer keeps its own policy, as Envoy
-        # Gateway renders it, and settings/models.py refuses a weighted canary under one.
-        cluster["common_lb_config"] = {"locality_weighted_lb_config": {}}
-        cluster["lb_policy"] = "LEAST_REQUEST"
+    # The template's balancer (the stack's edge.routing.mode) as Envoy Gateway renders it. Envoy Gateway adds
+    # LocalityWeightedLbConfig to the round-robin and least-request ones (cluster.go); with one locality per
+    # priority, as here, it changes no pick, so it is left out.
     return cluster
 
 
-def _locality(upstream: Upstream, weight: int, priority: int) -> dict[str, Any]:
+def _locality(upstream: Upstream, priority: int) -> dict[str, Any]:
     address = {"socket_address": {"address": upstream.address, "port_value": upstream.port}}
     return {
         "locality": {"zone": f"{upstream.address}:{upstream.port}"},
-        "load_balancing_weight": weight,
+        "load_balancing_weight": 1,
         "priority": priority,
         "lb_endpoints": [{"endpoint": {"address": address}}],
     }

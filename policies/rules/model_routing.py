@@ -3,8 +3,9 @@
 - ``edge-fallback-backends-in-cluster``: an Envoy Gateway ``Backend`` (the kind a fallback takes) names only
   Services of this cluster (``<service>.<namespace>.svc.cluster.local``): an IP, a Unix socket or an outside host
   would send prompts, and the client's identity header, somewhere no NetworkPolicy or policy of ours sees.
-- ``edge-canaries-gated`` (production, by the stack's policy config): an HTTPRoute rule splitting a model's
-  requests by weight over two Services is a canary, and the stack must run the verification Job that gates it
+- ``edge-canaries-gated`` (production, by the stack's policy config): an HTTPRoute sending one model's requests to
+  two Services (rules matching one ``x-inference-model``, as the canary renders, or one rule's weighted
+  ``backendRefs``) is a canary, and the stack must run the verification Job that gates it
   (``inference:verification:VerificationJob``): a canary nobody measures is a rolling update in disguise. Settings
   refuse the same in their own words (models.canary.gate); this catches a canary written by hand.
 - The same rule refuses a fallback ``Backend`` without the ``inference.platform/model`` label naming the model its
@@ -13,9 +14,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ResourceValidationArgs, StackValidationArgs
 
-from inference_platform.components.edge.model_routing import MODEL_LABEL
+from inference_platform.components.edge.model_routing import MODEL_HEADER, MODEL_LABEL
 from inference_platform.policies.callbacks import (
     ReportViolation,
     ResourceValidationPolicy,
@@ -44,23 +47,38 @@ def _backends_in_cluster(args: ResourceValidationArgs, report: ReportViolation) 
         report(f"Backend {name}: a fallback without the {MODEL_LABEL} label naming the model it serves")
 
 
+def _split_services(rules: list[Any]) -> list[str]:
+    """The Services of the first split among ``rules``: one rule weighting two or more Services (Gateway API weighted
+    ``backendRefs``), or one model's rules (their ``x-inference-model`` match) reaching two or more Services, as the
+    canary renders (the routing script draws the canary's share into the tester header); empty when none."""
+    per_model: dict[str, set[str]] = {}
+    for rule in rules:
+        services = [get(r, "name") for r in as_list(get(rule, "backendRefs"))
+                    if get(r, "kind", "Service") == "Service" and get(r, "weight", 1) > 0]  # fmt: skip
+        if len(services) > 1:
+            return services
+        models = {get(h, "value") for m in as_list(get(rule, "matches")) for h in as_list(get(m, "headers"))
+                  if get(h, "name") == MODEL_HEADER}  # fmt: skip
+        for model in models:
+            per_model.setdefault(model, set()).update(services)
+    return next((sorted(s) for s in per_model.values() if len(s) > 1), [])
+
+
 def _canaries_gated(args: StackValidationArgs, report: ReportViolation) -> None:
     if not args.get_config().get("production"):
         return
-    gated = any(r.resource_type == VERIFICATION_JOB for r in args.resources)
+    if any(r.resource_type == VERIFICATION_JOB for r in args.resources):
+        return
     for resource in args.resources:
-        if resource.resource_type != HTTP_ROUTE or gated:
+        if resource.resource_type != HTTP_ROUTE:
             continue
-        for rule in as_list(get(resource.props, "spec.rules")):
-            services = [r for r in as_list(get(rule, "backendRefs")) if get(r, "kind", "Service") == "Service"]
-            if len(services) > 1 and all(get(r, "weight", 1) > 0 for r in services):
-                report(
-                    f"HTTPRoute {get(resource.props, 'metadata.name')}: a rule splits requests over "
-                    f"{', '.join(get(r, 'name') for r in services)} by weight, and no verification Job gates it "
-                    "(verification.enabled, models.canary.gate)",
-                    resource.urn,
-                )
-                break
+        services = _split_services(as_list(get(resource.props, "spec.rules")))
+        if services:
+            report(
+                f"HTTPRoute {get(resource.props, 'metadata.name')}: requests for one model are split over "
+                f"{', '.join(services)}, and no verification Job gates it (verification.enabled, models.canary.gate)",
+                resource.urn,
+            )
 
 
 POLICIES = [
@@ -72,7 +90,7 @@ POLICIES = [
     ),
     StackValidationPolicy(
         name="edge-canaries-gated",
-        description="In production, a weighted split between two Services (a canary) needs the verification Job.",
+        description="In production, one model's requests split over two Services (a canary) need the verification Job.",
         validate=_canaries_gated,
         enforcement_level=EnforcementLevel.MANDATORY,
         config_schema=PolicyConfigSchema(properties={"production": {"type": "boolean", "default": False}}),

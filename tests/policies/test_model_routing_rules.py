@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pulumi
 import pulumi_kubernetes as k8s
+import pytest
 
 SERVICE = "triton.inference.svc.cluster.local"
 
@@ -35,12 +36,33 @@ def test_outside_or_unlabelled_fallbacks_fail(violations):
     assert found and "label" in found[0].message
 
 
-def _canary(with_job: bool):
+WEIGHTED = [{"backendRefs": [{"name": "triton", "port": 9000, "weight": 95},
+                              {"name": "triton-v2", "port": 9000, "weight": 5}]}]  # fmt: skip
+
+
+def _matching(*headers: tuple[str, str]) -> list[dict]:
+    return [{"path": {"type": "Exact", "value": "/v1/chat/completions"},
+             "headers": [{"type": "Exact", "name": n, "value": v} for n, v in headers]}]  # fmt: skip
+
+
+# As the canary renders (components/edge/model_routing.py): the script draws the share into the tester header.
+DRAWN = [
+    {"matches": _matching(("x-inference-model", "m"), ("x-canary", "always")),
+     "backendRefs": [{"name": "triton-v2", "port": 9000, "weight": 1}]},
+    {"matches": _matching(("x-inference-model", "m")), "backendRefs": [{"name": "triton", "port": 9000, "weight": 1}]},
+]  # fmt: skip
+# Two models, one Service each: no canary.
+TWO_MODELS = [
+    {"matches": _matching(("x-inference-model", "a")), "backendRefs": [{"name": "triton", "port": 9000}]},
+    {"matches": _matching(("x-inference-model", "b")), "backendRefs": [{"name": "triton-b", "port": 9000}]},
+]  # fmt: skip
+
+
+def _canary(with_job: bool, rules: list[dict] = WEIGHTED):
     def program():
-        refs = [{"name": "triton", "port": 9000, "weight": 95}, {"name": "triton-v2", "port": 9000, "weight": 5}]
         k8s.apiextensions.CustomResource("r", api_version="gateway.networking.k8s.io/v1", kind="HTTPRoute",
                                          metadata={"name": "r", "namespace": "edge"},
-                                         spec={"rules": [{"backendRefs": refs}]})  # fmt: skip
+                                         spec={"rules": rules})  # fmt: skip
         if with_job:
 
             class Job(pulumi.ComponentResource):
@@ -52,7 +74,13 @@ def _canary(with_job: bool):
     return program
 
 
-def test_production_canaries_need_the_verification_job(violations):
-    assert violations(_canary(True), "edge-canaries-gated", {"production": True}) == []
-    assert violations(_canary(False), "edge-canaries-gated", {"production": True})
-    assert violations(_canary(False), "edge-canaries-gated") == []  # development: advisory by settings alone
+@pytest.mark.parametrize("rules", [WEIGHTED, DRAWN], ids=["weighted", "drawn"])
+def test_production_canaries_need_the_verification_job(violations, rules):
+    assert violations(_canary(True, rules), "edge-canaries-gated", {"production": True}) == []
+    found = violations(_canary(False, rules), "edge-canaries-gated", {"production": True})
+    assert found and "triton, triton-v2" in found[0].message
+    assert violations(_canary(False, rules), "edge-canaries-gated") == []  # development: advisory by settings alone
+
+
+def test_two_models_are_no_canary(violations):
+    assert violations(_canary(False, TWO_MODELS), "edge-canaries-gated", {"production": True}) == []

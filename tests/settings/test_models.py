@@ -259,23 +259,18 @@ def test_a_rollback_recorded_needs_weight_zero_and_the_state_says_where_the_cana
     assert states[2].startswith("at the last step")
 
 
-@pytest.mark.parametrize("mode", ["envoy", "inference-pool", None])
-def test_a_weighted_canary_needs_the_balancer_that_keeps_weights(mode):
-    """Envoy Gateway v1.9.0's Maglev (envoy mode) and endpoint override (the picker) drop the localities' weights
-    that carry a rule's backendRef weights (tests/data/upstream/model_routing_facts.json): the canary's share would
-    be its share of endpoints. Refused at the weight, naming the routing mode; weight 0 (testers only) passes."""
+@pytest.mark.parametrize("mode", ["envoy", "inference-pool", "round-robin", None])
+def test_a_weighted_canary_runs_under_every_balancer(mode):
+    """The routing script draws the canary's share before the route is chosen (components/edge/model_routing.py), so
+    no balancer can lose it: Envoy Gateway v1.9.0's Maglev and endpoint override drop backendRef weights
+    (tests/data/upstream/model_routing_facts.json), which the split no longer uses."""
     canary = {"version": "v2", "weight": 5, "inference": {"image": {"tag": "2026.12.1"}}}
     routing = {"mode": mode} if mode else {}
     values = {"tags": TAGS, "inference": IMAGE, "edge": {"routing": routing}, "models": {"canary": canary}}
-    with pytest.raises(SettingsError) as err:
-        load_settings(values, project="p", stack="dev", region="us-west-2")
-    found = {p.path: p.message for p in err.value.problems}
-    assert "edge.routing.mode" in found["models.canary.weight"] and "round-robin" in found["models.canary.weight"]
-    values["models"] = {"canary": {**canary, "weight": 0}}
-    assert load_settings(values, project="p", stack="dev", region="us-west-2").models.canary.weight == 0
+    assert load_settings(values, project="p", stack="dev", region="us-west-2").models.canary.weight == 5
 
 
-def test_prod_refuses_a_weighted_canary_under_its_default_picker():
+def test_prod_runs_a_weighted_canary_under_its_default_picker():
     values, secret, region = stack_values("prod")
     canary = {"version": "v2", "weight": 5, "inference": {"image": {"digest": "sha256:" + "b" * 64}}}
     values = {**values, "models": {"canary": canary}}
@@ -283,9 +278,6 @@ def test_prod_refuses_a_weighted_canary_under_its_default_picker():
         **values.get("verification", {}),
         "prometheusUrl": "http://prometheus.monitoring.svc:9090",
     }
-    with pytest.raises(SettingsError) as err:
-        load_settings(values, project="inference-platform", stack="prod", region=region, secret_keys=secret)
-    found = {p.path: p.message for p in err.value.problems}
-    assert (
-        list(found) == ["models.canary.weight"] and "edge.routing.mode inference-pool" in found["models.canary.weight"]
-    )
+    settings = load_settings(values, project="inference-platform", stack="prod", region=region, secret_keys=secret)
+    assert settings.models.canary.weight == 5
+    assert settings.edge.routing.resolved_mode(settings.environment) == "inference-pool"

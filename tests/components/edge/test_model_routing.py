@@ -57,15 +57,38 @@ def test_the_openai_route_keeps_its_name_and_gains_the_model_rules_first():
     listing = [r for r in rules if "filters" in r]
     assert [r["matches"][0]["path"]["value"] for r in listing] == [
         "/v1/models", f"/v1/models/{SMALL}", f"/v1/models/{BIG}", "/v1/models/llama"]  # fmt: skip
-    weighted = next(r for r in rules if r.get("backendRefs") and len(r["matches"][0].get("headers", [])) == 1
-                    and r["matches"][0]["headers"][0]["value"] == SMALL)  # fmt: skip
-    refs = [(b.get("kind", "Service"), b["name"], b["weight"]) for b in weighted["backendRefs"]]
-    assert refs == [("Service", "triton", 75), ("Service", "triton-small-v2", 25),
-                    ("Backend", f"{TARGET.name}-fallback-triton", 1)]  # fmt: skip
-    tester = [r for r in rules if len(r.get("matches", [{}])[0].get("headers", [])) == 2]
-    assert {r["matches"][0]["headers"][1]["value"]: r["backendRefs"][0]["name"] for r in tester} == {
-        "always": "triton-small-v2", "current": "triton"}  # fmt: skip
+    by_model = {}
+    for r in rules:
+        headers = r.get("matches", [{}])[0].get("headers") or []
+        if headers:
+            tester = headers[1]["value"] if len(headers) == 2 else None
+            by_model[headers[0]["value"], tester] = [(b.get("kind", "Service"), b["name"], b["weight"])
+                                                     for b in r["backendRefs"]]  # fmt: skip
+    # No weighted backendRefs (the script draws the canary's share): everything else to the current version, what
+    # the script drew (and testers) to the canary, then the current version; a model fallback after its model.
+    assert by_model == {
+        (SMALL, "always"): [("Service", "triton-small-v2", 1), ("Backend", f"{TARGET.name}-fallback-triton", 1)],
+        (SMALL, None): [("Service", "triton", 1)],
+        (BIG, None): [("Service", "triton-big", 1), ("Backend", f"{TARGET.name}-fallback-triton", 1)],
+    }
+    assert 'local CANARY = {["Llama-3.1-8B"]=25}' in ROUTING.lua
     assert rules[-1]["matches"][0].get("headers") is None  # the allow-list's own rule stays last: it runs the script
+
+
+def test_the_load_bound_reaches_every_model_rules_cluster():
+    """edge.routing envoy: the bound is patched onto each rule's cluster (Envoy Gateway names them by rule index and
+    skips a patch naming none; the route's rule 0 is now the /v1/models answer, which has no cluster)."""
+    envoy = {**EDGE, "routing": {"mode": "envoy"}}
+    policy = load_settings({"tags": TAGS, "edge": envoy}, project="p", stack="s", region="us-west-2").edge.policy()
+    rendered = with_model_routing(render_gateway_objects(policy, TARGET), ROUTING, gateway=TARGET.name,
+                                  namespace=TARGET.namespace)  # fmt: skip
+    route = next(o for o in rendered if o["kind"] == "HTTPRoute" and o["metadata"]["name"] == f"{TARGET.name}-http")
+    with_backends = [i for i, r in enumerate(route["spec"]["rules"]) if r.get("backendRefs")]
+    (patch,) = [o for o in rendered if o["kind"] == "EnvoyPatchPolicy"]
+    names = [p["name"] for p in patch["spec"]["jsonPatches"]]
+    assert names == [f"httproute/{TARGET.namespace}/{TARGET.name}-http/rule/{i}" for i in with_backends]
+    assert 0 not in with_backends and len(with_backends) == 4  # the canary's, SMALL's, BIG's and the allow-list's
+    assert len({json.dumps(p["operation"]) for p in patch["spec"]["jsonPatches"]}) == 1
 
 
 def test_fallbacks_are_backends_at_priority_one_and_the_retry_moves_to_them():

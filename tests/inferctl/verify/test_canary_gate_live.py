@@ -56,8 +56,8 @@ def _settings(weight: int) -> Any:
         "serving": serving,
         "inference": inference,
         "models": {"canary": canary},
-        "edge": {"routing": {"mode": "round-robin"}},
-    }  # a weighted canary's balancer (settings/models.py)
+        "edge": {"routing": {"mode": "envoy"}},
+    }  # the prefix hash, dev's default: the script draws the canary's share under any balancer
     return load_settings(values, project="p", stack="dev", region="us-west-2")
 
 
