@@ -8,7 +8,9 @@ with the descriptor Envoy's rate-limit filter sends for the client's budget rule
 
 - ``check``: ``hits_addend`` 0, "check only" (``envoyproxy/ratelimit`` ``src/utils/utilities.go``
   ``GetHitsAddends``: a set per-descriptor value is used, zero included), before a submission is queued: a client
-  whose budget is spent (the counter above its limit, ``base_limiter.go``) gets 429;
+  whose budget is spent (the counter above its limit, ``base_limiter.go``) gets 429; and again by the worker before
+  each message's lines are sent (``worker.BUDGET_CACHE_SECONDS``): a batch admitted before its client's budget was
+  spent files its remaining lines as ``insufficient_quota`` (``spent_error``) instead of running past the budget;
 - ``debit``: ``hits_addend`` = the answered line's weighted tokens times the batch weight, rounded up
   (``batch_charge``, the formula of ``catalog.token_limits.TokenWeights.batch_charge``, which the image does not
   hold: a test holds the two equal), once per written line (``worker._write``).
@@ -51,6 +53,15 @@ def batch_charge(weights: Mapping[str, int], prompt: int, completion: int, cache
     cached = min(max(cached, 0), prompt)
     milli = weights["input"] * (prompt - cached) + weights["cached"] * cached + weights["output"] * completion
     return -(-milli * weights["batch"] // (SCALE * SCALE))
+
+
+def spent_error() -> tuple[str, str]:
+    """The error-file code and message of a line refused because its client's budget is spent (OpenAI's own code for
+    a spent quota)."""
+    return (
+        "insufficient_quota",
+        f"This request was not executed: the client's monthly token budget for {period()} is spent.",
+    )
 
 
 def period(now: float | None = None) -> str:

@@ -34,7 +34,7 @@ SHEDDING = Gauge("batch_worker_shedding", "1 while a serving signal is above its
 BACKOFF_SECONDS = Counter("batch_worker_backoff_seconds", "Time the worker spent shed")
 WORKER_ERRORS = Counter("batch_worker_errors", "Worker failures by kind", ["reason"])
 
-REQUEST_STATUSES = ("completed", "failed", "retried", "duplicate", "cancelled", "expired")
+REQUEST_STATUSES = ("completed", "failed", "retried", "duplicate", "cancelled", "expired", "budget")
 ERROR_REASONS = ("s3", "sqs", "serving", "signals")
 for _status in REQUEST_STATUSES:
     REQUESTS.labels(status=_status)

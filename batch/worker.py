@@ -13,6 +13,8 @@ What becomes of a line's answer:
   that reaches the queue's ``maxReceiveCount`` the failure goes to the error file instead, and the message
   is made visible at once so that SQS's redrive policy moves it to the dead-letter queue on its next receive.
 - its batch cancelled or past its completion window: the error file (``batch_cancelled``/``batch_expired``).
+- its client's monthly token budget spent since the submission was admitted (``BATCH_BUDGETS``, checked once
+  per message): the error file (``insufficient_quota``), never sent, never debited.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from typing import Any
 import aiohttp
 
 from . import metrics, objects, queue, usage
-from .budget import BudgetClient
+from .budget import BudgetClient, spent_error
 from .config import WorkerConfig
 from .lifecycle import CANCELLED, EXPIRED
 from .queue import Delivery, Line, QueueLimits
@@ -45,6 +47,9 @@ RECORD_CACHE_SECONDS = 2.0
 """How long a batch's status is trusted: a cancel reaches the workers within this (the monitor writes the
 cancelled lines itself anyway)."""
 IDLE_SECONDS = 0.2
+BUDGET_CACHE_SECONDS = 2.0
+"""How long a client's budget answer is trusted. Lines already sent when the budget is spent finish and are debited
+(the edge likewise lets an admitted answer cross a limit); a later message is refused within this."""
 
 
 class _Outcome:
@@ -73,6 +78,7 @@ class Worker:
         """Lines seen per message (running mean): how many messages fill the room for lines."""
         self._records: dict[str, tuple[float, dict[str, Any] | None]] = {}
         self.budgets = BudgetClient(config.common.budgets) if config.common.budgets is not None else None
+        self._budgets_seen: dict[str, tuple[float, bool]] = {}
         self.heartbeat = lambda: None
 
     def headers(self) -> dict[str, str]:
@@ -148,6 +154,16 @@ class Worker:
         self._records[batch_id] = (time.monotonic(), data)
         return data
 
+    def _budget_left(self, owner: str) -> bool:
+        """Whether ``owner``'s shared monthly budget has tokens left (``BudgetClient.check``: fails open)."""
+        assert self.budgets is not None
+        cached = self._budgets_seen.get(owner)
+        if cached and time.monotonic() - cached[0] < BUDGET_CACHE_SECONDS:
+            return cached[1]
+        left = self.budgets.check(owner)
+        self._budgets_seen[owner] = (time.monotonic(), left)
+        return left
+
     async def _handle(self, session: aiohttp.ClientSession, delivery: Delivery) -> None:
         self.active_lines += len(delivery.lines)
         try:
@@ -189,6 +205,17 @@ class Worker:
                     batch_id=batch_id, line=line.line, custom_id=line.custom_id, code=code, message=message
                 )
                 await self._write(batch_id, line, result, failed=True, status=status)
+            await self._delete(delivery)
+            return
+        if self.budgets is not None and not await asyncio.to_thread(self._budget_left, delivery.owner):
+            # Spent since the submission was admitted (interactive answers, other batches): the rest of the batch is
+            # refused line by line, as the edge refuses the client's next request.
+            code, message = spent_error()
+            for line in todo:
+                result = objects.error_line(
+                    batch_id=batch_id, line=line.line, custom_id=line.custom_id, code=code, message=message
+                )
+                await self._write(batch_id, line, result, failed=True, status="budget")
             await self._delete(delivery)
             return
         keeper = asyncio.create_task(self._keep_invisible(delivery))

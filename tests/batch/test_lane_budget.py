@@ -6,8 +6,9 @@ behind our OpenAI server, the official ``openai`` client.
 A client's batch lines debit its budget's counter at the batch weight, exactly once per answered line (one
 ``ShouldRateLimit`` per line, with the very descriptor the edge sends); the interactive lane then sees the reduced
 budget (``x-ratelimit-remaining``); once the budget is spent by interactive answers, both lanes refuse it: the
-edge with 429, the Batch API with 429 in OpenAI's error shape before anything is queued. A client without a budget
-is never refused."""
+edge with 429, the Batch API with 429 in OpenAI's error shape before anything is queued, and a batch admitted
+while the budget was open but run after it was spent files its lines as ``insufficient_quota``, none sent or
+debited. A client without a budget is never refused."""
 
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ LOOPBACK = "127.0.0.1"
 TAGS = {"owner": "team", "costCenter": "cc-1"}
 BUDGET = 1200
 LINES = 12
+LATE_LINES = 3
 WEIGHTS = {"input": 1, "cached": 1, "output": 2, "batch": 0.5}
 SETTLE_S = 20.0
 
@@ -125,6 +127,11 @@ def test_batch_lines_debit_the_edges_budget_at_the_batch_weight_and_both_lanes_r
             assert time.monotonic() < deadline, "the worker did not count its debits"
             time.sleep(0.2)
         assert worker.metric("batch_budget_calls_total", call="debit", outcome="ok") == LINES
+        # A batch admitted now, while the budget is open, whose lines wait in the queue (no worker) until it is spent.
+        assert worker.terminate() == 0
+        late_file = alpha.files.create(file=jsonl(lines[:LATE_LINES]), purpose="batch")
+        late = alpha.batches.create(input_file_id=late_file.id, endpoint="/v1/chat/completions",
+                                    completion_window="24h")  # fmt: skip
 
         # The interactive lane sees the reduced budget: its request-path check reports what is left.
         chat = {"model": model, "messages": [{"role": "user", "content": "Tell me a story."}], "max_tokens": 30}
@@ -139,6 +146,21 @@ def test_batch_lines_debit_the_edges_budget_at_the_batch_weight_and_both_lanes_r
             spent += weights.charge(answer.usage.prompt_tokens, answer.usage.completion_tokens)
         assert _month(edge.rate_limit_ledger, policy, spent) == spent
 
+        # The late batch's lines run now: refused line by line, never sent to the server, never debited.
+        later = lane.worker("worker-2", BATCH_SERVING_URL=shared_stack.openai_url, BATCH_CONCURRENCY="4",
+                            BATCH_BUDGETS=budgets)  # fmt: skip
+        finished = wait_finished(alpha, late.id, timeout=120)
+        assert (finished.status, finished.request_counts.completed, finished.request_counts.failed) == (
+            "completed", 0, LATE_LINES), finished  # fmt: skip
+        refused_lines = file_lines(alpha, finished.error_file_id)
+        assert {e["error"]["code"] for e in refused_lines} == {"insufficient_quota"}
+        assert all(this_month in e["error"]["message"] for e in refused_lines)
+        assert later.metric("batch_requests_total", status="budget") == LATE_LINES
+        assert later.metric("batch_budget_calls_total", call="debit", outcome="ok") == 0
+        # Nothing sent: the worker's serving-call histogram is empty; nothing charged: the month's counter as it was.
+        assert later.metric("batch_request_duration_seconds_count") == 0
+        assert _month(edge.rate_limit_ledger, policy) == spent
+
         # Spent: the edge refuses alpha, and so does the Batch API, before anything is queued.
         with pytest.raises(openai.RateLimitError):
             alpha.chat.completions.create(**chat)
@@ -148,7 +170,7 @@ def test_batch_lines_debit_the_edges_budget_at_the_batch_weight_and_both_lanes_r
         error = refused.value.response.json()["error"]
         assert error["code"] == "rate_limit_exceeded" and error["param"] == "tokens_per_month", error
         assert this_month in error["message"]
-        assert [b.id for b in alpha.batches.list()] == [batch.id]
+        assert sorted(b.id for b in alpha.batches.list()) == sorted([batch.id, late.id])
         # beta has no budget: never refused on either lane.
         assert beta.chat.completions.create(**chat).usage is not None
         other = beta.files.create(file=jsonl(lines[:1]), purpose="batch")

@@ -33,4 +33,12 @@ def test_every_series_the_rules_read_is_exported_with_its_labels():
     for name, labels in wanted.items():
         assert name in series, f"{name} is read by components/batch/signals.py but batch/metrics.py does not export it"
         assert labels <= series[name], f"{name}: the rules select on {labels}, the code labels {series[name]}"
-    assert set(metrics.REQUEST_STATUSES) == {"completed", "failed", "retried", "duplicate", "cancelled", "expired"}
+    assert set(metrics.REQUEST_STATUSES) == {
+        "completed",
+        "failed",
+        "retried",
+        "duplicate",
+        "cancelled",
+        "expired",
+        "budget",
+    }
