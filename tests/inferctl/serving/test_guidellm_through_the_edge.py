@@ -150,8 +150,16 @@ def test_guidellm_benchmarks_streaming_chat_through_the_edge_with_no_errors(stac
         assert request["output_metrics"]["text_tokens"] == OUTPUT_TOKENS, request["output_metrics"]
         assert request["info"]["timings"]["token_iterations"] >= 1  # the answer arrived as a stream
 
-    # The server counted what guidellm reports: every request succeeded, through the edge (client-labelled).
+    # The server counted what guidellm reports: every request succeeded, through the edge (client-labelled). The
+    # same constraint can also drop a request a worker process had already sent from the report: a make test run
+    # reported 23 while the server had answered 24 (960 = 24 x 40 tokens). So the server answered at least what was
+    # reported and at most what was created, each answer whole.
     moved = {name: after[name] - before[name] for name in COUNTERS}
-    assert moved[server_metrics.REQUEST_SUCCESS] == sent, moved
-    assert moved[server_metrics.GENERATION_TOKENS] == sent * OUTPUT_TOKENS, moved
-    assert moved[server_metrics.PROMPT_TOKENS] == sum(r["input_metrics"]["text_tokens"] for r in requests), moved
+    served = moved[server_metrics.REQUEST_SUCCESS]
+    assert sent <= served <= REQUESTS, moved
+    assert moved[server_metrics.GENERATION_TOKENS] == served * OUTPUT_TOKENS, moved
+    reported_prompt = sum(r["input_metrics"]["text_tokens"] for r in requests)
+    if served == sent:
+        assert moved[server_metrics.PROMPT_TOKENS] == reported_prompt, moved
+    else:
+        assert moved[server_metrics.PROMPT_TOKENS] > reported_prompt, moved
