@@ -21,9 +21,11 @@ and no URN changes. Present:
   canary against the stack's SLOs and error budget and decides promote to the next of ``steps``, hold, or roll
   back to 0 % (inferctl/verify/canary_gate.py); the next ``pulumi up`` writes that weight back here.
 
-Sources for the shape: Gateway API weighted ``backendRefs`` (HTTPRoute), Envoy AI Gateway v1.1.0's model-name
-routing (``x-ai-eg-model``, api/v1alpha1/shared_types.go) and Envoy Gateway v1.9.0's fallback ``Backend``
-(api/v1alpha1/backend_types.go ``Fallback``): tests/data/upstream/model_routing_facts.json pins each.
+Sources for the shape: Envoy AI Gateway v1.1.0's model-name routing (``x-ai-eg-model``, api/v1alpha1/
+shared_types.go), Envoy Gateway v1.9.0's fallback ``Backend`` (api/v1alpha1/backend_types.go ``Fallback``), and
+why the canary's share is drawn by the edge's routing script rather than carried as Gateway API weighted
+``backendRefs`` (Envoy Gateway's consistent hash and endpoint override drop those weights):
+tests/data/upstream/model_routing_facts.json pins each.
 """
 
 from __future__ import annotations

@@ -69,3 +69,36 @@ def test_a_plan_without_serving_writes_nothing(tmp_path):
     assert serving_json([]) is None
     assert write_model_repository([], out) == []
     assert not out.exists()
+
+
+def test_a_stack_with_several_models_plans_a_repository_per_rollout(tmp_path):
+    """The dev example with a second model and a canary (docs/examples/Pulumi.dev-rollout.yaml): one repository per
+    rollout, each what the entrypoint renders from that rollout's own ConfigMap in a container of its own memory.
+    ``inferctl plan --stack-file`` on it stopped with a traceback before (it expected one serving.json)."""
+    from inference_platform.inferctl.plan.command import make_plan
+    from inference_platform.inference_image.settings_source import load_file
+    from inference_platform.offline_plan.model_repository import rollouts
+    from tests.conftest import REPO
+
+    plan = make_plan(REPO, "dev", stack_file=REPO / "docs" / "examples" / "Pulumi.dev-rollout.yaml")
+    out = tmp_path / "out" / "dev"
+    (out / "model-repository-triton-gone").mkdir(parents=True)  # a rollout an earlier plan had
+    write_outputs(plan, tmp_path / "out")
+    found = rollouts(plan.run.resources)
+    assert [r.app for r in found] == [
+        "triton", "triton-llama-3-1-8b-img-2026-12-5", "triton-qwen2-5-7b-instruct"]  # fmt: skip
+    written = sorted(p.name for p in out.iterdir() if p.name.startswith("model-repository"))
+    assert written == ["model-repository", *(f"model-repository-{r.app}" for r in found[1:])]
+    for rollout, name in zip(found, written, strict=True):
+        settings = tmp_path / f"{rollout.app}.json"
+        settings.write_text(rollout.serving_json)
+        serving = load_file(settings)
+        expected = tmp_path / "expected" / rollout.app
+        render_pod_repository(serving, expected, models_dir=MODELS_DIR, host_memory_bytes=rollout.memory_bytes,
+                              ttft_buckets_ms=ttft_buckets_ms(serving))  # fmt: skip
+        assert _tree(out / name) == _tree(expected)
+        assert rollout.memory_bytes == int(stack_files.load("dev").inference.resources.memory_gib * GIB)
+    # Each repository is its own model's: Llama's stop words are Llama-3's end tokens, Qwen's are not.
+    assert _tree(out / written[2]) != _tree(out / "model-repository")
+    assert "<|eot_id|>" in (out / "model-repository" / "tensorrt_llm" / "config.pbtxt").read_text()
+    assert "<|eot_id|>" not in (out / written[2] / "tensorrt_llm" / "config.pbtxt").read_text()

@@ -143,3 +143,40 @@ def test_each_other_model_scales_on_its_own_series_and_the_canary_keeps_its_repl
     urns = {r.urn.rsplit("::", 1)[1] for r in plan.run.resources}
     assert "inference-autoscaling-qwen2-5-7b-instruct-scaled-object" in urns
     assert not any("autoscaling-llama-3-1-8b-img" in u for u in urns)
+
+
+# The production examples: prod (CUDA, inference-pool) and npu (Neuron, inference-pool), each with a second model and
+# a gated canary at 5 % under the picker (the routing script draws the share). (stack, canary model, second model,
+# the canary's workload, its replicas: production serves from at least 2)
+PRODUCTION_EXAMPLES = [
+    ("prod", "Llama-3.1-8B", "Llama-3.1-8B", "triton-llama-3-1-8b-img-2026-12-5", 2),
+    ("npu", "Qwen2.5-7B-Instruct", "Qwen2.5-7B-Instruct", "triton-qwen2-5-7b-instruct-sdk-2026-12", 2),
+]
+
+
+@pytest.mark.parametrize(("stack", "model", "second", "workload", "replicas"), PRODUCTION_EXAMPLES)
+def test_the_production_examples_plan_a_second_model_and_a_gated_canary_under_the_picker(
+    stack, model, second, workload, replicas
+):
+    from inference_platform.inferctl.cost.canary import canary_cost
+    from inference_platform.inferctl.cost.summary import estimate_for, resources_as_dicts, usage_for
+
+    plan = make_plan(REPO, stack, stack_file=REPO / "docs" / "examples" / f"Pulumi.{stack}-rollout.yaml")
+    urns = {r.urn for r in plan.run.resources}
+    assert set((REPO / "tests" / "data" / "urns" / f"{stack}.txt").read_text().split()) - urns == set()
+    assert not [v for v in plan.violations if v.mandatory], [v.message for v in plan.violations if v.mandatory]
+    models = plan.run.outputs["models"]
+    assert second in models["served"]
+    canary = models["canary"]
+    assert (canary["model"], canary["weight"], canary["gated"], canary["service"]) == (model, 5, True, workload)
+    # Under the stack's own routing: the picker stays, the share is in the script, no weighted backendRefs.
+    assert any(r.type.endswith(":InferencePool") or "endpoint-picker" in r.urn for r in plan.run.resources)
+    extension = next(r for r in plan.run.resources if "envoyextensionpolicy" in r.urn
+                     and "x-inference-model" in str(r.inputs))  # fmt: skip
+    assert f'local CANARY = {{["{model}"]=5}}' in str(extension.inputs)
+    assert any(r.type == "inference:verification:VerificationJob" for r in plan.run.resources)
+    resources, outputs = resources_as_dicts(plan.run.resources), plan.run.outputs
+    estimate = estimate_for(resources, outputs, stack, project_root=REPO)
+    priced = canary_cost(resources, outputs, estimate, usage_for(stack, project_root=REPO))
+    assert priced is not None and (priced.workload, priced.replicas) == (workload, replicas)
+    assert priced.monthly_expected > 1000
