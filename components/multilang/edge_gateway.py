@@ -7,6 +7,7 @@ from typing import NotRequired, TypedDict
 
 import pulumi
 
+from inference_platform.catalog.edge_routing import Routing as _Routing
 from inference_platform.components.common.errors import ComponentArgsError
 from inference_platform.components.common.resource_options import own_depends_on
 from inference_platform.components.edge import Backend as _Backend
@@ -61,6 +62,31 @@ class PathMatch(Enum):
     """The path and nothing else."""
     PATH_PREFIX = "PathPrefix"
     """The path and everything below it (whole segments)."""
+
+
+class RoutingMode(Enum):
+    """How the OpenAI routes pick a replica (the settings' edge.routing; docs/edge.md explains each mode)."""
+
+    ENVOY = "envoy"
+    """Prefix affinity: a hash of the prompt's first tokens, Envoy's consistent hash bounded by the load."""
+    INFERENCE_POOL = "inference-pool"
+    """llm-d's endpoint picker (prefix-cache, queue and KV-cache scorers), fail-open to least request."""
+    ROUND_ROBIN = "round-robin"
+    """Every replica in turn."""
+
+
+class Routing(TypedDict):
+    """How the gateway picks a serving replica for each OpenAI request (the settings' ``edge.routing``)."""
+
+    mode: RoutingMode
+    """``envoy``, ``inference-pool`` or ``round-robin``."""
+    prefix_tokens: NotRequired[int]
+    """Default 256 (``envoy``). Tokens' worth of prompt hashed into the affinity key; shorter prompts get none."""
+    per_tenant: NotRequired[bool]
+    """Default false (``envoy``). Salt the key with the caller's credential: prefix reuse only within one client."""
+    load_bound_percent: NotRequired[int]
+    """Default 150, 100-1000 (``envoy``). A replica takes a hashed request only while it holds at most this share
+    (in percent) of the average requests in flight."""
 
 
 class Endpoint(TypedDict):
@@ -170,6 +196,11 @@ class EdgeGatewayArgs(TypedDict):
     """Default ``aws``."""
     protect: NotRequired[bool]
     """Default false; production sets true (the client secrets)."""
+    routing: NotRequired[Routing]
+    """Default ``envoy`` mode with its defaults. How the OpenAI routes pick a replica; ``inference-pool`` installs
+    llm-d's endpoint picker (pinned chart and image) for the pods ``inferencePodLabels`` selects."""
+    neuron_replicas: NotRequired[bool]
+    """Default false. The serving pods run the Neuron backend: ``inference-pool``'s picker reads their gauges."""
 
 
 class EdgeGateway(pulumi.ComponentResource):
@@ -226,6 +257,7 @@ class EdgeGateway(pulumi.ComponentResource):
                     "region",
                     "partition",
                     "protect",
+                    "neuron_replicas",
                 ),
             ),
             inner_options(self, opts),
@@ -251,6 +283,15 @@ def _policy(args: EdgeGatewayArgs) -> _EdgePolicy:
     tiers = {
         t["name"]: _Tier(**supplied(t, "name", "requests_per_minute", "concurrent_streams")) for t in args["tiers"]
     }
+    routing = args.get("routing")
+    # Left out when not given, like the breaker: the policy's own default applies.
+    routing_arg: dict[str, _Routing] = {}
+    if routing:
+        try:
+            routing_arg["routing"] = _Routing(**supplied(routing, "mode", "prefix_tokens", "per_tenant",
+                                                         "load_bound_percent"))  # fmt: skip
+        except ValueError as err:  # its own bounds (catalog.edge_routing.Routing)
+            raise ComponentArgsError("EdgeGateway", [f"routing: {err}"]) from None
     breaker = args.get("circuit_breaker")
     # Left out when not given, so the component's own default applies (one definition of it).
     breaker_arg: dict[str, _CircuitBreaker] = (
@@ -259,6 +300,7 @@ def _policy(args: EdgeGatewayArgs) -> _EdgePolicy:
     try:
         routes = tuple(_route_group(g) for g in args.get("extra_routes") or [])
         return _EdgePolicy(
+            **routing_arg,  # type: ignore[arg-type]  # as the breaker's
             extra_routes=routes,
             clients=tuple(_Client(client_id=c["client_id"], tier=tiers[c["tier"]]) for c in args["clients"]),
             **breaker_arg,  # type: ignore[arg-type]  # mypy reads ** of one typed key as every field
@@ -296,6 +338,7 @@ def _refuse_fractions(args: EdgeGatewayArgs) -> None:
     found = [(key, value) for key, value in args.items() if not isinstance(value, list | dict)]
     found += [(f"tiers[{i}].{key}", value) for i, tier in enumerate(args["tiers"]) for key, value in tier.items()]
     found += [(f"circuitBreaker.{key}", value) for key, value in (args.get("circuit_breaker") or {}).items()]
+    found += [(f"routing.{key}", value) for key, value in (args.get("routing") or {}).items()]
     found += [
         (f"extraRoutes[{i}].{key}", value)
         for i, group in enumerate(args.get("extra_routes") or [])

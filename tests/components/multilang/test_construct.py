@@ -396,6 +396,8 @@ FULL: dict[str, dict[str, Any]] = {
         "listenerPort": 8081,
         "proxyService": "envoy-inference",
         "proxyReplicas": 3,
+        "routing": {"mode": "inference-pool", "prefixTokens": 512, "perTenant": True, "loadBoundPercent": 200},
+        "neuronReplicas": True,
         "redisTls": True,
         "rateLimitFailClosed": True,
         "redisAuthSecretArn": f"arn:aws:secretsmanager:us-west-2:{ACCOUNT}:secret:team-a-redis-auth-AbCdEf",
@@ -501,6 +503,7 @@ def test_the_gateway_s_kubernetes_objects_use_the_caller_s_provider_and_wait_for
 def test_the_gateway_facade_builds_what_the_python_gateway_builds(plugin, engine, k8s):
     """Same child names, types and inputs as ``EdgeGateway`` built from Python with the same values (every
     input set, so each one is compared where it lands)."""
+    from inference_platform.catalog.edge_routing import Routing
     from inference_platform.components.edge import (
         Backend,
         CircuitBreaker,
@@ -545,6 +548,7 @@ def test_the_gateway_facade_builds_what_the_python_gateway_builds(plugin, engine
                     max_request_bytes=65536,
                     request_headers_timeout_seconds=5,
                     served_models=("llama",),
+                    routing=Routing(mode="inference-pool", prefix_tokens=512, per_tenant=True, load_bound_percent=200),
                     extra_routes=(
                         RouteGroup(
                             key="batch",
@@ -581,6 +585,7 @@ def test_the_gateway_facade_builds_what_the_python_gateway_builds(plugin, engine
                 region="us-west-2",
                 partition="aws",
                 protect=True,
+                neuron_replicas=True,
             ),
         )
 
@@ -630,6 +635,9 @@ def test_the_edge_policy_s_own_checks_reach_the_caller(plugin, engine, k8s):
     inputs = {**INPUTS["EdgeGateway"], "inferencePodLabels": {}}
     error = _error(lambda: construct(plugin, engine, "EdgeGateway", "gw-labels", inputs, {"kubernetes": k8s}))
     assert "inference_pod_labels: required (an empty selector would admit every pod)" in error.details()
+    inputs = {**INPUTS["EdgeGateway"], "routing": {"mode": "envoy", "loadBoundPercent": 50}}
+    error = _error(lambda: construct(plugin, engine, "EdgeGateway", "gw-bound", inputs, {"kubernetes": k8s}))
+    assert "invalid EdgeGateway arguments: routing: load_bound_percent 50 out of 100-1000" in error.details()
 
 
 def test_the_gateway_says_how_to_pass_the_provider(plugin, engine):
