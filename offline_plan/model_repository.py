@@ -20,10 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from inference_platform.offline_plan.manifests import is_object, manifest
+from inference_platform.settings.models import PRIMARY_SERVICE
 
 SETTINGS_FILE = "serving.json"
-PRIMARY_APP = "triton"
-"""The stack's own rollout's app name (components/serving/inference_service.py ``DEFAULT_APP_NAME``)."""
 _SERVING = "-serving-"
 
 
@@ -64,7 +63,7 @@ def rollouts(resources: Iterable[Any]) -> list[Rollout]:
             # Every pod of one rollout (and a multi-node worker) mounts the same settings.
             raise ValueError(f"rollout {app}: its ConfigMaps hold different {SETTINGS_FILE}; expected one")
         by_app.setdefault(app, rollout)
-    return sorted(by_app.values(), key=lambda r: (r.app != PRIMARY_APP, r.app))
+    return sorted(by_app.values(), key=lambda r: (r.app != PRIMARY_SERVICE, r.app))
 
 
 def serving_json(resources: Iterable[Any]) -> str | None:

@@ -23,7 +23,8 @@ from tests.components.edge.targets import TARGET
 
 FACTS = Path(__file__).parents[2] / "data" / "upstream" / "model_routing_facts.json"
 MIRRORS = {"envoyproxy/gateway": Path("/work/.mirror/envoyproxy+gateway/repo"),
-           "envoyproxy/ai-gateway": Path("/work/.mirror/envoyproxy+ai-gateway/repo")}  # fmt: skip
+           "envoyproxy/ai-gateway": Path("/work/.mirror/envoyproxy+ai-gateway/repo"),
+           "envoyproxy/envoy": Path("/work/.mirror/envoyproxy+envoy/repo")}  # fmt: skip
 TAGS = {"owner": "team", "costCenter": "cc-1"}
 EDGE = {"auth": {"clients": {"alpha": {}}}}
 SMALL, BIG = "Llama-3.1-8B", "Llama-3.1-70B"
