@@ -300,8 +300,8 @@ def test_a_slow_canary_is_rolled_back_and_a_healthy_one_promoted(tmp_path: Path)
     assert (decision.action, decision.weight) == ("promote", 50)
 
 
-def lost_before_ejection(mode: str) -> int:
-    """Requests to a pool whose one replica is dead that get 503 before the fallback takes them.
+def lost_before_ejection(mode: str) -> range:
+    """How many requests to a pool whose one replica is dead may get 503 before the fallback takes them.
 
     round-robin (and the picker's least request): none. Each retry asks the retry-priority plugin
     (``previous_priorities``, from numAttemptsPerPriority) where to go, and moves to the fallback's priority.
@@ -309,11 +309,22 @@ def lost_before_ejection(mode: str) -> int:
     health alone (``ThreadAwareLoadBalancerBase::LoadBalancerImpl::chooseHost``, ``source/extensions/
     load_balancing_policies/common/thread_aware_lb_impl.cc``: ``choosePriority(h, *healthy_per_priority_load_,
     ...)``, never the retry's priority load), so every attempt goes to the dead host until outlier detection ejects
-    it (``OUTLIER_CONSECUTIVE_5XX`` connect failures); from then on the pool's load is the fallback's. A request
-    whose 1 + retries attempts all came before that is lost."""
+    it after ``OUTLIER_CONSECUTIVE_5XX`` connect failures. A request whose 1 + retries attempts all come before the
+    threshold is lost. The request during which the threshold is crossed may be lost too: the worker that counts
+    the failure only posts the ejection to the main thread (``DetectorImpl::notifyMainThreadConsecutiveError``,
+    ``dispatcher_.post``, source/common/upstream/outlier_detection_impl.cc), which then pushes the new host set to
+    the workers, so its remaining attempts race that hand-off (a CI run lost 2 where this machine loses 1)."""
     if mode != "envoy":
-        return 0
-    return OUTLIER_CONSECUTIVE_5XX // (1 + DEFAULT_RETRIES)
+        return range(0, 1)
+    attempts = 1 + DEFAULT_RETRIES
+    return range(OUTLIER_CONSECUTIVE_5XX // attempts, -(-OUTLIER_CONSECUTIVE_5XX // attempts) + 1)
+
+
+def lost_of(statuses: list[int], mode: str) -> int:
+    """The 503s at the head of ``statuses``, checked against ``lost_before_ejection``; every later answer is 200."""
+    lost = next((i for i, status in enumerate(statuses) if status != 503), len(statuses))
+    assert lost in lost_before_ejection(mode) and statuses[lost:] == [200] * (len(statuses) - lost), statuses
+    return lost
 
 
 @pytest.mark.parametrize("mode", ["round-robin", "envoy"])
@@ -325,8 +336,8 @@ def test_a_dead_pool_falls_back_before_the_first_token(tmp_path: Path, mode: str
         with rig(routing_of(small, dead, big, 50), upstreams, tmp_path, mode) as edge:
             pinned = [edge.post(chat(SMALL), {"x-canary": "always"})[0] for _ in range(5)]
             statuses = [edge.post(chat(SMALL))[0] for _ in range(40)]
-        lost = lost_before_ejection(mode)
-        assert pinned == [503] * lost + [200] * (5 - lost) and statuses == [200] * 40, (pinned, statuses)
+        lost = lost_of(pinned, mode)
+        assert statuses == [200] * 40, (pinned, statuses)
         assert small.answered == ["v1"] * (45 - lost)  # the current version answered every other one
         log = (tmp_path / "access.log").read_text().splitlines()
         assert os.path.getsize(tmp_path / "access.log") > 0 and len(log) >= 45
@@ -346,8 +357,7 @@ def test_a_dead_models_pool_falls_back_to_the_model_the_settings_name(tmp_path: 
         )
         with rig(routing, upstreams, tmp_path, mode) as edge:
             answers = [edge.exchange(chat(BIG)) for _ in range(10)]
-        lost = lost_before_ejection(mode)
-        assert [status for status, _, _ in answers] == [503] * lost + [200] * (10 - lost)
+        lost = lost_of([status for status, _, _ in answers], mode)
         answers = answers[lost:]
         assert {headers[SERVED_MODEL_HEADER] for _, headers, _ in answers} == {SMALL}
         first = json.loads(answers[0][2].split(b"\n\n")[0].removeprefix(b"data: "))
