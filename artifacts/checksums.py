@@ -10,11 +10,23 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from inference_platform.catalog.transfer_rates import HASH_THREADS
+
 _BLOCK = 8 * 1024 * 1024  # large reads keep hashlib (which drops the GIL) busy between syscalls
+
+
+def hash_threads() -> int:
+    """How many files to hash at once: ``HASH_THREADS``, no more than the CPUs this process may run on."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(HASH_THREADS, cpus))
 
 
 def hash_file(

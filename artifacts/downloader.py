@@ -20,10 +20,9 @@ leave a file's identity unchanged).
 from __future__ import annotations
 
 import hashlib
-import os
 import queue
 import shutil
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any, Literal
 
@@ -33,7 +32,7 @@ from botocore.exceptions import ClientError
 from s3transfer.subscribers import BaseSubscriber
 
 from inference_platform.artifacts import remote
-from inference_platform.artifacts.checksums import hash_file
+from inference_platform.artifacts.checksums import hash_file, hash_threads
 from inference_platform.artifacts.errors import ArtifactError
 from inference_platform.artifacts.localfs import Journal, exclusive, fsync_path, promote, write_atomic
 from inference_platform.artifacts.manifest import COMPLETE_MARKER, MANIFEST_NAME, STAGING_DIR, Manifest, ManifestFile
@@ -135,7 +134,7 @@ def _settle_local(dest: Path, staging: Path, manifest: Manifest, journal: Journa
         for path in (final, staging / _part_name(entry.path)):
             if path.is_file() and path.stat().st_size == entry.size:
                 candidates.append((entry, path))
-    with ThreadPoolExecutor(max(1, min(4, os.cpu_count() or 1))) as pool:
+    with ThreadPoolExecutor(hash_threads()) as pool:
         digests = list(pool.map(lambda c: hash_file(c[1], None)[1], candidates))
     for (entry, path), sha256 in zip(candidates, digests, strict=True):
         final = dest / entry.path
@@ -174,19 +173,25 @@ def _fetch(
     settings: TransferSettings,
     progress: bool,
 ) -> list[Mismatch]:
-    """Download into staging on the transfer manager's threads; hash and promote here as each lands."""
+    """Download into staging on the transfer manager's threads; hash each file as it lands on ``hash_threads()``
+    threads of its own, and promote here as each verifies.
+
+    Several hashers: files land about together at the end of a download (the transfer manager fetches many at once,
+    largest first), and one thread hashes at one core's SHA-256 rate (catalog/transfer_rates.py SHA256_PER_CORE),
+    slower than 16 S3 connections deliver (planners/cold_start.py)."""
     finished: queue.Queue = queue.Queue()
     mismatches = []
     with (
         Progress("download", sum(f.size for f in todo), enabled=progress) as bar,
+        ThreadPoolExecutor(hash_threads()) as hashers,
         create_transfer_manager(client, settings.transfer_config()) as manager,
     ):
         for entry in sorted(todo, key=lambda f: -f.size):
             subscribers = [ProgressCallbackInvoker(bar), _Finished(finished, entry)]
             manager.download(loc.bucket, loc.key(entry.path), str(staging / _part_name(entry.path)), None, subscribers)
+        hashing: dict[Future, ManifestFile] = {}
         for _ in todo:
             entry, future = finished.get()
-            part = staging / _part_name(entry.path)
             try:
                 future.result()
             except ClientError as err:
@@ -196,18 +201,29 @@ def _fetch(
                 continue
             except S3_ERRORS as err:
                 raise describe_error(err, bucket=loc.bucket, key=loc.key(entry.path)) from None
-            size, sha256, _ = hash_file(part, None)
-            if size != entry.size or sha256 != entry.sha256:
-                part.unlink()
-                problem: Literal["size", "sha256"] = "size" if size != entry.size else "sha256"
-                expected, actual = (
-                    (f"{entry.size} bytes", f"{size} bytes") if problem == "size" else (entry.sha256, sha256)
-                )
-                mismatches.append(Mismatch(entry.path, problem, expected, actual))
-                continue
-            promote(part, dest / entry.path)
-            journal.record(entry.path, dest / entry.path, sha256)
+            hashing[hashers.submit(hash_file, staging / _part_name(entry.path), None)] = entry
+            for done in [f for f in hashing if f.done()]:
+                mismatches += _settle_part(done.result(), hashing.pop(done), dest, staging, journal)
+        for done in as_completed(hashing):
+            mismatches += _settle_part(done.result(), hashing[done], dest, staging, journal)
     return mismatches
+
+
+def _settle_part(
+    hashed: tuple[int, str, str | None], entry: ManifestFile, dest: Path, staging: Path, journal: Journal
+) -> list[Mismatch]:
+    """Promote a landed file that hashed right (on the calling thread: the journal is not shared); drop one that
+    did not and say why."""
+    size, sha256, _ = hashed
+    part = staging / _part_name(entry.path)
+    if size != entry.size or sha256 != entry.sha256:
+        part.unlink()
+        problem: Literal["size", "sha256"] = "size" if size != entry.size else "sha256"
+        expected, actual = (f"{entry.size} bytes", f"{size} bytes") if problem == "size" else (entry.sha256, sha256)
+        return [Mismatch(entry.path, problem, expected, actual)]
+    promote(part, dest / entry.path)
+    journal.record(entry.path, dest / entry.path, sha256)
+    return []
 
 
 class _Finished(BaseSubscriber):

@@ -3,7 +3,6 @@ version does not exist and a reader never sees half of it."""
 
 from __future__ import annotations
 
-import os
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,7 @@ from boto3.s3.transfer import ProgressCallbackInvoker, create_transfer_manager
 from botocore.exceptions import ClientError
 
 from inference_platform.artifacts import remote
-from inference_platform.artifacts.checksums import hash_file
+from inference_platform.artifacts.checksums import hash_file, hash_threads
 from inference_platform.artifacts.errors import ArtifactError, IntegrityError
 from inference_platform.artifacts.manifest import Manifest, ManifestFile, utc_now
 from inference_platform.artifacts.metadata import ModelMetadata
@@ -93,7 +92,7 @@ def _hash_and_upload(
     ordered = sorted(files, key=lambda item: -sizes[item[0]])
     with (
         Progress("upload", sum(sizes.values()), enabled=progress) as bar,
-        ThreadPoolExecutor(max(1, min(4, os.cpu_count() or 1))) as hashers,
+        ThreadPoolExecutor(hash_threads()) as hashers,
         create_transfer_manager(client, settings.transfer_config()) as manager,
     ):
         try:

@@ -6,7 +6,7 @@ tokenizer/config files) is uploaded once through ``inference_platform.artifacts.
 127.0.0.1, then downloaded ``--repetitions`` times through ``inference_platform.artifacts.download`` (parallel ranged
 GETs, SHA-256 of every byte, atomic writes, completion marker) into a fresh directory each time. It also hashes
 64 MiB buffers with hashlib's SHA-256 on one thread: the figure beside catalog/transfer_rates.py SHA256_PER_CORE
-(the download hashes each file on one thread as it lands). Medians and conditions go to ``build/bench/cold-start.json``.
+(the download hashes each file on one thread as it lands, up to four files at once). Medians and conditions go to ``build/bench/cold-start.json``.
 
 What it measures: the artifacts library on this machine (moto shares the process's GIL and serves every
 ranged GET by reading the whole object), not S3 or a node's network.

@@ -139,6 +139,9 @@ SHA256_PER_CORE: Final = Rate(
     "prints this machine's rate beside it (about 950 MiB/s on the 2-core development box)",
     "assumption",
 )
+HASH_THREADS: Final = 4
+"""Threads the artifact tools hash files on (artifacts/uploader.py, artifacts/downloader.py), fewer where the process
+sees fewer CPUs: hashlib drops the GIL on large updates, so each thread is one core's SHA-256."""
 HF_SHARD_GB: Final = Rate(
     5.0,
     "GB per file",

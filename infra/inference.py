@@ -292,20 +292,10 @@ def _load_balancer_cidrs(settings: Settings, foundation: Foundation) -> list[str
     return [plan.cidr for plan in plans if plan.tier == "public"]
 
 
-INIT_CPU_MAX = 8
-INIT_MEMORY_GIB_MAX = 16
-
-
 def _init_resources(cfg: InferenceSettings) -> Resources:
     """The artifact init containers: as set, else up to 8 CPUs and 16 GiB but never more than the server's.
 
     A pod's request is the larger of its biggest init container and the sum of its containers, so init
     containers within the server's resources cost no capacity, and a 1-CPU, 2-GiB one starves the copy
     (its page cache is charged to the container: planners/cold_start.py)."""
-    init = cfg.init_resources
-    return Resources(
-        cpu=init.cpu if init.cpu is not None else min(cfg.resources.cpu, INIT_CPU_MAX),
-        memory_gib=init.memory_gib
-        if init.memory_gib is not None
-        else min(cfg.resources.memory_gib, INIT_MEMORY_GIB_MAX),
-    )
+    return Resources(cpu=cfg.init_cpu(), memory_gib=cfg.init_memory_gib())

@@ -33,8 +33,9 @@ Phases:
    growing a managed group (3-5 min), plus an assumed bring-up of an 8-accelerator node's device plugins and EFA.
 3. **image pull**: ``IMAGE_PULL`` (15-20 GB in 4-6 min, second-hand), halved at best by parallel pull.
 4. **weights**: ``download``: ``inferctl artifacts download`` with ``concurrency`` ranged GETs at 85 MB/s each
-   (S3's own guidance), no faster than the pod's share of network card 0, the node's disk, or the one thread that
-   hashes each file as it lands (SHA-256 per core); then the hash of the last file. ``fsx``: the file system's
+   (S3's own guidance), no faster than the pod's share of network card 0, the node's disk, or the threads that
+   hash each file as it lands (``HASH_THREADS``, no more than the init container's CPUs; SHA-256 per core); then
+   the hash of the last file, on one thread. ``fsx``: the file system's
    disk baseline (PERSISTENT_2 MB/s/TiB x TiB) shared by the pods staging at once, the copy streams and the node's
    disk.
 5. **verify** (``fsx`` only): the server hashes every copied file (``artifacts.download`` over a directory without
@@ -92,8 +93,8 @@ PARALLEL_COPY_STREAMS: Final = 8
 """Files the FSx stage init container copies at once (components/serving/pod.py)."""
 DEFAULT_DOWNLOAD_CONCURRENCY: Final = 10
 """``inferctl artifacts download --concurrency`` default (artifacts/transfer.py DEFAULT_MAX_CONCURRENCY)."""
-VERIFY_THREADS: Final = 4
-"""Threads ``artifacts.download`` hashes local files with (downloader._settle_local: min(4, CPUs))."""
+VERIFY_THREADS: Final = rates.HASH_THREADS
+"""Threads ``artifacts.download`` hashes files with (artifacts/checksums.py ``hash_threads``)."""
 WARMUP_S: Final = 90.0
 """Assumed model construction + CUDA graph capture + readiness after the weights are read."""
 DEFAULT_SCRAPE_S: Final = 15.0
@@ -160,6 +161,8 @@ class StartInputs:
     ebs_mib_s: float = GP3_BASE_MIB_S
     copy_streams: int = 1
     download_concurrency: int = DEFAULT_DOWNLOAD_CONCURRENCY
+    hash_threads: int = VERIFY_THREADS
+    """Files the download hashes at once: ``VERIFY_THREADS``, no more than its init container's whole CPUs."""
     warmup_s: float = WARMUP_S
     scrape_s: float = DEFAULT_SCRAPE_S
     standby_replicas: int = 0
@@ -373,7 +376,7 @@ def _download(inputs: StartInputs, per_pod_disk: float, write_why: str, on_node:
     size_mib = inputs.model_gib * 1024
     connections = inputs.download_concurrency * rates.S3_PER_CONNECTION.value * 1e6 / MIB
     card = d.network_gbps * 1e9 / 8 / MIB / on_node if d else math.inf
-    hashing = rates.SHA256_PER_CORE.value
+    hashing = inputs.hash_threads * rates.SHA256_PER_CORE.value
     limits = {
         f"{inputs.download_concurrency} ranged GETs x {rates.S3_PER_CONNECTION.value:g} MB/s "
         f"({rates.S3_PER_CONNECTION.basis}: S3 User Guide)": connections,
@@ -381,18 +384,18 @@ def _download(inputs: StartInputs, per_pod_disk: float, write_why: str, on_node:
         if d
         else "network card (unknown type)": card,
         f"node disk ({write_why}) / {on_node} pod(s) on it": per_pod_disk,
-        f"one hashing thread x {rates.SHA256_PER_CORE.value:g} MiB/s (assumption)": hashing,
+        f"{inputs.hash_threads} hashing thread(s) x {rates.SHA256_PER_CORE.value:g} MiB/s (assumption)": hashing,
     }
     rate = min(limits.values())
     tail_mib = min(size_mib, rates.HF_SHARD_GB.value * 1e9 / MIB)
-    seconds = size_mib / rate + tail_mib / hashing
+    seconds = size_mib / rate + tail_mib / rates.SHA256_PER_CORE.value  # one file is one thread's
     return Phase(
         "weights from S3",
         seconds,
         "derived",
         f"{inputs.model_gib:.1f} GiB at {rate:,.0f} MiB/s, the least of "
         + "; ".join(f"{k} = {v:,.0f}" for k, v in limits.items())
-        + f"; then the last file's hash ({tail_mib / 1024:.1f} GiB, {rates.HF_SHARD_GB.source})",
+        + f"; then the last file's hash on one thread ({tail_mib / 1024:.1f} GiB, {rates.HF_SHARD_GB.source})",
     )
 
 

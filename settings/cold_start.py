@@ -205,6 +205,8 @@ def inputs_for(sections: Mapping[str, Any], ceiling: int | None = None) -> cold_
         ebs_mib_s=float(pool.disk_throughput()),
         copy_streams=cold_start.PARALLEL_COPY_STREAMS,
         download_concurrency=options.download_concurrency,
+        # A thread hashes at one core's rate: no more threads than the init container has whole CPUs.
+        hash_threads=max(1, min(cold_start.VERIFY_THREADS, math.floor(inference.init_cpu()))),
         scrape_s=_seconds(getattr(monitoring, "scrape_interval", None), cold_start.DEFAULT_SCRAPE_S),
         standby_replicas=options.standby_replicas,
         figures=options.figures.figures(),

@@ -103,6 +103,10 @@ class ResourceSettings(Section):
     """Default 16. Memory of the server container in GiB (requests = limits); includes /dev/shm."""
 
 
+INIT_CPU_MAX = 8
+INIT_MEMORY_GIB_MAX = 16
+
+
 class InitResourceSettings(Section):
     cpu: float | None = Field(default=None, gt=0, le=64)
     """Default: the server's CPU up to 8 (infra/inference.py). CPU of each artifact init container."""
@@ -232,6 +236,15 @@ class InferenceSettings(Section):
     def has_image(self) -> bool:
         """The rollout exists once an image is named; before, only its repository does."""
         return self.image.tag is not None or self.image.digest is not None
+
+    def init_cpu(self) -> float:
+        """CPUs of each artifact init container: ``initResources.cpu``, else the server's up to ``INIT_CPU_MAX``."""
+        return self.init_resources.cpu if self.init_resources.cpu is not None else min(self.resources.cpu, INIT_CPU_MAX)
+
+    def init_memory_gib(self) -> float:
+        """Memory of each artifact init container: as set, else the server's up to ``INIT_MEMORY_GIB_MAX``."""
+        init = self.init_resources.memory_gib
+        return init if init is not None else min(self.resources.memory_gib, INIT_MEMORY_GIB_MAX)
 
     def model_source(self, fsx_enabled: bool) -> str:
         """``fsx`` or ``download`` (``auto`` resolved against the stack's FSx cache)."""

@@ -107,9 +107,9 @@ def test_prod_serves_llama_70b_fp8_at_tp4_on_h100_with_efa_from_s3_in_three_repl
     zone = next(c for c in pod["topologySpreadConstraints"] if c["topologyKey"] == "topology.kubernetes.io/zone")
     assert zone["whenUnsatisfiable"] == "DoNotSchedule" and zone["maxSkew"] == 1
     assert stack_plan("prod").run.outputs["inference"]["zones"] == ["us-east-1a", "us-east-1b"]  # 2 + 1 replicas
-    # Weights from S3 at 16 ranged GETs each (coldStart.downloadConcurrency, issue 31): no FSx claim mounted.
+    # Weights from S3 at 32 ranged GETs each (coldStart.downloadConcurrency, issue 31): no FSx claim mounted.
     assert [c["name"] for c in pod["initContainers"]] == ["fetch-engine", "fetch-tokenizer"]
-    assert all(c["command"][c["command"].index("--concurrency") + 1] == "16" for c in pod["initContainers"])
+    assert all(c["command"][c["command"].index("--concurrency") + 1] == "32" for c in pod["initContainers"])
     assert not [v for v in pod["volumes"] if v["name"] == "model-cache"]
     # Keys are checked at the gateway: Triton mounts none and its role reads no secret.
     assert not [v for v in pod["volumes"] if v["name"] == "api-keys"]

@@ -61,12 +61,18 @@ def test_s3_download_at_s3s_per_connection_rate_bounded_by_the_card_the_disk_and
     result = cs.model(P5_S3)
     assert "verify" not in [p.name for p in result.new]  # the download's journal spares the re-hash
     phase = next(p for p in result.new if p.name == "weights from S3")
-    # 16 x 85 MB/s = 1,297 MiB/s > one hashing thread at 1,000 MiB/s: the hash binds, plus the last shard's hash.
+    # 16 x 85 MB/s = 1,297 MiB/s < four hashing threads at 1,000 MiB/s each: S3 binds, then the last shard's hash
+    # on one thread.
     tail = rates.HF_SHARD_GB.value * 1e9 / cs.MIB / rates.SHA256_PER_CORE.value
-    assert phase.seconds == pytest.approx(67.7 * 1024 / 1000 + tail)
+    assert phase.seconds == pytest.approx(67.7 * 1024 / (16 * 85e6 / cs.MIB) + tail)
     assert "85 MB/s" in phase.source and "network card 0 100 Gbps" in phase.source
+    assert "4 hashing thread(s)" in phase.source
     few = next(p for p in cs.model(replace(P5_S3, download_concurrency=4)).new if p.name == "weights from S3")
     assert few.seconds == pytest.approx(67.7 * 1024 / (4 * 85e6 / cs.MIB) + tail)
+    # An init container with one CPU hashes on one thread, which then binds 16 connections.
+    one = next(p for p in cs.model(replace(P5_S3, hash_threads=1)).new if p.name == "weights from S3")
+    assert one.seconds == pytest.approx(67.7 * 1024 / rates.SHA256_PER_CORE.value + tail)
+    assert "1 hashing thread(s)" in one.source
 
 
 def test_the_pod_sees_network_card_0_not_the_efa_aggregate():

@@ -23,8 +23,9 @@ def test_prod_downloads_from_s3_with_parallel_pull_and_serves_within_three_minut
     """Issue 31: prod's modelled scale-up from the decision is <= 3 min on a running node (p5, 70B FP8)."""
     result = derived.cold_start_model(load({}, "prod"))
     inputs = result.inputs
-    assert inputs.local_nvme and inputs.source == "download" and inputs.download_concurrency == 16
+    assert inputs.local_nvme and inputs.source == "download" and inputs.download_concurrency == 32
     assert inputs.image_pull == "parallel" and inputs.pods_per_node == 2 and inputs.instance_type == "p5.48xlarge"
+    assert inputs.hash_threads == 4  # its init containers have 8 CPUs (the server's 48, capped)
     assert result.running_node_s <= 180
     # The pull on a new node is what standby capacity would take off the path (docs/configuration.md).
     assert result.after_launch_s > 180 and result.scale_up_path == "new node"
@@ -135,7 +136,8 @@ def test_the_target_is_judged_against_what_a_replica_holds_within_the_slo():
     settings = load({"capacity": capacity}, "prod")
     hold = settings_cold_start.replica_hold(derived._sections(settings), "us-east-1")
     assert (hold.requests, hold.limit) == (43, "capacity.slo")
-    assert derived.target_requests(settings) < 43 / (1 + 0.2) < 48
+    # ~19 % headroom: 100 %/h over prod's ~11.4-min scale-up on a new node, detection included.
+    assert derived.target_requests(settings) < 43 / (1 + 0.15) < 48
 
 
 def test_a_derived_target_that_would_need_less_than_one_request_refuses_the_ramp():

@@ -165,3 +165,39 @@ def test_any_tree_comes_back_byte_for_byte(inprocess_store: Store, tmp_path: Pat
     dest = tmp_path / f"dest-{version}"
     download(uri, dest, session=inprocess_store.session)
     assert {k: v for k, v in _tree(dest).items() if k not in ("manifest.json", ".complete")} == contents
+
+
+def test_files_are_hashed_on_several_threads_as_they_land(
+    inprocess_store: Store, make_model, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One hashing thread binds a download from 16 connections (planners/cold_start.py): the files that land about
+    together are hashed at once. Each hash here waits (bounded) until another one runs beside it."""
+    import threading
+
+    from inference_platform.artifacts import downloader
+
+    store = inprocess_store
+    files = model_files()
+    manifest = upload(make_model(files), store.uri(), METADATA, session=store.session, transfer=SMALL_TRANSFER)
+    lock, together, running, peak = threading.Lock(), threading.Event(), [0], [0]
+    real = downloader.hash_file
+
+    def watched(path: Path, part_size: int | None) -> tuple[int, str, str | None]:
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+            if running[0] > 1:
+                together.set()
+        together.wait(timeout=2)  # one thread only: nothing else can start until this returns
+        try:
+            return real(path, part_size)
+        finally:
+            with lock:
+                running[0] -= 1
+
+    monkeypatch.setattr(downloader, "hash_file", watched)
+    monkeypatch.setattr(downloader, "hash_threads", lambda: 4, raising=False)
+    dest = tmp_path / "model"
+    assert download(store.uri(), dest, session=store.session, transfer=SMALL_TRANSFER) == manifest
+    assert peak[0] > 1
+    assert _tree(dest) == {**files, "manifest.json": manifest.to_json(), ".complete": f"{manifest.sha256}\n".encode()}

@@ -242,19 +242,19 @@ def test_plan_refuses_bad_cold_start_flags_naming_them(capsys, flag, value):
 def test_cold_start_of_a_stack_prints_both_paths_the_options_and_the_derived_thresholds(capsys):
     code, out, _ = run(capsys, "capacity", "cold-start", "--stack", "prod")
     assert code == 0
-    assert "2.8 min on a running node" in out and "image pull parallel, weights from S3 at concurrency 16" in out
+    assert "2.1 min on a running node" in out and "image pull parallel, weights from S3 at concurrency 32" in out
     assert "standbyReplicas 3" in out and "lazy image loading (SOCI index v2)" in out
     assert "streaming weight loader" in out and "HfWeightLoader" in out
     # The targets, judged: the running node meets 3 min; a new node misses launch + 3 on the image pull.
-    assert "target <= 3 min on a running node: met (2.8 min)" in out
-    assert "target <= launch + 3 min on a new node: missed (launch + 5.7 min); image pull alone takes 171 s" in out
+    assert "target <= 3 min on a running node: met (2.1 min)" in out
+    assert "target <= launch + 3 min on a new node: missed (launch + 5.0 min); image pull alone takes 171 s" in out
     assert "Autoscaling thresholds (derived): 53 requests in flight per replica" in out
     code, out, _ = run(capsys, "capacity", "cold-start", "--stack", "prod", "--json")
     data = json.loads(out)
     assert data["scaleUpPath"] == "new node" and data["thresholds"]["hold"] == 64
     assert data["alternatives"]["imagePull full"]["newNodeSeconds"] > data["newNodeSeconds"]
     assert [o["name"] for o in data["notOffered"]] == ["lazy image loading (SOCI index v2)", "streaming weight loader"]
-    assert data["targets"][0].endswith("met (2.8 min)")
+    assert data["targets"][0].endswith("met (2.1 min)")
     code, _, err = run(capsys, "capacity", "cold-start", "--stack", "nope")
     assert code == 2 and "nope" in err
 
