@@ -16,8 +16,11 @@ with the descriptor Envoy's rate-limit filter sends for the client's budget rule
   hold: a test holds the two equal), once per written line (``worker._write``).
 
 Like the edge, the lane fails open: an unreachable service admits the submission (Envoy Gateway's filter sets
-``failure_mode_deny`` only with ``failClosed``) and a debit that fails is logged and counted, never retried (a
-retry could charge twice); ``batch_budget_calls_total{call, outcome}`` says how often.
+``failure_mode_deny`` only with ``failClosed``). A debit waits for an unreachable service instead (``DEBIT_WAIT_
+SECONDS``, gRPC's wait for ready: the call is queued until the channel is connected and sent then, once), so a
+service that restarts loses no debit; one that still fails, or that reached the service and failed there, is logged
+and counted, never resent (a resent call could charge twice); ``batch_budget_calls_total{call, outcome}`` says how
+often.
 """
 
 from __future__ import annotations
@@ -36,6 +39,12 @@ from .config import Budgets
 log = logging.getLogger(__name__)
 
 CALL_TIMEOUT_SECONDS = 2.0
+"""A check's deadline: a submission (or a message's lines) waits no longer for an answer before it is admitted."""
+DEBIT_WAIT_SECONDS = 30.0
+"""A debit's deadline, with ``wait_for_ready``: gRPC queues a call while its channel is in TRANSIENT_FAILURE instead of
+failing it at once, until the channel is READY or the deadline passes (grpc/grpc doc/wait-for-ready.md); a call is
+sent only over a ready channel, so a debit that waited was not sent twice. Long enough for the service's pod to be
+replaced; the line's message is deleted only after its debit returns (``worker._write``)."""
 CALLS = Counter(
     "batch_budget_calls",
     "The batch lane's calls to the rate-limit service for the shared monthly budgets",
@@ -120,10 +129,10 @@ class BudgetClient:
             return None
         hits = batch_charge(self.budgets.weights, counts["prompt"], counts["completion"], counts["cached"])
         try:
-            self.call(self._request(client, hits), timeout=CALL_TIMEOUT_SECONDS)
+            self.call(self._request(client, hits), timeout=DEBIT_WAIT_SECONDS, wait_for_ready=True)
         except Exception as err:
             CALLS.labels(call="debit", outcome="error").inc()
-            log.warning("budget debit of %d tokens for %s failed (%s): not retried", hits, client, err)
+            log.warning("budget debit of %d tokens for %s failed (%s): not resent", hits, client, err)
             return None
         CALLS.labels(call="debit", outcome="ok").inc()
         return hits

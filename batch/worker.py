@@ -26,6 +26,7 @@ import logging
 import math
 import signal
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import aiohttp
@@ -78,6 +79,9 @@ class Worker:
         """Lines seen per message (running mean): how many messages fill the room for lines."""
         self._records: dict[str, tuple[float, dict[str, Any] | None]] = {}
         self.budgets = BudgetClient(config.common.budgets) if config.common.budgets is not None else None
+        # Debits on threads of their own: one waiting for a restarting rate-limit service (budget.DEBIT_WAIT_SECONDS)
+        # must not hold the default executor's few threads, which every S3 and SQS call of the worker runs on.
+        self._debits = ThreadPoolExecutor(max(1, config.concurrency), thread_name_prefix="budget-debit")
         self._budgets_seen: dict[str, tuple[float, bool]] = {}
         self.heartbeat = lambda: None
 
@@ -105,6 +109,7 @@ class Worker:
                 signals.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await signals
+                self._debits.shutdown(wait=False)  # every line that debited has finished, or was given up on
         log.info("worker stopped")
 
     async def _receive_loop(self, session: aiohttp.ClientSession) -> None:
@@ -258,7 +263,7 @@ class Worker:
             counts = usage.record(owner, result)  # once per line: the exact usage, for the submitting client
             if counts is not None and self.budgets is not None:
                 # Once per written line too: the shared monthly budget, at the batch weight.
-                await asyncio.to_thread(self.budgets.debit, owner, counts)
+                await asyncio.get_running_loop().run_in_executor(self._debits, self.budgets.debit, owner, counts)
 
     async def _visibility(self, delivery: Delivery, seconds: int) -> None:
         await asyncio.to_thread(

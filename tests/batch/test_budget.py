@@ -6,7 +6,10 @@ the line's weighted charge at the batch weight, and an unreachable service admit
 from __future__ import annotations
 
 import itertools
+import time
+from concurrent.futures import ThreadPoolExecutor
 
+from inference_platform.batch import budget
 from inference_platform.batch.budget import BudgetClient, batch_charge, period
 from inference_platform.batch.config import Budgets
 from inference_platform.catalog.token_limits import TokenWeights
@@ -72,7 +75,8 @@ def test_checks_and_debits_reach_the_edges_budget_counter(tmp_path):
     assert periods == (period(),)
 
 
-def test_an_unreachable_service_admits_and_debits_nothing():
+def test_an_unreachable_service_admits_and_debits_nothing(monkeypatch):
+    monkeypatch.setattr(budget, "DEBIT_WAIT_SECONDS", 1.0)  # the debit waits for the service this long, then gives up
     policy = _policy(100, {})
     document = batch_budgets(policy, address=f"127.0.0.1:{free_port()}")
     client = BudgetClient(_budgets(document))
@@ -81,3 +85,28 @@ def test_an_unreachable_service_admits_and_debits_nothing():
         assert client.debit("alpha", {"prompt": 10, "completion": 20, "cached": 0}) is None
     finally:
         client.close()
+
+
+def test_a_debit_waits_for_a_restarting_service_and_lands_once(tmp_path):
+    """The service is down when the line is debited and up a moment later (its pod replaced): the debit waits for
+    it (gRPC wait for ready) and is charged exactly once; a check in the same outage is admitted at once."""
+    from inference_platform.components.edge.token_limits import service_config
+
+    policy = _policy(1000, {})
+    port = free_port()
+    document = batch_budgets(policy, address=f"127.0.0.1:{port}")
+    client = BudgetClient(_budgets(document))
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            debit = pool.submit(client.debit, "alpha", {"prompt": 10, "completion": 20, "cached": 0})
+            started = time.monotonic()
+            assert client.check("alpha")  # fails open, fast, while the debit waits
+            assert time.monotonic() - started < budget.CALL_TIMEOUT_SECONDS + 1
+            time.sleep(1.0)
+            assert not debit.done()
+            with rate_limit_service(service_config(policy), work_dir=tmp_path, port=port) as ledger:
+                assert debit.result(timeout=budget.DEBIT_WAIT_SECONDS) == 30
+                calls = read_ledger(ledger)
+    finally:
+        client.close()
+    assert debits(calls, policy) == {"alpha": {"Month": 30}}
