@@ -114,7 +114,10 @@ def test_the_core_install_holds_no_package_of_an_extra(core):
     extra_only = {Requirement(r).name.lower() for reqs in extras.values() for r in reqs} - {"inference-platform"}
     assert not installed & extra_only, f"the core install pulled extra-only packages: {sorted(installed & extra_only)}"
     sizes = core.distributions()
-    print(f"\ncore install: {len(sizes)} distributions, {sum(sizes.values()) / 1e6:.0f} MB (pip, setuptools apart)")
+    print(
+        f"\ncore install: {len(sizes)} distributions, {sum(sizes.values()) / 1e6:.0f} MB (pip, setuptools apart; "
+        "no bytecode: tests/packaging/wheel_env.py)"
+    )
 
 
 def test_a_consumer_program_with_its_own_components_runs_as_the_language_host_runs_it(core, program):
