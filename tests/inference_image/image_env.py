@@ -35,7 +35,7 @@ SCRATCH = "/tmp/"  # a RUN's scratch folders (--mount=type=tmpfs): replayed unde
 LOCKS = REPO / "locks"
 PIP_TIMEOUT = 600
 # Bump to throw away every cached environment (a change to how they are built).
-LAYOUT = "2"
+LAYOUT = "3"
 
 # What a Dockerfile's pip steps install on top of packages only its base image has, and why they are not
 # installed here. A requirement whose version is a build argument without a default (the Neuron SDK: one
@@ -314,8 +314,13 @@ class ImageEnv:
         return self.venv / "bin"
 
 
+NO_BYTECODE_NOTE = "no bytecode compiled at install (the image's pip compiles every module; Python does it on import)"
+
+
 def _pip(python: Path, args: list[str], log: Path, env: dict[str, str] | None = None) -> None:
-    cmd = [str(python), "-m", "pip", "install", "--quiet", *args]
+    # --no-compile: byte-compiling every installed module was most of these installs' CPU (the locks' large packages),
+    # and .pyc files change nothing a command here does (NO_BYTECODE_NOTE says so in each environment's notes).
+    cmd = [str(python), "-m", "pip", "install", "--quiet", "--no-compile", *args]
     environ = {**os.environ, **(env or {})}
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=PIP_TIMEOUT, check=False, env=environ)
     with log.open("a") as out:
@@ -334,6 +339,7 @@ def image_env(dockerfile: Path, work: Path, *, before_pip: Callable[[], None] = 
     version = venv_python_version(dockerfile)
     python, python_note = interpreter(version)
     notes = [python_note] if python_note else []
+    notes.append(NO_BYTECODE_NOTE)
     skipped = [s for s in steps if s.unresolved]
     if skipped:
         notes.append(BASE_IMAGE_ONLY[image_name(dockerfile)])
