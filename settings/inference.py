@@ -109,7 +109,7 @@ INIT_MEMORY_GIB_MAX = 16
 
 class InitResourceSettings(Section):
     cpu: float | None = Field(default=None, gt=0, le=64)
-    """Default: the server's CPU up to 8 (infra/inference.py). CPU of each artifact init container."""
+    """Default: the server's CPU up to 8 (InferenceSettings.init_cpu). CPU of each artifact init container."""
     memory_gib: float | None = Field(default=None, gt=0, le=256)
     """Default: the server's memory up to 16 GiB. Memory (GiB) of each artifact init container."""
 
