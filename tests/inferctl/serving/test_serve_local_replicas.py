@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from inference_platform.catalog.edge_policy import OUTLIER_CONSECUTIVE_5XX
+from inference_platform.catalog.edge_policy import INFERENCE_ROUTES, OUTLIER_CONSECUTIVE_5XX
 from inference_platform.catalog.serving_contract import LOOPBACK
 from inference_platform.inferctl.serving.replicas import PORT_STRIDE
 from inference_platform.processes import die_with_parent
@@ -118,10 +118,10 @@ def _cached(answer: dict) -> int:
 
 def test_replicas_behind_the_edge_share_prefixes_spread_and_route_around_a_dead_replica(tmp_path):
     base = _free_strided_ports(4)
-    edge_port, work, log = free_port(), tmp_path / "work", tmp_path / "serve-local.log"
+    edge_port, admin_port, work, log = free_port(), free_port(), tmp_path / "work", tmp_path / "serve-local.log"
     argv = [
         *INFERCTL, "serve-local", "--edge", f"--replicas={REPLICAS}", f"--edge-port={edge_port}",
-        f"--edge-admin-port={free_port()}", f"--http-port={base}", f"--grpc-port={base + 1}",
+        f"--edge-admin-port={admin_port}", f"--http-port={base}", f"--grpc-port={base + 1}",
         f"--metrics-port={base + 2}", f"--openai-port={base + 3}", f"--work-dir={work}",
         "--first-token-delay-ms=1", "--token-delay-ms=1",
     ]  # fmt: skip
@@ -168,7 +168,12 @@ def test_replicas_behind_the_edge_share_prefixes_spread_and_route_around_a_dead_
         # Until outlier detection ejects it (OUTLIER_CONSECUTIVE_5XX first attempts refused), each request's retry
         # goes to another replica; then the prefix's hash settles on one survivor, whose cache serves it again.
         count = OUTLIER_CONSECUTIVE_5XX + 3
-        after = [edge.chat(shared, f"after {i}") for i in range(count)]
+        after = [edge.chat(shared, f"after {i}") for i in range(OUTLIER_CONSECUTIVE_5XX)]
+        # The worker that counts the last failure only posts the ejection to Envoy's main thread, which then hands
+        # the new host set to the workers (outlier_detection_impl.cc notifyMainThreadConsecutiveError): a request
+        # sent before that lands may still be retried around the dead host instead of hashed to the survivor.
+        _wait_ejected(f"http://{LOOPBACK}:{admin_port}", INFERENCE_ROUTES, home)
+        after += [edge.chat(shared, f"after {i}") for i in range(OUTLIER_CONSECUTIVE_5XX, count)]
         after_lines = edge.lines(count)
         assert [status for status, _ in after] == [200] * count, [
             {k: line[k] for k in ("status", "flags", "details", "upstream")} for line in after_lines
@@ -185,6 +190,23 @@ def test_replicas_behind_the_edge_share_prefixes_spread_and_route_around_a_dead_
             os.killpg(process.pid, signal.SIGKILL)
             process.wait(timeout=30)
     assert leftover_processes(str(work)) == []
+
+
+def _wait_ejected(admin_url: str, cluster: str, upstream: str, timeout: float = 10.0) -> None:
+    """Until the edge's admin shows ``upstream`` (``host:port``) of ``cluster`` ejected by outlier detection."""
+    host, port = upstream.rsplit(":", 1)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with urllib.request.urlopen(f"{admin_url}/clusters?format=json", timeout=5) as response:
+            body = json.loads(response.read())
+        for status in body.get("cluster_statuses", []):
+            for held in status.get("host_statuses", []) if status.get("name") == cluster else []:
+                address = held["address"]["socket_address"]
+                ejected = held.get("health_status", {}).get("failed_outlier_check")
+                if (address["address"], str(address["port_value"])) == (host, port) and ejected:
+                    return
+        time.sleep(0.05)
+    pytest.fail(f"{upstream} of {cluster} was not ejected by outlier detection within {timeout:g} s")
 
 
 def _wait_refused(port: int, timeout: float = 10.0) -> None:
