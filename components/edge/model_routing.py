@@ -319,13 +319,13 @@ def _bound_every_rule(objects: list[Manifest], route: Manifest) -> None:
     replicas would be bounded. Each rule with backends gets the patch instead."""
     namespace, name = route["metadata"]["namespace"], route["metadata"]["name"]
     first = route_cluster_name(namespace, name, 0)
+    indices = [i for i, rule in enumerate(route["spec"]["rules"]) if rule.get("backendRefs")]
     for policy in (o for o in objects if o["kind"] == "EnvoyPatchPolicy"):
         patches = policy["spec"]["jsonPatches"]
         bound = next((p for p in patches if p.get("type") == CLUSTER_TYPE and p.get("name") == first), None)
         if bound is None:
             continue
         others = [p for p in patches if p is not bound]
-        indices = [i for i, rule in enumerate(route["spec"]["rules"]) if rule.get("backendRefs")]
         policy["spec"]["jsonPatches"] = [
             *({**bound, "name": route_cluster_name(namespace, name, i)} for i in indices),
             *others,

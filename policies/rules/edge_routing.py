@@ -34,8 +34,7 @@ from inference_platform.policies.props import as_document, as_list, get
 
 CUSTOM_RESOURCE = "kubernetes:gateway.envoyproxy.io/v1alpha1:EnvoyPatchPolicy"
 HTTP_ROUTE = "kubernetes:gateway.networking.k8s.io/v1:HTTPRoute"
-_ROUTE_CLUSTER = re.compile(r"^httproute/[a-z0-9-]+/[a-z0-9.-]+/rule/\d+$")
-_ROUTE_CLUSTER_PARTS = re.compile(r"^httproute/(?P<namespace>[a-z0-9-]+)/(?P<route>[a-z0-9.-]+)/rule/(?P<rule>\d+)$")
+_ROUTE_CLUSTER = re.compile(r"^httproute/(?P<namespace>[a-z0-9-]+)/(?P<route>[a-z0-9.-]+)/rule/(?P<rule>\d+)$")
 _NO_WAIT_JSON_PATH = re.compile(
     r"^\$\.\.http_filters\[\?\(@\.name=='envoy\.filters\.http\.ext_proc/envoyextensionpolicy/[a-z0-9-]+/[a-z0-9.-]+"
     r"/extproc/\d+'\)\]\.typed_config$"
@@ -125,7 +124,7 @@ def _patches_reach_clusters(args: Any, report: ReportViolation) -> None:
             continue
         name = get(doc, "metadata.name") or resource.name
         for patch in as_list(get(doc, "spec.jsonPatches")):
-            found = _ROUTE_CLUSTER_PARTS.match(str(get(patch, "name") or ""))
+            found = _ROUTE_CLUSTER.match(str(get(patch, "name") or ""))
             if get(patch, "type") != CLUSTER_TYPE or found is None:
                 continue
             key, rule = (found["namespace"], found["route"]), int(found["rule"])
