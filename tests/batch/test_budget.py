@@ -108,3 +108,24 @@ def test_a_debit_waits_for_a_restarting_service_and_lands_once(tmp_path):
     finally:
         client.close()
     assert debits(calls, policy) == {"alpha": {"Month": 30}}
+
+
+def test_the_grpc_facts_the_debit_rests_on_hold_at_the_locked_version():
+    """The pinned grpcio's unary call takes ``wait_for_ready`` (tests/data/upstream/batch_budget.json, with gRPC's
+    own statement of what it means); the live test above shows the waiting debit land once."""
+    import inspect
+    import json
+    from pathlib import Path
+
+    import grpc
+    from grpc._channel import _UnaryUnaryMultiCallable
+
+    root = Path(__file__).parents[2]
+    facts = json.loads((root / "tests" / "data" / "upstream" / "batch_budget.json").read_text())
+    (pinned,) = [k for k in facts if k.startswith("grpcio==")]
+    version = pinned.removeprefix("grpcio==").split()[0]
+    assert f"grpcio=={version} " in (root / "locks" / "image-batch.txt").read_text()
+    assert grpc.__version__ == version
+    signature = facts[pinned]["grpc/_channel.py"]["_UnaryUnaryMultiCallable.__call__"]
+    assert "wait_for_ready" in inspect.signature(_UnaryUnaryMultiCallable.__call__).parameters
+    assert "wait_for_ready=None" in signature
