@@ -11,12 +11,11 @@ from __future__ import annotations
 import contextlib
 import subprocess
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 from inference_platform.errors import CommandError
+from inference_platform.inferctl.serving.server_process import http_ready
 from inference_platform.processes import die_with_parent, stop_group
 
 READY_TIMEOUT = 30.0
@@ -68,12 +67,8 @@ def _wait_ready(process: subprocess.Popen[bytes], admin_url: str, log: Path, tim
         code = process.poll()
         if code is not None:
             raise CommandError(f"envoy exited with status {code} before it was ready (log: {log}){_tail(log)}")
-        try:
-            with urllib.request.urlopen(admin_url + "/ready", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except (urllib.error.URLError, ConnectionError, TimeoutError):
-            pass
+        if http_ready(admin_url + "/ready"):
+            return
         time.sleep(0.1)
     raise CommandError(f"envoy was not ready within {timeout:.0f} s (log: {log})")
 

@@ -8,6 +8,7 @@ server already on that port (a second ``serve-local``) never makes this one look
 
 from __future__ import annotations
 
+import http.client
 import os
 import subprocess
 import time
@@ -71,7 +72,7 @@ class ServerProcess:
             code = self.process.poll()
             if code is not None:
                 raise CommandError(f"{self.name} exited with status {code} before it was ready{self._log_hint()}")
-            if _ready(self.http_url + self.ready_path) and self._owns_http_port():
+            if http_ready(self.http_url + self.ready_path) and self._owns_http_port():
                 return
             time.sleep(0.25)
         raise CommandError(f"{self.name} was not ready within {timeout:.0f} s{self._log_hint()}")
@@ -110,11 +111,16 @@ class ServerProcess:
         return f" (log: {self.log})" if self.log is not None else ""
 
 
-def _ready(url: str) -> bool:
+def http_ready(url: str, timeout: float = 2.0) -> bool:
+    """Whether ``url`` answers 200 now (a readiness probe: any failure to get an HTTP 200 is "not yet")."""
     try:
-        with urllib.request.urlopen(url, timeout=2) as response:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
             return response.status == 200
-    except (urllib.error.URLError, ConnectionError, TimeoutError):
+    # HTTPException: an answer that is not HTTP is not ready either. While nothing listens yet on a loopback port
+    # of the ephemeral range, Linux may give the probe that very port as its source and connect it to itself (a
+    # TCP simultaneous open): the probe then reads its own "GET /health HTTP/1.1" back (BadStatusLine), which
+    # ended a clean-clone run's serve-local before its server had started.
+    except (urllib.error.URLError, ConnectionError, TimeoutError, http.client.HTTPException):
         return False
 
 

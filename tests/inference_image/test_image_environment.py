@@ -20,6 +20,7 @@ is set.
 
 from __future__ import annotations
 
+import http.client
 import os
 import re
 import socket
@@ -399,7 +400,7 @@ def test_the_openai_server_serves_in_the_gpu_image_environment(env_of, audit, tm
             try:
                 status, models = call("/v1/models")
                 break
-            except (urllib.error.URLError, ConnectionError):
+            except (urllib.error.URLError, ConnectionError, http.client.HTTPException):  # not yet listening
                 assert time.monotonic() < deadline, log.read_text()
                 time.sleep(0.2)
         assert status == 200 and [m["id"] for m in models["data"]] == [serving.model]

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import subprocess
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
 
+from inference_platform.inferctl.serving.server_process import http_ready
 from inference_platform.processes import free_port
 from tools.local_openai_stack import LOOPBACK, READY_TIMEOUT, leftover_processes, listen
 
@@ -25,12 +24,8 @@ def wait_http_200(process: subprocess.Popen, url: str, timeout: float = READY_TI
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         assert process.poll() is None, f"exited with {process.returncode} before {url} answered{tail()}"
-        try:
-            with urllib.request.urlopen(url, timeout=2) as response:
-                if response.status == 200:
-                    return
-        except (urllib.error.URLError, ConnectionError, TimeoutError):
-            pass
+        if http_ready(url):
+            return
         time.sleep(0.25)
     pytest.fail(f"{url} not 200 within {timeout} s{tail()}")
 

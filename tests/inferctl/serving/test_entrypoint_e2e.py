@@ -25,6 +25,7 @@ from moto.server import ThreadedMotoServer
 
 from inference_platform.artifacts import ModelMetadata, upload
 from inference_platform.inferctl.serving import local_triton
+from inference_platform.inferctl.serving.server_process import http_ready
 from inference_platform.inference_image.testing.cpu_llm_api.checkpoint import write_checkpoint
 from inference_platform.processes import die_with_parent, free_port
 from inference_platform.settings import stack_files
@@ -133,12 +134,8 @@ def _wait_healthy(process: subprocess.Popen, url: str, log: Path) -> None:
     deadline = time.monotonic() + READY_SECONDS
     while time.monotonic() < deadline:
         assert process.poll() is None, f"exited with {process.returncode}:\n{log.read_text()[-4000:]}"
-        try:
-            with urllib.request.urlopen(url + "/health", timeout=5) as response:
-                if response.status == 200:
-                    return
-        except (urllib.error.URLError, ConnectionError, TimeoutError):
-            pass
+        if http_ready(url + "/health", timeout=5):
+            return
         time.sleep(0.5)
     pytest.fail(f"/health not 200 within {READY_SECONDS} s:\n{log.read_text()[-4000:]}")
 

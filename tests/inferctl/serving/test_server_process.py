@@ -45,3 +45,29 @@ def test_stop_kills_and_waits_for_every_process_of_the_group():
     finally:
         server.stop()
     assert _members(pgid) == 0
+
+
+def test_an_answer_that_is_not_http_is_not_ready():
+    """The readiness probe reads back its own request when it is connected to itself (a loopback port nobody
+    listens on yet, given to the probe as its source port): here a peer that echoes what it reads. Not ready, and
+    no exception out of the wait (a clean-clone run's serve-local died of BadStatusLine)."""
+    import socket
+    import threading
+
+    from inference_platform.inferctl.serving.server_process import http_ready
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def echo() -> None:
+        connection, _ = listener.accept()
+        with connection:
+            connection.sendall(connection.recv(4096))
+
+    peer = threading.Thread(target=echo, daemon=True)
+    peer.start()
+    try:
+        assert http_ready(f"http://127.0.0.1:{port}/health") is False
+    finally:
+        peer.join(timeout=10)
+        listener.close()
