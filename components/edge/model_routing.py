@@ -188,8 +188,11 @@ local UNKNOWN = {_lua_string(unknown)}
 local DUPLICATE = {_lua_string(duplicate)}
 -- Percent of each model's requests drawn for its canary (models.canary.weight).
 local CANARY = {{{shares}}}
--- Each worker's Lua state draws its own sequence; seeded per start so restarts do not replay one.
-math.randomseed(os.time())
+-- Each worker's Lua state draws its own sequence. os.time() alone would give every worker started in the same second
+-- the same seed, and so the same draws (correlated shares, a wider spread than the weight's binomial one): a fresh
+-- table's address, distinct in each state, is added.
+local ADDRESS = tonumber(string.match(tostring({{}}), "0x(%x+)") or "0", 16)
+math.randomseed(os.time() + ADDRESS % 2147483647)
 
 -- The value of the JSON object's top-level "model" string (nil when absent; false when not a plain string), how
 -- many top-level "model" keys there are, and where the value starts in s. Strings are skipped whole (escapes included), so a "model" inside a message is never taken.
