@@ -341,7 +341,8 @@ class BatchApi:
             429,
             f"client {client!r} has spent its monthly token budget for {budget_period()} (interactive and batch "
             "tokens together); batches are refused until the month turns (00:00 UTC on the 1st).",
-            code="rate_limit_exceeded", type_="tokens", param="tokens_per_month",
+            # OpenAI's code for a spent quota, as the edge's 429 and the workers' error file say it.
+            code="insufficient_quota", type_="insufficient_quota", param="tokens_per_month",
         )  # fmt: skip
 
     async def _check_quota(self, client: str, requests: int, tokens: int) -> None:

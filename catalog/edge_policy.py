@@ -28,6 +28,7 @@ from typing import Literal
 
 from inference_platform.catalog.edge_routing import Routing, affinity_lua
 from inference_platform.catalog.endpoint_picker import strip_destination_lua
+from inference_platform.catalog.rate_limit_reply import MINUTE_SECONDS, REQUESTS, TOKEN_WINDOWS, rate_limit_reply_lua
 from inference_platform.catalog.serving_contract import (
     OPENAI_CHAT_PATH,
     OPENAI_COMPLETIONS_PATH,
@@ -404,12 +405,28 @@ class EdgePolicy:
         return affinity_lua(self.routing, self.credential_headers if self.auth_enabled else ())
 
     @property
+    def rate_limits(self) -> tuple[tuple[str, int, int], ...]:
+        """Every limit a client can be refused by, as (kind, window seconds the rate limiter reports, limit): the
+        requests per minute of each client's tier, then its token limits."""
+        requests = [(REQUESTS, MINUTE_SECONDS, c.tier.requests_per_minute) for c in self.clients]
+        tokens = [(*TOKEN_WINDOWS[unit], n) for limits in self.tokens.limited for unit, n in limits.windows]
+        return tuple(requests + tokens)
+
+    @property
+    def rate_limit_reply_lua(self) -> str | None:
+        """The script naming the refusing limit in a 429 (``catalog.rate_limit_reply``); None without clients,
+        where nothing limits."""
+        return rate_limit_reply_lua(self.rate_limits) if self.clients else None
+
+    @property
     def edge_lua(self) -> tuple[str, ...]:
-        """Every Lua script of the edge, in order: the credential check, then the affinity key. One
-        EnvoyExtensionPolicy carries them (Envoy Gateway v1.9.0 lets one such policy attach to a route: a second is
-        Conflicted, internal/gatewayapi/envoyextensionpolicy.go), one Lua filter each locally."""
+        """Every Lua script of the edge, in order: the credential check, the affinity key, the 429's words, the
+        picker's header strip. One EnvoyExtensionPolicy per route carries them (Envoy Gateway v1.9.0 lets one such
+        policy attach to a route: a second is Conflicted, internal/gatewayapi/envoyextensionpolicy.go), one Lua
+        filter each locally."""
         strip = strip_destination_lua() if self.routing.mode == "inference-pool" else None
-        return tuple(s for s in (self.credential_lua, self.affinity_lua, strip) if s is not None)
+        scripts = (self.credential_lua, self.affinity_lua, self.rate_limit_reply_lua, strip)
+        return tuple(s for s in scripts if s is not None)
 
     @property
     def downstream_idle_timeout_seconds(self) -> int:

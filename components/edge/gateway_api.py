@@ -48,23 +48,20 @@ from typing import Any
 
 from inference_platform.catalog.edge_policy import (
     API_KEY_AUTH_FILTER,
-    EDGE_ERRORS,
     INFERENCE_ROUTES,
     LUA_FILTER,
     OUTLIER_BASE_EJECTION_SECONDS,
     OUTLIER_CONSECUTIVE_5XX,
     OUTLIER_INTERVAL_SECONDS,
     OUTLIER_MAX_EJECTION_PERCENT,
-    OVERLOAD_RETRY_AFTER_SECONDS,
     OVERLOAD_STATUS,
     RETRY_ON,
     EdgePolicy,
     RouteGroup,
-    edge_error,
-    edge_error_body,
 )
 from inference_platform.catalog.envoy_gateway_policies import conflict_problems
 from inference_platform.catalog.serving_contract import EDGE_UPSTREAM_IDLE_SECONDS
+from inference_platform.components.edge.error_overrides import response_overrides
 from inference_platform.components.edge.inference_pool import extension_policies, filter_order, picker_objects
 from inference_platform.components.edge.routing import BALANCE_FACTOR_PATH, bounded_load_patch, load_balancer
 from inference_platform.components.edge.token_limits import token_rules
@@ -267,6 +264,7 @@ def gateway_summary(objects: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         "overload_retry_after": next(
             h["value"]
             for o in backend["responseOverride"]
+            if o["match"]["statusCodes"][0]["value"] == OVERLOAD_STATUS
             for h in o["response"].get("header", {}).get("set", [])
             if h["name"] == "retry-after"
         ),
@@ -473,8 +471,9 @@ def _backend_traffic_policy(policy: EdgePolicy, target: GatewayTarget) -> Manife
         "retry": {"numRetries": policy.retries, "retryOn": {"triggers": list(RETRY_ON)}},
         # The edge's own refusals in OpenAI's error shape (source Local: Envoy's replies only, never the
         # server's, which are OpenAI-shaped already). Envoy's 503 when the circuit breaker is open (it marks it
-        # x-envoy-overloaded) also tells the client when to come back, like the local Envoy's mapper on UO.
-        "responseOverride": [_error_override(status, policy) for status in sorted(EDGE_ERRORS)],
+        # x-envoy-overloaded) also tells the client when to come back; the 429 carries the rate limiter's headers
+        # and names the limit from the metadata its Lua leaves (components.edge.error_overrides).
+        "responseOverride": response_overrides(policy),
         # "0s" turns Envoy's 15 s default route timeout off (the routes' own timeouts say the same). An idle
         # connection to a replica is closed by the edge before the server would (catalog.serving_contract).
         "timeout": {"http": {"connectionIdleTimeout": f"{EDGE_UPSTREAM_IDLE_SECONDS}s", "requestTimeout": "0s"}},
@@ -505,18 +504,6 @@ def _backend_traffic_policy(policy: EdgePolicy, target: GatewayTarget) -> Manife
         "metadata": _meta(target, f"{target.name}-backend"),
         "spec": spec,
     }
-
-
-def _error_override(status: int, policy: EdgePolicy) -> dict[str, Any]:
-    match: dict[str, Any] = {"statusCodes": [{"type": "Value", "value": status}]}
-    response: dict[str, Any] = {
-        "contentType": "application/json",
-        "body": {"type": "Inline", "inline": edge_error_body(*edge_error(status, policy))},
-    }
-    if status == OVERLOAD_STATUS:
-        match["responseHeaders"] = [{"name": "x-envoy-overloaded", "value": {"type": "Exact", "value": "true"}}]
-        response["header"] = {"set": [{"name": "retry-after", "value": str(OVERLOAD_RETRY_AFTER_SECONDS)}]}
-    return {"match": match, "source": "Local", "response": response}
 
 
 def _request_body_policy(policy: EdgePolicy, group: RouteGroup, target: GatewayTarget, route: str) -> Manifest:

@@ -30,8 +30,7 @@ The parts are written beside it for the access log and showback.
 
 The parsing is string matching, not a JSON decoder (Envoy's LuaJIT ships none): a ``"usage"`` key followed by a
 colon can only be a key of the answer's own JSON, never model text, because inside a JSON string every quote is
-escaped. A 429 from the rate limiter gets ``Retry-After`` from its ``x-ratelimit-reset`` (Envoy's global rate-limit
-filter sets only the draft-03 headers; OpenAI's clients wait for ``Retry-After``).
+escaped. A 429's words and headers are ``catalog.rate_limit_reply``'s, on every route.
 """
 
 from __future__ import annotations
@@ -216,13 +215,7 @@ local function meter_stream(handle)
 end
 
 function envoy_on_response(handle)
-  local headers = handle:headers()
-  if headers:get(":status") == "429" and headers:get("retry-after") == nil then
-    -- The first value: the limit that refused (Envoy joins repeated headers with commas).
-    local reset = string.match(headers:get("x-ratelimit-reset") or "", "^%s*(%d+)")
-    if reset ~= nil then headers:add("retry-after", reset) end
-  end
-  local kind = headers:get("content-type") or ""
+  local kind = handle:headers():get("content-type") or ""
   if string.find(kind, "text/event-stream", 1, true) then
     meter_stream(handle)
   elseif string.find(kind, "json", 1, true) then

@@ -43,21 +43,17 @@ from typing import Any
 
 from inference_platform.catalog.edge_policy import (
     API_KEY_AUTH_FILTER,
-    EDGE_ERRORS,
     INFERENCE_ROUTES,
     LUA_FILTER,
     OUTLIER_BASE_EJECTION_SECONDS,
     OUTLIER_CONSECUTIVE_5XX,
     OUTLIER_INTERVAL_SECONDS,
     OUTLIER_MAX_EJECTION_PERCENT,
-    OVERLOAD_RETRY_AFTER_SECONDS,
     OVERLOAD_STATUS,
     RETRY_ON,
     EdgePolicy,
     Endpoint,
     RouteGroup,
-    edge_error,
-    edge_error_body,
 )
 from inference_platform.catalog.edge_routing import AFFINITY_HEADER, MAGLEV_TABLE_SIZE, Routing
 from inference_platform.catalog.envoy_gateway_gates import (
@@ -70,12 +66,20 @@ from inference_platform.catalog.envoy_gateway_gates import (
 )
 from inference_platform.catalog.envoy_gateway_policies import conflict_problems
 from inference_platform.catalog.serving_contract import EDGE_UPSTREAM_IDLE_SECONDS
+from inference_platform.components.edge.error_overrides import response_overrides
 from inference_platform.components.edge.inference_pool import extension_policies
 from inference_platform.components.edge.token_limits import local_domain, route_rate_limits
 from inference_platform.components.edge.token_metering import METERING_LUA_NAME, metering_lua
+from inference_platform.inferctl.serving.edge_custom_response import (
+    custom_response_filter,
+    enable_on_route,
+    filter_name,
+    replies,
+)
 from inference_platform.inferctl.serving.endpoints import eds_config
 
 CLIENT_DESCRIPTOR_KEY = "client_id"
+RESPONSE_OVERRIDES = filter_name(local_domain())
 GLOBAL_RATE_LIMIT_FILTER = "envoy.filters.http.ratelimit"
 # Envoy Gateway's names: the rate-limit service's cluster (ratelimit.go getRateLimitServiceClusterName) and a Lua
 # filter per EnvoyExtensionPolicy entry (lua.go luaFilterName: the type, "/", the entry's name).
@@ -223,6 +227,7 @@ def bootstrap_summary(bootstrap: Mapping[str, Any]) -> dict[str, Any]:
     limits = filters["envoy.filters.http.local_ratelimit"].get("descriptors", [])
     routes = hcm["route_config"]["virtual_hosts"][0]["routes"]
     thresholds = bootstrap["static_resources"]["clusters"][0]["circuit_breakers"]["thresholds"][0]
+    overrides = replies(next(f for f in hcm["http_filters"] if f["name"] == RESPONSE_OVERRIDES))
     groups: dict[str, list[Mapping[str, Any]]] = {}
     for r in routes:
         groups.setdefault(r["route"]["cluster"], []).append(r)
@@ -281,14 +286,8 @@ def bootstrap_summary(bootstrap: Mapping[str, Any]) -> dict[str, Any]:
         "max_connections": thresholds["max_connections"],
         "max_pending_requests": thresholds["max_pending_requests"],
         "max_parallel_requests": thresholds["max_requests"],
-        "overload_retry_after": next(
-            h["header"]["value"]
-            for m in hcm["local_reply_config"]["mappers"]
-            if m["filter"].get("response_flag_filter", {}).get("flags") == ["UO"]
-            for h in m["headers_to_add"]
-            if h["header"]["key"] == "retry-after"
-        ),
-        "error_bodies": {_mapper_status(m): m["body"]["inline_string"] for m in hcm["local_reply_config"]["mappers"]},
+        "overload_retry_after": overrides[OVERLOAD_STATUS]["headers"]["retry-after"],
+        "error_bodies": {status: reply["body"] for status, reply in overrides.items()},
     }
 
 
@@ -307,14 +306,6 @@ def _refuse_what_the_controller_would(listener: Mapping[str, Any], controller: M
     ]
     if problems:
         raise ValueError("the cluster's Envoy Gateway would refuse this edge: " + "; ".join(problems))
-
-
-def _mapper_status(mapper: Mapping[str, Any]) -> int:
-    """The status a local-reply mapper rewrites: its status filter's, or the circuit breaker's 503 (UO)."""
-    flags = mapper["filter"].get("response_flag_filter", {}).get("flags")
-    if flags == ["UO"]:
-        return OVERLOAD_STATUS
-    return mapper["filter"]["status_code_filter"]["comparison"]["value"]["default_value"]
 
 
 def _route_match(match: Mapping[str, Any]) -> tuple[str, str]:
@@ -346,9 +337,12 @@ def _listener(
 ) -> dict[str, Any]:
     idle = f"{policy.idle_timeout_seconds}s"
     # Before api_key_auth, as Envoy Gateway's filterOrder puts every Lua filter, in the order of the OpenAI route's
-    # EnvoyExtensionPolicy: the credential check, the affinity key (envoy routing) or the picker's header strip, the
-    # token metering script. Each route group runs only the scripts of its own policy (the others off per route).
-    http_filters, skipped = _lua_filters(policy)
+    # EnvoyExtensionPolicy: the credential check, the affinity key (envoy routing), the 429's words, the picker's
+    # header strip, the token metering script. Each route group runs only the scripts of its own policy (the others off per route).
+    lua_filters, skipped = _lua_filters(policy)
+    # The edge's refusals in OpenAI's error shape: the BackendTrafficPolicy's responseOverride as Envoy Gateway
+    # translates it (custom_response, order 0: it sees every reply the filters after it send).
+    http_filters = [custom_response_filter(local_domain(), response_overrides(policy)), *lua_filters]
     if policy.auth_enabled:
         http_filters.append(_api_key_auth(policy, keys))
     # Envoy Gateway's order (internal/xds/translator/httpfilters.go v1.9.0): api_key_auth 7, buffer 12,
@@ -390,10 +384,6 @@ def _listener(
         "merge_slashes": True,
         "use_remote_address": True,
         "access_log": [_access_log(policy, listener.access_log)],
-        # The edge's own refusals in OpenAI's error shape, as Envoy Gateway's responseOverride (source Local)
-        # renders them; the circuit breaker's 503 (UO) with Retry-After. Replies of no mapper (404: no route) stay
-        # Envoy's, as in the cluster.
-        "local_reply_config": {"mappers": [_error_mapper(status, policy) for status in sorted(EDGE_ERRORS)]},
         "route_config": {
             "name": "edge",
             "virtual_hosts": [
@@ -525,26 +515,6 @@ def _rate_limit_cluster(upstream: Upstream) -> dict[str, Any]:
     }
 
 
-def _error_mapper(status: int, policy: EdgePolicy) -> dict[str, Any]:
-    if status == OVERLOAD_STATUS:
-        # UO: upstream overflow (circuit breaker open): tell clients when to come back.
-        chosen: dict[str, Any] = {"response_flag_filter": {"flags": ["UO"]}}
-    else:
-        comparison = {"op": "EQ", "value": {"default_value": status, "runtime_key": f"edge_error_{status}"}}
-        chosen = {"status_code_filter": {"comparison": comparison}}
-    mapper: dict[str, Any] = {
-        "filter": chosen,
-        "body": {"inline_string": edge_error_body(*edge_error(status, policy))},
-        "body_format_override": {
-            "text_format_source": {"inline_string": "%LOCAL_REPLY_BODY%"},
-            "content_type": "application/json",
-        },
-    }
-    if status == OVERLOAD_STATUS:
-        mapper["headers_to_add"] = [_header("retry-after", str(OVERLOAD_RETRY_AFTER_SECONDS))]
-    return mapper
-
-
 def _api_key_auth(policy: EdgePolicy, keys: Mapping[str, str]) -> dict[str, Any]:
     return {
         "name": API_KEY_AUTH_FILTER,
@@ -589,7 +559,8 @@ def _local_rate_limit(policy: EdgePolicy) -> dict[str, Any]:
                     ]
                 }
             ],
-            "response_headers_to_add": [_header("retry-after", str(RATE_LIMIT_WINDOW_SECONDS))],
+            # Retry-After and OpenAI's headers come from the 429's script (catalog.rate_limit_reply), as in the
+            # cluster, where Envoy's rate-limit filter writes only these.
             "enable_x_ratelimit_headers": "DRAFT_VERSION_03",
         },
     }
@@ -628,12 +599,12 @@ def _route(
             },
         },
     }
+    # Envoy Gateway enables the BackendTrafficPolicy's response overrides on every route it targets.
+    route["typed_per_filter_config"] = {RESPONSE_OVERRIDES: enable_on_route()}
     if group.max_request_bytes is not None:
-        route["typed_per_filter_config"] = {
-            BUFFER_FILTER: {
-                "@type": f"{_TYPES}extensions.filters.http.buffer.v3.BufferPerRoute",
-                "buffer": {"max_request_bytes": group.max_request_bytes},
-            }
+        route["typed_per_filter_config"][BUFFER_FILTER] = {
+            "@type": f"{_TYPES}extensions.filters.http.buffer.v3.BufferPerRoute",
+            "buffer": {"max_request_bytes": group.max_request_bytes},
         }
     if group.key == INFERENCE_ROUTES and policy.routing.hashes_prefix:
         # Envoy Gateway's consistentHash type Headers: the route's hash policy on the Lua's header.

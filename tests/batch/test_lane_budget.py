@@ -162,13 +162,14 @@ def test_batch_lines_debit_the_edges_budget_at_the_batch_weight_and_both_lanes_r
         assert _month(edge.rate_limit_ledger, policy) == spent
 
         # Spent: the edge refuses alpha, and so does the Batch API, before anything is queued.
-        with pytest.raises(openai.RateLimitError):
+        with pytest.raises(openai.RateLimitError) as edge_refused:
             alpha.chat.completions.create(**chat)
+        assert edge_refused.value.response.json()["error"]["code"] == "insufficient_quota"
         second = alpha.files.create(file=jsonl(lines[:2]), purpose="batch")
         with pytest.raises(openai.RateLimitError) as refused:
             alpha.batches.create(input_file_id=second.id, endpoint="/v1/chat/completions", completion_window="24h")
         error = refused.value.response.json()["error"]
-        assert error["code"] == "rate_limit_exceeded" and error["param"] == "tokens_per_month", error
+        assert error["code"] == "insufficient_quota" and error["param"] == "tokens_per_month", error
         assert this_month in error["message"]
         assert sorted(b.id for b in alpha.batches.list()) == sorted([batch.id, late.id])
         # beta has no budget: never refused on either lane.

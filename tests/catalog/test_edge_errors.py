@@ -10,6 +10,7 @@ import json
 
 from inference_platform.catalog.edge_policy import BODY_TOO_LARGE_STATUS, edge_error, request_body_limit
 from inference_platform.components.batch.edge_routes import route_group
+from inference_platform.inferctl.serving.edge_custom_response import replies
 from tests.components.edge.test_edge_abuse_upstream import backend_policies, objects, policy
 from tests.components.edge.test_gateway_api import bootstrap
 
@@ -38,10 +39,4 @@ def test_both_renderings_carry_the_same_413():
     ]
     assert _message(override["response"]["body"]["inline"]) == expected
     hcm = bootstrap(pol)["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
-    (mapper,) = [
-        m
-        for m in hcm["local_reply_config"]["mappers"]
-        if m["filter"].get("status_code_filter", {}).get("comparison", {}).get("value", {}).get("default_value")
-        == BODY_TOO_LARGE_STATUS
-    ]
-    assert _message(mapper["body"]["inline_string"]) == expected
+    assert _message(replies(hcm["http_filters"][0])[BODY_TOO_LARGE_STATUS]["body"]) == expected

@@ -51,11 +51,11 @@ EG_BUFFER_FILTER = "envoy.filters.http.buffer"
 # filter whose name starts with a position's `name` moves before the first filter of its `before` type
 # (api/v1alpha1/envoyproxy_types.go FilterOrder / FilterPosition, EnvoyFilter enum lists both names).
 FILTER_ORDER = {
+    "envoy.filters.http.custom_response": 0,
     "envoy.filters.http.api_key_auth": 7,
     "envoy.filters.http.buffer": 12,
-    "envoy.filters.http.lua": 13,
     # One Lua filter per EnvoyExtensionPolicy entry, "<type>/<name>", 13 + its index (httpfilters.go, lua.go).
-    "envoy.filters.http.lua/metering": 14,
+    "envoy.filters.http.lua": 13,
     "envoy.filters.http.local_ratelimit": 302,
     "envoy.filters.http.ratelimit": 303,
     "envoy.filters.http.router": 310,
@@ -176,8 +176,10 @@ def test_the_local_envoy_translates_like_envoy_gateway_and_is_the_pinned_version
         names
         == expected
         == [
+            "envoy.filters.http.custom_response/local/edge-backend",
             "envoy.filters.http.lua",
             "envoy.filters.http.lua/1",
+            "envoy.filters.http.lua/2",
             "envoy.filters.http.lua/metering",
             "envoy.filters.http.api_key_auth",
             "envoy.filters.http.buffer",
@@ -206,9 +208,10 @@ def test_the_duplicate_credential_check_runs_before_authentication_on_every_rout
     routes = {(o["kind"], o["metadata"]["name"]) for o in objs if o["kind"].endswith("Route")}
     assert {(r["kind"], r["name"]) for r in extension["spec"]["targetRefs"]} == routes
     # The credential check first, then the prefix-affinity key (edge.routing envoy, the default in development),
-    # then token metering (issue 30): one policy, Envoy Gateway v1.9.0 runs one per route.
-    lua, affinity, metering = extension["spec"]["lua"]
-    assert metering["inline"] == metering_lua()
+    # then the 429's words (catalog.rate_limit_reply), then token metering (issue 30): one policy, Envoy Gateway
+    # v1.9.0 runs one per route.
+    lua, affinity, reply, metering = extension["spec"]["lua"]
+    assert metering["inline"] == metering_lua() and reply["inline"] == policy().rate_limit_reply_lua
     calls = set(LUA_HANDLE_CALLS.findall(affinity["inline"])) | set(
         re.findall(r"(?:headers|body):([A-Za-z]+)\(", affinity["inline"])
     )
@@ -248,6 +251,7 @@ def test_the_edges_refusals_are_openai_errors_in_both_renderings():
     import json as _json
 
     from inference_platform.catalog.edge_policy import EDGE_ERRORS, OVERLOAD_STATUS
+    from inference_platform.inferctl.serving.edge_custom_response import replies
     from tests.components.edge.test_gateway_api import bootstrap
 
     pol = policy()
@@ -268,5 +272,8 @@ def test_the_edges_refusals_are_openai_errors_in_both_renderings():
     assert 404 not in EDGE_ERRORS  # no route, no override (per-route enabling)
     (overload,) = [o for o in overrides if o["match"]["statusCodes"][0]["value"] == OVERLOAD_STATUS]
     assert overload["match"]["responseHeaders"][0]["name"] == "x-envoy-overloaded"
+    # The local Envoy runs the same list through the same filter (inferctl.serving.edge_custom_response), first.
     hcm = bootstrap(pol)["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
-    assert len(hcm["local_reply_config"]["mappers"]) == len(EDGE_ERRORS)
+    first = hcm["http_filters"][0]
+    assert first["name"].split("/")[0] == "envoy.filters.http.custom_response" and first["disabled"] is True
+    assert sorted(replies(first)) == sorted(EDGE_ERRORS) and "local_reply_config" not in hcm

@@ -94,7 +94,7 @@ def local_chain(pol) -> tuple[list[str], dict[str, str]]:
 
 def _kinds(names: list[str], scripts: dict[str, str], pol) -> list[str]:
     """Filter types, each Lua named by what its script is."""
-    role = {pol.credential_lua: "lua:credentials", metering_lua(): "lua:metering"}
+    role = {pol.credential_lua: "lua:credentials", pol.rate_limit_reply_lua: "lua:429", metering_lua(): "lua:metering"}
     if pol.affinity_lua is not None:
         role[pol.affinity_lua] = "lua:affinity"
     if pol.routing.mode == "inference-pool":
@@ -105,9 +105,9 @@ def _kinds(names: list[str], scripts: dict[str, str], pol) -> list[str]:
 @pytest.mark.parametrize(
     ("mode", "middle"),
     [
-        ("envoy", ["lua:affinity"]),
-        ("round-robin", []),
-        ("inference-pool", ["lua:strip-destination"]),
+        ("envoy", ["lua:affinity", "lua:429"]),
+        ("round-robin", ["lua:429"]),
+        ("inference-pool", ["lua:429", "lua:strip-destination"]),
     ],
 )
 def test_both_renderings_run_the_lua_then_auth_then_the_limits_then_the_picker(mode: str, middle: list[str]) -> None:
@@ -117,11 +117,12 @@ def test_both_renderings_run_the_lua_then_auth_then_the_limits_then_the_picker(m
     lua = ["lua:credentials", *middle, "lua:metering"]
     picked = [EXT_PROC] if mode == "inference-pool" else []
     assert cluster == [CUSTOM_RESPONSE, *lua, API_KEY_AUTH, BUFFER, RATE_LIMIT, *picked, ROUTER]
-    # The local Envoy: the same Lua in the same order before authentication; the request limits run as
-    # local_ratelimit beside the token limits' global one; no picker (it cannot run here) and no custom_response
-    # (the local edge answers its refusals with local_reply_config).
+    # The local Envoy: the response overrides first as the cluster's, the same Lua in the same order before
+    # authentication; the request limits run as local_ratelimit beside the token limits' global one; no picker (it
+    # cannot run here).
     local = _kinds(*local_chain(pol), pol)
-    assert local == [*lua, API_KEY_AUTH, BUFFER, "envoy.filters.http.local_ratelimit", RATE_LIMIT, ROUTER]
+    assert local == [CUSTOM_RESPONSE, *lua, API_KEY_AUTH, BUFFER, "envoy.filters.http.local_ratelimit", RATE_LIMIT,
+                     ROUTER]  # fmt: skip
 
 
 def test_without_the_rate_limit_entry_the_picker_would_schedule_refused_requests() -> None:

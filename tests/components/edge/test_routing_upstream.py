@@ -128,7 +128,8 @@ def test_envoy_mode_hashes_the_lua_header_and_bounds_the_route_cluster() -> None
 def test_one_extension_policy_carries_every_script_and_the_connection_holds_a_body() -> None:
     objects = _objects({"mode": "envoy"})
     # One policy per route (Envoy Gateway v1.9.0 reports a second Conflicted): the credential check, the affinity
-    # key, then token metering (issue 30; the default 200,000 tokens per minute meters every client).
+    # key, the 429's words, then token metering (issue 30; the default 200,000 tokens per minute meters every
+    # client).
     (extension,) = [o for o in objects if o["kind"] == "EnvoyExtensionPolicy"]
     scripts = [entry["inline"] for entry in extension["spec"]["lua"]]
     pol = load_settings(
@@ -137,7 +138,7 @@ def test_one_extension_policy_carries_every_script_and_the_connection_holds_a_bo
         stack="s",
         region="us-west-2",
     ).edge.policy()
-    assert scripts == [pol.credential_lua, pol.affinity_lua, metering_lua()]
+    assert scripts == [pol.credential_lua, pol.affinity_lua, pol.rate_limit_reply_lua, metering_lua()]
     client = next(o for o in objects if o["kind"] == "ClientTrafficPolicy")["spec"]
     assert int(client["connection"]["bufferLimit"]) > EG_LISTENER_BUFFER_LIMIT
     # Without the affinity script the connection keeps Envoy Gateway's default.

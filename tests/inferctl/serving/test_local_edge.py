@@ -336,8 +336,17 @@ def test_a_client_over_its_limit_gets_429_in_either_header_while_another_passes(
     statuses = [call(edge, "GET", "/health", headers=h)[0] for h in ([("x-api-key", key)], bearer(key), bearer(key))]
     assert statuses == [200, 200, 200]
     status, headers, body = call(edge, "GET", "/health", headers=[("x-api-key", key)])
-    assert status == 429 and headers["retry-after"] == "60"
+    # The response override's new reply carries what the 429's script read from the rate limiter's headers
+    # (catalog.rate_limit_reply): Retry-After is the bucket's reset, and the limit is named as OpenAI names it.
+    reset = int(headers["x-ratelimit-reset"])
+    assert status == 429 and headers["retry-after"] == str(reset) and 0 < reset <= 60
+    assert headers["x-ratelimit-limit"] == "3" and headers["x-ratelimit-remaining"] == "0"
+    assert headers["x-ratelimit-limit-requests"] == "3" and headers["x-ratelimit-remaining-requests"] == "0"
+    assert headers["x-ratelimit-reset-requests"] == (f"{reset}s" if reset < 60 else "1m0s")
+    assert "x-ratelimit-limit-tokens" not in headers
     assert headers["content-type"] == "application/json" and openai_error(body) == "rate_limit_exceeded"
+    error = json.loads(body)["error"]
+    assert error["type"] == "requests" and error["message"].startswith("Rate limit reached for requests per min (RPM)")
     assert call(edge, "GET", "/health", headers=bearer(edge.keys["beta"]))[0] == 200
     assert call(edge, "GET", "/health", headers=bearer(key))[0] == 429
 
@@ -526,7 +535,8 @@ def test_a_slow_first_token_survives_and_past_the_breaker_clients_get_a_fast_503
     refusals = [(status, headers) for status, headers, _ in extra_results if status != 200]
     assert len(refusals) >= EXTRAS - SMALL_BREAKER["maxPendingRequests"]
     for status, headers in refusals:
-        assert status == 503 and headers.get("retry-after") == "1" and headers.get("x-envoy-overloaded") == "true"
+        # The override's new reply carries its own headers only (Envoy Gateway's too): not x-envoy-overloaded.
+        assert status == 503 and headers.get("retry-after") == "1" and "x-envoy-overloaded" not in headers
     assert all(openai_error(body) == "overloaded" for status, _, body in extra_results if status == 503)
     # ... before any admitted stream had its first token, and the server never saw those requests.
     assert {name for name, _ in finished[: len(refusals)]} == {"extra"}
