@@ -41,8 +41,9 @@ def rate_limited_body() -> str:
 
 def response_overrides(policy: EdgePolicy) -> list[dict[str, Any]]:
     """One entry per status of ``EDGE_ERRORS``, for Envoy's own replies only (``source: Local``; the server's errors
-    are OpenAI-shaped already)."""
-    return [_override(status, policy) for status in sorted(EDGE_ERRORS)]
+    are OpenAI-shaped already); no 429 where no client is limited (nothing answers one)."""
+    limited = policy.rate_limit_reply_lua is not None
+    return [_override(s, policy) for s in sorted(EDGE_ERRORS) if s != RATE_LIMITED_STATUS or limited]
 
 
 def _override(status: int, policy: EdgePolicy) -> dict[str, Any]:
@@ -56,7 +57,7 @@ def _override(status: int, policy: EdgePolicy) -> dict[str, Any]:
         # Envoy marks its circuit breaker's 503 x-envoy-overloaded; tell clients when to come back.
         match["responseHeaders"] = [{"name": "x-envoy-overloaded", "value": {"type": "Exact", "value": "true"}}]
         response["header"] = {"set": [{"name": "retry-after", "value": str(OVERLOAD_RETRY_AFTER_SECONDS)}]}
-    elif status == RATE_LIMITED_STATUS and policy.rate_limit_reply_lua is not None:
+    elif status == RATE_LIMITED_STATUS:
         body = rate_limited_body()
         # A header whose metadata is absent evaluates empty and is not sent (Envoy's header parser).
         response["header"] = {"set": [{"name": h, "value": _metadata(h)} for h in rate_limit_reply.HEADERS]}

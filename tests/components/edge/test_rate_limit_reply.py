@@ -71,13 +71,12 @@ def test_the_script_knows_every_limit_of_the_stack_and_which_pairs_are_ambiguous
         labels([(TOKENS, 3600, 5)])
 
 
-def test_without_clients_nothing_limits_and_the_429_keeps_its_fixed_words():
+def test_without_clients_nothing_limits_and_nothing_overrides_a_429():
     pol = policy(
         {"auth": {"enabled": False}, "routing": {"mode": "round-robin"}, "tokenLimits": {"tokensPerMinute": None}}
     )
     assert pol.rate_limit_reply_lua is None and pol.rate_limits == ()
-    (rate_limited,) = [o for o in response_overrides(pol) if o["match"]["statusCodes"][0]["value"] == 429]
-    assert "%" not in rate_limited["response"]["body"]["inline"] and "header" not in rate_limited["response"]
+    assert [o["match"]["statusCodes"][0]["value"] for o in response_overrides(pol)] == [401, 413, 503]
 
 
 def test_the_429_override_reads_the_scripts_metadata_for_its_body_and_every_header():
