@@ -36,6 +36,7 @@ separately: the TP8 collapse of issue 21, removed.
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Final, Literal, cast
@@ -497,6 +498,22 @@ def predict(
 ) -> Prediction:
     """The batch that gives the most output tokens/s: offline ignores latency, server keeps ``slo``.
     ``batch_limit`` caps the batch (an engine built with a smaller ``max_batch_size``)."""
+    return _predict(r, workload, scenario, slo, efficiency, batch_limit, features)
+
+
+@functools.lru_cache(maxsize=1024)
+def _predict(
+    r: Replica,
+    workload: Workload,
+    scenario: Scenario,
+    slo: Slo | None,
+    efficiency: Efficiency,
+    batch_limit: int | None,
+    features: Features | None,
+) -> Prediction:
+    # Pure in its (frozen, hashable) arguments, and asked the same question again and again: one plan of prod asks
+    # 47 times for 5 distinct predictions (sizing, the checks of several settings sections, the report), and every
+    # settings load runs the checks. The Prediction is frozen, so sharing it is safe.
     if scenario not in SCENARIOS:
         raise SizingError(f"scenario must be one of {', '.join(SCENARIOS)}, got {scenario!r}")
     limit = max_batch(r, workload)

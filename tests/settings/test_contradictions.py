@@ -4,6 +4,7 @@ bad value of a shipped stack is one problem naming its key; the stack as shipped
 from __future__ import annotations
 
 import copy
+import functools
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,18 @@ PROJECT = "inference-platform"
 
 
 def stack_values(stack: str) -> tuple[dict, str]:
-    config = yaml.safe_load((STACKS / f"Pulumi.{stack}.yaml").read_text())["config"]
+    """A shipped stack's values (a fresh copy each call: callers edit them) and its region."""
+    values, region = _parsed(stack)
+    return copy.deepcopy(values), region
+
+
+@functools.cache
+def _parsed(stack: str) -> tuple[dict, str]:
+    # Parsed once per process: the sweeps ask for the same three files thousands of times, and PyYAML's pure-Python
+    # parser took most of tests/settings' CPU. libyaml's parser with the same resolver, as settings/project.py reads
+    # the files.
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    config = yaml.load((STACKS / f"Pulumi.{stack}.yaml").read_text(), Loader=loader)["config"]
     values = {k.split(":", 1)[1]: v for k, v in config.items() if k.startswith(f"{PROJECT}:")}
     return values, config["aws:region"]
 
