@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -20,11 +19,9 @@ from inference_platform.components.edge.model_routing import (
 from inference_platform.components.edge.token_metering import metering_lua
 from inference_platform.settings import load_settings
 from tests.components.edge.targets import TARGET
+from tests.upstream_quotes import assert_quote_holds
 
 FACTS = Path(__file__).parents[2] / "data" / "upstream" / "model_routing_facts.json"
-MIRRORS = {"envoyproxy/gateway": Path("/work/.mirror/envoyproxy+gateway/repo"),
-           "envoyproxy/ai-gateway": Path("/work/.mirror/envoyproxy+ai-gateway/repo"),
-           "envoyproxy/envoy": Path("/work/.mirror/envoyproxy+envoy/repo")}  # fmt: skip
 TAGS = {"owner": "team", "costCenter": "cc-1"}
 EDGE = {"auth": {"clients": {"alpha": {}}}}
 SMALL, BIG = "Llama-3.1-8B", "Llama-3.1-70B"
@@ -136,9 +133,4 @@ def test_inconsistent_routing_is_refused(routing, words):
 
 @pytest.mark.parametrize("fact", json.loads(FACTS.read_text())["facts"], ids=lambda f: f"{f['path']}:{f['quote'][:30]}")
 def test_the_upstream_facts_hold_at_their_tags(fact):
-    mirror = MIRRORS[fact["repo"]]
-    if not (mirror / "HEAD").exists():
-        pytest.skip(f"no mirror of {fact['repo']} on this machine (fetch it to re-read the fact)")
-    source = subprocess.run(["git", "-C", str(mirror), "show", f"{fact['ref']}:{fact['path']}"],
-                            capture_output=True, text=True, check=True).stdout  # fmt: skip
-    assert fact["quote"] in source
+    assert_quote_holds(fact)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +17,11 @@ from inference_platform.catalog.token_limits import YEAR_SECONDS
 from inference_platform.components.edge import error_overrides
 from inference_platform.components.edge.error_overrides import rate_limited_body, response_overrides
 from inference_platform.settings import load_settings
+from tests.upstream_quotes import assert_quote_holds
 
 DATA = Path(__file__).parents[2] / "data"
 FACTS = json.loads((DATA / "upstream" / "response_override_facts.json").read_text())["facts"]
 EG_TOKEN_FACTS = json.loads((DATA / "envoy_gateway_token_costs.json").read_text())["envoyproxy/gateway@v1.9.0"]
-MIRRORS = {"envoyproxy/gateway": Path("/work/.mirror/envoyproxy+gateway/repo"),
-           "envoyproxy/envoy": Path("/work/.mirror/envoyproxy+envoy/repo")}  # fmt: skip
 TAGS = {"owner": "t", "costCenter": "c"}
 EDGE = {
     "auth": {"clients": {"a": {"tier": "t"}, "b": {"tier": "u"}}},
@@ -43,12 +41,7 @@ def policy(edge: dict[str, Any] = EDGE) -> Any:
 
 @pytest.mark.parametrize("fact", FACTS, ids=lambda f: f"{f['path'].rsplit('/', 1)[1]}:{f['quote'][:30]}")
 def test_the_upstream_facts_hold_at_their_refs(fact):
-    mirror = MIRRORS[fact["repo"]]
-    if not (mirror / "HEAD").exists():
-        pytest.skip(f"no mirror of {fact['repo']} on this machine (fetch it to re-read the fact)")
-    source = subprocess.run(["git", "-C", str(mirror), "show", f"{fact['ref']}:{fact['path']}"],
-                            capture_output=True, text=True, check=True).stdout  # fmt: skip
-    assert fact["quote"] in source
+    assert_quote_holds(fact)
 
 
 def test_the_script_knows_every_limit_of_the_stack_and_which_pairs_are_ambiguous():
