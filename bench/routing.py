@@ -37,7 +37,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.routing_trace import TraceRequest, load
+from bench import routing_load
+from bench.routing_load import nearest_rank
+from bench.routing_trace import TraceRequest, load, marked
 
 MODES = ("round-robin", "envoy", "inference-pool")
 PARTS = ("shared", "hot", "control")
@@ -114,21 +116,11 @@ class PartResult:
         return sum(o.cached_tokens for o in self.outcomes) / prompt if prompt else 0.0
 
     def latency(self, q: float) -> float:
-        values = sorted(o.seconds for o in self.outcomes if o.status == 200)
-        if not values:
-            return float("nan")
-        return values[min(len(values) - 1, int(q * len(values)))]
+        return nearest_rank([o.seconds for o in self.outcomes if o.status == 200], q)
 
     @property
     def throughput(self) -> float:
         return len(self.outcomes) / self.wall_seconds if self.wall_seconds else 0.0
-
-
-def marked(request: TraceRequest, mark: str) -> list[dict[str, str]]:
-    """The request's messages with ``mark`` at the very start (a mode's replay shares no prefix with another's)."""
-    messages = [dict(m) for m in request.messages]
-    messages[0]["content"] = f"[{mark}] {messages[0]['content']}"
-    return messages
 
 
 def replay(
@@ -314,6 +306,13 @@ def main(argv: list[str]) -> int:
         default=DEFAULT_KV_TOKENS,
         help="each replica's KV pool in tokens (serving.kvCache.maxTokens); 0: the stack's own",
     )
+    parser.add_argument(
+        "--ladder",
+        type=_ladder,
+        default=routing_load.LADDER,
+        help="offered rates for the equal-load replay, as multiples of round robin's throughput at the concurrency "
+        "(comma-separated; 'none' skips it); default " + ",".join(str(m) for m in routing_load.LADDER),
+    )
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
 
@@ -343,6 +342,9 @@ def main(argv: list[str]) -> int:
     )
     print(header)
     results: dict[tuple[str, str], PartResult] = {}
+    slo = routing_load.Slo(settings.serving.slo.ttft_p50_ms, settings.serving.slo.ttft_p95_ms)
+    ladders: dict[str, list[routing_load.LoadStep]] = {}
+    load_lines: list[str] = []
     with tempfile.TemporaryDirectory(prefix="bench-routing-") as tmp:
         work = Path(tmp)
         ports = [ReplicaPorts.free() for _ in range(args.replicas)]
@@ -362,7 +364,31 @@ def main(argv: list[str]) -> int:
                         )
                         results[(mode, part)] = result
                         print(_row(mode, part, result), flush=True)
-    report = {
+                    # The ladder's unit is round robin's throughput on the shared part (the first mode replayed).
+                    unit = results[(MODES[0], "shared")].throughput
+                    ladders[mode] = []
+                    for multiple in args.ladder:
+                        step = routing_load.replay_at_rate(
+                            edge.url,
+                            ca=edge.certificates.ca,
+                            keys=keys,
+                            model=settings.serving.served_model_name,
+                            requests=trace["shared"],
+                            mark=f"{mode} shared at {multiple}x",
+                            rate=unit * multiple,
+                        )
+                        ladders[mode].append(step)
+                        load_lines.append(routing_load.row(mode, step, slo))
+                        print(f"  at load: {load_lines[-1]}", flush=True)
+    if args.ladder:
+        print(
+            f"\nshared prefix at equal offered load (Poisson arrivals, {', '.join(str(m) for m in args.ladder)} x "
+            f"round robin's {results[(MODES[0], 'shared')].throughput:.2f} req/s); the dev SLO: TTFT p50 <= "
+            f"{slo.ttft_p50_ms:.0f} ms, p95 <= {slo.ttft_p95_ms:.0f} ms, no errors"
+        )
+        print(routing_load.HEADER)
+        print("\n".join(load_lines))
+    report: dict[str, Any] = {
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "settings": {k: getattr(args, k) for k in ("replicas", "concurrency", "prefill_us_per_token", "kv_tokens")},
         "modes": {mode: {part: summary(results[(mode, part)]) for part in PARTS} for mode in MODES},
@@ -376,6 +402,13 @@ def main(argv: list[str]) -> int:
             for part in PARTS
         },
     }
+    if args.ladder:
+        report["at_load"] = {
+            "slo": {"ttft_p50_ms": slo.ttft_p50_ms, "ttft_p95_ms": slo.ttft_p95_ms},
+            "ladder": list(args.ladder),
+            "steps": {mode: [step.summary(slo) for step in steps] for mode, steps in ladders.items()},
+            **routing_load.verdict(ladders, slo, baseline=MODES[0]),
+        }
     print(f"envoy mode, picks Envoy's load bound forbids, per part: {report['envoy_picks_over_bound']}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2, allow_nan=False) + "\n")
@@ -387,7 +420,42 @@ def main(argv: list[str]) -> int:
             f"(median of one run; medians: {statistics.median(o.seconds for o in env.outcomes) * 1000:.0f} vs "
             f"{statistics.median(o.seconds for o in rr.outcomes) * 1000:.0f} ms)"
         )
+    if args.ladder:
+        print(_load_verdict(report["at_load"]))
     return 1 if any(r.errors for r in results.values()) else 0
+
+
+def _ladder(text: str) -> tuple[float, ...]:
+    if text.strip().lower() == "none":
+        return ()
+    try:
+        multiples = tuple(float(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not comma-separated numbers or 'none'") from None
+    if not all(0 < m <= 10 for m in multiples):
+        raise argparse.ArgumentTypeError(f"{text!r}: each multiple must be above 0 and at most 10")
+    return tuple(sorted(set(multiples)))
+
+
+def _load_verdict(at_load: dict[str, Any]) -> str:
+    modes = at_load["modes"]
+    rr, env = modes[MODES[0]], modes["envoy"]
+    ratio = (
+        f"{env['throughput_at_slo_per_s'] / rr['throughput_at_slo_per_s']:.2f}x"
+        if rr["throughput_at_slo_per_s"]
+        else "n/a (round robin never held it)"
+    )
+    text = (
+        f"shared prefix at the SLO, envoy vs round-robin: throughput {env['throughput_at_slo_per_s']:.2f} vs "
+        f"{rr['throughput_at_slo_per_s']:.2f} req/s ({ratio})"
+    )
+    if at_load["equal_load_per_s"] is not None and rr["ttft_p90_ms_at_equal_load"] and env["ttft_p90_ms_at_equal_load"]:
+        text += (
+            f"; p90 TTFT at {at_load['equal_load_per_s']:.2f} req/s (round robin's last step within the SLO): "
+            f"{env['ttft_p90_ms_at_equal_load']:.0f} vs {rr['ttft_p90_ms_at_equal_load']:.0f} ms "
+            f"({env['ttft_p90_ms_at_equal_load'] / rr['ttft_p90_ms_at_equal_load']:.2f}x)"
+        )
+    return text
 
 
 if __name__ == "__main__":

@@ -143,6 +143,13 @@ def dump(trace: dict[str, list[TraceRequest]], path: Path = TRACE_FILE, seed: in
     path.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
 
 
+def marked(request: TraceRequest, mark: str) -> list[dict[str, str]]:
+    """The request's messages with ``mark`` at the very start (a mode's replay shares no prefix with another's)."""
+    messages = [dict(m) for m in request.messages]
+    messages[0]["content"] = f"[{mark}] {messages[0]['content']}"
+    return messages
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.routing_trace", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=TRACE_FILE)

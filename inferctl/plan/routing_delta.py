@@ -52,6 +52,36 @@ def render(head: dict[str, Any], base: dict[str, Any] | None) -> list[str]:
                 f"| `{mode}` | {PARTS.get(part, part)} | {_rate(now, old)} | {_ratio(now, old, 'p90_ms', '{:.0f}')} "
                 f"| {_ratio(now, old, 'requests_per_s', '{:.2f}')} | {_errors(now, old)} |"
             )
+    return lines + _at_load(head.get("at_load"), (base or {}).get("at_load"))
+
+
+def _at_load(now: Any, old: Any) -> list[str]:
+    """The equal-load replay's summary: each mode's throughput within the SLO and p90 TTFT at round robin's last load
+    within it (``bench.routing_load.verdict``), the base's beside it."""
+    if not isinstance(now, dict) or not isinstance(now.get("modes"), dict):
+        return []
+    slo = now.get("slo") or {}
+    old_modes = (old or {}).get("modes") if isinstance(old, dict) else None
+    equal = _number(now, "equal_load_per_s")
+    lines = [
+        "",
+        f"Shared prefix at equal offered load (Poisson arrivals; the SLO: TTFT p50 <= {slo.get('ttft_p50_ms', '?')} ms, "
+        f"p95 <= {slo.get('ttft_p95_ms', '?')} ms, no errors). The p90 is at "
+        + (
+            f"{equal:.2f} req/s, round robin's load at the SLO."
+            if equal
+            else "no load: round robin never held the SLO."
+        ),
+        "",
+        "| mode | req/s within the SLO | p90 TTFT ms at equal load |",
+        "|---|---:|---:|",
+    ]
+    for mode, figures in now["modes"].items():
+        before = (old_modes or {}).get(mode) if isinstance(old_modes, dict) else None
+        lines.append(
+            f"| `{mode}` | {_ratio(figures, before, 'throughput_at_slo_per_s', '{:.2f}')} "
+            f"| {_ratio(figures, before, 'ttft_p90_ms_at_equal_load', '{:.0f}')} |"
+        )
     return lines
 
 

@@ -11,7 +11,8 @@ Only what is deterministic is asserted; latency belongs to ``make bench`` (bench
   that opens connections may put more on one replica than ``load_bound`` (the peak is a figure of ``make bench``,
   not a promise); the part runs twice, the second time on the connections the first opened, so the check sees
   picks that had others to count;
-- no errors.
+- no errors, and the equal-load replay's streamed path (``bench.routing_load``) reads a first token and the usage
+  of every stream.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from bench.routing import mode_edge, replay
+from bench.routing_load import replay_at_rate
 from bench.routing_trace import TRACE_FILE, TraceShape, dump, generate, load
 from inference_platform.inferctl.serving.replicas import ReplicaPorts, run_replicas
 from inference_platform.inference_image.testing.cpu_llm_api.local import Timing
@@ -56,7 +58,7 @@ def test_prefix_affinity_raises_the_hit_rate_within_the_load_bound(tmp_path: Pat
     trace = generate(SMALL)
     model = settings.serving.served_model_name
     timing = Timing(first_token_delay_ms=0, token_delay_ms=2, prefill_us_per_token=100)
-    results = {}
+    results, streamed = {}, {}
     ports = [ReplicaPorts.free() for _ in range(REPLICAS)]
     with run_replicas(settings.serving, tmp_path, ports=ports, timing=timing) as replicas:
         for mode in ("round-robin", "envoy"):
@@ -77,10 +79,24 @@ def test_prefix_affinity_raises_the_hit_rate_within_the_load_bound(tmp_path: Pat
                         concurrency=concurrency,
                         access_log=edge.access_log,
                     )
+                # The equal-load replay's path (make bench): streamed, open loop, through the same edge.
+                streamed[mode] = replay_at_rate(
+                    edge.url,
+                    ca=edge.certificates.ca,
+                    keys=keys,
+                    model=model,
+                    requests=trace["shared"][:8],
+                    mark=f"{mode} streamed",
+                    rate=4.0,
+                )
     for (mode, part), result in results.items():
         assert result.errors == 0, (mode, part, [o.status for o in result.outcomes])
         sent = len(trace[part.split()[0]])
         assert sum(result.per_replica.values()) == sent == len(result.picks), (mode, part, result.per_replica)
+    for mode, step in streamed.items():
+        # Every stream carried a first token and its usage (the prompt counted, the cache's share read from it).
+        assert step.errors == 0, (mode, step.refusals)
+        assert all(o.ttft is not None and o.prompt_tokens > 0 for o in step.outcomes), (mode, step.outcomes)
     shared_rr, shared_envoy = results[("round-robin", "shared")], results[("envoy", "shared")]
     assert shared_envoy.hit_rate > shared_rr.hit_rate, (shared_envoy.hit_rate, shared_rr.hit_rate)
     assert results[("envoy", "control")].hit_rate >= results[("round-robin", "control")].hit_rate

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from bench.routing import MODES, PARTS, Outcome, PartResult, summary
+from bench.routing_load import LoadStep, Slo, Streamed, verdict
 from inference_platform.inferctl.cli import main
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "plan_diff"
@@ -78,3 +79,31 @@ def test_an_unreadable_report_is_one_line_and_exit_2(plans, tmp_path, capsys, co
     assert main(["diff", "--head", str(plans / "head"), "--routing-head", str(bad)]) == 2
     err = capsys.readouterr().err
     assert "--routing-head:" in err and str(bad) in err and err.count("\n") == 1
+
+
+def at_load(rr_p90_s: float, envoy_p90_s: float) -> dict:
+    """The equal-load section as the benchmark writes it (``bench.routing_load``'s own summary and verdict)."""
+    slo = Slo(ttft_p50_ms=1000, ttft_p95_ms=3000)
+    ladders = {
+        mode: [LoadStep(4.0, tuple(Streamed(200, p90, 1000, 0) for _ in range(20)), 5.0)]
+        for mode, p90 in (("round-robin", rr_p90_s), ("envoy", envoy_p90_s), ("inference-pool", rr_p90_s))
+    }
+    return {
+        "slo": {"ttft_p50_ms": 1000, "ttft_p95_ms": 3000},
+        "steps": {mode: [s.summary(slo) for s in steps] for mode, steps in ladders.items()},
+        **verdict(ladders, slo),
+    }
+
+
+def test_the_equal_load_summary_shows_throughput_within_the_slo_and_p90_against_the_base(plans, capsys):
+    head, base = report(0.8, 0.05), report(0.5, 0.10)
+    head["at_load"], base["at_load"] = at_load(0.8, 0.2), at_load(0.8, 0.4)
+    text = comment(plans, head, base, capsys)
+    assert "The p90 is at 4.00 req/s, round robin's load at the SLO." in text
+    assert "| `envoy` | 4.00 (1.00x) | 200 (0.50x) |" in text
+    assert "| `round-robin` | 4.00 (1.00x) | 800 (1.00x) |" in text
+    # A base from before the equal-load replay: the head's figures alone; a head without it: no section.
+    del base["at_load"]
+    assert "| `envoy` | 4.00 | 200 |" in comment(plans, head, base, capsys)
+    del head["at_load"]
+    assert "equal offered load" not in comment(plans, head, base, capsys)

@@ -1,0 +1,122 @@
+"""The equal-load replay's arithmetic (bench/routing_load.py): the same arrivals for every mode, the SLO as the
+stack states it, and the two summary figures read from the ladder the way the docs say."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import statistics
+
+import pytest
+
+from bench.routing_load import LoadStep, Slo, Streamed, arrivals, at_slo, nearest_rank, verdict
+from tests.own_loop import run_on_own_loop
+
+SLO = Slo(ttft_p50_ms=1000, ttft_p95_ms=3000)
+
+
+def step(rate: float, ttfts_s: list[float], *, span: float = 10.0, errors: int = 0, cached: int = 0) -> LoadStep:
+    outcomes = [Streamed(200, t, 1000, cached) for t in ttfts_s]
+    outcomes += [Streamed(503, None, 0, 0) for _ in range(errors)]
+    return LoadStep(rate, tuple(outcomes), span)
+
+
+def test_arrivals_are_seeded_poisson_the_same_for_every_mode():
+    first, again = arrivals(500, 4.0), arrivals(500, 4.0)
+    assert first == again and first[0] == 0.0
+    gaps = [b - a for a, b in itertools.pairwise(first)]
+    assert all(g > 0 for g in gaps)
+    # The step offers the rate its label says: the gaps' mean is exactly 1 / rate; their spread stays Poisson's
+    # (an exponential's standard deviation equals its mean; within 20 % over 499 draws of a fixed seed).
+    assert sum(gaps) / len(gaps) == pytest.approx(0.25)
+    assert statistics.pstdev(gaps) == pytest.approx(0.25, rel=0.2)
+    assert arrivals(1, 4.0) == [0.0] and arrivals(0, 4.0) == []
+    assert arrivals(500, 4.0, seed=1) != first
+    with pytest.raises(ValueError, match="rate"):
+        arrivals(3, 0.0)
+
+
+def test_nearest_rank_takes_a_value_the_data_had():
+    assert nearest_rank([3.0, 1.0, 2.0], 0.5) == 2.0
+    assert nearest_rank([1.0, 2.0, 3.0, 4.0], 0.99) == 4.0
+    assert math.isnan(nearest_rank([], 0.9))
+
+
+def test_the_slo_is_both_percentiles_and_no_errors():
+    assert step(1.0, [0.5] * 20).meets(SLO)
+    assert not step(1.0, [1.5] * 20).meets(SLO)  # p50 over 1,000 ms
+    assert not step(1.0, [0.5] * 18 + [3.5] * 2).meets(SLO)  # p95 over 3,000 ms
+    assert not step(1.0, [0.5] * 20, errors=1).meets(SLO)
+    summary = step(2.0, [0.5] * 20, span=5.0, cached=250).summary(SLO)
+    assert summary["answered_per_s"] == 4.0 and summary["hit_rate"] == 0.25 and summary["meets_slo"] is True
+    assert summary["ttft_p90_ms"] == 500.0
+    assert step(1.0, [0.5], errors=2).summary(SLO)["refusals"] == {"503": 2}
+    no_token = LoadStep(1.0, (Streamed(200, None, 5, 0), Streamed(0, None, 0, 0)), 1.0)
+    assert no_token.refusals == {"no token": 1, "transport": 1} and no_token.errors == 2
+
+
+def test_a_step_where_nothing_was_answered_has_no_latency_and_misses_the_slo():
+    nothing = step(1.0, [], errors=5)
+    assert nothing.summary(SLO)["ttft_p50_ms"] is None and not nothing.meets(SLO) and nothing.answered_per_s == 0
+
+
+def test_the_verdict_reads_throughput_at_the_slo_and_p90_at_round_robins_last_held_load():
+    ladders = {
+        "round-robin": [step(2.0, [0.4] * 20, span=10), step(4.0, [0.9] * 20, span=5), step(6.0, [4.0] * 20, span=4)],
+        "envoy": [step(2.0, [0.2] * 20, span=10), step(4.0, [0.3] * 20, span=5), step(6.0, [0.5] * 20, span=10 / 3)],
+    }
+    result = verdict(ladders, SLO)
+    assert result["equal_load_per_s"] == 4.0
+    assert result["modes"]["round-robin"] == {
+        "throughput_at_slo_per_s": 4.0,
+        "offered_at_slo_per_s": 4.0,
+        "ttft_p90_ms_at_equal_load": 900.0,
+    }
+    assert result["modes"]["envoy"]["throughput_at_slo_per_s"] == pytest.approx(6.0)
+    assert result["modes"]["envoy"]["ttft_p90_ms_at_equal_load"] == 300.0
+    assert at_slo(ladders["round-robin"], SLO).offered_per_s == 4.0
+    # A step that holds above one that failed is noise, not capacity: the first miss caps the ladder.
+    noisy = [step(2.0, [0.4] * 20), step(4.0, [0.4] * 20, errors=1), step(6.0, [0.4] * 20)]
+    assert at_slo(noisy, SLO).offered_per_s == 2.0
+    assert at_slo(list(reversed(noisy)), SLO).offered_per_s == 2.0
+
+
+def test_when_round_robin_never_holds_the_slo_there_is_no_equal_load_figure():
+    ladders = {"round-robin": [step(2.0, [4.0] * 20)], "envoy": [step(2.0, [0.2] * 20)]}
+    result = verdict(ladders, SLO)
+    assert result["equal_load_per_s"] is None
+    assert result["modes"]["round-robin"]["throughput_at_slo_per_s"] == 0.0
+    assert result["modes"]["envoy"]["ttft_p90_ms_at_equal_load"] is None
+
+
+def test_a_later_turn_waits_for_the_answer_to_the_one_before(monkeypatch, tmp_path):
+    """Open loop across conversations, closed within one: turn k+1 is sent only once turn k was answered, whatever
+    its arrival (events recorded in order, no clocks)."""
+    import asyncio
+
+    from bench import routing_load
+
+    events: list[tuple[str, str, int]] = []
+
+    async def fake_send(client, url, key, body):
+        conversation, turn = body["conversation"], body["turn"]
+        events.append(("sent", conversation, turn))
+        await asyncio.sleep(0.01 * (3 - turn))  # earlier turns take longer: a careless replay would overtake them
+        events.append(("answered", conversation, turn))
+        return Streamed(200, 0.001, 10, 0)
+
+    monkeypatch.setattr(routing_load, "_send", fake_send)
+    bodies = [
+        ("key", conversation, {"conversation": conversation, "turn": turn})
+        for turn in range(3)
+        for conversation in ("a", "b", "c")
+    ]
+    outcomes, span = run_on_own_loop(
+        routing_load._replay("http://127.0.0.1:9", ca=tmp_path, bodies=bodies, offsets=[0.0] * 9)
+    )
+    assert len(outcomes) == 9 and span > 0
+    for conversation in ("a", "b", "c"):
+        for turn in (1, 2):
+            assert events.index(("answered", conversation, turn - 1)) < events.index(("sent", conversation, turn))
+    # Across conversations nothing waits: every first turn is sent before any answer.
+    assert {e for e in events[:3]} == {("sent", c, 0) for c in ("a", "b", "c")}
