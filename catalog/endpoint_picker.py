@@ -28,6 +28,11 @@ tests/components/edge/test_endpoint_picker_envoy.py, with a stand-in that answer
 - ``Streamed`` with the body sent without waiting for the header response: the pick works, and with the picker
   down every request still reaches a replica (fail-open), its body intact.
 
+Several rollouts (a second model, a canary; issue 32): one picker still, with a scheduling profile per rollout
+(``profiled``), chosen per request by ``PROFILE_HEADER``, which the edge's model routing script writes; it then selects
+every serving pod of the stack (``SERVER_POD_LABELS``) and runs with ``--allow-experimental-plugins``, the profile
+handler being Alpha at v0.10.0.
+
 The EPP answers the body with ``StreamedBodyResponse`` chunks (``pkg/common/envoy/chunking.go``), a mutation
 Envoy applies only in full-duplex mode; in ``Streamed`` mode the body passes unchanged, which is what the edge
 wants (the EPP does not rewrite the body unless a model rewrite is configured, and none is).
@@ -35,10 +40,12 @@ wants (the EPP does not rewrite the body unless a model rewrite is configured, a
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
 from inference_platform.catalog.charts import Chart
+from inference_platform.catalog.serving_contract import SERVER_COMPONENT
 
 PINNED_VERSION: Final = "v0.10.0"
 CHART: Final = Chart("oci://ghcr.io/llm-d/charts/llm-d-router-standalone", PINNED_VERSION)
@@ -88,6 +95,27 @@ selected with ``router.epp.pluginsConfigFile`` (``_deployment.yaml``: ``--config
 NEURON_QUEUE_SPEC: Final = "neuron_llm_request_metrics{request_type=waiting}"
 NEURON_RUNNING_SPEC: Final = "neuron_llm_request_metrics{request_type=active}"
 """``spec.go`` syntax: a family and a label subset, values quoted or not."""
+PROFILE_HEADER: Final = "x-inference-profile"
+"""With several rollouts (models, a canary), the scheduling profile the picker runs for a request: written by the
+edge's model routing script (``components.edge.model_routing``) from the body's ``model`` and the canary draw,
+removed from what a client sends, read by llm-d-router v0.10.0's ``header-profile-handler``."""
+PER_MODEL_PLUGINS_FILE: Final = "per-model-plugins.yaml"
+"""The configuration of a picker serving several rollouts (``profiled``), carried like the Neuron file."""
+PROFILE_HANDLER: Final = "header-profile-handler"
+ROLLOUT_FILTER: Final = "label-selector-filter"
+ALPHA_PLUGINS: Final = frozenset({PROFILE_HANDLER})
+"""The plugin types we configure that v0.10.0 registers at Alpha stability (``cmd/epp/runner/runner.go``
+``registerInTreePlugins``): the picker refuses to start with one unless ``--allow-experimental-plugins`` is set
+("has Alpha stability level, but command line flag --allow-experimental-plugins is not set",
+``cmd/epp/runner/run_with_file_discovery_test.go``). ``label-selector-filter`` and every scorer are Beta."""
+EXPERIMENTAL_FLAG: Final = "allow-experimental-plugins"
+SERVER_POD_LABELS: Final = {
+    "app.kubernetes.io/part-of": "inference-platform",
+    "app.kubernetes.io/component": SERVER_COMPONENT,
+}
+"""Every serving pod of the stack, whatever its model or version, and nothing else: the leader of a multi-node
+replica (its workers are ``inference-worker``), never a standby placeholder (``components.autoscaling.standby``)
+nor a verification or load-test pod (``components.serving.inference_service``)."""
 MESSAGE_TIMEOUT_S: Final = 5
 MESSAGE_TIMEOUT: Final = f"{MESSAGE_TIMEOUT_S}s"
 """Envoy Gateway's default is 200 ms (``ext_proc_types.go``); the EPP schedules in milliseconds but scrapes and
@@ -151,6 +179,73 @@ def neuron_plugins() -> dict[str, Any]:
     }
 
 
+def tensorrt_llm_plugins() -> dict[str, Any]:
+    """The chart's own ``default-plugins.yaml`` for ``modelServers.type: triton-tensorrt-llm`` over http, as
+    ``routerlib/templates/_config.yaml`` renders it at v0.10.0 (no latency predictor, no parser): the queue,
+    KV-cache and prefix-cache scorers weighted 2, 2 and 3, the metrics page at ``/metrics``. Written out here only
+    where a stack needs it as the base of its own file (``profiled``); otherwise the chart's file is used."""
+    return {
+        "apiVersion": "llm-d.ai/v1alpha1",
+        "kind": "EndpointPickerConfig",
+        "plugins": [
+            {"type": "queue-scorer"},
+            {"type": "kv-cache-utilization-scorer"},
+            {"type": "prefix-cache-scorer"},
+            {
+                "type": "metrics-data-source",
+                "parameters": {"scheme": "http", "path": "/metrics", "insecureSkipVerify": True},
+            },
+            {"type": "core-metrics-extractor", "parameters": {"defaultEngine": ENGINE_TYPE}},
+        ],
+        "schedulingProfiles": [
+            {
+                "name": "default",
+                "plugins": [
+                    {"pluginRef": "queue-scorer", "weight": 2},
+                    {"pluginRef": "kv-cache-utilization-scorer", "weight": 2},
+                    {"pluginRef": "prefix-cache-scorer", "weight": 3},
+                ],
+            }
+        ],
+    }
+
+
+@dataclass(frozen=True)
+class RolloutProfile:
+    """One rollout's scheduling profile: its name (the value of ``PROFILE_HEADER`` that selects it) and the labels
+    of its pods, which the profile's filter keeps."""
+
+    name: str
+    pod_labels: Mapping[str, str]
+
+
+def profiled(base: Mapping[str, Any], profiles: Sequence[RolloutProfile], default: str) -> dict[str, Any]:
+    """``base`` (one profile) as one profile per rollout: each keeps only its rollout's pods (a
+    ``label-selector-filter``, Beta), then scores and picks as ``base``'s profile does; ``header-profile-handler``
+    (Alpha) runs the profile ``PROFILE_HEADER`` names, ``default`` when a request carries none. One picker, one
+    datastore and one prefix index for every rollout (the index seeds each hash with the request's model,
+    ``prefixhash/hashing.go``, so models never share an entry). The loader adds its max-score picker to each
+    profile that has none (``pkg/epp/config/loader/defaults.go`` ``ensureSchedulingLayer``)."""
+    names = [p.name for p in profiles]
+    if len(set(names)) != len(names) or default not in names:
+        raise ValueError(f"profiles must be distinct and include the default {default!r}, got {names}")
+    (scoring,) = base["schedulingProfiles"]
+    filters = [
+        {"name": f"{p.name}-pods", "type": ROLLOUT_FILTER, "parameters": {"matchLabels": dict(p.pod_labels)}}
+        for p in profiles
+    ]
+    handler = {"type": PROFILE_HANDLER, "parameters": {"headerName": PROFILE_HEADER, "defaultProfile": default}}
+    return {
+        **base,
+        "plugins": [*base["plugins"], *filters, handler],
+        "schedulingProfiles": [
+            # Copies, so the YAML carries each profile whole (no anchors and aliases).
+            {"name": p.name, "plugins": [{"pluginRef": f["name"]}, *(dict(ref) for ref in scoring["plugins"])]}
+            for p, f in zip(profiles, filters, strict=True)
+        ],
+    }
+
+
 def chart_values(
     *,
     serving_labels: Mapping[str, str],
@@ -159,22 +254,33 @@ def chart_values(
     tolerations: list[dict[str, Any]],
     replicas: int = REPLICAS,
     neuron: bool = False,
+    profiles: Sequence[RolloutProfile] = (),
+    default_profile: str = "",
 ) -> dict[str, Any]:
     """The release's values: the serving pods (``modelServers``), the pinned image, no InferencePool, no proxy,
     plaintext gRPC to the edge (``secure-serving: false``: the NetworkPolicy admits only the edge's proxies), on
-    the system nodes. ``neuron``: the replicas are Neuron's, scored by ``neuron_plugins``."""
+    the system nodes. ``neuron``: the replicas are Neuron's, scored by ``neuron_plugins``. ``profiles`` (more than
+    one: several models or a canary): one scheduling profile per rollout (``profiled``), ``default_profile`` for a
+    request that names none; ``serving_labels`` must then select every rollout's pods."""
     if not serving_labels:
         raise ValueError("serving_labels: required (the chart refuses an empty selector in standalone mode)")
     import yaml
 
-    config = (
-        {
-            "pluginsConfigFile": NEURON_PLUGINS_FILE,
-            "pluginsCustomConfig": {NEURON_PLUGINS_FILE: yaml.safe_dump(neuron_plugins(), sort_keys=False)},
+    base = neuron_plugins() if neuron else tensorrt_llm_plugins()
+    flags: dict[str, Any] = {"secure-serving": False}
+    config: dict[str, Any] = {}
+    if len(profiles) > 1:
+        per_rollout = profiled(base, profiles, default_profile)
+        config = {
+            "pluginsConfigFile": PER_MODEL_PLUGINS_FILE,
+            "pluginsCustomConfig": {PER_MODEL_PLUGINS_FILE: yaml.safe_dump(per_rollout, sort_keys=False)},
         }
-        if neuron
-        else {}
-    )
+        flags[EXPERIMENTAL_FLAG] = True
+    elif neuron:
+        config = {
+            "pluginsConfigFile": NEURON_PLUGINS_FILE,
+            "pluginsCustomConfig": {NEURON_PLUGINS_FILE: yaml.safe_dump(base, sort_keys=False)},
+        }
     return {
         "router": {
             "modelServers": {
@@ -193,7 +299,7 @@ def chart_values(
                     "tag": IMAGE_TAG,
                     "pullPolicy": "IfNotPresent",
                 },
-                "flags": {"secure-serving": False},
+                "flags": flags,
                 "resources": {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"memory": "4Gi"}},
                 "affinity": dict(system_affinity),
                 "tolerations": list(tolerations),

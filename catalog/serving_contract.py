@@ -58,6 +58,10 @@ MODELS_DIR = Path("/models")
 """Engine in ``<MODELS_DIR>/engine``, tokenizer in ``<MODELS_DIR>/tokenizer``."""
 REPOSITORY_DIR = Path("/tmp/inferctl/model_repository")
 """Rendered model repository; owned by the entrypoint and replaced on every start."""
+SERVER_COMPONENT = "inference-server"
+"""``app.kubernetes.io/component`` of a pod that serves the OpenAI port: a single-node replica's pod, a multi-node
+replica's leader (its workers are ``inference-worker``). The endpoint picker selects by it
+(``catalog.endpoint_picker.SERVER_POD_LABELS``)."""
 
 TTFT_HISTOGRAM_FAMILY = "nv_inference_first_response_histogram_ms"
 """Triton's time-to-first-response histogram (``--metrics-config histogram_latencies=true``)."""

@@ -13,6 +13,7 @@ MIRRORS = {
     "envoyproxy/gateway": Path("/work/.mirror/envoyproxy+gateway/repo"),
     "envoyproxy/ai-gateway": Path("/work/.mirror/envoyproxy+ai-gateway/repo"),
     "envoyproxy/envoy": Path("/work/.mirror/envoyproxy+envoy/repo"),
+    "llm-d/llm-d-router": Path("/work/.mirror/llm-d+llm-d-router/repo"),
 }
 
 

@@ -9,6 +9,9 @@ picks from, and what the chart does not bring:
 - a NetworkPolicy admitting the picker to the serving pods' OpenAI port, where it scrapes ``/metrics`` (the
   serving pods' other policies admit only the gateway and the load-balancer subnets there).
 
+With several rollouts (models, a canary) the picker selects every serving pod of the stack and schedules each
+rollout within its own (``catalog.endpoint_picker.profiled``); the scrape policy then admits it to all of them.
+
 The chart's RBAC is least privilege as rendered: a namespaced Role to get/watch/list pods (``routerlib``
 ``_rbac.yaml``; no ClusterRole while its ServiceMonitor is off, so the stack scrapes the picker with its own, and the
 metrics port serves without a token, behind the NetworkPolicy) and the leader-election Role. Its pods carry gRPC
@@ -50,6 +53,9 @@ class EndpointPickerArgs:
     neuron: bool = False
     """Default ``False``. The serving pods are Neuron's: the picker reads the ``neuron_llm`` step's gauges
     (``catalog.endpoint_picker.neuron_plugins``) instead of TensorRT-LLM's."""
+    profiles: Sequence[picker.RolloutProfile] = ()
+    """Default none. With more than one (several models, a canary): a scheduling profile per rollout, the first the
+    default (``catalog.endpoint_picker.profiled``); ``serving_labels`` then selects every rollout's pods."""
     depends_on: Sequence[pulumi.Resource] = ()
 
 
@@ -73,6 +79,8 @@ class EndpointPicker(pulumi.ComponentResource):
                 system_affinity=system_affinity(),
                 tolerations=[],
                 neuron=args.neuron,
+                profiles=args.profiles,
+                default_profile=args.profiles[0].name if args.profiles else "",
             ),
             opts=child,
         )

@@ -13,6 +13,7 @@ is held to as well.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +23,7 @@ import pulumi_kubernetes as k8s
 
 from inference_platform.catalog import edge_charts as charts
 from inference_platform.catalog.edge_policy import RATE_LIMIT_SERVICE_TIMEOUT_MS, EdgePolicy
+from inference_platform.catalog.endpoint_picker import SERVER_POD_LABELS
 from inference_platform.catalog.envoy_gateway_gates import features_used
 from inference_platform.components.common.errors import raise_if
 from inference_platform.components.edge.client_credentials import ClientCredentials, ClientCredentialsArgs
@@ -104,8 +106,14 @@ class EdgeGateway(pulumi.ComponentResource):
         self.namespace = target.namespace
         self.proxy_service = target.envoy_service
         objects = render_gateway_objects(args.policy, target)
-        if args.model_routing is not None:
-            objects = with_model_routing(objects, args.model_routing, gateway=target.name, namespace=target.namespace)
+        # With the picker scheduling, the routing script also names each request's rollout profile (issue 32).
+        routing = (
+            dataclasses.replace(args.model_routing, picker_profiles=args.policy.routing.mode == "inference-pool")
+            if args.model_routing is not None
+            else None
+        )
+        if routing is not None:
+            objects = with_model_routing(objects, routing, gateway=target.name, namespace=target.namespace)
         self.release = k8s.helm.v3.Release(
             f"{name}-controller",
             name="envoy-gateway",
@@ -182,17 +190,21 @@ class EdgeGateway(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(args.depends_on)),
             )
         if args.policy.routing.mode == "inference-pool":
-            # The picker the gateway's ext_proc calls (issue 29; components/edge/endpoint_picker.py).
+            # The picker the gateway's ext_proc calls (issue 29; components/edge/endpoint_picker.py). Several
+            # rollouts: one profile each, over every serving pod of the stack (issue 32).
+            profiles = routing.rollout_profiles() if routing is not None else ()
+            per_rollout = len(profiles) > 1
             EndpointPicker(
                 f"{name}-endpoint-picker",
                 EndpointPickerArgs(
                     provider=args.provider,
                     namespace=target.service_namespace,
-                    serving_labels=args.inference_pod_labels,
+                    serving_labels=SERVER_POD_LABELS if per_rollout else args.inference_pod_labels,
                     serving_port=target.port,
                     gateway_namespace=target.namespace,
                     proxy_labels={PROXY_LABEL: target.name},
                     neuron=args.neuron_replicas,
+                    profiles=profiles if per_rollout else (),
                     depends_on=list(args.depends_on),
                 ),
                 opts=pulumi.ResourceOptions(parent=self),

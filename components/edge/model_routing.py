@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from inference_platform.catalog.edge_policy import edge_error_body
+from inference_platform.catalog.endpoint_picker import PROFILE_HEADER, RolloutProfile
 from inference_platform.catalog.serving_contract import (
     OPENAI_CHAT_PATH,
     OPENAI_COMPLETIONS_PATH,
@@ -112,6 +113,9 @@ class ModelRouting:
     tester_header: str = "x-canary"
     created: int = 0
     """The ``created`` time of the listed models (the stack's deploy time is not known offline: 0)."""
+    picker_profiles: bool = False
+    """The endpoint picker schedules (``edge.routing.mode inference-pool``): the script also names the request's
+    rollout in ``catalog.endpoint_picker.PROFILE_HEADER``, the profile the picker runs (``rollout_profiles``)."""
 
     def __post_init__(self) -> None:
         names = [m.name for m in self.models]
@@ -159,19 +163,55 @@ class ModelRouting:
         """Model -> its canary's share in percent, for the models whose canary takes drawn traffic."""
         return {m.name: m.canary_weight for m in self.models if m.canary is not None and m.canary_weight}
 
+    def rollout_profiles(self) -> tuple[RolloutProfile, ...]:
+        """One picker profile per rollout in the stack's own namespace (the picker watches pods there only): each
+        named by its Service and keeping its pods (the rollout's ``app.kubernetes.io/name``, the Service's own
+        selector key, components/serving/inference_service.py). The stack's own model's current version first: the
+        profile of a request that names none. A rollout elsewhere gets no profile: its requests run the default
+        one, whose pick lies outside their rule, and least request answers (the endpoint override's fallback)."""
+        home = self.models[0].current.namespace
+        backends = [b for m in self.models for b in (m.current, m.canary) if b is not None and b.namespace == home]
+        return tuple(RolloutProfile(b.service, {"app.kubernetes.io/name": b.service}) for b in backends)
+
+    def _profile_table(self) -> dict[str, tuple[str | None, str | None]]:
+        """Model -> (its current version's profile, its canary's), None where the rollout has none."""
+        named = {p.name for p in self.rollout_profiles()}
+
+        def profile(backend: ModelBackend | None) -> str | None:
+            return backend.service if backend is not None and backend.service in named else None
+
+        return {m.name: (profile(m.current), profile(m.canary)) for m in self.models}
+
     @property
     def lua(self) -> str:
-        return routing_lua(self.targets(), self.tester_header, self.canary_weights())
+        profiles = self._profile_table() if self.picker_profiles else None
+        return routing_lua(self.targets(), self.tester_header, self.canary_weights(), profiles)
 
 
-def routing_lua(targets: Mapping[str, str], tester_header: str, canaries: Mapping[str, int] | None = None) -> str:
+def routing_lua(
+    targets: Mapping[str, str],
+    tester_header: str,
+    canaries: Mapping[str, int] | None = None,
+    profiles: Mapping[str, tuple[str | None, str | None]] | None = None,
+) -> str:
     """The script: the body's top-level ``model`` (an alias mapped to its model) into ``x-inference-model``, then
     the route chosen again. A model the stack does not serve is a 404 in OpenAI's shape; two top-level ``model``
     keys are a 400 (a JSON reader keeps the last, this one would route on the first). Bounded: it reads the body
     the route's buffer limit already bounds, once, jumping from one structural character to the next.
 
     ``canaries`` (model -> percent): a request for such a model without a tester header is sent to the canary
-    (the tester header set to ``always``) with that probability, each request drawn on its own."""
+    (the tester header set to ``always``) with that probability, each request drawn on its own.
+
+    ``profiles`` (model -> its current version's picker profile, its canary's): the script removes a client's
+    ``PROFILE_HEADER`` and writes the profile of the rollout the request's rule serves (the canary's when the tester
+    header says ``always`` and the model has one). A request it names none for (no ``model``, or a rollout without
+    a profile) runs the picker's default profile."""
+    rollouts = ",".join(
+        f"[{_lua_string(model)}]={{current={_lua_string(current) if current else 'nil'},"
+        f"canary={_lua_string(canary) if canary else 'nil'}}}"
+        for model, (current, canary) in sorted((profiles or {}).items())
+    )
+    profile_header = _lua_string(PROFILE_HEADER) if profiles is not None else "nil"
     table = ",".join(f"[{_lua_string(k)}]={_lua_string(v)}" for k, v in sorted(targets.items()))
     shares = ",".join(f"[{_lua_string(k)}]={int(v)}" for k, v in sorted((canaries or {}).items()))
     known = ", ".join(sorted(targets))
@@ -188,6 +228,10 @@ local UNKNOWN = {_lua_string(unknown)}
 local DUPLICATE = {_lua_string(duplicate)}
 -- Percent of each model's requests drawn for its canary (models.canary.weight).
 local CANARY = {{{shares}}}
+-- The endpoint picker's scheduling profile of each model's rollouts (nil: no picker, edge.routing.mode not
+-- inference-pool); the picker's header-profile-handler runs the profile the header names.
+local PROFILE = {profile_header}
+local ROLLOUTS = {{{rollouts}}}
 -- Each worker's Lua state draws its own sequence. os.time() alone would give every worker started in the same second
 -- the same seed, and so the same draws (correlated shares, a wider spread than the weight's binomial one): a fresh
 -- table's address, distinct in each state, is added.
@@ -230,6 +274,7 @@ end
 function envoy_on_request(handle)
   local headers = handle:headers()
   headers:remove(HEADER)
+  if PROFILE ~= nil then headers:remove(PROFILE) end
   local tester = headers:get(TESTER)
   if tester ~= ALWAYS and tester ~= CURRENT then headers:remove(TESTER); tester = nil end
   if headers:get(":method") ~= "POST" then return end
@@ -250,6 +295,12 @@ function envoy_on_request(handle)
   headers:replace(HEADER, target)
   local share = CANARY[target]
   if tester == nil and share ~= nil and math.random(100) <= share then headers:replace(TESTER, ALWAYS) end
+  local rollout = PROFILE ~= nil and ROLLOUTS[target] or nil
+  if rollout ~= nil then
+    local profile = rollout.current
+    if rollout.canary ~= nil and headers:get(TESTER) == ALWAYS then profile = rollout.canary end
+    if profile ~= nil then headers:replace(PROFILE, profile) end
+  end
   handle:clearRouteCache()
 end
 """

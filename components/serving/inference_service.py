@@ -25,7 +25,13 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from inference_platform.catalog.server_metrics import RELAYED_ENGINE_FAMILIES
-from inference_platform.catalog.serving_contract import METRICS_PATH, METRICS_PORT, OPENAI_METRICS_PATH, OPENAI_PORT
+from inference_platform.catalog.serving_contract import (
+    METRICS_PATH,
+    METRICS_PORT,
+    OPENAI_METRICS_PATH,
+    OPENAI_PORT,
+    SERVER_COMPONENT,
+)
 from inference_platform.components.common.errors import raise_if
 from inference_platform.components.serving import mpi_launch
 from inference_platform.components.serving.pod import (
@@ -245,7 +251,7 @@ class InferenceService(pulumi.ComponentResource):
     ) -> dict[str, str]:
         self.workload_kind = "Deployment"
         container = server_container(pod, args=server_args(pod))
-        template_labels = {**labels, "app.kubernetes.io/component": "inference-server"}
+        template_labels = {**labels, "app.kubernetes.io/component": SERVER_COMPONENT}
         k8s.apps.v1.Deployment(
             f"{name}-deployment",
             metadata={
@@ -308,10 +314,10 @@ class InferenceService(pulumi.ComponentResource):
             subjects=[{"kind": "ServiceAccount", "name": args.service_account, "namespace": ns}],
             opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[role])),
         )
-        leader_labels = {**labels, "app.kubernetes.io/component": "inference-server"}
+        leader_labels = {**labels, "app.kubernetes.io/component": SERVER_COMPONENT}
         worker_labels = {**labels, "app.kubernetes.io/component": "inference-worker"}
         leader_pod = dataclasses.replace(
-            pod, selector={**pod.selector, "app.kubernetes.io/component": "inference-server"}
+            pod, selector={**pod.selector, "app.kubernetes.io/component": SERVER_COMPONENT}
         )
         wait = pod.probes.startup_seconds + IMAGE_PULL_SECONDS
         spec = mpi_launch.leader_worker_set_spec(

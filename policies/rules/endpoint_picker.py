@@ -7,7 +7,9 @@
   (``modelServers.type`` other than ``triton``, whose passthrough parser turns prefix scoring off) and, without an
   InferencePool, selects its pods by labels (the chart's own check, made before the release is installed); a release
   that names its own ``router.epp.pluginsConfigFile`` (the Neuron stacks') carries that file in
-  ``pluginsCustomConfig``, and its engine type is then the file's, not ``modelServers.type``.
+  ``pluginsCustomConfig``, and its engine type is then the file's, not ``modelServers.type``; that file's profiles
+  name only declared plugins, an Alpha plugin (the per-rollout profile handler) comes with
+  ``--allow-experimental-plugins``, and the profile handler's default is one of the profiles.
 - ``endpoint-picker-fail-open`` (production): every ``extProc`` of an EnvoyExtensionPolicy fails open
   (``failOpen: true``), so a picker that is down or slow never stops requests reaching a replica (the
   BackendTrafficPolicy's least request takes over), and none uses ``FullDuplexStreamed`` (Envoy Gateway v1.9.0
@@ -20,6 +22,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import yaml
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema
 from pulumi_policy.proxy import UnknownValueError
 
@@ -55,11 +58,14 @@ def release_problems(props: Any) -> list[str]:
     config_file = get(values, "router.epp.pluginsConfigFile") or picker.DEFAULT_PLUGINS_FILE
     if config_file != picker.DEFAULT_PLUGINS_FILE:
         # The chart's default-plugins.yaml (and so modelServers.type) is then unused: the named file is the config.
-        if config_file not in (get(values, "router.epp.pluginsCustomConfig") or {}):
+        custom = get(values, "router.epp.pluginsCustomConfig") or {}
+        if config_file not in custom:
             out.append(
                 f"router.epp.pluginsConfigFile {config_file!r} is not a key of router.epp.pluginsCustomConfig (the "
                 "picker would start without its configuration)"
             )
+        else:
+            out += config_problems(str(custom[config_file]), get(values, "router.epp.flags") or {})
     else:
         kind = get(values, "router.modelServers.type")
         if kind in (None, "triton"):
@@ -69,6 +75,40 @@ def release_problems(props: Any) -> list[str]:
             )
     if get(values, "router.inferencePool.create") is False and not get(values, "router.modelServers.matchLabels"):
         out.append("router.modelServers.matchLabels is required without an InferencePool")
+    return out
+
+
+def config_problems(text: str, flags: Any) -> list[str]:
+    """What would stop the picker starting, or send requests to no profile, in its own configuration file: a
+    profile naming a plugin nobody declared, an Alpha plugin without ``--allow-experimental-plugins`` (v0.10.0
+    refuses to start), a ``header-profile-handler`` whose ``defaultProfile`` is no profile (every request without
+    the header would get the picker's 429)."""
+    try:
+        config = yaml.safe_load(text) or {}
+    except yaml.YAMLError as err:
+        return [f"the picker's configuration is not YAML: {err}"]
+    plugins = [p for p in (get(config, "plugins") or []) if isinstance(p, dict)]
+    declared = {str(p.get("name") or p.get("type")) for p in plugins}
+    profiles = [p for p in (get(config, "schedulingProfiles") or []) if isinstance(p, dict)]
+    out = []
+    for profile in profiles:
+        for ref in profile.get("plugins") or []:
+            if str(get(ref, "pluginRef")) not in declared:
+                out.append(f"profile {profile.get('name')!r} names plugin {get(ref, 'pluginRef')!r}, never declared")
+    alpha = sorted({str(p.get("type")) for p in plugins} & picker.ALPHA_PLUGINS)
+    if alpha and get(flags, picker.EXPERIMENTAL_FLAG) is not True:
+        out.append(
+            f"{', '.join(alpha)} is Alpha in llm-d-router {picker.PINNED_VERSION}: the picker refuses to start without "
+            f"router.epp.flags.{picker.EXPERIMENTAL_FLAG}: true"
+        )
+    names = {str(p.get("name")) for p in profiles}
+    for handler in (p for p in plugins if p.get("type") == picker.PROFILE_HANDLER):
+        default = str(get(handler, "parameters.defaultProfile") or "decode")
+        if len(names) > 1 and default not in names:
+            out.append(
+                f"{picker.PROFILE_HANDLER} defaultProfile {default!r} is none of the profiles {sorted(names)}: every "
+                "request without the profile header would be refused (429)"
+            )
     return out
 
 
@@ -118,7 +158,9 @@ POLICIES = [
     ResourceValidationPolicy(
         name="endpoint-picker-pinned",
         description="An llm-d-router release pins the picker's image tag (never main or latest), pulls it "
-        "IfNotPresent, reads TensorRT-LLM's metric names and selects its pods by labels.",
+        "IfNotPresent, reads TensorRT-LLM's metric names and selects its pods by labels; its own configuration "
+        "file names only declared plugins, loads an Alpha plugin only with --allow-experimental-plugins, and its "
+        "profile handler's default is one of its profiles.",
         validate=_pinned,
         enforcement_level=EnforcementLevel.MANDATORY,
     ),

@@ -175,8 +175,45 @@ def test_the_production_examples_plan_a_second_model_and_a_gated_canary_under_th
                      and "x-inference-model" in str(r.inputs))  # fmt: skip
     assert f'local CANARY = {{["{model}"]=5}}' in str(extension.inputs)
     assert any(r.type == "inference:verification:VerificationJob" for r in plan.run.resources)
+    _assert_one_profile_per_rollout(plan, workload, neuron=stack == "npu")
     resources, outputs = resources_as_dicts(plan.run.resources), plan.run.outputs
     estimate = estimate_for(resources, outputs, stack, project_root=REPO)
     priced = canary_cost(resources, outputs, estimate, usage_for(stack, project_root=REPO))
     assert priced is not None and (priced.workload, priced.replicas) == (workload, replicas)
     assert priced.monthly_expected > 1000
+
+
+def _assert_one_profile_per_rollout(plan, canary_service: str, *, neuron: bool) -> None:
+    """The picker schedules each rollout within its own pods: one profile per rollout's Service (the stack's own
+    model's current version the default), chosen by the header the routing script writes, over every serving pod;
+    the Alpha profile handler comes with the flag that lets it load; the scrape policy admits the picker to all."""
+    import yaml
+
+    from inference_platform.catalog import endpoint_picker as picker
+
+    (release,) = [r for r in plan.run.resources
+                  if r.type == "kubernetes:helm.sh/v3:Release" and r.inputs.get("name") == picker.RELEASE]  # fmt: skip
+    values = release.inputs["values"]["router"]
+    assert values["modelServers"]["matchLabels"] == picker.SERVER_POD_LABELS
+    epp = values["epp"]
+    assert epp["pluginsConfigFile"] == picker.PER_MODEL_PLUGINS_FILE and epp["flags"][picker.EXPERIMENTAL_FLAG] is True
+    config = yaml.safe_load(epp["pluginsCustomConfig"][picker.PER_MODEL_PLUGINS_FILE])
+    services = {r.inputs["metadata"]["name"] for r in plan.run.resources if r.type == "kubernetes:core/v1:Service"}
+    names = [p["name"] for p in config["schedulingProfiles"]]
+    assert canary_service in names and set(names) <= services and len(names) >= 3, names
+    (handler,) = [p for p in config["plugins"] if p["type"] == picker.PROFILE_HANDLER]
+    assert handler["parameters"] == {"headerName": picker.PROFILE_HEADER, "defaultProfile": names[0]}
+    scorers = (picker.neuron_plugins() if neuron else picker.tensorrt_llm_plugins())["schedulingProfiles"][0]["plugins"]
+    filters = {
+        p["name"]: p["parameters"]["matchLabels"] for p in config["plugins"] if p["type"] == picker.ROLLOUT_FILTER
+    }
+    for profile in config["schedulingProfiles"]:
+        first, *rest = profile["plugins"]
+        assert filters[first["pluginRef"]] == {"app.kubernetes.io/name": profile["name"]} and rest == scorers
+    extension = next(r for r in plan.run.resources if "envoyextensionpolicy" in r.urn
+                     and "x-inference-model" in str(r.inputs))  # fmt: skip
+    assert f'local PROFILE = "{picker.PROFILE_HEADER}"' in str(extension.inputs)
+    assert all(f'"{name}"' in str(extension.inputs) for name in names)
+    (scrape,) = [r for r in plan.run.resources if r.type == "kubernetes:networking.k8s.io/v1:NetworkPolicy"
+                 and r.inputs["metadata"]["name"] == "from-endpoint-picker"]  # fmt: skip
+    assert scrape.inputs["spec"]["podSelector"]["matchLabels"] == picker.SERVER_POD_LABELS

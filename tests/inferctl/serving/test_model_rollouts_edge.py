@@ -22,6 +22,7 @@ version answered. What is asserted is the edge's routing and the gate's decision
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import http.client
 import json
 import math
@@ -38,6 +39,7 @@ from typing import Any
 import pytest
 
 from inference_platform.catalog.edge_policy import DEFAULT_RETRIES, OUTLIER_CONSECUTIVE_5XX
+from inference_platform.catalog.endpoint_picker import PROFILE_HEADER
 from inference_platform.catalog.serving_contract import SERVED_MODEL_HEADER
 from inference_platform.components.edge.controller_config import cluster_controller_config
 from inference_platform.components.edge.model_routing import ModelBackend, ModelRoute, ModelRouting
@@ -75,6 +77,8 @@ class Engine:
     answers_for: tuple[str, ...] = ()
     """Other models' names it answers as itself, as the OpenAI server does with --answers-for (service.py admit)."""
     answered: list[str] = field(default_factory=list)
+    profiles: list[str | None] = field(default_factory=list)
+    """The picker profile header of each request it answered (what the picker's profile handler would read)."""
     port: int = 0
     server: ThreadingHTTPServer | None = None
 
@@ -105,6 +109,7 @@ def _handler(engine: Engine) -> type[BaseHTTPRequestHandler]:
                 self.wfile.write(payload)
                 return
             engine.answered.append(engine.version)
+            engine.profiles.append(self.headers.get(PROFILE_HEADER))
             time.sleep(engine.first_token_s)
             self.send_response(200)
             self.send_header(SERVED_MODEL_HEADER, engine.model)  # as the server's middleware (app.py) names itself
@@ -325,6 +330,26 @@ def lost_of(statuses: list[int], mode: str) -> int:
     lost = next((i for i, status in enumerate(statuses) if status != 503), len(statuses))
     assert lost in lost_before_ejection(mode) and statuses[lost:] == [200] * (len(statuses) - lost), statuses
     return lost
+
+
+def test_the_script_names_each_requests_rollout_profile_for_the_picker(tmp_path: Path) -> None:
+    """With the picker scheduling (``edge.routing.mode inference-pool``: ``picker_profiles``), the routing script
+    writes the profile of the rollout whose rule the request takes, the header llm-d's ``header-profile-handler``
+    reads: each version's own, the canary's only when the draw or a tester sends it there. A client's own value
+    (another rollout's, or one no profile has, which the picker would refuse with 429) never gets through."""
+    small, canary, big = Engine(SMALL, "v1"), Engine(SMALL, "v2"), Engine(BIG, "v1")
+    routing = dataclasses.replace(routing_of(small, canary, big, 50), picker_profiles=True)
+    assert [p.name for p in routing.rollout_profiles()] == [e.backend.service for e in (small, canary, big)]
+    with engines(small, canary, big), rig(routing, upstreams_of(small, canary, big), tmp_path, "round-robin") as edge:
+        for i in range(30):
+            spoofed = {PROFILE_HEADER: big.backend.service if i % 3 else "no-such-profile"}
+            assert edge.post(chat(ALIAS if i % 2 else SMALL), spoofed)[0] == 200
+        assert edge.post(chat(BIG), {PROFILE_HEADER: small.backend.service})[0] == 200
+        assert edge.post(chat(SMALL), {"x-canary": "always"})[0] == 200
+        assert edge.post(chat(SMALL), {"x-canary": "current"})[0] == 200
+    for engine in (small, canary, big):
+        assert engine.profiles and set(engine.profiles) == {engine.backend.service}, (engine.version, engine.profiles)
+    assert len(small.profiles) + len(canary.profiles) == 32
 
 
 @pytest.mark.parametrize("mode", ["round-robin", "envoy"])
