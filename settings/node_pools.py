@@ -164,7 +164,7 @@ class NodePoolSettings(Section):
         return self.max_size * self.shard_count(cluster_zones)
 
     ami_family: AmiFamily = "al2023"
-    """Default ``al2023``. ``bottlerocket`` for NVIDIA pools on managed node groups."""
+    """Default ``al2023``. ``bottlerocket`` for NVIDIA pools without EFA on managed node groups."""
     labels: dict[str, str] = Field(default_factory=dict)
     """Default ``{}``. Extra node labels; the platform's own (node-role, accelerator, ...) are reserved."""
     expire_after: str = DEFAULT_EXPIRE_AFTER
@@ -263,6 +263,17 @@ def _pool_problems(name: str, pool: NodePoolSettings, *, karpenter: bool, zones:
         elif types and any(catalog.AMI_BOTTLEROCKET_NVIDIA not in t.ami_types for t in types):
             out.append(
                 Problem(f"{at}.amiFamily", "bottlerocket is offered for NVIDIA g5/g6/g6e/p4d/p5/p5en types only")
+            )
+        elif types and len(types) == len(pool.instance_types) and pool.efa_enabled():
+            # The EFA nodes' locked-memory limit and huge pages are nodeadm NodeConfig and a cloud-init script
+            # (components/compute/node_pool.py): AL2023 only. A Bottlerocket EFA node would boot without them.
+            out.append(
+                Problem(
+                    f"{at}.amiFamily",
+                    f"got bottlerocket for an EFA pool ({', '.join(pool.instance_types)}); its nodes need the "
+                    "containers' locked-memory limit and the huge pages EFA registers memory from, which only the "
+                    "AL2023 nodes get (nodeadm NodeConfig): use amiFamily al2023, or efa: false",
+                )
             )
     if types and len(types) == len(pool.instance_types):
         out += pool.local_storage_problems(at)

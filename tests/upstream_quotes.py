@@ -14,6 +14,7 @@ MIRRORS = {
     "envoyproxy/ai-gateway": Path("/work/.mirror/envoyproxy+ai-gateway/repo"),
     "envoyproxy/envoy": Path("/work/.mirror/envoyproxy+envoy/repo"),
     "llm-d/llm-d-router": Path("/work/.mirror/llm-d+llm-d-router/repo"),
+    "aws-samples/bottlerocket-images-cache": Path("/work/.mirror/aws-samples+bottlerocket-images-cache/repo"),
 }
 
 

@@ -397,6 +397,9 @@ def _reservation(pool: PoolProfile) -> dict[str, Any] | None:
 def _validate(args: NodePoolArgs) -> None:
     pool, spec = args.pool, args.pool.spec
     problems = []
+    if pool.efa and spec.ami_family != "al2023":
+        # node_config_parts and node_scripts write EFA's memlock limit and huge pages for AL2023 (nodeadm) only.
+        problems.append(f"ami_family: {spec.ami_family} with EFA; EFA nodes need AL2023 (memlock, huge pages)")
     if not 0 <= spec.min_size <= pool.desired_size <= spec.max_size:
         problems.append(f"sizes: need 0 <= min {spec.min_size} <= desired {pool.desired_size} <= max {spec.max_size}")
     if spec.max_size > MAX_MANAGED_NODES:

@@ -24,7 +24,7 @@ class AmiFamily(Enum):
     AL2023 = "al2023"
     """Amazon Linux 2023 (the EKS-optimized accelerated AMI for GPU and Neuron types)."""
     BOTTLEROCKET = "bottlerocket"
-    """Bottlerocket (NVIDIA and CPU types only)."""
+    """Bottlerocket (NVIDIA and CPU types only, pools without EFA)."""
 
 
 class NodePoolSpec(TypedDict):

@@ -3,7 +3,8 @@
 - ``pod-images-fit-node-disk``: for each workload (Job, CronJob, Deployment, StatefulSet, DaemonSet, Pod) whose
   container images come from an ECR repository of the stack that records what its images unpack to (the
   ``inference.platform/unpacked-gib`` tag, ``catalog.image_sizes``), every managed node group (``aws:eks/nodeGroup``:
-  its ``labels``, and its root volume from ``diskSize`` or its launch template's block device) whose labels satisfy
+  its ``labels``, and its root volume from ``diskSize`` or its launch template's block device, a Bottlerocket node's
+  data volume, where its images live) whose labels satisfy
   the pod's ``nodeSelector`` and required node affinity must hold the largest of those images while it is pulled
   (unpacked plus the compressed layers in flight) in what the root volume leaves for images (below the kubelet's
   image garbage-collection threshold, after the OS and the system pods' images).
@@ -34,6 +35,12 @@ from inference_platform.policies.props import as_list, get
 REPOSITORY = "aws:ecr/repository:Repository"
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
+BOTTLEROCKET_AMI_PREFIX = "BOTTLEROCKET_"
+BOTTLEROCKET_DATA_DEVICE = "/dev/xvdb"
+"""Bottlerocket keeps its OS on the root volume and container images on this data volume ("an OS volume and a data
+volume, with the latter used for storing artifacts and container images": aws-samples/bottlerocket-images-cache
+README, tests/data/upstream/bottlerocket_data_volume.json); the root is a few GiB (components/compute/node_pool.py
+gives it 4)."""
 EKS_DEFAULT_DISK_GIB = 20
 """``CreateNodegroup`` ``diskSize``: "The default disk size is 20 GiB for Linux and Bottlerocket" (EKS API reference)."""
 POD_SPEC_PATHS: Mapping[str, str] = {
@@ -59,25 +66,31 @@ def _repository_sizes(resources: list[Any]) -> dict[str, float]:
     return out
 
 
-def _node_groups(resources: list[Any]) -> list[tuple[Any, dict[str, str], float]]:
-    """(node group, labels, root volume GiB) of each managed node group."""
+def _node_groups(resources: list[Any]) -> list[tuple[Any, dict[str, str], float, str]]:
+    """(node group, labels, GiB of the volume its images live on) of each managed node group: the root volume, or a
+    Bottlerocket node's data volume."""
     templates = {r.urn: r for r in resources if r.resource_type == LAUNCH_TEMPLATE}
     out = []
     for group in resources:
         if group.resource_type != NODE_GROUP:
             continue
         disk = get(group.props, "diskSize")
+        bottlerocket = str(get(group.props, "amiType") or "").startswith(BOTTLEROCKET_AMI_PREFIX)
         for dep in group.property_dependencies.get("launchTemplate", []):
             template = templates.get(dep.urn)
-            sizes = [
-                get(b, "ebs.volumeSize")
+            devices = [
+                (get(b, "deviceName"), get(b, "ebs.volumeSize"))
                 for b in as_list(get(template.props, "blockDeviceMappings") if template else None)
             ]
-            sizes = [s for s in sizes if s is not None]
-            if sizes:
+            sizes = [size for _, size in devices if size is not None]
+            data = [size for name, size in devices if name == BOTTLEROCKET_DATA_DEVICE and size is not None]
+            if bottlerocket and data:
+                disk = data[0]
+            elif sizes:
                 disk = sizes[0]  # the root device comes first (components/compute/node_pool.py)
         labels = {str(k): str(v) for k, v in dict(get(group.props, "labels") or {}).items()}
-        out.append((group, labels, float(disk if disk is not None else EKS_DEFAULT_DISK_GIB)))
+        volume = "data volume" if bottlerocket else "root volume"
+        out.append((group, labels, float(disk if disk is not None else EKS_DEFAULT_DISK_GIB), volume))
     return out
 
 
@@ -133,12 +146,12 @@ def _fit(args: StackValidationArgs, report: ReportViolation) -> None:
         largest = max(repositories, key=lambda urn: sizes[urn])
         unpacked = sizes[largest]
         name = get(workload.props, "metadata.name") or workload.name
-        for group, labels, disk in groups:
+        for group, labels, disk, volume in groups:
             if _matches(spec, labels) and not fits(unpacked, disk):
                 report(
                     f"{workload.resource_type.rsplit(':', 1)[-1]} {name}: its image ({by_urn[largest].name}, "
                     f"{unpacked:g} GiB unpacked, {pull_need_gib(unpacked):g} GiB while pulled) does not fit node group "
-                    f"{group.name}'s {disk:g} GiB root volume ({room_for_images_gib(disk):g} GiB for images): disk "
+                    f"{group.name}'s {disk:g} GiB {volume} ({room_for_images_gib(disk):g} GiB for images): disk "
                     "pressure or 'no space left on device', and the pod never starts; give the workload a smaller "
                     "image or schedule it on nodes with the disk for it",
                     workload.urn,
@@ -148,8 +161,8 @@ def _fit(args: StackValidationArgs, report: ReportViolation) -> None:
 POLICIES = [
     StackValidationPolicy(
         name="pod-images-fit-node-disk",
-        description="A workload's image (by its ECR repository's recorded unpacked size) fits the root volume of "
-        "every node group its pods may be scheduled on.",
+        description="A workload's image (by its ECR repository's recorded unpacked size) fits the volume images live "
+        "on (the root volume; a Bottlerocket node's data volume) of every node group its pods may be scheduled on.",
         validate=_fit,
         enforcement_level=EnforcementLevel.MANDATORY,
     ),

@@ -4,6 +4,9 @@ land on. The failing fixture is what prod planned before: the verification Job o
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
@@ -14,24 +17,38 @@ from inference_platform.components.verification.pods import system_affinity
 from inference_platform.offline_plan.policy_runner import evaluate
 from inference_platform.policies.pack import POLICIES
 from tests.conftest import STACKS
+from tests.upstream_quotes import assert_quote_holds
 
 RULE = "pod-images-fit-node-disk"
+FACTS = Path(__file__).parents[1] / "data" / "upstream" / "bottlerocket_data_volume.json"
 
 
-def _program(unpacked_gib: float, *, system_disk: int = 50, affinity: bool = True, gpu_disk: int = 500):
+def _program(
+    unpacked_gib: float,
+    *,
+    system_disk: int = 50,
+    affinity: bool = True,
+    gpu_disk: int = 500,
+    bottlerocket: bool = False,
+):
     def program():
-        def group(name, labels, disk):
-            template = aws.ec2.LaunchTemplate(
-                f"{name}-lt", block_device_mappings=[{"device_name": "/dev/xvda", "ebs": {"volume_size": disk}}]
-            )
+        def group(name, labels, disk, os_family="al2023"):
+            devices = [{"device_name": "/dev/xvda", "ebs": {"volume_size": disk}}]
+            ami_type = "AL2023_x86_64_NVIDIA"
+            if os_family == "bottlerocket":  # as components/compute/node_pool.py renders it: a 4 GiB root
+                devices = [{"device_name": "/dev/xvda", "ebs": {"volume_size": 4}},
+                           {"device_name": "/dev/xvdb", "ebs": {"volume_size": disk}}]  # fmt: skip
+                ami_type = "BOTTLEROCKET_x86_64_NVIDIA"
+            template = aws.ec2.LaunchTemplate(f"{name}-lt", block_device_mappings=devices)
             aws.eks.NodeGroup(
                 f"{name}-ng", cluster_name="c", node_role_arn="arn:aws:iam::1:role/n", subnet_ids=["s"],
                 scaling_config={"desired_size": 1, "max_size": 1, "min_size": 1}, labels=labels,
-                launch_template={"id": template.id, "version": "1"},
+                launch_template={"id": template.id, "version": "1"}, ami_type=ami_type,
             )  # fmt: skip
 
         group("system", {"node-role": "system", "node-pool": "system"}, system_disk)
-        group("gpu", {"node-role": "inference", "node-pool": "inference"}, gpu_disk)
+        group("gpu", {"node-role": "inference", "node-pool": "inference"}, gpu_disk,
+              "bottlerocket" if bottlerocket else "al2023")  # fmt: skip
         repo = aws.ecr.Repository("serving", tags={image_sizes.UNPACKED_GIB_TAG: f"{unpacked_gib:g}"})
         spec = {"containers": [{"name": "verify", "image": pulumi.Output.concat(repo.repository_url, ":1")}],
                 "restartPolicy": "Never", **({"affinity": system_affinity()} if affinity else {})}  # fmt: skip
@@ -55,6 +72,21 @@ def test_without_placement_every_node_group_must_hold_it(violations):
     found = violations(_program(image_sizes.SERVING_GPU_IMAGE_GIB, affinity=False), RULE)
     assert [v.message.split("does not fit node group ")[1].split("'")[0] for v in found] == ["system-ng"]
     assert violations(_program(image_sizes.SERVING_GPU_IMAGE_GIB, affinity=False, system_disk=200), RULE) == []
+
+
+def test_a_bottlerocket_node_holds_images_on_its_data_volume(violations):
+    """Bottlerocket's root volume holds its OS only (4 GiB here); the images go to the data volume. Judged by the
+    root, every Bottlerocket serving pool was refused."""
+    assert violations(_program(image_sizes.SERVING_GPU_IMAGE_GIB, affinity=False, system_disk=200,
+                               bottlerocket=True), RULE) == []  # fmt: skip
+    (found,) = violations(_program(image_sizes.SERVING_GPU_IMAGE_GIB, affinity=False, system_disk=200,
+                                   gpu_disk=60, bottlerocket=True), RULE)  # fmt: skip
+    assert "gpu-ng's 60 GiB data volume" in found.message
+
+
+@pytest.mark.parametrize("fact", json.loads(FACTS.read_text())["facts"], ids=lambda f: f["quote"][:40])
+def test_where_bottlerocket_keeps_images_holds_upstream(fact):
+    assert_quote_holds(fact)
 
 
 def test_the_arithmetic():

@@ -191,6 +191,21 @@ def test_node_pool_problems_by_key():
     )
 
 
+def test_an_efa_pool_on_bottlerocket_is_refused_naming_what_its_nodes_would_lack():
+    """Bottlerocket EFA nodes got neither the containers' memlock limit nor the huge pages (nodeadm documents are
+    AL2023's): refused, naming the key. A single-node p5 pool without EFA may run Bottlerocket."""
+    found = problems({"nodePools": {"inference": GPU, "efa": {"instanceTypes": ["p5.48xlarge"],
+                                                                "amiFamily": "bottlerocket"}}})  # fmt: skip
+    message = found["nodePools.efa.amiFamily"]
+    assert (
+        "got bottlerocket for an EFA pool (p5.48xlarge)" in message and "use amiFamily al2023, or efa: false" in message
+    )
+    plain = {"instanceTypes": ["p5.48xlarge"], "amiFamily": "bottlerocket", "efa": False}
+    settings = load_settings({"tags": TAGS, "nodePools": {"inference": GPU, "plain": plain}, "serving": SERVING},
+                             project="p", stack="s", region="us-east-1")  # fmt: skip
+    assert settings.node_pools.root["plain"].ami_family == "bottlerocket"
+
+
 def test_karpenter_allows_fallbacks_several_reservations_and_refuses_bottlerocket():
     values = {"cluster": {"provisioning": "karpenter"}}
     pools = {"inference": GPU, "p": {"instanceTypes": ["p5.48xlarge"], "capacityTypes": ["reservation", "on-demand"],

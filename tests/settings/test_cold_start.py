@@ -37,7 +37,7 @@ def test_options_that_would_not_take_effect_are_refused_naming_the_key():
     found = _problems({"inference": fsx_inference, "fsx": PROD_CACHE, "coldStart": {"downloadConcurrency": 32}})
     assert [p.path for p in found] == ["coldStart.downloadConcurrency"] and "FSx" in found[0].message
     pools = {**stack_values("prod")["nodePools"]}
-    pools["inference"] = {**pools["inference"], "amiFamily": "bottlerocket", "localStorage": "none"}
+    pools["inference"] = {**pools["inference"], "amiFamily": "bottlerocket", "localStorage": "none", "efa": False}
     found = [p for p in _problems({"nodePools": pools}) if p.path.startswith("coldStart")]
     assert [p.path for p in found] == ["coldStart.imagePull"] and "AL2023" in found[0].message
 

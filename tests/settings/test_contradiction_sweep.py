@@ -109,7 +109,8 @@ MUTATIONS: dict[str, dict[str, Refused | Accepted]] = {
     "image-pull-vs-ami": {
         "dev": Refused({"cluster.provisioning": "managed", "coldStart.imagePull": "parallel",
                         "nodePools.inference.amiFamily": "bottlerocket"}),
-        "prod": Refused({"nodePools.inference.amiFamily": "bottlerocket"}),
+        # efa off: Bottlerocket EFA nodes are refused by the pool's own check (no memlock, no huge pages).
+        "prod": Refused({"nodePools.inference.amiFamily": "bottlerocket", "nodePools.inference.efa": False}),
         "npu": Refused({"coldStart.imagePull": "parallel", "nodePools.inference.amiFamily": "bottlerocket"},
                        at="nodePools.inference.amiFamily",
                        because="Bottlerocket has no Neuron variant: the pool's own check refuses it first, so a Neuron "
