@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.routing_trace import marked
+from inference_platform.loadgen.latency import percentile
 
 LADDER: tuple[float, ...] = (0.5, 0.75, 0.9, 1.0, 1.1, 1.25, 1.5, 1.75, 2.0, 2.5)
 """Offered rates as multiples of round robin's throughput at the replay's concurrency: from half of it to two and a
@@ -44,11 +45,9 @@ REQUEST_TIMEOUT = 120.0
 
 
 def nearest_rank(values: Sequence[float], q: float) -> float:
-    """The ``q`` quantile of ``values`` by nearest rank (NaN for none): the figure one of the values really took."""
-    ordered = sorted(values)
-    if not ordered:
-        return float("nan")
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+    """The ``q`` quantile of ``values`` by nearest rank (NaN for none): the figure one of the values really took.
+    The load generator's definition (``loadgen.latency.percentile``), so the bench and ``inferctl loadtest`` agree."""
+    return percentile(values, q * 100) if values else float("nan")
 
 
 def arrivals(count: int, rate: float, seed: int = ARRIVAL_SEED) -> list[float]:
