@@ -35,6 +35,7 @@ COMMANDS: dict[str, str] = {
     "cost": "inference_platform.inferctl.cost.command",
     "usage": "inference_platform.inferctl.usage.command",
     "diff": "inference_platform.inferctl.plan.diff",
+    "image-cache": "inference_platform.inferctl.image_cache.command",
 }
 
 
@@ -55,6 +56,8 @@ EXIT_CODES: dict[str, str] = {
     "cost": "0 done, 2 a bad plan file or a region the price table lacks",
     "usage": "0 done, 1 Prometheus unreachable or a query refused, 2 bad input (naming the flag)",
     "diff": "0 written, 2 unreadable plans",
+    "image-cache": "0 built (prints the snapshot id), 1 an AWS call or the pull on the instance failed (the instance "
+    "is terminated), 2 bad input (naming the flag)",
 }
 COMMON_EXIT_CODES = "2 also when a package the command needs is not installed (it names the extra)"
 

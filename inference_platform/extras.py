@@ -21,6 +21,7 @@ NAMESPACE: Final = "inference_platform"
 COMMAND_EXTRAS: Final[dict[str, str]] = {
     "artifacts": "cli",
     "capacity": "cli",
+    "image-cache": "cli",
     "smoke": "cli",
     "verify": "loadtest",
     "loadtest": "loadtest",

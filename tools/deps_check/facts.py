@@ -61,6 +61,7 @@ FACTS: Final[tuple[PinnedFact, ...]] = (
             "tests/catalog/test_aws_names.py",
             "tests/policies/test_node_rules.py",
             "tests/settings/test_offerings.py",
+            "inferctl/image_cache/build.py",
         ),
         "re-vendor the instance offerings (python -m inference_platform.catalog.offerings_refresh) and "
         "re-check the zones the tests name, the ELB TLS policy table (aws_names.py) and the instance data paths "
