@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from inference_platform import catalog
+from inference_platform.catalog.image_cache import ImageCacheSpec
 
 CapacityType = Literal["on-demand", "spot", "capacity-block", "reservation"]
 RESERVED_CAPACITY: Final = frozenset({"capacity-block", "reservation"})
@@ -107,6 +108,9 @@ class PoolSpec:
     fast_image_pull: bool = False
     """nodeadm's ``FastImagePull`` feature gate: SOCI parallel pull/unpack of container images (AL2023 only;
     coldStart.imagePull parallel, for the serving pool)."""
+    image_cache: ImageCacheSpec | None = None
+    """The serving image's cache volume, mounted as containerd's root (coldStart.imagePull cached, the serving pool's
+    managed node groups, AL2023: catalog/image_cache.py)."""
     zones: tuple[str, ...] = ()
     """Zones the pool may use; empty: every zone of the cluster (EFA pools: the first one). An EFA pool
     gets one shard per zone."""

@@ -104,6 +104,18 @@ def gp3_performance_month(iops: float | None, mib_s: float | None, region: str) 
     return service(extra_iops * EBS_GP3_IOPS_MONTH + extra_mib_s * EBS_GP3_MIBPS_MONTH, region)
 
 
+EBS_FSR_AZ_HOUR: Final = 0.75
+"""Fast snapshot restore, per snapshot per Availability Zone-hour (Amazon EBS pricing, us-east-1: "$0.75 per 1 DSU
+hour on each snapshot in each AZ"), billed per minute while enabled."""
+EBS_SNAPSHOT_GB_MONTH: Final = 0.05
+"""Standard snapshot storage (Amazon EBS pricing, us-east-1), on the blocks the snapshot holds."""
+
+
+def fsr_month(region: str) -> float:
+    """Fast snapshot restore of one snapshot in one zone, a month."""
+    return service(EBS_FSR_AZ_HOUR, region) * HOURS_PER_MONTH
+
+
 EBS_GP2_GB_MONTH: Final = 0.10
 ECR_GB_MONTH: Final = 0.10
 WAF_ACL_MONTH: Final = 5.0

@@ -18,6 +18,7 @@ import pulumi_kubernetes as k8s
 
 from inference_platform import catalog
 from inference_platform.catalog import eks_versions
+from inference_platform.catalog.image_cache import ImageCacheSpec
 from inference_platform.catalog.pool_profile import (
     LABEL_NODE_ROLE,
     ROLE_SYSTEM,
@@ -41,6 +42,7 @@ from inference_platform.components.compute.node_pool import NodePool, NodePoolAr
 from inference_platform.components.identity.iam_documents import CNI_POLICY, EBS_CSI_POLICY, ebs_kms_policy
 from inference_platform.components.identity.node_role import NodeRole, NodeRoleArgs
 from inference_platform.infra.foundation import Foundation
+from inference_platform.infra.image_cache import image_cache_preflight
 from inference_platform.planners import cold_start
 from inference_platform.settings import Settings
 from inference_platform.settings.node_pools import NodePoolSettings
@@ -69,12 +71,19 @@ class Compute:
 
 
 def build_cluster(settings: Settings, foundation: Foundation) -> Compute:
+    image_cache_preflight(settings)
     cluster = _control_plane(settings, foundation)
     node_role = NodeRole("nodes", NodeRoleArgs(cluster_name=foundation.cluster_name, partition=foundation.partition))
     network_addons = _network_addons(settings, foundation, cluster)
     pools = {
         pool_name: profile(
-            _pool_spec(pool_name, pool, fast_image_pull=_fast_image_pull(settings, pool_name)), list(foundation.zones)
+            _pool_spec(
+                pool_name,
+                pool,
+                fast_image_pull=_fast_image_pull(settings, pool_name),
+                image_cache=_image_cache(settings, pool_name),
+            ),
+            list(foundation.zones),
         )
         for pool_name, pool in settings.node_pools.root.items()
     }
@@ -344,7 +353,19 @@ def _fast_image_pull(settings: Settings, pool_name: str) -> bool:
     return settings.cold_start.image_pull == "parallel" and pool_name == settings.serving.node_pool
 
 
-def _pool_spec(name: str, pool: NodePoolSettings, *, fast_image_pull: bool = False) -> PoolSpec:
+def _image_cache(settings: Settings, pool_name: str) -> ImageCacheSpec | None:
+    """coldStart.imagePull cached gives the serving pool's nodes the cache volume (catalog/image_cache.py)."""
+    cache = settings.cold_start.image_cache
+    if settings.cold_start.image_pull != "cached" or cache is None or pool_name != settings.serving.node_pool:
+        return None
+    return ImageCacheSpec(snapshot_id=cache.snapshot_id, size_gib=cache.size_gib,
+                          fast_snapshot_restore=cache.fast_snapshot_restore,
+                          initialization_rate_mib_s=cache.initialization_rate_mi_bps)  # fmt: skip
+
+
+def _pool_spec(
+    name: str, pool: NodePoolSettings, *, fast_image_pull: bool = False, image_cache: ImageCacheSpec | None = None
+) -> PoolSpec:
     return PoolSpec(
         name=name,
         instance_types=tuple(pool.instance_types),
@@ -358,6 +379,7 @@ def _pool_spec(name: str, pool: NodePoolSettings, *, fast_image_pull: bool = Fal
         disk_iops=_gp3_iops(pool),
         local_nvme_raid0=pool.local_nvme_raid0(),
         fast_image_pull=fast_image_pull,
+        image_cache=image_cache,
         zones=tuple(pool.availability_zones or ()),
         efa=pool.efa,
         ami_family=pool.ami_family,

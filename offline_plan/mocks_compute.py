@@ -121,8 +121,36 @@ def _uuid(seed: str) -> str:
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
 
 
+OFFLINE_CACHE_KEY_SEED = "offline-storage-key"
+
+
+def _storage_key_arn(ctx: MockContext) -> str:
+    return f"arn:{ctx.partition}:kms:{ctx.region.name}:{ctx.account_id}:key/{_uuid(OFFLINE_CACHE_KEY_SEED)}"
+
+
+def _snapshot(args: dict[str, Any], ctx: MockContext) -> dict[str, Any]:
+    """A snapshot as ``inferctl image-cache build`` leaves it: completed, encrypted with the stack's storage key
+    (what ``_kms_alias`` answers), tagged with its image. The offline account cannot hold the user's snapshot: this
+    is the one that passes the preflight (infra/image_cache.py), whose refusals are tested with other answers."""
+    from inference_platform.catalog import image_cache
+
+    ids = list(args.get("snapshotIds") or [])
+    snapshot_id = str(ids[0]) if ids else "snap-0123456789abcdef0"
+    return {"id": snapshot_id, "snapshotId": snapshot_id, "state": "completed", "encrypted": True,
+            "kmsKeyId": _storage_key_arn(ctx), "volumeSize": 100, "ownerId": ctx.account_id,
+            "tags": {image_cache.IMAGE_TAG_KEY: "offline"}}  # fmt: skip
+
+
+def _kms_alias(args: dict[str, Any], ctx: MockContext) -> dict[str, Any]:
+    name = str(args.get("name"))
+    return {"id": name, "name": name, "arn": f"arn:{ctx.partition}:kms:{ctx.region.name}:{ctx.account_id}:{name}",
+            "targetKeyArn": _storage_key_arn(ctx), "targetKeyId": _uuid(OFFLINE_CACHE_KEY_SEED)}  # fmt: skip
+
+
 INVOKES: dict[str, Invoke] = {
     "aws:iam/getSessionContext:getSessionContext": _session_context,
+    "aws:ebs/getSnapshot:getSnapshot": _snapshot,
+    "aws:kms/getAlias:getAlias": _kms_alias,
 }
 
 OUTPUTS: dict[str, Outputs] = {

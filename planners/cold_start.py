@@ -31,7 +31,9 @@ Phases:
    keda_v2.20.2_fallback.json). A scale-up is decided with replicas running, so the loop never delays it.
 2. **node launch**: Karpenter (EC2 Fleet, "typically under 60 seconds" to Ready) or the cluster autoscaler
    growing a managed group (3-5 min), plus an assumed bring-up of an 8-accelerator node's device plugins and EFA.
-3. **image pull**: ``IMAGE_PULL`` (15-20 GB in 4-6 min, second-hand), halved at best by parallel pull.
+3. **image pull**: ``IMAGE_PULL`` (15-20 GB in 4-6 min, second-hand), halved at best by parallel pull; none with
+   ``cached`` (the image on a volume restored from a snapshot, ``catalog/image_cache.py``) when fast snapshot restore
+   initializes the volume at creation, else the unpacked image at the provisioned initialization rate.
 4. **weights**: ``download``: ``inferctl artifacts download`` with ``concurrency`` ranged GETs at 85 MB/s each
    (S3's own guidance), no faster than the pod's share of network card 0, the node's disk, or the threads that
    hash each file as it lands (``HASH_THREADS``, no more than the init container's CPUs; SHA-256 per core); then
@@ -51,13 +53,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
-from inference_platform.catalog import instance_io
+from inference_platform.catalog import image_cache, image_sizes, instance_io
 from inference_platform.catalog import transfer_rates as rates
 
 Basis = Literal["published", "second-hand", "assumption", "configured", "derived"]
 Provisioner = Literal["karpenter", "managed"]
 Source = Literal["fsx", "download"]
-ImagePull = Literal["full", "parallel"]
+ImagePull = Literal["full", "parallel", "cached"]
 Path = Literal["running node", "new node"]
 
 MIB: Final = 1024 * 1024
@@ -146,7 +148,10 @@ class StartInputs:
     accelerators_per_node: int
     image_gb: float = DEFAULT_IMAGE_GB
     image_pull: ImagePull = "full"
-    """``parallel``: nodeadm's FastImagePull (SOCI parallel pull/unpack), where it takes effect."""
+    """``parallel``: nodeadm's FastImagePull (SOCI parallel pull/unpack), where it takes effect. ``cached``: the
+    image on the node's cache volume (``catalog/image_cache.py``)."""
+    cache_init_mib_s: float | None = None
+    """``cached`` only: the volume initialization rate (MiB/s); None: fast snapshot restore."""
     model_gib: float
     source: Source
     fsx_mb_s: float | None = None
@@ -314,6 +319,8 @@ def _launch(inputs: StartInputs, fig: Figures) -> Phase:
 def _pull(inputs: StartInputs, fig: Figures, notes: list[str]) -> Phase:
     if fig.image_pull_s is not None:
         return Phase("image pull", fig.image_pull_s, "configured", "coldStart.figures.imagePullSeconds")
+    if inputs.image_pull == "cached":
+        return _cached(inputs)
     full = inputs.image_gb * 1e3 / rates.IMAGE_PULL.value
     src = f"{inputs.image_gb:g} GB at {rates.IMAGE_PULL.value:,.0f} MB/s ({rates.IMAGE_PULL.source})"
     if inputs.image_pull == "parallel":
@@ -329,6 +336,22 @@ def _pull(inputs: StartInputs, fig: Figures, notes: list[str]) -> Phase:
         notes.append(f"coldStart.imagePull parallel has no effect on {inputs.instance_type} (nodeadm ignores "
                      f"FastImagePull below {FAST_IMAGE_PULL_MIN_VCPUS} vCPUs or {FAST_IMAGE_PULL_MIN_MEMORY_GIB} GiB)")  # fmt: skip
     return Phase("image pull", full, "second-hand", src)
+
+
+def _cached(inputs: StartInputs) -> Phase:
+    """The image from the node's cache volume: present at boot, read at full speed with fast snapshot restore; at a
+    provisioned initialization rate, counted as the whole unpacked image arriving at that rate (which blocks the
+    engine's start reads first is not published)."""
+    if inputs.cache_init_mib_s is None:
+        return Phase("image pull", 0.0, "published",
+                     "none: the image is on the node's cache volume (coldStart.imageCache), restored from its snapshot "
+                     "with fast snapshot restore, \"fully initialized at creation\" while the zone has credits "
+                     f"({image_cache.FSR_SOURCE})")  # fmt: skip
+    gib = image_sizes.SERVING_GPU_IMAGE_GIB
+    return Phase("image pull", gib * 1024 / inputs.cache_init_mib_s, "published",
+                 f"none, but the cache volume initializes at {inputs.cache_init_mib_s:g} MiB/s "
+                 f"(coldStart.imageCache.initializationRateMiBps; {image_cache.INIT_RATE_SOURCE}): the unpacked image, "
+                 f"{gib} GiB (catalog/image_sizes.py), at that rate")  # fmt: skip
 
 
 def _weights(inputs: StartInputs, fig: Figures, notes: list[str]) -> tuple[Phase, Phase | None]:
@@ -463,7 +486,14 @@ def target_lines(cs: ColdStart) -> list[str]:
         new_only = [p for p in cs.new if p.name != "node launch" and p.name not in {r.name for r in cs.running}]
         worst = max(new_only, key=lambda p: p.seconds, default=None)
         blocker = f"; {worst.name} alone takes {worst.seconds:.0f} s" if worst is not None else ""
-        out[-1] += (f"{blocker}: no option this stack can take removes it (options not offered above); "
+        cache = worst is not None and worst.name == "image pull" and cs.inputs.image_pull != "cached"
+        remedy = (
+            "coldStart.imagePull cached (an image cache on a fast-restored snapshot, inferctl image-cache build) "
+            "removes it"
+            if cache
+            else "no option this stack can take removes it (options not offered above)"
+        )
+        out[-1] += (f"{blocker}: {remedy}; "
                     + ("standby replicas keep the scale-up off this path" if cs.standby_covers else
                        "coldStart.standbyReplicas keeps a scale-up off this path, at the price of the nodes it holds"))  # fmt: skip
     return out

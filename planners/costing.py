@@ -265,6 +265,11 @@ class _Context:
         if t == "aws:ecr/repository:Repository":
             images = self.usage.ecr_gib
             return self.fixed(r, "ECR", images * s(prices.ECR_GB_MONTH), f"{images:g} GiB of images (assumed) x $0.10")
+        if t == "aws:ebs/fastSnapshotRestore:FastSnapshotRestore":
+            zone = inputs.get("availabilityZone")
+            return self.fixed(r, "EBS", prices.fsr_month(self.region),
+                              f"fast snapshot restore in {zone}: {H} h x $0.75 (the snapshot's storage, $0.05 per "
+                              "GB-month of its blocks, is billed outside the stack)")  # fmt: skip
         if t == "aws:ebs/volume:Volume":
             size = gib(inputs.get("size"), "size")
             return self.fixed(r, "EBS", size * s(prices.EBS_GP3_GB_MONTH), f"{size:g} GiB x $0.08")

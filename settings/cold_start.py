@@ -8,6 +8,10 @@ the model (``inference_platform.planners.cold_start``) only where it takes effec
   ``parallel_pull_unpack.enable = true`` (awslabs/amazon-eks-ami v20260724
   nodeadm/internal/containerd/snapshotter/soci-snapshotter.config.toml), and soci-snapshotter then skips lazy-load
   entirely (v0.15.0 docs/config.md), so a SOCI index in the image would never be read (the pipeline builds none).
+- ``imagePull: cached`` with ``imageCache``: the serving image pre-pulled on an EBS snapshot (``inferctl image-cache
+  build``) that each new serving node mounts as containerd's root (``catalog/image_cache.py``): no pull, when the
+  volume is fully initialized at creation (fast snapshot restore, one ``aws.ebs.FastSnapshotRestore`` per zone of
+  the serving pool) or at a provisioned initialization rate. AL2023 managed node groups.
 - ``downloadConcurrency``: ranged GETs ``inferctl artifacts download`` keeps in flight when weights come from S3
   (``inference.model.source`` download); S3 serves about 85 MB/s per connection.
 - ``standbyReplicas``: placeholder pods that hold a replica's accelerators (and pull the image) at a negative
@@ -31,7 +35,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from pydantic import Field
 
 from inference_platform import catalog
-from inference_platform.catalog import models
+from inference_platform.catalog import image_cache, image_sizes, models
 from inference_platform.catalog import transfer_rates as rates
 from inference_platform.planners import cold_start, latency, placement, scaling
 from inference_platform.planners.planning_factors import DEFAULT_FACTORS
@@ -63,12 +67,61 @@ class FiguresSettings(Section):
                                   weights_mib_s=self.weights_mib_per_second, warmup_s=self.warmup_seconds)  # fmt: skip
 
 
+MIN_CACHE_GIB = 20
+MAX_CACHE_GIB = 16384
+"""Fast snapshot restore takes snapshots of up to 16 TiB (image_cache.FSR_SOURCE)."""
+
+
+class ImageCacheSettings(Section):
+    snapshot_id: str
+    """Required. The snapshot ``inferctl image-cache build`` made of the serving image (``snap-`` and 8 or 17 hex
+    digits), encrypted with the stack's volume key (checked at deploy)."""
+    size_gib: int = Field(ge=MIN_CACHE_GIB, le=MAX_CACHE_GIB)
+    """Required, in [20, 16384]. The snapshot's size (GiB) and each node's cache volume: it sets the fast snapshot
+    restore credits (one zone creates min(10, 1024 / size) fast-restored volumes at once)."""
+    fast_snapshot_restore: bool = True
+    """Default true: one fast snapshot restore per zone of the serving pool ($0.75 per zone-hour in us-east-1,
+    ``inferctl cost``); each new node's volume is then fully initialized at creation."""
+    initialization_rate_mi_bps: int | None = Field(default=None, ge=image_cache.INIT_RATE_MIN_MIB_S,
+                                                   le=image_cache.INIT_RATE_MAX_MIB_S,
+                                                   alias="initializationRateMiBps")  # fmt: skip
+    """Default unset. A provisioned volume initialization rate (100-300 MiB/s) instead of fast snapshot restore:
+    the image's bytes arrive at that rate (the model counts the whole image)."""
+
+    def problems_at(self, key: str) -> list[Problem]:
+        out = []
+        if not image_cache.SNAPSHOT_ID.match(self.snapshot_id):
+            out.append(Problem(f"{key}.snapshotId", f"got {self.snapshot_id!r}; expected an EBS snapshot id, snap- and "
+                               "8 or 17 lower-case hex digits (inferctl image-cache build prints it)"))  # fmt: skip
+        rate = self.initialization_rate_mi_bps
+        if self.fast_snapshot_restore and rate is not None:
+            out.append(Problem(f"{key}.initializationRateMiBps", f"got {rate}; a rate beside fast snapshot restore "
+                               f"overrides it ({image_cache.INIT_RATE_SOURCE}): set one, or "
+                               f"{key}.fastSnapshotRestore false"))  # fmt: skip
+        if not self.fast_snapshot_restore and rate is None:
+            out.append(Problem(f"{key}.fastSnapshotRestore", "got false without initializationRateMiBps; the volume "
+                               "would then read each block from S3 on first access, at no published rate, and the "
+                               "start it should shorten is not modelled: keep fast snapshot restore or set "
+                               f"{key}.initializationRateMiBps (100-300)"))  # fmt: skip
+        need = image_sizes.pull_need_gib(image_sizes.SERVING_GPU_IMAGE_GIB)
+        if not image_sizes.fits(image_sizes.SERVING_GPU_IMAGE_GIB, self.size_gib):
+            room = image_sizes.room_for_images_gib(self.size_gib)
+            out.append(Problem(f"{key}.sizeGib", f"got {self.size_gib}; the serving image's layers and snapshot "
+                               f"({need:g} GiB) do not fit the {room:.0f} GiB the kubelet leaves for images on it "
+                               f"(catalog/image_sizes.py): at least "
+                               f"{math.ceil((need + image_sizes.OS_AND_SYSTEM_GIB) / image_sizes.IMAGE_GC_HIGH_THRESHOLD)}"))  # fmt: skip
+        return out
+
+
 class ColdStartSettings(Section):
     key: ClassVar[str] = "coldStart"
 
-    image_pull: Literal["full", "parallel"] = "full"
+    image_pull: Literal["full", "parallel", "cached"] = "full"
     """Default ``full``. ``parallel``: nodeadm's FastImagePull on the serving pool's nodes (AL2023, >= 4 vCPUs and
-    7 GiB): SOCI parallel pull/unpack, at best half the pull (planners/cold_start.py)."""
+    7 GiB): SOCI parallel pull/unpack, at best half the pull (planners/cold_start.py). ``cached``: the image from
+    the snapshot ``imageCache`` names, mounted as containerd's root (AL2023 managed node groups)."""
+    image_cache: ImageCacheSettings | None = None
+    """Required with imagePull cached, refused otherwise (``ImageCacheSettings``)."""
     download_concurrency: int = Field(default=cold_start.DEFAULT_DOWNLOAD_CONCURRENCY, ge=1,
                                       le=MAX_DOWNLOAD_CONCURRENCY)  # fmt: skip
     """Default 10, in [1, 64]. Ranged GETs the weights download keeps in flight (inference.model.source
@@ -97,6 +150,7 @@ class ColdStartSettings(Section):
                                        f"{cold_start.FAST_IMAGE_PULL_MIN_VCPUS} vCPUs or "
                                        f"{cold_start.FAST_IMAGE_PULL_MIN_MEMORY_GIB} GiB): use full, or larger "
                                        "instance types"))  # fmt: skip
+        out += self._cache_problems(ctx, pool, pool_name)
         fsx_enabled = bool(getattr(ctx.sections.get("fsx"), "enabled", False))
         configured = inference.model.source if isinstance(inference, InferenceSettings) else None
         source = inference.model_source(fsx_enabled) if isinstance(inference, InferenceSettings) else None
@@ -110,6 +164,53 @@ class ColdStartSettings(Section):
         if self.standby_replicas:
             out += self._standby_problems(ctx)
         return out
+
+    def _cache_problems(self, ctx: CheckContext, pool: Any, pool_name: str) -> list[Problem]:
+        cache = self.image_cache
+        if self.image_pull != "cached":
+            if cache is None:
+                return []
+            return [Problem("coldStart.imageCache", f"set with imagePull {self.image_pull}; the cache is read only "
+                            "with coldStart.imagePull cached: set it, or remove imageCache")]  # fmt: skip
+        if cache is None:
+            return [Problem("coldStart.imagePull", "got cached without coldStart.imageCache; name the snapshot "
+                            "`inferctl image-cache build` made: imageCache.snapshotId and sizeGib")]  # fmt: skip
+        out = cache.problems_at("coldStart.imageCache")
+        provisioning = getattr(ctx.sections.get("cluster"), "provisioning", "managed")
+        if provisioning != "managed":
+            out.append(Problem("coldStart.imagePull", f"got cached with cluster.provisioning {provisioning}; the "
+                               "cache volume and its mount script are written into the managed node groups' launch "
+                               "templates: use managed, or imagePull parallel/full"))  # fmt: skip
+        if pool is not None and pool.ami_family != "al2023":
+            out.append(Problem("coldStart.imagePull", f"got cached; the cache is mounted as containerd's root by "
+                               f"AL2023's cloud-init before nodeadm starts containerd, and the serving pool's "
+                               f"nodePools.{pool_name}.amiFamily is {pool.ami_family}: use amiFamily al2023"))  # fmt: skip
+        if cache.fast_snapshot_restore:
+            credits = image_cache.fsr_credits(cache.size_gib)
+            nodes = self._new_nodes_per_scale_up(ctx)
+            if nodes is not None and nodes > credits:
+                out.append(Problem("coldStart.imageCache.sizeGib", f"got {cache.size_gib}; one zone creates "
+                                   f"{credits} fast-restored volume(s) at once from a snapshot this size, and one "
+                                   f"scale-up period may start {nodes} new nodes in one zone "
+                                   f"({image_cache.FSR_SOURCE}): a smaller snapshot, or fewer replicas per "
+                                   "autoscaling.scaleUp.pods"))  # fmt: skip
+        return out
+
+    @staticmethod
+    def _new_nodes_per_scale_up(ctx: CheckContext) -> int | None:
+        """New serving nodes one scale-up period can ask for (replicas added / replicas per node, rounded up)."""
+        serving, auto = ctx.sections.get("serving"), ctx.sections.get("autoscaling")
+        pools = getattr(ctx.sections.get("nodePools"), "root", None) or {}
+        pool = pools.get(getattr(serving, "node_pool", None))
+        if serving is None or pool is None or not pool.instance_types or not getattr(auto, "enabled", False):
+            return None
+        try:
+            fit = placement.pool_fit(pool.instance_types, getattr(serving, "ranks_per_node", 1))
+        except (catalog.CatalogError, ValueError, LookupError):
+            return None
+        nodes_per_replica = max(1, int(getattr(serving, "nodes", 1)))
+        added = int(getattr(getattr(auto, "scale_up", None), "pods", 1))
+        return math.ceil(added * nodes_per_replica / max(1, fit.pods_per_node))
 
     def _weights_problems(
         self, pool_name: str, instance_types: list[str], source: str | None, ctx: CheckContext
@@ -195,6 +296,7 @@ def inputs_for(sections: Mapping[str, Any], ceiling: int | None = None) -> cold_
         instance_type=node.name,
         accelerators_per_node=node.accelerator_count,
         image_pull=options.image_pull,
+        cache_init_mib_s=_cache_rate(options),
         model_gib=weights / GIB,
         source="fsx" if source == "fsx" else "download",
         fsx_mb_s=fsx_mb_s,
@@ -211,6 +313,13 @@ def inputs_for(sections: Mapping[str, Any], ceiling: int | None = None) -> cold_
         standby_replicas=options.standby_replicas,
         figures=options.figures.figures(),
     )
+
+
+def _cache_rate(options: ColdStartSettings) -> float | None:
+    """The cache volume's initialization rate (MiB/s) when it is provisioned instead of fast snapshot restore."""
+    cache = options.image_cache
+    rate = cache.initialization_rate_mi_bps if cache is not None else None
+    return float(rate) if rate is not None else None
 
 
 def _seconds(duration: str | None, default: float) -> float:

@@ -67,7 +67,13 @@ CROSS_CHECKS: tuple[CrossCheck, ...] = (
                why="without autoscaling, replicas beyond what the pool holds stay Pending"),
     # --- the cold start's options against the serving pool, the weights' source and the autoscaler
     CrossCheck("image-pull-vs-ami", "coldStart.imagePull", ("nodePools.<pool>.amiFamily",), "cold_start",
-               why="parallel is nodeadm's FastImagePull, which only AL2023 nodes run"),
+               why="parallel is nodeadm's FastImagePull, which only AL2023 nodes run; cached is mounted by AL2023's "
+                   "cloud-init before nodeadm starts containerd"),
+    CrossCheck("image-cache-vs-provisioning", "coldStart.imagePull", ("cluster.provisioning",), "cold_start",
+               why="the cache volume and its mount are written into the managed node groups' launch templates"),
+    CrossCheck("image-cache-credits-vs-scale-up", "coldStart.imageCache.sizeGib", ("autoscaling.scaleUp.pods",),
+               "cold_start", why="one zone creates min(10, 1024 / size) fast-restored volumes at once; a scale-up "
+               "asking for more new nodes gets some volumes restored lazily"),
     CrossCheck("image-pull-vs-instance", "coldStart.imagePull", ("nodePools.<pool>.instanceTypes",), "cold_start",
                why="nodeadm ignores FastImagePull below 4 vCPUs or 7 GiB"),
     CrossCheck("download-concurrency-vs-source", "coldStart.downloadConcurrency",

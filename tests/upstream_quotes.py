@@ -15,6 +15,7 @@ MIRRORS = {
     "envoyproxy/envoy": Path("/work/.mirror/envoyproxy+envoy/repo"),
     "llm-d/llm-d-router": Path("/work/.mirror/llm-d+llm-d-router/repo"),
     "aws-samples/bottlerocket-images-cache": Path("/work/.mirror/aws-samples+bottlerocket-images-cache/repo"),
+    "awslabs/amazon-eks-ami": Path("/work/.mirror/awslabs+amazon-eks-ami/repo"),
 }
 
 

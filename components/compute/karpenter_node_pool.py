@@ -215,4 +215,8 @@ def _validate(args: KarpenterNodePoolArgs) -> None:
         problems.append(f"pool.ami_family: {args.pool.spec.ami_family!r}; Karpenter pools use the pinned al2023 alias")
     if not args.ami_alias.startswith("al2023@v"):
         problems.append(f"ami_alias: {args.ami_alias!r} is not a pinned al2023@vYYYYMMDD release")
+    if args.pool.spec.image_cache is not None:
+        # The cache volume and its mount are written for managed node groups' launch templates (node_pool.py); an
+        # EC2NodeClass would get the mount script without the volume.
+        problems.append("pool.image_cache: not offered on Karpenter pools; use managed node groups")
     raise_if("KarpenterNodePool", problems)

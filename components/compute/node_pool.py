@@ -41,6 +41,7 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
+from inference_platform.catalog import image_cache
 from inference_platform.catalog.efa import efa_hugepages_script, node_hugepages_2mi
 from inference_platform.catalog.nodeadm import AMI_CONTAINER_RLIMITS
 from inference_platform.catalog.pool_profile import PoolProfile, PoolShard
@@ -110,6 +111,13 @@ class NodePool(pulumi.ComponentResource):
         self.launch_template_ids, self.placement_group_names = {}, {}
         for shard in args.pool.shards:
             self._shard(name, args, shard)
+        cache = args.pool.spec.image_cache
+        if cache is not None and cache.fast_snapshot_restore:
+            # One per zone the pool's nodes launch in: a zone without it restores volumes lazily from S3. Keyed by
+            # zone, so adding a zone adds one and replaces none; destroying disables it (nothing is stored).
+            for zone in args.pool.zones:
+                aws.ebs.FastSnapshotRestore(f"{name}-image-cache-{zone}", availability_zone=zone,
+                                            snapshot_id=cache.snapshot_id, opts=pulumi.ResourceOptions(parent=self))  # fmt: skip
         self.register_outputs(
             {
                 "node_group_names": self.node_group_names,
@@ -265,7 +273,27 @@ def _block_devices(pool: PoolProfile, kms_key_arn: pulumi.Input[str] | None) -> 
     if pool.spec.ami_family == "bottlerocket":
         # Bottlerocket keeps the OS on a small root volume and images/containers on the data volume.
         return [ebs(ROOT_DEVICE, BOTTLEROCKET_ROOT_GIB), ebs(BOTTLEROCKET_DATA_DEVICE, pool.spec.disk_size_gib)]
-    return [ebs(ROOT_DEVICE, pool.spec.disk_size_gib)]
+    cache = pool.spec.image_cache
+    if cache is None:
+        return [ebs(ROOT_DEVICE, pool.spec.disk_size_gib)]
+    return [ebs(ROOT_DEVICE, pool.spec.disk_size_gib), _cache_volume(cache)]
+
+
+def _cache_volume(cache: image_cache.ImageCacheSpec) -> dict[str, Any]:
+    """The serving image's cache volume, restored from its snapshot. No encryption value: EC2 refuses one beside a
+    snapshot id, and the volume takes the snapshot's, which the preflight holds to the stack's storage key
+    (infra/image_cache.py)."""
+    volume: dict[str, Any] = {
+        "snapshot_id": cache.snapshot_id,
+        "volume_size": cache.size_gib,
+        "volume_type": "gp3",
+        "throughput": image_cache.CACHE_THROUGHPUT_MIB_S,
+        "iops": image_cache.CACHE_IOPS,
+        "delete_on_termination": "true",
+    }
+    if cache.initialization_rate_mib_s is not None:
+        volume["volume_initialization_rate"] = cache.initialization_rate_mib_s
+    return {"device_name": image_cache.CACHE_DEVICE, "ebs": volume}
 
 
 LOCAL_STORAGE_BOUNDARY = "//"
@@ -325,13 +353,24 @@ image pull"): containerd uses the SOCI snapshotter in parallel pull/unpack mode
 joins EKS's own bootstrap part. Ignored below 4 vCPUs or 7 GiB (internal/containerd/config.go)."""
 
 
+LOCAL_STORAGE_CACHED_NODE_CONFIG = (
+    LOCAL_STORAGE_NODE_CONFIG
+    + """      disabledMounts:
+        - Containerd
+"""
+)
+"""The RAID0 without containerd's directory, which the image cache volume holds (catalog/image_cache.py): nodeadm
+passes ``--no-bind-containerd`` to setup-local-disks (nodeadm/internal/system/local_disk.go at v20260724), which
+would otherwise copy the mounted cache onto the array and bind-mount the copy over it."""
+
+
 def node_config_parts(pool: PoolProfile) -> list[str]:
     """nodeadm NodeConfig documents an AL2023 node of ``pool`` needs beyond EKS's own bootstrap part."""
     if pool.spec.ami_family != "al2023":
         return []
     parts = []
     if pool.spec.local_nvme_raid0:
-        parts.append(LOCAL_STORAGE_NODE_CONFIG)
+        parts.append(LOCAL_STORAGE_CACHED_NODE_CONFIG if pool.spec.image_cache else LOCAL_STORAGE_NODE_CONFIG)
     if pool.efa:
         parts.append(EFA_MEMLOCK_NODE_CONFIG)
     if pool.spec.fast_image_pull:
@@ -340,10 +379,14 @@ def node_config_parts(pool: PoolProfile) -> list[str]:
 
 
 def node_scripts(pool: PoolProfile) -> list[str]:
-    """Shell scripts an AL2023 node of ``pool`` runs before the kubelet starts: the EFA pods' huge pages."""
-    if pool.spec.ami_family != "al2023" or not pool.efa:
+    """Shell scripts an AL2023 node of ``pool`` runs before nodeadm starts containerd and the kubelet: the image
+    cache's mount, the EFA pods' huge pages."""
+    if pool.spec.ami_family != "al2023":
         return []
-    return [efa_hugepages_script(node_hugepages_2mi(pool.accelerators_per_node, pool.efa_interfaces))]
+    scripts = [image_cache.mount_script()] if pool.spec.image_cache else []
+    if pool.efa:
+        scripts.append(efa_hugepages_script(node_hugepages_2mi(pool.accelerators_per_node, pool.efa_interfaces)))
+    return scripts
 
 
 # The content types Karpenter v1.14.1 writes (pkg/providers/amifamily/bootstrap/mime/mime.go), which cloud-init and
@@ -400,6 +443,12 @@ def _validate(args: NodePoolArgs) -> None:
     if pool.efa and spec.ami_family != "al2023":
         # node_config_parts and node_scripts write EFA's memlock limit and huge pages for AL2023 (nodeadm) only.
         problems.append(f"ami_family: {spec.ami_family} with EFA; EFA nodes need AL2023 (memlock, huge pages)")
+    if spec.image_cache is not None and spec.ami_family != "al2023":
+        problems.append(f"image_cache: with ami_family {spec.ami_family}; AL2023's cloud-init mounts it")
+    if spec.image_cache is not None and spec.fast_image_pull:
+        problems.append(
+            "image_cache: with fast_image_pull; the SOCI snapshotter cannot use the cache's overlayfs store"
+        )
     if not 0 <= spec.min_size <= pool.desired_size <= spec.max_size:
         problems.append(f"sizes: need 0 <= min {spec.min_size} <= desired {pool.desired_size} <= max {spec.max_size}")
     if spec.max_size > MAX_MANAGED_NODES:

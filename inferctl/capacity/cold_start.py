@@ -26,8 +26,9 @@ def add_flags(p: argparse.ArgumentParser) -> None:
                    help="where weights come from on a cold start (default download from S3)")  # fmt: skip
     p.add_argument("--fsx-mb-s", type=float, default=None,
                    help="FSx disk baseline (MB/s: TiB x perUnitStorageThroughput) with --model-source fsx")  # fmt: skip
-    p.add_argument("--image-pull", choices=("full", "parallel"), default="full",
-                   help="parallel: nodeadm FastImagePull on the nodes (default full)")  # fmt: skip
+    p.add_argument("--image-pull", choices=("full", "parallel", "cached"), default="full",
+                   help="parallel: nodeadm FastImagePull on the nodes; cached: the image on a volume restored from a "
+                        "fast-restored snapshot (default full)")  # fmt: skip
     p.add_argument("--download-concurrency", type=int, default=10,
                    help="ranged GETs of the weights download (default 10)")  # fmt: skip
     p.add_argument("--ramp-percent-per-hour", type=float, default=100.0,
@@ -134,7 +135,8 @@ def run_stack(args: argparse.Namespace) -> int:
     for name, alt in alternatives.items():
         lines.append(f"  {name:<44} running node {alt.running_node_s / 60:5.1f} min, new node "
                      f"{alt.new_node_s / 60:5.1f} min (launch + {alt.after_launch_s / 60:.1f})"
-                     + _standby_cost(settings, alt.inputs.standby_replicas))  # fmt: skip
+                     + _standby_cost(settings, alt.inputs.standby_replicas)
+                     + (_cache_cost(settings) if alt.inputs.image_pull == "cached" else ""))  # fmt: skip
     lines += [f"  {o.name:<44} not offered: {o.why} ({o.source})" for o in cold_start.NOT_OFFERED]
     lines += ["", *cold_start.target_lines(cs)]
     if thresholds is not None:
@@ -162,15 +164,34 @@ def _standby_cost(settings: Any, replicas: int) -> str:
     return f"; standby holds {share:g} {node.name} (~${share * hour * prices.HOURS_PER_MONTH:,.0f}/month on demand)"
 
 
+def _cache_cost(settings: Any) -> str:
+    """What the image cache adds a month: fast snapshot restore in each zone of the serving pool (the plan prices the
+    FastSnapshotRestore resources and the nodes' cache volumes: ``inferctl cost``)."""
+    from inference_platform.catalog import prices
+
+    cache = settings.cold_start.image_cache
+    if cache is not None and not cache.fast_snapshot_restore:
+        return "; no fast snapshot restore (initialization rate billed per volume created)"
+    pool = settings.node_pools.root[settings.serving.node_pool]
+    network = settings.network
+    zones = len(pool.zones(network.availability_zones or sorted(settings.region.zones)[: network.az_count])) or 1
+    month = zones * prices.fsr_month(settings.region.name)
+    return f"; fast snapshot restore in {zones} zone(s) ~${month:,.0f}/month, plus a cache volume per node"
+
+
 def _alternatives(cs: Any) -> dict[str, Any]:
     """The stack's start with each option flipped, for comparison (nothing here is rendered)."""
     from inference_platform.planners import cold_start
 
     i = cs.inputs
     out = {"as configured": cs}
-    other_pull = "full" if i.image_pull == "parallel" else "parallel"
-    if other_pull == "full" or cold_start.fast_image_pull_applies(i.instance_type):
-        out[f"imagePull {other_pull}"] = cold_start.model(replace(i, image_pull=other_pull))
+    for other_pull in ("full", "parallel"):
+        if other_pull != i.image_pull and (other_pull == "full" or cold_start.fast_image_pull_applies(i.instance_type)):
+            out[f"imagePull {other_pull}"] = cold_start.model(replace(i, image_pull=other_pull))
+    if i.image_pull != "cached":
+        out["imagePull cached (fast snapshot restore)"] = cold_start.model(
+            replace(i, image_pull="cached", cache_init_mib_s=None)
+        )
     if i.source == "fsx":
         out["weights from S3 at concurrency 16"] = cold_start.model(replace(i, source="download",
                                                                           download_concurrency=16))  # fmt: skip

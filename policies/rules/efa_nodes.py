@@ -17,22 +17,17 @@ is not judged.
 
 from __future__ import annotations
 
-import base64
-import binascii
-import email
 from typing import Any
 
-import yaml
 from pulumi_policy import EnforcementLevel, ResourceValidationArgs
 from pulumi_policy.proxy import UnknownValueError
 
 from inference_platform.catalog.efa import HUGEPAGES_2MI_SYSFS
 from inference_platform.policies.callbacks import ReportViolation, ResourceValidationPolicy
 from inference_platform.policies.props import as_document, as_list, get
+from inference_platform.policies.user_data import parse
 
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
-NODE_CONFIG = "application/node.eks.aws"
-SHELL_SCRIPT = "text/x-shellscript"
 EFA_INTERFACE_TYPES = frozenset({"efa", "efa-only"})
 MIN_MEMLOCK_BYTES = 2**62
 """Effectively unlimited: what AWS's EFA guidance asks of the container runtime (our nodes get 2**63 - 1, the
@@ -45,24 +40,10 @@ def efa_interfaces(props: Any) -> int:
 
 def user_data_problems(user_data: str | None) -> list[str]:
     """What an EFA node booted from this (base64 MIME) user data lacks: the memlock limit, the huge pages."""
-    text = ""
-    if user_data:
-        try:
-            text = base64.b64decode(user_data, validate=True).decode()
-        except (binascii.Error, UnicodeDecodeError):
-            return ["its user data is not base64 text"]
-    configs, scripts = [], []
-    for part in email.message_from_string(text).walk() if text else ():
-        payload = part.get_payload()
-        if not isinstance(payload, str):
-            continue
-        if part.get_content_type() == NODE_CONFIG:
-            try:
-                configs += [d for d in yaml.safe_load_all(payload) if isinstance(d, dict)]
-            except yaml.YAMLError:
-                continue
-        elif part.get_content_type() == SHELL_SCRIPT:
-            scripts.append(payload)
+    parsed = parse(user_data)
+    if parsed.error:
+        return [parsed.error]
+    configs, scripts = parsed.configs, parsed.scripts
     out = []
     limits = [
         r

@@ -23,6 +23,7 @@ from typing import Any
 from pulumi_policy import EnforcementLevel, StackValidationArgs
 from pulumi_policy.proxy import UnknownValueError
 
+from inference_platform.catalog.image_cache import CACHE_DEVICE
 from inference_platform.catalog.image_sizes import (
     UNPACKED_GIB_TAG,
     fits,
@@ -76,20 +77,23 @@ def _node_groups(resources: list[Any]) -> list[tuple[Any, dict[str, str], float,
             continue
         disk = get(group.props, "diskSize")
         bottlerocket = str(get(group.props, "amiType") or "").startswith(BOTTLEROCKET_AMI_PREFIX)
+        volume = "data volume" if bottlerocket else "root volume"
         for dep in group.property_dependencies.get("launchTemplate", []):
             template = templates.get(dep.urn)
-            devices = [
-                (get(b, "deviceName"), get(b, "ebs.volumeSize"))
-                for b in as_list(get(template.props, "blockDeviceMappings") if template else None)
-            ]
+            mappings = as_list(get(template.props, "blockDeviceMappings") if template else None)
+            devices = [(get(b, "deviceName"), get(b, "ebs.volumeSize")) for b in mappings]
             sizes = [size for _, size in devices if size is not None]
             data = [size for name, size in devices if name == BOTTLEROCKET_DATA_DEVICE and size is not None]
+            # containerd's root mounted from the image cache (catalog/image_cache.py): images live there.
+            cache = [get(b, "ebs.volumeSize") for b in mappings
+                     if get(b, "deviceName") == CACHE_DEVICE and get(b, "ebs.snapshotId") and get(b, "ebs.volumeSize")]  # fmt: skip
             if bottlerocket and data:
                 disk = data[0]
+            elif cache and not bottlerocket:
+                disk, volume = cache[0], "image cache volume"
             elif sizes:
                 disk = sizes[0]  # the root device comes first (components/compute/node_pool.py)
         labels = {str(k): str(v) for k, v in dict(get(group.props, "labels") or {}).items()}
-        volume = "data volume" if bottlerocket else "root volume"
         out.append((group, labels, float(disk if disk is not None else EKS_DEFAULT_DISK_GIB), volume))
     return out
 

@@ -85,7 +85,9 @@ def _imdsv2(args: ResourceValidationArgs, report: ReportViolation) -> None:
 def _block_devices(props: Any, resource_type: str) -> Iterator[tuple[str, Any]]:
     if resource_type == LAUNCH_TEMPLATE:
         for bdm in as_list(get(props, "blockDeviceMappings")):
-            if get(bdm, "ebs") is not None:
+            # A volume from a snapshot takes the snapshot's encryption (EC2 refuses a value beside it): judged by
+            # node-snapshot-volumes and the stack's preview (policies/rules/image_cache.py).
+            if get(bdm, "ebs") is not None and not get(bdm, "ebs.snapshotId"):
                 yield str(get(bdm, "deviceName", "?")), get(bdm, "ebs.encrypted")
     elif resource_type == NODE_CLASS:
         for bdm in as_list(get(props, "spec.blockDeviceMappings")):

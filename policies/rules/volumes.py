@@ -32,6 +32,8 @@ def volume_keys(resource_type: str, props: Any) -> Iterator[tuple[str, Any]]:
         if not mappings:
             yield "(the AMI's root volume)", None
         for bdm in mappings:
+            if get(bdm, "ebs.snapshotId"):
+                continue  # the snapshot's key: policies/rules/image_cache.py
             yield str(get(bdm, "deviceName", "?")), get(bdm, "ebs.kmsKeyId")
     elif resource_type == NODE_CLASS:
         mappings = [m for m in as_list(get(props, "spec.blockDeviceMappings")) if get(m, "ebs") is not None]

@@ -17,6 +17,7 @@ def test_prod_on_bottlerocket_plans_and_passes_the_pack(tmp_path):
     pool.update({"amiFamily": "bottlerocket", "efa": False})
     pool.pop("localStorage", None)  # the RAID0 of instance disks is nodeadm's (AL2023)
     config["inference-platform:coldStart"].pop("imagePull", None)  # FastImagePull is nodeadm's too
+    config["inference-platform:coldStart"].pop("imageCache", None)  # and the cache is mounted by AL2023's cloud-init
     stack_file = tmp_path / "Pulumi.prod.yaml"
     stack_file.write_text(yaml.safe_dump(doc))
     plan = make_plan(REPO, "prod", stack_file=stack_file)

@@ -23,6 +23,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from inference_platform.catalog import image_cache
 from inference_platform.components.autoscaling.standby import PRIORITY_VALUE
 from inference_platform.inferctl.cost.summary import estimate_for, resources_as_dicts
 from inference_platform.inferctl.plan.command import make_plan
@@ -59,17 +60,21 @@ def _server(resources):
     return found[0].inputs["spec"]["template"]["spec"]
 
 
-def test_prods_serving_pool_pulls_in_parallel_and_its_target_is_derived(stack_plan):
+def test_prods_serving_pool_mounts_its_image_cache_and_its_target_is_derived(stack_plan):
     resources = stack_plan("prod").run.resources
     templates = [r for r in resources if r.type == "aws:ec2/launchTemplate:LaunchTemplate" and "inference" in r.name]
     assert templates
     for lt in templates:
-        gates = {}
-        for doc in _node_configs(base64.b64decode(lt.inputs["userData"]).decode()):
-            gates.update(doc["spec"].get("featureGates") or {})
-        assert gates == {"FastImagePull": True}, lt.name
+        configs = _node_configs(base64.b64decode(lt.inputs["userData"]).decode())
+        assert not any(doc["spec"].get("featureGates") for doc in configs), lt.name  # SOCI cannot read the cache
+        (cache,) = [b for b in lt.inputs["blockDeviceMappings"] if b["ebs"].get("snapshotId")]
+        assert cache["deviceName"] == image_cache.CACHE_DEVICE
+        assert image_cache.mount_script() in base64.b64decode(lt.inputs["userData"]).decode()
+    restores = by_type(resources, "aws:ebs/fastSnapshotRestore:FastSnapshotRestore")
+    assert sorted(r.inputs["availabilityZone"] for r in restores) == ["us-east-1a", "us-east-1b"]
     system = [r for r in resources if r.type == "aws:ec2/launchTemplate:LaunchTemplate" and "system" in r.name]
-    assert all("FastImagePull" not in base64.b64decode(r.inputs.get("userData") or "").decode() for r in system)
+    assert all(image_cache.CONTAINERD_ROOT not in base64.b64decode(r.inputs.get("userData") or "").decode()
+               for r in system)  # fmt: skip
     spec = next(r for r in by_type(resources, SCALED_OBJECT) if r.name == "inference-autoscaling-scaled-object")
     requests = next(t for t in spec.inputs["spec"]["triggers"] if t["name"] == "requests")
     thresholds = derived.thresholds(load({}, "prod"))

@@ -268,3 +268,12 @@ def test_ingresses_of_one_alb_group_are_one_load_balancer():
     lines = [x for x in costing.estimate(items, region="us-east-1").lines if x.type.endswith(":Ingress")]
     assert [x.status for x in lines] == ["priced", "free"]
     assert lines[0].monthly_expected == pytest.approx(0.0225 * H + 0.008 * H)
+
+
+def test_fast_snapshot_restore_is_priced_per_zone_hour():
+    """coldStart.imageCache: $0.75 per snapshot per zone-hour (Amazon EBS pricing, us-east-1), carried by region."""
+    fsr = res("aws:ebs/fastSnapshotRestore:FastSnapshotRestore", availabilityZone="us-east-1a",
+              snapshotId="snap-0a1b2c3d4e5f60718")  # fmt: skip
+    (line,) = costing.estimate([fsr], region="us-east-1").lines
+    assert line.status == "priced" and line.monthly_expected == pytest.approx(0.75 * H)
+    assert "us-east-1a" in line.basis and line.category == "EBS"

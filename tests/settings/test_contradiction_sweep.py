@@ -86,6 +86,9 @@ def endpoints_without(stack: str, group: tuple[str, ...], **needs: bool) -> dict
 
 
 NO_EDGE = {"edge": DELETE, "serving.auth.enabled": True}
+IMAGE_CACHE = {"snapshotId": "snap-0a1b2c3d4e5f60718", "sizeGib": 100}
+NO_IMAGE_CACHE = {"coldStart.imagePull": "parallel", "coldStart.imageCache": DELETE}
+"""prod's cache is for its managed node groups: a mutation to Karpenter takes parallel pulls with it."""
 """A production stack without an edge authenticates in the pod (serving.auth: its own rule)."""
 NO_LANE = {"batch.enabled": False}
 """prod and npu run the batch lane, which needs KEDA and Prometheus itself (its own rules)."""
@@ -116,12 +119,29 @@ MUTATIONS: dict[str, dict[str, Refused | Accepted]] = {
                        because="Bottlerocket has no Neuron variant: the pool's own check refuses it first, so a Neuron "
                                "serving pool is always AL2023 and FastImagePull always applies"),
     },
-    "image-pull-vs-instance": every_at(
-        {"coldStart.imagePull": "parallel", "nodePools.inference.instanceTypes": ["m7i.large"]},
-        "nodePools.inference.instanceTypes", ("cluster.systemNodeGroup",),
-        because="every accelerator type has the 4 vCPUs and 7 GiB FastImagePull needs: a serving pool of smaller "
-                "nodes has no accelerators, which the pool's own check refuses first",
-    ),
+    "image-pull-vs-instance": {
+        stack: Refused({"coldStart.imagePull": "parallel", "nodePools.inference.instanceTypes": ["m7i.large"],
+                        **({"coldStart.imageCache": DELETE} if stack == "prod" else {})},
+                       at="nodePools.inference.instanceTypes", naming=("cluster.systemNodeGroup",),
+                       because="every accelerator type has the 4 vCPUs and 7 GiB FastImagePull needs: a serving pool "
+                               "of smaller nodes has no accelerators, which the pool's own check refuses first")
+        for stack in STACK_NAMES
+    },
+    # dev runs Karpenter already; prod and npu as node-grace-vs-pod-grace switch to it.
+    "image-cache-vs-provisioning": {
+        "dev": Refused({"coldStart.imagePull": "cached", "coldStart.imageCache": IMAGE_CACHE}),
+        "prod": Refused({"cluster.provisioning": "karpenter", "nodePools.inference.minSize": 0}),
+        "npu": Refused({"cluster.provisioning": "karpenter", "nodePools.inference.minSize": 0,
+                        "coldStart.imagePull": "cached", "coldStart.imageCache": IMAGE_CACHE}),
+    },
+    # A 1 TiB snapshot gives a zone one fast-restored volume at a time; each stack's scale-up asks for more nodes.
+    "image-cache-credits-vs-scale-up": {
+        "dev": Refused({"cluster.provisioning": "managed", "coldStart.imagePull": "cached",
+                        "coldStart.imageCache": {**IMAGE_CACHE, "sizeGib": 1024}, "autoscaling.scaleUp.pods": 2}),
+        "prod": Refused({"coldStart.imageCache.sizeGib": 1024}),
+        "npu": Refused({"coldStart.imagePull": "cached", "coldStart.imageCache": {**IMAGE_CACHE, "sizeGib": 1024},
+                        "autoscaling.scaleUp.pods": 2}),
+    },
     "download-concurrency-vs-source": {
         "dev": Refused({"coldStart.downloadConcurrency": 32, "fsx.enabled": True}),
         "prod": Refused({"fsx.enabled": True, "inference.model.source": "auto"}),
@@ -201,13 +221,13 @@ MUTATIONS: dict[str, dict[str, Refused | Accepted]] = {
     },
     "karpenter-min-size": {
         "dev": Refused({"nodePools.inference.minSize": 1}),
-        "prod": Refused({"cluster.provisioning": "karpenter"}),
+        "prod": Refused({"cluster.provisioning": "karpenter", **NO_IMAGE_CACHE}),
         "npu": Refused({"cluster.provisioning": "karpenter"}),
     },
     "karpenter-desired-size": {
         "dev": Refused({"nodePools.inference.desiredSize": 1}),
         "prod": Refused({"cluster.provisioning": "karpenter", "nodePools.inference.minSize": 0,
-                         "nodePools.small-models.desiredSize": 1}),
+                         "nodePools.small-models.desiredSize": 1, **NO_IMAGE_CACHE}),
         "npu": Refused({"cluster.provisioning": "karpenter", "nodePools.inference.minSize": 0,
                         "nodePools.trn1.desiredSize": 1}),
     },
@@ -256,7 +276,7 @@ MUTATIONS: dict[str, dict[str, Refused | Accepted]] = {
     "node-grace-vs-pod-grace": {
         "dev": Refused({"nodePools.inference.terminationGracePeriod": "5m"}),
         "prod": Refused({"cluster.provisioning": "karpenter", "nodePools.inference.minSize": 0,
-                         "nodePools.inference.terminationGracePeriod": "5m"}),
+                         "nodePools.inference.terminationGracePeriod": "5m", **NO_IMAGE_CACHE}),
         "npu": Refused({"cluster.provisioning": "karpenter", "nodePools.inference.minSize": 0,
                         "nodePools.inference.terminationGracePeriod": "5m"}),
     },

@@ -53,8 +53,8 @@ def test_lazy_loading_is_not_modelled_because_the_pinned_gate_skips_it():
     (lazy,) = [o for o in cold_start.NOT_OFFERED if o.name.startswith("lazy image loading")]
     assert "skips lazy-load" in lazy.why and "soci_snapshotter_v0.15.0_pull_modes.json" in lazy.source
     assert "amazon_eks_ami_v20260724_fast_image_pull.json" in lazy.source
-    # The settings offer full and parallel only: no lazy mode to choose.
-    assert set(get_args(ColdStartSettings.model_fields["image_pull"].annotation)) == {"full", "parallel"}
+    # The settings offer full, parallel and cached (a pre-pulled store, catalog/image_cache.py): no lazy mode.
+    assert set(get_args(ColdStartSettings.model_fields["image_pull"].annotation)) == {"full", "parallel", "cached"}
 
 
 def _no_snapshotter_override(configs: list[dict]) -> bool:

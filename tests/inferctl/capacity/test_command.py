@@ -242,17 +242,22 @@ def test_plan_refuses_bad_cold_start_flags_naming_them(capsys, flag, value):
 def test_cold_start_of_a_stack_prints_both_paths_the_options_and_the_derived_thresholds(capsys):
     code, out, _ = run(capsys, "capacity", "cold-start", "--stack", "prod")
     assert code == 0
-    assert "2.1 min on a running node" in out and "image pull parallel, weights from S3 at concurrency 32" in out
+    assert "2.1 min on a running node" in out and "image pull cached, weights from S3 at concurrency 32" in out
     assert "standbyReplicas 3" in out and "lazy image loading (SOCI index v2)" in out
     assert "streaming weight loader" in out and "HfWeightLoader" in out
-    # The targets, judged: the running node meets 3 min; a new node misses launch + 3 on the image pull.
+    assert "fast snapshot restore in 2 zone(s) ~$1,095/month" in out
+    # The targets, judged: both met with the image cache; parallel pulls alone missed launch + 3.
     assert "target <= 3 min on a running node: met (2.1 min)" in out
-    assert "target <= launch + 3 min on a new node: missed (launch + 5.0 min); image pull alone takes 171 s" in out
-    assert "Autoscaling thresholds (derived): 53 requests in flight per replica" in out
+    assert "target <= launch + 3 min on a new node: met (launch + 2.1 min)" in out
+    assert (
+        "imagePull parallel                           running node   2.1 min, new node  11.0 min (launch + 5.0)" in out
+    )
+    assert "Autoscaling thresholds (derived): 55 requests in flight per replica" in out
     code, out, _ = run(capsys, "capacity", "cold-start", "--stack", "prod", "--json")
     data = json.loads(out)
     assert data["scaleUpPath"] == "new node" and data["thresholds"]["hold"] == 64
     assert data["alternatives"]["imagePull full"]["newNodeSeconds"] > data["newNodeSeconds"]
+    assert data["alternatives"]["imagePull parallel"]["afterLaunchSeconds"] > 180 >= data["afterLaunchSeconds"]
     assert [o["name"] for o in data["notOffered"]] == ["lazy image loading (SOCI index v2)", "streaming weight loader"]
     assert data["targets"][0].endswith("met (2.1 min)")
     code, _, err = run(capsys, "capacity", "cold-start", "--stack", "nope")
