@@ -11,7 +11,8 @@ tests/data/upstream/amazon_eks_ami_v20260724_image_cache.json):
   image it holds (``IMAGE_TAG_KEY``).
 - Each serving node's launch template maps a volume restored from that snapshot (``CACHE_DEVICE``; an EBS volume
   from a snapshot takes the snapshot's encryption: the EC2 API refuses an encryption value beside a snapshot id).
-- A cloud-init script (``mount_script``) mounts it at ``/var/lib/containerd``. nodeadm-run, which starts containerd,
+- A cloud-init script (``mount_script``) mounts it at ``/var/lib/containerd`` through a systemd mount unit, which
+  holds across reboots. nodeadm-run, which starts containerd,
   runs after cloud-final (templates/al2023/runtime/rootfs/etc/systemd/system/nodeadm-run.service), and the AMI does
   not enable containerd itself, so containerd first opens the cached store.
 - The RAID0 of the NVMe disks keeps ``/var/lib/kubelet`` (the weights' emptyDir) but not containerd's directory:
@@ -101,9 +102,46 @@ def fsr_refill_per_hour(snapshot_gib: int) -> float:
     return min(float(FSR_MAX_CREDITS), FSR_CREDIT_GIB / snapshot_gib)
 
 
+FSR_OPTIMIZING_MINUTES_PER_TIB: Final = 60
+"""Amazon EBS User Guide, fast snapshot restore states: "optimizing ... It takes 60 minutes per TiB to optimize a
+snapshot"; the provider waits for ``enabled`` (terraform-provider-aws ebs fast snapshot restore, a 10-minute default
+create timeout, too short beyond ~160 GiB)."""
+FSR_ENABLE_MARGIN_MINUTES: Final = 20
+
+
+def fsr_enable_minutes(snapshot_gib: int) -> int:
+    """The create timeout of one fast snapshot restore: its optimizing time, and a margin."""
+    return math.ceil(FSR_OPTIMIZING_MINUTES_PER_TIB * snapshot_gib / 1024) + FSR_ENABLE_MARGIN_MINUTES
+
+
+MOUNT_UNIT_DIR: Final = "/etc/systemd/system"
+MOUNT_UNIT: Final = "var-lib-containerd.mount"
+"""systemd's name for a mount at /var/lib/containerd (``systemd-escape --path --suffix=mount``)."""
+
+
+def mount_unit() -> str:
+    """The systemd mount unit that keeps the cache volume at containerd's root across reboots: cloud-init's user
+    scripts run once per instance, while nodeadm starts containerd at every boot (setup-local-disks makes its own
+    mounts persistent the same way, with units it writes and enables)."""
+    return f"""[Unit]
+Description=The serving image's cache volume as containerd's root (inference platform, catalog/image_cache.py)
+Before=containerd.service
+
+[Mount]
+What=LABEL={FS_LABEL}
+Where={CONTAINERD_ROOT}
+Type=xfs
+Options=noatime
+
+[Install]
+WantedBy=local-fs.target containerd.service
+"""
+
+
 def mount_script() -> str:
     """The cloud-init script that mounts the cache volume as containerd's root before nodeadm-run starts
-    containerd, and gives the mounted store the AMI's sandbox image. Without the volume it changes nothing."""
+    containerd (and at every later boot, through ``mount_unit``), and gives the mounted store the AMI's sandbox
+    image. Without the volume it changes nothing."""
     return f"""#!/usr/bin/env bash
 # The serving image's cache volume (catalog/image_cache.py): containerd's root, mounted before nodeadm-run starts
 # containerd. Without the volume the node keeps its root volume's store and pulls as usual.
@@ -122,9 +160,13 @@ fi
 set -o errexit
 systemctl stop containerd || true
 mkdir -p {CONTAINERD_ROOT}
-mount -o noatime "$device" {CONTAINERD_ROOT}
+# A unit, not a bare mount: it holds across reboots, when cloud-init runs no user script again.
+cat > {MOUNT_UNIT_DIR}/{MOUNT_UNIT} <<'UNIT'
+{mount_unit()}UNIT
+systemctl daemon-reload
+systemctl enable --now {MOUNT_UNIT}
 xfs_growfs {CONTAINERD_ROOT} || true
-# The sandbox image is a local-only tag of the AMI's root store; the cached store needs it too.
+# The sandbox image is a local-only tag of the AMI's root store; the cached store needs it too (it stays there).
 systemctl start containerd
 ctr --namespace k8s.io images import --local {PAUSE_ARCHIVE}
 ctr --namespace k8s.io images label {SANDBOX_IMAGE} {CRI_PINNED_LABEL}

@@ -53,7 +53,12 @@ def image_cache_preflight(settings: Settings) -> None:
         raise pulumi.RunError(f"{KEY}: {cache.snapshot_id} is {snapshot.volume_size} GiB and "
                               f"coldStart.imageCache.sizeGib is {cache.size_gib}: a volume is never smaller than its "
                               "snapshot; set sizeGib to at least the snapshot's size")  # fmt: skip
-    tags = dict(snapshot.tags or {})
-    if image_cache.IMAGE_TAG_KEY not in tags:
-        pulumi.log.warn(f"{KEY}: {cache.snapshot_id} has no {image_cache.IMAGE_TAG_KEY} tag, so which image it holds "
-                        "is unknown; a node whose image is not in it pulls as usual")  # fmt: skip
+    held = dict(snapshot.tags or {}).get(image_cache.IMAGE_TAG_KEY, "")
+    served = settings.inference.image.digest
+    if served is None:
+        return  # a stack that references its image by tag alone: nothing to compare (production cannot)
+    if not held.endswith(f"@{served}"):
+        # A stale cache would be counted as no pull, and the new image pulled onto a volume sized for one image.
+        raise pulumi.RunError(f"{KEY}: {cache.snapshot_id} holds {held or 'an image it does not name'} (its "
+                              f"{image_cache.IMAGE_TAG_KEY} tag), not the stack's inference.image.digest {served}: "
+                              f"rebuild it for this image with `{build}`")  # fmt: skip

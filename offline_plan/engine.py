@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import dataclasses
+import json
 import os
 import runpy
 import sys
@@ -65,7 +67,8 @@ def run_program(
     """Plan one stack. ``record=False`` uses the SDK's stock monitor (the benchmark's baseline)."""
     project = load_project(program_dir)
     config = load_stack_config(project, stack, stack_file, secret_values)
-    ctx = MockContext.for_region(config.values.get("aws:region"))
+    ctx = dataclasses.replace(MockContext.for_region(config.values.get("aws:region")),
+                              serving_image_digest=_image_digest(config.values.get("inference-platform:inference")))  # fmt: skip
     mocks = mocks or PlanMocks(ctx)
     monitor = RecordingMonitor(mocks, project.name, stack) if record else pulumi.runtime.mocks.MockMonitor(mocks)
     started = time.perf_counter()
@@ -78,6 +81,18 @@ def run_program(
     else:
         resources, outputs = [], {}
     return ProgramRun(project, config, resources, outputs, seconds, logs)
+
+
+def _image_digest(inference: Any) -> str | None:
+    """``inference.image.digest`` of the raw stack config (a mapping, or its JSON text), for the mocks."""
+    if isinstance(inference, str):
+        try:
+            inference = json.loads(inference)
+        except ValueError:
+            return None
+    image = inference.get("image") if isinstance(inference, dict) else None
+    digest = image.get("digest") if isinstance(image, dict) else None
+    return digest if isinstance(digest, str) else None
 
 
 def run_function(

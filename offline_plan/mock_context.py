@@ -25,6 +25,10 @@ class MockContext:
     """Service-linked roles the offline account has, name -> tags: an account that has had an Auto Scaling group
     (the plan cannot know the real account; infra/foundation.py's preflight judges that at preview)."""
 
+    serving_image_digest: str | None = None
+    """The stack's ``inference.image.digest``: the offline account's image cache snapshot holds that image, as
+    ``inferctl image-cache build`` leaves it (infra/image_cache.py compares them)."""
+
     @property
     def partition(self) -> str:
         return self.region.partition

@@ -130,7 +130,7 @@ def _storage_key_arn(ctx: MockContext) -> str:
 
 def _snapshot(args: dict[str, Any], ctx: MockContext) -> dict[str, Any]:
     """A snapshot as ``inferctl image-cache build`` leaves it: completed, encrypted with the stack's storage key
-    (what ``_kms_alias`` answers), tagged with its image. The offline account cannot hold the user's snapshot: this
+    (what ``_kms_alias`` answers), tagged with the stack's serving image. The offline account cannot hold the user's snapshot: this
     is the one that passes the preflight (infra/image_cache.py), whose refusals are tested with other answers."""
     from inference_platform.catalog import image_cache
 
@@ -138,7 +138,8 @@ def _snapshot(args: dict[str, Any], ctx: MockContext) -> dict[str, Any]:
     snapshot_id = str(ids[0]) if ids else "snap-0123456789abcdef0"
     return {"id": snapshot_id, "snapshotId": snapshot_id, "state": "completed", "encrypted": True,
             "kmsKeyId": _storage_key_arn(ctx), "volumeSize": 100, "ownerId": ctx.account_id,
-            "tags": {image_cache.IMAGE_TAG_KEY: "offline"}}  # fmt: skip
+            "tags": ({image_cache.IMAGE_TAG_KEY: f"offline.example/serving@{ctx.serving_image_digest}"}
+                     if ctx.serving_image_digest else {})}  # fmt: skip
 
 
 def _kms_alias(args: dict[str, Any], ctx: MockContext) -> dict[str, Any]:

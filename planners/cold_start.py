@@ -340,18 +340,19 @@ def _pull(inputs: StartInputs, fig: Figures, notes: list[str]) -> Phase:
 
 def _cached(inputs: StartInputs) -> Phase:
     """The image from the node's cache volume: present at boot, read at full speed with fast snapshot restore; at a
-    provisioned initialization rate, counted as the whole unpacked image arriving at that rate (which blocks the
-    engine's start reads first is not published)."""
+    provisioned initialization rate, counted as every block the builder wrote (the unpacked image and its layers:
+    ``ctr pull`` keeps both) arriving at that rate (which blocks the engine's start reads first is not published)."""
     if inputs.cache_init_mib_s is None:
         return Phase("image pull", 0.0, "published",
                      "none: the image is on the node's cache volume (coldStart.imageCache), restored from its snapshot "
                      "with fast snapshot restore, \"fully initialized at creation\" while the zone has credits "
                      f"({image_cache.FSR_SOURCE})")  # fmt: skip
-    gib = image_sizes.SERVING_GPU_IMAGE_GIB
+    gib = image_sizes.pull_need_gib(image_sizes.SERVING_GPU_IMAGE_GIB)
     return Phase("image pull", gib * 1024 / inputs.cache_init_mib_s, "published",
                  f"none, but the cache volume initializes at {inputs.cache_init_mib_s:g} MiB/s "
-                 f"(coldStart.imageCache.initializationRateMiBps; {image_cache.INIT_RATE_SOURCE}): the unpacked image, "
-                 f"{gib} GiB (catalog/image_sizes.py), at that rate")  # fmt: skip
+                 f"(coldStart.imageCache.initializationRateMiBps; {image_cache.INIT_RATE_SOURCE}): the blocks the "
+                 f"snapshot holds, the unpacked image and its compressed layers ({gib:g} GiB, catalog/image_sizes.py), "
+                 "at that rate, since the order they arrive in is not the order the engine reads them")  # fmt: skip
 
 
 def _weights(inputs: StartInputs, fig: Figures, notes: list[str]) -> tuple[Phase, Phase | None]:

@@ -11,6 +11,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
+from pulumi_policy.proxy import UnknownValueError
+
+from inference_platform.policies.props import as_document
+
+LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 
 NODE_CONFIG = "application/node.eks.aws"
 SHELL_SCRIPT = "text/x-shellscript"
@@ -45,3 +50,14 @@ def parse(user_data: str | None) -> UserData:
         elif part.get_content_type() == SHELL_SCRIPT:
             scripts.append(payload)
     return UserData(configs, scripts)
+
+
+def launch_template(resource_type: str, props: Any) -> dict[str, Any] | None:
+    """A launch template's properties as a plain document; None for another resource, or one whose properties are
+    not known at preview (not judged)."""
+    if resource_type != LAUNCH_TEMPLATE:
+        return None
+    try:
+        return as_document(props) or {}
+    except UnknownValueError:
+        return None

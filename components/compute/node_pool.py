@@ -109,15 +109,9 @@ class NodePool(pulumi.ComponentResource):
         super().__init__("inference:compute:NodePool", name, None, opts)
         self.node_group_names, self.node_group_arns = {}, {}
         self.launch_template_ids, self.placement_group_names = {}, {}
+        restores = self._fast_restores(name, args)
         for shard in args.pool.shards:
-            self._shard(name, args, shard)
-        cache = args.pool.spec.image_cache
-        if cache is not None and cache.fast_snapshot_restore:
-            # One per zone the pool's nodes launch in: a zone without it restores volumes lazily from S3. Keyed by
-            # zone, so adding a zone adds one and replaces none; destroying disables it (nothing is stored).
-            for zone in args.pool.zones:
-                aws.ebs.FastSnapshotRestore(f"{name}-image-cache-{zone}", availability_zone=zone,
-                                            snapshot_id=cache.snapshot_id, opts=pulumi.ResourceOptions(parent=self))  # fmt: skip
+            self._shard(name, args, shard, restores)
         self.register_outputs(
             {
                 "node_group_names": self.node_group_names,
@@ -127,7 +121,24 @@ class NodePool(pulumi.ComponentResource):
             }
         )
 
-    def _shard(self, name: str, args: NodePoolArgs, shard: PoolShard) -> None:
+    def _fast_restores(self, name: str, args: NodePoolArgs) -> list[pulumi.Resource]:
+        """Fast snapshot restore of the image cache's snapshot in each zone the pool's nodes launch in (a zone without
+        it restores volumes lazily from S3). Keyed by zone, so adding a zone adds one and replaces none; destroying
+        disables it (nothing is stored). The provider waits until it is enabled, which takes about an hour per TiB
+        (catalog/image_cache.py): the create timeout is sized to the snapshot."""
+        cache = args.pool.spec.image_cache
+        if cache is None or not cache.fast_snapshot_restore:
+            return []
+        timeout = pulumi.CustomTimeouts(create=f"{image_cache.fsr_enable_minutes(cache.size_gib)}m")
+        opts = pulumi.ResourceOptions(parent=self, custom_timeouts=timeout)
+        return [
+            aws.ebs.FastSnapshotRestore(
+                f"{name}-image-cache-{zone}", availability_zone=zone, snapshot_id=cache.snapshot_id, opts=opts
+            )
+            for zone in args.pool.zones
+        ]
+
+    def _shard(self, name: str, args: NodePoolArgs, shard: PoolShard, restores: Sequence[pulumi.Resource]) -> None:
         # Zonal shards are keyed by zone: adding a zone adds resources and replaces none.
         key = f"{name}-{shard.zone}" if shard.zone else name
         child = pulumi.ResourceOptions(parent=self)
@@ -203,6 +214,9 @@ class NodePool(pulumi.ComponentResource):
                 parent=self,
                 ignore_changes=["scalingConfig.desiredSize"],
                 delete_before_replace=holds_reservation or None,
+                # Nodes launched from a new cache snapshot come after its fast restore is enabled, not while it
+                # optimizes (their volumes would restore lazily).
+                depends_on=list(restores) or None,
             ),
         )
         if args.autoscaler_cluster_name is not None:

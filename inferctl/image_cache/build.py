@@ -38,6 +38,7 @@ DATA_DEVICE: Final = "/dev/sdf"
 PURPOSE_TAG: Final = ("inference.platform/purpose", "image-cache-build")
 BUILD_TAG_KEY: Final = "inference.platform/image-cache-build-id"
 """One build's instance, found again by this tag when run_instances was interrupted before it answered."""
+DOCKER_HUB: Final = "docker.io"
 PLATFORM: Final = "linux/amd64"
 """The AMI parameter below is the x86_64 one, and so is the default instance type."""
 AMI_PARAMETER: Final = "/aws/service/eks/optimized-ami/{k8s}/amazon-linux-2023/x86_64/{variant}/recommended/image_id"
@@ -81,8 +82,12 @@ class Image:
     def pull_ref(self) -> str:
         """``registry/repo@digest``: the name containerd's CRI gives the image when it pulls this reference itself,
         and the one it looks a pod's image up by (distribution/reference normalize.go ``ParseDockerRef`` drops the
-        tag of a tag+digest reference), so the cached image is found under the name the kubelet asks for."""
-        return f"{self.registry}/{self.repository}@{self.digest}"
+        tag of a tag+digest reference), so the cached image is found under the name the kubelet asks for. Docker
+        Hub's one-component names take ``library/`` as ParseDockerRef gives them (normalize.go ``splitDockerDomain``)."""
+        repository = self.repository
+        if self.registry == DOCKER_HUB and "/" not in repository:
+            repository = f"library/{repository}"
+        return f"{self.registry}/{repository}@{self.digest}"
 
     @property
     def ecr_region(self) -> str | None:

@@ -20,14 +20,12 @@ from __future__ import annotations
 from typing import Any
 
 from pulumi_policy import EnforcementLevel, ResourceValidationArgs
-from pulumi_policy.proxy import UnknownValueError
 
 from inference_platform.catalog.efa import HUGEPAGES_2MI_SYSFS
 from inference_platform.policies.callbacks import ReportViolation, ResourceValidationPolicy
-from inference_platform.policies.props import as_document, as_list, get
-from inference_platform.policies.user_data import parse
+from inference_platform.policies.props import as_list, get
+from inference_platform.policies.user_data import launch_template, parse
 
-LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 EFA_INTERFACE_TYPES = frozenset({"efa", "efa-only"})
 MIN_MEMLOCK_BYTES = 2**62
 """Effectively unlimited: what AWS's EFA guidance asks of the container runtime (our nodes get 2**63 - 1, the
@@ -69,13 +67,8 @@ def _at_least(value: Any) -> bool:
 
 
 def _lock_memory(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if args.resource_type != LAUNCH_TEMPLATE:
-        return
-    try:
-        props = as_document(args.props) or {}
-    except UnknownValueError:
-        return
-    if not efa_interfaces(props):
+    props = launch_template(args.resource_type, args.props)
+    if props is None or not efa_interfaces(props):
         return
     for problem in user_data_problems(get(props, "userData")):
         report(f"launch template with EFA interfaces: {problem}")

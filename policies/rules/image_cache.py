@@ -22,7 +22,6 @@ import re
 from typing import Any
 
 from pulumi_policy import EnforcementLevel, ResourceValidationArgs, StackValidationArgs
-from pulumi_policy.proxy import UnknownValueError
 
 from inference_platform.catalog import image_cache
 from inference_platform.policies.callbacks import (
@@ -30,12 +29,14 @@ from inference_platform.policies.callbacks import (
     ResourceValidationPolicy,
     StackValidationPolicy,
 )
-from inference_platform.policies.props import as_document, as_list, get
-from inference_platform.policies.user_data import parse
+from inference_platform.policies.props import as_list, get
+from inference_platform.policies.user_data import LAUNCH_TEMPLATE, launch_template, parse
 
-LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 FAST_SNAPSHOT_RESTORE = "aws:ebs/fastSnapshotRestore:FastSnapshotRestore"
-MOUNTS_CONTAINERD_ROOT = re.compile(r"\bmount\b[^\n]*\s" + re.escape(image_cache.CONTAINERD_ROOT) + r"/?(\s|$)")
+MOUNTS_CONTAINERD_ROOT = re.compile(
+    r"(\bmount\b[^\n]*\s|^Where=)" + re.escape(image_cache.CONTAINERD_ROOT) + r"/?(\s|$)", re.MULTILINE
+)
+"""A ``mount`` command or a systemd mount unit's ``Where=`` at containerd's root."""
 
 
 def snapshot_volumes(props: Any) -> list[tuple[str, Any]]:
@@ -70,11 +71,8 @@ def root_mount_problems(user_data: str | None) -> list[str]:
 
 
 def _root_mount(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if args.resource_type != LAUNCH_TEMPLATE:
-        return
-    try:
-        props = as_document(args.props) or {}
-    except UnknownValueError:
+    props = launch_template(args.resource_type, args.props)
+    if props is None:
         return
     for problem in root_mount_problems(get(props, "userData")):
         report(f"launch template: {problem}")

@@ -68,8 +68,9 @@ def _repository_sizes(resources: list[Any]) -> dict[str, float]:
 
 
 def _node_groups(resources: list[Any]) -> list[tuple[Any, dict[str, str], float, str]]:
-    """(node group, labels, GiB of the volume its images live on) of each managed node group: the root volume, or a
-    Bottlerocket node's data volume."""
+    """(node group, labels, GiB of a volume its images live on) of each managed node group: the root volume, or a
+    Bottlerocket node's data volume; with the image cache (catalog/image_cache.py) both the cache volume, containerd's
+    root, and the root volume a node falls back to when the cache is not mounted."""
     templates = {r.urn: r for r in resources if r.resource_type == LAUNCH_TEMPLATE}
     out = []
     for group in resources:
@@ -78,23 +79,23 @@ def _node_groups(resources: list[Any]) -> list[tuple[Any, dict[str, str], float,
         disk = get(group.props, "diskSize")
         bottlerocket = str(get(group.props, "amiType") or "").startswith(BOTTLEROCKET_AMI_PREFIX)
         volume = "data volume" if bottlerocket else "root volume"
+        cache: list[Any] = []
         for dep in group.property_dependencies.get("launchTemplate", []):
             template = templates.get(dep.urn)
             mappings = as_list(get(template.props, "blockDeviceMappings") if template else None)
             devices = [(get(b, "deviceName"), get(b, "ebs.volumeSize")) for b in mappings]
             sizes = [size for _, size in devices if size is not None]
             data = [size for name, size in devices if name == BOTTLEROCKET_DATA_DEVICE and size is not None]
-            # containerd's root mounted from the image cache (catalog/image_cache.py): images live there.
             cache = [get(b, "ebs.volumeSize") for b in mappings
                      if get(b, "deviceName") == CACHE_DEVICE and get(b, "ebs.snapshotId") and get(b, "ebs.volumeSize")]  # fmt: skip
             if bottlerocket and data:
                 disk = data[0]
-            elif cache and not bottlerocket:
-                disk, volume = cache[0], "image cache volume"
             elif sizes:
                 disk = sizes[0]  # the root device comes first (components/compute/node_pool.py)
         labels = {str(k): str(v) for k, v in dict(get(group.props, "labels") or {}).items()}
         out.append((group, labels, float(disk if disk is not None else EKS_DEFAULT_DISK_GIB), volume))
+        if cache and not bottlerocket:
+            out.append((group, labels, float(cache[0]), "image cache volume"))
     return out
 
 

@@ -14,8 +14,11 @@ from inference_platform.infra.image_cache import image_cache_preflight
 from tests.settings.test_inference import load
 
 STORAGE_KEY = "arn:aws:kms:us-east-1:123456789012:key/storage"
+SERVED = load({}, "prod").inference.image.digest
+TAG = "inference.platform/cached-image"
 GOOD = {"state": "completed", "encrypted": True, "kms_key_id": STORAGE_KEY, "volume_size": 100,
-        "tags": {"inference.platform/cached-image": "x"}}  # fmt: skip
+        "tags": {TAG: f"123456789012.dkr.ecr.us-east-1.amazonaws.com/serving:2026.12.1@{SERVED}"}}  # fmt: skip
+STALE = f"123456789012.dkr.ecr.us-east-1.amazonaws.com/serving:2026.11.9@sha256:{'e' * 64}"
 
 
 @pytest.fixture
@@ -53,6 +56,8 @@ def test_the_snapshot_the_builder_makes_passes(aws_answers):
         (GOOD, None, "does not exist yet"),
         ({**GOOD, "kms_key_id": "arn:aws:kms:us-east-1:123456789012:key/other"}, STORAGE_KEY, "not the stack's storage key"),
         ({**GOOD, "volume_size": 200}, STORAGE_KEY, "never smaller than its snapshot"),
+        ({**GOOD, "tags": {TAG: STALE}}, STORAGE_KEY, f"holds {STALE} (its {TAG} tag), not the stack's"),
+        ({**GOOD, "tags": {}}, STORAGE_KEY, "holds an image it does not name"),
     ],
 )  # fmt: skip
 def test_a_snapshot_its_volumes_could_not_use_stops_the_preview_naming_the_key(aws_answers, snapshot, alias, words):

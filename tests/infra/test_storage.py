@@ -69,12 +69,13 @@ def test_only_development_buckets_may_be_force_destroyed(stack_plan, stack):
 @pytest.fixture(scope="module")
 def cached_prod_file(tmp_path_factory, repo) -> Path:
     """prod's stack file with the FSx model cache it had before it downloaded from S3, read by the rollout
-    (inference.model.source fsx, so no ranged GETs: coldStart.downloadConcurrency unset)."""
+    (inference.model.source fsx, so no ranged GETs: coldStart.downloadConcurrency unset), and the parallel pulls it
+    had then (no image cache, whose snapshot a plan of bare components would have no account to read)."""
     doc = copy.deepcopy(yaml.safe_load((repo / "stacks" / "Pulumi.prod.yaml").read_text()))
     config = doc["config"]
     config["inference-platform:fsx"] = dict(PROD_CACHE)
     config["inference-platform:inference"]["model"]["source"] = "fsx"
-    del config["inference-platform:coldStart"]["downloadConcurrency"]
+    config["inference-platform:coldStart"] = {"imagePull": "parallel"}
     stack_file = tmp_path_factory.mktemp("cached-prod") / "Pulumi.prod.yaml"
     stack_file.write_text(yaml.safe_dump(doc))
     return stack_file

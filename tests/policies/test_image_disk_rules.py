@@ -30,6 +30,7 @@ def _program(
     affinity: bool = True,
     gpu_disk: int = 500,
     bottlerocket: bool = False,
+    cache_gib: int | None = None,
 ):
     def program():
         def group(name, labels, disk, os_family="al2023"):
@@ -39,6 +40,9 @@ def _program(
                 devices = [{"device_name": "/dev/xvda", "ebs": {"volume_size": 4}},
                            {"device_name": "/dev/xvdb", "ebs": {"volume_size": disk}}]  # fmt: skip
                 ami_type = "BOTTLEROCKET_x86_64_NVIDIA"
+            if cache_gib is not None and name == "gpu":  # the image cache (catalog/image_cache.py)
+                devices.append({"device_name": "/dev/xvdc",
+                                "ebs": {"volume_size": cache_gib, "snapshot_id": "snap-0a1b2c3d4e5f60718"}})  # fmt: skip
             template = aws.ec2.LaunchTemplate(f"{name}-lt", block_device_mappings=devices)
             aws.eks.NodeGroup(
                 f"{name}-ng", cluster_name="c", node_role_arn="arn:aws:iam::1:role/n", subnet_ids=["s"],
@@ -104,3 +108,14 @@ def test_every_shipped_stack_passes_and_prods_job_runs_the_verification_image(st
         (container,) = job.inputs["spec"]["template"]["spec"]["containers"]
         assert "/verification@sha256:" in container["image"], container["image"]
     assert bool(jobs) is (stack == "prod")
+
+
+def test_a_cached_node_holds_images_on_its_cache_volume_and_falls_back_to_its_root(violations):
+    """With the image cache containerd's root is the cache volume; a node that boots without it pulls onto the root
+    volume, so both must hold the image."""
+    serving = image_sizes.SERVING_GPU_IMAGE_GIB
+    assert violations(_program(serving, affinity=False, system_disk=200, cache_gib=100), RULE) == []
+    (small_cache,) = violations(_program(serving, affinity=False, system_disk=200, cache_gib=60), RULE)
+    assert "gpu-ng's 60 GiB image cache volume" in small_cache.message
+    (small_root,) = violations(_program(serving, affinity=False, system_disk=200, gpu_disk=60, cache_gib=100), RULE)
+    assert "gpu-ng's 60 GiB root volume" in small_root.message

@@ -69,6 +69,11 @@ def test_a_cached_efa_pool_maps_the_snapshot_mounts_it_and_keeps_the_raid_off_co
     assert sorted((r.name, r.inputs["availabilityZone"]) for r in restores) == [
         ("pool-image-cache-us-west-2a", "us-west-2a"), ("pool-image-cache-us-west-2b", "us-west-2b")]  # fmt: skip
     assert all(r.inputs["snapshotId"] == CACHE.snapshot_id for r in restores)
+    # Each zone's nodes launch once the restore is enabled, not while it optimizes (volumes would restore lazily).
+    for zone in ("us-west-2a", "us-west-2b"):
+        group = next(r for r in resources if r.type == "aws:eks/nodeGroup:NodeGroup" and zone in r.name)
+        assert {r.urn for r in restores} <= set(group.dependencies)
+    assert image_cache.fsr_enable_minutes(100) == 26 and image_cache.fsr_enable_minutes(1024) == 80
 
 
 def test_an_initialization_rate_replaces_fast_snapshot_restore(run_components):
@@ -104,8 +109,10 @@ def _stub_bin(tmp_path: Path, found: bool) -> tuple[Path, Path]:
 
 def _run_mount(tmp_path: Path, found: bool) -> tuple[subprocess.CompletedProcess[str], list[str]]:
     bin_dir, log = _stub_bin(tmp_path, found)
-    root = tmp_path / "containerd"
-    script = image_cache.mount_script().replace(image_cache.CONTAINERD_ROOT, str(root))
+    root, units = tmp_path / "containerd", tmp_path / "units"
+    units.mkdir()
+    script = (image_cache.mount_script().replace(image_cache.CONTAINERD_ROOT, str(root))
+              .replace(image_cache.MOUNT_UNIT_DIR, str(units)))  # fmt: skip
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin"}
     result = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=30, check=False, env=env)
     return result, log.read_text().splitlines() if log.exists() else []
@@ -114,15 +121,24 @@ def _run_mount(tmp_path: Path, found: bool) -> tuple[subprocess.CompletedProcess
 def test_the_script_mounts_before_containerd_starts_and_restores_the_sandbox_image(tmp_path):
     result, calls = _run_mount(tmp_path, found=True)
     assert result.returncode == 0, result.stderr
-    verbs = [c.split(" ", 2)[0] + (" " + c.split(" ")[1] if c.startswith(("systemctl", "ctr")) else "") for c in calls]
-    mount = verbs.index("mount")
-    start = verbs.index("systemctl start")
-    assert verbs.index("systemctl stop") < mount < start, calls
-    assert f"mount -o noatime /dev/nvme1n1 {tmp_path / 'containerd'}" in calls
+    enable = calls.index(f"systemctl enable --now {image_cache.MOUNT_UNIT}")
+    start = calls.index("systemctl start containerd")
+    assert calls.index("systemctl stop containerd") < calls.index("systemctl daemon-reload") < enable < start, calls
+    # The mount is a unit, so it holds across reboots (cloud-init runs user scripts once per instance).
+    unit = (tmp_path / "units" / image_cache.MOUNT_UNIT).read_text()
+    assert f"What=LABEL={image_cache.FS_LABEL}\n" in unit and f"Where={tmp_path / 'containerd'}\n" in unit
+    assert "Before=containerd.service" in unit and "WantedBy=local-fs.target containerd.service" in unit
+    assert not [c for c in calls if c.startswith("mount ")]
     imported = next(c for c in calls if "import" in c)
     assert image_cache.PAUSE_ARCHIVE in imported and calls.index(imported) > start
     assert any(image_cache.SANDBOX_IMAGE in c and image_cache.CRI_PINNED_LABEL in c for c in calls)
     assert calls[-1] == "systemctl stop containerd"  # nodeadm-run restarts it with its own config
+
+
+def test_the_unit_is_named_for_its_mount_point():
+    """systemd requires a mount unit's name to be its path escaped (systemd.mount(5)): var-lib-containerd.mount."""
+    escaped = image_cache.CONTAINERD_ROOT.strip("/").replace("-", "\\x2d").replace("/", "-")
+    assert f"{escaped}.mount" == image_cache.MOUNT_UNIT
 
 
 def test_without_the_volume_the_node_keeps_its_store_and_boots(tmp_path):

@@ -181,3 +181,11 @@ def test_every_waiter_is_bounded_by_the_timeout():
         config = build._waiter_config(name, 600)
         assert config["Delay"] == delay and config["Delay"] * config["MaxAttempts"] >= 600
         assert config["Delay"] * (config["MaxAttempts"] - 1) < 600
+
+
+def test_a_docker_hub_one_component_name_is_pulled_under_the_name_the_cri_looks_up():
+    """ParseDockerRef (distribution/reference normalize.go) turns docker.io/foo into docker.io/library/foo: the
+    kubelet would ask for that name, so the cache must hold it under it."""
+    digest = "sha256:" + "a" * 64
+    assert build.parse_image(f"docker.io/nginx:1@{digest}").pull_ref == f"docker.io/library/nginx@{digest}"
+    assert build.parse_image(f"docker.io/team/nginx@{digest}").pull_ref == f"docker.io/team/nginx@{digest}"
