@@ -5,7 +5,8 @@ LaunchTemplateEbsBlockDeviceRequest ``Encrypted``: "If you are creating a volume
 encryption value"). So the node-volume rule (every node volume on the stack's storage key) holds only if the snapshot
 itself is encrypted with that key, which the plan cannot see: the preview reads the snapshot and fails, naming the
 key, when it is missing, unfinished, unencrypted or on another key (Auto Scaling launches with the storage key's
-grant only: another key would fail every launch). ``inferctl image-cache build --kms-key-id`` makes it right.
+grant only: another key would fail every launch), larger than the volume, or tagged with another image than the
+stack serves (a stale cache would be counted as no pull). ``inferctl image-cache build --kms-key-id`` makes it right.
 """
 
 from __future__ import annotations

@@ -86,7 +86,7 @@ class ImageCacheSettings(Section):
                                                    le=image_cache.INIT_RATE_MAX_MIB_S,
                                                    alias="initializationRateMiBps")  # fmt: skip
     """Default unset. A provisioned volume initialization rate (100-300 MiB/s) instead of fast snapshot restore:
-    the image's bytes arrive at that rate (the model counts the whole image)."""
+    the snapshot's blocks arrive at that rate (the model counts all of them: the image and its layers)."""
 
     def problems_at(self, key: str) -> list[Problem]:
         out = []

@@ -106,6 +106,7 @@ def test_prefix_affinity_raises_the_hit_rate_within_the_load_bound(tmp_path: Pat
         hot = results[("envoy", part)]
         over = hot.picks_over_bound(replicas=REPLICAS, load_bound_percent=policy.routing.load_bound_percent)
         assert not over, (part, over, hot.peak_in_flight)
-    # On open connections the hot prefix's picks see the requests its replica already holds: the check had
-    # something to count (tests/bench/test_routing_bound_check.py shows it catching an unbounded hash).
-    assert max(p.host_active for p in results[("envoy", "hot again")].picks) >= 1
+    # The hot prefix's picks saw requests their replica already held: the check had something to count
+    # (tests/bench/test_routing_bound_check.py shows it catching an unbounded hash). Counted over both hot passes:
+    # on two shared cores under the suite's other workers one pass can run without overlap.
+    assert max(p.host_active for part in ("hot", "hot again") for p in results[("envoy", part)].picks) >= 1

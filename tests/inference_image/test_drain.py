@@ -97,8 +97,22 @@ def test_sigterm_drains_the_server_while_the_other_ranks_keep_running(tmp_path, 
     # The other rank (its NCCL peer) lived through the drain; mpirun stopped it afterwards.
     last_beat = float((tmp_path / "rank-1").read_text())
     assert last_beat >= server["DONE"] - 0.5
-    time.sleep(0.5)
-    assert float((tmp_path / "rank-1").read_text()) == last_beat
+    assert _beats_stop(tmp_path / "rank-1"), "rank 1 kept beating after the group ended"
+
+
+def _beats_stop(beat: Path, deadline_s: float = 20.0) -> bool:
+    """Whether the rank's beat (every 0.1 s while it lives) stops changing within the deadline. Open MPI 4.1's daemon
+    on the worker may end its rank a moment after mpirun itself returns (seen under CI's four workers): what matters
+    is that it ends, not how soon."""
+    deadline = time.monotonic() + deadline_s
+    last = beat.read_text()
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        now = beat.read_text()
+        if now == last:
+            return True
+        last = now
+    return False
 
 
 def test_a_drain_beyond_the_budget_is_cut_at_exit_timeout(tmp_path):
