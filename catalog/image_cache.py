@@ -104,8 +104,7 @@ def fsr_refill_per_hour(snapshot_gib: int) -> float:
 
 FSR_OPTIMIZING_MINUTES_PER_TIB: Final = 60
 """Amazon EBS User Guide, fast snapshot restore states: "optimizing ... It takes 60 minutes per TiB to optimize a
-snapshot"; the provider waits for ``enabled`` (terraform-provider-aws ebs fast snapshot restore, a 10-minute default
-create timeout, too short beyond ~160 GiB)."""
+snapshot". The resource's create waits for the restore to be enabled, so its create timeout is sized to that."""
 FSR_ENABLE_MARGIN_MINUTES: Final = 20
 
 

@@ -17,6 +17,7 @@ so the compressed copies go once unpacked); the kubelet garbage-collects images 
 
 from __future__ import annotations
 
+import math
 from typing import Final
 
 SERVING_GPU_IMAGE_GIB: Final = 50
@@ -46,3 +47,8 @@ def room_for_images_gib(disk_gib: float) -> float:
 
 def fits(unpacked_gib: float, disk_gib: float) -> bool:
     return pull_need_gib(unpacked_gib) <= room_for_images_gib(disk_gib)
+
+
+def min_disk_gib(unpacked_gib: float) -> int:
+    """The least whole GiB a volume needs for ``fits`` to hold."""
+    return math.ceil((pull_need_gib(unpacked_gib) + OS_AND_SYSTEM_GIB) / IMAGE_GC_HIGH_THRESHOLD)

@@ -10,6 +10,7 @@ import hashlib
 import textwrap
 from typing import Any
 
+from inference_platform.catalog import image_cache
 from inference_platform.offline_plan.mock_context import Invoke, MockContext, Outputs
 
 
@@ -132,8 +133,6 @@ def _snapshot(args: dict[str, Any], ctx: MockContext) -> dict[str, Any]:
     """A snapshot as ``inferctl image-cache build`` leaves it: completed, encrypted with the stack's storage key
     (what ``_kms_alias`` answers), tagged with the stack's serving image. The offline account cannot hold the user's snapshot: this
     is the one that passes the preflight (infra/image_cache.py), whose refusals are tested with other answers."""
-    from inference_platform.catalog import image_cache
-
     ids = list(args.get("snapshotIds") or [])
     snapshot_id = str(ids[0]) if ids else "snap-0123456789abcdef0"
     return {"id": snapshot_id, "snapshotId": snapshot_id, "state": "completed", "encrypted": True,

@@ -268,8 +268,9 @@ class _Context:
         if t == "aws:ebs/fastSnapshotRestore:FastSnapshotRestore":
             zone = inputs.get("availabilityZone")
             return self.fixed(r, "EBS", prices.fsr_month(self.region),
-                              f"fast snapshot restore in {zone}: {H} h x $0.75 (the snapshot's storage, $0.05 per "
-                              "GB-month of its blocks, is billed outside the stack)")  # fmt: skip
+                              f"fast snapshot restore in {zone}: {H} h x ${prices.EBS_FSR_AZ_HOUR:g} (the snapshot's "
+                              f"storage, ${prices.EBS_SNAPSHOT_GB_MONTH:g} per GB-month of its blocks, is billed outside "
+                              "the stack)")  # fmt: skip
         if t == "aws:ebs/volume:Volume":
             size = gib(inputs.get("size"), "size")
             return self.fixed(r, "EBS", size * s(prices.EBS_GP3_GB_MONTH), f"{size:g} GiB x $0.08")

@@ -109,7 +109,7 @@ class ImageCacheSettings(Section):
             out.append(Problem(f"{key}.sizeGib", f"got {self.size_gib}; the serving image's layers and snapshot "
                                f"({need:g} GiB) do not fit the {room:.0f} GiB the kubelet leaves for images on it "
                                f"(catalog/image_sizes.py): at least "
-                               f"{math.ceil((need + image_sizes.OS_AND_SYSTEM_GIB) / image_sizes.IMAGE_GC_HIGH_THRESHOLD)}"))  # fmt: skip
+                               f"{image_sizes.min_disk_gib(image_sizes.SERVING_GPU_IMAGE_GIB)}"))  # fmt: skip
         return out
 
 

@@ -25,14 +25,19 @@ from inference_platform.settings.cold_start import inputs_for, replica_hold
 from inference_platform.settings.replica_bounds import serving_slots
 
 
+def cluster_zones(settings: Settings) -> list[str]:
+    """The cluster's zones as the settings name them: network.availabilityZones, else the region's first azCount."""
+    network = settings.network
+    return list(network.availability_zones or sorted(settings.region.zones)[: network.az_count])
+
+
 def derived_bounds(settings: Settings) -> CapacityBounds | None:
     """The plan's replicas and bounds (None when the stack plans nothing: ``capacity.enabled`` false)."""
     cap = settings.capacity
     if not cap.enabled:
         return None
     sections: dict[str, Any] = {"serving": settings.serving, "nodePools": settings.node_pools}
-    zones = list(settings.network.availability_zones or sorted(settings.region.zones)[: settings.network.az_count])
-    return plan_for(cap, sections, settings.region.name, zones, production=settings.production).bounds
+    return plan_for(cap, sections, settings.region.name, cluster_zones(settings), production=settings.production).bounds
 
 
 def planned_replicas(settings: Settings) -> int:

@@ -168,13 +168,13 @@ def _cache_cost(settings: Any) -> str:
     """What the image cache adds a month: fast snapshot restore in each zone of the serving pool (the plan prices the
     FastSnapshotRestore resources and the nodes' cache volumes: ``inferctl cost``)."""
     from inference_platform.catalog import prices
+    from inference_platform.settings.derived import cluster_zones
 
     cache = settings.cold_start.image_cache
     if cache is not None and not cache.fast_snapshot_restore:
         return "; no fast snapshot restore (initialization rate billed per volume created)"
     pool = settings.node_pools.root[settings.serving.node_pool]
-    network = settings.network
-    zones = len(pool.zones(network.availability_zones or sorted(settings.region.zones)[: network.az_count])) or 1
+    zones = len(pool.zones(cluster_zones(settings))) or 1
     month = zones * prices.fsr_month(settings.region.name)
     return f"; fast snapshot restore in {zones} zone(s) ~${month:,.0f}/month, plus a cache volume per node"
 
