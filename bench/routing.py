@@ -45,11 +45,11 @@ MODES = ("round-robin", "envoy", "inference-pool")
 PARTS = ("shared", "hot", "control")
 OUT = Path("build/bench/routing.json")
 DEFAULT_KV_TOKENS = 32768
-"""Each replica's KV pool for the replay: smaller than the shared part's working set (its system prompts and
-conversation histories, about 60 k tokens), larger than a third of it. That is the regime prefix routing exists for:
+"""Each replica's KV pool for the replay: smaller than the shared part's system prompts (24 of 2,000 tokens, 48 k),
+larger than a third of them with room for the conversations in flight. That is the regime prefix routing exists for:
 a fleet whose distinct prefixes outgrow one replica's cache but fit the fleet's, as a multi-tenant fleet's thousands
-of system prompts and histories outgrow one GPU's pool. With the stack's own pool (dev: 131 k tokens) every replica
-holds every prefix, and routing can only lose (balance) or tie."""
+of system prompts outgrow one GPU's pool. With the stack's own pool (dev: 131 k tokens) every replica holds every
+prefix, and routing can only lose (balance) or tie."""
 REQUEST_TIMEOUT = 120.0
 CLOCK_SLACK_US = 200.0
 """How far apart two of Envoy's workers may stamp the same instant in its access log, in microseconds: each stamps
@@ -265,6 +265,26 @@ def mode_edge(policy: Any, mode: str, replicas: Sequence[Any], work_dir: Path) -
         yield edge, list(keys.values())
 
 
+def tenant_clients(policy: Any, trace: dict[str, list[TraceRequest]]) -> Any:
+    """``policy`` with one client per tenant of ``trace``, each on the stack's first tier, in the tenants' sorted
+    order (the order ``replay`` hands out keys in): the trace's tenants are the edge's clients, as in a multi-tenant
+    fleet. Under dev's one client every tenant shared its 16 concurrent streams (the circuit breaker's whole budget,
+    ``EdgePolicy.parallel_requests``), and that one client's cap, not the replicas, was what the equal-load replay
+    reached first in every mode."""
+    from inference_platform.catalog.edge_policy import Client
+
+    first = policy.clients[0]
+    tenants = sorted({r.client for requests in trace.values() for r in requests})
+    # The first client's token limits too (metered, in the shadow mode the replay runs them in).
+    limits = next((c for c in policy.tokens.clients if c.client_id == first.client_id), None)
+    tokens = dataclasses.replace(
+        policy.tokens,
+        clients=tuple(dataclasses.replace(limits, client_id=t) for t in tenants) if limits is not None else (),
+    )
+    clients = tuple(Client(client_id=t, tier=first.tier) for t in tenants)
+    return dataclasses.replace(policy, clients=clients, tokens=tokens)
+
+
 def summary(result: PartResult) -> dict[str, Any]:
     """One part's figures as the JSON report (and the pull request's comment) carries them; latencies in ms, ``None``
     when no request succeeded."""
@@ -326,12 +346,13 @@ def main(argv: list[str]) -> int:
     # a minute through one client, and a 429 from dev's 200,000 a minute would measure the limit, not the routing.
     policy = stack_edge_policy(settings)
     policy = dataclasses.replace(policy, tokens=dataclasses.replace(policy.tokens, shadow=True))
+    trace = load()
+    policy = tenant_clients(policy, trace)
     serving = settings.serving
     if args.kv_tokens:
         serving = serving.model_copy(
             update={"kv_cache": serving.kv_cache.model_copy(update={"max_tokens": args.kv_tokens})}
         )
-    trace = load()
     timing = Timing(first_token_delay_ms=5, token_delay_ms=5, prefill_us_per_token=args.prefill_us_per_token)
     header = f"{'mode':<15}{'part':<8}{'hit':>7}{'p50 ms':>9}{'p90 ms':>9}{'p99 ms':>9}{'req/s':>8}{'errors':>7}  {'spread':<12}{'peak':>5}"
     print(
@@ -374,7 +395,10 @@ def main(argv: list[str]) -> int:
                             keys=keys,
                             model=settings.serving.served_model_name,
                             requests=trace["shared"],
-                            mark=f"{mode} shared at {multiple}x",
+                            # The system prompts the concurrency replay of the shared part left in the replicas'
+                            # caches (its mark), each step's conversations new (routing_load: the steady state).
+                            mark=f"{mode} shared",
+                            session=f"at {multiple}x",
                             rate=unit * multiple,
                         )
                         ladders[mode].append(step)

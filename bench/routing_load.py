@@ -4,7 +4,13 @@ arrivals, and the throughput each mode sustains within the stack's TTFT SLO.
 The concurrency replay (bench/routing.py ``replay``) lets a slow mode slow its own clients down, so its figures
 compare modes at unequal load. Here the arrivals are fixed instead (open loop): the shared-prefix part of the trace is
 sent at a Poisson rate, seeded, so every mode meets the very same instants; a later turn of a conversation is sent
-at its arrival or when its previous turn was answered, whichever is later (a user reads the answer first). Each step
+at its arrival or when its previous turn was answered, whichever is later (a user reads the answer first).
+
+Each step replays the fleet's steady state: the system prompts are those the mode's concurrency replay of the shared
+part sent (its mark) and left wherever that mode placed them, and the conversations are the step's own (a session
+mark on their first user message, ``routing_trace.marked``). A fleet's system prompts outlive any window one measures,
+so a step that began with every cache cold would charge each mode the first prefill of every prompt inside the
+step (a sixth of its requests), and its p90 would be those cold starts in every mode. Each step
 of a ladder of rates, multiples of round robin's own throughput at the replay's concurrency (measured in the same
 run, so a slower machine moves the ladder with it), is replayed under every mode and reports:
 
@@ -214,14 +220,16 @@ def replay_at_rate(
     requests: Sequence[Any],
     mark: str,
     rate: float,
+    session: str | None = None,
 ) -> LoadStep:
-    """Send ``requests`` (trace order) at Poisson arrivals of ``rate`` a second through the edge at ``url``."""
+    """Send ``requests`` (trace order) at Poisson arrivals of ``rate`` a second through the edge at ``url``, marked
+    with ``mark`` and ``session`` (``routing_trace.marked``)."""
     by_client = sorted({r.client for r in requests})
     bodies = [
         (
             keys[by_client.index(r.client) % len(keys)],
             r.conversation,
-            _stream_body(model, marked(r, mark), r.max_tokens),
+            _stream_body(model, marked(r, mark, session=session), r.max_tokens),
         )
         for r in requests
     ]

@@ -2,8 +2,9 @@
 
 Three parts, each a list of chat requests in arrival order (``python -m bench.routing_trace`` rewrites the file):
 
-- ``shared``: a few system prompts shared across many tenants (clients), each tenant running multi-turn
-  conversations that resend their whole history (the prompt grows by one user and one assistant message a turn);
+- ``shared``: 24 system prompts of 2,000 tokens shared across 24 tenants (clients; each prompt by two tenants),
+  each tenant running two multi-turn conversations that resend their whole history (the prompt grows by one user
+  and one assistant message a turn);
   the assistant messages are recorded text, so a replay sends the same bytes whatever the model answers;
 - ``hot``: every request starts with the same system prompt (one hot prefix), for the load bound;
 - ``control``: single-turn prompts with no shared prefix at all (prefix affinity can gain nothing there).
@@ -67,9 +68,9 @@ class TraceRequest:
 
 @dataclass(frozen=True, kw_only=True)
 class TraceShape:
-    system_prompts: int = 12
+    system_prompts: int = 24
     system_chars: int = 2000
-    tenants: int = 12
+    tenants: int = 24
     conversations_per_tenant: int = 2
     turns: int = 3
     turn_chars: int = 300
@@ -143,9 +144,16 @@ def dump(trace: dict[str, list[TraceRequest]], path: Path = TRACE_FILE, seed: in
     path.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
 
 
-def marked(request: TraceRequest, mark: str) -> list[dict[str, str]]:
-    """The request's messages with ``mark`` at the very start (a mode's replay shares no prefix with another's)."""
+def marked(request: TraceRequest, mark: str, *, session: str | None = None) -> list[dict[str, str]]:
+    """The request's messages with ``mark`` at the very start (a mode's replay shares no prefix with another's) and,
+    when given, ``session`` at the start of the first message after the system prompt: replays with one ``mark`` and
+    different sessions share their system prompts and none of their conversations (a fleet's steady state, where
+    system prompts outlive any one conversation). The session sits far past the affinity window (``prefixTokens``),
+    so it never moves a request to another replica."""
     messages = [dict(m) for m in request.messages]
+    if session is not None:
+        first = 1 if messages[0]["role"] == "system" and len(messages) > 1 else 0
+        messages[first]["content"] = f"[{session}] {messages[first]['content']}"
     messages[0]["content"] = f"[{mark}] {messages[0]['content']}"
     return messages
 

@@ -120,3 +120,47 @@ def test_a_later_turn_waits_for_the_answer_to_the_one_before(monkeypatch, tmp_pa
             assert events.index(("answered", conversation, turn - 1)) < events.index(("sent", conversation, turn))
     # Across conversations nothing waits: every first turn is sent before any answer.
     assert {e for e in events[:3]} == {("sent", c, 0) for c in ("a", "b", "c")}
+
+
+def test_a_ladder_step_keeps_the_system_prompts_and_starts_new_conversations():
+    """The ladder's steady state: every step sends the system prompts the mode's concurrency replay cached (one
+    ``mark``) with conversations of its own (``session``), and the session never moves a request to another replica
+    (the affinity key, what the edge's Lua hashes, is the same for every session)."""
+    import json
+
+    from bench.routing_trace import load, marked
+    from inference_platform.catalog.edge_routing import Routing, affinity_key
+
+    request = next(r for r in load()["shared"] if len(r.messages) == 4)  # a second turn: system, user, assistant, user
+    steps = [marked(request, "envoy shared", session=f"at {m}x") for m in (0.5, 1.0)]
+    replay = marked(request, "envoy shared")
+    assert steps[0][0] == steps[1][0] == replay[0]  # the system prompt, as the concurrency replay sent it
+    assert steps[0][1] != steps[1][1] and steps[0][1]["content"].startswith("[at 0.5x] ")
+    assert steps[0][2:] == steps[1][2:] == replay[2:] == request.messages[2:]
+    routing = Routing(mode="envoy")
+    keys = {affinity_key(json.dumps({"messages": m}).encode(), routing) for m in (*steps, replay)}
+    assert len(keys) == 1 and None not in keys
+    assert affinity_key(json.dumps({"messages": marked(request, "round-robin shared")}).encode(), routing) not in keys
+    # A single message (no system prompt) carries both, the mode's mark still at the very start.
+    lone = marked(load()["control"][0], "m", session="s")
+    assert lone[0]["content"].startswith("[m] [s] ")
+
+
+def test_the_replay_gives_each_tenant_its_own_client_and_limits():
+    """bench routing: the trace's tenants are the edge's clients (their own concurrent streams, the circuit breaker
+    their sum), each on the stack's first tier and token limits."""
+    from bench.routing import tenant_clients
+    from bench.routing_trace import load
+    from inference_platform.settings import stack_files
+    from inference_platform.settings.derived import stack_edge_policy
+
+    policy = stack_edge_policy(stack_files.load("dev"))
+    trace = load()
+    tenants = sorted({r.client for part in trace.values() for r in part})
+    assert len(tenants) > 1 and len(policy.clients) == 1
+    routed = tenant_clients(policy, trace)
+    assert [c.client_id for c in routed.clients] == tenants
+    assert {c.tier for c in routed.clients} == {policy.clients[0].tier}
+    assert routed.parallel_requests == len(tenants) * policy.clients[0].tier.concurrent_streams
+    assert [t.client_id for t in routed.tokens.limited] == tenants
+    assert {t.windows for t in routed.tokens.limited} == {policy.tokens.limited[0].windows}
