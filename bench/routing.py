@@ -12,6 +12,12 @@ name at its very start, so no mode reuses another's cached prefixes. Per mode an
 - throughput (requests/s at the replay's concurrency) and errors;
 - per-replica spread (requests per replica) and the peak requests one replica held at once, against Envoy's bound.
 
+Then the shared part at equal offered load (bench/routing_load.py). Where ``envoy`` mode puts each system prompt is a
+draw: Maglev hashes the affinity key onto a table built from the replicas' addresses, and with 8 prompts per replica
+one replica may get twice another's. So that mode's shared part and ladder run on ``--placements`` draws (a new mark
+moves every key: the same replicas, the prompts placed anew), and its equal-load figures are their median, each draw
+printed and written beside it.
+
 Written to ``build/bench/routing.json`` (``--out``), which the pull request's comment compares with the base
 branch's run when a change touches routing (``inferctl diff --routing-head/--routing-base``; the paths that count are
 ``bench/routing-paths.txt``; .github/workflows/preview.yml).
@@ -39,17 +45,33 @@ from typing import Any
 
 from bench import routing_load
 from bench.routing_load import nearest_rank
-from bench.routing_trace import TraceRequest, load, marked
+from bench.routing_trace import TraceRequest, distinct_prefix_chars, load, marked
 
 MODES = ("round-robin", "envoy", "inference-pool")
 PARTS = ("shared", "hot", "control")
+PLACED_MODE = "envoy"
+"""The mode whose replica for a prompt is a hash draw (Maglev over the replicas' addresses and the affinity keys),
+measured over ``--placements`` draws. Round robin and least request place nothing by key."""
 OUT = Path("build/bench/routing.json")
-DEFAULT_KV_TOKENS = 32768
-"""Each replica's KV pool for the replay: smaller than the shared part's system prompts (24 of 2,000 tokens, 48 k),
-larger than a third of them with room for the conversations in flight. That is the regime prefix routing exists for:
-a fleet whose distinct prefixes outgrow one replica's cache but fit the fleet's, as a multi-tenant fleet's thousands
-of system prompts outgrow one GPU's pool. With the stack's own pool (dev: 131 k tokens) every replica holds every
-prefix, and routing can only lose (balance) or tie."""
+TOKENS_PER_BLOCK = 32
+"""The stand-in's KV block (TensorRT-LLM's ``KvCacheConfig.tokens_per_block`` default; cpu_llm_api/kv_cache.py)."""
+
+
+def fleet_kv_tokens(requests: list[TraceRequest], *, replicas: int, kv_target: float) -> int:
+    """Each replica's KV pool for the replay: the fleet sized for the shared part as the stack's autoscaler sizes one,
+    holding the part's distinct prefixes (``routing_trace.distinct_prefix_chars``: 24 system prompts and every
+    conversation's history, about 120 k tokens) at ``kv_target`` (``autoscaling.kvCacheTarget``, 0.85 in dev) of its
+    pools; in whole blocks. That is the regime prefix routing exists for: the distinct prefixes outgrow one replica's
+    pool (about 47 k tokens each, 0.4 of them) but fit the fleet's, as a multi-tenant fleet's thousands of system
+    prompts outgrow one GPU's pool. Round robin asks every replica to hold all of them; prefix routing asks each for a
+    third, if its placement is even. Until 2026-12-07 the pool was a fixed 32 k tokens: the fleet's 96 k then held
+    less than the trace it served (every mode evicted, and ``envoy``'s tail at half load was its loaded replica's
+    evictions, not a queue). With the stack's own pool (dev: 131 k tokens, ``--kv-tokens 0``) every replica holds
+    every prefix, and routing can only lose (balance) or tie."""
+    need = distinct_prefix_chars(requests) / (replicas * kv_target)
+    return math.ceil(need / TOKENS_PER_BLOCK) * TOKENS_PER_BLOCK
+
+
 REQUEST_TIMEOUT = 120.0
 CLOCK_SLACK_US = 200.0
 """How far apart two of Envoy's workers may stamp the same instant in its access log, in microseconds: each stamps
@@ -323,8 +345,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--kv-tokens",
         type=int,
-        default=DEFAULT_KV_TOKENS,
-        help="each replica's KV pool in tokens (serving.kvCache.maxTokens); 0: the stack's own",
+        default=None,
+        help="each replica's KV pool in tokens (serving.kvCache.maxTokens); 0: the stack's own; default: the fleet "
+        "sized for the trace's shared part at the stack's kvCacheTarget (fleet_kv_tokens)",
     )
     parser.add_argument(
         "--ladder",
@@ -332,6 +355,12 @@ def main(argv: list[str]) -> int:
         default=routing_load.LADDER,
         help="offered rates for the equal-load replay, as multiples of round robin's throughput at the concurrency "
         "(comma-separated; 'none' skips it); default " + ",".join(str(m) for m in routing_load.LADDER),
+    )
+    parser.add_argument(
+        "--placements",
+        type=_placements,
+        default=3,
+        help=f"placements of the prompts {PLACED_MODE} mode's equal-load figures are the median of (1-9)",
     )
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
@@ -349,6 +378,10 @@ def main(argv: list[str]) -> int:
     trace = load()
     policy = tenant_clients(policy, trace)
     serving = settings.serving
+    if args.kv_tokens is None:
+        args.kv_tokens = fleet_kv_tokens(
+            trace["shared"], replicas=args.replicas, kv_target=settings.autoscaling.kv_cache_target
+        )
     if args.kv_tokens:
         serving = serving.model_copy(
             update={"kv_cache": serving.kv_cache.model_copy(update={"max_tokens": args.kv_tokens})}
@@ -365,11 +398,39 @@ def main(argv: list[str]) -> int:
     results: dict[tuple[str, str], PartResult] = {}
     slo = routing_load.Slo(settings.serving.slo.ttft_p50_ms, settings.serving.slo.ttft_p95_ms)
     ladders: dict[str, list[routing_load.LoadStep]] = {}
+    draws: list[dict[str, Any]] = []
     load_lines: list[str] = []
     with tempfile.TemporaryDirectory(prefix="bench-routing-") as tmp:
         work = Path(tmp)
         ports = [ReplicaPorts.free() for _ in range(args.replicas)]
         with run_replicas(serving, work, ports=ports, timing=timing) as replicas:
+
+            def climb(edge: Any, keys: list[str], name: str, mark: str) -> list[routing_load.LoadStep]:
+                """The equal-load ladder (unit: round robin's throughput on the shared part, the first mode replayed),
+                up the steps until ``routing_load.climbed``."""
+                unit = results[(MODES[0], "shared")].throughput
+                base = routing_load.at_slo(ladders[MODES[0]], slo) if name != MODES[0] else None
+                steps: list[routing_load.LoadStep] = []
+                for multiple in args.ladder:
+                    if routing_load.climbed(steps, slo, until_per_s=base.offered_per_s if base else None):
+                        break
+                    step = routing_load.replay_at_rate(
+                        edge.url,
+                        ca=edge.certificates.ca,
+                        keys=keys,
+                        model=settings.serving.served_model_name,
+                        requests=trace["shared"],
+                        # The system prompts the concurrency replay of the shared part left in the replicas'
+                        # caches (its mark), each step's conversations new (routing_load: the steady state).
+                        mark=mark,
+                        session=f"at {multiple}x",
+                        rate=unit * multiple,
+                    )
+                    steps.append(step)
+                    load_lines.append(routing_load.row(name, step, slo))
+                    print(f"  at load: {load_lines[-1]}", flush=True)
+                return steps
+
             for mode in MODES:
                 with mode_edge(policy, mode, replicas, work) as (edge, keys):
                     for part in PARTS:
@@ -385,25 +446,30 @@ def main(argv: list[str]) -> int:
                         )
                         results[(mode, part)] = result
                         print(_row(mode, part, result), flush=True)
-                    # The ladder's unit is round robin's throughput on the shared part (the first mode replayed).
-                    unit = results[(MODES[0], "shared")].throughput
-                    ladders[mode] = []
-                    for multiple in args.ladder:
-                        step = routing_load.replay_at_rate(
+                    if args.ladder:
+                        ladders[mode] = climb(edge, keys, mode, f"{mode} shared")
+                if mode != PLACED_MODE or not args.ladder:
+                    continue
+                # Where Maglev puts the prompts is a draw: another mark moves every affinity key, so the same
+                # replicas hold the prompts in a new placement. Each draw: the shared part's concurrency replay (its
+                # spread, and the prompts it caches) and the ladder on it, behind an edge of its own (its access log
+                # holds that replay's requests only: Envoy writes a ladder's last lines out up to seconds later).
+                draws.append(_draw(mode, results[(mode, "shared")], ladders[mode]))
+                for n in range(2, args.placements + 1):
+                    name = f"{mode}#{n}"
+                    with mode_edge(policy, mode, replicas, work / f"placement-{n}") as (edge, keys):
+                        placed = replay(
                             edge.url,
                             ca=edge.certificates.ca,
                             keys=keys,
                             model=settings.serving.served_model_name,
                             requests=trace["shared"],
-                            # The system prompts the concurrency replay of the shared part left in the replicas'
-                            # caches (its mark), each step's conversations new (routing_load: the steady state).
-                            mark=f"{mode} shared",
-                            session=f"at {multiple}x",
-                            rate=unit * multiple,
+                            mark=f"{name} shared",
+                            concurrency=args.concurrency,
+                            access_log=edge.access_log,
                         )
-                        ladders[mode].append(step)
-                        load_lines.append(routing_load.row(mode, step, slo))
-                        print(f"  at load: {load_lines[-1]}", flush=True)
+                        print(_row(name, "shared", placed), flush=True)
+                        draws.append(_draw(name, placed, climb(edge, keys, name, f"{name} shared")))
     if args.ladder:
         print(
             f"\nshared prefix at equal offered load (Poisson arrivals, {', '.join(str(m) for m in args.ladder)} x "
@@ -433,6 +499,21 @@ def main(argv: list[str]) -> int:
             "steps": {mode: [step.summary(slo) for step in steps] for mode, steps in ladders.items()},
             **routing_load.verdict(ladders, slo, baseline=MODES[0]),
         }
+        by_draw = [
+            {
+                "name": draw["name"],
+                "per_replica": draw["per_replica"],
+                "hit_rate": draw["hit_rate"],
+                **routing_load.verdict({MODES[0]: ladders[MODES[0]], draw["name"]: draw["steps"]}, slo)["modes"][
+                    draw["name"]
+                ],
+                "steps": [step.summary(slo) for step in draw["steps"]],
+            }
+            for draw in draws
+        ]
+        # The mode's figures are the median over its placements (the pull request's comment compares those).
+        report["at_load"]["modes"][PLACED_MODE] = routing_load.median_figures(by_draw)
+        report["at_load"]["placements"] = {PLACED_MODE: by_draw}
     print(f"envoy mode, picks Envoy's load bound forbids, per part: {report['envoy_picks_over_bound']}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2, allow_nan=False) + "\n")
@@ -446,7 +527,24 @@ def main(argv: list[str]) -> int:
         )
     if args.ladder:
         print(_load_verdict(report["at_load"]))
-    return 1 if any(r.errors for r in results.values()) else 0
+    return 1 if any(r.errors for r in results.values()) or any(d["errors"] for d in draws) else 0
+
+
+def _draw(name: str, replayed: PartResult, steps: list[routing_load.LoadStep]) -> dict[str, Any]:
+    """One placement of ``PLACED_MODE``'s prompts: its concurrency replay's spread and hit rate, and its ladder."""
+    return {
+        "name": name,
+        "per_replica": dict(sorted(replayed.per_replica.items())),
+        "hit_rate": replayed.hit_rate,
+        "errors": replayed.errors,  # the ladder's refusals are what it measures, as in every mode
+        "steps": steps,
+    }
+
+
+def _placements(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 9:
+        raise argparse.ArgumentTypeError(f"{text!r}: a whole number of placements from 1 to 9")
+    return int(text)
 
 
 def _ladder(text: str) -> tuple[float, ...]:
@@ -462,15 +560,27 @@ def _ladder(text: str) -> tuple[float, ...]:
 
 
 def _load_verdict(at_load: dict[str, Any]) -> str:
-    modes = at_load["modes"]
-    rr, env = modes[MODES[0]], modes["envoy"]
+    """The target's two figures, envoy against round robin: per placement of the prompts, then their medians (the
+    mode's figures in the report)."""
+    rr = at_load["modes"][MODES[0]]
+    placed = at_load.get("placements", {}).get(PLACED_MODE, [])
+    lines = [
+        _versus(f"{p['name']} ({'/'.join(str(n) for n in p['per_replica'].values())})", p, rr, at_load)
+        for p in placed
+        if len(placed) > 1
+    ]
+    label = f"{PLACED_MODE}, median of {len(placed)} placements" if len(placed) > 1 else PLACED_MODE
+    return "\n".join([*lines, _versus(label, at_load["modes"][PLACED_MODE], rr, at_load)])
+
+
+def _versus(label: str, env: dict[str, Any], rr: dict[str, Any], at_load: dict[str, Any]) -> str:
     ratio = (
         f"{env['throughput_at_slo_per_s'] / rr['throughput_at_slo_per_s']:.2f}x"
         if rr["throughput_at_slo_per_s"]
         else "n/a (round robin never held it)"
     )
     text = (
-        f"shared prefix at the SLO, envoy vs round-robin: throughput {env['throughput_at_slo_per_s']:.2f} vs "
+        f"shared prefix at the SLO, {label} vs round-robin: throughput {env['throughput_at_slo_per_s']:.2f} vs "
         f"{rr['throughput_at_slo_per_s']:.2f} req/s ({ratio})"
     )
     if at_load["equal_load_per_s"] is not None and rr["ttft_p90_ms_at_equal_load"] and env["ttft_p90_ms_at_equal_load"]:

@@ -21,7 +21,8 @@ run, so a slower machine moves the ladder with it), is replayed under every mode
 
 Two figures sum the ladder up per mode: the throughput at the SLO (the answered rate of the last step before the
 first that missed the SLO), and the p90 at equal load (at round robin's own step at the SLO, the load an operator
-would size a round-robin fleet for). Every step is printed and written, never only the summary.
+would size a round-robin fleet for). A mode's ladder stops once those are known (``climbed``): at its first miss of
+the SLO, and not below round robin's load at the SLO. Every step run is printed and written, never only the summary.
 
 At the edge a request beyond the circuit breaker's parallel-request budget (dev: its client's 16 concurrent streams)
 is a 503 at once, so an overloaded mode usually misses the SLO by refusing rather than by a slow first token: the
@@ -33,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import statistics
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -43,9 +45,11 @@ from typing import Any
 from bench.routing_trace import marked
 from inference_platform.loadgen.latency import percentile
 
-LADDER: tuple[float, ...] = (0.5, 0.75, 0.9, 1.0, 1.1, 1.25, 1.5, 1.75, 2.0, 2.5)
-"""Offered rates as multiples of round robin's throughput at the replay's concurrency: from half of it to two and a
-half times, finer where the modes' limits lie."""
+LADDER: tuple[float, ...] = (0.5, 0.75, 0.9, 1.0, 1.1, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0)
+"""Offered rates as multiples of round robin's throughput at the replay's concurrency: from half of it to four times,
+finer where the modes' limits lie. Round robin holds the SLO open loop above its concurrency replay's rate (1.5x of
+it on 2026-12-07), so the target's "2x round robin's throughput at the SLO" needs steps past 3x; a mode climbs only
+until it misses (``climbed``), so the top steps cost only a mode that holds there."""
 ARRIVAL_SEED = 2929
 REQUEST_TIMEOUT = 120.0
 
@@ -253,6 +257,31 @@ def at_slo(steps: Sequence[LoadStep], slo: Slo) -> LoadStep | None:
             break
         held = step
     return held
+
+
+def climbed(steps: Sequence[LoadStep], slo: Slo, *, until_per_s: float | None = None) -> bool:
+    """Whether a mode's ladder has told what the two figures need (``verdict``): a step missed the SLO (the
+    throughput at the SLO is the step before the first miss; higher steps never count) and the ladder reached
+    ``until_per_s``, the baseline's load at the SLO (for the p90 there). Climbing past that only overloads the
+    replicas for minutes more."""
+    missed = any(not step.meets(slo) for step in steps)
+    return missed and (until_per_s is None or any(step.offered_per_s >= until_per_s for step in steps))
+
+
+def median_figures(placements: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """One mode's ``verdict`` figures over several placements of its prefixes: the median of each (of those known).
+    Where Maglev puts a few prefixes per replica is a draw (bench/routing.py ``--placements``); one draw is not the
+    mode."""
+
+    def median(key: str) -> float | None:
+        known = [p[key] for p in placements if p.get(key) is not None]
+        return statistics.median(known) if known else None
+
+    return {
+        "throughput_at_slo_per_s": median("throughput_at_slo_per_s") or 0.0,
+        "offered_at_slo_per_s": median("offered_at_slo_per_s"),
+        "ttft_p90_ms_at_equal_load": median("ttft_p90_ms_at_equal_load"),
+    }
 
 
 def verdict(steps: Mapping[str, Sequence[LoadStep]], slo: Slo, *, baseline: str = "round-robin") -> dict[str, Any]:

@@ -144,6 +144,23 @@ def dump(trace: dict[str, list[TraceRequest]], path: Path = TRACE_FILE, seed: in
     path.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
 
 
+def distinct_prefix_chars(requests: list[TraceRequest]) -> int:
+    """The characters a cache must hold to serve every prefix ``requests`` share, at message granularity: each
+    distinct message-by-message prefix (a system prompt, a conversation's history up to a turn) counted once, as a
+    radix tree over the messages would hold them. Characters are about tokens for the stand-in's byte-level
+    tokenizer (module docstring); the chat template's few role tokens per message are left out."""
+    seen: set[tuple[tuple[str, str], ...]] = set()
+    total = 0
+    for request in requests:
+        prefix: tuple[tuple[str, str], ...] = ()
+        for message in request.messages:
+            prefix = (*prefix, (message["role"], message["content"]))
+            if prefix not in seen:
+                seen.add(prefix)
+                total += len(message["content"])
+    return total
+
+
 def marked(request: TraceRequest, mark: str, *, session: str | None = None) -> list[dict[str, str]]:
     """The request's messages with ``mark`` at the very start (a mode's replay shares no prefix with another's) and,
     when given, ``session`` at the start of the first message after the system prompt: replays with one ``mark`` and

@@ -76,10 +76,17 @@ def _at_load(now: Any, old: Any) -> list[str]:
         "| mode | req/s within the SLO | p90 TTFT ms at equal load |",
         "|---|---:|---:|",
     ]
+    raw = now.get("placements")
+    placements: dict[str, Any] = raw if isinstance(raw, dict) else {}
     for mode, figures in now["modes"].items():
         before = (old_modes or {}).get(mode) if isinstance(old_modes, dict) else None
+        # A mode placed by hash is the median of several placements of the prompts (bench/routing.py --placements).
+        draws = placements.get(mode)
+        label = f"`{mode}`" + (
+            f" (median of {len(draws)} placements)" if isinstance(draws, list) and len(draws) > 1 else ""
+        )
         lines.append(
-            f"| `{mode}` | {_ratio(figures, before, 'throughput_at_slo_per_s', '{:.2f}')} "
+            f"| {label} | {_ratio(figures, before, 'throughput_at_slo_per_s', '{:.2f}')} "
             f"| {_ratio(figures, before, 'ttft_p90_ms_at_equal_load', '{:.0f}')} |"
         )
     return lines

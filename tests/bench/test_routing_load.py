@@ -3,13 +3,24 @@ stack states it, and the two summary figures read from the ladder the way the do
 
 from __future__ import annotations
 
+import argparse
 import itertools
 import math
 import statistics
 
 import pytest
 
-from bench.routing_load import LoadStep, Slo, Streamed, arrivals, at_slo, nearest_rank, verdict
+from bench.routing_load import (
+    LoadStep,
+    Slo,
+    Streamed,
+    arrivals,
+    at_slo,
+    climbed,
+    median_figures,
+    nearest_rank,
+    verdict,
+)
 from tests.own_loop import run_on_own_loop
 
 SLO = Slo(ttft_p50_ms=1000, ttft_p95_ms=3000)
@@ -87,6 +98,57 @@ def test_when_round_robin_never_holds_the_slo_there_is_no_equal_load_figure():
     assert result["equal_load_per_s"] is None
     assert result["modes"]["round-robin"]["throughput_at_slo_per_s"] == 0.0
     assert result["modes"]["envoy"]["ttft_p90_ms_at_equal_load"] is None
+
+
+def test_a_ladder_stops_at_its_first_miss_once_it_reached_round_robins_load():
+    held, missed = step(2.0, [0.4] * 20), step(4.0, [4.0] * 20)
+    assert not climbed([], SLO) and not climbed([held], SLO)
+    assert climbed([held, missed], SLO)  # round robin's own ladder: its last held step is known
+    # Another mode that misses below round robin's load climbs on to it, for its p90 there.
+    assert not climbed([held, missed], SLO, until_per_s=6.0)
+    assert climbed([held, missed, step(6.0, [4.0] * 20)], SLO, until_per_s=6.0)
+    assert not climbed([held, step(6.0, [0.4] * 20)], SLO, until_per_s=6.0)  # still within the SLO: higher
+
+
+def test_a_mode_placed_by_hash_is_the_median_of_its_placements():
+    placed = [
+        {"throughput_at_slo_per_s": 9.0, "offered_at_slo_per_s": 9.9, "ttft_p90_ms_at_equal_load": 540.0},
+        {"throughput_at_slo_per_s": 6.6, "offered_at_slo_per_s": 7.5, "ttft_p90_ms_at_equal_load": 1190.0},
+        {"throughput_at_slo_per_s": 7.2, "offered_at_slo_per_s": 7.5, "ttft_p90_ms_at_equal_load": None},
+    ]
+    assert median_figures(placed) == {
+        "throughput_at_slo_per_s": 7.2,
+        "offered_at_slo_per_s": 7.5,
+        "ttft_p90_ms_at_equal_load": 865.0,  # of the two known
+    }
+    none = median_figures([{"throughput_at_slo_per_s": 0.0, "ttft_p90_ms_at_equal_load": None}])
+    assert none == {"throughput_at_slo_per_s": 0.0, "offered_at_slo_per_s": None, "ttft_p90_ms_at_equal_load": None}
+
+
+def test_the_verdict_prints_each_placement_then_their_median():
+    from bench.routing import _load_verdict, _placements
+
+    figures = {"throughput_at_slo_per_s": 4.0, "offered_at_slo_per_s": 4.0, "ttft_p90_ms_at_equal_load": 1000.0}
+    placed = [
+        {"name": "envoy", "per_replica": {"a": 49, "b": 47, "c": 48}, **figures, "ttft_p90_ms_at_equal_load": 260.0},
+        {"name": "envoy#2", "per_replica": {"a": 59, "b": 55, "c": 30}, **figures, "ttft_p90_ms_at_equal_load": 670.0},
+    ]
+    at_load = {
+        "equal_load_per_s": 4.0,
+        "modes": {"round-robin": figures, "envoy": median_figures(placed)},
+        "placements": {"envoy": placed},
+    }
+    lines = _load_verdict(at_load).splitlines()
+    assert [line.split(" vs round-robin")[0] for line in lines] == [
+        "shared prefix at the SLO, envoy (49/47/48)",
+        "shared prefix at the SLO, envoy#2 (59/55/30)",
+        "shared prefix at the SLO, envoy, median of 2 placements",
+    ]
+    assert lines[0].endswith("(0.26x)") and lines[2].endswith("(0.47x)")
+    assert _placements("3") == 3
+    for bad in ("0", "10", "two", "-1"):
+        with pytest.raises(argparse.ArgumentTypeError, match="1 to 9"):
+            _placements(bad)
 
 
 def test_a_later_turn_waits_for_the_answer_to_the_one_before(monkeypatch, tmp_path):

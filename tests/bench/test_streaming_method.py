@@ -1,12 +1,15 @@
 """How bench/streaming.py times the first token at concurrency (issue 27 section 6), without servers: every stream
 sends its requests one after another after their drawn pauses, and each stream's first request (the ramp) is left
-out; the added TTFT is a difference of medians."""
+out; the added TTFT is a difference of medians; each path goes first in turn, and the client's work per event is the
+same on every path."""
 
 from __future__ import annotations
 
 import asyncio
+import types
 
-from bench.streaming import _added, _closed_loop
+import bench.streaming
+from bench.streaming import _added, _closed_loop, _first_and_last, _rotated
 from tests.own_loop import run_on_own_loop
 
 
@@ -48,3 +51,34 @@ def test_the_added_time_is_the_paths_median_less_triton_directs():
     assert round(out["herd_added_ttft_ms_p50_c16"], 6) == 5.0
     assert round(out["herd_server_added_ttft_ms_p50_c16"], 6) == 2.0
     assert round(out["herd_triton_ttft_ms_p50_c16"], 6) == 20.0
+
+
+def test_every_path_goes_first_in_turn():
+    assert [_rotated(("direct", "served"), turn) for turn in range(3)] == [
+        ("direct", "served"),
+        ("served", "direct"),
+        ("direct", "served"),
+    ]
+    assert [_rotated(("triton", "server", "edge"), turn)[0] for turn in range(4)] == [
+        "triton",
+        "server",
+        "edge",
+        "triton",
+    ]
+
+
+def test_the_client_keeps_the_first_events_time_and_the_last_event_only(monkeypatch):
+    clock = iter(range(100))  # the bench's own clock only (the loop keeps the real one)
+    monkeypatch.setattr(bench.streaming, "time", types.SimpleNamespace(perf_counter=lambda: float(next(clock))))
+
+    async def lines(*raw: bytes):
+        for line in raw:
+            yield line
+
+    first, last = run_on_own_loop(
+        _first_and_last(
+            lines(b": usage {}\n", b"\n", b'data: {"n": 1}\n', b'data: {"n": 2}\n', b"data: [DONE]\n"), b"data: {"
+        )
+    )
+    assert (first, last) == (0.0, b'data: {"n": 2}\n')  # the clock read once, at the first event; [DONE] is not one
+    assert run_on_own_loop(_first_and_last(lines(b": comment\n"), b"data:")) == (None, None)

@@ -107,3 +107,12 @@ def test_the_equal_load_summary_shows_throughput_within_the_slo_and_p90_against_
     assert "| `envoy` | 4.00 | 200 |" in comment(plans, head, base, capsys)
     del head["at_load"]
     assert "equal offered load" not in comment(plans, head, base, capsys)
+
+
+def test_a_mode_measured_over_several_placements_says_its_figures_are_their_median(plans, capsys):
+    head = report(0.8, 0.05)
+    head["at_load"] = at_load(0.8, 0.2)
+    head["at_load"]["placements"] = {"envoy": [{"name": "envoy"}, {"name": "envoy#2"}, {"name": "envoy#3"}]}
+    text = comment(plans, head, None, capsys)
+    assert "| `envoy` (median of 3 placements) | 4.00 | 200 |" in text
+    assert "| `round-robin` | 4.00 | 800 |" in text
