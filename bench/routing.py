@@ -405,6 +405,19 @@ def main(argv: list[str]) -> int:
         ports = [ReplicaPorts.free() for _ in range(args.replicas)]
         with run_replicas(serving, work, ports=ports, timing=timing) as replicas:
 
+            def concurrent_replay(edge: Any, keys: list[str], part: str, mark: str) -> PartResult:
+                """One part of the trace through ``edge`` at the replay's concurrency (``replay``)."""
+                return replay(
+                    edge.url,
+                    ca=edge.certificates.ca,
+                    keys=keys,
+                    model=settings.serving.served_model_name,
+                    requests=trace[part],
+                    mark=mark,
+                    concurrency=args.concurrency,
+                    access_log=edge.access_log,
+                )
+
             def climb(edge: Any, keys: list[str], name: str, mark: str) -> list[routing_load.LoadStep]:
                 """The equal-load ladder (unit: round robin's throughput on the shared part, the first mode replayed),
                 up the steps until ``routing_load.climbed``."""
@@ -434,16 +447,7 @@ def main(argv: list[str]) -> int:
             for mode in MODES:
                 with mode_edge(policy, mode, replicas, work) as (edge, keys):
                     for part in PARTS:
-                        result = replay(
-                            edge.url,
-                            ca=edge.certificates.ca,
-                            keys=keys,
-                            model=settings.serving.served_model_name,
-                            requests=trace[part],
-                            mark=f"{mode} {part}",
-                            concurrency=args.concurrency,
-                            access_log=edge.access_log,
-                        )
+                        result = concurrent_replay(edge, keys, part, f"{mode} {part}")
                         results[(mode, part)] = result
                         print(_row(mode, part, result), flush=True)
                     if args.ladder:
@@ -458,16 +462,7 @@ def main(argv: list[str]) -> int:
                 for n in range(2, args.placements + 1):
                     name = f"{mode}#{n}"
                     with mode_edge(policy, mode, replicas, work / f"placement-{n}") as (edge, keys):
-                        placed = replay(
-                            edge.url,
-                            ca=edge.certificates.ca,
-                            keys=keys,
-                            model=settings.serving.served_model_name,
-                            requests=trace["shared"],
-                            mark=f"{name} shared",
-                            concurrency=args.concurrency,
-                            access_log=edge.access_log,
-                        )
+                        placed = concurrent_replay(edge, keys, "shared", f"{name} shared")
                         print(_row(name, "shared", placed), flush=True)
                         draws.append(_draw(name, placed, climb(edge, keys, name, f"{name} shared")))
     if args.ladder:
